@@ -1,0 +1,82 @@
+"""Accuracy of the uncalibrated model on the measured data sets in benchmarks/data/.
+
+Prints, per hardware x op class: rows, median and p90 absolute % error, median predicted /
+measured. No row is used for fitting: every parameter is a hardware number or a model default.
+
+    python benchmarks/accuracy.py [--dataset vidur] [--csv out.csv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from measured_data import Row, all_rows  # noqa: E402
+
+import perfmodel  # noqa: E402
+
+
+def predict_rows(rows: list[Row]) -> np.ndarray:
+    """Predicted seconds per row (nan where the hardware is not in the library)."""
+    out = np.full(len(rows), np.nan)
+    known = set(perfmodel.list_hardware())
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        if row.hardware in known:
+            groups[(row.hardware, row.timing)].append(i)
+    for (hw, timing), idx in groups.items():
+        batch = perfmodel.predict_many(hw, [rows[i].op for i in idx], timing=timing)  # type: ignore[arg-type]
+        out[idx] = batch.time_s
+    return out
+
+
+def summary(rows: list[Row], predicted: np.ndarray) -> list[tuple[str, str, int, float, float, float]]:
+    table: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        if np.isfinite(predicted[i]):
+            table[(row.hardware, f"{row.dataset}:{row.label}")].append(i)
+    measured = np.array([r.measured_s for r in rows])
+    result = []
+    for (hw, label), idx in sorted(table.items()):
+        ratio = predicted[idx] / measured[idx]
+        ape = np.abs(ratio - 1.0) * 100
+        result.append((hw, label, len(idx), float(np.median(ape)), float(np.percentile(ape, 90)),
+                       float(np.median(ratio))))
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--dataset", help="only this data set (vidur, llmcompass, deepbench)")
+    parser.add_argument("--csv", help="write per-row predictions here")
+    args = parser.parse_args()
+    rows = [r for r in all_rows() if not args.dataset or r.dataset == args.dataset]
+    predicted = predict_rows(rows)
+    missing = sorted({r.hardware for r, p in zip(rows, predicted, strict=True) if not np.isfinite(p)})
+    print(f"{'hardware':<24} {'data set:op class':<26} {'rows':>5} {'median %':>9} {'p90 %':>8} {'pred/meas':>9}")
+    for hw, label, n, med, p90, ratio in summary(rows, predicted):
+        print(f"{hw:<24} {label:<26} {n:>5} {med:>9.1f} {p90:>8.1f} {ratio:>9.2f}")
+    measured = np.array([r.measured_s for r in rows])
+    ok = np.isfinite(predicted)
+    ape = np.abs(predicted / measured - 1.0) * 100
+    gemm = np.array([r.label in ("matmul", "conv2d", "conv2d_bwd") for r in rows])
+    print(f"\nall GEMM-like rows: {int((ok & gemm).sum())}, median {np.median(ape[ok & gemm]):.1f} %")
+    other = ok & ~gemm
+    print(f"all other rows:     {int(other.sum())}, median {np.median(ape[other]):.1f} %")
+    if missing:
+        print(f"not in the hardware library (rows skipped): {', '.join(missing)}")
+    if args.csv:
+        with open(args.csv, "w") as handle:
+            handle.write("dataset,hardware,label,op,measured_s,predicted_s\n")
+            for row, p in zip(rows, predicted, strict=True):
+                handle.write(f"{row.dataset},{row.hardware},{row.label},\"{row.op}\",{row.measured_s},{p}\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""Measured data sets (benchmarks/data/, see its README for licences) as (hardware, op, time) rows."""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@dataclass(frozen=True)
+class Row:
+    dataset: str
+    hardware: str
+    op: dict[str, Any]
+    measured_s: float
+    timing: str  # "kernel": device time (profiler/events); "host": wall clock around one op
+    group: str  # what a held-out split groups by (model family, sweep)
+    label: str  # op class shown in the tables
+
+
+def _read(name: str) -> list[dict[str, str]]:
+    with (DATA / name).open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+VIDUR_HW = {"NVIDIA A100 80GB (Vidur 'a100' SKU)": "nvidia-a100-sxm4-80gb", "NVIDIA A40 48GB": "nvidia-a40"}
+_SHAPE = re.compile(r"\[(\d+),(\d+)\]")
+
+
+def vidur() -> Iterator[Row]:
+    """Vidur: per-op CUDA kernel time of transformer blocks (fp16), median of 20 repeats."""
+    for r in _read("vidur_llm_operator_times_a100_a40.csv"):
+        hw = VIDUR_HW[r["hardware"]]
+        kind = r["op_kind_derived"]
+        tokens = int(r["num_tokens"])
+        shape = [int(v) for v in _SHAPE.findall(r["tensor_shape_derived"])[0]] if r["tensor_shape_derived"] else []
+        op: dict[str, Any]
+        if kind == "gemm":
+            op = {"kind": "matmul", "m": int(r["gemm_M_derived"]), "n": int(r["gemm_N_derived"]),
+                  "k": int(r["gemm_K_derived"]), "bias": r["gemm_bias_derived"] == "True", "dtype": "fp16"}
+            label = "matmul"
+        elif kind in ("rms_norm", "layer_norm"):
+            op = {"kind": kind.replace("_", ""), "shape": shape, "dtype": "fp16"}
+            label = op["kind"]
+        elif kind == "silu_and_mul":
+            out = [tokens, shape[1] // 2]
+            op = {"kind": "elementwise", "shape": out, "inputs": 2, "outputs": 1, "dtype": "fp16",
+                  "flops_per_element": 5, "transcendentals_per_element": 1}
+            label = "elementwise"
+        elif kind == "gelu":
+            op = {"kind": "elementwise", "shape": shape, "dtype": "fp16", "flops_per_element": 8,
+                  "transcendentals_per_element": 1}
+            label = "elementwise"
+        elif kind == "residual_add":
+            op = {"kind": "elementwise", "shape": shape, "inputs": 2, "dtype": "fp16"}
+            label = "elementwise"
+        elif kind.startswith("add3"):
+            op = {"kind": "elementwise", "shape": shape, "inputs": 3, "dtype": "fp16", "flops_per_element": 2}
+            label = "elementwise"
+        elif kind == "rotary_embedding":
+            q, k = (_SHAPE.findall(r["tensor_shape_derived"]))[:2]
+            cols = int(q[1]) + int(k[1])
+            op = {"kind": "elementwise", "shape": [tokens, cols], "dtype": "fp16", "flops_per_element": 3}
+            label = "elementwise"
+        elif kind == "embedding_lookup":
+            vocab = int(r["vocab_size"]) // int(r["tp_degree"])
+            op = {"kind": "embedding", "num_embeddings": vocab, "embedding_dim": int(r["n_embd"]),
+                  "num_indices": tokens, "dtype": "fp16"}
+            label = "embedding"
+        else:
+            continue
+        yield Row("vidur", hw, op, float(r["time_median_ms"]) * 1e-3, "kernel", r["model"], label)
+
+
+LLMC_HW = {"NVIDIA A100": "nvidia-a100-sxm4-80gb", "AMD MI210": "amd-mi210"}
+
+
+def llmcompass() -> Iterator[Row]:
+    """LLMCompass: host wall clock around one op plus synchronize (includes launch/sync)."""
+    for r in _read("llmcompass_ops.csv"):
+        hw = next(v for k, v in LLMC_HW.items() if r["hardware"].startswith(k))
+        ms = r["measured_latency_ms"]
+        seconds = float(ms) * 1e-3 if ms else float(r["latency_us_derived"]) * 1e-6
+        dtype = "fp32" if "fp32" in r["dtype_note"].split(" ")[0] else "fp16"
+        kind = r["op"]
+        if kind == "matmul":
+            op = {"kind": "matmul", "m": int(r["M"]), "n": int(r["N"]), "k": int(r["K"]), "dtype": dtype}
+        elif kind in ("softmax", "layernorm"):
+            op = {"kind": kind, "shape": [int(r["M"]), int(r["N"])], "dtype": dtype}
+        elif kind == "gelu":
+            op = {"kind": "elementwise", "shape": [int(r["elements"])], "dtype": dtype,
+                  "flops_per_element": 8, "transcendentals_per_element": 1}
+        else:
+            continue
+        label = "elementwise" if kind == "gelu" else kind
+        yield Row("llmcompass", hw, op, seconds, "host", f"{kind}", label)
+
+
+DEEPBENCH_HW = {"NVIDIA V100 (DGX-1)": "nvidia-v100-sxm2-32gb", "NVIDIA Tesla P100": "nvidia-p100-sxm2-16gb",
+                "NVIDIA T4": "nvidia-t4", "AMD Radeon Instinct MI25": "amd-mi25"}
+
+
+def _deepbench_dtypes(precision: str) -> dict[str, str]:
+    if precision == "Float":
+        return {"dtype": "fp32"}
+    if "32 bit multiplication" in precision:
+        return {"dtype": "fp16", "compute_dtype": "fp32"}
+    return {"dtype": "fp16"}
+
+
+def deepbench() -> Iterator[Row]:
+    """DeepBench GEMM and conv: kernel time averaged over repeated launches (cudaEvent)."""
+    for r in _read("deepbench_gemm.csv"):
+        op = {"kind": "matmul", "m": int(r["M"]), "n": int(r["N"]), "k": int(r["K"]),
+              "transpose_a": r["a_transpose"] == "T", "transpose_b": r["b_transpose"] == "T",
+              **_deepbench_dtypes(r["precision"])}
+        yield Row("deepbench", DEEPBENCH_HW[r["hardware"]], op, float(r["time_ms"]) * 1e-3, "kernel",
+                  r["application"] or "-", "matmul")
+    for r in _read("deepbench_conv.csv"):
+        base = {"kind": "conv2d", "batch": int(r["N"]), "in_channels": int(r["C"]),
+                "out_channels": int(r["K"]), "height": int(r["H"]), "width": int(r["W"]),
+                "kernel_h": int(r["R_filter_height"]), "kernel_w": int(r["S_filter_width"]),
+                "stride": int(r["stride_h"]), "stride_w": int(r["stride_w"]),
+                "padding": int(r["pad_h"]), "padding_w": int(r["pad_w"]),
+                **_deepbench_dtypes(r["precision"])}
+        hw = DEEPBENCH_HW[r["hardware"]]
+        group = r["application"] or "-"
+        if _number(r["fwd_ms"]):
+            yield Row("deepbench", hw, base, float(r["fwd_ms"]) * 1e-3, "kernel", group, "conv2d")
+        if _number(r["bwd_inputs_ms"]) and _number(r["bwd_params_ms"]):
+            seconds = (float(r["bwd_inputs_ms"]) + float(r["bwd_params_ms"])) * 1e-3
+            yield Row("deepbench", hw, {**base, "pass": "backward"}, seconds, "kernel", group, "conv2d_bwd")
+
+
+def collectives() -> Iterator[Row]:
+    """All-reduce: Vidur (NCCL, A100 DGX), LLMCompass (4x A100), DeepBench (P100)."""
+    for r in _read("vidur_collectives_a100.csv"):
+        if r["collective"] != "all_reduce" or r["topology"] != "a100_dgx":
+            continue
+        op = {"kind": "allreduce", "bytes": float(r["size_bytes"]), "devices": int(r["num_workers"]),
+              "devices_per_node": int(r["devices_per_node"]) if int(r["num_workers"]) > 8 else None,
+              "dtype": "fp16"}
+        yield Row("vidur", "nvidia-a100-sxm4-80gb", op, float(r["time_median_ms"]) * 1e-3, "kernel",
+                  "allreduce", "allreduce")
+    for r in _read("llmcompass_allreduce_a100x4.csv"):
+        op = {"kind": "allreduce", "bytes": float(r["size_bytes"]), "devices": int(r["num_gpus"]), "dtype": "fp16"}
+        yield Row("llmcompass", "nvidia-a100-sxm4-80gb", op, float(r["measured_latency_us"]) * 1e-6, "host",
+                  "allreduce", "allreduce")
+    for r in _read("deepbench_allreduce.csv"):
+        op = {"kind": "allreduce", "bytes": float(r["size_floats"]) * 4, "devices": int(r["num_gpus"]),
+              "dtype": "fp32"}
+        yield Row("deepbench", "nvidia-p100-sxm2-16gb", op, float(r["mean_time_ms"]) * 1e-3, "host",
+                  "allreduce", "allreduce")
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def all_rows() -> list[Row]:
+    return [*vidur(), *llmcompass(), *deepbench(), *collectives()]

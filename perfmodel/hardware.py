@@ -1,0 +1,221 @@
+"""Hardware description: engines, memory levels, interconnect (pydantic, frozen, SI units).
+
+Every number carries a citation: a block's ``source`` covers its numbers, ``sources`` names a
+different citation per field, and ``unknown`` gives the reason for every optional number left null.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from perfmodel.dtypes import DType
+
+EngineClass = Literal["matrix", "vector", "special"]
+LevelKind = Literal["dram", "cache", "scratchpad", "registers"]
+HardwareKind = Literal["gpu", "npu", "tpu", "cpu"]
+
+_LEVEL_RANK = {"dram": 0, "cache": 1, "scratchpad": 1, "registers": 2}
+
+
+class Sourced(BaseModel):
+    """Base for blocks whose numbers need citations."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: str = Field(min_length=3, description="Citation (document and section) for this block's numbers")
+    sources: dict[str, str] = Field(default_factory=dict, description="Per-field citation overriding `source`")
+    unknown: dict[str, str] = Field(default_factory=dict, description="Reason for each optional number left null")
+
+    @model_validator(mode="after")
+    def _check_citations(self) -> Sourced:
+        names = set(type(self).model_fields) - {"source", "sources", "unknown"}
+        for key in list(self.sources) + list(self.unknown):
+            if key not in names:
+                raise ValueError(f"citation for unknown field {key!r}; fields: {sorted(names)}")
+        for name in self._explain_if_null:
+            if getattr(self, name) is None and name not in self.unknown:
+                raise ValueError(f"{name} is null or missing: give the number or unknown.{name}: reason")
+        return self
+
+    _explain_if_null: ClassVar[tuple[str, ...]] = ()
+
+    def citation(self, field: str) -> str:
+        """The citation of one field (its own, else the block's)."""
+        return self.sources.get(field, self.source)
+
+
+class ComputeEngine(Sourced):
+    """One class of compute unit (tensor/matrix, vector/SIMT, special-function)."""
+
+    name: str = Field(min_length=1)
+    engine_class: EngineClass
+    count: int | None = Field(default=None, gt=0, description="Engines on the chip (e.g. tensor cores)")
+    peak_flops_per_s: dict[DType, float] = Field(
+        description="Dense peak per dtype, whole chip; absent dtype = unsupported. "
+        "For special-function engines: transcendental operations per second."
+    )
+    mma_shape: tuple[int, int, int] | None = Field(
+        default=None, description="Granularity m, n, k of one matrix instruction or systolic pass"
+    )
+
+    @field_validator("peak_flops_per_s")
+    @classmethod
+    def _positive_peaks(cls, peaks: dict[DType, float]) -> dict[DType, float]:
+        if not peaks:
+            raise ValueError("at least one dtype peak is needed")
+        for dtype, value in peaks.items():
+            if not value > 0:
+                raise ValueError(f"peak for {dtype.value} must be > 0 (omit unsupported dtypes)")
+        return peaks
+
+
+class MemoryLevel(Sourced):
+    """A memory level; bandwidth is the chip-wide aggregate, capacity per unit if ``per_unit``."""
+
+    _explain_if_null = ("capacity_bytes", "bandwidth_bytes_per_s", "latency_s")
+
+    name: str = Field(min_length=1)
+    kind: LevelKind
+    capacity_bytes: float | None = Field(default=None, gt=0)
+    bandwidth_bytes_per_s: float | None = Field(default=None, gt=0, description="Read, chip-wide")
+    write_bandwidth_bytes_per_s: float | None = Field(default=None, gt=0)
+    latency_s: float | None = Field(default=None, gt=0, description="Load-to-use latency")
+    per_unit: bool = False
+    banks: int | None = Field(default=None, gt=0)
+    bank_width_bytes: int | None = Field(default=None, gt=0)
+    access_granularity_bytes: int | None = Field(
+        default=None, gt=0, description="Smallest transfer (sector / cache line)"
+    )
+
+
+class Interconnect(Sourced):
+    """Scale-up links within a node and the scale-out network across nodes (per device)."""
+
+    _explain_if_null = (
+        "link_bandwidth_bytes_per_s", "link_latency_s", "devices_per_node",
+        "network_bandwidth_bytes_per_s", "network_latency_s",
+    )
+
+    link_bandwidth_bytes_per_s: float | None = Field(
+        default=None, gt=0, description="Per device, per direction, all links together"
+    )
+    link_latency_s: float | None = Field(default=None, gt=0)
+    devices_per_node: int | None = Field(default=None, gt=0)
+    network_bandwidth_bytes_per_s: float | None = Field(
+        default=None, gt=0, description="Per device, per direction"
+    )
+    network_latency_s: float | None = Field(default=None, gt=0)
+    name: str | None = None
+
+
+class Dma(Sourced):
+    """Explicit DMA engines of a scratchpad machine."""
+
+    _explain_if_null = ("engines", "latency_s", "bandwidth_bytes_per_s")
+
+    engines: int | None = Field(default=None, gt=0)
+    latency_s: float | None = Field(default=None, gt=0, description="Fixed cost per descriptor")
+    bandwidth_bytes_per_s: float | None = Field(default=None, gt=0, description="All engines")
+
+
+class Hardware(Sourced):
+    """A device: compute engines, memory levels outermost first, interconnect."""
+
+    _explain_if_null = ("clock_hz", "launch_overhead_s", "tdp_w")
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=80)
+    name: str
+    vendor: str
+    kind: HardwareKind
+    units: int = Field(gt=0, description="SMs / CUs / cores / NeuronCores / TensorCores")
+    unit_name: str
+    clock_hz: float | None = Field(default=None, gt=0, description="Boost clock of the peaks")
+    engines: tuple[ComputeEngine, ...] = Field(min_length=1)
+    levels: tuple[MemoryLevel, ...] = Field(min_length=1, description="Outermost first")
+    interconnect: Interconnect | None = None
+    dma: Dma | None = None
+    launch_overhead_s: float | None = Field(
+        default=None, gt=0, description="Fixed per-kernel cost: launch, ramp-up and tail"
+    )
+    max_resident_tiles_per_unit: int | None = Field(
+        default=None, gt=0, description="Max thread blocks / tiles resident on one unit"
+    )
+    max_resident_threads_per_unit: int | None = Field(
+        default=None, gt=0, description="Max threads resident on one unit (GPUs)"
+    )
+    tdp_w: float | None = Field(default=None, gt=0)
+    derived_from: str | None = None
+    overrides: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _check_structure(self) -> Hardware:
+        names = [e.name for e in self.engines]
+        if len(set(names)) != len(names):
+            raise ValueError(f"engine names repeat: {names}")
+        level_names = [lv.name.lower() for lv in self.levels]
+        if len(set(level_names)) != len(level_names):
+            raise ValueError(f"level names repeat: {[lv.name for lv in self.levels]}")
+        if self.levels[0].kind != "dram":
+            raise ValueError("levels[0] must be the off-chip memory (kind dram): list outermost first")
+        previous: MemoryLevel | None = None
+        for index, level in enumerate(self.levels):
+            if previous is not None:
+                if _LEVEL_RANK[level.kind] < _LEVEL_RANK[previous.kind]:
+                    raise ValueError(
+                        f"levels[{index}] ({level.name}, {level.kind}) after {previous.name} "
+                        f"({previous.kind}): levels are out of order, list outermost first"
+                    )
+                if (
+                    level.kind != "registers"
+                    and level.capacity_bytes is not None
+                    and previous.capacity_bytes is not None
+                    and level.capacity_bytes > previous.capacity_bytes
+                ):
+                    raise ValueError(
+                        f"levels[{index}] ({level.name}) is larger than {previous.name}: "
+                        "levels are out of order, list outermost first"
+                    )
+            previous = level
+        return self
+
+    # --- lookups used by the model -------------------------------------------------------
+    @property
+    def dram(self) -> MemoryLevel:
+        return self.levels[0]
+
+    def level(self, name: str) -> MemoryLevel:
+        for level in self.levels:
+            if level.name.lower() == name.lower():
+                return level
+        raise KeyError(f"{self.id} has no memory level {name!r}")
+
+    def engine(self, name: str) -> ComputeEngine:
+        for engine in self.engines:
+            if engine.name == name:
+                return engine
+        raise KeyError(f"{self.id} has no engine {name!r}")
+
+    def engines_of(self, engine_class: EngineClass) -> tuple[ComputeEngine, ...]:
+        return tuple(e for e in self.engines if e.engine_class == engine_class)
+
+    def level_capacity_bytes(self, level: MemoryLevel) -> float | None:
+        """Whole-chip capacity of a level (per-unit capacity times units)."""
+        if level.capacity_bytes is None:
+            return None
+        return level.capacity_bytes * (self.units if level.per_unit else 1)
+
+    def peak_flops_per_s(self, dtype: DType, engine_class: EngineClass = "matrix") -> float | None:
+        """Best dense peak for a dtype over the engines of one class, None if unsupported."""
+        peaks = [e.peak_flops_per_s[dtype] for e in self.engines_of(engine_class) if dtype in e.peak_flops_per_s]
+        return max(peaks) if peaks else None
+
+    @functools.cached_property
+    def content_hash(self) -> str:
+        """Short sha256 of the canonical JSON, for provenance."""
+        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -1,0 +1,167 @@
+"""Per-device lookup tables for the vectorised model: effective peaks per dtype, levels, limits.
+
+Built once per hardware content hash. A dtype the matrix engine lacks falls back to another
+path (fp32 -> vector engine, fp8 -> 16-bit matrix, int4 -> int8 matrix ...) and says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfmodel.dtypes import DType
+from perfmodel.efficiency import ModelDefaults, defaults_for
+from perfmodel.hardware import ComputeEngine, Hardware, MemoryLevel
+from perfmodel.ops.base import DTYPES, FloatArray
+
+# CUDA C++ Programming Guide, compute capability table: 2048 resident threads per SM on
+# cc 6.0/7.0/8.0/9.0 (1024 on 7.5, 1536 on 8.6/8.9: specs give their own).
+DEFAULT_RESIDENT_THREADS = 2048
+
+# Where a dtype goes when the matrix engine lacks it, in order of preference (matrix engine).
+_MATRIX_FALLBACK: dict[DType, tuple[DType, ...]] = {
+    DType.TF32: (DType.FP32,),
+    DType.FP8_E4M3: (DType.FP8_E5M2, DType.FP16, DType.BF16),
+    DType.FP8_E5M2: (DType.FP8_E4M3, DType.FP16, DType.BF16),
+    DType.BF16: (DType.FP16,),
+    DType.INT4: (DType.INT8, DType.FP16),
+    DType.INT8: (DType.FP16,),
+}
+# On the vector engine: same dtype, else a wider one that holds it.
+_VECTOR_FALLBACK: dict[DType, tuple[DType, ...]] = {
+    DType.TF32: (DType.FP32,),
+    DType.FP16: (DType.FP32,),
+    DType.BF16: (DType.FP32,),
+    DType.FP8_E4M3: (DType.FP16, DType.BF16, DType.FP32),
+    DType.FP8_E5M2: (DType.FP16, DType.BF16, DType.FP32),
+    DType.INT8: (DType.FP32,),
+    DType.INT4: (DType.FP32,),
+    DType.INT32: (DType.FP32,),
+    DType.INT64: (DType.FP32,),
+    DType.FP64: (),
+    DType.FP32: (),
+}
+
+
+@dataclass(frozen=True)
+class Path:
+    """How one dtype's work runs: engine, dtype actually used, peak, and a note if it fell back."""
+
+    engine: str
+    dtype: DType
+    peak_flops_per_s: float
+    note: str
+
+
+@dataclass(frozen=True)
+class MachineTables:
+    hardware: Hardware
+    defaults: ModelDefaults
+    matrix_paths: tuple[Path, ...]  # indexed by dtype code
+    vector_paths: tuple[Path, ...]
+    matrix_peak: FloatArray
+    vector_peak: FloatArray
+    special_peak: float
+    special_engine: str
+    dram: MemoryLevel
+    llc: MemoryLevel | None  # largest on-chip cache, None on scratchpad-only machines
+    scratchpad: MemoryLevel | None
+    scratchpad_bytes_per_unit: float
+    max_resident_tiles: int
+    resident_threads_per_unit: int
+    mma_m: int
+    mma_n: int
+    mma_k: int
+
+    @property
+    def units(self) -> int:
+        return self.hardware.units
+
+    def latency_s(self, level: MemoryLevel) -> float:
+        if level.latency_s is not None:
+            return level.latency_s
+        return self.defaults.dram_latency_s if level.kind == "dram" else self.defaults.onchip_latency_s
+
+    @property
+    def kernel_overhead_s(self) -> float:
+        return self.hardware.launch_overhead_s or self.defaults.kernel_overhead_s
+
+
+def _best(engines: tuple[ComputeEngine, ...], dtype: DType) -> tuple[ComputeEngine, float] | None:
+    found = [(e, e.peak_flops_per_s[dtype]) for e in engines if dtype in e.peak_flops_per_s]
+    return max(found, key=lambda pair: pair[1]) if found else None
+
+
+def _vector_path(hw: Hardware, dtype: DType) -> Path:
+    vectors = hw.engines_of("vector") or hw.engines_of("matrix")
+    for candidate in (dtype, *_VECTOR_FALLBACK.get(dtype, ())):
+        hit = _best(vectors, candidate)
+        if hit:
+            note = "" if candidate == dtype else f"{dtype.value} runs as {candidate.value} on {hit[0].name}"
+            return Path(hit[0].name, candidate, hit[1], note)
+    any_engine, peak = max(((e, max(e.peak_flops_per_s.values())) for e in vectors), key=lambda p: p[1])
+    return Path(any_engine.name, dtype, peak, f"{dtype.value} has no listed vector peak: using "
+                f"{any_engine.name}'s best")
+
+
+def _matrix_path(hw: Hardware, dtype: DType) -> Path:
+    matrices = hw.engines_of("matrix")
+    for candidate in (dtype, *_MATRIX_FALLBACK.get(dtype, ())):
+        hit = _best(matrices, candidate)
+        if hit:
+            note = "" if candidate == dtype else f"{dtype.value} runs as {candidate.value} on {hit[0].name}"
+            return Path(hit[0].name, candidate, hit[1], note)
+    vector = _vector_path(hw, dtype)
+    reason = f"no matrix path for {dtype.value} on {hw.id}: falls back to {vector.engine}"
+    if vector.note:
+        reason += f" ({vector.note})"
+    return Path(vector.engine, vector.dtype, vector.peak_flops_per_s, reason)
+
+
+_CACHE: dict[int, tuple[Hardware, MachineTables]] = {}
+
+
+def tables(hw: Hardware) -> MachineTables:
+    """Lookup tables of one device (cached per Hardware object; Hardware is immutable)."""
+    hit = _CACHE.get(id(hw))
+    if hit is not None and hit[0] is hw:
+        return hit[1]
+    if len(_CACHE) > 512:
+        _CACHE.clear()
+    built = _build(hw)
+    _CACHE[id(hw)] = (hw, built)
+    return built
+
+
+def _build(hw: Hardware) -> MachineTables:
+    matrix_paths = tuple(_matrix_path(hw, d) for d in DTYPES)
+    vector_paths = tuple(_vector_path(hw, d) for d in DTYPES)
+    specials = hw.engines_of("special")
+    if specials:
+        special_engine = specials[0].name
+        special_peak = max(specials[0].peak_flops_per_s.values())
+    else:  # transcendentals on the vector engine at a quarter of its fp32 rate (polynomial)
+        fp32 = _vector_path(hw, DType.FP32)
+        special_engine, special_peak = fp32.engine, fp32.peak_flops_per_s / 4.0
+    caches = [lv for lv in hw.levels if lv.kind == "cache" and not lv.per_unit]
+    caches = caches or [lv for lv in hw.levels if lv.kind == "cache"]
+    llc = caches[0] if caches else None
+    pads = [lv for lv in hw.levels if lv.kind == "scratchpad"]
+    scratchpad = pads[-1] if pads else None
+    pad_bytes = float("inf")
+    if scratchpad is not None and scratchpad.capacity_bytes is not None:
+        pad_bytes = scratchpad.capacity_bytes / (1 if scratchpad.per_unit else hw.units)
+    mma = next((e.mma_shape for e in hw.engines_of("matrix") if e.mma_shape), None) or (16, 8, 16)
+    return MachineTables(
+        hardware=hw, defaults=defaults_for(hw),
+        matrix_paths=matrix_paths, vector_paths=vector_paths,
+        matrix_peak=np.array([p.peak_flops_per_s for p in matrix_paths]),
+        vector_peak=np.array([p.peak_flops_per_s for p in vector_paths]),
+        special_peak=special_peak, special_engine=special_engine,
+        dram=hw.levels[0], llc=llc, scratchpad=scratchpad, scratchpad_bytes_per_unit=pad_bytes,
+        max_resident_tiles=hw.max_resident_tiles_per_unit or 1,
+        resident_threads_per_unit=hw.max_resident_threads_per_unit or DEFAULT_RESIDENT_THREADS,
+        mma_m=mma[0], mma_n=mma[1], mma_k=mma[2],
+    )
+

@@ -1,0 +1,307 @@
+"""Op base: frozen dataclasses built from plain dicts, and the vectorised ``Work`` they produce.
+
+Each op family implements ``work(ops, granularity_bytes)``: the FLOPs per engine class, the
+compulsory bytes per tensor role and the loop structure of many ops at once, as numpy arrays.
+The scalar accessors (``flops_by_engine``, ``bytes_by_role``) call the same code on one op, so
+the formulas exist once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from abc import ABC, abstractmethod
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Self
+
+import numpy as np
+import numpy.typing as npt
+
+from perfmodel.dtypes import DType, parse_dtype
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+ROLES = ("weights", "activations_in", "activations_out", "kv_cache", "indices", "scales", "workspace")
+ENGINE_CLASSES = ("matrix", "vector", "special")
+DTYPES: tuple[DType, ...] = tuple(DType)
+DTYPE_INDEX = {d: i for i, d in enumerate(DTYPES)}
+Pass = Literal["forward", "backward", "forward_backward"]
+PASSES = ("forward", "backward", "forward_backward")
+
+
+class OpError(ValueError):
+    """An op that cannot be built: names the kind, the field and the reason."""
+
+    def __init__(self, kind: str, field_name: str, reason: str) -> None:
+        super().__init__(f"op {kind!r}: field {field_name!r}: {reason}")
+        self.kind = kind
+        self.field = field_name
+        self.reason = reason
+
+
+@dataclass
+class Work:
+    """What ``n`` ops ask of a machine, one array element per op (SI units)."""
+
+    n: int
+    flops_matrix: FloatArray
+    flops_vector: FloatArray
+    flops_special: FloatArray
+    bytes_by_role: dict[str, FloatArray]
+    matrix_dtype: IntArray
+    vector_dtype: IntArray
+    parallel_items: FloatArray
+    kernels: FloatArray
+    threads: FloatArray = field(default_factory=lambda: np.zeros(0))  # GPU threads launched (0: n/a)
+    read_bytes_per_thread: FloatArray = field(default_factory=lambda: np.zeros(0))  # loads in flight
+    gemm_batch: FloatArray = field(default_factory=lambda: np.zeros(0))
+    gemm_m: FloatArray = field(default_factory=lambda: np.zeros(0))
+    gemm_n: FloatArray = field(default_factory=lambda: np.zeros(0))
+    gemm_k: FloatArray = field(default_factory=lambda: np.zeros(0))
+    comm_kind: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    comm_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))
+    comm_devices: FloatArray = field(default_factory=lambda: np.zeros(0))
+    comm_devices_per_node: FloatArray = field(default_factory=lambda: np.zeros(0))
+    comm_algorithm: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def __post_init__(self) -> None:
+        zeros = np.zeros(self.n)
+        for name in ("threads", "read_bytes_per_thread", "gemm_batch", "gemm_m", "gemm_n", "gemm_k",
+                     "comm_bytes", "comm_devices", "comm_devices_per_node"):
+            if getattr(self, name).size == 0:
+                setattr(self, name, zeros)
+        for name in ("comm_kind", "comm_algorithm"):
+            if getattr(self, name).size == 0:
+                setattr(self, name, np.zeros(self.n, dtype=np.int64))
+        for role in ROLES:
+            self.bytes_by_role.setdefault(role, zeros)
+
+    @property
+    def dram_bytes(self) -> FloatArray:
+        total = np.zeros(self.n)
+        for values in self.bytes_by_role.values():
+            total = total + values
+        return total
+
+    @property
+    def flops(self) -> FloatArray:
+        return self.flops_matrix + self.flops_vector + self.flops_special
+
+    @staticmethod
+    def concat(parts: Sequence[Work]) -> Work:
+        """Join the works of several op groups (in the given order)."""
+        def cat(name: str) -> Any:
+            return np.concatenate([getattr(p, name) for p in parts])
+
+        names = [f.name for f in dataclasses.fields(Work) if f.name not in ("n", "bytes_by_role")]
+        joined = {name: cat(name) for name in names}
+        roles = {r: np.concatenate([p.bytes_by_role[r] for p in parts]) for r in ROLES}
+        return Work(n=sum(p.n for p in parts), bytes_by_role=roles, **joined)
+
+
+def dtype_codes(dtypes: Sequence[DType]) -> IntArray:
+    return np.fromiter((DTYPE_INDEX[d] for d in dtypes), dtype=np.int64, count=len(dtypes))
+
+
+def column(ops: Sequence[Any], name: str) -> FloatArray:
+    """One numeric field of many ops as a float array."""
+    return np.fromiter((getattr(o, name) for o in ops), dtype=np.float64, count=len(ops))
+
+
+def pass_factors(ops: Sequence[Any]) -> tuple[FloatArray, FloatArray]:
+    """(forward share, backward share) per op: 1/0, 0/1 or 1/1."""
+    fwd = np.fromiter((o.pass_ != "backward" for o in ops), dtype=np.float64, count=len(ops))
+    bwd = np.fromiter((o.pass_ != "forward" for o in ops), dtype=np.float64, count=len(ops))
+    return fwd, bwd
+
+
+_REGISTRY: dict[str, type[Op]] = {}
+
+
+def register(cls: type[Op]) -> type[Op]:
+    _REGISTRY[cls.kind] = cls
+    return cls
+
+
+def op_kinds() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def op_class(kind: str) -> type[Op]:
+    try:
+        return _REGISTRY[kind]
+    except KeyError:
+        raise OpError(kind, "kind", f"unknown op kind; known: {', '.join(op_kinds())}") from None
+
+
+@dataclass(frozen=True)
+class Op(ABC):
+    """Base of every op: a kind, a dtype and shape fields, built with ``Op.from_dict``."""
+
+    kind: ClassVar[str] = "op"
+    aliases: ClassVar[dict[str, str]] = {"pass": "pass_"}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Op:
+        """Build the op named by ``data['kind']`` with precise errors for missing/wrong fields."""
+        if not isinstance(data, dict):
+            raise OpError("?", "<op>", f"expected a mapping, got {type(data).__name__}")
+        kind = data.get("kind")
+        if not isinstance(kind, str):
+            raise OpError("?", "kind", f"missing or not a string; known: {', '.join(op_kinds())}")
+        target = op_class(kind) if cls is Op else cls
+        return target._build({k: v for k, v in data.items() if k != "kind"})
+
+    @classmethod
+    def _build(cls, data: dict[str, Any]) -> Self:
+        hints = typing.get_type_hints(cls)
+        names = {f.name: f for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {}
+        for key, raw in data.items():
+            name = cls.aliases.get(key, key)
+            if name not in names:
+                public = sorted({k for k in names if k not in cls.aliases.values()} | set(cls.aliases))
+                raise OpError(cls.kind, key, f"unknown field; fields: {', '.join(public)}")
+            values[name] = _coerce(cls.kind, key, raw, hints[name])
+        for name, spec in names.items():
+            missing = spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING
+            if missing and name not in values:
+                raise OpError(cls.kind, name, "missing required field")
+        try:
+            return cls(**values)
+        except OpError:
+            raise
+        except (ValueError, TypeError) as exc:
+            raise OpError(cls.kind, "<op>", str(exc)) from exc
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        for spec in dataclasses.fields(self):
+            value = getattr(self, spec.name)
+            key = next((k for k, v in self.aliases.items() if v == spec.name), spec.name)
+            out[key] = value.value if isinstance(value, DType) else (list(value) if isinstance(value, tuple) else value)
+        return out
+
+    # --- vectorised model ------------------------------------------------------------------
+    @classmethod
+    @abstractmethod
+    def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
+        """FLOPs, bytes and loop structure of many ops of this kind at once."""
+
+    @abstractmethod
+    def loop_dims(self) -> dict[str, int]:
+        """Loop dimensions of the op's iteration space."""
+
+    # --- scalar views of the same model ----------------------------------------------------
+    def _one(self, granularity_bytes: float = 1.0) -> Work:
+        return type(self).work([self], granularity_bytes)
+
+    def flops_by_engine(self) -> dict[str, float]:
+        """Executed FLOPs per engine class: matrix, vector, special (transcendentals)."""
+        w = self._one()
+        return {"matrix": float(w.flops_matrix[0]), "vector": float(w.flops_vector[0]),
+                "special": float(w.flops_special[0])}
+
+    @property
+    def flops(self) -> float:
+        return sum(self.flops_by_engine().values())
+
+    def bytes_by_role(self, granularity_bytes: float = 1.0) -> dict[str, float]:
+        """Compulsory DRAM bytes per tensor role (random rows rounded up to the granularity)."""
+        w = self._one(granularity_bytes)
+        return {role: float(w.bytes_by_role[role][0]) for role in ROLES if w.bytes_by_role[role][0]}
+
+    @property
+    def bytes(self) -> float:
+        return sum(self.bytes_by_role().values())
+
+
+def _coerce(kind: str, key: str, raw: Any, hint: Any) -> Any:
+    """Check and convert one JSON value to the annotated field type."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if raw is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(kind, key, raw, inner[0])
+    if hint is DType:
+        try:
+            return parse_dtype(raw)
+        except ValueError as exc:
+            raise OpError(kind, key, str(exc)) from None
+    if hint is bool:
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and raw.lower() in ("true", "false", "1", "0", "yes", "no"):
+            return raw.lower() in ("true", "1", "yes")
+        raise OpError(kind, key, f"expected true/false, got {raw!r}")
+    if hint is int:
+        return _as_int(kind, key, raw)
+    if hint is float:
+        try:
+            value = float(raw)
+        except (TypeError, ValueError):
+            raise OpError(kind, key, f"expected a number, got {raw!r}") from None
+        if not np.isfinite(value):
+            raise OpError(kind, key, f"expected a finite number, got {raw!r}")
+        return value
+    if origin is tuple:
+        if isinstance(raw, str):
+            raw = [p for p in raw.replace("x", ",").split(",") if p.strip()]
+        if not isinstance(raw, list | tuple):
+            raise OpError(kind, key, f"expected a list, got {raw!r}")
+        return tuple(_as_int(kind, key, item) for item in raw)
+    if origin is Literal:
+        if raw not in args:
+            raise OpError(kind, key, f"expected one of {', '.join(map(str, args))}, got {raw!r}")
+        return raw
+    if hint is str:
+        if not isinstance(raw, str):
+            raise OpError(kind, key, f"expected a string, got {raw!r}")
+        return raw
+    return raw
+
+
+def _as_int(kind: str, key: str, raw: Any) -> int:
+    if isinstance(raw, bool):
+        raise OpError(kind, key, f"expected an integer, got {raw!r}")
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, float) and raw.is_integer():
+        return int(raw)
+    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
+        return int(raw)
+    raise OpError(kind, key, f"expected an integer, got {raw!r}")
+
+
+def require_positive(kind: str, **values: int | float) -> None:
+    for name, value in values.items():
+        if value <= 0:
+            raise OpError(kind, name, f"must be > 0, got {value}")
+
+
+def require_non_negative(kind: str, **values: int | float) -> None:
+    for name, value in values.items():
+        if value < 0:
+            raise OpError(kind, name, f"must be >= 0, got {value}")
+
+
+def check_pass(kind: str, value: str) -> None:
+    if value not in PASSES:
+        raise OpError(kind, "pass", f"expected one of {', '.join(PASSES)}, got {value!r}")
+
+
+def check_shape(kind: str, name: str, shape: tuple[int, ...]) -> None:
+    if len(shape) == 0:
+        raise OpError(kind, name, "shape must have at least one dimension")
+    for dim in shape:
+        if dim <= 0:
+            raise OpError(kind, name, f"dimensions must be > 0, got {list(shape)}")
+
+
+def numel(shape: tuple[int, ...]) -> int:
+    return int(np.prod(shape, dtype=np.float64))

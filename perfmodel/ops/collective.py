@@ -1,0 +1,85 @@
+"""Collectives across devices: all-reduce, all-gather, reduce-scatter, all-to-all.
+
+``bytes`` is the per-device buffer: the input of all-reduce and reduce-scatter, the output of
+all-gather, the send buffer of all-to-all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Literal, Self
+
+import numpy as np
+
+from perfmodel.dtypes import DType
+from perfmodel.ops.base import Op, OpError, Work, dtype_codes, register, require_positive
+
+COMM_KINDS = ("none", "allreduce", "allgather", "reducescatter", "alltoall")
+ALGORITHMS = ("auto", "ring", "tree")
+
+
+@dataclass(frozen=True)
+class Collective(Op):
+    size_bytes: float
+    devices: int
+    dtype: DType = DType.BF16
+    devices_per_node: int | None = None
+    algorithm: Literal["auto", "ring", "tree"] = "auto"
+
+    reduces: ClassVar[bool] = False
+    aliases: ClassVar[dict[str, str]] = {"pass": "pass_", "bytes": "size_bytes"}
+
+    def __post_init__(self) -> None:
+        require_positive(self.kind, bytes=self.size_bytes, devices=self.devices)
+        if self.devices_per_node is not None and self.devices_per_node <= 0:
+            raise OpError(self.kind, "devices_per_node", "must be > 0")
+
+    def loop_dims(self) -> dict[str, int]:
+        return {"devices": self.devices, "bytes": int(self.size_bytes)}
+
+    @classmethod
+    def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
+        size = np.array([o.size_bytes for o in ops], dtype=np.float64)
+        p = np.array([float(o.devices) for o in ops])
+        elem = np.array([o.dtype.bytes for o in ops])
+        share = (p - 1.0) / p
+        vector = size / elem * share if cls.reduces else np.zeros(len(ops))
+        codes = dtype_codes([o.dtype for o in ops])
+        dpn = np.array([float(o.devices_per_node or 0) for o in ops])
+        algo = np.array([ALGORITHMS.index(o.algorithm) for o in ops], dtype=np.int64)
+        return Work(
+            n=len(ops), flops_matrix=np.zeros(len(ops)), flops_vector=vector,
+            flops_special=np.zeros(len(ops)),
+            bytes_by_role={"activations_in": size, "activations_out": size},
+            matrix_dtype=codes, vector_dtype=codes, parallel_items=np.full(len(ops), np.inf),
+            kernels=np.ones(len(ops)),
+            comm_kind=np.full(len(ops), COMM_KINDS.index(cls.kind), dtype=np.int64),
+            comm_bytes=size, comm_devices=p, comm_devices_per_node=dpn, comm_algorithm=algo,
+        )
+
+
+@register
+@dataclass(frozen=True)
+class AllReduce(Collective):
+    kind = "allreduce"
+    reduces = True
+
+
+@register
+@dataclass(frozen=True)
+class AllGather(Collective):
+    kind = "allgather"
+
+
+@register
+@dataclass(frozen=True)
+class ReduceScatter(Collective):
+    kind = "reducescatter"
+    reduces = True
+
+
+@register
+@dataclass(frozen=True)
+class AllToAll(Collective):
+    kind = "alltoall"

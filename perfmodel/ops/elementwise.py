@@ -1,0 +1,189 @@
+"""Elementwise chains, reductions and layout ops (transpose, reshape): bytes-bound streams."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Self
+
+import numpy as np
+
+from perfmodel.dtypes import DType
+from perfmodel.ops.base import (
+    FloatArray,
+    Op,
+    OpError,
+    Work,
+    check_shape,
+    dtype_codes,
+    numel,
+    register,
+    column,
+    require_non_negative,
+    require_positive,
+)
+
+ELEMENTS_PER_BLOCK = 2048.0  # 256 threads x 8 elements: the usual grid of a streaming kernel
+# PyTorch's vectorized_elementwise_kernel loads 4 elements per thread per access (vec4).
+DEFAULT_VECTOR_WIDTH = 4
+
+
+def _stream_work(ops: Sequence[Op], elements: FloatArray, read: FloatArray, written: FloatArray,
+                 vector: FloatArray, special: FloatArray, kernels: FloatArray,
+                 dtypes: Sequence[DType], width: FloatArray | None = None) -> Work:
+    """Work of a streaming kernel: one thread per ``width`` elements, its loads in flight."""
+    codes = dtype_codes(dtypes)
+    width = np.full(len(ops), float(DEFAULT_VECTOR_WIDTH)) if width is None else width
+    threads = np.ceil(elements / width)
+    return Work(
+        n=len(ops), flops_matrix=np.zeros(len(ops)), flops_vector=vector, flops_special=special,
+        bytes_by_role={"activations_in": read, "activations_out": written},
+        matrix_dtype=codes, vector_dtype=codes,
+        parallel_items=np.ceil(elements / ELEMENTS_PER_BLOCK), kernels=kernels,
+        threads=threads, read_bytes_per_thread=read / np.maximum(threads, 1.0),
+    )
+
+
+def _elements(ops: Sequence[Op], name: str = "shape") -> FloatArray:
+    return np.array([float(numel(getattr(o, name))) for o in ops])
+
+
+@register
+@dataclass(frozen=True)
+class Elementwise(Op):
+    """A fused chain over ``shape``: reads ``inputs`` tensors, writes ``outputs`` tensors.
+
+    ``vector_width``: elements each thread loads per access (4 in PyTorch's vectorized kernels,
+    1 in a scalar loop); with the latency it bounds the bytes in flight (Little's law).
+    """
+
+    kind = "elementwise"
+
+    shape: tuple[int, ...]
+    dtype: DType
+    inputs: int = 1
+    outputs: int = 1
+    flops_per_element: float = 1.0
+    transcendentals_per_element: float = 0.0
+    vector_width: int = DEFAULT_VECTOR_WIDTH
+
+    def __post_init__(self) -> None:
+        check_shape(self.kind, "shape", self.shape)
+        require_non_negative(self.kind, inputs=self.inputs, outputs=self.outputs,
+                             flops_per_element=self.flops_per_element,
+                             transcendentals_per_element=self.transcendentals_per_element)
+        require_positive(self.kind, vector_width=self.vector_width)
+        if self.inputs + self.outputs == 0:
+            raise OpError(self.kind, "inputs", "an op with no inputs and no outputs moves nothing")
+
+    def loop_dims(self) -> dict[str, int]:
+        return {"elements": numel(self.shape)}
+
+    @classmethod
+    def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
+        n = _elements(ops)
+        elem = np.array([o.dtype.bytes for o in ops])
+        ins = np.array([float(o.inputs) for o in ops])
+        outs = np.array([float(o.outputs) for o in ops])
+        flops = np.array([o.flops_per_element for o in ops]) * n
+        special = np.array([o.transcendentals_per_element for o in ops]) * n
+        return _stream_work(ops, n, n * elem * ins, n * elem * outs, flops, special,
+                            np.ones(len(ops)), [o.dtype for o in ops], column(ops, "vector_width"))
+
+
+@register
+@dataclass(frozen=True)
+class Reduce(Op):
+    """Reduce ``shape`` over ``axes`` with sum/mean/max/min (one FLOP per input element)."""
+
+    kind = "reduce"
+
+    shape: tuple[int, ...]
+    axes: tuple[int, ...]
+    dtype: DType
+    op: Literal["sum", "mean", "max", "min"] = "sum"
+
+    def __post_init__(self) -> None:
+        check_shape(self.kind, "shape", self.shape)
+        rank = len(self.shape)
+        if not self.axes:
+            raise OpError(self.kind, "axes", "give at least one axis")
+        for axis in self.axes:
+            if not -rank <= axis < rank:
+                raise OpError(self.kind, "axes", f"axis {axis} out of range for rank {rank}")
+
+    @property
+    def out_elements(self) -> int:
+        reduced = {a % len(self.shape) for a in self.axes}
+        return numel(tuple(d for i, d in enumerate(self.shape) if i not in reduced) or (1,))
+
+    def loop_dims(self) -> dict[str, int]:
+        total = numel(self.shape)
+        return {"outputs": self.out_elements, "reduced": total // self.out_elements}
+
+    @classmethod
+    def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
+        n = _elements(ops)
+        out = np.array([float(o.out_elements) for o in ops])
+        elem = np.array([o.dtype.bytes for o in ops])
+        return _stream_work(ops, n, n * elem, out * elem, n, np.zeros(len(ops)),
+                            np.ones(len(ops)), [o.dtype for o in ops])
+
+
+@register
+@dataclass(frozen=True)
+class Transpose(Op):
+    """Materialise ``shape`` permuted by ``perm``: one read and one write of every element."""
+
+    kind = "transpose"
+
+    shape: tuple[int, ...]
+    perm: tuple[int, ...]
+    dtype: DType
+
+    def __post_init__(self) -> None:
+        check_shape(self.kind, "shape", self.shape)
+        if sorted(self.perm) != list(range(len(self.shape))):
+            raise OpError(self.kind, "perm", f"{list(self.perm)} is not a permutation of "
+                          f"0..{len(self.shape) - 1}")
+
+    def loop_dims(self) -> dict[str, int]:
+        return {f"d{i}": d for i, d in enumerate(self.shape)}
+
+    @classmethod
+    def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
+        n = _elements(ops)
+        elem = np.array([o.dtype.bytes for o in ops])
+        return _stream_work(ops, n, n * elem, n * elem, np.zeros(len(ops)), np.zeros(len(ops)),
+                            np.ones(len(ops)), [o.dtype for o in ops])
+
+
+@register
+@dataclass(frozen=True)
+class Reshape(Op):
+    """A contiguous reshape is a view (no bytes, no kernel); otherwise a copy."""
+
+    kind = "reshape"
+
+    shape: tuple[int, ...]
+    new_shape: tuple[int, ...]
+    dtype: DType
+    contiguous: bool = True
+
+    def __post_init__(self) -> None:
+        check_shape(self.kind, "shape", self.shape)
+        check_shape(self.kind, "new_shape", self.new_shape)
+        if numel(self.shape) != numel(self.new_shape):
+            raise OpError(self.kind, "new_shape", f"{list(self.new_shape)} has {numel(self.new_shape)} "
+                          f"elements, shape {list(self.shape)} has {numel(self.shape)}")
+
+    def loop_dims(self) -> dict[str, int]:
+        return {"elements": numel(self.shape)}
+
+    @classmethod
+    def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
+        n = _elements(ops)
+        copy = np.array([not o.contiguous for o in ops], dtype=np.float64)
+        moved = copy * n * np.array([o.dtype.bytes for o in ops])
+        return _stream_work(ops, n, moved, moved, np.zeros(len(ops)), np.zeros(len(ops)),
+                            copy, [o.dtype for o in ops])

@@ -1,0 +1,122 @@
+"""Gather, scatter and embedding: random rows, each moved in whole sectors/lines."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Self
+
+import numpy as np
+
+from perfmodel.dtypes import DType
+from perfmodel.ops.base import (
+    FloatArray,
+    Op,
+    Work,
+    check_shape,
+    column,
+    dtype_codes,
+    numel,
+    register,
+    require_positive,
+)
+
+ROWS_PER_BLOCK = 4.0  # one warp per row, a few rows per thread block
+
+
+def _rounded(row_bytes: FloatArray, granularity_bytes: float) -> FloatArray:
+    """Bytes actually moved per random row: whole sectors/lines."""
+    return np.ceil(row_bytes / granularity_bytes) * granularity_bytes
+
+
+@dataclass(frozen=True)
+class RowAccess(Op):
+    """Ops that move ``num_indices`` rows of a table of ``table_shape``."""
+
+    table_shape: tuple[int, ...]
+    num_indices: int
+    dtype: DType
+    index_dtype: DType = DType.INT64
+
+    def __post_init__(self) -> None:
+        check_shape(self.kind, "table_shape", self.table_shape)
+        require_positive(self.kind, num_indices=self.num_indices)
+
+    @property
+    def row_bytes(self) -> float:
+        return numel(self.table_shape[1:] or (1,)) * self.dtype.bytes
+
+    def loop_dims(self) -> dict[str, int]:
+        return {"indices": self.num_indices, "row_elements": numel(self.table_shape[1:] or (1,))}
+
+    @classmethod
+    def _base(cls, ops: Sequence[Self], granularity_bytes: float) -> tuple[FloatArray, FloatArray, FloatArray]:
+        idx = column(ops, "num_indices")
+        row = np.array([o.row_bytes for o in ops])
+        return idx, row, _rounded(row, granularity_bytes)
+
+    @classmethod
+    def _work(cls, ops: Sequence[Self], roles: dict[str, FloatArray], vector: FloatArray) -> Work:
+        codes = dtype_codes([o.dtype for o in ops])
+        idx = column(ops, "num_indices")
+        elem = np.array([o.dtype.bytes for o in ops])
+        row_elements = np.array([o.row_bytes for o in ops]) / elem
+        # one thread per element copied (PyTorch index_select / embedding kernels)
+        return Work(n=len(ops), flops_matrix=np.zeros(len(ops)), flops_vector=vector,
+                    flops_special=np.zeros(len(ops)), bytes_by_role=roles, matrix_dtype=codes,
+                    vector_dtype=codes, parallel_items=np.ceil(idx / ROWS_PER_BLOCK),
+                    kernels=np.ones(len(ops)), threads=idx * row_elements,
+                    read_bytes_per_thread=elem)
+
+
+@register
+@dataclass(frozen=True)
+class Gather(RowAccess):
+    """out[i] = table[index[i]]: random row reads, contiguous writes."""
+
+    kind = "gather"
+
+    @classmethod
+    def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
+        idx, row, rounded = cls._base(ops, granularity_bytes)
+        index_bytes = idx * np.array([o.index_dtype.bytes for o in ops])
+        roles = {"weights": idx * rounded, "indices": index_bytes, "activations_out": idx * row}
+        return cls._work(ops, roles, np.zeros(len(ops)))
+
+
+@register
+@dataclass(frozen=True)
+class Embedding(Gather):
+    """Embedding lookup: a gather from a (num_embeddings, embedding_dim) table."""
+
+    kind = "embedding"
+
+    @classmethod
+    def _build(cls, data: dict[str, object]) -> Self:
+        data = dict(data)
+        if "num_embeddings" in data or "embedding_dim" in data:
+            data["table_shape"] = [data.pop("num_embeddings", 1), data.pop("embedding_dim", 1)]
+        return super()._build(data)
+
+
+@register
+@dataclass(frozen=True)
+class Scatter(RowAccess):
+    """table[index[i]] (+)= updates[i]: contiguous reads, random row writes.
+
+    ``reduce='add'`` is a read-modify-write of each row with atomics (one add per element).
+    """
+
+    kind = "scatter"
+
+    reduce: Literal["none", "add"] = "none"
+
+    @classmethod
+    def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
+        idx, row, rounded = cls._base(ops, granularity_bytes)
+        add = np.array([o.reduce == "add" for o in ops], dtype=np.float64)
+        index_bytes = idx * np.array([o.index_dtype.bytes for o in ops])
+        elements = idx * row / np.array([o.dtype.bytes for o in ops])
+        roles = {"activations_in": idx * row, "indices": index_bytes,
+                 "activations_out": idx * rounded * (1.0 + add)}
+        return cls._work(ops, roles, add * elements)

@@ -1,0 +1,109 @@
+"""Matmul / batched matmul, with optional bias and weight-only quantization."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Self
+
+import numpy as np
+
+from perfmodel.dtypes import DType
+from perfmodel.ops.base import (
+    Op,
+    Pass,
+    Work,
+    check_pass,
+    column,
+    dtype_codes,
+    pass_factors,
+    register,
+    require_positive,
+)
+
+DEQUANT_FLOPS_PER_WEIGHT = 2.0  # scale multiply + zero-point subtract (or int->float convert)
+DEQUANT_TILE_M = 128  # weights are dequantized once per M-tile that loads them
+
+
+@register
+@dataclass(frozen=True)
+class Matmul(Op):
+    """C[batch, m, n] = A[batch, m, k] @ B[batch?, k, n] (+ bias[n]).
+
+    ``weight_dtype`` stores B narrower than ``dtype`` (weight-only quantization: int4/int8
+    weights, 16-bit compute): B moves at its own width plus one ``dtype`` scale per
+    ``group_size`` weights, and is dequantized on the vector engine. ``b_batched=False``
+    shares one B across the batch (a linear layer on a 3-D input). ``compute_dtype`` is the
+    math precision when it differs from the storage (fp16 data with fp32 multiplies).
+    """
+
+    kind = "matmul"
+
+    m: int
+    n: int
+    k: int
+    dtype: DType
+    batch: int = 1
+    out_dtype: DType | None = None
+    compute_dtype: DType | None = None
+    weight_dtype: DType | None = None
+    group_size: int = 128
+    transpose_a: bool = False
+    transpose_b: bool = False
+    bias: bool = False
+    b_batched: bool = True
+    pass_: Pass = "forward"
+
+    def __post_init__(self) -> None:
+        require_positive(self.kind, m=self.m, n=self.n, k=self.k, batch=self.batch,
+                         group_size=self.group_size)
+        check_pass(self.kind, self.pass_)
+
+    def loop_dims(self) -> dict[str, int]:
+        return {"batch": self.batch, "m": self.m, "n": self.n, "k": self.k}
+
+    @classmethod
+    def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
+        m, n, k, b = (column(ops, name) for name in ("m", "n", "k", "batch"))
+        fwd, bwd = pass_factors(ops)
+        a_bytes = np.array([o.dtype.bytes for o in ops])
+        out_bytes = np.array([(o.out_dtype or o.dtype).bytes for o in ops])
+        w_bytes = np.array([(o.weight_dtype or o.dtype).bytes for o in ops])
+        quantized = np.array([o.weight_dtype is not None and o.weight_dtype != o.dtype for o in ops])
+        group = column(ops, "group_size")
+        b_count = np.where(np.array([o.b_batched for o in ops]), b, 1.0)
+        has_bias = np.array([o.bias for o in ops], dtype=np.float64)
+
+        gemm = 2.0 * b * m * n * k
+        weights = b_count * k * n * w_bytes
+        scales = np.where(quantized, b_count * np.ceil(k / group) * n * a_bytes, 0.0)
+        dequant = np.where(quantized, b_count * k * n * DEQUANT_FLOPS_PER_WEIGHT
+                           * np.ceil(m * b / b_count / DEQUANT_TILE_M), 0.0)
+        act_in = b * m * k * a_bytes
+        act_out = b * m * n * out_bytes
+        bias_bytes = has_bias * n * out_bytes
+        # backward: dA = dC B^T and dB = A^T dC (2 GEMMs); reads dC, A, B; writes dA, dB.
+        flops_matrix = gemm * (fwd + 2.0 * bwd)
+        flops_vector = (has_bias * b * m * n + dequant) * fwd + (dequant + has_bias * b * m * n) * bwd
+        roles = {
+            "weights": (weights + bias_bytes) * (fwd + bwd) + bwd * (b_count * k * n * a_bytes),
+            "scales": scales * (fwd + bwd),
+            "activations_in": act_in * fwd + bwd * (act_in + b * m * n * out_bytes),
+            "activations_out": act_out * fwd + bwd * act_in,
+        }
+        matrix_dtype = [o.compute_dtype or o.dtype for o in ops]
+        return Work(
+            n=len(ops),
+            flops_matrix=flops_matrix,
+            flops_vector=flops_vector,
+            flops_special=np.zeros(len(ops)),
+            bytes_by_role=roles,
+            matrix_dtype=dtype_codes(matrix_dtype),
+            vector_dtype=dtype_codes(matrix_dtype),
+            parallel_items=b * np.ceil(m / 128) * np.ceil(n / 128),
+            kernels=fwd + 2.0 * bwd,
+            gemm_batch=b * (fwd + 2.0 * bwd),
+            gemm_m=m,
+            gemm_n=n,
+            gemm_k=k,
+        )

@@ -1,0 +1,138 @@
+"""Row-wise ops over the last axis: layernorm, rmsnorm, batchnorm, softmax."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Self
+
+import numpy as np
+
+from perfmodel.dtypes import DType
+from perfmodel.ops.base import (
+    Op,
+    Pass,
+    Work,
+    check_pass,
+    check_shape,
+    dtype_codes,
+    pass_factors,
+    register,
+)
+
+STATS_BYTES = 4.0  # fp32 mean / rstd saved per row for the backward
+THREADS_PER_ROW = 1024.0  # one thread block per row (Apex / vLLM style), up to 1024 threads
+
+
+@dataclass(frozen=True)
+class RowOp(Op):
+    """Base of the ops that normalise each row of ``shape`` over its last axis."""
+
+    shape: tuple[int, ...]
+    dtype: DType
+    pass_: Pass = "forward"
+
+    # per element: vector FLOPs forward, per row: transcendentals, parameter vectors, saved stats
+    vector_flops_per_element: ClassVar[float] = 1.0
+    special_per_row: ClassVar[float] = 1.0
+    special_per_element: ClassVar[float] = 0.0
+    param_vectors: ClassVar[float] = 0.0
+    stats_per_row: ClassVar[float] = 0.0
+
+    def __post_init__(self) -> None:
+        check_shape(self.kind, "shape", self.shape)
+        check_pass(self.kind, self.pass_)
+
+    def loop_dims(self) -> dict[str, int]:
+        cols = self.shape[-1]
+        return {"rows": int(np.prod(self.shape[:-1], dtype=np.int64)), "cols": cols}
+
+    @classmethod
+    def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
+        elements = np.array([float(np.prod(o.shape, dtype=np.float64)) for o in ops])
+        cols = np.array([float(o.shape[-1]) for o in ops])
+        rows = elements / cols
+        elem = np.array([o.dtype.bytes for o in ops])
+        fwd, bwd = pass_factors(ops)
+        tensor = elements * elem
+        params = cls.param_vectors * cols * elem
+        stats = cls.stats_per_row * rows * STATS_BYTES
+        # backward reads x and dy (and the saved stats), writes dx and the parameter gradients.
+        roles = {
+            "activations_in": tensor * fwd + 2.0 * tensor * bwd,
+            "activations_out": tensor * fwd + tensor * bwd,
+            "weights": params * (fwd + 2.0 * bwd),
+            "workspace": stats * (fwd + bwd),
+        }
+        special = (cls.special_per_row * rows + cls.special_per_element * elements) * (fwd + bwd)
+        dtypes = dtype_codes([o.dtype for o in ops])
+        return Work(
+            n=len(ops),
+            flops_matrix=np.zeros(len(ops)),
+            flops_vector=cls.vector_flops_per_element * elements * (fwd + 2.0 * bwd),
+            flops_special=special,
+            bytes_by_role=roles, matrix_dtype=dtypes, vector_dtype=dtypes,
+            parallel_items=rows, kernels=fwd + bwd,
+            # one block per row striding with scalar loads: a thread holds one element in flight
+            threads=rows * np.minimum(cols, THREADS_PER_ROW),
+            read_bytes_per_thread=elem * (1.0 + bwd),
+        )
+
+
+@register
+@dataclass(frozen=True)
+class LayerNorm(RowOp):
+    """y = (x − mean) · rstd · γ + β; 8 FLOPs per element, one rsqrt per row."""
+
+    kind = "layernorm"
+    vector_flops_per_element = 8.0
+    param_vectors = 2.0
+    stats_per_row = 2.0
+
+
+@register
+@dataclass(frozen=True)
+class RmsNorm(RowOp):
+    """y = x · rsqrt(mean(x²) + ε) · γ; 4 FLOPs per element, one rsqrt per row."""
+
+    kind = "rmsnorm"
+    vector_flops_per_element = 4.0
+    param_vectors = 1.0
+    stats_per_row = 1.0
+
+
+@register
+@dataclass(frozen=True)
+class BatchNorm(RowOp):
+    """Channels last; inference applies the running statistics: y = x · scale + shift.
+
+    ``training`` computes the batch statistics first: a second read of x.
+    """
+
+    kind = "batchnorm"
+    training: bool = False
+    vector_flops_per_element = 2.0
+    special_per_row = 0.0
+    param_vectors = 4.0
+
+    @classmethod
+    def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
+        work = super().work(ops, granularity_bytes)
+        training = np.array([o.training for o in ops], dtype=np.float64)
+        elements = np.array([float(np.prod(o.shape, dtype=np.float64)) for o in ops])
+        elem = np.array([o.dtype.bytes for o in ops])
+        work.bytes_by_role["activations_in"] = work.bytes_by_role["activations_in"] + training * elements * elem
+        work.flops_vector = work.flops_vector + training * 3.0 * elements
+        work.kernels = work.kernels + training
+        return work
+
+
+@register
+@dataclass(frozen=True)
+class Softmax(RowOp):
+    """y = exp(x − max) / Σ exp; 4 FLOPs and one exp per element."""
+
+    kind = "softmax"
+    vector_flops_per_element = 4.0
+    special_per_row = 0.0
+    special_per_element = 1.0

@@ -1,0 +1,298 @@
+"""Hierarchical roofline: (ops, hardware) -> time, bound and breakdown, vectorised over ops.
+
+    time = kernels · overhead + max(engine times, level times, collective time)
+
+- engine time: executed FLOPs / (dtype peak of the path that runs them · efficiency ·
+  share of units the op can occupy); GEMM-like work goes through the tile and wave model.
+- level time: latency + bytes / (bandwidth · efficiency · share of units). DRAM carries the
+  compulsory bytes unless the working set fits the last-level cache (then it stays there); the
+  cache level carries every byte, and for GEMMs the re-reads the tiles cause.
+- ``bound`` names the engine or level with the largest time, or ``latency`` when the fixed
+  overhead exceeds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from perfmodel import __version__
+from perfmodel.collectives import collective_time
+from perfmodel.gemm_tiles import gemm_time
+from perfmodel.hardware import Hardware
+from perfmodel.machine import MachineTables, tables
+from perfmodel.ops import Op, Work, make_op
+from perfmodel.ops.base import DTYPES, FloatArray
+
+Timing = Literal["kernel", "host"]
+HardwareLike = Hardware | str
+OpLike = Op | dict[str, Any]
+
+
+@dataclass
+class Cost:
+    """One prediction with its breakdown (SI units)."""
+
+    time_s: float
+    bound: str
+    op_kind: str
+    hardware_id: str
+    hardware_hash: str
+    flops: float
+    flops_by_engine: dict[str, float]
+    bytes_by_level: dict[str, float]
+    time_s_by_level: dict[str, float]
+    time_s_by_engine: dict[str, float]
+    overhead_s: float
+    intensity_flops_per_byte: float
+    attained_flops_per_s: float
+    utilization: float
+    schedule: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    interval_s: tuple[float, float] | None = None
+    in_calibrated_range: bool | None = None
+    model_version: str = __version__
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["interval_s"] = list(self.interval_s) if self.interval_s else None
+        return out
+
+
+@dataclass
+class CostBatch:
+    """Predictions for many ops as arrays; index or iterate for ``Cost`` objects."""
+
+    hardware: Hardware
+    ops: Sequence[Op]
+    time_s: FloatArray
+    bound: np.ndarray[Any, np.dtype[np.str_]]
+    overhead_s: FloatArray
+    flops_by_engine: dict[str, FloatArray]
+    bytes_by_level: dict[str, FloatArray]
+    time_s_by_level: dict[str, FloatArray]
+    time_s_by_engine: dict[str, FloatArray]
+    compulsory_bytes: FloatArray
+    utilization: FloatArray
+    schedule: dict[str, FloatArray]
+    notes: dict[int, list[str]]
+
+    def __len__(self) -> int:
+        return int(self.time_s.size)
+
+    def __iter__(self) -> Iterator[Cost]:
+        return (self[i] for i in range(len(self)))
+
+    @property
+    def flops(self) -> FloatArray:
+        total = np.zeros(len(self))
+        for values in self.flops_by_engine.values():
+            total = total + values
+        return total
+
+    def __getitem__(self, i: int) -> Cost:
+        flops = float(self.flops[i])
+        time_s = float(self.time_s[i])
+        compulsory = float(self.compulsory_bytes[i])
+        schedule = {k: float(v[i]) for k, v in self.schedule.items() if v[i] > 0}
+        return Cost(
+            time_s=time_s, bound=str(self.bound[i]), op_kind=self.ops[i].kind,
+            hardware_id=self.hardware.id, hardware_hash=self.hardware.content_hash,
+            flops=flops, flops_by_engine={k: float(v[i]) for k, v in self.flops_by_engine.items()},
+            bytes_by_level={k: float(v[i]) for k, v in self.bytes_by_level.items()},
+            time_s_by_level={k: float(v[i]) for k, v in self.time_s_by_level.items()},
+            time_s_by_engine={k: float(v[i]) for k, v in self.time_s_by_engine.items() if v[i] > 0},
+            overhead_s=float(self.overhead_s[i]),
+            intensity_flops_per_byte=flops / compulsory if compulsory else float("inf"),
+            attained_flops_per_s=flops / time_s if time_s else 0.0,
+            utilization=float(self.utilization[i]), schedule=schedule,
+            notes=list(self.notes.get(i, [])),
+        )
+
+
+def _level_time(bytes_: FloatArray, bandwidth: float | None, latency_s: float, efficiency: float,
+                share: FloatArray) -> FloatArray:
+    if bandwidth is None:
+        return np.zeros_like(bytes_)
+    return np.where(bytes_ > 0, latency_s + bytes_ / (bandwidth * efficiency * share), 0.0)
+
+
+def _in_flight_time(work: Work, t: MachineTables, latency_s: float) -> FloatArray:
+    """Little's law: reads of ``threads`` threads, each with its loads in flight, per latency.
+
+    Resident threads are capped by the device (units x resident threads per unit); a kernel
+    whose threads hold few bytes in flight cannot reach the bandwidth roof.
+    """
+    if t.hardware.kind != "gpu":
+        return np.zeros(work.n)
+    resident = np.minimum(work.threads, t.units * t.resident_threads_per_unit)
+    in_flight = resident * work.read_bytes_per_thread
+    reads = work.read_bytes_per_thread * work.threads
+    return np.where(in_flight > 0, reads / np.maximum(in_flight, 1e-30) * latency_s, 0.0)
+
+
+def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing = "kernel",
+             warm_cache: bool = False) -> CostBatch:
+    """The roofline of ``work`` (from ``ops``) on ``hardware``."""
+    t = tables(hardware)
+    d = t.defaults
+    n = work.n
+    busy = np.minimum(1.0, work.parallel_items / (t.units * d.blocks_per_unit_for_bandwidth))
+    busy = np.maximum(busy, 1.0 / t.units)
+    m_peak = t.matrix_peak[work.matrix_dtype]
+    v_peak = t.vector_peak[work.vector_dtype]
+
+    t_vector = work.flops_vector / (v_peak * d.vector_efficiency * busy)
+    t_special = work.flops_special / (t.special_peak * d.vector_efficiency * busy)
+    t_matrix = work.flops_matrix / (m_peak * d.matrix_efficiency * busy)
+    compulsory = work.dram_bytes
+    llc = t.llc
+    llc_capacity = hardware.level_capacity_bytes(llc) if llc else None
+    resident = (compulsory <= (llc_capacity or 0.0) * d.llc_resident_fraction) & warm_cache
+    reuse = llc if llc is not None else t.dram
+    reuse_bytes = compulsory.copy()
+    schedule = {k: np.zeros(n) for k in ("tile_m", "tile_n", "split_k", "waves", "tiles")}
+    extra_kernels = np.zeros(n)
+
+    gemm = (work.gemm_batch > 0) & (work.flops_matrix > 0)
+    if gemm.any():
+        idx = np.nonzero(gemm)[0]
+        elem = np.array([DTYPES[c].bytes for c in work.matrix_dtype[idx]])
+        result = gemm_time(t, work.gemm_batch[idx], work.gemm_m[idx], work.gemm_n[idx],
+                           work.gemm_k[idx], elem, m_peak[idx],
+                           reuse.bandwidth_bytes_per_s or t.dram.bandwidth_bytes_per_s or 1e12,
+                           t.latency_s(t.dram))
+        t_matrix[idx] = result.time_s
+        busy[idx] = np.clip(result.tiles / (t.units * d.blocks_per_unit_for_bandwidth), 1.0 / t.units, 1.0)
+        reuse_bytes[idx] = compulsory[idx] + result.reread_bytes
+        extra_kernels[idx] = result.extra_kernels
+        for key, values in (("tile_m", result.tile_m), ("tile_n", result.tile_n),
+                            ("split_k", result.split_k), ("waves", result.waves), ("tiles", result.tiles)):
+            schedule[key][idx] = values
+
+    dram_bytes = np.where(resident & (llc is not None), 0.0, compulsory)
+    if llc is None:
+        dram_bytes = np.maximum(dram_bytes, reuse_bytes)
+    levels = {t.dram.name: dram_bytes}
+    dram_latency = t.latency_s(t.dram)
+    level_times = {t.dram.name: _level_time(dram_bytes, t.dram.bandwidth_bytes_per_s, dram_latency,
+                                            d.dram_efficiency, busy)}
+    flight = _in_flight_time(work, t, t.latency_s(llc) if (warm_cache and llc) else dram_latency)
+    level_times[t.dram.name] = np.where(dram_bytes > 0, np.maximum(level_times[t.dram.name],
+                                                                   dram_latency + flight), 0.0)
+    if llc is not None:
+        levels[llc.name] = reuse_bytes
+        level_times[llc.name] = _level_time(reuse_bytes, llc.bandwidth_bytes_per_s, t.latency_s(llc),
+                                            d.onchip_efficiency, busy)
+
+    comm = work.comm_kind > 0
+    t_comm = np.zeros(n)
+    if comm.any():
+        t_comm = collective_time(t, work.comm_kind, work.comm_bytes, work.comm_devices,
+                                 work.comm_devices_per_node, work.comm_algorithm)
+
+    engine_names = _engine_names(t, work)
+    engine_times = {"matrix": t_matrix, "vector": t_vector, "special": t_special}
+    columns = [t_matrix, t_vector, t_special, *level_times.values(), t_comm]
+    stack = np.vstack(columns)
+    body = stack.max(axis=0)
+    which = stack.argmax(axis=0)
+    per_kernel = t.kernel_overhead_s + (d.host_overhead_s if timing == "host" else 0.0)
+    overhead = (work.kernels + extra_kernels) * per_kernel
+    time_s = body + overhead
+    labels = np.array(["matrix", "vector", "special", *level_times.keys(), "interconnect"], dtype=object)
+    bound = labels[which]
+    for cls, names in engine_names.items():
+        mask = bound == cls
+        bound[mask] = names[mask]
+    bound[(overhead >= body) & (work.kernels > 0)] = "latency"
+    bound[work.kernels + extra_kernels == 0] = "none"
+
+    peak_used = np.where(work.flops_matrix > 0, m_peak, v_peak)
+    flops = work.flops
+    utilization = np.where(time_s > 0, flops / np.maximum(time_s, 1e-30) / peak_used, 0.0)
+    return CostBatch(
+        hardware=hardware, ops=ops, time_s=time_s, bound=bound.astype(str), overhead_s=overhead,
+        flops_by_engine={"matrix": work.flops_matrix, "vector": work.flops_vector,
+                         "special": work.flops_special},
+        bytes_by_level=levels, time_s_by_level=level_times,
+        time_s_by_engine={**engine_times, "interconnect": t_comm},
+        compulsory_bytes=compulsory, utilization=utilization, schedule=schedule,
+        notes=_notes(t, work, resident, llc is not None),
+    )
+
+
+def _engine_names(t: MachineTables, work: Work) -> dict[str, np.ndarray[Any, np.dtype[Any]]]:
+    matrix = np.array([p.engine for p in t.matrix_paths], dtype=object)[work.matrix_dtype]
+    vector = np.array([p.engine for p in t.vector_paths], dtype=object)[work.vector_dtype]
+    return {"matrix": matrix, "vector": vector, "special": np.full(work.n, t.special_engine, dtype=object)}
+
+
+def _notes(t: MachineTables, work: Work, resident: np.ndarray[Any, np.dtype[np.bool_]],
+           has_llc: bool) -> dict[int, list[str]]:
+    notes: dict[int, list[str]] = {}
+    for i in np.nonzero(work.flops_matrix > 0)[0]:
+        note = t.matrix_paths[work.matrix_dtype[i]].note
+        if note:
+            notes.setdefault(int(i), []).append(note)
+    for i in np.nonzero((work.flops_matrix == 0) & (work.flops_vector > 0))[0]:
+        note = t.vector_paths[work.vector_dtype[i]].note
+        if note:
+            notes.setdefault(int(i), []).append(note)
+    if has_llc and t.llc is not None:
+        for i in np.nonzero(resident & (work.dram_bytes > 0))[0]:
+            notes.setdefault(int(i), []).append(f"working set fits {t.llc.name}: served from it")
+    return notes
+
+
+def _resolve(hardware: HardwareLike) -> Hardware:
+    if isinstance(hardware, Hardware):
+        return hardware
+    from perfmodel.specs import load_hardware
+
+    return load_hardware(hardware)
+
+
+def work_of(ops: Sequence[Op], granularity_bytes: float) -> Work:
+    """Work of mixed ops, grouped by class for vectorised extraction, in the given order."""
+    groups: dict[type[Op], list[int]] = {}
+    for i, op in enumerate(ops):
+        groups.setdefault(type(op), []).append(i)
+    if len(groups) == 1:
+        cls = next(iter(groups))
+        return cls.work(list(ops), granularity_bytes)
+    parts = [cls.work([ops[i] for i in idx], granularity_bytes) for cls, idx in groups.items()]
+    joined = Work.concat(parts)
+    order = np.argsort(np.concatenate([np.array(idx) for idx in groups.values()]), kind="stable")
+    return _take(joined, order)
+
+
+def _take(work: Work, order: np.ndarray[Any, np.dtype[np.intp]]) -> Work:
+    fields = {k: v[order] for k, v in work.__dict__.items() if isinstance(v, np.ndarray)}
+    roles = {r: v[order] for r, v in work.bytes_by_role.items()}
+    return Work(n=work.n, bytes_by_role=roles, **fields)
+
+
+def predict_many(hardware: HardwareLike, ops: Iterable[OpLike], timing: Timing = "kernel",
+                 warm_cache: bool = False) -> CostBatch:
+    """Predict many ops at once (vectorised with numpy); ops are ``Op`` or plain dicts."""
+    hw = _resolve(hardware)
+    built = [make_op(op) for op in ops]
+    granularity = float(hw.dram.access_granularity_bytes or 1)
+    work = work_of(built, granularity)
+    return evaluate(work, built, hw, timing, warm_cache)
+
+
+def predict(hardware: HardwareLike, op: OpLike, timing: Timing = "kernel", warm_cache: bool = False) -> Cost:
+    """Predict one op: time, bound and breakdown.
+
+    ``timing='host'`` adds the host launch and synchronisation that a wall clock around one op
+    measures; the default is device time as a profiler (CUPTI, rocprof) reports it.
+    ``warm_cache=True``: the inputs were just touched (produced by the previous op), so a
+    working set that fits the last-level cache is served from it. The default is a cold cache,
+    as Nsight Compute measures (it flushes caches between replays).
+    """
+    return predict_many(hardware, [op], timing, warm_cache)[0]

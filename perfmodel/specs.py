@@ -1,0 +1,216 @@
+"""The hardware library: load, list and validate ``hardware_specs/*.yaml``; derive what-if variants."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from perfmodel.hardware import Hardware
+
+SPECS_DIR_ENV = "PERFMODEL_SPECS_DIR"
+
+
+class SpecError(ValueError):
+    """A hardware spec that cannot be loaded: names the file, the field and the reason."""
+
+    def __init__(self, path: str, field: str, reason: str) -> None:
+        super().__init__(f"{path}: {field}: {reason}")
+        self.path = path
+        self.field = field
+        self.reason = reason
+
+
+def specs_dir() -> Path:
+    """The bundled library (``hardware_specs/`` beside the package) or ``$PERFMODEL_SPECS_DIR``."""
+    override = os.environ.get(SPECS_DIR_ENV)
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parent.parent / "hardware_specs"
+
+
+def _spec_files(directory: Path) -> Iterator[Path]:
+    yield from sorted(p for p in directory.rglob("*.yaml") if p.is_file())
+
+
+def parse_spec(data: Any, origin: str = "<dict>") -> Hardware:
+    """Validate a spec mapping; errors name ``origin``, the field path and the reason."""
+    if not isinstance(data, dict):
+        raise SpecError(origin, "<root>", f"expected a mapping, got {type(data).__name__}")
+    try:
+        return Hardware.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "<root>"
+        raise SpecError(origin, field, first["msg"]) from exc
+
+
+def load_spec_file(path: Path) -> Hardware:
+    """Load one YAML file."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise SpecError(str(path), "<yaml>", str(exc)) from exc
+    hardware = parse_spec(data, str(path))
+    if path.stem != hardware.id and not path.stem.endswith(hardware.id.split("-", 1)[-1]):
+        raise SpecError(str(path), "id", f"id {hardware.id!r} does not match the file name")
+    return hardware
+
+
+@functools.lru_cache(maxsize=8)
+def _library(directory: str) -> dict[str, Hardware]:
+    found: dict[str, Hardware] = {}
+    for path in _spec_files(Path(directory)):
+        hardware = load_spec_file(path)
+        if hardware.id in found:
+            raise SpecError(str(path), "id", f"duplicate id {hardware.id!r}")
+        found[hardware.id] = hardware
+    return found
+
+
+def library() -> dict[str, Hardware]:
+    """All bundled devices by id (loaded once)."""
+    return dict(_library(str(specs_dir())))
+
+
+def list_hardware() -> list[str]:
+    """Ids of the bundled devices, sorted."""
+    return sorted(_library(str(specs_dir())))
+
+
+def load_hardware(hardware_id: str) -> Hardware:
+    """One bundled device by id."""
+    devices = _library(str(specs_dir()))
+    if hardware_id not in devices:
+        close = [i for i in devices if hardware_id.lower() in i] or sorted(devices)[:8]
+        raise KeyError(f"unknown hardware {hardware_id!r}; did you mean one of {close}?")
+    return devices[hardware_id]
+
+
+def json_schema() -> dict[str, Any]:
+    """JSON Schema of a spec file (generated from the pydantic model)."""
+    schema = Hardware.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "perfmodel hardware spec"
+    return schema
+
+
+def schema_text() -> str:
+    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+# --- what-if variants ----------------------------------------------------------------------
+
+_SCALE = re.compile(r"^\s*[x*]\s*([0-9.eE+-]+)\s*$")
+_ON_CHIP_CLOCKED = ("cache", "scratchpad", "registers")
+
+
+def derive_variant(base: Hardware | str, new_id: str, overrides: dict[str, Any]) -> Hardware:
+    """A what-if device: ``base`` with ``overrides`` applied.
+
+    Keys are dotted paths: ``clock_hz``, ``units``, ``launch_overhead_s``,
+    ``levels.<name|dram|onchip|*>.<field>``, ``engines.<name|*>.peak_flops_per_s[.<dtype>]``,
+    ``interconnect.<field>``. A value is a number (set it) or ``"x1.5"`` / ``"*1.5"`` (scale it).
+    Scaling ``clock_hz`` also scales every engine peak and on-chip bandwidth (they are per-clock).
+    """
+    hardware = load_hardware(base) if isinstance(base, str) else base
+    data = hardware.model_dump(mode="json")
+    for key, value in overrides.items():
+        _apply(data, key, value, hardware.id)
+    note = f"what-if variant of {hardware.id}: {json.dumps(overrides, sort_keys=True)}"
+    data.update(id=new_id, name=f"{hardware.name} ({note})", derived_from=hardware.id, overrides=overrides)
+    data["sources"] = {**data.get("sources", {}), **{k: note for k in ("clock_hz", "units") if k in overrides}}
+    return parse_spec(data, f"variant {new_id!r}")
+
+
+def _apply(data: dict[str, Any], key: str, value: Any, base_id: str) -> None:
+    parts = key.split(".")
+    head = parts[0]
+    if head == "clock_hz" and len(parts) == 1 and isinstance(value, str):
+        factor = _factor(value, key)
+        _scale_field(data, "clock_hz", factor, key)
+        for engine in data["engines"]:
+            engine["peak_flops_per_s"] = {d: v * factor for d, v in engine["peak_flops_per_s"].items()}
+        for level in data["levels"]:
+            if level["kind"] in _ON_CHIP_CLOCKED and level.get("bandwidth_bytes_per_s"):
+                level["bandwidth_bytes_per_s"] *= factor
+        return
+    if len(parts) == 1:
+        _set_or_scale(data, head, value, key)
+        return
+    if head == "levels":
+        targets = _select_levels(data["levels"], parts[1], key)
+        for level in targets:
+            _set_or_scale(level, ".".join(parts[2:]), value, key)
+            level.setdefault("sources", {})[parts[-1]] = f"what-if override of {base_id}: {key}={value}"
+            level.get("unknown", {}).pop(parts[-1], None)
+        return
+    if head == "engines":
+        matched = [e for e in data["engines"] if parts[1] in ("*", e["name"])]
+        if not matched:
+            raise SpecError("overrides", key, f"no engine named {parts[1]!r}")
+        for engine in matched:
+            rest = parts[2:]
+            if rest == ["peak_flops_per_s"] and isinstance(value, str):
+                factor = _factor(value, key)
+                engine["peak_flops_per_s"] = {d: v * factor for d, v in engine["peak_flops_per_s"].items()}
+            else:
+                _set_or_scale(engine, ".".join(rest), value, key)
+        return
+    if head == "interconnect" and data.get("interconnect") is not None:
+        _set_or_scale(data["interconnect"], ".".join(parts[1:]), value, key)
+        return
+    raise SpecError("overrides", key, "unknown override path")
+
+
+def _select_levels(levels: list[dict[str, Any]], selector: str, key: str) -> list[dict[str, Any]]:
+    sel = selector.lower()
+    if sel == "*":
+        return levels
+    if sel == "dram":
+        return [levels[0]]
+    if sel == "onchip":
+        return [lv for lv in levels if lv["kind"] != "dram"]
+    if sel == "sram":
+        return [lv for lv in levels if lv["kind"] == "scratchpad"] or [
+            lv for lv in levels if lv["kind"] == "cache"
+        ]
+    found = [lv for lv in levels if lv["name"].lower() == sel]
+    if not found:
+        names = [lv["name"] for lv in levels]
+        raise SpecError("overrides", key, f"no level {selector!r}; levels: {names} or dram/onchip/sram/*")
+    return found
+
+
+def _factor(value: str, key: str) -> float:
+    match = _SCALE.match(value)
+    if not match:
+        raise SpecError("overrides", key, f"{value!r} is neither a number nor a scale like 'x1.5'")
+    return float(match.group(1))
+
+
+def _set_or_scale(target: dict[str, Any], path: str, value: Any, key: str) -> None:
+    parts = path.split(".")
+    for part in parts[:-1]:
+        if not isinstance(target.get(part), dict):
+            raise SpecError("overrides", key, f"unknown field {part!r}")
+        target = target[part]
+    if isinstance(value, str):
+        _scale_field(target, parts[-1], _factor(value, key), key)
+    else:
+        target[parts[-1]] = value
+
+
+def _scale_field(target: dict[str, Any], field: str, factor: float, key: str) -> None:
+    current = target.get(field)
+    if not isinstance(current, int | float):
+        raise SpecError("overrides", key, f"cannot scale {field!r}: it is {current!r}")
+    scaled = current * factor
+    target[field] = int(round(scaled)) if isinstance(current, int) and field in ("units", "banks") else scaled
