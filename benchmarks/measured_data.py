@@ -32,6 +32,9 @@ VIDUR_HW = {"NVIDIA A100 80GB (Vidur 'a100' SKU)": "nvidia-a100-sxm4-80gb", "NVI
 _SHAPE = re.compile(r"\[(\d+),(\d+)\]")
 
 
+SCALAR = {"vector_width": 1}  # vLLM's activation, rotary and add kernels load one element a time
+
+
 def vidur() -> Iterator[Row]:
     """Vidur: per-op CUDA kernel time of transformer blocks (fp16), median of 20 repeats."""
     for r in _read("vidur_llm_operator_times_a100_a40.csv"):
@@ -50,22 +53,24 @@ def vidur() -> Iterator[Row]:
         elif kind == "silu_and_mul":
             out = [tokens, shape[1] // 2]
             op = {"kind": "elementwise", "shape": out, "inputs": 2, "outputs": 1, "dtype": "fp16",
-                  "flops_per_element": 5, "transcendentals_per_element": 1}
+                  "flops_per_element": 5, "transcendentals_per_element": 1, **SCALAR}
             label = "elementwise"
         elif kind == "gelu":
             op = {"kind": "elementwise", "shape": shape, "dtype": "fp16", "flops_per_element": 8,
-                  "transcendentals_per_element": 1}
+                  "transcendentals_per_element": 1, **SCALAR}
             label = "elementwise"
         elif kind == "residual_add":
-            op = {"kind": "elementwise", "shape": shape, "inputs": 2, "dtype": "fp16"}
+            op = {"kind": "elementwise", "shape": shape, "inputs": 2, "dtype": "fp16", **SCALAR}
             label = "elementwise"
         elif kind.startswith("add3"):
-            op = {"kind": "elementwise", "shape": shape, "inputs": 3, "dtype": "fp16", "flops_per_element": 2}
+            op = {"kind": "elementwise", "shape": shape, "inputs": 3, "dtype": "fp16", "flops_per_element": 2,
+                  **SCALAR}
             label = "elementwise"
         elif kind == "rotary_embedding":
             q, k = (_SHAPE.findall(r["tensor_shape_derived"]))[:2]
             cols = int(q[1]) + int(k[1])
-            op = {"kind": "elementwise", "shape": [tokens, cols], "dtype": "fp16", "flops_per_element": 3}
+            op = {"kind": "elementwise", "shape": [tokens, cols], "dtype": "fp16", "flops_per_element": 3,
+                  **SCALAR}
             label = "elementwise"
         elif kind == "embedding_lookup":
             vocab = int(r["vocab_size"]) // int(r["tp_degree"])

@@ -29,6 +29,8 @@ class ModelDefaults:
     network_step_latency_s: float  # alpha across nodes
     blocks_per_unit_for_bandwidth: float  # resident blocks one unit needs to pull its share of DRAM
     llc_resident_fraction: float  # share of the last-level cache a working set can count on
+    loaded_latency_factor: float  # DRAM latency under a saturating load / idle latency
+    llc_to_dram_bandwidth: float  # LLC bandwidth / DRAM bandwidth when a spec has no LLC figure
 
 
 _GPU = ModelDefaults(
@@ -55,13 +57,20 @@ _GPU = ModelDefaults(
     # A100/H100 split L2 into two partitions and copy lines across them; other data competes:
     # count on half of the LLC for a working set to stay resident between kernels.
     llc_resident_fraction=0.5,
+    # Loaded-latency curves (latency vs offered bandwidth) rise steeply near saturation:
+    # queueing in the memory controllers roughly doubles the idle pointer-chase latency.
+    loaded_latency_factor=2.0,
+    # Where a spec has no L2 figure: A100 has 7.2 TB/s of L2 over 2.0 TB/s of HBM (3.5x), V100
+    # 2048 B/clk (3.1 TB/s) over 0.9 TB/s (3.5x); use 3x.
+    llc_to_dram_bandwidth=3.0,
 )
 
 _NPU = ModelDefaults(
     kernel_overhead_s=5.0e-6, host_overhead_s=20e-6, dram_latency_s=1.0e-6, onchip_latency_s=0.5e-6,
     matrix_efficiency=0.85, vector_efficiency=0.8, dram_efficiency=0.85, onchip_efficiency=0.8,
     link_efficiency=0.8, link_step_latency_s=3.0e-6, network_step_latency_s=8.0e-6,
-    blocks_per_unit_for_bandwidth=1.0, llc_resident_fraction=0.5,
+    blocks_per_unit_for_bandwidth=1.0, llc_resident_fraction=0.5, loaded_latency_factor=2.0,
+    llc_to_dram_bandwidth=3.0,
 )
 
 _CPU = ModelDefaults(
@@ -69,7 +78,8 @@ _CPU = ModelDefaults(
     kernel_overhead_s=1.0e-6, host_overhead_s=1.0e-6, dram_latency_s=0.1e-6,
     onchip_latency_s=0.02e-6, matrix_efficiency=0.8, vector_efficiency=0.7, dram_efficiency=0.75,
     onchip_efficiency=0.7, link_efficiency=0.8, link_step_latency_s=5.0e-6,
-    network_step_latency_s=10.0e-6, blocks_per_unit_for_bandwidth=1.0, llc_resident_fraction=0.5,
+    network_step_latency_s=10.0e-6, blocks_per_unit_for_bandwidth=1.0, llc_resident_fraction=0.5, loaded_latency_factor=2.0,
+    llc_to_dram_bandwidth=3.0,
 )
 
 _BY_KIND = {"gpu": _GPU, "npu": _NPU, "tpu": _NPU, "cpu": _CPU}
@@ -78,3 +88,13 @@ _BY_KIND = {"gpu": _GPU, "npu": _NPU, "tpu": _NPU, "cpu": _CPU}
 def defaults_for(hardware: Hardware) -> ModelDefaults:
     """The defaults for a device's kind."""
     return _BY_KIND[hardware.kind]
+
+
+IDEAL = ModelDefaults(
+    kernel_overhead_s=0.0, host_overhead_s=0.0, dram_latency_s=0.0, onchip_latency_s=0.0,
+    matrix_efficiency=1.0, vector_efficiency=1.0, dram_efficiency=1.0, onchip_efficiency=1.0,
+    link_efficiency=1.0, link_step_latency_s=0.0, network_step_latency_s=0.0,
+    blocks_per_unit_for_bandwidth=1.0, llc_resident_fraction=1.0, loaded_latency_factor=1.0,
+    llc_to_dram_bandwidth=3.0,
+)
+"""A pure speed-of-light roofline: no overheads, no latencies, every peak reached."""

@@ -83,9 +83,18 @@ class MachineTables:
             return level.latency_s
         return self.defaults.dram_latency_s if level.kind == "dram" else self.defaults.onchip_latency_s
 
+    def bandwidth_bytes_per_s(self, level: MemoryLevel) -> float:
+        """A level's bandwidth; an LLC without a figure gets the default multiple of DRAM's."""
+        if level.bandwidth_bytes_per_s is not None:
+            return level.bandwidth_bytes_per_s
+        dram = self.dram.bandwidth_bytes_per_s or 1e12
+        return dram * (self.defaults.llc_to_dram_bandwidth if level is self.llc else 1.0)
+
     @property
     def kernel_overhead_s(self) -> float:
-        return self.hardware.launch_overhead_s or self.defaults.kernel_overhead_s
+        if self.hardware.launch_overhead_s is not None:
+            return self.hardware.launch_overhead_s
+        return self.defaults.kernel_overhead_s
 
 
 def _best(engines: tuple[ComputeEngine, ...], dtype: DType) -> tuple[ComputeEngine, float] | None:

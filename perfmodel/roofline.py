@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -21,6 +22,7 @@ import numpy as np
 
 from perfmodel import __version__
 from perfmodel.collectives import collective_time
+from perfmodel.efficiency import ModelDefaults
 from perfmodel.gemm_tiles import gemm_time
 from perfmodel.hardware import Hardware
 from perfmodel.machine import MachineTables, tables
@@ -113,31 +115,32 @@ class CostBatch:
         )
 
 
-def _level_time(bytes_: FloatArray, bandwidth: float | None, latency_s: float, efficiency: float,
+def _level_time(bytes_: FloatArray, bandwidth: float, latency_s: float, efficiency: float,
                 share: FloatArray) -> FloatArray:
-    if bandwidth is None:
-        return np.zeros_like(bytes_)
     return np.where(bytes_ > 0, latency_s + bytes_ / (bandwidth * efficiency * share), 0.0)
 
 
 def _in_flight_time(work: Work, t: MachineTables, latency_s: float) -> FloatArray:
-    """Little's law: reads of ``threads`` threads, each with its loads in flight, per latency.
+    """Little's law: bandwidth <= bytes in flight / loaded latency.
 
-    Resident threads are capped by the device (units x resident threads per unit); a kernel
-    whose threads hold few bytes in flight cannot reach the bandwidth roof.
+    Bytes in flight = resident threads (capped by units x resident threads per unit) x the
+    bytes each thread has outstanding (its loads and stores of one access). A kernel whose
+    threads keep few bytes in flight cannot reach the bandwidth roof, however large the tensor.
     """
     if t.hardware.kind != "gpu":
         return np.zeros(work.n)
     resident = np.minimum(work.threads, t.units * t.resident_threads_per_unit)
-    in_flight = resident * work.read_bytes_per_thread
-    reads = work.read_bytes_per_thread * work.threads
-    return np.where(in_flight > 0, reads / np.maximum(in_flight, 1e-30) * latency_s, 0.0)
+    in_flight = resident * work.bytes_per_thread
+    loaded = latency_s * t.defaults.loaded_latency_factor
+    return np.where(in_flight > 0, work.dram_bytes / np.maximum(in_flight, 1e-30) * loaded, 0.0)
 
 
 def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing = "kernel",
-             warm_cache: bool = False) -> CostBatch:
-    """The roofline of ``work`` (from ``ops``) on ``hardware``."""
+             warm_cache: bool = False, defaults: ModelDefaults | None = None) -> CostBatch:
+    """The roofline of ``work`` (from ``ops``) on ``hardware``; ``defaults`` replace the model's."""
     t = tables(hardware)
+    if defaults is not None:
+        t = dataclasses.replace(t, defaults=defaults)
     d = t.defaults
     n = work.n
     busy = np.minimum(1.0, work.parallel_items / (t.units * d.blocks_per_unit_for_bandwidth))
@@ -163,7 +166,7 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         elem = np.array([DTYPES[c].bytes for c in work.matrix_dtype[idx]])
         result = gemm_time(t, work.gemm_batch[idx], work.gemm_m[idx], work.gemm_n[idx],
                            work.gemm_k[idx], elem, m_peak[idx],
-                           reuse.bandwidth_bytes_per_s or t.dram.bandwidth_bytes_per_s or 1e12,
+                           t.bandwidth_bytes_per_s(reuse),
                            t.latency_s(t.dram))
         t_matrix[idx] = result.time_s
         busy[idx] = np.clip(result.tiles / (t.units * d.blocks_per_unit_for_bandwidth), 1.0 / t.units, 1.0)
@@ -178,14 +181,14 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         dram_bytes = np.maximum(dram_bytes, reuse_bytes)
     levels = {t.dram.name: dram_bytes}
     dram_latency = t.latency_s(t.dram)
-    level_times = {t.dram.name: _level_time(dram_bytes, t.dram.bandwidth_bytes_per_s, dram_latency,
+    level_times = {t.dram.name: _level_time(dram_bytes, t.bandwidth_bytes_per_s(t.dram), dram_latency,
                                             d.dram_efficiency, busy)}
     flight = _in_flight_time(work, t, t.latency_s(llc) if (warm_cache and llc) else dram_latency)
     level_times[t.dram.name] = np.where(dram_bytes > 0, np.maximum(level_times[t.dram.name],
                                                                    dram_latency + flight), 0.0)
     if llc is not None:
         levels[llc.name] = reuse_bytes
-        level_times[llc.name] = _level_time(reuse_bytes, llc.bandwidth_bytes_per_s, t.latency_s(llc),
+        level_times[llc.name] = _level_time(reuse_bytes, t.bandwidth_bytes_per_s(llc), t.latency_s(llc),
                                             d.onchip_efficiency, busy)
 
     comm = work.comm_kind > 0
@@ -277,16 +280,17 @@ def _take(work: Work, order: np.ndarray[Any, np.dtype[np.intp]]) -> Work:
 
 
 def predict_many(hardware: HardwareLike, ops: Iterable[OpLike], timing: Timing = "kernel",
-                 warm_cache: bool = False) -> CostBatch:
+                 warm_cache: bool = False, defaults: ModelDefaults | None = None) -> CostBatch:
     """Predict many ops at once (vectorised with numpy); ops are ``Op`` or plain dicts."""
     hw = _resolve(hardware)
     built = [make_op(op) for op in ops]
     granularity = float(hw.dram.access_granularity_bytes or 1)
     work = work_of(built, granularity)
-    return evaluate(work, built, hw, timing, warm_cache)
+    return evaluate(work, built, hw, timing, warm_cache, defaults)
 
 
-def predict(hardware: HardwareLike, op: OpLike, timing: Timing = "kernel", warm_cache: bool = False) -> Cost:
+def predict(hardware: HardwareLike, op: OpLike, timing: Timing = "kernel", warm_cache: bool = False,
+            defaults: ModelDefaults | None = None) -> Cost:
     """Predict one op: time, bound and breakdown.
 
     ``timing='host'`` adds the host launch and synchronisation that a wall clock around one op
@@ -295,4 +299,4 @@ def predict(hardware: HardwareLike, op: OpLike, timing: Timing = "kernel", warm_
     working set that fits the last-level cache is served from it. The default is a cold cache,
     as Nsight Compute measures (it flushes caches between replays).
     """
-    return predict_many(hardware, [op], timing, warm_cache)[0]
+    return predict_many(hardware, [op], timing, warm_cache, defaults)[0]

@@ -56,7 +56,7 @@ class Work:
     parallel_items: FloatArray
     kernels: FloatArray
     threads: FloatArray = field(default_factory=lambda: np.zeros(0))  # GPU threads launched (0: n/a)
-    read_bytes_per_thread: FloatArray = field(default_factory=lambda: np.zeros(0))  # loads in flight
+    bytes_per_thread: FloatArray = field(default_factory=lambda: np.zeros(0))  # loads in flight
     gemm_batch: FloatArray = field(default_factory=lambda: np.zeros(0))
     gemm_m: FloatArray = field(default_factory=lambda: np.zeros(0))
     gemm_n: FloatArray = field(default_factory=lambda: np.zeros(0))
@@ -69,7 +69,7 @@ class Work:
 
     def __post_init__(self) -> None:
         zeros = np.zeros(self.n)
-        for name in ("threads", "read_bytes_per_thread", "gemm_batch", "gemm_m", "gemm_n", "gemm_k",
+        for name in ("threads", "bytes_per_thread", "gemm_batch", "gemm_m", "gemm_n", "gemm_k",
                      "comm_bytes", "comm_devices", "comm_devices_per_node"):
             if getattr(self, name).size == 0:
                 setattr(self, name, zeros)

@@ -40,7 +40,7 @@ def _stream_work(ops: Sequence[Op], elements: FloatArray, read: FloatArray, writ
         bytes_by_role={"activations_in": read, "activations_out": written},
         matrix_dtype=codes, vector_dtype=codes,
         parallel_items=np.ceil(elements / ELEMENTS_PER_BLOCK), kernels=kernels,
-        threads=threads, read_bytes_per_thread=read / np.maximum(threads, 1.0),
+        threads=threads, bytes_per_thread=(read + written) / np.maximum(threads, 1.0),
     )
 
 

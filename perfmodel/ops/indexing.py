@@ -66,7 +66,7 @@ class RowAccess(Op):
                     flops_special=np.zeros(len(ops)), bytes_by_role=roles, matrix_dtype=codes,
                     vector_dtype=codes, parallel_items=np.ceil(idx / ROWS_PER_BLOCK),
                     kernels=np.ones(len(ops)), threads=idx * row_elements,
-                    read_bytes_per_thread=elem)
+                    bytes_per_thread=2.0 * elem)
 
 
 @register

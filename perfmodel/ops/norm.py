@@ -75,7 +75,7 @@ class RowOp(Op):
             parallel_items=rows, kernels=fwd + bwd,
             # one block per row striding with scalar loads: a thread holds one element in flight
             threads=rows * np.minimum(cols, THREADS_PER_ROW),
-            read_bytes_per_thread=elem * (1.0 + bwd),
+            bytes_per_thread=elem * (2.0 + bwd),
         )
 
 

@@ -68,7 +68,7 @@ class QuantOp(Op):
             bytes_by_role={"activations_in": src, "activations_out": dst, "scales": scales},
             matrix_dtype=codes, vector_dtype=codes,
             parallel_items=np.ceil(n / ELEMENTS_PER_BLOCK), kernels=np.ones(len(ops)),
-            threads=np.ceil(n / DEFAULT_VECTOR_WIDTH), read_bytes_per_thread=src / np.ceil(n / DEFAULT_VECTOR_WIDTH),
+            threads=np.ceil(n / DEFAULT_VECTOR_WIDTH), bytes_per_thread=(src + dst) / np.ceil(n / DEFAULT_VECTOR_WIDTH),
         )
 
 

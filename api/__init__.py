@@ -1,0 +1,1 @@
+"""REST service (FastAPI). Filled in by the service issue."""

@@ -1,0 +1,192 @@
+"""The ``perfmodel`` command: hardware catalog, single-op predictions, a demo table."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import typer
+
+from perfmodel import __version__
+from perfmodel.ops import OpError, make_op
+from perfmodel.roofline import Cost, predict, predict_many
+from perfmodel.specs import SpecError, library, load_hardware, schema_text
+from perfmodel.units import format_bytes, format_rate, format_time_s
+
+app = typer.Typer(help="Roofline performance model for deep-learning operators.", no_args_is_help=True,
+                  add_completion=False)
+hardware_app = typer.Typer(help="The hardware library.", no_args_is_help=True)
+app.add_typer(hardware_app, name="hardware")
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def parse_value(text: str) -> Any:
+    """A CLI value: JSON when it parses (numbers, true/false, lists), '8,4096' as a list, else text."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    if "," in text:
+        return [parse_value(part) for part in text.split(",") if part]
+    return text
+
+
+def parse_assignments(pairs: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            _fail(f"expected key=value, got {pair!r}")
+        out[key.strip()] = parse_value(value.strip())
+    return out
+
+
+@hardware_app.command("list")
+def hardware_list(
+    vendor: str = typer.Option(None, help="only this vendor"),
+    kind: str = typer.Option(None, help="gpu, npu, tpu or cpu"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+) -> None:
+    """List the bundled devices."""
+    devices = [h for h in library().values()
+               if (vendor is None or h.vendor == vendor) and (kind is None or h.kind == kind)]
+    devices.sort(key=lambda h: h.id)
+    if as_json:
+        rows = [{"id": h.id, "name": h.name, "vendor": h.vendor, "kind": h.kind, "units": h.units,
+                 "dram_bandwidth_bytes_per_s": h.dram.bandwidth_bytes_per_s,
+                 "peak_flops_per_s": {d.value: h.peak_flops_per_s(d) for d in _matrix_dtypes(h)}}
+                for h in devices]
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    typer.echo(f"{'id':<28} {'kind':<4} {'units':>5} {'DRAM BW':>11} {'best 16-bit matrix':>19}")
+    for h in devices:
+        bw = h.dram.bandwidth_bytes_per_s
+        peak = max((h.peak_flops_per_s(d) or 0.0) for d in _sixteen_bit())
+        typer.echo(f"{h.id:<28} {h.kind:<4} {h.units:>5} {format_rate(bw, 'B/s') if bw else '?':>11} "
+                   f"{format_rate(peak, 'FLOP/s') if peak else '-':>19}")
+
+
+def _sixteen_bit() -> list[Any]:
+    from perfmodel.dtypes import DType
+
+    return [DType.FP16, DType.BF16]
+
+
+def _matrix_dtypes(h: Any) -> list[Any]:
+    return sorted({d for e in h.engines for d in e.peak_flops_per_s}, key=lambda d: d.value)
+
+
+@hardware_app.command("show")
+def hardware_show(hardware_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Show one device with the source of every number."""
+    try:
+        h = load_hardware(hardware_id)
+    except KeyError as exc:
+        _fail(str(exc.args[0]))
+        return
+    if as_json:
+        typer.echo(json.dumps({**h.model_dump(mode="json"), "content_hash": h.content_hash}, indent=2))
+        return
+    typer.echo(f"{h.name} ({h.id}), {h.kind}, {h.units} {h.unit_name}s"
+               + (f", {h.clock_hz / 1e9:.3g} GHz" if h.clock_hz else ""))
+    typer.echo(f"  source: {h.source}")
+    for e in h.engines:
+        peaks = ", ".join(f"{d.value} {format_rate(v, 'FLOP/s')}" for d, v in e.peak_flops_per_s.items())
+        typer.echo(f"  engine {e.name} ({e.engine_class}): {peaks}")
+        typer.echo(f"    source: {e.citation('peak_flops_per_s')}")
+    for lv in h.levels:
+        cap = format_bytes(lv.capacity_bytes) + (" per unit" if lv.per_unit else "") if lv.capacity_bytes else "?"
+        bw = format_rate(lv.bandwidth_bytes_per_s, "B/s") if lv.bandwidth_bytes_per_s else "?"
+        lat = format_time_s(lv.latency_s) if lv.latency_s else "?"
+        typer.echo(f"  level {lv.name} ({lv.kind}): {cap}, {bw}, latency {lat}")
+        typer.echo(f"    source: {lv.citation('bandwidth_bytes_per_s')}")
+    if h.interconnect:
+        ic = h.interconnect
+        link = format_rate(ic.link_bandwidth_bytes_per_s, "B/s") if ic.link_bandwidth_bytes_per_s else "?"
+        typer.echo(f"  interconnect: {link} per direction, {ic.devices_per_node or '?'} per node")
+    typer.echo(f"  content hash: {h.content_hash}")
+
+
+@hardware_app.command("schema")
+def hardware_schema() -> None:
+    """Print the JSON Schema of a spec file."""
+    typer.echo(schema_text(), nl=False)
+
+
+def render_cost(cost: Cost) -> str:
+    lines = [f"{cost.op_kind} on {cost.hardware_id}: {format_time_s(cost.time_s)}, bound by {cost.bound}"]
+    lines.append(f"  FLOPs {cost.flops:.4g}  intensity {cost.intensity_flops_per_byte:.3g} FLOP/B  "
+                 f"attained {format_rate(cost.attained_flops_per_s, 'FLOP/s')}  "
+                 f"utilization {cost.utilization * 100:.1f} %")
+    for level, n_bytes in cost.bytes_by_level.items():
+        lines.append(f"  {level:<10} {format_bytes(n_bytes):>10}  {format_time_s(cost.time_s_by_level[level]):>10}")
+    for engine, seconds in cost.time_s_by_engine.items():
+        lines.append(f"  {engine:<10} {'':>10}  {format_time_s(seconds):>10}")
+    lines.append(f"  overhead   {'':>10}  {format_time_s(cost.overhead_s):>10}")
+    if cost.schedule:
+        lines.append("  schedule   " + ", ".join(f"{k}={v:g}" for k, v in cost.schedule.items()))
+    lines.extend(f"  note: {note}" for note in cost.notes)
+    return "\n".join(lines)
+
+
+@app.command("predict")
+def predict_command(
+    hardware_id: str = typer.Argument(..., help="hardware id (perfmodel hardware list)"),
+    kind: str = typer.Argument(..., help="op kind, e.g. matmul, attention, rmsnorm"),
+    fields: list[str] = typer.Argument(None, help="op fields as key=value, e.g. m=4096 dtype=bf16"),
+    timing: str = typer.Option("kernel", help="kernel (profiler time) or host (wall clock around one op)"),
+    warm_cache: bool = typer.Option(False, help="inputs already in the last-level cache"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+) -> None:
+    """Predict one op, e.g. `perfmodel predict nvidia-h100-sxm5-80gb matmul m=4096 n=4096 k=4096 dtype=bf16`."""
+    op = {"kind": kind, **parse_assignments(fields or [])}
+    if timing not in ("kernel", "host"):
+        _fail("--timing is kernel or host")
+    try:
+        cost = predict(hardware_id, make_op(op), timing=timing, warm_cache=warm_cache)  # type: ignore[arg-type]
+    except (OpError, SpecError) as exc:
+        _fail(str(exc))
+        return
+    except KeyError as exc:
+        _fail(str(exc.args[0]))
+        return
+    typer.echo(json.dumps(cost.to_dict(), indent=2) if as_json else render_cost(cost))
+
+
+DEMO_OPS: list[dict[str, Any]] = [
+    {"kind": "matmul", "m": 8192, "n": 8192, "k": 8192, "dtype": "bf16"},
+    {"kind": "matmul", "m": 16, "n": 8192, "k": 8192, "dtype": "bf16"},
+    {"kind": "attention", "batch": 4, "heads": 32, "kv_heads": 8, "seq_q": 4096, "seq_kv": 4096,
+     "head_dim": 128, "causal": True, "dtype": "bf16"},
+    {"kind": "rmsnorm", "shape": [16384, 8192], "dtype": "bf16"},
+    {"kind": "allreduce", "bytes": 256e6, "devices": 8},
+]
+DEMO_HARDWARE = ["nvidia-a100-sxm4-80gb", "nvidia-h100-sxm5-80gb", "amd-mi300x", "google-tpu-v5p"]
+
+
+@app.command("demo")
+def demo() -> None:
+    """A small table: five ops on four devices, to see the model at work."""
+    known = set(library())
+    devices = [h for h in DEMO_HARDWARE if h in known]
+    labels = ["matmul 8192³", "matmul m=16 (decode)", "attention 4k causal GQA", "rmsnorm 16k×8k",
+              "all-reduce 256 MB ×8"]
+    typer.echo(f"perfmodel {__version__}: predicted time (bound)\n")
+    typer.echo(f"{'op':<26}" + "".join(f"{d:>30}" for d in devices))
+    batches = {d: predict_many(d, DEMO_OPS) for d in devices}
+    for i, label in enumerate(labels):
+        cells = [f"{format_time_s(batches[d][i].time_s)} ({batches[d][i].bound})" for d in devices]
+        typer.echo(f"{label:<26}" + "".join(f"{c:>30}" for c in cells))
+    typer.echo("\nTry: perfmodel predict nvidia-h100-sxm5-80gb matmul m=4096 n=4096 k=4096 dtype=bf16")
+
+
+def main() -> None:
+    try:
+        app()
+    except BrokenPipeError:
+        sys.exit(0)

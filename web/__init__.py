@@ -1,0 +1,1 @@
+"""Web dashboard (plotly). Filled in by the dashboard issue."""
