@@ -3,9 +3,12 @@
 For every op and every candidate (tile M × tile N, split-K), all at once in numpy:
 
     tiles   = batch · ⌈M/BM⌉ · ⌈N/BN⌉ · split
-    waves   = ⌈tiles / (units · resident)⌉            (the last, partial wave costs a full one)
+    waves   = ⌈tiles / (units · resident)⌉            (resident tiles per unit from SMEM use)
     t_tile  = ⌈K/split/BK⌉ · max(2·BM·BN·BK / peak_unit,  (BM+BN)·BK·bytes / reuse_bw_unit)
-    t       = waves · resident · t_tile + fill latency + split-K reduction
+    t       = ⌈tiles / units⌉ · t_tile + fill latency + split-K reduction
+
+The busiest unit sets the time: a partial last wave costs as much as a full one on the units
+that run it (resident tiles share their unit's throughput).
 
 K, M and N are padded to the tile and the tile to the MMA/systolic shape. The reuse level
 (L2 on GPUs, DRAM on scratchpad machines) carries A ⌈N/BN⌉ times and B ⌈M/BM⌉ times.
@@ -39,6 +42,7 @@ class GemmResult:
     resident: FloatArray
     tiles: FloatArray
     extra_kernels: FloatArray
+    busy: FloatArray  # share of the units' DRAM bandwidth the chosen tiling can pull
 
 
 def candidate_tiles(t: MachineTables) -> tuple[FloatArray, FloatArray]:
@@ -52,8 +56,13 @@ def candidate_tiles(t: MachineTables) -> tuple[FloatArray, FloatArray]:
 
 
 def gemm_time(t: MachineTables, batch: FloatArray, m: FloatArray, n: FloatArray, k: FloatArray,
-              elem_bytes: FloatArray, peak: FloatArray, reuse_bw: float, fill_s: float) -> GemmResult:
-    """Best candidate per op (arrays of length ops; candidates on a second axis)."""
+              elem_bytes: FloatArray, peak: FloatArray, reuse_bw: float, fill_s: float,
+              dram_bytes: FloatArray) -> GemmResult:
+    """Best candidate per op (arrays of length ops; candidates on a second axis).
+
+    A candidate is judged by its slowest part: compute (with waves), the re-reads at the reuse
+    level, and the compulsory DRAM traffic that only ``tiles`` units pull at once.
+    """
     d = t.defaults
     tm, tn = candidate_tiles(t)
     split = np.array(SPLIT_K)
@@ -71,7 +80,8 @@ def gemm_time(t: MachineTables, batch: FloatArray, m: FloatArray, n: FloatArray,
     resident = np.clip(np.floor(t.scratchpad_bytes_per_unit / footprint), 1.0, t.max_resident_tiles)
     slots = t.units * resident
     waves = np.ceil(tiles / slots)
-    active_units = np.minimum(tiles, slots) / resident
+    tiles_per_unit = np.ceil(tiles / t.units)  # the busiest unit sets the time
+    active_units = np.minimum(tiles, t.units)
     peak_unit = (peak[:, None] * d.matrix_efficiency) / t.units
     reuse_unit = reuse_bw * d.onchip_efficiency / np.maximum(active_units, 1.0)
     step_compute = 2.0 * bm * bn * bk / peak_unit
@@ -79,12 +89,17 @@ def gemm_time(t: MachineTables, batch: FloatArray, m: FloatArray, n: FloatArray,
     t_tile = steps * np.maximum(step_compute, step_memory)
     reduce_bytes = np.where(s > 1, 2.0 * s * b * mm * nn * PARTIAL_BYTES, 0.0)
     t_reduce = reduce_bytes / (reuse_bw * d.onchip_efficiency) + np.where(s > 1, t.kernel_overhead_s, 0.0)
-    total = waves * resident * t_tile + fill_s + t_reduce
+    total = tiles_per_unit * t_tile + fill_s + t_reduce
     reread_bytes = b * eb * (mm * kk * (np.ceil(nn / bn) - 1) + kk * nn * (np.ceil(mm / bm) - 1)) + reduce_bytes
+    busy = np.clip(tiles / (t.units * d.blocks_per_unit_for_bandwidth), 1.0 / t.units, 1.0)
+    dram_bw = t.bandwidth_bytes_per_s(t.dram) * d.dram_efficiency
+    t_dram = dram_bytes[:, None] / (dram_bw * busy)
+    t_reuse = reread_bytes / (reuse_bw * d.onchip_efficiency)
+    judged = np.maximum(np.maximum(total, t_dram), t_reuse)
     too_big = footprint > t.scratchpad_bytes_per_unit
     useless_split = (s > 1) & (k_split < bk)
-    total = np.where(too_big | useless_split, np.inf, total)
-    best = np.argmin(total, axis=1)
+    judged = np.where(too_big | useless_split, np.inf, judged)
+    best = np.argmin(judged, axis=1)
     rows = np.arange(batch.size)
 
     def pick(values: FloatArray) -> FloatArray:
@@ -93,5 +108,5 @@ def gemm_time(t: MachineTables, batch: FloatArray, m: FloatArray, n: FloatArray,
     return GemmResult(
         time_s=pick(total), reread_bytes=pick(reread_bytes), tile_m=pick(bm), tile_n=pick(bn),
         split_k=pick(s), waves=pick(waves), resident=pick(resident), tiles=pick(tiles),
-        extra_kernels=np.where(pick(s) > 1, 1.0, 0.0),
+        extra_kernels=np.where(pick(s) > 1, 1.0, 0.0), busy=pick(busy),
     )

@@ -132,7 +132,9 @@ def _in_flight_time(work: Work, t: MachineTables, latency_s: float) -> FloatArra
     resident = np.minimum(work.threads, t.units * t.resident_threads_per_unit)
     in_flight = resident * work.bytes_per_thread
     loaded = latency_s * t.defaults.loaded_latency_factor
-    return np.where(in_flight > 0, work.dram_bytes / np.maximum(in_flight, 1e-30) * loaded, 0.0)
+    rounds = work.dram_bytes / np.maximum(in_flight, 1e-30)
+    # the first round costs the idle latency (counted by the caller), later ones the loaded one
+    return np.where(in_flight > 0, np.maximum(rounds - 1.0, 0.0) * loaded, 0.0)
 
 
 def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing = "kernel",
@@ -167,9 +169,9 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         result = gemm_time(t, work.gemm_batch[idx], work.gemm_m[idx], work.gemm_n[idx],
                            work.gemm_k[idx], elem, m_peak[idx],
                            t.bandwidth_bytes_per_s(reuse),
-                           t.latency_s(t.dram))
+                           t.latency_s(t.dram), compulsory[idx])
         t_matrix[idx] = result.time_s
-        busy[idx] = np.clip(result.tiles / (t.units * d.blocks_per_unit_for_bandwidth), 1.0 / t.units, 1.0)
+        busy[idx] = result.busy
         reuse_bytes[idx] = compulsory[idx] + result.reread_bytes
         extra_kernels[idx] = result.extra_kernels
         for key, values in (("tile_m", result.tile_m), ("tile_n", result.tile_n),

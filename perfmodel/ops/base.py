@@ -9,6 +9,7 @@ the formulas exist once.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 from abc import ABC, abstractmethod
 import typing
@@ -157,8 +158,7 @@ class Op(ABC):
 
     @classmethod
     def _build(cls, data: dict[str, Any]) -> Self:
-        hints = typing.get_type_hints(cls)
-        names = {f.name: f for f in dataclasses.fields(cls)}
+        hints, names, required = _schema(cls)
         values: dict[str, Any] = {}
         for key, raw in data.items():
             name = cls.aliases.get(key, key)
@@ -166,9 +166,8 @@ class Op(ABC):
                 public = sorted({k for k in names if k not in cls.aliases.values()} | set(cls.aliases))
                 raise OpError(cls.kind, key, f"unknown field; fields: {', '.join(public)}")
             values[name] = _coerce(cls.kind, key, raw, hints[name])
-        for name, spec in names.items():
-            missing = spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING
-            if missing and name not in values:
+        for name in required:
+            if name not in values:
                 raise OpError(cls.kind, name, "missing required field")
         try:
             return cls(**values)
@@ -217,6 +216,16 @@ class Op(ABC):
     @property
     def bytes(self) -> float:
         return sum(self.bytes_by_role().values())
+
+
+@functools.cache
+def _schema(cls: type[Op]) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]], tuple[str, ...]]:
+    """Type hints, fields and required field names of an op class (computed once)."""
+    hints = typing.get_type_hints(cls)
+    names = {f.name: f for f in dataclasses.fields(cls)}
+    required = tuple(n for n, f in names.items()
+                     if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+    return hints, names, required
 
 
 def _coerce(kind: str, key: str, raw: Any, hint: Any) -> Any:

@@ -1,0 +1,71 @@
+"""Prediction throughput: single calls and ``predict_many`` on 10,000 mixed ops (one core).
+
+    python benchmarks/predict_speed.py [--hardware ID] [--ops 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from typing import Any
+
+import perfmodel
+from perfmodel.ops import make_op
+
+
+def mixed_ops(count: int, seed: int = 0) -> list[dict[str, Any]]:
+    """A reproducible mix of the op kinds a compiler asks about."""
+    rng = random.Random(seed)
+    dims = [1, 16, 64, 128, 512, 1024, 2048, 4096, 8192]
+    makers = [
+        lambda: {"kind": "matmul", "m": rng.choice(dims), "n": rng.choice(dims[2:]),
+                 "k": rng.choice(dims[2:]), "dtype": rng.choice(["bf16", "fp16", "fp8_e4m3", "fp32"])},
+        lambda: {"kind": "attention", "batch": rng.choice([1, 4, 16]), "heads": 32, "kv_heads": 8,
+                 "seq_q": rng.choice([1, 512, 2048]), "seq_kv": rng.choice([512, 2048, 8192]),
+                 "head_dim": 128, "causal": True, "dtype": "bf16"},
+        lambda: {"kind": "rmsnorm", "shape": [rng.choice(dims), 4096], "dtype": "bf16"},
+        lambda: {"kind": "softmax", "shape": [rng.choice(dims), rng.choice(dims[3:])], "dtype": "fp16"},
+        lambda: {"kind": "elementwise", "shape": [rng.choice(dims), 4096], "inputs": 2, "dtype": "bf16"},
+        lambda: {"kind": "conv2d", "batch": rng.choice([1, 8, 32]), "in_channels": 64, "out_channels": 128,
+                 "height": 56, "width": 56, "kernel_h": 3, "kernel_w": 3, "padding": 1, "dtype": "fp16"},
+        lambda: {"kind": "embedding", "num_embeddings": 128256, "embedding_dim": 4096,
+                 "num_indices": rng.choice(dims), "dtype": "bf16"},
+        lambda: {"kind": "allreduce", "bytes": rng.choice([1e4, 1e6, 1e8]), "devices": rng.choice([2, 8, 16])},
+    ]
+    return [rng.choice(makers)() for _ in range(count)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--hardware", default="nvidia-h100-sxm5-80gb")
+    parser.add_argument("--ops", type=int, default=10_000)
+    args = parser.parse_args()
+    hw = perfmodel.load_hardware(args.hardware)
+    dicts = mixed_ops(args.ops)
+    ops = [make_op(d) for d in dicts]
+    perfmodel.predict_many(hw, ops[:100])  # warm the per-device tables
+
+    singles = ops[:2000]
+    start = time.perf_counter()
+    for op in singles:
+        perfmodel.predict(hw, op)
+    single_rate = len(singles) / (time.perf_counter() - start)
+
+    best_ops, best_dicts = 0.0, 0.0
+    for _ in range(5):
+        start = time.perf_counter()
+        perfmodel.predict_many(hw, ops)
+        best_ops = max(best_ops, len(ops) / (time.perf_counter() - start))
+        start = time.perf_counter()
+        perfmodel.predict_many(hw, dicts)
+        best_dicts = max(best_dicts, len(dicts) / (time.perf_counter() - start))
+
+    print(f"hardware {hw.id}, {len(ops)} mixed ops ({len({d['kind'] for d in dicts})} kinds)")
+    print(f"predict (one op per call):          {single_rate:>10,.0f} ops/s")
+    print(f"predict_many (Op objects, batched): {best_ops:>10,.0f} ops/s")
+    print(f"predict_many (JSON dicts, batched): {best_dicts:>10,.0f} ops/s  (includes parsing)")
+
+
+if __name__ == "__main__":
+    main()

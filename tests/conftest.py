@@ -1,0 +1,42 @@
+"""Shared fixtures: a toy device with round numbers for golden tests worked out on paper."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from perfmodel.hardware import Hardware
+from perfmodel.specs import parse_spec
+
+TOY: dict[str, Any] = {
+    "id": "toy-gpu", "name": "Toy GPU", "vendor": "test", "kind": "gpu", "units": 4, "unit_name": "SM",
+    "clock_hz": 1e9, "launch_overhead_s": None, "tdp_w": None, "max_resident_tiles_per_unit": 8,
+    "max_resident_threads_per_unit": 1024,
+    "source": "test fixture: round numbers chosen for hand calculation",
+    "unknown": {"launch_overhead_s": "model default", "tdp_w": "n/a"},
+    "engines": [
+        {"name": "tensor", "engine_class": "matrix", "mma_shape": [16, 8, 16],
+         "peak_flops_per_s": {"fp16": 8e12, "bf16": 8e12, "int8": 16e12}, "source": "fixture"},
+        {"name": "simt", "engine_class": "vector",
+         "peak_flops_per_s": {"fp32": 1e12, "fp16": 2e12, "bf16": 2e12}, "source": "fixture"},
+        {"name": "sfu", "engine_class": "special", "peak_flops_per_s": {"fp32": 1e11}, "source": "fixture"},
+    ],
+    "levels": [
+        {"name": "DRAM", "kind": "dram", "capacity_bytes": 1e9, "bandwidth_bytes_per_s": 1e12,
+         "latency_s": None, "access_granularity_bytes": 32, "source": "fixture",
+         "unknown": {"latency_s": "model default"}},
+        {"name": "L2", "kind": "cache", "capacity_bytes": 4194304, "bandwidth_bytes_per_s": 4e12,
+         "latency_s": None, "source": "fixture", "unknown": {"latency_s": "model default"}},
+        {"name": "SMEM", "kind": "scratchpad", "per_unit": True, "capacity_bytes": 98304,
+         "bandwidth_bytes_per_s": 16e12, "latency_s": None, "banks": 32, "bank_width_bytes": 4,
+         "source": "fixture", "unknown": {"latency_s": "model default"}},
+    ],
+    "interconnect": {"link_bandwidth_bytes_per_s": 1e11, "link_latency_s": 1e-6, "devices_per_node": 8,
+                     "network_bandwidth_bytes_per_s": 1e10, "network_latency_s": 5e-6, "source": "fixture"},
+}
+
+
+@pytest.fixture(scope="session")
+def toy() -> Hardware:
+    return parse_spec(TOY, "toy fixture")

@@ -1,0 +1,142 @@
+"""Golden cases worked out on paper: the toy device (tests/conftest.py) and real ones.
+
+The toy device: 4 SMs; tensor 8 TFLOP/s fp16; vector 2 TFLOP/s fp16, 1 TFLOP/s fp32; SFU
+0.1 T/s; DRAM 1 TB/s (32 B sectors); L2 4 MiB at 4 TB/s; SMEM 96 KiB per SM; links 100 GB/s,
+1 µs; network 10 GB/s, 5 µs; 8 devices per node. ``IDEAL`` defaults make it a pure roofline.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import perfmodel
+from perfmodel.efficiency import IDEAL
+from perfmodel.hardware import Hardware
+
+
+def ideal(toy: Hardware, op: dict[str, object]) -> perfmodel.Cost:
+    return perfmodel.predict(toy, op, defaults=IDEAL)
+
+
+def test_elementwise_is_dram_bound(toy: Hardware) -> None:
+    """2 fp16 inputs, 1 output, 2^20 elements: 3 x 2^20 x 2 B = 6,291,456 B / 1e12 B/s = 6.291 µs.
+
+    Compute 2^20 FLOPs / 2e12 = 0.52 µs; L2 6.29 MB / 4e12 = 1.57 µs. Bound: DRAM.
+    """
+    cost = ideal(toy, {"kind": "elementwise", "shape": [1024, 1024], "inputs": 2, "dtype": "fp16"})
+    assert cost.time_s == pytest.approx(6_291_456 / 1e12)
+    assert cost.bound == "DRAM"
+    assert cost.bytes_by_level["DRAM"] == 6_291_456
+    assert cost.time_s_by_engine["vector"] == pytest.approx(2**20 / 2e12)
+
+
+def test_square_gemm_reaches_the_matrix_peak(toy: Hardware) -> None:
+    """1024^3 fp16: 2 x 1024^3 = 2.147e9 FLOPs / 8e12 = 268.4 µs.
+
+    128x128 tiles: 64 tiles; SMEM per tile (128+128) x 32 x 2 B x 3 stages = 48 KiB, 2 resident
+    per SM, 8 slots, 8 waves x 2 x (32 K-steps x 2·128·128·32 / 2e12 per SM = 16.78 µs) = 268.4 µs:
+    quantization is perfect, so the time is the ideal compute time. Split-K only adds a reduction.
+    """
+    cost = ideal(toy, {"kind": "matmul", "m": 1024, "n": 1024, "k": 1024, "dtype": "fp16"})
+    assert cost.time_s == pytest.approx(2 * 1024**3 / 8e12)
+    assert cost.bound == "tensor"
+    assert cost.schedule["split_k"] == 1
+
+
+def test_tile_quantization_pads_m(toy: Hardware) -> None:
+    """m = 100 pads to 128 rows whatever the tile (32x4, 64x2, 128x1): 2·128·1024·1024 / 8e12.
+
+    = 33.55 µs, against 26.2 µs for the unpadded work (28 % tile-quantization loss).
+    """
+    cost = ideal(toy, {"kind": "matmul", "m": 100, "n": 1024, "k": 1024, "dtype": "fp16"})
+    assert cost.time_s == pytest.approx(2 * 128 * 1024 * 1024 / 8e12)
+    assert cost.flops == 2 * 100 * 1024 * 1024
+
+
+def test_fp32_gemm_falls_back_to_the_vector_engine(toy: Hardware) -> None:
+    """The toy's tensor cores have no fp32: 2·512^3 = 268.4 MFLOP on simt at 1e12 (tiles 128x128:
+    16 tiles, SMEM (256 x 16 x 4 x 3 = 48 KiB) 2 per SM, 8 slots, 2 waves x 2 x 16.8 µs) = 268 µs."""
+    cost = ideal(toy, {"kind": "matmul", "m": 512, "n": 512, "k": 512, "dtype": "fp32"})
+    assert cost.time_s == pytest.approx(2 * 512**3 / 1e12)
+    assert cost.bound == "simt"
+    assert any("no matrix path for fp32" in note for note in cost.notes)
+
+
+def test_rmsnorm_toy(toy: Hardware) -> None:
+    """rmsnorm [1024, 1024] fp16: x read 2 MiB + y written 2 MiB + weight 2 KiB + rstd 4 KiB
+    = 4,200,448 B / 1e12 = 4.200 µs; compute 4 x 2^20 / 2e12 = 2.1 µs. Bound DRAM."""
+    cost = ideal(toy, {"kind": "rmsnorm", "shape": [1024, 1024], "dtype": "fp16"})
+    assert cost.bytes_by_level["DRAM"] == 4_200_448
+    assert cost.time_s == pytest.approx(4_200_448 / 1e12)
+
+
+def test_embedding_rows_move_in_whole_sectors(toy: Hardware) -> None:
+    """1000 rows of 8 fp16 = 16 B each, read as 32 B sectors: 32,000 B + 8,000 B int64 indices
+    + 16,000 B contiguous output = 56,000 B / 1e12 = 56 ns."""
+    cost = ideal(toy, {"kind": "embedding", "num_embeddings": 50000, "embedding_dim": 8,
+                       "num_indices": 1000, "dtype": "fp16"})
+    assert cost.bytes_by_level["DRAM"] == 56_000
+    assert cost.time_s == pytest.approx(56e-9)
+
+
+def test_contiguous_reshape_is_free(toy: Hardware) -> None:
+    """A contiguous reshape is a view: no bytes, no kernel, zero time."""
+    cost = perfmodel.predict(toy, {"kind": "reshape", "shape": [64, 64], "new_shape": [4096], "dtype": "fp32"})
+    assert cost.time_s == 0.0
+    assert cost.bound == "none"
+
+
+def test_allreduce_ring_within_a_node(toy: Hardware) -> None:
+    """1 GB over 8 devices: ring 2·7/8·1e9/1e11 + 2·7·1 µs = 17.514 ms; tree 2·1e9/1e11 +
+    2·3·1 µs = 20.006 ms; auto takes the ring."""
+    cost = ideal(toy, {"kind": "allreduce", "bytes": 1e9, "devices": 8})
+    assert cost.time_s == pytest.approx(0.0175 + 14e-6)
+    assert cost.bound == "interconnect"
+    tree = ideal(toy, {"kind": "allreduce", "bytes": 1e9, "devices": 8, "algorithm": "tree"})
+    assert tree.time_s == pytest.approx(0.02 + 6e-6)
+
+
+def test_allreduce_across_two_nodes(toy: Hardware) -> None:
+    """16 devices, 8 per node: reduce-scatter in the node 7/8·1e9/1e11 + 7 µs = 8.757 ms; ring
+    all-reduce of 1e9/8 B over 2 nodes 2·1/2·1.25e8/1e10 + 2·5 µs = 12.51 ms; all-gather
+    8.757 ms. Total 30.024 ms."""
+    cost = ideal(toy, {"kind": "allreduce", "bytes": 1e9, "devices": 16})
+    assert cost.time_s == pytest.approx(2 * (0.00875 + 7e-6) + 0.0125 + 10e-6)
+
+
+def test_launch_floor_dominates_tiny_ops(toy: Hardware) -> None:
+    """With the default model, a 6 KiB add (1024 fp16 x 3 tensors) costs the 2 µs kernel
+    overhead plus 0.6 µs DRAM latency plus 6 ns of transfer; all 256 threads' 24 B are in flight
+    at once (one round trip): 2.606 µs, bound 'latency'."""
+    cost = perfmodel.predict(toy, {"kind": "elementwise", "shape": [1024], "inputs": 2, "dtype": "fp16"})
+    assert cost.bound == "latency"
+    assert 2.6e-6 < cost.time_s < 2.7e-6
+
+
+def test_rmsnorm_a100_scalar_rows() -> None:
+    """rmsnorm [8192, 8192] fp16 on nvidia-a100-sxm4-80gb, default model.
+
+    Bytes: x 134,217,728 + y 134,217,728 + weight 16,384 + rstd 32,768 = 268,484,608 B.
+    Bandwidth roof: 0.6 µs + 268,484,608 / (2.039e12 x 0.87) = 151.95 µs.
+    Little's law: one 1024-thread block per row, 108 SMs x 2048 resident threads = 221,184
+    threads, each with 2 B loaded + 2 B stored in flight = 884,736 B per round trip:
+    268,484,608 / 884,736 = 303.46 rounds; the first costs the idle latency 0.6 µs, the other
+    302.46 the loaded latency 2 x 0.6 µs: 0.6 + 362.95 = 363.55 µs, well above the roof.
+    Plus the 2 µs kernel overhead: 365.55 µs (Vidur measured ~420 µs for this vLLM kernel).
+    """
+    cost = perfmodel.predict("nvidia-a100-sxm4-80gb", {"kind": "rmsnorm", "shape": [8192, 8192], "dtype": "fp16"})
+    expected = 2e-6 + 0.6e-6 + (268_484_608 / 884_736 - 1) * 1.2e-6
+    assert cost.time_s == pytest.approx(expected, rel=1e-9)
+    assert cost.bound == "HBM2e"
+
+
+def test_decode_gemv_h100_is_weight_bandwidth_bound() -> None:
+    """m=1, n=k=8192 bf16 on nvidia-h100-sxm5-80gb: weights 8192² x 2 = 134.2 MB dominate.
+
+    DRAM time >= 134,217,728 B / 3.35e12 B/s = 40.1 µs at the datasheet roof; with the sustained
+    fraction 0.87 and latency the model must land between 40 µs and 60 µs, bound by HBM.
+    """
+    cost = perfmodel.predict("nvidia-h100-sxm5-80gb", {"kind": "matmul", "m": 1, "n": 8192, "k": 8192,
+                                                       "dtype": "bf16"})
+    assert cost.bound.startswith("HBM")
+    assert 40e-6 < cost.time_s < 60e-6
