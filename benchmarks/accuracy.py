@@ -17,9 +17,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from measured_data import Row, all_rows  # noqa: E402
+from measured_data import Row, all_rows
 
-import perfmodel  # noqa: E402
+import perfmodel
 
 
 def predict_rows(rows: list[Row]) -> np.ndarray:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 import perfmodel
@@ -18,7 +19,7 @@ def mixed_ops(count: int, seed: int = 0) -> list[dict[str, Any]]:
     """A reproducible mix of the op kinds a compiler asks about."""
     rng = random.Random(seed)
     dims = [1, 16, 64, 128, 512, 1024, 2048, 4096, 8192]
-    makers = [
+    makers: list[Callable[[], dict[str, Any]]] = [
         lambda: {"kind": "matmul", "m": rng.choice(dims), "n": rng.choice(dims[2:]),
                  "k": rng.choice(dims[2:]), "dtype": rng.choice(["bf16", "fp16", "fp8_e4m3", "fp32"])},
         lambda: {"kind": "attention", "batch": rng.choice([1, 4, 16]), "heads": 32, "kv_heads": 8,

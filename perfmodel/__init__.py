@@ -2,11 +2,11 @@
 
 __version__ = "0.1.0"
 
-from perfmodel.dtypes import DType, parse_dtype  # noqa: E402
-from perfmodel.hardware import Hardware  # noqa: E402
-from perfmodel.ops import Op, OpError, make_op  # noqa: E402
-from perfmodel.roofline import Cost, CostBatch, predict, predict_many  # noqa: E402
-from perfmodel.specs import SpecError, derive_variant, list_hardware, load_hardware  # noqa: E402
+from perfmodel.dtypes import DType, parse_dtype
+from perfmodel.hardware import Hardware
+from perfmodel.ops import Op, OpError, make_op
+from perfmodel.roofline import Cost, CostBatch, predict, predict_many
+from perfmodel.specs import SpecError, derive_variant, list_hardware, load_hardware
 
 __all__ = [
     "Cost", "CostBatch", "DType", "Hardware", "Op", "OpError", "SpecError", "__version__",

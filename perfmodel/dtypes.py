@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class DType(str, Enum):
+class DType(StrEnum):
     """A numeric data type; the value is the canonical name used in specs and JSON."""
 
     FP64 = "fp64"

@@ -79,7 +79,8 @@ _CPU = ModelDefaults(
     kernel_overhead_s=1.0e-6, host_overhead_s=1.0e-6, dram_latency_s=0.1e-6,
     onchip_latency_s=0.02e-6, matrix_efficiency=0.8, vector_efficiency=0.7, dram_efficiency=0.75,
     onchip_efficiency=0.7, link_efficiency=0.8, link_step_latency_s=5.0e-6,
-    network_step_latency_s=10.0e-6, blocks_per_unit_for_bandwidth=1.0, llc_resident_fraction=0.5, loaded_latency_factor=2.0,
+    network_step_latency_s=10.0e-6, blocks_per_unit_for_bandwidth=1.0, llc_resident_fraction=0.5,
+    loaded_latency_factor=2.0,
     llc_to_dram_bandwidth=3.0,
 )
 

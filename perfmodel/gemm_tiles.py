@@ -47,6 +47,7 @@ class GemmResult:
 
 def candidate_tiles(t: MachineTables) -> tuple[FloatArray, FloatArray]:
     """(BM, BN) candidates: CUTLASS-style on GPUs, multiples of the array on systolic machines."""
+    pairs: tuple[tuple[int, int], ...]
     if t.hardware.kind == "gpu":
         pairs = GPU_TILES
     else:
@@ -103,7 +104,8 @@ def gemm_time(t: MachineTables, batch: FloatArray, m: FloatArray, n: FloatArray,
     rows = np.arange(batch.size)
 
     def pick(values: FloatArray) -> FloatArray:
-        return np.broadcast_to(values, total.shape)[rows, best]
+        picked: FloatArray = np.broadcast_to(values, total.shape)[rows, best]
+        return picked
 
     return GemmResult(
         time_s=pick(total), reread_bytes=pick(reread_bytes), tile_m=pick(bm), tile_n=pick(bn),

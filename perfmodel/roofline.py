@@ -157,26 +157,14 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     llc = t.llc
     llc_capacity = hardware.level_capacity_bytes(llc) if llc else None
     resident = (compulsory <= (llc_capacity or 0.0) * d.llc_resident_fraction) & warm_cache
-    reuse = llc if llc is not None else t.dram
     reuse_bytes = compulsory.copy()
     schedule = {k: np.zeros(n) for k in ("tile_m", "tile_n", "split_k", "waves", "tiles")}
     extra_kernels = np.zeros(n)
 
-    gemm = (work.gemm_batch > 0) & (work.flops_matrix > 0)
+    gemm = (work.gemm_batch.sum(axis=1) > 0) & (work.flops_matrix > 0)
     if gemm.any():
         idx = np.nonzero(gemm)[0]
-        elem = np.array([DTYPES[c].bytes for c in work.matrix_dtype[idx]])
-        result = gemm_time(t, work.gemm_batch[idx], work.gemm_m[idx], work.gemm_n[idx],
-                           work.gemm_k[idx], elem, m_peak[idx],
-                           t.bandwidth_bytes_per_s(reuse),
-                           t.latency_s(t.dram), compulsory[idx])
-        t_matrix[idx] = result.time_s
-        busy[idx] = result.busy
-        reuse_bytes[idx] = compulsory[idx] + result.reread_bytes
-        extra_kernels[idx] = result.extra_kernels
-        for key, values in (("tile_m", result.tile_m), ("tile_n", result.tile_n),
-                            ("split_k", result.split_k), ("waves", result.waves), ("tiles", result.tiles)):
-            schedule[key][idx] = values
+        _gemms(t, work, idx, m_peak, compulsory, t_matrix, reuse_bytes, busy, extra_kernels, schedule)
 
     dram_bytes = np.where(resident & (llc is not None), 0.0, compulsory)
     if llc is None:
@@ -228,6 +216,37 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         compulsory_bytes=compulsory, utilization=utilization, schedule=schedule,
         notes=_notes(t, work, resident, llc is not None),
     )
+
+
+def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]], m_peak: FloatArray,
+           compulsory: FloatArray, t_matrix: FloatArray, reuse_bytes: FloatArray, busy: FloatArray,
+           extra_kernels: FloatArray, schedule: dict[str, FloatArray]) -> None:
+    """Run the tile model on every GEMM slot of the ops in ``idx``; fill the per-op arrays."""
+    batch = work.gemm_batch[idx]
+    rows, slots = np.nonzero(batch > 0)
+    op_rows = idx[rows]
+    gemm_flops = 2.0 * batch * work.gemm_m[idx] * work.gemm_n[idx] * work.gemm_k[idx]
+    share = gemm_flops[rows, slots] / np.maximum(gemm_flops.sum(axis=1)[rows], 1.0)
+    elem = np.array([DTYPES[c].bytes for c in work.matrix_dtype[op_rows]])
+    result = gemm_time(t, batch[rows, slots], work.gemm_m[idx][rows, slots], work.gemm_n[idx][rows, slots],
+                       work.gemm_k[idx][rows, slots], elem, m_peak[op_rows],
+                       t.bandwidth_bytes_per_s(t.llc if t.llc is not None else t.dram),
+                       t.latency_s(t.dram), compulsory[op_rows] * share)
+    n = work.n
+    t_matrix[idx] = 0.0
+    np.add.at(t_matrix, op_rows, result.time_s)
+    rereads = np.zeros(n)
+    np.add.at(rereads, op_rows, result.reread_bytes)
+    reuse_bytes[idx] = compulsory[idx] + rereads[idx]
+    np.add.at(extra_kernels, op_rows, result.extra_kernels)
+    weighted = np.zeros(n)
+    np.add.at(weighted, op_rows, result.busy * share)
+    busy[idx] = weighted[idx]
+    first = np.ones(len(rows), dtype=bool)
+    first[1:] = rows[1:] != rows[:-1]
+    for key, values in (("tile_m", result.tile_m), ("tile_n", result.tile_n), ("split_k", result.split_k),
+                        ("waves", result.waves), ("tiles", result.tiles)):
+        schedule[key][op_rows[first]] = values[first]
 
 
 def _engine_names(t: MachineTables, work: Work) -> dict[str, np.ndarray[Any, np.dtype[Any]]]:

@@ -213,4 +213,4 @@ def _scale_field(target: dict[str, Any], field: str, factor: float, key: str) ->
     if not isinstance(current, int | float):
         raise SpecError("overrides", key, f"cannot scale {field!r}: it is {current!r}")
     scaled = current * factor
-    target[field] = int(round(scaled)) if isinstance(current, int) and field in ("units", "banks") else scaled
+    target[field] = round(scaled) if isinstance(current, int) and field in ("units", "banks") else scaled

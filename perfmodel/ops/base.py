@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import types
-from abc import ABC, abstractmethod
 import typing
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Self
@@ -31,6 +31,7 @@ DTYPES: tuple[DType, ...] = tuple(DType)
 DTYPE_INDEX = {d: i for i, d in enumerate(DTYPES)}
 Pass = Literal["forward", "backward", "forward_backward"]
 PASSES = ("forward", "backward", "forward_backward")
+GEMM_SLOTS = 3  # forward, data-gradient, weight-gradient GEMMs of one op
 
 
 class OpError(ValueError):
@@ -58,6 +59,7 @@ class Work:
     kernels: FloatArray
     threads: FloatArray = field(default_factory=lambda: np.zeros(0))  # GPU threads launched (0: n/a)
     bytes_per_thread: FloatArray = field(default_factory=lambda: np.zeros(0))  # loads in flight
+    # GEMM-like work as up to GEMM_SLOTS GEMMs per op (n x slots; a 1-D array fills slot 0)
     gemm_batch: FloatArray = field(default_factory=lambda: np.zeros(0))
     gemm_m: FloatArray = field(default_factory=lambda: np.zeros(0))
     gemm_n: FloatArray = field(default_factory=lambda: np.zeros(0))
@@ -70,10 +72,17 @@ class Work:
 
     def __post_init__(self) -> None:
         zeros = np.zeros(self.n)
-        for name in ("threads", "bytes_per_thread", "gemm_batch", "gemm_m", "gemm_n", "gemm_k",
-                     "comm_bytes", "comm_devices", "comm_devices_per_node"):
+        for name in ("threads", "bytes_per_thread", "comm_bytes", "comm_devices", "comm_devices_per_node"):
             if getattr(self, name).size == 0:
                 setattr(self, name, zeros)
+        for name in ("gemm_batch", "gemm_m", "gemm_n", "gemm_k"):
+            value = getattr(self, name)
+            if value.size == 0:
+                setattr(self, name, np.zeros((self.n, GEMM_SLOTS)))
+            elif value.ndim == 1:
+                padded = np.zeros((self.n, GEMM_SLOTS))
+                padded[:, 0] = value
+                setattr(self, name, padded)
         for name in ("comm_kind", "comm_algorithm"):
             if getattr(self, name).size == 0:
                 setattr(self, name, np.zeros(self.n, dtype=np.int64))
@@ -105,6 +114,12 @@ class Work:
 
 def dtype_codes(dtypes: Sequence[DType]) -> IntArray:
     return np.fromiter((DTYPE_INDEX[d] for d in dtypes), dtype=np.int64, count=len(dtypes))
+
+
+def gemm_slots(*slots: tuple[FloatArray, FloatArray, FloatArray, FloatArray]) -> dict[str, FloatArray]:
+    """Work fields for GEMMs given as (batch, m, n, k) per slot; batch 0 = no GEMM in the slot."""
+    names = ("gemm_batch", "gemm_m", "gemm_n", "gemm_k")
+    return {name: np.stack([slot[i] for slot in slots], axis=1) for i, name in enumerate(names)}
 
 
 def column(ops: Sequence[Any], name: str) -> FloatArray:

@@ -62,6 +62,8 @@ class Collective(Op):
 @register
 @dataclass(frozen=True)
 class AllReduce(Collective):
+    """Sum a ``bytes`` buffer across ``devices``: every device ends with the total."""
+
     kind = "allreduce"
     reduces = True
 
@@ -69,12 +71,16 @@ class AllReduce(Collective):
 @register
 @dataclass(frozen=True)
 class AllGather(Collective):
+    """Every device contributes ``bytes / devices`` and ends with the whole ``bytes`` buffer."""
+
     kind = "allgather"
 
 
 @register
 @dataclass(frozen=True)
 class ReduceScatter(Collective):
+    """Reduce a ``bytes`` buffer across ``devices``; each keeps ``bytes / devices`` of it."""
+
     kind = "reducescatter"
     reduces = True
 
@@ -82,4 +88,6 @@ class ReduceScatter(Collective):
 @register
 @dataclass(frozen=True)
 class AllToAll(Collective):
+    """Each device sends ``bytes / devices`` to every other device (expert parallelism)."""
+
     kind = "alltoall"

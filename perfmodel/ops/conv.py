@@ -1,4 +1,9 @@
-"""2-D convolution: implicit GEMM (M = N·P·Q, N = K/g, K = C/g·R·S per group), direct when depthwise."""
+"""2-D convolution: implicit GEMM (M = N·P·Q, N = K/g, K = C/g·R·S per group), direct when depthwise.
+
+``algorithm='winograd'`` (3x3, stride 1) computes F(2x2, 3x3): 16 GEMMs of
+(N·⌈P/2⌉·⌈Q/2⌉) x K x C, 2.25x fewer multiplies, plus input/output transforms on the vector
+engine (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016).
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from perfmodel.ops.base import (
     check_pass,
     column,
     dtype_codes,
+    gemm_slots,
     pass_factors,
     register,
     require_non_negative,
@@ -48,6 +54,7 @@ class Conv2d(Op):
     groups: int = 1
     compute_dtype: DType | None = None
     layout: Literal["nchw", "nhwc"] = "nchw"
+    algorithm: Literal["implicit_gemm", "winograd"] = "implicit_gemm"
     bias: bool = False
     pass_: Pass = "forward"
 
@@ -61,6 +68,10 @@ class Conv2d(Op):
         if self.in_channels % self.groups or self.out_channels % self.groups:
             raise OpError(self.kind, "groups", f"{self.groups} must divide in_channels "
                           f"({self.in_channels}) and out_channels ({self.out_channels})")
+        if self.algorithm == "winograd" and not (
+                self.kernel_h == self.kernel_w == 3 and self.stride == 1 and (self.stride_w or 1) == 1
+                and self.dilation == 1 and (self.dilation_w or 1) == 1):
+            raise OpError(self.kind, "algorithm", "winograd needs a 3x3 kernel with stride 1 and no dilation")
         if self.out_h <= 0 or self.out_w <= 0:
             raise OpError(self.kind, "kernel_h", f"kernel larger than the padded input: output "
                           f"would be {self.out_h}x{self.out_w}")
@@ -96,10 +107,16 @@ class Conv2d(Op):
         has_bias = np.array([o.bias for o in ops], dtype=np.float64)
         fwd, bwd = pass_factors(ops)
         flops = 2.0 * nb * k * p * q * (c / g) * r * s
+        wino = np.array([o.algorithm == "winograd" for o in ops])
+        tiles = nb * np.ceil(p / 2) * np.ceil(q / 2)
+        wino_flops = 2.0 * 16 * tiles * k * (c / g)
+        # transforms: input tile 4x4 (B^T d B, ~32 adds each per channel), output 2x2 (A^T m A, ~24 adds)
+        wino_vector = tiles * (32.0 * c + 24.0 * k)
         x_bytes, w_bytes, y_bytes = nb * c * h * w * elem, k * (c / g) * r * s * elem, nb * k * p * q * elem
         # backward: data-gradient and weight-gradient convolutions, each with the forward's FLOPs.
-        matrix = np.where(dw, 0.0, flops * (fwd + 2.0 * bwd))
-        vector = np.where(dw, flops * (fwd + 2.0 * bwd), 0.0) + has_bias * nb * k * p * q * fwd
+        matrix = np.where(dw, 0.0, np.where(wino, wino_flops * fwd + flops * 2.0 * bwd, flops * (fwd + 2.0 * bwd)))
+        vector = (np.where(dw, flops * (fwd + 2.0 * bwd), 0.0) + has_bias * nb * k * p * q * fwd
+                  + np.where(wino, wino_vector * fwd, 0.0))
         roles = {
             "weights": (w_bytes + has_bias * k * elem) * (fwd + 2.0 * bwd),
             "activations_in": x_bytes * fwd + bwd * (y_bytes + x_bytes),
@@ -112,6 +129,10 @@ class Conv2d(Op):
             bytes_by_role=roles, matrix_dtype=dtypes, vector_dtype=dtypes,
             parallel_items=g * np.ceil(m_gemm / 128) * np.ceil(k / g / 128),
             kernels=fwd + 2.0 * bwd,
-            gemm_batch=np.where(dw, 0.0, g * (fwd + 2.0 * bwd)),
-            gemm_m=m_gemm, gemm_n=k / g, gemm_k=(c / g) * r * s,
+            # implicit GEMMs per group: forward (NPQ x K x CRS), data-gradient (NHW x C x KRS),
+            # weight-gradient (K x CRS x NPQ)
+            **gemm_slots((np.where(dw, 0.0, np.where(wino, 16.0, g) * fwd), np.where(wino, tiles, m_gemm),
+                          k / g, np.where(wino, c / g, (c / g) * r * s)),
+                         (np.where(dw, 0.0, g * bwd), nb * h * w, c / g, (k / g) * r * s),
+                         (np.where(dw, 0.0, g * bwd), k / g, (c / g) * r * s, m_gemm)),
         )

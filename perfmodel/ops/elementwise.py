@@ -15,10 +15,10 @@ from perfmodel.ops.base import (
     OpError,
     Work,
     check_shape,
+    column,
     dtype_codes,
     numel,
     register,
-    column,
     require_non_negative,
     require_positive,
 )

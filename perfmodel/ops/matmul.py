@@ -16,6 +16,7 @@ from perfmodel.ops.base import (
     check_pass,
     column,
     dtype_codes,
+    gemm_slots,
     pass_factors,
     register,
     require_positive,
@@ -102,8 +103,6 @@ class Matmul(Op):
             vector_dtype=dtype_codes(matrix_dtype),
             parallel_items=b * np.ceil(m / 128) * np.ceil(n / 128),
             kernels=fwd + 2.0 * bwd,
-            gemm_batch=b * (fwd + 2.0 * bwd),
-            gemm_m=m,
-            gemm_n=n,
-            gemm_k=k,
+            # forward C = A B; data-gradient dA = dC Bᵀ (m x k, K = n); weight-gradient dB = Aᵀ dC
+            **gemm_slots((b * fwd, m, n, k), (b * bwd, m, k, n), (b * bwd, k, n, m)),
         )
