@@ -116,10 +116,16 @@ def dtype_codes(dtypes: Sequence[DType]) -> IntArray:
     return np.fromiter((DTYPE_INDEX[d] for d in dtypes), dtype=np.int64, count=len(dtypes))
 
 
-def gemm_slots(*slots: tuple[FloatArray, FloatArray, FloatArray, FloatArray]) -> dict[str, FloatArray]:
-    """Work fields for GEMMs given as (batch, m, n, k) per slot; batch 0 = no GEMM in the slot."""
-    names = ("gemm_batch", "gemm_m", "gemm_n", "gemm_k")
-    return {name: np.stack([slot[i] for slot in slots], axis=1) for i, name in enumerate(names)}
+GemmArrays = tuple[FloatArray, FloatArray, FloatArray, FloatArray]
+
+
+def gemm_slots(*slots: GemmArrays) -> GemmArrays:
+    """(batch, m, n, k) arrays of shape ops x slots from one (batch, m, n, k) per slot.
+
+    A batch of 0 means no GEMM in that slot.
+    """
+    b, m, n, k = (np.stack([slot[i] for slot in slots], axis=1) for i in range(4))
+    return b, m, n, k
 
 
 def column(ops: Sequence[Any], name: str) -> FloatArray:

@@ -93,6 +93,7 @@ class Matmul(Op):
             "activations_out": act_out * fwd + bwd * act_in,
         }
         matrix_dtype = [o.compute_dtype or o.dtype for o in ops]
+        gemms = gemm_slots((b * fwd, m, n, k), (b * bwd, m, k, n), (b * bwd, k, n, m))
         return Work(
             n=len(ops),
             flops_matrix=flops_matrix,
@@ -104,5 +105,5 @@ class Matmul(Op):
             parallel_items=b * np.ceil(m / 128) * np.ceil(n / 128),
             kernels=fwd + 2.0 * bwd,
             # forward C = A B; data-gradient dA = dC Bᵀ (m x k, K = n); weight-gradient dB = Aᵀ dC
-            **gemm_slots((b * fwd, m, n, k), (b * bwd, m, k, n), (b * bwd, k, n, m)),
+            gemm_batch=gemms[0], gemm_m=gemms[1], gemm_n=gemms[2], gemm_k=gemms[3],
         )
