@@ -124,16 +124,18 @@ class Conv2d(Op):
         }
         dtypes = dtype_codes([o.compute_dtype or o.dtype for o in ops])
         m_gemm = nb * p * q
-        gemms = gemm_slots((np.where(dw, 0.0, np.where(wino, 16.0, g) * fwd), np.where(wino, tiles, m_gemm),
-                      k / g, np.where(wino, c / g, (c / g) * r * s)),
-                     (np.where(dw, 0.0, g * bwd), nb * h * w, c / g, (k / g) * r * s),
-                     (np.where(dw, 0.0, g * bwd), k / g, (c / g) * r * s, m_gemm))
+        # implicit GEMMs per group: forward (NPQ x K x CRS; winograd: 16 of tiles x K x C),
+        # data-gradient (NHW x C x KRS), weight-gradient (K x CRS x NPQ)
+        gemms = gemm_slots(
+            (np.where(dw, 0.0, np.where(wino, 16.0 * g, g) * fwd), np.where(wino, tiles, m_gemm), k / g,
+             np.where(wino, c / g, (c / g) * r * s)),
+            (np.where(dw, 0.0, g * bwd), nb * h * w, c / g, (k / g) * r * s),
+            (np.where(dw, 0.0, g * bwd), k / g, (c / g) * r * s, m_gemm),
+        )
         return Work(
             n=len(ops), flops_matrix=matrix, flops_vector=vector, flops_special=np.zeros(len(ops)),
             bytes_by_role=roles, matrix_dtype=dtypes, vector_dtype=dtypes,
             parallel_items=g * np.ceil(m_gemm / 128) * np.ceil(k / g / 128),
             kernels=fwd + 2.0 * bwd,
-            # implicit GEMMs per group: forward (NPQ x K x CRS), data-gradient (NHW x C x KRS),
-            # weight-gradient (K x CRS x NPQ)
             gemm_batch=gemms[0], gemm_m=gemms[1], gemm_n=gemms[2], gemm_k=gemms[3],
         )
