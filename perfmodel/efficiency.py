@@ -58,9 +58,10 @@ _GPU = ModelDefaults(
     # A100/H100 split L2 into two partitions and copy lines across them; other data competes:
     # count on half of the LLC for a working set to stay resident between kernels.
     llc_resident_fraction=0.5,
-    # Loaded-latency curves (latency vs offered bandwidth) rise steeply near saturation:
-    # queueing in the memory controllers roughly doubles the idle pointer-chase latency.
-    loaded_latency_factor=2.0,
+    # Loaded-latency curves (latency vs offered bandwidth) rise steeply near saturation: with
+    # queueing in the memory system, latency at full bandwidth is a few times the idle
+    # pointer-chase latency. Model: linear growth to 3x at 100 % utilisation.
+    loaded_latency_factor=3.0,
     # Where a spec has no L2 figure: A100 has 7.2 TB/s of L2 over 2.0 TB/s of HBM (3.5x), V100
     # 2048 B/clk (3.1 TB/s) over 0.9 TB/s (3.5x); use 3x.
     llc_to_dram_bandwidth=3.0,
@@ -70,7 +71,7 @@ _NPU = ModelDefaults(
     kernel_overhead_s=5.0e-6, host_overhead_s=20e-6, dram_latency_s=1.0e-6, onchip_latency_s=0.5e-6,
     matrix_efficiency=0.85, vector_efficiency=0.8, dram_efficiency=0.85, onchip_efficiency=0.8,
     link_efficiency=0.8, link_step_latency_s=3.0e-6, network_step_latency_s=8.0e-6,
-    blocks_per_unit_for_bandwidth=1.0, llc_resident_fraction=0.5, loaded_latency_factor=2.0,
+    blocks_per_unit_for_bandwidth=1.0, llc_resident_fraction=0.5, loaded_latency_factor=3.0,
     llc_to_dram_bandwidth=3.0,
 )
 
@@ -80,7 +81,7 @@ _CPU = ModelDefaults(
     onchip_latency_s=0.02e-6, matrix_efficiency=0.8, vector_efficiency=0.7, dram_efficiency=0.75,
     onchip_efficiency=0.7, link_efficiency=0.8, link_step_latency_s=5.0e-6,
     network_step_latency_s=10.0e-6, blocks_per_unit_for_bandwidth=1.0, llc_resident_fraction=0.5,
-    loaded_latency_factor=2.0,
+    loaded_latency_factor=3.0,
     llc_to_dram_bandwidth=3.0,
 )
 

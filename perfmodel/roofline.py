@@ -120,21 +120,24 @@ def _level_time(bytes_: FloatArray, bandwidth: float, latency_s: float, efficien
     return np.where(bytes_ > 0, latency_s + bytes_ / (bandwidth * efficiency * share), 0.0)
 
 
-def _in_flight_time(work: Work, t: MachineTables, latency_s: float) -> FloatArray:
-    """Little's law: bandwidth <= bytes in flight / loaded latency.
+def _in_flight_time(work: Work, t: MachineTables, latency_s: float, bandwidth: float) -> FloatArray:
+    """Little's law: bandwidth = bytes in flight / latency, with latency rising under load.
 
-    Bytes in flight = resident threads (capped by units x resident threads per unit) x the
-    bytes each thread has outstanding (its loads and stores of one access). A kernel whose
-    threads keep few bytes in flight cannot reach the bandwidth roof, however large the tensor.
+    Bytes in flight F = resident threads (capped by units x resident threads per unit) x the
+    bytes each thread keeps outstanding. Latency grows linearly with utilisation,
+    L = L0 · (1 + a · bw / BW) with a = loaded factor − 1, so the achieved bandwidth solves
+    a/BW · bw² + bw − F/L0 = 0. A kernel whose threads keep few bytes in flight cannot reach
+    the bandwidth roof, however large the tensor. Returns the time after the first round trip.
     """
     if t.hardware.kind != "gpu":
         return np.zeros(work.n)
     resident = np.minimum(work.threads, t.units * t.resident_threads_per_unit)
     in_flight = resident * work.bytes_per_thread
-    loaded = latency_s * t.defaults.loaded_latency_factor
-    rounds = work.dram_bytes / np.maximum(in_flight, 1e-30)
-    # the first round costs the idle latency (counted by the caller), later ones the loaded one
-    return np.where(in_flight > 0, np.maximum(rounds - 1.0, 0.0) * loaded, 0.0)
+    a = max(t.defaults.loaded_latency_factor - 1.0, 1e-9)
+    demand = in_flight / max(latency_s, 1e-12)
+    achieved = (np.sqrt(1.0 + 4.0 * a * demand / bandwidth) - 1.0) * bandwidth / (2.0 * a)
+    rest = np.maximum(work.dram_bytes - in_flight, 0.0)
+    return np.where(in_flight > 0, rest / np.maximum(achieved, 1e-30), 0.0)
 
 
 def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing = "kernel",
@@ -171,15 +174,18 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         dram_bytes = np.maximum(dram_bytes, reuse_bytes)
     levels = {t.dram.name: dram_bytes}
     dram_latency = t.latency_s(t.dram)
+    # streaming kernels on GPUs: Little's law (below) already limits them by their threads
+    mem_busy = np.where((work.threads > 0) & (t.hardware.kind == "gpu"), 1.0, busy)
     level_times = {t.dram.name: _level_time(dram_bytes, t.bandwidth_bytes_per_s(t.dram), dram_latency,
-                                            d.dram_efficiency, busy)}
-    flight = _in_flight_time(work, t, t.latency_s(llc) if (warm_cache and llc) else dram_latency)
+                                            d.dram_efficiency, mem_busy)}
+    flight = _in_flight_time(work, t, t.latency_s(llc) if (warm_cache and llc) else dram_latency,
+                             t.bandwidth_bytes_per_s(t.dram))
     level_times[t.dram.name] = np.where(dram_bytes > 0, np.maximum(level_times[t.dram.name],
                                                                    dram_latency + flight), 0.0)
     if llc is not None:
         levels[llc.name] = reuse_bytes
         level_times[llc.name] = _level_time(reuse_bytes, t.bandwidth_bytes_per_s(llc), t.latency_s(llc),
-                                            d.onchip_efficiency, busy)
+                                            d.onchip_efficiency, mem_busy)
 
     comm = work.comm_kind > 0
     t_comm = np.zeros(n)
