@@ -32,7 +32,9 @@ VIDUR_HW = {"NVIDIA A100 80GB (Vidur 'a100' SKU)": "nvidia-a100-sxm4-80gb", "NVI
 _SHAPE = re.compile(r"\[(\d+),(\d+)\]")
 
 
-SCALAR = {"vector_width": 1}  # vLLM's activation, rotary and add kernels load one element a time
+# The measured kernels (Vidur's sarathi fork of 2023 vLLM: rms_norm, silu_and_mul, rotary, add)
+# load one element per thread per access: the op says so, as a user describing them would.
+SCALAR = {"vector_width": 1}
 
 
 def vidur() -> Iterator[Row]:
@@ -48,7 +50,7 @@ def vidur() -> Iterator[Row]:
                   "k": int(r["gemm_K_derived"]), "bias": r["gemm_bias_derived"] == "True", "dtype": "fp16"}
             label = "matmul"
         elif kind in ("rms_norm", "layer_norm"):
-            op = {"kind": kind.replace("_", ""), "shape": shape, "dtype": "fp16"}
+            op = {"kind": kind.replace("_", ""), "shape": shape, "dtype": "fp16", **SCALAR}
             label = op["kind"]
         elif kind == "silu_and_mul":
             out = [tokens, shape[1] // 2]

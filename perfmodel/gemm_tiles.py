@@ -29,6 +29,12 @@ GPU_TILES = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64),
 PIPELINE_STAGES = 3.0
 K_STEP_BYTES = 64.0  # a K slice of 32 fp16 / 16 fp32 / 64 int8 elements per pipeline stage
 PARTIAL_BYTES = 4.0  # split-K partial sums are fp32
+SYSTOLIC_ROWS = (8, 32, 128, 512, 2048)  # LHS rows streamed per weight tile
+
+
+def is_systolic(t: MachineTables) -> bool:
+    """TPUs and NPUs: weight-stationary systolic arrays (the MXU, Trainium's tensor engine)."""
+    return t.hardware.kind in ("tpu", "npu")
 
 
 @dataclass
@@ -46,13 +52,14 @@ class GemmResult:
 
 
 def candidate_tiles(t: MachineTables) -> tuple[FloatArray, FloatArray]:
-    """(BM, BN) candidates: CUTLASS-style on GPUs, multiples of the array on systolic machines."""
+    """(BM, BN) candidates: CUTLASS-style on GPUs/CPUs; on systolic machines N a multiple of the
+    array and M (the rows streamed through it) from 8 up."""
     pairs: tuple[tuple[int, int], ...]
-    if t.hardware.kind == "gpu":
+    if not is_systolic(t):
         pairs = GPU_TILES
     else:
-        base_m, base_n = max(t.mma_m, 8), max(t.mma_n, 8)
-        pairs = tuple((base_m * a, base_n * b) for a in (1, 2, 4, 8) for b in (1, 2, 4, 8))
+        base_n = max(t.mma_n, 8)
+        pairs = tuple((bm, base_n * b) for bm in SYSTOLIC_ROWS for b in (1, 2, 4, 8))
     return np.array([p[0] for p in pairs], float), np.array([p[1] for p in pairs], float)
 
 
@@ -87,6 +94,10 @@ def gemm_time(t: MachineTables, batch: FloatArray, m: FloatArray, n: FloatArray,
     reuse_unit = reuse_bw * d.onchip_efficiency / np.maximum(active_units, 1.0)
     step_compute = 2.0 * bm * bn * bk / peak_unit
     step_memory = (bm + bn) * bk * eb / reuse_unit
+    if is_systolic(t):
+        # weight-stationary: each weight tile costs fill + drain (rows + cols of the array) on
+        # top of the BM rows streamed through it (MODELING.md, TPU / systolic arrays)
+        step_compute = step_compute * (bm + t.mma_m + t.mma_n) / bm
     t_tile = steps * np.maximum(step_compute, step_memory)
     reduce_bytes = np.where(s > 1, 2.0 * s * b * mm * nn * PARTIAL_BYTES, 0.0)
     t_reduce = reduce_bytes / (reuse_bw * d.onchip_efficiency) + np.where(s > 1, t.kernel_overhead_s, 0.0)

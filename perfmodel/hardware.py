@@ -105,7 +105,9 @@ class Interconnect(Sourced):
         default=None, gt=0, description="Per device, per direction, all links together"
     )
     link_latency_s: float | None = Field(default=None, gt=0)
-    devices_per_node: int | None = Field(default=None, gt=0)
+    devices_per_node: int | None = Field(
+        default=None, gt=0, description="Scale-up domain: devices reachable over the links (NVLink, ICI)"
+    )
     network_bandwidth_bytes_per_s: float | None = Field(
         default=None, gt=0, description="Per device, per direction"
     )
@@ -152,36 +154,32 @@ class Hardware(Sourced):
     derived_from: str | None = None
     overrides: dict[str, Any] | None = None
 
-    @model_validator(mode="after")
-    def _check_structure(self) -> Hardware:
-        names = [e.name for e in self.engines]
+    @field_validator("engines")
+    @classmethod
+    def _unique_engines(cls, engines: tuple[ComputeEngine, ...]) -> tuple[ComputeEngine, ...]:
+        names = [e.name for e in engines]
         if len(set(names)) != len(names):
             raise ValueError(f"engine names repeat: {names}")
-        level_names = [lv.name.lower() for lv in self.levels]
-        if len(set(level_names)) != len(level_names):
-            raise ValueError(f"level names repeat: {[lv.name for lv in self.levels]}")
-        if self.levels[0].kind != "dram":
+        return engines
+
+    @field_validator("levels")
+    @classmethod
+    def _ordered_levels(cls, levels: tuple[MemoryLevel, ...]) -> tuple[MemoryLevel, ...]:
+        names = [lv.name.lower() for lv in levels]
+        if len(set(names)) != len(names):
+            raise ValueError(f"level names repeat: {[lv.name for lv in levels]}")
+        if levels[0].kind != "dram":
             raise ValueError("levels[0] must be the off-chip memory (kind dram): list outermost first")
-        previous: MemoryLevel | None = None
-        for index, level in enumerate(self.levels):
-            if previous is not None:
-                if _LEVEL_RANK[level.kind] < _LEVEL_RANK[previous.kind]:
-                    raise ValueError(
-                        f"levels[{index}] ({level.name}, {level.kind}) after {previous.name} "
-                        f"({previous.kind}): levels are out of order, list outermost first"
-                    )
-                if (
-                    level.kind != "registers"
-                    and level.capacity_bytes is not None
-                    and previous.capacity_bytes is not None
-                    and level.capacity_bytes > previous.capacity_bytes
-                ):
-                    raise ValueError(
-                        f"levels[{index}] ({level.name}) is larger than {previous.name}: "
-                        "levels are out of order, list outermost first"
-                    )
-            previous = level
-        return self
+        for index in range(1, len(levels)):
+            level, previous = levels[index], levels[index - 1]
+            if _LEVEL_RANK[level.kind] < _LEVEL_RANK[previous.kind]:
+                raise ValueError(f"levels[{index}] ({level.name}, {level.kind}) after {previous.name} "
+                                 f"({previous.kind}): levels are out of order, list outermost first")
+            if (level.kind != "registers" and level.capacity_bytes is not None
+                    and previous.capacity_bytes is not None and level.capacity_bytes > previous.capacity_bytes):
+                raise ValueError(f"levels[{index}] ({level.name}) is larger than {previous.name}: "
+                                 "levels are out of order, list outermost first")
+        return levels
 
     # --- lookups used by the model -------------------------------------------------------
     @property

@@ -52,10 +52,30 @@ def parse_spec(data: Any, origin: str = "<dict>") -> Hardware:
         raise SpecError(origin, field, first["msg"]) from exc
 
 
+class _SpecLoader(yaml.SafeLoader):
+    """YAML 1.2 floats: ``1.41e9`` and ``312e12`` are numbers (YAML 1.1 reads them as strings)."""
+
+
+_SpecLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                  |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+                  |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+                  |[-+]?\.(?:inf|Inf|INF)
+                  |\.(?:nan|NaN|NAN))$""", re.X),
+    list("-+0123456789."),
+)
+
+
+def read_yaml(text: str) -> Any:
+    """Parse spec YAML (safe, with YAML 1.2 float syntax)."""
+    return yaml.load(text, Loader=_SpecLoader)
+
+
 def load_spec_file(path: Path) -> Hardware:
     """Load one YAML file."""
     try:
-        data = yaml.safe_load(path.read_text())
+        data = read_yaml(path.read_text())
     except yaml.YAMLError as exc:
         raise SpecError(str(path), "<yaml>", str(exc)) from exc
     hardware = parse_spec(data, str(path))
@@ -202,6 +222,8 @@ def _set_or_scale(target: dict[str, Any], path: str, value: Any, key: str) -> No
         if not isinstance(target.get(part), dict):
             raise SpecError("overrides", key, f"unknown field {part!r}")
         target = target[part]
+    if parts[-1] not in target:
+        raise SpecError("overrides", key, f"unknown field {parts[-1]!r}; fields: {sorted(target)}")
     if isinstance(value, str):
         _scale_field(target, parts[-1], _factor(value, key), key)
     else:

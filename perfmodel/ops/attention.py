@@ -55,7 +55,7 @@ class Attention(Op):
         require_positive(self.kind, batch=self.batch, heads=self.heads, seq_q=self.seq_q,
                          seq_kv=self.seq_kv, head_dim=self.head_dim)
         check_pass(self.kind, self.pass_)
-        kv = self.kv_heads or self.heads
+        kv = self.heads if self.kv_heads is None else self.kv_heads
         if kv <= 0 or self.heads % kv:
             raise OpError(self.kind, "kv_heads", f"{kv} must divide heads ({self.heads})")
         if self.head_dim_v is not None and self.head_dim_v <= 0:
@@ -80,7 +80,7 @@ class Attention(Op):
     @classmethod
     def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
         b, h, sq, skv, d = (column(ops, f) for f in ("batch", "heads", "seq_q", "seq_kv", "head_dim"))
-        kvh = np.array([o.kv_heads or o.heads for o in ops], dtype=np.float64)
+        kvh = np.array([o.heads if o.kv_heads is None else o.kv_heads for o in ops], dtype=np.float64)
         dv = np.array([o.head_dim_v or o.head_dim for o in ops], dtype=np.float64)
         causal = np.array([o.causal for o in ops])
         materialized = np.array([o.implementation == "materialized" for o in ops])

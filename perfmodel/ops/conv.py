@@ -64,6 +64,12 @@ class Conv2d(Op):
                          kernel_h=self.kernel_h, kernel_w=self.kernel_w, stride=self.stride,
                          dilation=self.dilation, groups=self.groups)
         require_non_negative(self.kind, padding=self.padding)
+        for name in ("stride_w", "dilation_w"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise OpError(self.kind, name, f"must be > 0, got {value}")
+        if self.padding_w is not None and self.padding_w < 0:
+            raise OpError(self.kind, "padding_w", f"must be >= 0, got {self.padding_w}")
         check_pass(self.kind, self.pass_)
         if self.in_channels % self.groups or self.out_channels % self.groups:
             raise OpError(self.kind, "groups", f"{self.groups} must divide in_channels "
@@ -73,7 +79,8 @@ class Conv2d(Op):
                 and self.dilation == 1 and (self.dilation_w or 1) == 1):
             raise OpError(self.kind, "algorithm", "winograd needs a 3x3 kernel with stride 1 and no dilation")
         if self.out_h <= 0 or self.out_w <= 0:
-            raise OpError(self.kind, "kernel_h", f"kernel larger than the padded input: output "
+            field = "kernel_h" if self.out_h <= 0 else "kernel_w"
+            raise OpError(self.kind, field, f"kernel larger than the padded input: output "
                           f"would be {self.out_h}x{self.out_w}")
 
     @property
@@ -82,9 +89,9 @@ class Conv2d(Op):
 
     @property
     def out_w(self) -> int:
-        stride = self.stride_w or self.stride
+        stride = self.stride if self.stride_w is None else self.stride_w
         pad = self.padding if self.padding_w is None else self.padding_w
-        dil = self.dilation_w or self.dilation
+        dil = self.dilation if self.dilation_w is None else self.dilation_w
         return (self.width + 2 * pad - dil * (self.kernel_w - 1) - 1) // stride + 1
 
     @property

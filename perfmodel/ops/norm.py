@@ -15,9 +15,11 @@ from perfmodel.ops.base import (
     Work,
     check_pass,
     check_shape,
+    column,
     dtype_codes,
     pass_factors,
     register,
+    require_positive,
 )
 
 STATS_BYTES = 4.0  # fp32 mean / rstd saved per row for the backward
@@ -26,11 +28,16 @@ THREADS_PER_ROW = 1024.0  # one thread block per row (Apex / vLLM style), up to 
 
 @dataclass(frozen=True)
 class RowOp(Op):
-    """Base of the ops that normalise each row of ``shape`` over its last axis."""
+    """Base of the ops that normalise each row of ``shape`` over its last axis.
+
+    ``vector_width``: elements per thread access (4 in PyTorch's vectorized layer norm, 1 in a
+    scalar row loop such as 2023-era vLLM rms_norm); it sets the bytes in flight.
+    """
 
     shape: tuple[int, ...]
     dtype: DType
     pass_: Pass = "forward"
+    vector_width: int = 4
 
     # per element: vector FLOPs forward, per row: transcendentals, parameter vectors, saved stats
     vector_flops_per_element: ClassVar[float] = 1.0
@@ -42,6 +49,7 @@ class RowOp(Op):
     def __post_init__(self) -> None:
         check_shape(self.kind, "shape", self.shape)
         check_pass(self.kind, self.pass_)
+        require_positive(self.kind, vector_width=self.vector_width)
 
     def loop_dims(self) -> dict[str, int]:
         cols = self.shape[-1]
@@ -53,6 +61,7 @@ class RowOp(Op):
         cols = np.array([float(o.shape[-1]) for o in ops])
         rows = elements / cols
         elem = np.array([o.dtype.bytes for o in ops])
+        width = column(ops, "vector_width")
         fwd, bwd = pass_factors(ops)
         tensor = elements * elem
         params = cls.param_vectors * cols * elem
@@ -73,9 +82,9 @@ class RowOp(Op):
             flops_special=special,
             bytes_by_role=roles, matrix_dtype=dtypes, vector_dtype=dtypes,
             parallel_items=rows, kernels=fwd + bwd,
-            # one block per row striding with scalar loads: a thread holds one element in flight
-            threads=rows * np.minimum(cols, THREADS_PER_ROW),
-            bytes_per_thread=elem * (2.0 + bwd),
+            # one block per row; each thread loads and stores ``vector_width`` elements at a time
+            threads=rows * np.minimum(np.ceil(cols / width), THREADS_PER_ROW),
+            bytes_per_thread=elem * width * (2.0 + bwd),
         )
 
 

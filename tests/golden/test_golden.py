@@ -114,7 +114,7 @@ def test_launch_floor_dominates_tiny_ops(toy: Hardware) -> None:
 
 
 def test_rmsnorm_a100_scalar_rows() -> None:
-    """rmsnorm [8192, 8192] fp16 on nvidia-a100-sxm4-80gb, default model.
+    """rmsnorm [8192, 8192] fp16, scalar row loop (vector_width 1), nvidia-a100-sxm4-80gb.
 
     Bytes: x 134,217,728 + y 134,217,728 + weight 16,384 + rstd 32,768 = 268,484,608 B.
     Bandwidth roof: 0.6 µs + 268,484,608 / (2.039e12 x 0.87) = 151.95 µs.
@@ -125,7 +125,8 @@ def test_rmsnorm_a100_scalar_rows() -> None:
     = 818.1 GB/s. After the first round trip (0.6 µs) the other 267,599,872 B take 327.1 µs.
     Plus the 2 µs kernel overhead: 329.7 µs, bound by HBM (Vidur measured ~420 µs).
     """
-    cost = perfmodel.predict("nvidia-a100-sxm4-80gb", {"kind": "rmsnorm", "shape": [8192, 8192], "dtype": "fp16"})
+    op = {"kind": "rmsnorm", "shape": [8192, 8192], "dtype": "fp16", "vector_width": 1}
+    cost = perfmodel.predict("nvidia-a100-sxm4-80gb", op)
     demand = 884_736 / 0.6e-6
     achieved = ((1 + 8 * demand / 2.039e12) ** 0.5 - 1) * 2.039e12 / 4
     expected = 2e-6 + 0.6e-6 + (268_484_608 - 884_736) / achieved
