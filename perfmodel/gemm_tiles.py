@@ -49,6 +49,9 @@ class GemmResult:
     tiles: FloatArray
     extra_kernels: FloatArray
     busy: FloatArray  # share of the units' DRAM bandwidth the chosen tiling can pull
+    dram_s: FloatArray  # DRAM time of the chosen tiling (latency + bytes at its busy share)
+    reuse_s: FloatArray  # reuse-level time (0 when the reuse level is DRAM)
+    body_s: FloatArray  # the slowest of compute, DRAM and reuse: this GEMM's roofline time
 
 
 def candidate_tiles(t: MachineTables) -> tuple[FloatArray, FloatArray]:
@@ -100,14 +103,21 @@ def gemm_time(t: MachineTables, batch: FloatArray, m: FloatArray, n: FloatArray,
         step_compute = step_compute * (bm + t.mma_m + t.mma_n) / bm
     t_tile = steps * np.maximum(step_compute, step_memory)
     reduce_bytes = np.where(s > 1, 2.0 * s * b * mm * nn * PARTIAL_BYTES, 0.0)
-    t_reduce = reduce_bytes / (reuse_bw * d.onchip_efficiency) + np.where(s > 1, t.kernel_overhead_s, 0.0)
+    t_reduce = reduce_bytes / (reuse_bw * d.onchip_efficiency)
     total = tiles_per_unit * t_tile + fill_s + t_reduce
     reread_bytes = b * eb * (mm * kk * (np.ceil(nn / bn) - 1) + kk * nn * (np.ceil(mm / bm) - 1)) + reduce_bytes
     busy = np.clip(tiles / (t.units * d.blocks_per_unit_for_bandwidth), 1.0 / t.units, 1.0)
     dram_bw = t.bandwidth_bytes_per_s(t.dram) * d.dram_efficiency
-    t_dram = dram_bytes[:, None] / (dram_bw * busy)
-    t_reuse = reread_bytes / (reuse_bw * d.onchip_efficiency)
-    judged = np.maximum(np.maximum(total, t_dram), t_reuse)
+    passing = dram_bytes[:, None] + reread_bytes
+    if t.llc is None:  # re-reads come from DRAM
+        t_dram = fill_s + passing / (dram_bw * busy)
+        t_reuse = np.zeros_like(t_dram)
+    else:
+        t_dram = fill_s + dram_bytes[:, None] / (dram_bw * busy)
+        t_reuse = t.latency_s(t.llc) + passing / (reuse_bw * d.onchip_efficiency * busy)
+    # judged like the final roofline: slowest part plus the split-K reduction kernel's launch
+    body = np.maximum(np.maximum(total, t_dram), t_reuse)
+    judged = body + np.where(s > 1, t.kernel_overhead_s, 0.0)
     too_big = footprint > t.scratchpad_bytes_per_unit
     useless_split = (s > 1) & (k_split < bk)
     judged = np.where(too_big | useless_split, np.inf, judged)
@@ -122,4 +132,5 @@ def gemm_time(t: MachineTables, batch: FloatArray, m: FloatArray, n: FloatArray,
         time_s=pick(total), reread_bytes=pick(reread_bytes), tile_m=pick(bm), tile_n=pick(bn),
         split_k=pick(s), waves=pick(waves), resident=pick(resident), tiles=pick(tiles),
         extra_kernels=np.where(pick(s) > 1, 1.0, 0.0), busy=pick(busy),
+        dram_s=pick(t_dram), reuse_s=pick(t_reuse), body_s=pick(body),
     )

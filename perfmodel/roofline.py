@@ -165,9 +165,11 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     extra_kernels = np.zeros(n)
 
     gemm = (work.gemm_batch.sum(axis=1) > 0) & (work.flops_matrix > 0)
+    gemm_times = np.zeros((3, n))  # per op: roofline time, DRAM time, reuse time of its GEMMs
     if gemm.any():
         idx = np.nonzero(gemm)[0]
-        _gemms(t, work, idx, m_peak, compulsory, t_matrix, reuse_bytes, busy, extra_kernels, schedule)
+        _gemms(t, work, idx, m_peak, compulsory, t_matrix, reuse_bytes, busy, extra_kernels, schedule,
+               gemm_times)
 
     dram_bytes = np.where(resident & (llc is not None), 0.0, compulsory)
     if llc is None:
@@ -187,6 +189,11 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         level_times[llc.name] = _level_time(reuse_bytes, t.bandwidth_bytes_per_s(llc), t.latency_s(llc),
                                             d.onchip_efficiency, mem_busy)
 
+    if gemm.any():  # each GEMM is its own kernel: the op's levels add up over its GEMMs
+        level_times[t.dram.name] = np.where(gemm, gemm_times[1], level_times[t.dram.name])
+        if llc is not None:
+            level_times[llc.name] = np.where(gemm, gemm_times[2], level_times[llc.name])
+
     comm = work.comm_kind > 0
     t_comm = np.zeros(n)
     if comm.any():
@@ -197,7 +204,7 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     engine_times = {"matrix": t_matrix, "vector": t_vector, "special": t_special}
     columns = [t_matrix, t_vector, t_special, *level_times.values(), t_comm]
     stack = np.vstack(columns)
-    body = stack.max(axis=0)
+    body = np.where(gemm, np.maximum(gemm_times[0], np.maximum(t_vector, t_special)), stack.max(axis=0))
     which = stack.argmax(axis=0)
     per_kernel = t.kernel_overhead_s + (d.host_overhead_s if timing == "host" else 0.0)
     overhead = (work.kernels + extra_kernels) * per_kernel
@@ -226,8 +233,12 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
 
 def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]], m_peak: FloatArray,
            compulsory: FloatArray, t_matrix: FloatArray, reuse_bytes: FloatArray, busy: FloatArray,
-           extra_kernels: FloatArray, schedule: dict[str, FloatArray]) -> None:
-    """Run the tile model on every GEMM slot of the ops in ``idx``; fill the per-op arrays."""
+           extra_kernels: FloatArray, schedule: dict[str, FloatArray], gemm_times: FloatArray) -> None:
+    """Run the tile model on every GEMM slot of the ops in ``idx``; fill the per-op arrays.
+
+    The GEMMs of one op (forward, data- and weight-gradient) run one after the other: their
+    roofline times, DRAM times and reuse-level times add up.
+    """
     batch = work.gemm_batch[idx]
     rows, slots = np.nonzero(batch > 0)
     op_rows = idx[rows]
@@ -245,6 +256,8 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
     np.add.at(rereads, op_rows, result.reread_bytes)
     reuse_bytes[idx] = compulsory[idx] + rereads[idx]
     np.add.at(extra_kernels, op_rows, result.extra_kernels)
+    for row, values in enumerate((result.body_s, result.dram_s, result.reuse_s)):
+        np.add.at(gemm_times[row], op_rows, values)
     weighted = np.zeros(n)
     np.add.at(weighted, op_rows, result.busy * share)
     busy[idx] = weighted[idx]
