@@ -52,7 +52,7 @@ _GPU = ModelDefaults(
     onchip_efficiency=0.75,
     # NCCL bus bandwidth on NVLink reaches ~75-85 % of the per-direction link figure.
     link_efficiency=0.8,
-    link_step_latency_s=2.0e-6,
+    link_step_latency_s=1.0e-6,
     network_step_latency_s=6.0e-6,
     blocks_per_unit_for_bandwidth=2.0,
     # A100/H100 split L2 into two partitions and copy lines across them; other data competes:
