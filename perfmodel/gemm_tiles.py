@@ -25,7 +25,7 @@ from perfmodel.machine import MachineTables
 from perfmodel.ops.base import FloatArray
 
 SPLIT_K = (1.0, 2.0, 4.0, 8.0, 16.0)
-GPU_TILES = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64), (32, 64), (64, 32))
+GPU_TILES = ((256, 256), (256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64), (32, 64), (64, 32))
 PIPELINE_STAGES = 3.0
 K_STEP_BYTES = 64.0  # a K slice of 32 fp16 / 16 fp32 / 64 int8 elements per pipeline stage
 PARTIAL_BYTES = 4.0  # split-K partial sums are fp32

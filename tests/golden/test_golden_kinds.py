@@ -1,0 +1,94 @@
+"""One golden case per op kind, worked on paper, on the toy device and on a real one.
+
+Pure roofline (``IDEAL`` defaults: no overheads or latencies, every peak reached) so the
+arithmetic fits in a comment. Toy device: tensor 8 TFLOP/s fp16, vector 2 TFLOP/s fp16/bf16 and
+1 TFLOP/s fp32, SFU 1e11/s, DRAM 1 TB/s with 32 B sectors, 4 SMs, links 100 GB/s with 1 µs
+steps. Real device: nvidia-h100-sxm5-80gb from its spec: HBM3 3.35 TB/s, SFU 3.865e12/s,
+NVLink 450 GB/s per direction, 8 per node, 50 GB/s network per GPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import perfmodel
+from perfmodel.efficiency import IDEAL
+from perfmodel.hardware import Hardware
+
+TOY_CASES: list[tuple[dict[str, Any], float, str, str]] = [
+    # conv2d 8x64x32x32, 64 filters 3x3, pad 1: 2·8·64·32·32·64·9 = 603,979,776 FLOPs / 8e12;
+    # implicit GEMM 8192 x 64 x 576 tiles evenly (128x64: 64 tiles, 16 per SM, 18 K-steps).
+    ({"kind": "conv2d", "batch": 8, "in_channels": 64, "out_channels": 64, "height": 32, "width": 32,
+      "kernel_h": 3, "kernel_w": 3, "padding": 1, "dtype": "fp16"}, 603_979_776 / 8e12, "tensor",
+     "compute-bound implicit GEMM"),
+    # attention 1x4 heads x 256 x 256 x 64: 2·4·256·256·(64+64) = 67,108,864 / 8e12 = 8.389 µs;
+    # exp 262,144 / 1e11 = 2.6 µs; bytes 528,384 / 1e12 = 0.5 µs.
+    ({"kind": "attention", "batch": 1, "heads": 4, "seq_q": 256, "seq_kv": 256, "head_dim": 64,
+      "dtype": "fp16"}, 67_108_864 / 8e12, "tensor", "flash attention, compute-bound"),
+    # layernorm [64, 4096] fp32: x + y 2 x 1,048,576, gamma+beta 32,768, mean+rstd 512 = 2,130,432 B
+    # / 1e12 = 2.130 µs > 8 x 262,144 / 1e12 = 2.097 µs of vector work.
+    ({"kind": "layernorm", "shape": [64, 4096], "dtype": "fp32"}, 2_130_432 / 1e12, "DRAM", ""),
+    # batchnorm [256, 1024] fp16 inference: x + y 2 x 524,288 + 4 params x 2,048 = 1,056,768 B.
+    ({"kind": "batchnorm", "shape": [256, 1024], "dtype": "fp16"}, 1_056_768 / 1e12, "DRAM", ""),
+    # softmax [512, 1024] fp16: one exp per element, 524,288 / 1e11 = 5.243 µs > 2,097,152 B / 1e12.
+    ({"kind": "softmax", "shape": [512, 1024], "dtype": "fp16"}, 524_288 / 1e11, "sfu", "SFU-bound"),
+    # reduce [1024, 1024] fp32 over axis 1: 4,194,304 B read + 4,096 B written.
+    ({"kind": "reduce", "shape": [1024, 1024], "axes": [1], "dtype": "fp32"}, 4_198_400 / 1e12, "DRAM", ""),
+    # transpose [1024, 1024] fp16: read + write 2 x 2,097,152 B.
+    ({"kind": "transpose", "shape": [1024, 1024], "perm": [1, 0], "dtype": "fp16"}, 4_194_304 / 1e12, "DRAM", ""),
+    # gather 1000 rows of 64 fp32 (256 B, whole sectors): 256,000 + 8,000 int64 indices + 256,000 out.
+    ({"kind": "gather", "table_shape": [10000, 64], "num_indices": 1000, "dtype": "fp32"}, 520_000 / 1e12,
+     "DRAM", ""),
+    # scatter-add 1000 rows of 4 fp32 (16 B -> a 32 B sector, read and written): 16,000 updates +
+    # 8,000 indices + 2 x 32,000 = 88,000 B.
+    ({"kind": "scatter", "table_shape": [10000, 4], "num_indices": 1000, "dtype": "fp32", "reduce": "add"},
+     88_000 / 1e12, "DRAM", ""),
+    # quantize [1024, 1024] bf16 -> int8, groups of 128: 2,097,152 + 1,048,576 + 8,192 fp32 scales x 4 B.
+    ({"kind": "quantize", "shape": [1024, 1024], "from_dtype": "bf16", "to_dtype": "int8",
+      "granularity": "group"}, 3_178_496 / 1e12, "DRAM", ""),
+    # dequantize [1024, 1024] int4 -> bf16, per row: 524,288 + 2,097,152 + 1,024 scales x 4 B.
+    ({"kind": "dequantize", "shape": [1024, 1024], "from_dtype": "int4", "to_dtype": "bf16",
+      "granularity": "channel"}, 2_625_536 / 1e12, "DRAM", ""),
+    # all-gather / reduce-scatter / all-to-all of 1 GB over 8 devices: 7/8 x 1e9 / 1e11 + 7 x 1 µs.
+    ({"kind": "allgather", "bytes": 1e9, "devices": 8}, 0.00875 + 7e-6, "interconnect", ""),
+    ({"kind": "reducescatter", "bytes": 1e9, "devices": 8}, 0.00875 + 7e-6, "interconnect", ""),
+    ({"kind": "alltoall", "bytes": 1e9, "devices": 8}, 0.00875 + 7e-6, "interconnect", ""),
+]
+
+
+@pytest.mark.parametrize(("op", "expected_s", "bound", "why"), TOY_CASES,
+                         ids=[case[0]["kind"] for case in TOY_CASES])
+def test_toy(toy: Hardware, op: dict[str, Any], expected_s: float, bound: str, why: str) -> None:
+    cost = perfmodel.predict(toy, op, defaults=IDEAL)
+    assert cost.time_s == pytest.approx(expected_s, rel=1e-9), why
+    assert cost.bound == bound
+
+
+H100 = "nvidia-h100-sxm5-80gb"
+H100_CASES: list[tuple[dict[str, Any], float, str]] = [
+    # softmax [4096, 4096] bf16: 2 x 33,554,432 B / 3.35e12 = 20.03 µs > 16.8M exps / 3.865e12 = 4.3 µs.
+    ({"kind": "softmax", "shape": [4096, 4096], "dtype": "bf16"}, 67_108_864 / 3.35e12, "HBM3"),
+    # layernorm [8192, 8192] bf16: 2 x 134,217,728 + 32,768 + 65,536 = 268,533,760 B / 3.35e12.
+    ({"kind": "layernorm", "shape": [8192, 8192], "dtype": "bf16"}, 268_533_760 / 3.35e12, "HBM3"),
+    # embedding 4096 x 4096 bf16 rows (8192 B): 33,554,432 read + 32,768 indices + 33,554,432 out.
+    ({"kind": "embedding", "num_embeddings": 128256, "embedding_dim": 4096, "num_indices": 4096,
+      "dtype": "bf16"}, 67_141_632 / 3.35e12, "HBM3"),
+    # all-reduce 1 GB on 8 GPUs, ring: 2 x 7/8 x 1e9 / 450e9 = 3.889 ms (tree: 2e9/450e9 = 4.44 ms).
+    ({"kind": "allreduce", "bytes": 1e9, "devices": 8}, 2 * 7 / 8 * 1e9 / 450e9, "interconnect"),
+    # all-gather 1 GB on 16 GPUs (2 nodes): in-node 7/8 x 0.5e9 / 450e9 = 0.972 ms, then across
+    # nodes 1/2 x 1e9 / 50e9 = 10 ms: 10.972 ms.
+    ({"kind": "allgather", "bytes": 1e9, "devices": 16}, 7 / 8 * 0.5e9 / 450e9 + 0.5 * 1e9 / 50e9, "interconnect"),
+    # matmul 8192^3 bf16: 1.0995e12 FLOPs / 989.4e12; 256x256 tiles: 1024 tiles on 132 SMs, the
+    # busiest runs 8 where 7.76 would be even: x 8 x 132 / 1024 = 1.03125 (wave quantization).
+    ({"kind": "matmul", "m": 8192, "n": 8192, "k": 8192, "dtype": "bf16"},
+     2 * 8192**3 / 989.4e12 * 8 * 132 / 1024, "tensor"),
+]
+
+
+@pytest.mark.parametrize(("op", "expected_s", "bound"), H100_CASES, ids=[c[0]["kind"] for c in H100_CASES])
+def test_h100(op: dict[str, Any], expected_s: float, bound: str) -> None:
+    cost = perfmodel.predict(H100, op, defaults=IDEAL)
+    assert cost.time_s == pytest.approx(expected_s, rel=1e-9)
+    assert cost.bound == bound
