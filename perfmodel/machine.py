@@ -70,6 +70,10 @@ class MachineTables:
     scratchpad_bytes_per_unit: float
     max_resident_tiles: int
     resident_threads_per_unit: int
+    register_bytes_per_unit: float  # inf where the spec has no register level
+    scratchpad_bandwidth_per_unit: float | None
+    dma_bandwidth_bytes_per_s: float | None
+    dma_latency_s: float  # per descriptor; 0 without a DMA block
     mma_m: int
     mma_n: int
     mma_k: int
@@ -162,6 +166,14 @@ def _build(hw: Hardware) -> MachineTables:
     if scratchpad is not None and scratchpad.capacity_bytes is not None:
         pad_bytes = scratchpad.capacity_bytes / (1 if scratchpad.per_unit else hw.units)
     mma = next((e.mma_shape for e in hw.engines_of("matrix") if e.mma_shape), None) or (16, 8, 16)
+    registers = [lv for lv in hw.levels if lv.kind == "registers" and lv.capacity_bytes]
+    reg_bytes = float("inf")
+    if registers and registers[-1].capacity_bytes is not None:
+        reg_bytes = registers[-1].capacity_bytes / (1 if registers[-1].per_unit else hw.units)
+    pad_bw = None
+    if scratchpad is not None and scratchpad.bandwidth_bytes_per_s is not None:
+        pad_bw = scratchpad.bandwidth_bytes_per_s / hw.units
+    dma = hw.dma
     return MachineTables(
         hardware=hw, defaults=defaults_for(hw),
         matrix_paths=matrix_paths, vector_paths=vector_paths,
@@ -171,6 +183,9 @@ def _build(hw: Hardware) -> MachineTables:
         dram=hw.levels[0], llc=llc, scratchpad=scratchpad, scratchpad_bytes_per_unit=pad_bytes,
         max_resident_tiles=hw.max_resident_tiles_per_unit or 1,
         resident_threads_per_unit=hw.max_resident_threads_per_unit or DEFAULT_RESIDENT_THREADS,
+        register_bytes_per_unit=reg_bytes, scratchpad_bandwidth_per_unit=pad_bw,
+        dma_bandwidth_bytes_per_s=dma.bandwidth_bytes_per_s if dma else None,
+        dma_latency_s=(dma.latency_s or 0.0) if dma else 0.0,
         mma_m=mma[0], mma_n=mma[1], mma_k=mma[2],
     )
 

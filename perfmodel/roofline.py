@@ -23,11 +23,12 @@ import numpy as np
 from perfmodel import __version__
 from perfmodel.collectives import collective_time
 from perfmodel.efficiency import ModelDefaults
-from perfmodel.gemm_tiles import gemm_time
 from perfmodel.hardware import Hardware
 from perfmodel.machine import MachineTables, tables
 from perfmodel.ops import Op, Work, make_op
 from perfmodel.ops.base import DTYPES, FloatArray
+from perfmodel.search.gemm_cost import best_gemms
+from perfmodel.search.gemm_space import GemmCandidates, compact_space
 
 Timing = Literal["kernel", "host"]
 HardwareLike = Hardware | str
@@ -141,8 +142,13 @@ def _in_flight_time(work: Work, t: MachineTables, latency_s: float, bandwidth: f
 
 
 def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing = "kernel",
-             warm_cache: bool = False, defaults: ModelDefaults | None = None) -> CostBatch:
-    """The roofline of ``work`` (from ``ops``) on ``hardware``; ``defaults`` replace the model's."""
+             warm_cache: bool = False, defaults: ModelDefaults | None = None,
+             space: GemmCandidates | None = None) -> CostBatch:
+    """The roofline of ``work`` (from ``ops``) on ``hardware``.
+
+    ``defaults`` replace the model's; ``space`` is the GEMM schedule space to choose from (the
+    compact fixed set by default; ``perfmodel.search`` passes the full space).
+    """
     t = tables(hardware)
     if defaults is not None:
         t = dataclasses.replace(t, defaults=defaults)
@@ -160,20 +166,16 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     llc = t.llc
     llc_capacity = hardware.level_capacity_bytes(llc) if llc else None
     resident = (compulsory <= (llc_capacity or 0.0) * d.llc_resident_fraction) & warm_cache
-    reuse_bytes = compulsory.copy()
-    schedule = {k: np.zeros(n) for k in ("tile_m", "tile_n", "split_k", "waves", "tiles")}
-    extra_kernels = np.zeros(n)
-
     gemm = (work.gemm_batch.sum(axis=1) > 0) & (work.flops_matrix > 0)
-    gemm_times = np.zeros((3, n))  # per op: roofline time, DRAM time, reuse time of its GEMMs
+    totals = _GemmTotals(n)
     if gemm.any():
         idx = np.nonzero(gemm)[0]
-        _gemms(t, work, idx, m_peak, compulsory, t_matrix, reuse_bytes, busy, extra_kernels, schedule,
-               gemm_times)
+        _gemms(t, work, idx, m_peak, compulsory, space or compact_space(t), totals)
+        t_matrix = np.where(gemm, totals.compute_s, t_matrix)
+        busy = np.where(gemm, totals.busy, busy)
 
     dram_bytes = np.where(resident & (llc is not None), 0.0, compulsory)
-    if llc is None:
-        dram_bytes = np.maximum(dram_bytes, reuse_bytes)
+    dram_bytes = np.where(gemm, totals.dram_bytes, dram_bytes)
     levels = {t.dram.name: dram_bytes}
     dram_latency = t.latency_s(t.dram)
     # streaming kernels on GPUs: Little's law (below) already limits them by their threads
@@ -184,15 +186,14 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
                              t.bandwidth_bytes_per_s(t.dram))
     level_times[t.dram.name] = np.where(dram_bytes > 0, np.maximum(level_times[t.dram.name],
                                                                    dram_latency + flight), 0.0)
+    # each GEMM of an op is its own kernel: the op's level times add up over its GEMMs
+    level_times[t.dram.name] = np.where(gemm, totals.dram_s, level_times[t.dram.name])
     if llc is not None:
+        reuse_bytes = np.where(gemm, totals.reuse_bytes, compulsory)
         levels[llc.name] = reuse_bytes
-        level_times[llc.name] = _level_time(reuse_bytes, t.bandwidth_bytes_per_s(llc), t.latency_s(llc),
-                                            d.onchip_efficiency, mem_busy)
-
-    if gemm.any():  # each GEMM is its own kernel: the op's levels add up over its GEMMs
-        level_times[t.dram.name] = np.where(gemm, gemm_times[1], level_times[t.dram.name])
-        if llc is not None:
-            level_times[llc.name] = np.where(gemm, gemm_times[2], level_times[llc.name])
+        level_times[llc.name] = np.where(gemm, totals.reuse_s,
+                                         _level_time(reuse_bytes, t.bandwidth_bytes_per_s(llc), t.latency_s(llc),
+                                                     d.onchip_efficiency, mem_busy))
 
     comm = work.comm_kind > 0
     t_comm = np.zeros(n)
@@ -204,9 +205,10 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     engine_times = {"matrix": t_matrix, "vector": t_vector, "special": t_special}
     columns = [t_matrix, t_vector, t_special, *level_times.values(), t_comm]
     stack = np.vstack(columns)
-    body = np.where(gemm, np.maximum(gemm_times[0], np.maximum(t_vector, t_special)), stack.max(axis=0))
+    body = np.where(gemm, np.maximum(totals.body_s, np.maximum(t_vector, t_special)), stack.max(axis=0))
     which = stack.argmax(axis=0)
     per_kernel = t.kernel_overhead_s + (d.host_overhead_s if timing == "host" else 0.0)
+    extra_kernels = totals.extra_kernels
     overhead = (work.kernels + extra_kernels) * per_kernel
     time_s = body + overhead
     labels = np.array(["matrix", "vector", "special", *level_times.keys(), "interconnect"], dtype=object)
@@ -226,18 +228,17 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
                          "special": work.flops_special},
         bytes_by_level=levels, time_s_by_level=level_times,
         time_s_by_engine={**engine_times, "interconnect": t_comm},
-        compulsory_bytes=compulsory, utilization=utilization, schedule=schedule,
+        compulsory_bytes=compulsory, utilization=utilization, schedule=totals.schedule,
         notes=_notes(t, work, resident, llc is not None),
     )
 
 
 def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]], m_peak: FloatArray,
-           compulsory: FloatArray, t_matrix: FloatArray, reuse_bytes: FloatArray, busy: FloatArray,
-           extra_kernels: FloatArray, schedule: dict[str, FloatArray], gemm_times: FloatArray) -> None:
-    """Run the tile model on every GEMM slot of the ops in ``idx``; fill the per-op arrays.
+           compulsory: FloatArray, space: GemmCandidates, out: _GemmTotals) -> None:
+    """Choose a schedule for every GEMM slot of the ops in ``idx``; add its figures to ``out``.
 
     The GEMMs of one op (forward, data- and weight-gradient) run one after the other: their
-    roofline times, DRAM times and reuse-level times add up.
+    times and bytes add up.
     """
     batch = work.gemm_batch[idx]
     rows, slots = np.nonzero(batch > 0)
@@ -245,27 +246,47 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
     gemm_flops = 2.0 * batch * work.gemm_m[idx] * work.gemm_n[idx] * work.gemm_k[idx]
     share = gemm_flops[rows, slots] / np.maximum(gemm_flops.sum(axis=1)[rows], 1.0)
     elem = np.array([DTYPES[c].bytes for c in work.matrix_dtype[op_rows]])
-    result = gemm_time(t, batch[rows, slots], work.gemm_m[idx][rows, slots], work.gemm_n[idx][rows, slots],
-                       work.gemm_k[idx][rows, slots], elem, m_peak[op_rows],
-                       t.bandwidth_bytes_per_s(t.llc if t.llc is not None else t.dram),
-                       t.latency_s(t.dram), compulsory[op_rows] * share)
-    n = work.n
-    t_matrix[idx] = 0.0
-    np.add.at(t_matrix, op_rows, result.time_s)
-    rereads = np.zeros(n)
-    np.add.at(rereads, op_rows, result.reread_bytes)
-    reuse_bytes[idx] = compulsory[idx] + rereads[idx]
-    np.add.at(extra_kernels, op_rows, result.extra_kernels)
-    for row, values in enumerate((result.body_s, result.dram_s, result.reuse_s)):
-        np.add.at(gemm_times[row], op_rows, values)
-    weighted = np.zeros(n)
-    np.add.at(weighted, op_rows, result.busy * share)
-    busy[idx] = weighted[idx]
+    choice = best_gemms(t, space, batch[rows, slots], work.gemm_m[idx][rows, slots], work.gemm_n[idx][rows, slots],
+                        work.gemm_k[idx][rows, slots], elem, m_peak[op_rows], compulsory[op_rows] * share)
+    for name in ("compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes", "reuse_bytes"):
+        np.add.at(getattr(out, name), op_rows, getattr(choice, name))
+    np.add.at(out.extra_kernels, op_rows, np.where(space.split[choice.index] > 1, 1.0, 0.0))
+    np.add.at(out.busy, op_rows, choice.busy * share)
     first = np.ones(len(rows), dtype=bool)
     first[1:] = rows[1:] != rows[:-1]
-    for key, values in (("tile_m", result.tile_m), ("tile_n", result.tile_n), ("split_k", result.split_k),
-                        ("waves", result.waves), ("tiles", result.tiles)):
-        schedule[key][op_rows[first]] = values[first]
+    chosen = {"tile_m": space.bm[choice.index], "tile_n": space.bn[choice.index],
+              "tile_k": np.maximum(np.ceil(space.bk_bytes[choice.index] / elem / t.mma_k) * t.mma_k, t.mma_k),
+              "stages": space.stages[choice.index], "split_k": space.split[choice.index],
+              "raster_group": space.group[choice.index], "waves": choice.waves, "tiles": choice.tiles,
+              "resident_tiles": choice.resident, "footprint_bytes": choice.footprint_bytes}
+    for key, values in chosen.items():
+        out.schedule[key][op_rows[first]] = values[first]
+
+
+@dataclasses.dataclass
+class _GemmTotals:
+    """Per-op sums over an op's GEMMs (zeros for ops without GEMMs)."""
+
+    n: int
+    compute_s: FloatArray = dataclasses.field(init=False)
+    dram_s: FloatArray = dataclasses.field(init=False)
+    reuse_s: FloatArray = dataclasses.field(init=False)
+    body_s: FloatArray = dataclasses.field(init=False)
+    dram_bytes: FloatArray = dataclasses.field(init=False)
+    reuse_bytes: FloatArray = dataclasses.field(init=False)
+    busy: FloatArray = dataclasses.field(init=False)
+    extra_kernels: FloatArray = dataclasses.field(init=False)
+    schedule: dict[str, FloatArray] = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        for name in ("compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes", "reuse_bytes", "busy",
+                     "extra_kernels"):
+            setattr(self, name, np.zeros(self.n))
+        self.schedule = {k: np.zeros(self.n) for k in SCHEDULE_KEYS}
+
+
+SCHEDULE_KEYS = ("tile_m", "tile_n", "tile_k", "stages", "split_k", "raster_group", "waves", "tiles",
+                 "resident_tiles", "footprint_bytes")
 
 
 def _engine_names(t: MachineTables, work: Work) -> dict[str, np.ndarray[Any, np.dtype[Any]]]:

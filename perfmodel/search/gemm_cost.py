@@ -1,0 +1,197 @@
+"""Vectorised cost of GEMM schedules: ops on one axis, candidates on the other.
+
+Per GEMM (batch b, M x N x K, element size e) and schedule (BM, BN, BK, stages, split S,
+raster group G), with Mt = ⌈M/BM⌉, Nt = ⌈N/BN⌉, Ks = ⌈K/S⌉:
+
+    tiles      = b · Mt · Nt · S            waves = ⌈tiles / (units · resident)⌉
+    resident   = min(⌊SMEM / ((BM+BN)·BK·e·stages)⌋, ⌊RF / (2·BM·BN·4)⌋, max resident)
+    t_step     = max(2·BM·BN·BK / peak_unit, SMEM reads / SMEM_bw_unit, (BM+BN)·BK·e / reuse_bw_unit)
+                 + max(0, latency − (stages − 1)·t_step) / resident        (exposed, unbuffered)
+    t_compute  = ⌈tiles / units⌉ · ⌈Ks/BK⌉ · t_step + fill + split-K reduction
+    LLC→SMEM   = b·e·(M·K·Nt + K·N·Mt)                       (every tile loads its panels)
+    DRAM       = compulsory + b·e·(M·K·(A_reads − 1) + K·N·(B_reads − 1))
+                 A_reads = 1 if G·BM·Ks·e fits half the LLC, else Nt
+                 B_reads = 1 if Ks·N·e fits half the LLC, else ⌈Mt/G⌉
+
+Scratchpad machines (TPU, NPU) have no LLC: every tile panel is DMA'd from DRAM, the step is
+max(compute, DMA) when double-buffered and their sum (plus the descriptor latency) when not, and
+a weight-stationary array pays fill + drain per weight tile ((BM + rows + cols) / BM).
+``tests/unit/test_gemm_simulator.py`` checks the traffic against a loop-nest simulator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from perfmodel.machine import MachineTables
+from perfmodel.ops.base import FloatArray
+from perfmodel.search.gemm_space import GemmCandidates, is_systolic
+
+PARTIAL_BYTES = 4.0  # split-K partial sums are fp32
+ACCUMULATOR_BYTES = 4.0  # fp32 accumulators per output element of a tile
+WARP_GRID = 2.0  # warps (warpgroups) per CTA along M and along N: each reads BM/2 x BK and BK x BN/2
+REJECT_REASONS = ("none", "smem", "registers", "scratchpad", "useless_split", "mma_granularity")
+
+
+@dataclass
+class GemmCosts:
+    """Per (op, candidate): times in s, bytes per level, occupancy; ``reject`` indexes REJECT_REASONS."""
+
+    compute_s: FloatArray
+    dram_s: FloatArray
+    reuse_s: FloatArray
+    body_s: FloatArray
+    judged_s: FloatArray
+    dram_bytes: FloatArray
+    reuse_bytes: FloatArray
+    smem_bytes: FloatArray
+    footprint_bytes: FloatArray
+    resident: FloatArray
+    waves: FloatArray
+    tiles: FloatArray
+    busy: FloatArray
+    reject: np.ndarray[Any, np.dtype[np.int64]]
+
+
+def gemm_costs(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: FloatArray, n: FloatArray,
+               k: FloatArray, elem_bytes: FloatArray, peak: FloatArray, compulsory_bytes: FloatArray) -> GemmCosts:
+    """Cost every candidate of ``space`` for every GEMM (arrays of length ops)."""
+    d = t.defaults
+
+    def col(a: FloatArray) -> FloatArray:  # ops down, candidates across
+        return a[:, None]
+
+    b, mm, nn, kk, eb = col(batch), col(m), col(n), col(k), col(elem_bytes)
+    bm, bn, s, g, stages = (x[None, :] for x in (space.bm, space.bn, space.split, space.group, space.stages))
+    systolic = is_systolic(t)
+    bk = np.maximum(np.ceil(space.bk_bytes[None, :] / eb / t.mma_k) * t.mma_k, t.mma_k)
+    mt, nt = np.ceil(mm / bm), np.ceil(nn / bn)
+    ks = np.ceil(kk / s)
+    steps = np.ceil(ks / bk)
+    tiles = b * mt * nt * s
+    units = float(t.units)
+
+    # --- capacity and occupancy --------------------------------------------------------
+    operands = (bm + bn) * bk * eb * stages
+    accumulators = bm * bn * ACCUMULATOR_BYTES
+    reject = np.zeros(np.broadcast_shapes(tiles.shape, bk.shape), dtype=np.int64)
+    if systolic:
+        footprint = operands + accumulators
+        resident = np.ones_like(footprint)
+        reject = np.where(footprint > t.scratchpad_bytes_per_unit, 3, reject)
+    else:
+        footprint = operands + 0.0 * accumulators
+        by_smem = np.floor(t.scratchpad_bytes_per_unit / footprint)
+        by_regs = np.floor(t.register_bytes_per_unit / (2.0 * accumulators))
+        resident = np.clip(np.minimum(by_smem, by_regs), 1.0, t.max_resident_tiles)
+        reject = np.where(footprint > t.scratchpad_bytes_per_unit, 1, reject)
+        reject = np.where((reject == 0) & (2.0 * accumulators > t.register_bytes_per_unit), 2, reject)
+    reject = np.where((reject == 0) & (s > 1) & (ks < bk), 4, reject)
+    reject = np.where((reject == 0) & ((bm % t.mma_m != 0) & (bm > t.mma_m) | (bn % t.mma_n != 0)), 5, reject)
+
+    # --- time per K-step of one tile ----------------------------------------------------
+    peak_unit = col(peak) * d.matrix_efficiency / units
+    compute_step = 2.0 * bm * bn * bk / peak_unit
+    if systolic:  # weight-stationary fill + drain per weight tile
+        compute_step = compute_step * (bm + t.mma_m + t.mma_n) / bm
+    active = np.minimum(tiles, units)
+    busy = np.clip(tiles / (units * d.blocks_per_unit_for_bandwidth), 1.0 / units, 1.0)
+    panel_bytes = (bm + bn) * bk * eb
+    if systolic:
+        dma_bw = (t.dma_bandwidth_bytes_per_s or t.bandwidth_bytes_per_s(t.dram)) * d.dram_efficiency
+        load_step = panel_bytes / (dma_bw / np.maximum(active, 1.0))
+        latency = t.dma_latency_s
+        buffered = stages > 1
+        step = np.where(buffered, np.maximum(compute_step, load_step), compute_step + load_step)
+        exposed = np.where(buffered, np.maximum(latency - step, 0.0), latency)
+        smem_reads = np.zeros_like(step)
+    else:
+        reuse_bw = t.bandwidth_bytes_per_s(t.llc) if t.llc is not None else t.bandwidth_bytes_per_s(t.dram)
+        load_step = panel_bytes / (reuse_bw * d.onchip_efficiency / np.maximum(active, 1.0))
+        # each of the 2 x 2 warps reads its A rows and B columns once per K-step
+        smem_reads = bk * eb * WARP_GRID * (bm + bn)
+        smem_step = smem_reads / (t.scratchpad_bandwidth_per_unit or np.inf)
+        step = np.maximum(np.maximum(compute_step, load_step), smem_step)
+        latency = t.latency_s(t.llc) if t.llc is not None else t.latency_s(t.dram)
+        exposed = np.maximum(latency - (stages - 1.0) * step, 0.0) / resident
+    t_tile = steps * (step + exposed)
+    partials = np.where(s > 1, 2.0 * s * b * mm * nn * PARTIAL_BYTES, 0.0)
+    reduce_bw = t.bandwidth_bytes_per_s(t.llc if t.llc is not None else t.dram) * d.onchip_efficiency
+    fill = t.latency_s(t.dram)
+    compute = np.ceil(tiles / units) * t_tile + fill + partials / reduce_bw
+
+    # --- traffic per level --------------------------------------------------------------
+    tile_loads = b * eb * (mm * kk * nt + kk * nn * mt)
+    compulsory = col(compulsory_bytes)
+    if systolic or t.llc is None:
+        dram = compulsory + tile_loads - b * eb * (mm * kk + kk * nn) + partials
+        reuse = np.zeros_like(dram)
+    else:
+        llc_half = (t.hardware.level_capacity_bytes(t.llc) or 0.0) * d.llc_resident_fraction
+        a_reads = np.where(g * bm * ks * eb <= llc_half, 1.0, nt)
+        b_reads = np.where(ks * nn * eb <= llc_half, 1.0, np.ceil(mt / g))
+        dram = compulsory + b * eb * (mm * kk * (a_reads - 1.0) + kk * nn * (b_reads - 1.0))
+        reuse = compulsory + tile_loads - b * eb * (mm * kk + kk * nn) + partials
+    dram_bw = t.bandwidth_bytes_per_s(t.dram) * d.dram_efficiency
+    t_dram = t.latency_s(t.dram) + dram / (dram_bw * busy)
+    if t.llc is not None and not systolic:
+        llc_bw = t.bandwidth_bytes_per_s(t.llc) * d.onchip_efficiency
+        t_reuse = t.latency_s(t.llc) + reuse / (llc_bw * busy)
+    else:
+        t_reuse = np.zeros_like(t_dram)
+    body = np.maximum(np.maximum(compute, t_dram), t_reuse)
+    judged = body + np.where(s > 1, t.kernel_overhead_s, 0.0)
+    judged = np.where(reject > 0, np.inf, judged)
+    shape = judged.shape
+
+    def full(a: FloatArray) -> FloatArray:
+        out: FloatArray = np.broadcast_to(a, shape)
+        return out
+
+    return GemmCosts(
+        compute_s=full(compute), dram_s=full(t_dram), reuse_s=full(t_reuse), body_s=full(body),
+        judged_s=judged, dram_bytes=full(dram), reuse_bytes=full(reuse),
+        smem_bytes=full(tile_loads if systolic else tiles * steps * smem_reads),
+        footprint_bytes=full(footprint), resident=full(resident), waves=full(np.ceil(tiles / (units * resident))),
+        tiles=full(tiles), busy=full(busy), reject=reject,
+    )
+
+
+CHUNK_ELEMENTS = 1 << 21  # ops x candidates costed at once (bounds the temporaries' memory)
+
+
+@dataclass
+class GemmChoice:
+    """The cheapest candidate of each GEMM, with its figures (arrays of length GEMMs)."""
+
+    index: np.ndarray[Any, np.dtype[np.intp]]  # candidate index into the space
+    compute_s: FloatArray
+    dram_s: FloatArray
+    reuse_s: FloatArray
+    body_s: FloatArray
+    dram_bytes: FloatArray
+    reuse_bytes: FloatArray
+    busy: FloatArray
+    waves: FloatArray
+    tiles: FloatArray
+    resident: FloatArray
+    footprint_bytes: FloatArray
+
+
+def best_gemms(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: FloatArray, n: FloatArray,
+               k: FloatArray, elem_bytes: FloatArray, peak: FloatArray, compulsory_bytes: FloatArray) -> GemmChoice:
+    """The cheapest schedule of ``space`` for each GEMM, costed in chunks of ops."""
+    rows = max(1, CHUNK_ELEMENTS // max(space.size, 1))
+    parts: list[GemmChoice] = []
+    for start in range(0, batch.size, rows):
+        sl = slice(start, start + rows)
+        c = gemm_costs(t, space, batch[sl], m[sl], n[sl], k[sl], elem_bytes[sl], peak[sl], compulsory_bytes[sl])
+        best = np.argmin(c.judged_s, axis=1)
+        at = np.arange(best.size)
+        parts.append(GemmChoice(best, *(getattr(c, f)[at, best] for f in (
+            "compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes", "reuse_bytes", "busy", "waves", "tiles",
+            "resident", "footprint_bytes"))))
+    return GemmChoice(*(np.concatenate([getattr(p, f) for p in parts]) for f in GemmChoice.__dataclass_fields__))

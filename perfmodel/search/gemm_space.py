@@ -1,0 +1,94 @@
+"""Schedule space of GEMM-like work: the candidates as numpy arrays, one element per schedule.
+
+A GEMM schedule is the CTA / scratchpad tile (BM x BN x BK), the pipeline depth (stages: 1 =
+no buffering, 2 = double buffering, ...), split-K, and the raster group (output tile-rows
+walked together, the "swizzle" that keeps A panels in L2). Per kind:
+
+- GPU: BM, BN from 16 to 256 (multiples of the MMA shape), BK 16-128 elements, 1-5 stages;
+- TPU / NPU (systolic array + scratchpad + DMA): BN a multiple of the array width, BM the rows
+  streamed through it (8 to 2048), BK a multiple of the array depth, 1-2 buffers;
+- CPU: cache blocking, BM x BN register/L1 blocks and BK panels sized for L2.
+
+``compact_space`` is the small fixed set used by ``predict_many`` (CUTLASS-like tiles); the
+search explores ``full_space``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from perfmodel.machine import MachineTables
+from perfmodel.ops.base import FloatArray
+
+SPLITS = (1, 2, 4, 8, 16)
+GROUPS = (1, 2, 4, 8, 16)
+COMPACT_GPU_TILES = ((256, 256), (256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64),
+                     (32, 64), (64, 32))
+SYSTOLIC_ROWS = (8, 32, 128, 512, 2048)
+K_STEP_BYTES = 64.0  # the compact space's BK: 32 fp16 / 16 fp32 / 64 int8 elements per stage
+
+
+@dataclass(frozen=True)
+class GemmCandidates:
+    """Schedules as parallel arrays (one element per candidate). BK in bytes per element row:
+    ``bk_bytes`` is the K-slice width in bytes (BK elements x element size), so a space is
+    valid for every dtype."""
+
+    bm: FloatArray
+    bn: FloatArray
+    bk_bytes: FloatArray
+    stages: FloatArray
+    split: FloatArray
+    group: FloatArray
+
+    @property
+    def size(self) -> int:
+        return int(self.bm.size)
+
+    def take(self, index: np.ndarray[Any, np.dtype[np.intp]]) -> GemmCandidates:
+        return GemmCandidates(*(getattr(self, f)[index] for f in ("bm", "bn", "bk_bytes", "stages", "split",
+                                                                   "group")))
+
+
+def _product(bm: tuple[int, ...], bn: tuple[int, ...], bk_bytes: tuple[int, ...], stages: tuple[int, ...],
+             splits: tuple[int, ...], groups: tuple[int, ...]) -> GemmCandidates:
+    grid = np.array(list(itertools.product(bm, bn, bk_bytes, stages, splits, groups)), dtype=np.float64)
+    return GemmCandidates(*(grid[:, i].copy() for i in range(6)))
+
+
+def is_systolic(t: MachineTables) -> bool:
+    """TPUs and NPUs: weight-stationary systolic arrays fed by DMA into a scratchpad."""
+    return t.hardware.kind in ("tpu", "npu")
+
+
+def full_space(t: MachineTables) -> GemmCandidates:
+    """Every schedule worth considering on this device (thousands of candidates)."""
+    if is_systolic(t):
+        width = max(t.mma_n, 8)
+        return _product((*SYSTOLIC_ROWS, 64, 256, 1024), tuple(width * f for f in (1, 2, 4, 8)),
+                        (128, 256, 512, 1024), (1, 2), SPLITS, (1, 4, 16))
+    if t.hardware.kind == "cpu":
+        return _product((16, 32, 64, 128, 256), (16, 32, 64, 128, 256), (64, 256, 1024), (1, 2), SPLITS,
+                        (1, 4))
+    sizes = (16, 32, 64, 128, 256)
+    return _product(sizes, sizes, (32, 64, 128, 256), (1, 2, 3, 4, 5), SPLITS, GROUPS)
+
+
+def compact_space(t: MachineTables) -> GemmCandidates:
+    """The small fixed set ``predict_many`` uses: a few tiles, 3 stages, split-K, group 8."""
+    if is_systolic(t):
+        width = max(t.mma_n, 8)
+        pairs = tuple((bm, width * f) for bm in SYSTOLIC_ROWS for f in (1, 2, 4, 8))
+        stages = 2.0
+        bk = 256.0
+    else:
+        pairs = COMPACT_GPU_TILES
+        stages = 3.0
+        bk = K_STEP_BYTES
+    rows = [(bm, bn, bk, stages, s, 8.0) for (bm, bn) in pairs for s in SPLITS]
+    grid = np.array(rows, dtype=np.float64)
+    return GemmCandidates(*(grid[:, i].copy() for i in range(6)))
