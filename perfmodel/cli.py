@@ -11,6 +11,7 @@ import typer
 from perfmodel import __version__
 from perfmodel.ops import OpError, make_op
 from perfmodel.roofline import Cost, predict, predict_many
+from perfmodel.search.engine import search
 from perfmodel.specs import SpecError, library, load_hardware, schema_text
 from perfmodel.units import format_bytes, format_rate, format_time_s
 
@@ -156,6 +157,44 @@ def predict_command(
         _fail(str(exc.args[0]))
         return
     typer.echo(json.dumps(cost.to_dict(), indent=2) if as_json else render_cost(cost))
+
+
+@app.command("search")
+def search_command(
+    hardware_id: str = typer.Argument(..., help="hardware id (perfmodel hardware list)"),
+    kind: str = typer.Argument(..., help="op kind, e.g. matmul, conv2d"),
+    fields: list[str] = typer.Argument(None, help="op fields as key=value, e.g. m=4096 dtype=bf16"),
+    top_k: int = typer.Option(5, help="how many of the best schedules to list"),
+    budget: int = typer.Option(None, help="evaluate at most this many candidates (seeded sample)"),
+    seed: int = typer.Option(0, help="seed of the sample when a budget applies"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+) -> None:
+    """Search the schedule space: `perfmodel search nvidia-h100-sxm5-80gb matmul m=8192 n=8192 k=8192 dtype=bf16`."""
+    op = {"kind": kind, **parse_assignments(fields or [])}
+    try:
+        result = search(hardware_id, make_op(op), top_k=top_k, budget=budget, seed=seed)
+    except (OpError, SpecError, ValueError) as exc:
+        _fail(str(exc))
+        return
+    except KeyError as exc:
+        _fail(str(exc.args[0]))
+        return
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    typer.echo(f"best: {result.explanation}")
+    typer.echo(f"space {result.space_size} candidates: {result.evaluated} evaluated, {result.pruned} pruned, "
+               f"rejected {result.rejected or 'none'}; {result.search_time_s * 1e3:.1f} ms")
+    header = f"  {'tile MxNxK':<16}{'stages':>7}{'split':>6}{'group':>6}{'waves':>7}{'on chip':>10}{'time':>11}"
+    for title, rows in (("top", result.top_k), ("Pareto front (time vs on-chip footprint)", result.pareto)):
+        if rows:
+            typer.echo(f"{title}:\n{header}")
+        for r in rows:
+            tile = f"{r['tile_m']:g}x{r['tile_n']:g}x{r['tile_k']:g}"
+            typer.echo(f"  {tile:<16}{r['stages']:>7g}{r['split_k']:>6g}{r['raster_group']:>6g}{r['waves']:>7.2f}"
+                       f"{format_bytes(r['footprint_bytes']):>10}{format_time_s(r['time_s']):>11}")
+    for note in result.notes:
+        typer.echo(f"note: {note}")
 
 
 DEMO_OPS: list[dict[str, Any]] = [

@@ -28,7 +28,7 @@ from perfmodel.machine import MachineTables, tables
 from perfmodel.ops import Op, Work, make_op
 from perfmodel.ops.base import DTYPES, FloatArray
 from perfmodel.search.gemm_cost import best_gemms
-from perfmodel.search.gemm_space import GemmCandidates, compact_space
+from perfmodel.search.gemm_space import GemmCandidates, compact_space, full_space
 
 Timing = Literal["kernel", "host"]
 HardwareLike = Hardware | str
@@ -312,7 +312,8 @@ def _notes(t: MachineTables, work: Work, resident: np.ndarray[Any, np.dtype[np.b
     return notes
 
 
-def _resolve(hardware: HardwareLike) -> Hardware:
+def resolve_hardware(hardware: HardwareLike) -> Hardware:
+    """A ``Hardware`` as given, or the bundled device of that id."""
     if isinstance(hardware, Hardware):
         return hardware
     from perfmodel.specs import load_hardware
@@ -340,24 +341,35 @@ def _take(work: Work, order: np.ndarray[Any, np.dtype[np.intp]]) -> Work:
     return Work(n=work.n, bytes_by_role=roles, **fields)
 
 
+SpaceName = Literal["compact", "full"]
+
+
 def predict_many(hardware: HardwareLike, ops: Iterable[OpLike], timing: Timing = "kernel",
-                 warm_cache: bool = False, defaults: ModelDefaults | None = None) -> CostBatch:
-    """Predict many ops at once (vectorised with numpy); ops are ``Op`` or plain dicts."""
-    hw = _resolve(hardware)
+                 warm_cache: bool = False, defaults: ModelDefaults | None = None,
+                 space: SpaceName = "compact") -> CostBatch:
+    """Predict many ops at once (vectorised with numpy); ops are ``Op`` or plain dicts.
+
+    GEMM-like ops choose their schedule from the compact fixed space by default (fast for
+    thousands of ops); ``space="full"`` searches the whole schedule space for each.
+    """
+    hw = resolve_hardware(hardware)
     built = [make_op(op) for op in ops]
     granularity = float(hw.dram.access_granularity_bytes or 1)
     work = work_of(built, granularity)
-    return evaluate(work, built, hw, timing, warm_cache, defaults)
+    t = tables(hw)
+    return evaluate(work, built, hw, timing, warm_cache, defaults,
+                    full_space(t) if space == "full" else compact_space(t))
 
 
 def predict(hardware: HardwareLike, op: OpLike, timing: Timing = "kernel", warm_cache: bool = False,
-            defaults: ModelDefaults | None = None) -> Cost:
+            defaults: ModelDefaults | None = None, space: SpaceName = "full") -> Cost:
     """Predict one op: time, bound and breakdown.
 
     ``timing='host'`` adds the host launch and synchronisation that a wall clock around one op
     measures; the default is device time as a profiler (CUPTI, rocprof) reports it.
     ``warm_cache=True``: the inputs were just touched (produced by the previous op), so a
     working set that fits the last-level cache is served from it. The default is a cold cache,
-    as Nsight Compute measures (it flushes caches between replays).
+    as Nsight Compute measures (it flushes caches between replays). GEMM-like ops search the
+    full schedule space (``space="compact"``: the fixed set ``predict_many`` uses).
     """
-    return predict_many(hardware, [op], timing, warm_cache, defaults)[0]
+    return predict_many(hardware, [op], timing, warm_cache, defaults, space)[0]

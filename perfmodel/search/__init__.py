@@ -1,1 +1,4 @@
-"""Tiling and scheduling search: schedule spaces per op family, costed as numpy arrays."""
+"""Tiling and scheduling search: schedule spaces per op family, costed as numpy arrays.
+
+The entry point is ``perfmodel.search`` (``perfmodel.search.engine.search``).
+"""

@@ -15,7 +15,8 @@ raster group G), with Mt = ⌈M/BM⌉, Nt = ⌈N/BN⌉, Ks = ⌈K/S⌉:
 
 Scratchpad machines (TPU, NPU) have no LLC: every tile panel is DMA'd from DRAM, the step is
 max(compute, DMA) when double-buffered and their sum (plus the descriptor latency) when not, and
-a weight-stationary array pays fill + drain per weight tile ((BM + rows + cols) / BM).
+a weight-stationary array pays its weight load per weight tile: max(BM, rows) / BM cycles per
+streamed row when double-buffered, (BM + rows + cols) / BM when not.
 ``tests/unit/test_gemm_simulator.py`` checks the traffic against a loop-nest simulator.
 """
 
@@ -95,8 +96,12 @@ def gemm_costs(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: Fl
     # --- time per K-step of one tile ----------------------------------------------------
     peak_unit = col(peak) * d.matrix_efficiency / units
     compute_step = 2.0 * bm * bn * bk / peak_unit
-    if systolic:  # weight-stationary fill + drain per weight tile
-        compute_step = compute_step * (bm + t.mma_m + t.mma_n) / bm
+    if systolic:
+        # weight-stationary array: each weight tile is loaded (array-rows cycles), BM rows stream
+        # through, the last result drains (rows + cols). Double-buffered weights overlap the load
+        # with the previous stream: max(BM, rows) cycles; unbuffered: BM + rows + cols.
+        per_tile = np.where(stages > 1, np.maximum(bm, t.mma_m), bm + t.mma_m + t.mma_n)
+        compute_step = compute_step * per_tile / bm
     active = np.minimum(tiles, units)
     busy = np.clip(tiles / (units * d.blocks_per_unit_for_bandwidth), 1.0 / units, 1.0)
     panel_bytes = (bm + bn) * bk * eb

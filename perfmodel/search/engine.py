@@ -1,0 +1,185 @@
+"""``perfmodel.search``: the best schedule of one op on one device, its top-k and Pareto front.
+
+GEMM-like ops (matmul, bmm, conv2d as implicit GEMM, the GEMMs of attention) search the full
+schedule space of ``gemm_space.full_space``: candidates are pruned where they cannot help
+(tiles far larger than the problem, a split-K whose slices are shorter than one K-step), the
+rest costed at once in numpy. With ``budget`` (a number of evaluations) a larger space is
+sampled with a seeded generator, so the same seed gives the same answer. Other ops have a
+fixed schedule today and report a space of one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from perfmodel.hardware import Hardware
+from perfmodel.machine import MachineTables, tables
+from perfmodel.ops import Op, make_op
+from perfmodel.ops.base import DTYPES, FloatArray
+from perfmodel.roofline import Cost, HardwareLike, OpLike, evaluate, resolve_hardware, work_of
+from perfmodel.search.gemm_cost import REJECT_REASONS, gemm_costs
+from perfmodel.search.gemm_space import GemmCandidates, full_space
+from perfmodel.units import format_bytes, format_time_s
+
+CACHE_SIZE = 4096
+
+
+@dataclass
+class SearchResult:
+    """The outcome of one search (times in s, footprints in bytes)."""
+
+    op_kind: str
+    hardware_id: str
+    hardware_hash: str
+    best: Cost
+    top_k: list[dict[str, float]]
+    pareto: list[dict[str, float]]
+    space_size: int
+    evaluated: int
+    pruned: int
+    rejected: dict[str, int]
+    search_time_s: float
+    explanation: str
+    seed: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["best"] = self.best.to_dict()
+        return out
+
+
+_CACHE: OrderedDict[tuple[Any, ...], SearchResult] = OrderedDict()
+
+
+def _prune(space: GemmCandidates, m: float, n: float, k: float, elem: float,
+           t: MachineTables) -> np.ndarray[Any, np.dtype[np.intp]]:
+    """Candidates worth costing: no tile dimension beyond the smallest candidate that covers the
+    problem's (larger ones only add padding), no split-K slice shorter than one K-step."""
+    def cap(values: FloatArray, size: float) -> float:
+        covering = values[values >= size]
+        return float(covering.min()) if covering.size else float(values.max())
+
+    bk = np.maximum(np.ceil(space.bk_bytes / elem / t.mma_k) * t.mma_k, t.mma_k)
+    keep = (space.bm <= cap(space.bm, m)) & (space.bn <= cap(space.bn, n)) & (bk <= cap(bk, k))
+    keep &= (space.split == 1) | (np.ceil(k / space.split) >= bk)
+    return np.nonzero(keep)[0]
+
+
+def _pareto(time_s: FloatArray, footprint: FloatArray) -> np.ndarray[Any, np.dtype[np.intp]]:
+    """Indices on the front of (time, footprint), both minimised, sorted by footprint."""
+    order = np.lexsort((time_s, footprint))
+    front: list[int] = []
+    best = np.inf
+    for i in order:
+        if time_s[i] < best:
+            front.append(int(i))
+            best = time_s[i]
+    return np.array(front, dtype=np.intp)
+
+
+def _distinct(space: GemmCandidates, ranked: np.ndarray[Any, np.dtype[np.intp]],
+              count: int) -> np.ndarray[Any, np.dtype[np.intp]]:
+    """The first ``count`` of ``ranked`` that differ in tile, stages or split (the raster group
+    changes nothing when the panels fit the cache, and would fill the list with ties)."""
+    seen: set[tuple[float, ...]] = set()
+    keep: list[int] = []
+    for i in ranked:
+        key = (space.bm[i], space.bn[i], space.bk_bytes[i], space.stages[i], space.split[i])
+        if key not in seen:
+            seen.add(key)
+            keep.append(int(i))
+            if len(keep) == count:
+                break
+    return np.array(keep, dtype=np.intp)
+
+
+def _row(space: GemmCandidates, i: int, elem: float, t: MachineTables, time_s: float, footprint: float,
+         waves: float) -> dict[str, float]:
+    bk = max(np.ceil(space.bk_bytes[i] / elem / t.mma_k) * t.mma_k, t.mma_k)
+    return {"tile_m": float(space.bm[i]), "tile_n": float(space.bn[i]), "tile_k": float(bk),
+            "stages": float(space.stages[i]), "split_k": float(space.split[i]),
+            "raster_group": float(space.group[i]), "time_s": float(time_s), "footprint_bytes": float(footprint),
+            "waves": float(waves)}
+
+
+def explain(cost: Cost, hw: Hardware) -> str:
+    """The chosen schedule in words, e.g. '128x256x64 tiles, 3 stages, 1.6 waves on 132 SMs, bound by HBM3'."""
+    s = cost.schedule
+    if "tile_m" not in s:
+        return f"fixed schedule, {format_time_s(cost.time_s)}, bound by {cost.bound}"
+    parts = [f"{s['tile_m']:g}x{s['tile_n']:g}x{s.get('tile_k', 0):g} tiles"]
+    parts.append(f"{s.get('stages', 1):g} stage{'s' if s.get('stages', 1) != 1 else ''}")
+    if s.get("split_k", 1) > 1:
+        parts.append(f"split-K {s['split_k']:g}")
+    tiles = s.get("tiles", 0.0)
+    per_wave = hw.units * s.get("resident_tiles", 1.0)
+    parts.append(f"{tiles / per_wave:.1f} waves on {hw.units} {hw.unit_name}s")
+    if "footprint_bytes" in s:
+        parts.append(f"{format_bytes(s['footprint_bytes'])} on chip per tile")
+    return ", ".join(parts) + f", {format_time_s(cost.time_s)}, bound by {cost.bound}"
+
+
+def search(hardware: HardwareLike, op: OpLike, top_k: int = 5, budget: int | None = None,
+           seed: int = 0) -> SearchResult:
+    """Search the schedule space of ``op`` on ``hardware``; results are cached per (op, hardware hash)."""
+    hw = resolve_hardware(hardware)
+    built = make_op(op)
+    key = (built, hw.content_hash, top_k, budget, seed)
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        return _CACHE[key]
+    start = time.perf_counter()
+    result = _search(hw, built, top_k, budget, seed, start)
+    _CACHE[key] = result
+    if len(_CACHE) > CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return result
+
+
+def _search(hw: Hardware, op: Op, top_k: int, budget: int | None, seed: int, start: float) -> SearchResult:
+    t = tables(hw)
+    granularity = float(hw.dram.access_granularity_bytes or 1)
+    work = work_of([op], granularity)
+    space = full_space(t)
+    gemm = bool(work.gemm_batch[0].sum() > 0 and work.flops_matrix[0] > 0)
+    if not gemm:
+        cost = evaluate(work, [op], hw)[0]
+        return SearchResult(op.kind, hw.id, hw.content_hash, cost, [], [], 1, 1, 0, {}, time.perf_counter() - start,
+                            explain(cost, hw), seed, ["no tiling space for this op family yet: fixed schedule"])
+    slot = int(np.argmax(2.0 * work.gemm_batch[0] * work.gemm_m[0] * work.gemm_n[0] * work.gemm_k[0]))
+    b, m, n, k = (float(getattr(work, f)[0, slot]) for f in ("gemm_batch", "gemm_m", "gemm_n", "gemm_k"))
+    elem = DTYPES[int(work.matrix_dtype[0])].bytes
+    keep = _prune(space, m, n, k, elem, t)
+    pruned = space.size - keep.size
+    if budget is not None and keep.size > budget:
+        keep = np.sort(np.random.default_rng(seed).choice(keep, size=budget, replace=False))
+    candidates = space.take(keep)
+    one = np.ones(1)
+    costs = gemm_costs(t, candidates, one * b, one * m, one * n, one * k, one * elem,
+                       one * t.matrix_peak[int(work.matrix_dtype[0])], one * float(work.dram_bytes[0]))
+    judged = costs.judged_s[0]
+    valid = np.isfinite(judged)
+    rejected = {REJECT_REASONS[r]: int((costs.reject[0] == r).sum()) for r in np.unique(costs.reject[0]) if r > 0}
+    if not valid.any():
+        raise ValueError(f"no schedule of {op.kind} fits {hw.id}: rejected {rejected}")
+    ranked = np.argsort(np.where(valid, judged, np.inf), kind="stable")
+    order = _distinct(candidates, ranked[valid[ranked]], max(top_k, 1))
+    best_space = candidates.take(order[:1])
+    cost = evaluate(work, [op], hw, space=best_space if work.gemm_batch[0].astype(bool).sum() == 1 else space)[0]
+    footprint = costs.footprint_bytes[0]
+    waves = costs.tiles[0] / (t.units * costs.resident[0])
+    top = [_row(candidates, int(i), elem, t, judged[i], footprint[i], waves[i]) for i in order]
+    idx = np.nonzero(valid)[0]
+    front = idx[_pareto(judged[idx], footprint[idx])]
+    pareto = [_row(candidates, int(i), elem, t, judged[i], footprint[i], waves[i]) for i in front]
+    return SearchResult(
+        op_kind=op.kind, hardware_id=hw.id, hardware_hash=hw.content_hash, best=cost, top_k=top, pareto=pareto,
+        space_size=space.size, evaluated=int(candidates.size), pruned=int(pruned), rejected=rejected,
+        search_time_s=time.perf_counter() - start, explanation=explain(cost, hw), seed=seed,
+    )
