@@ -10,7 +10,7 @@ raster group G), with Mt = ⌈M/BM⌉, Nt = ⌈N/BN⌉, Ks = ⌈K/S⌉:
     t_compute  = ⌈tiles / units⌉ · ⌈Ks/BK⌉ · t_step + fill + split-K reduction
     LLC→SMEM   = b·e·(M·K·Nt + K·N·Mt)                       (every tile loads its panels)
     DRAM       = compulsory + b·e·(M·K·(A_reads − 1) + K·N·(B_reads − 1))
-                 A_reads = 1 if G·BM·Ks·e fits half the LLC, else Nt
+                 A_reads = 1 if min(G, Mt)·BM·Ks·e fits half the LLC, else Nt
                  B_reads = 1 if Ks·N·e fits half the LLC, else ⌈Mt/G⌉
 
 Scratchpad machines (TPU, NPU) have no LLC: every tile panel is DMA'd from DRAM, the step is
@@ -136,7 +136,7 @@ def gemm_costs(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: Fl
         reuse = np.zeros_like(dram)
     else:
         llc_half = (t.hardware.level_capacity_bytes(t.llc) or 0.0) * d.llc_resident_fraction
-        a_reads = np.where(g * bm * ks * eb <= llc_half, 1.0, nt)
+        a_reads = np.where(np.minimum(g, mt) * bm * ks * eb <= llc_half, 1.0, nt)
         b_reads = np.where(ks * nn * eb <= llc_half, 1.0, np.ceil(mt / g))
         dram = compulsory + b * eb * (mm * kk * (a_reads - 1.0) + kk * nn * (b_reads - 1.0))
         reuse = compulsory + tile_loads - b * eb * (mm * kk + kk * nn) + partials
