@@ -144,7 +144,8 @@ def gemm_costs(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: Fl
     t_dram = t.latency_s(t.dram) + dram / (dram_bw * busy)
     if t.llc is not None and not systolic:
         llc_bw = t.bandwidth_bytes_per_s(t.llc) * d.onchip_efficiency
-        t_reuse = t.latency_s(t.llc) + reuse / (llc_bw * busy)
+        # the few-tiles case is already in load_step (bandwidth per active unit): no busy share here
+        t_reuse = t.latency_s(t.llc) + reuse / llc_bw
     else:
         t_reuse = np.zeros_like(t_dram)
     body = np.maximum(np.maximum(compute, t_dram), t_reuse)
