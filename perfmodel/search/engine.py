@@ -74,13 +74,10 @@ def _prune(space: GemmCandidates, m: float, n: float, k: float, elem: float,
 def _pareto(time_s: FloatArray, footprint: FloatArray) -> np.ndarray[Any, np.dtype[np.intp]]:
     """Indices on the front of (time, footprint), both minimised, sorted by footprint."""
     order = np.lexsort((time_s, footprint))
-    front: list[int] = []
-    best = np.inf
-    for i in order:
-        if time_s[i] < best:
-            front.append(int(i))
-            best = time_s[i]
-    return np.array(front, dtype=np.intp)
+    t_sorted = time_s[order]
+    best_before = np.concatenate(([np.inf], np.minimum.accumulate(t_sorted)[:-1]))
+    front: np.ndarray[Any, np.dtype[np.intp]] = order[t_sorted < best_before]
+    return front
 
 
 def _distinct(space: GemmCandidates, ranked: np.ndarray[Any, np.dtype[np.intp]],
@@ -126,12 +123,12 @@ def explain(cost: Cost, hw: Hardware) -> str:
 
 
 def search(hardware: HardwareLike, op: OpLike, top_k: int = 5, budget: int | None = None,
-           seed: int = 0) -> SearchResult:
+           seed: int = 0, cache: bool = True) -> SearchResult:
     """Search the schedule space of ``op`` on ``hardware``; results are cached per (op, hardware hash)."""
     hw = resolve_hardware(hardware)
     built = make_op(op)
     key = (built, hw.content_hash, top_k, budget, seed)
-    if key in _CACHE:
+    if cache and key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
     start = time.perf_counter()

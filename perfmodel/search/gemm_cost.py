@@ -65,7 +65,10 @@ def gemm_costs(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: Fl
     def col(a: FloatArray) -> FloatArray:  # ops down, candidates across
         return a[:, None]
 
-    b, mm, nn, kk, eb = col(batch), col(m), col(n), col(k), col(elem_bytes)
+    def uniform(a: FloatArray) -> FloatArray:  # one value for all ops: candidate-only terms stay 1 x c
+        return a[:1, None] if np.all(a == a[0]) else a[:, None]
+
+    b, mm, nn, kk, eb = col(batch), col(m), col(n), col(k), uniform(elem_bytes)
     bm, bn, s, g, stages = (x[None, :] for x in (space.bm, space.bn, space.split, space.group, space.stages))
     systolic = is_systolic(t)
     bk = np.maximum(np.ceil(space.bk_bytes[None, :] / eb / t.mma_k) * t.mma_k, t.mma_k)
@@ -78,7 +81,7 @@ def gemm_costs(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: Fl
     # --- capacity and occupancy --------------------------------------------------------
     operands = (bm + bn) * bk * eb * stages
     accumulators = bm * bn * ACCUMULATOR_BYTES
-    reject = np.zeros(np.broadcast_shapes(tiles.shape, bk.shape), dtype=np.int64)
+    reject = np.zeros(bk.shape, dtype=np.int64)  # 1 x c unless dtypes differ across the ops
     if systolic:
         footprint = operands + accumulators
         resident = np.ones_like(footprint)
@@ -90,11 +93,11 @@ def gemm_costs(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: Fl
         resident = np.clip(np.minimum(by_smem, by_regs), 1.0, t.max_resident_tiles)
         reject = np.where(footprint > t.scratchpad_bytes_per_unit, 1, reject)
         reject = np.where((reject == 0) & (2.0 * accumulators > t.register_bytes_per_unit), 2, reject)
-    reject = np.where((reject == 0) & (s > 1) & (ks < bk), 4, reject)
+    reject = np.where((reject == 0) & (s > 1) & (ks < bk), 4, reject)  # now ops x c
     reject = np.where((reject == 0) & ((bm % t.mma_m != 0) & (bm > t.mma_m) | (bn % t.mma_n != 0)), 5, reject)
 
     # --- time per K-step of one tile ----------------------------------------------------
-    peak_unit = col(peak) * d.matrix_efficiency / units
+    peak_unit = uniform(peak) * d.matrix_efficiency / units
     compute_step = 2.0 * bm * bn * bk / peak_unit
     if systolic:
         # weight-stationary array: each weight tile is loaded (array-rows cycles), BM rows stream

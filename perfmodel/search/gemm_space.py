@@ -65,8 +65,18 @@ def is_systolic(t: MachineTables) -> bool:
     return t.hardware.kind in ("tpu", "npu")
 
 
+_SPACES: dict[tuple[str, int, int, str], GemmCandidates] = {}
+
+
 def full_space(t: MachineTables) -> GemmCandidates:
-    """Every schedule worth considering on this device (thousands of candidates)."""
+    """Every schedule worth considering on this device (thousands of candidates), built once."""
+    key = ("full", t.mma_n, t.mma_m, t.hardware.kind)
+    if key not in _SPACES:
+        _SPACES[key] = _full_space(t)
+    return _SPACES[key]
+
+
+def _full_space(t: MachineTables) -> GemmCandidates:
     if is_systolic(t):
         width = max(t.mma_n, 8)
         return _product((*SYSTOLIC_ROWS, 64, 256, 1024), tuple(width * f for f in (1, 2, 4, 8)),
@@ -80,6 +90,13 @@ def full_space(t: MachineTables) -> GemmCandidates:
 
 def compact_space(t: MachineTables) -> GemmCandidates:
     """The small fixed set ``predict_many`` uses: a few tiles, 3 stages, split-K, group 8."""
+    key = ("compact", t.mma_n, t.mma_m, t.hardware.kind)
+    if key not in _SPACES:
+        _SPACES[key] = _compact_space(t)
+    return _SPACES[key]
+
+
+def _compact_space(t: MachineTables) -> GemmCandidates:
     if is_systolic(t):
         width = max(t.mma_n, 8)
         pairs = tuple((bm, width * f) for bm in SYSTOLIC_ROWS for f in (1, 2, 4, 8))
