@@ -20,10 +20,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from measured_data import Row, all_rows
 
 import perfmodel
+from perfmodel.efficiency import IDEAL
 
 
-def predict_rows(rows: list[Row]) -> np.ndarray:
-    """Predicted seconds per row (nan where the hardware is not in the library)."""
+def predict_rows(rows: list[Row], space: str = "compact", ideal: bool = False) -> np.ndarray:
+    """Predicted seconds per row (nan where the hardware is not in the library).
+
+    ``ideal``: the pure datasheet roofline (no overheads, latencies or efficiencies).
+    """
     out = np.full(len(rows), np.nan)
     known = set(perfmodel.list_hardware())
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
@@ -31,7 +35,8 @@ def predict_rows(rows: list[Row]) -> np.ndarray:
         if row.hardware in known:
             groups[(row.hardware, row.timing)].append(i)
     for (hw, timing), idx in groups.items():
-        batch = perfmodel.predict_many(hw, [rows[i].op for i in idx], timing=timing)  # type: ignore[arg-type]
+        batch = perfmodel.predict_many(hw, [rows[i].op for i in idx], timing=timing,  # type: ignore[arg-type]
+                                       defaults=IDEAL if ideal else None, space=space)  # type: ignore[arg-type]
         out[idx] = batch.time_s
     return out
 
@@ -55,9 +60,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dataset", help="only this data set (vidur, llmcompass, deepbench)")
     parser.add_argument("--csv", help="write per-row predictions here")
+    parser.add_argument("--space", choices=("compact", "full"), default="compact",
+                        help="GEMM schedule space: the compact set (default, as predict_many) or full search")
+    parser.add_argument("--compare", action="store_true",
+                        help="also print the pure roofline and the compact space against the searched model")
     args = parser.parse_args()
     rows = [r for r in all_rows() if not args.dataset or r.dataset == args.dataset]
-    predicted = predict_rows(rows)
+    predicted = predict_rows(rows, space=args.space)
     missing = sorted({r.hardware for r, p in zip(rows, predicted, strict=True) if not np.isfinite(p)})
     print(f"{'hardware':<24} {'data set:op class':<26} {'rows':>5} {'median %':>9} {'p90 %':>8} {'pred/meas':>9}")
     for hw, label, n, med, p90, ratio in summary(rows, predicted):
@@ -76,6 +85,14 @@ def main() -> None:
             if sel.any():
                 print(f"{name:<31} {label:<10} rows {int(sel.sum()):>5}  median {np.median(ape[sel]):5.1f} %  "
                       f"p90 {np.percentile(ape[sel], 90):6.1f} %")
+    if args.compare:
+        print("\nmedian abs. error by model variant (all rows):")
+        variants = (("pure datasheet roofline", predict_rows(rows, "compact", ideal=True)),
+                    ("default model, compact GEMM space", predict_rows(rows, "compact")),
+                    ("default model, full schedule search", predict_rows(rows, "full")))
+        for name, values in variants:
+            err = np.abs(values / measured - 1.0) * 100
+            print(f"  {name:<38} GEMM-like {np.median(err[ok & gemm]):5.1f} %   other {np.median(err[ok & ~gemm]):5.1f} %")
     if missing:
         print(f"not in the hardware library (rows skipped): {', '.join(missing)}")
     if args.csv:
