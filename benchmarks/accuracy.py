@@ -92,7 +92,8 @@ def main() -> None:
                     ("default model, full schedule search", predict_rows(rows, "full")))
         for name, values in variants:
             err = np.abs(values / measured - 1.0) * 100
-            print(f"  {name:<38} GEMM-like {np.median(err[ok & gemm]):5.1f} %   other {np.median(err[ok & ~gemm]):5.1f} %")
+            gemm_err, other_err = np.median(err[ok & gemm]), np.median(err[ok & ~gemm])
+            print(f"  {name:<38} GEMM-like {gemm_err:5.1f} %   other {other_err:5.1f} %")
     if missing:
         print(f"not in the hardware library (rows skipped): {', '.join(missing)}")
     if args.csv:
