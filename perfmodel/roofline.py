@@ -195,6 +195,12 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
                                          _level_time(reuse_bytes, t.bandwidth_bytes_per_s(llc), t.latency_s(llc),
                                                      d.onchip_efficiency, mem_busy))
 
+    pad = t.scratchpad
+    if pad is not None and pad.bandwidth_bytes_per_s and work.scratchpad_bytes.any():
+        levels[pad.name] = work.scratchpad_bytes
+        level_times[pad.name] = np.where(work.scratchpad_bytes > 0, work.scratchpad_bytes / (
+            pad.bandwidth_bytes_per_s * d.onchip_efficiency * busy), 0.0)
+
     comm = work.comm_kind > 0
     t_comm = np.zeros(n)
     if comm.any():
@@ -332,13 +338,7 @@ def work_of(ops: Sequence[Op], granularity_bytes: float) -> Work:
     parts = [cls.work([ops[i] for i in idx], granularity_bytes) for cls, idx in groups.items()]
     joined = Work.concat(parts)
     order = np.argsort(np.concatenate([np.array(idx) for idx in groups.values()]), kind="stable")
-    return _take(joined, order)
-
-
-def _take(work: Work, order: np.ndarray[Any, np.dtype[np.intp]]) -> Work:
-    fields = {k: v[order] for k, v in work.__dict__.items() if isinstance(v, np.ndarray)}
-    roles = {r: v[order] for r, v in work.bytes_by_role.items()}
-    return Work(n=work.n, bytes_by_role=roles, **fields)
+    return joined.take(order)
 
 
 SpaceName = Literal["compact", "full"]

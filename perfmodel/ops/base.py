@@ -58,6 +58,7 @@ class Work:
     parallel_items: FloatArray
     kernels: FloatArray
     threads: FloatArray = field(default_factory=lambda: np.zeros(0))  # GPU threads launched (0: n/a)
+    scratchpad_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))  # through SMEM, x bank conflicts
     bytes_per_thread: FloatArray = field(default_factory=lambda: np.zeros(0))  # loads in flight
     # GEMM-like work as up to GEMM_SLOTS GEMMs per op (n x slots; a 1-D array fills slot 0)
     gemm_batch: FloatArray = field(default_factory=lambda: np.zeros(0))
@@ -72,7 +73,8 @@ class Work:
 
     def __post_init__(self) -> None:
         zeros = np.zeros(self.n)
-        for name in ("threads", "bytes_per_thread", "comm_bytes", "comm_devices", "comm_devices_per_node"):
+        for name in ("threads", "bytes_per_thread", "scratchpad_bytes", "comm_bytes", "comm_devices",
+                     "comm_devices_per_node"):
             if getattr(self, name).size == 0:
                 setattr(self, name, zeros)
         for name in ("gemm_batch", "gemm_m", "gemm_n", "gemm_k"):
@@ -99,6 +101,12 @@ class Work:
     @property
     def flops(self) -> FloatArray:
         return self.flops_matrix + self.flops_vector + self.flops_special
+
+    def take(self, index: np.ndarray[Any, np.dtype[np.intp]]) -> Work:
+        """The works at ``index`` (reordered, or repeated to cost one op under many schedules)."""
+        fields = {k: v[index] for k, v in self.__dict__.items() if isinstance(v, np.ndarray)}
+        roles = {r: v[index] for r, v in self.bytes_by_role.items()}
+        return Work(n=len(index), bytes_by_role=roles, **fields)
 
     @staticmethod
     def concat(parts: Sequence[Work]) -> Work:

@@ -20,10 +20,11 @@ import numpy as np
 from perfmodel.hardware import Hardware
 from perfmodel.machine import MachineTables, tables
 from perfmodel.ops import Op, make_op
-from perfmodel.ops.base import DTYPES, FloatArray
+from perfmodel.ops.base import DTYPES, FloatArray, Work
 from perfmodel.roofline import Cost, HardwareLike, OpLike, evaluate, resolve_hardware, work_of
 from perfmodel.search.gemm_cost import REJECT_REASONS, gemm_costs
 from perfmodel.search.gemm_space import GemmCandidates, full_space
+from perfmodel.search.stream_spaces import SPACES, describe
 from perfmodel.units import format_bytes, format_time_s
 
 CACHE_SIZE = 4096
@@ -105,6 +106,32 @@ def _row(space: GemmCandidates, i: int, elem: float, t: MachineTables, time_s: f
             "waves": float(waves)}
 
 
+def _search_stream(hw: Hardware, t: MachineTables, op: Op, work: Work, top_k: int, seed: int,
+                   start: float) -> SearchResult:
+    """Bandwidth-bound families: every candidate of the op's space costed by the roofline at once."""
+    space = SPACES[op.kind](t, op, work)
+    batch = evaluate(space.work, [op] * space.size, hw)
+    times = batch.time_s
+    order = np.argsort(times, kind="stable")
+    best = int(order[0])
+    cost = batch[best]
+    cost.schedule = {**{k: float(v[best]) for k, v in space.params.items()},
+                     "footprint_bytes": float(space.footprint_bytes[best])}
+
+    def row(i: int) -> dict[str, float]:
+        return {**{k: float(v[i]) for k, v in space.params.items()}, "time_s": float(times[i]),
+                "footprint_bytes": float(space.footprint_bytes[i])}
+
+    front = _pareto(times, space.footprint_bytes)
+    return SearchResult(
+        op_kind=op.kind, hardware_id=hw.id, hardware_hash=hw.content_hash, best=cost,
+        top_k=[row(int(i)) for i in order[: max(top_k, 1)]], pareto=[row(int(i)) for i in front],
+        space_size=space.size, evaluated=space.size, pruned=0, rejected={},
+        search_time_s=time.perf_counter() - start,
+        explanation=f"{describe(space, best)}: {format_time_s(cost.time_s)}, bound by {cost.bound}", seed=seed,
+    )
+
+
 def explain(cost: Cost, hw: Hardware) -> str:
     """The chosen schedule in words, e.g. '128x256x64 tiles, 3 stages, 1.6 waves on 132 SMs, bound by HBM3'."""
     s = cost.schedule
@@ -145,6 +172,8 @@ def _search(hw: Hardware, op: Op, top_k: int, budget: int | None, seed: int, sta
     work = work_of([op], granularity)
     space = full_space(t)
     gemm = bool(work.gemm_batch[0].sum() > 0 and work.flops_matrix[0] > 0)
+    if not gemm and op.kind in SPACES:
+        return _search_stream(hw, t, op, work, top_k, seed, start)
     if not gemm:
         cost = evaluate(work, [op], hw)[0]
         return SearchResult(op.kind, hw.id, hw.content_hash, cost, [], [], 1, 1, 0, {}, time.perf_counter() - start,

@@ -136,7 +136,7 @@ def test_result_reports_top_k_pareto_and_rejections() -> None:
 
 
 def test_ops_without_a_space_get_a_fixed_schedule() -> None:
-    result = perfmodel.search("nvidia-h100-sxm5-80gb", {"kind": "rmsnorm", "shape": [4096, 4096], "dtype": "bf16"})
+    result = perfmodel.search("nvidia-h100-sxm5-80gb", {"kind": "allreduce", "bytes": 1e6, "devices": 8})
     assert result.space_size == 1 and result.notes
 
 
@@ -152,3 +152,48 @@ def test_cli_search() -> None:
     assert data["best"]["time_s"] > 0 and data["evaluated"] > 0
     bad = runner.invoke(app, ["search", "nvidia-h100-sxm5-80gb", "matmul", "m=0", "n=1", "k=1", "dtype=bf16"])
     assert bad.exit_code == 2
+
+
+def _transpose_times(dtype: str) -> dict[tuple[float, float], float]:
+    from perfmodel.search.stream_spaces import transpose_space
+
+    hw = perfmodel.load_hardware("nvidia-a100-sxm4-80gb")
+    op = perfmodel.make_op({"kind": "transpose", "shape": [8192, 8192], "perm": [1, 0], "dtype": dtype})
+    space = transpose_space(tables(hw), op, work_of([op], 32.0))
+    times = evaluate(space.work, [op] * space.size, hw).time_s
+    return {(float(a), float(b)): float(x) for a, b, x in zip(space.params["tile"], space.params["pad"], times,
+                                                             strict=True)}
+
+
+def test_transpose_without_padding_pays_bank_conflicts() -> None:
+    """fp32 32x32 tiles: a warp reading a tile column hits one bank 32 times unless the tile is
+    padded by one element; the naive (untiled) kernel wastes 7/8 of every 32-byte sector it writes."""
+    times = _transpose_times("fp32")
+    assert times[(32.0, 0.0)] > 1.5 * times[(32.0, 1.0)]
+    assert times[(1.0, 0.0)] > 3.0 * times[(32.0, 1.0)]
+    result = perfmodel.search("nvidia-a100-sxm4-80gb", {"kind": "transpose", "shape": [8192, 8192],
+                                                         "perm": [1, 0], "dtype": "fp32"})
+    assert result.best.time_s == pytest.approx(times[(32.0, 1.0)])
+
+
+def test_row_that_does_not_fit_on_chip_takes_two_passes() -> None:
+    from perfmodel.search.stream_spaces import row_space
+
+    hw = perfmodel.load_hardware("nvidia-a100-sxm4-80gb")
+    small = perfmodel.make_op({"kind": "softmax", "shape": [1024, 4096], "dtype": "fp32"})
+    huge = perfmodel.make_op({"kind": "softmax", "shape": [4, 1 << 20], "dtype": "fp32"})
+    for op, passes in ((small, 1.0), (huge, 2.0)):
+        space = row_space(tables(hw), op, work_of([op], 32.0))
+        base = work_of([op], 32.0).bytes_by_role["activations_in"][0]
+        assert set(space.work.bytes_by_role["activations_in"] / base) == {passes}
+
+
+@pytest.mark.parametrize("op", [
+    {"kind": "rmsnorm", "shape": [16384, 4096], "dtype": "bf16"},
+    {"kind": "elementwise", "shape": [4096, 4096], "inputs": 2, "dtype": "bf16"},
+    {"kind": "embedding", "num_embeddings": 50000, "embedding_dim": 4096, "num_indices": 8192, "dtype": "bf16"},
+])
+def test_stream_search_is_never_worse_than_the_default_schedule(op: dict[str, Any]) -> None:
+    result = perfmodel.search("nvidia-a100-sxm4-80gb", op)
+    assert result.space_size > 1 and result.top_k
+    assert result.best.time_s <= perfmodel.predict("nvidia-a100-sxm4-80gb", op).time_s * (1 + 1e-12)
