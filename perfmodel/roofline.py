@@ -27,6 +27,7 @@ from perfmodel.hardware import Hardware
 from perfmodel.machine import MachineTables, tables
 from perfmodel.ops import Op, Work, make_op
 from perfmodel.ops.base import DTYPES, FloatArray
+from perfmodel.search.attention_cost import attention_space, best_attention
 from perfmodel.search.gemm_cost import best_gemms
 from perfmodel.search.gemm_space import GemmCandidates, compact_space, full_space
 
@@ -167,12 +168,17 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     llc_capacity = hardware.level_capacity_bytes(llc) if llc else None
     resident = (compulsory <= (llc_capacity or 0.0) * d.llc_resident_fraction) & warm_cache
     gemm = (work.gemm_batch.sum(axis=1) > 0) & (work.flops_matrix > 0)
+    flash = work.attention[:, 0] > 0
     totals = _GemmTotals(n)
     if gemm.any():
         idx = np.nonzero(gemm)[0]
         _gemms(t, work, idx, m_peak, compulsory, space or compact_space(t), totals)
+    if flash.any():
+        _flash(t, work, np.nonzero(flash)[0], m_peak, v_peak, compulsory, totals)
+    gemm = gemm | flash
+    if gemm.any():
         t_matrix = np.where(gemm, totals.compute_s, t_matrix)
-        busy = np.where(gemm, totals.busy, busy)
+        busy = np.where(gemm, np.maximum(totals.busy, 1.0 / t.units), busy)
 
     dram_bytes = np.where(resident & (llc is not None), 0.0, compulsory)
     dram_bytes = np.where(gemm, totals.dram_bytes, dram_bytes)
@@ -267,6 +273,27 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
               "resident_tiles": choice.resident, "footprint_bytes": choice.footprint_bytes}
     for key, values in chosen.items():
         out.schedule[key][op_rows[first]] = values[first]
+
+
+def _flash(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]], m_peak: FloatArray,
+           v_peak: FloatArray, compulsory: FloatArray, out: _GemmTotals) -> None:
+    """Choose Q and KV tiles for the flash-attention ops in ``idx``; write their figures to ``out``."""
+    a = work.attention[idx]
+    space = attention_space(t)
+    elem = np.array([DTYPES[c].bytes for c in work.matrix_dtype[idx]])
+    choice = best_attention(t, space, bh=a[:, 0], group=a[:, 1], sq=a[:, 2], skv=a[:, 3], d=a[:, 4], dv=a[:, 5],
+                            causal=a[:, 6], elem=elem, peak=m_peak[idx], vector_peak=v_peak[idx],
+                            compulsory=compulsory[idx], kv_bytes=a[:, 7])
+    for name in ("compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes", "reuse_bytes"):
+        getattr(out, name)[idx] = getattr(choice, name)
+    out.busy[idx] = np.clip(choice.ctas / (t.units * t.defaults.blocks_per_unit_for_bandwidth), 0.0, 1.0)
+    chosen = {"tile_m": space.bq[choice.index], "tile_n": space.bkv[choice.index],
+              "stages": space.stages[choice.index], "split_k": space.split[choice.index], "tiles": choice.ctas,
+              "kv_tile_pairs": choice.pairs,
+              "waves": choice.ctas / (t.units * choice.resident), "resident_tiles": choice.resident,
+              "footprint_bytes": choice.footprint_bytes}
+    for key, values in chosen.items():
+        out.schedule.setdefault(key, np.zeros(work.n))[idx] = values
 
 
 @dataclasses.dataclass

@@ -104,13 +104,19 @@ class Attention(Op):
         }
         dtypes = dtype_codes([o.dtype for o in ops])
         kernels = np.where(materialized, 3.0, 1.0) * fwd + np.where(materialized, 5.0, 2.0) * bwd
+        # forward flash attention has its own tile model; the rest runs as GEMMs
+        flash = (~materialized) & (fwd > 0) & (bwd == 0)
+        attention = np.stack([np.where(flash, b * h, 0.0), h / kvh, sq, skv, d, dv, causal.astype(float),
+                              kv_bytes], axis=1)
+        gemm_b = np.where(flash, 0.0, b * h * (fwd + bwd))
         return Work(
             n=len(ops), flops_matrix=matrix, flops_vector=vector, flops_special=special,
             bytes_by_role=roles, matrix_dtype=dtypes, vector_dtype=dtypes,
             parallel_items=b * h * np.ceil(sq / 128),
             kernels=kernels,
             # GEMM-equivalent for tile and wave quantization: one tile per 128 query rows.
-            gemm_batch=b * h * (fwd + bwd), gemm_m=sq, gemm_n=dv,
+            attention=attention,
+            gemm_batch=gemm_b, gemm_m=sq, gemm_n=dv,
             gemm_k=np.maximum(matrix / np.maximum(2.0 * b * h * sq * dv * (fwd + bwd), 1.0), 1.0),
         )
 

@@ -32,6 +32,8 @@ DTYPE_INDEX = {d: i for i, d in enumerate(DTYPES)}
 Pass = Literal["forward", "backward", "forward_backward"]
 PASSES = ("forward", "backward", "forward_backward")
 GEMM_SLOTS = 3  # forward, data-gradient, weight-gradient GEMMs of one op
+# flash-attention forward shape, for the attention tile model (all 0 for other ops)
+ATTENTION_FIELDS = ("batch_heads", "group", "seq_q", "seq_kv", "head_dim", "head_dim_v", "causal", "kv_bytes")
 
 
 class OpError(ValueError):
@@ -60,6 +62,7 @@ class Work:
     threads: FloatArray = field(default_factory=lambda: np.zeros(0))  # GPU threads launched (0: n/a)
     scratchpad_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))  # through SMEM, x bank conflicts
     bytes_per_thread: FloatArray = field(default_factory=lambda: np.zeros(0))  # loads in flight
+    attention: FloatArray = field(default_factory=lambda: np.zeros(0))  # n x len(ATTENTION_FIELDS)
     # GEMM-like work as up to GEMM_SLOTS GEMMs per op (n x slots; a 1-D array fills slot 0)
     gemm_batch: FloatArray = field(default_factory=lambda: np.zeros(0))
     gemm_m: FloatArray = field(default_factory=lambda: np.zeros(0))
@@ -77,6 +80,8 @@ class Work:
                      "comm_devices_per_node"):
             if getattr(self, name).size == 0:
                 setattr(self, name, zeros)
+        if self.attention.size == 0:
+            self.attention = np.zeros((self.n, len(ATTENTION_FIELDS)))
         for name in ("gemm_batch", "gemm_m", "gemm_n", "gemm_k"):
             value = getattr(self, name)
             if value.size == 0:

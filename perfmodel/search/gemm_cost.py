@@ -6,7 +6,7 @@ raster group G), with Mt = ⌈M/BM⌉, Nt = ⌈N/BN⌉, Ks = ⌈K/S⌉:
     tiles      = b · Mt · Nt · S            waves = ⌈tiles / (units · resident)⌉
     resident   = min(⌊SMEM / ((BM+BN)·BK·e·stages)⌋, ⌊RF / (2·BM·BN·4)⌋, max resident)
     t_step     = max(2·BM·BN·BK / peak_unit, SMEM reads / SMEM_bw_unit, (BM+BN)·BK·e / reuse_bw_unit)
-                 + max(0, latency − (stages − 1)·t_step) / resident        (exposed, unbuffered)
+                 pipelined: max(t_step, latency / ((stages − 1)·resident)); unbuffered: + latency
     t_compute  = ⌈tiles / units⌉ · ⌈Ks/BK⌉ · t_step + fill + split-K reduction
     LLC→SMEM   = b·e·(M·K·Nt + K·N·Mt)                       (every tile loads its panels)
     DRAM       = compulsory + b·e·(M·K·(A_reads − 1) + K·N·(B_reads − 1))
@@ -114,7 +114,6 @@ def gemm_costs(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: Fl
         latency = t.dma_latency_s
         buffered = stages > 1
         step = np.where(buffered, np.maximum(compute_step, load_step), compute_step + load_step)
-        exposed = np.where(buffered, np.maximum(latency - step, 0.0), latency)
         smem_reads = np.zeros_like(step)
     else:
         reuse_bw = t.bandwidth_bytes_per_s(t.llc) if t.llc is not None else t.bandwidth_bytes_per_s(t.dram)
@@ -124,8 +123,7 @@ def gemm_costs(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: Fl
         smem_step = smem_reads / (t.scratchpad_bandwidth_per_unit or np.inf)
         step = np.maximum(np.maximum(compute_step, load_step), smem_step)
         latency = t.latency_s(t.llc) if t.llc is not None else t.latency_s(t.dram)
-        exposed = np.maximum(latency - (stages - 1.0) * step, 0.0) / resident
-    t_tile = steps * (step + exposed)
+    t_tile = steps * pipelined_step(step, latency, stages, resident)
     partials = np.where(s > 1, 2.0 * s * b * mm * nn * PARTIAL_BYTES, 0.0)
     reduce_bw = t.bandwidth_bytes_per_s(t.llc if t.llc is not None else t.dram) * d.onchip_efficiency
     fill = t.latency_s(t.dram)
@@ -167,6 +165,15 @@ def gemm_costs(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: Fl
         footprint_bytes=full(footprint), resident=full(resident), waves=full(np.ceil(tiles / (units * resident))),
         tiles=full(tiles), busy=full(busy), reject=reject,
     )
+
+
+def pipelined_step(step: FloatArray, latency_s: float, stages: FloatArray, resident: FloatArray) -> FloatArray:
+    """Time per K-step with ``stages`` buffers: stages − 1 loads in flight (times the tiles
+    resident on the unit) cover the load latency, so a step costs max(step, L / ((s−1)·r));
+    unbuffered (s = 1) it costs step + L / r."""
+    hidden = np.maximum(step, latency_s / (np.maximum(stages - 1.0, 1.0) * resident))
+    out: FloatArray = np.where(stages > 1, hidden, step + latency_s / resident)
+    return out
 
 
 CHUNK_ELEMENTS = 1 << 21  # ops x candidates costed at once (bounds the temporaries' memory)

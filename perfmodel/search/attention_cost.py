@@ -1,0 +1,167 @@
+"""Flash-attention schedules: Q-tile x KV-tile x stages, costed for many ops at once.
+
+One CTA per (batch, head, Q-tile of BQ rows) walks the KV tiles of BKV keys: S = Q Kᵀ
+(BQ x BKV x d), online softmax (BQ·BKV exponentials on the special-function units), O += P V
+(BQ x BKV x dv). Per KV tile:
+
+    t_pair = max(2·BQ·BKV·(d + dv) / peak_unit, BQ·BKV / sfu_unit, 4·BQ·BKV / vector_unit,
+                 BKV·(d + dv)·e / L2_bw_unit), pipelined over the stages against the L2 latency
+    pairs  = Q-tiles x ⌈skv / BKV⌉, or with a causal mask only the KV tiles left of the diagonal
+             (bottom-right aligned; the diagonal tile is computed whole)
+    time   = ⌈CTAs / units⌉ · ⌈skv/BKV⌉ · t_pair        (causal: max(pairs / units, ⌈skv/BKV⌉) · t_pair)
+
+GQA packs the h / kv_heads query heads of a KV head into one Q tile (BQ / group tokens each), so
+K and V are loaded once per KV head and Q tile; split-KV (flash-decoding) spreads a Q tile's KV
+range over several CTAs and pays an fp32 combine. K and V come from DRAM once when the heads in
+flight keep them in half the LLC, else once per Q tile. SMEM holds the Q tile and
+``stages`` KV tiles; registers hold S (BQ x BKV) and O (BQ x dv) in fp32.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from perfmodel.machine import MachineTables
+from perfmodel.ops.base import FloatArray
+from perfmodel.search.gemm_cost import pipelined_step
+
+SOFTMAX_VECTOR_FLOPS = 4.0
+
+
+@dataclass(frozen=True)
+class AttentionCandidates:
+    bq: FloatArray
+    bkv: FloatArray
+    stages: FloatArray
+    split: FloatArray  # KV splits per (batch, KV head, Q tile): flash-decoding parallelism
+
+    @property
+    def size(self) -> int:
+        return int(self.bq.size)
+
+
+def attention_space(t: MachineTables) -> AttentionCandidates:
+    """Q tiles 64-256 rows, KV tiles 32-256 keys, 1-3 stages, KV split 1-64 (252 candidates)."""
+    grid = np.array(list(itertools.product((64, 128, 256), (32, 64, 128, 256), (1, 2, 3), (1, 2, 4, 8, 16, 32, 64))),
+                    dtype=np.float64)
+    return AttentionCandidates(*(grid[:, i].copy() for i in range(4)))
+
+
+@dataclass
+class AttentionChoice:
+    index: np.ndarray[Any, np.dtype[np.intp]]
+    compute_s: FloatArray
+    dram_s: FloatArray
+    reuse_s: FloatArray
+    body_s: FloatArray
+    dram_bytes: FloatArray
+    reuse_bytes: FloatArray
+    pairs: FloatArray
+    ctas: FloatArray
+    resident: FloatArray
+    footprint_bytes: FloatArray
+
+
+def _causal_pairs(sq: FloatArray, skv: FloatArray, bq: FloatArray, bkv: FloatArray) -> FloatArray:
+    """KV tiles computed per (batch, head) under a bottom-right causal mask.
+
+    Q tile i (rows i·BQ .. (i+1)·BQ − 1) sees keys up to x_i = skv − sq + (i+1)·BQ: the last
+    tile sees all skv, the others x_i when positive. Σ ⌈x_i / BKV⌉ = Σ x_i / BKV plus the mean
+    rounding-up per partial tile (the diagonal tile is computed whole), Σ x_i in closed form.
+    """
+    qt = np.ceil(sq / bq)
+    off = skv - sq
+    start = np.clip(np.floor(-off / bq), 0.0, np.maximum(qt - 1.0, 0.0))  # first tile that sees a key
+    count = np.maximum(qt - 1.0 - start, 0.0)  # partial tiles before the last one
+    series = (qt - 1.0) * qt / 2.0 - start * (start + 1.0) / 2.0  # Σ (i + 1) over those tiles
+    partial_keys = count * off + bq * series
+    # mean rounding-up of ⌈x_i / BKV⌉: the x_i step by BQ, so their residues are multiples of
+    # g = gcd(BQ, BKV) (when the offset is one too): (BKV − g) / (2·BKV); ½ for fractional tiles
+    integral = (bq == np.round(bq)) & (np.mod(off, 1.0) == 0)
+    g = np.gcd(np.round(bq).astype(np.int64), np.round(bkv).astype(np.int64)).astype(np.float64)
+    aligned = integral & (np.mod(off, np.maximum(g, 1.0)) == 0)
+    rounding = np.where(aligned, (bkv - g) / (2.0 * bkv), 0.5)
+    pairs: FloatArray = partial_keys / bkv + rounding * count + np.ceil(skv / bkv)
+    return pairs
+
+
+def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray, group: FloatArray,
+                    sq: FloatArray, skv: FloatArray, d: FloatArray, dv: FloatArray, causal: FloatArray,
+                    elem: FloatArray, peak: FloatArray, vector_peak: FloatArray,
+                    compulsory: FloatArray, kv_bytes: FloatArray) -> dict[str, FloatArray]:
+    """Per (op, candidate) times and bytes (n x c arrays); infeasible candidates get inf."""
+    dd = t.defaults
+    units = float(t.units)
+
+    def col(a: FloatArray) -> FloatArray:
+        return a[:, None]
+
+    bq, bkv, stages, split = (x[None, :] for x in (space.bq, space.bkv, space.stages, space.split))
+    e, hd, hdv = col(elem), col(d), col(dv)
+    dpad = np.ceil(hd / t.mma_k) * t.mma_k
+    dvpad = np.ceil(hdv / t.mma_k) * t.mma_k
+    # GQA packing: a Q tile holds BQ / group tokens of all the query heads sharing one KV head
+    tokens = bq / col(group)
+    qt = np.ceil(col(sq) / tokens)
+    kv_tiles = np.ceil(col(skv) / bkv)
+    pairs = np.where(col(causal) > 0, _causal_pairs(col(sq), col(skv), tokens, bkv), qt * kv_tiles)
+    kv_heads = col(bh) / col(group)
+    ctas = kv_heads * qt * split
+    combine = np.where(split > 1, 2.0 * split * col(bh) * col(sq) * hdv * 4.0, 0.0)  # fp32 partial O
+
+    footprint = (bq * hd + stages * bkv * (hd + hdv)) * e
+    registers = 2.0 * (bq * bkv + bq * hdv) * 4.0
+    resident = np.clip(np.minimum(np.floor(t.scratchpad_bytes_per_unit / footprint),
+                                  np.floor(t.register_bytes_per_unit / registers)), 1.0, t.max_resident_tiles)
+    feasible = (footprint <= t.scratchpad_bytes_per_unit) & (registers <= t.register_bytes_per_unit)
+
+    peak_unit = col(peak) * dd.matrix_efficiency / units
+    matrix = 2.0 * bq * bkv * (dpad + dvpad) / peak_unit
+    sfu = bq * bkv / (t.special_peak * dd.vector_efficiency / units)
+    vector = SOFTMAX_VECTOR_FLOPS * bq * bkv / (col(vector_peak) * dd.vector_efficiency / units)
+    active = np.minimum(ctas, units)
+    reuse_level = t.llc if t.llc is not None else t.dram
+    reuse_bw = t.bandwidth_bytes_per_s(reuse_level) * dd.onchip_efficiency
+    load = bkv * (hd + hdv) * e / (reuse_bw / np.maximum(active, 1.0))
+    step = np.maximum(np.maximum(matrix, sfu), np.maximum(vector, load))
+    t_pair = pipelined_step(step, t.latency_s(reuse_level), stages, resident)
+    per_cta = np.ceil(kv_tiles / split)
+    compute = np.where(col(causal) > 0, np.maximum(kv_heads * pairs / units, per_cta),
+                       np.ceil(ctas / units) * per_cta) * t_pair + t.latency_s(t.dram)
+    compute = compute + combine / reuse_bw
+
+    llc_half = (t.hardware.level_capacity_bytes(t.llc) or 0.0) * dd.llc_resident_fraction if t.llc else 0.0
+    heads_in_flight = np.maximum(np.ceil(np.minimum(ctas, units * resident) / (qt * split)), 1.0)
+    per_head = col(kv_bytes) / np.maximum(kv_heads, 1.0)
+    kv_reads = np.where(per_head * heads_in_flight <= llc_half, 1.0, qt)
+    dram = col(compulsory) + col(kv_bytes) * (kv_reads - 1.0)
+    dram = dram + combine
+    reuse = col(compulsory) - col(kv_bytes) + kv_heads * pairs * bkv * (hd + hdv) * e + combine
+    busy = np.clip(ctas / (units * dd.blocks_per_unit_for_bandwidth), 1.0 / units, 1.0)
+    t_dram = t.latency_s(t.dram) + dram / (t.bandwidth_bytes_per_s(t.dram) * dd.dram_efficiency * busy)
+    t_reuse = t.latency_s(reuse_level) + reuse / reuse_bw if t.llc is not None else np.zeros_like(t_dram)
+    body = np.maximum(np.maximum(compute, t_dram), t_reuse)
+    shape = np.broadcast_shapes(body.shape, footprint.shape)
+    judged = np.where(np.broadcast_to(feasible, shape), body, np.inf)
+    return {"compute_s": compute, "dram_s": t_dram, "reuse_s": np.broadcast_to(t_reuse, shape), "body_s": body,
+            "judged_s": judged, "dram_bytes": dram, "reuse_bytes": reuse, "pairs": pairs, "ctas": ctas,
+            "resident": resident, "footprint_bytes": footprint, "feasible": feasible}
+
+
+def best_attention(t: MachineTables, space: AttentionCandidates, **arrays: FloatArray) -> AttentionChoice:
+    """The cheapest schedule per op."""
+    costs = attention_costs(t, space, **arrays)
+    judged = costs["judged_s"]
+    best = np.argmin(judged, axis=1)
+    rows = np.arange(best.size)
+
+    def pick(name: str) -> FloatArray:
+        value: FloatArray = np.broadcast_to(costs[name], judged.shape)[rows, best]
+        return value
+
+    return AttentionChoice(best, *(pick(f) for f in ("compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes",
+                                                     "reuse_bytes", "pairs", "ctas", "resident", "footprint_bytes")))
