@@ -22,6 +22,7 @@ from perfmodel.machine import MachineTables, tables
 from perfmodel.ops import Op, make_op
 from perfmodel.ops.base import DTYPES, FloatArray, Work
 from perfmodel.roofline import Cost, HardwareLike, OpLike, evaluate, resolve_hardware, work_of
+from perfmodel.search.attention_cost import attention_costs, attention_space
 from perfmodel.search.gemm_cost import REJECT_REASONS, gemm_costs
 from perfmodel.search.gemm_space import GemmCandidates, full_space
 from perfmodel.search.stream_spaces import SPACES, describe
@@ -106,6 +107,43 @@ def _row(space: GemmCandidates, i: int, elem: float, t: MachineTables, time_s: f
             "waves": float(waves)}
 
 
+def _search_attention(hw: Hardware, t: MachineTables, op: Op, work: Work, top_k: int, seed: int,
+                      start: float) -> SearchResult:
+    """Flash attention: every (Q tile, KV tile, stages, KV split) candidate costed at once."""
+    space = attention_space(t)
+    a = work.attention[0:1]
+    costs = attention_costs(
+        t, space, bh=a[:, 0], group=a[:, 1], sq=a[:, 2], skv=a[:, 3], d=a[:, 4], dv=a[:, 5], causal=a[:, 6],
+        elem=np.array([DTYPES[int(work.matrix_dtype[0])].bytes]),
+        peak=np.array([t.matrix_peak[int(work.matrix_dtype[0])]]),
+        vector_peak=np.array([t.vector_peak[int(work.vector_dtype[0])]]),
+        compulsory=work.dram_bytes[:1], kv_bytes=a[:, 7])
+    judged = np.asarray(costs["judged_s"])[0]
+    footprint = np.broadcast_to(costs["footprint_bytes"], (1, space.size))[0]
+    valid = np.isfinite(judged)
+    cost = evaluate(work, [op], hw)[0]
+
+    def row(i: int) -> dict[str, float]:
+        return {"tile_q": float(space.bq[i]), "tile_kv": float(space.bkv[i]), "stages": float(space.stages[i]),
+                "split_kv": float(space.split[i]), "time_s": float(judged[i]), "footprint_bytes": float(footprint[i])}
+
+    order = np.argsort(np.where(valid, judged, np.inf), kind="stable")
+    idx = np.nonzero(valid)[0]
+    front = idx[_pareto(judged[idx], footprint[idx])]
+    s = cost.schedule
+    words = (f"{s['tile_m']:g}x{s['tile_n']:g} Q x KV tiles, {s['stages']:g} stages"
+             + (f", KV split {s['split_k']:g}" if s.get("split_k", 1) > 1 else "")
+             + f", {s['tiles']:g} CTAs on {hw.units} {hw.unit_name}s, {format_time_s(cost.time_s)}"
+             + f", bound by {cost.bound}")
+    return SearchResult(
+        op_kind=op.kind, hardware_id=hw.id, hardware_hash=hw.content_hash, best=cost,
+        top_k=[row(int(i)) for i in order[: max(top_k, 1)] if valid[i]], pareto=[row(int(i)) for i in front],
+        space_size=space.size, evaluated=space.size, pruned=0,
+        rejected={"smem_or_registers": int((~valid).sum())} if (~valid).any() else {},
+        search_time_s=time.perf_counter() - start, explanation=words, seed=seed,
+    )
+
+
 def _search_stream(hw: Hardware, t: MachineTables, op: Op, work: Work, top_k: int, seed: int,
                    start: float) -> SearchResult:
     """Bandwidth-bound families: every candidate of the op's space costed by the roofline at once."""
@@ -172,6 +210,8 @@ def _search(hw: Hardware, op: Op, top_k: int, budget: int | None, seed: int, sta
     work = work_of([op], granularity)
     space = full_space(t)
     gemm = bool(work.gemm_batch[0].sum() > 0 and work.flops_matrix[0] > 0)
+    if work.attention[0, 0] > 0:
+        return _search_attention(hw, t, op, work, top_k, seed, start)
     if not gemm and op.kind in SPACES:
         return _search_stream(hw, t, op, work, top_k, seed, start)
     if not gemm:

@@ -57,3 +57,12 @@ def test_long_decode_splits_the_kv_range() -> None:
                                     "seq_kv": 32768, "head_dim": 128, "dtype": "bf16"})
     assert cost.schedule["split_k"] >= 8
     assert cost.bound.startswith("HBM")
+
+
+def test_search_reports_the_attention_space() -> None:
+    result = perfmodel.search(H100, {"kind": "attention", "batch": 8, "heads": 32, "kv_heads": 8, "seq_q": 4096,
+                                     "seq_kv": 4096, "head_dim": 128, "causal": True, "dtype": "bf16"})
+    assert result.space_size > 100 and result.top_k and result.pareto
+    assert "Q x KV tiles" in result.explanation
+    assert result.rejected.get("smem_or_registers", 0) > 0  # 256 x 256 tiles cannot hold S and O
+    assert result.best.time_s >= result.top_k[0]["time_s"]
