@@ -167,9 +167,18 @@ def _build(hw: Hardware) -> MachineTables:
         pad_bytes = scratchpad.capacity_bytes / (1 if scratchpad.per_unit else hw.units)
     mma = next((e.mma_shape for e in hw.engines_of("matrix") if e.mma_shape), None) or (16, 8, 16)
     registers = [lv for lv in hw.levels if lv.kind == "registers" and lv.capacity_bytes]
+    if hw.kind == "cpu":
+        # cache blocking: the operand panels live in the per-core L2, the accumulator block in L1
+        private = [lv for lv in hw.levels if lv.kind == "cache" and lv.per_unit and lv.capacity_bytes]
+        if private:
+            pad_bytes = float(max(lv.capacity_bytes or 0.0 for lv in private))
     reg_bytes = float("inf")
     if registers and registers[-1].capacity_bytes is not None:
         reg_bytes = registers[-1].capacity_bytes / (1 if registers[-1].per_unit else hw.units)
+    if hw.kind == "cpu":
+        private = [lv for lv in hw.levels if lv.kind == "cache" and lv.per_unit and lv.capacity_bytes]
+        if private:
+            reg_bytes = 2.0 * float(min(lv.capacity_bytes or 0.0 for lv in private))
     pad_bw = None
     if scratchpad is not None and scratchpad.bandwidth_bytes_per_s is not None:
         pad_bw = scratchpad.bandwidth_bytes_per_s / hw.units

@@ -23,12 +23,13 @@ from perfmodel.ops import Op, make_op
 from perfmodel.ops.base import DTYPES, FloatArray, Work
 from perfmodel.roofline import Cost, HardwareLike, OpLike, evaluate, resolve_hardware, work_of
 from perfmodel.search.attention_cost import attention_costs, attention_space
-from perfmodel.search.gemm_cost import REJECT_REASONS, gemm_costs
+from perfmodel.search.gemm_cost import REJECT_REASONS, GemmCosts, gemm_costs
 from perfmodel.search.gemm_space import GemmCandidates, full_space
 from perfmodel.search.stream_spaces import SPACES, describe
 from perfmodel.units import format_bytes, format_time_s
 
 CACHE_SIZE = 4096
+TIME_CHUNK = 2048  # candidates costed between two looks at the clock
 
 
 @dataclass
@@ -122,6 +123,10 @@ def _search_attention(hw: Hardware, t: MachineTables, op: Op, work: Work, top_k:
     footprint = np.broadcast_to(costs["footprint_bytes"], (1, space.size))[0]
     valid = np.isfinite(judged)
     cost = evaluate(work, [op], hw)[0]
+    materialized = make_op({**op.to_dict(), "implementation": "materialized"})
+    unfused = evaluate(work_of([materialized], float(hw.dram.access_granularity_bytes or 1)), [materialized], hw)[0]
+    note = (f"materialized variant (S and P through {hw.dram.name}): {format_time_s(unfused.time_s)}, "
+            f"{unfused.time_s / cost.time_s:.1f}x the fused kernel")
 
     def row(i: int) -> dict[str, float]:
         return {"tile_q": float(space.bq[i]), "tile_kv": float(space.bkv[i]), "stages": float(space.stages[i]),
@@ -140,7 +145,7 @@ def _search_attention(hw: Hardware, t: MachineTables, op: Op, work: Work, top_k:
         top_k=[row(int(i)) for i in order[: max(top_k, 1)] if valid[i]], pareto=[row(int(i)) for i in front],
         space_size=space.size, evaluated=space.size, pruned=0,
         rejected={"smem_or_registers": int((~valid).sum())} if (~valid).any() else {},
-        search_time_s=time.perf_counter() - start, explanation=words, seed=seed,
+        search_time_s=time.perf_counter() - start, explanation=words, seed=seed, notes=[note],
     )
 
 
@@ -188,23 +193,28 @@ def explain(cost: Cost, hw: Hardware) -> str:
 
 
 def search(hardware: HardwareLike, op: OpLike, top_k: int = 5, budget: int | None = None,
-           seed: int = 0, cache: bool = True) -> SearchResult:
-    """Search the schedule space of ``op`` on ``hardware``; results are cached per (op, hardware hash)."""
+           seed: int = 0, cache: bool = True, time_budget_s: float | None = None) -> SearchResult:
+    """Search the schedule space of ``op`` on ``hardware``; results are cached per (op, hardware hash).
+
+    ``budget``: at most this many candidates (a seeded sample); ``time_budget_s``: stop costing
+    chunks of candidates when the time is spent and return the best so far.
+    """
     hw = resolve_hardware(hardware)
     built = make_op(op)
-    key = (built, hw.content_hash, top_k, budget, seed)
+    key = (built, hw.content_hash, top_k, budget, seed, time_budget_s)
     if cache and key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
     start = time.perf_counter()
-    result = _search(hw, built, top_k, budget, seed, start)
+    result = _search(hw, built, top_k, budget, seed, start, time_budget_s)
     _CACHE[key] = result
     if len(_CACHE) > CACHE_SIZE:
         _CACHE.popitem(last=False)
     return result
 
 
-def _search(hw: Hardware, op: Op, top_k: int, budget: int | None, seed: int, start: float) -> SearchResult:
+def _search(hw: Hardware, op: Op, top_k: int, budget: int | None, seed: int, start: float,
+            time_budget_s: float | None = None) -> SearchResult:
     t = tables(hw)
     granularity = float(hw.dram.access_granularity_bytes or 1)
     work = work_of([op], granularity)
@@ -225,10 +235,24 @@ def _search(hw: Hardware, op: Op, top_k: int, budget: int | None, seed: int, sta
     pruned = space.size - keep.size
     if budget is not None and keep.size > budget:
         keep = np.sort(np.random.default_rng(seed).choice(keep, size=budget, replace=False))
+    if time_budget_s is not None:  # seeded order, then chunks until the time is spent
+        keep = np.random.default_rng(seed).permutation(keep)
     candidates = space.take(keep)
     one = np.ones(1)
-    costs = gemm_costs(t, candidates, one * b, one * m, one * n, one * k, one * elem,
-                       one * t.matrix_peak[int(work.matrix_dtype[0])], one * float(work.dram_bytes[0]))
+    args = (one * b, one * m, one * n, one * k, one * elem, one * t.matrix_peak[int(work.matrix_dtype[0])],
+            one * float(work.dram_bytes[0]))
+    if time_budget_s is None:
+        costs = gemm_costs(t, candidates, *args)
+    else:
+        done = 0
+        parts: list[GemmCosts] = []
+        while done < candidates.size and (not parts or time.perf_counter() - start < time_budget_s):
+            chunk = candidates.take(np.arange(done, min(done + TIME_CHUNK, candidates.size)))
+            parts.append(gemm_costs(t, chunk, *args))
+            done += chunk.size
+        candidates = candidates.take(np.arange(done))
+        costs = GemmCosts(*(np.concatenate([np.broadcast_to(getattr(p, f), (1, p.judged_s.shape[1]))
+                                            for p in parts], axis=1) for f in GemmCosts.__dataclass_fields__))
     judged = costs.judged_s[0]
     valid = np.isfinite(judged)
     rejected = {REJECT_REASONS[r]: int((costs.reject[0] == r).sum()) for r in np.unique(costs.reject[0]) if r > 0}

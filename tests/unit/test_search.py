@@ -197,3 +197,19 @@ def test_stream_search_is_never_worse_than_the_default_schedule(op: dict[str, An
     result = perfmodel.search("nvidia-a100-sxm4-80gb", op)
     assert result.space_size > 1 and result.top_k
     assert result.best.time_s <= perfmodel.predict("nvidia-a100-sxm4-80gb", op).time_s * (1 + 1e-12)
+
+
+def test_time_budget_returns_the_best_so_far() -> None:
+    op = {"kind": "matmul", "m": 2048, "n": 2048, "k": 2048, "dtype": "bf16"}
+    quick = perfmodel.search("nvidia-h100-sxm5-80gb", op, time_budget_s=0.0, cache=False)
+    full = perfmodel.search("nvidia-h100-sxm5-80gb", op, cache=False)
+    assert 0 < quick.evaluated < full.evaluated  # one chunk, then the clock says stop
+    assert quick.best.time_s >= full.best.time_s
+
+
+def test_cpu_tiles_respect_the_private_caches() -> None:
+    """On a CPU the operand panels must fit the per-core L2 (2 MiB on the Xeon 8480)."""
+    result = perfmodel.search("intel-xeon-platinum-8480", {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096,
+                                                            "dtype": "bf16"})
+    assert all(r["footprint_bytes"] <= 2 * 1024 * 1024 for r in result.top_k)
+    assert result.rejected
