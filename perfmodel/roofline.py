@@ -27,7 +27,12 @@ from perfmodel.hardware import Hardware
 from perfmodel.machine import MachineTables, tables
 from perfmodel.ops import Op, Work, make_op
 from perfmodel.ops.base import DTYPES, FloatArray
-from perfmodel.search.attention_cost import attention_space, best_attention
+from perfmodel.search.attention_cost import (
+    AttentionCandidates,
+    attention_space,
+    best_attention,
+    compact_attention_space,
+)
 from perfmodel.search.gemm_cost import best_gemms
 from perfmodel.search.gemm_space import GemmCandidates, compact_space, full_space
 
@@ -174,7 +179,9 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         idx = np.nonzero(gemm)[0]
         _gemms(t, work, idx, m_peak, compulsory, space or compact_space(t), totals)
     if flash.any():
-        _flash(t, work, np.nonzero(flash)[0], m_peak, v_peak, compulsory, totals)
+        full = space is not None and space.size > compact_space(t).size
+        attention = attention_space(t) if full else compact_attention_space(t)
+        _flash(t, work, np.nonzero(flash)[0], m_peak, v_peak, compulsory, totals, attention)
     gemm = gemm | flash
     if gemm.any():
         t_matrix = np.where(gemm, totals.compute_s, t_matrix)
@@ -276,10 +283,9 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
 
 
 def _flash(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]], m_peak: FloatArray,
-           v_peak: FloatArray, compulsory: FloatArray, out: _GemmTotals) -> None:
+           v_peak: FloatArray, compulsory: FloatArray, out: _GemmTotals, space: AttentionCandidates) -> None:
     """Choose Q and KV tiles for the flash-attention ops in ``idx``; write their figures to ``out``."""
     a = work.attention[idx]
-    space = attention_space(t)
     elem = np.array([DTYPES[c].bytes for c in work.matrix_dtype[idx]])
     choice = best_attention(t, space, bh=a[:, 0], group=a[:, 1], sq=a[:, 2], skv=a[:, 3], d=a[:, 4], dv=a[:, 5],
                             causal=a[:, 6], elem=elem, peak=m_peak[idx], vector_peak=v_peak[idx],

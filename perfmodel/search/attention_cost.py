@@ -44,6 +44,12 @@ class AttentionCandidates:
         return int(self.bq.size)
 
 
+def compact_attention_space(t: MachineTables) -> AttentionCandidates:
+    """The small set ``predict_many`` uses: FlashAttention-like 64/128 x 64/128 tiles, 2 stages."""
+    grid = np.array(list(itertools.product((64, 128), (64, 128), (2,), (1, 4, 16))), dtype=np.float64)
+    return AttentionCandidates(*(grid[:, i].copy() for i in range(4)))
+
+
 def attention_space(t: MachineTables) -> AttentionCandidates:
     """Q tiles 64-256 rows, KV tiles 32-256 keys, 1-3 stages, KV split 1-64 (252 candidates)."""
     grid = np.array(list(itertools.product((64, 128, 256), (32, 64, 128, 256), (1, 2, 3), (1, 2, 4, 8, 16, 32, 64))),
