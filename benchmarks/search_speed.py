@@ -14,7 +14,12 @@ import statistics
 import time
 from typing import Any
 
+import numpy as np
+
 import perfmodel
+from perfmodel.machine import tables
+from perfmodel.search.gemm_cost import gemm_costs
+from perfmodel.search.gemm_space import full_space
 
 DEVICES = ("nvidia-h100-sxm5-80gb", "google-tpu-v5p", "generic-npu")
 OPS: dict[str, dict[str, Any]] = {
@@ -46,6 +51,19 @@ def main() -> None:
                   f"{result.evaluated / median:>12,.0f}")
 
     hw = perfmodel.load_hardware("nvidia-h100-sxm5-80gb")
+    t = tables(hw)
+    space = full_space(t)
+    one = np.ones(1)
+    shape = (one, one * 8192, one * 8192, one * 8192, one * 2.0, one * t.matrix_peak[4], one * 4e8)
+    gemm_costs(t, space, *shape)
+    times = []
+    for _ in range(20):
+        start = time.perf_counter()
+        gemm_costs(t, space, *shape)
+        times.append(time.perf_counter() - start)
+    raw = statistics.median(times)
+    print(f"\nGEMM costing alone (gemm_costs, {space.size} candidates): {raw * 1e3:.2f} ms, "
+          f"{space.size / raw:,.0f} candidate evaluations/s")
     batch = [{"kind": "matmul", "m": 16 * (1 + i % 512), "n": 1024 + 64 * (i % 7), "k": 4096 + 128 * (i // 512),
               "dtype": "bf16"} for i in range(1000)]
     start = time.perf_counter()

@@ -75,11 +75,18 @@ def _prune(space: GemmCandidates, m: float, n: float, k: float, elem: float,
 
 
 def _pareto(time_s: FloatArray, footprint: FloatArray) -> np.ndarray[Any, np.dtype[np.intp]]:
-    """Indices on the front of (time, footprint), both minimised, sorted by footprint."""
-    order = np.lexsort((time_s, footprint))
-    t_sorted = time_s[order]
-    best_before = np.concatenate(([np.inf], np.minimum.accumulate(t_sorted)[:-1]))
-    front: np.ndarray[Any, np.dtype[np.intp]] = order[t_sorted < best_before]
+    """Indices on the front of (time, footprint), both minimised, sorted by footprint.
+
+    Footprints take few distinct values: the fastest candidate of each footprint first, then a
+    running minimum over footprints in increasing order."""
+    values, inverse = np.unique(footprint, return_inverse=True)
+    best_time = np.full(values.size, np.inf)
+    np.minimum.at(best_time, inverse, time_s)
+    winner = np.full(values.size, -1, dtype=np.intp)
+    is_best = time_s == best_time[inverse]
+    winner[inverse[is_best][::-1]] = np.nonzero(is_best)[0][::-1]  # first index reaching the minimum
+    before = np.concatenate(([np.inf], np.minimum.accumulate(best_time)[:-1]))
+    front: np.ndarray[Any, np.dtype[np.intp]] = winner[best_time < before]
     return front
 
 
@@ -258,7 +265,10 @@ def _search(hw: Hardware, op: Op, top_k: int, budget: int | None, seed: int, sta
     rejected = {REJECT_REASONS[r]: int((costs.reject[0] == r).sum()) for r in np.unique(costs.reject[0]) if r > 0}
     if not valid.any():
         raise ValueError(f"no schedule of {op.kind} fits {hw.id}: rejected {rejected}")
-    ranked = np.argsort(np.where(valid, judged, np.inf), kind="stable")
+    scored = np.where(valid, judged, np.inf)
+    head = min(scored.size, max(top_k, 1) * 64)  # enough ties to fill top_k with distinct tiles
+    shortlist = np.argpartition(scored, head - 1)[:head] if head < scored.size else np.arange(scored.size)
+    ranked = shortlist[np.argsort(scored[shortlist], kind="stable")]
     order = _distinct(candidates, ranked[valid[ranked]], max(top_k, 1))
     best_space = candidates.take(order[:1])
     cost = evaluate(work, [op], hw, space=best_space if work.gemm_batch[0].astype(bool).sum() == 1 else space)[0]
