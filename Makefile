@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 run: setup
-	$(BIN)/perfmodel demo
+	$(BIN)/perfmodel serve
 
 lint: setup
 	$(BIN)/ruff check .

@@ -19,6 +19,8 @@ app = typer.Typer(help="Roofline performance model for deep-learning operators."
                   add_completion=False)
 hardware_app = typer.Typer(help="The hardware library.", no_args_is_help=True)
 app.add_typer(hardware_app, name="hardware")
+token_app = typer.Typer(help="API tokens for writes (stored hashed, revocable).", no_args_is_help=True)
+app.add_typer(token_app, name="token")
 
 
 def _fail(message: str) -> None:
@@ -222,6 +224,56 @@ def demo() -> None:
         cells = [f"{format_time_s(batches[d][i].time_s)} ({batches[d][i].bound})" for d in devices]
         typer.echo(f"{label:<26}" + "".join(f"{c:>30}" for c in cells))
     typer.echo("\nTry: perfmodel predict nvidia-h100-sxm5-80gb matmul m=4096 n=4096 k=4096 dtype=bf16")
+
+
+@app.command("serve")
+def serve(
+    host: str = typer.Option(None, help="default PERFMODEL_HOST or 127.0.0.1"),
+    port: int = typer.Option(None, help="default PERFMODEL_PORT or 8000"),
+    workers: int = typer.Option(1, help="uvicorn worker processes"),
+) -> None:
+    """Run the REST service and dashboard (SQLite under PERFMODEL_DATA_DIR unless PERFMODEL_DATABASE_URL)."""
+    import uvicorn
+
+    from api.settings import Settings
+
+    settings = Settings()
+    host = host or settings.host
+    port = port or settings.port
+    typer.echo(f"perfmodel {__version__}: http://{host}:{port}/  (API docs at /docs, "
+               f"database {settings.resolved_database_url()})")
+    uvicorn.run("api.main:create_app", factory=True, host=host, port=port, workers=workers, log_level="warning")
+
+
+def _store() -> Any:
+    from api.settings import Settings
+    from perfmodel.store import Store
+
+    store = Store(Settings().resolved_database_url())
+    store.migrate()
+    return store
+
+
+@token_app.command("create")
+def token_create(name: str = typer.Option(..., "--name", help="who or what uses the token")) -> None:
+    """Create a token; it is printed once and stored only as a hash."""
+    row, plaintext = _store().create_token(name)
+    typer.echo(plaintext)
+    typer.echo(f"token {row.name!r} created; use it as 'Authorization: Bearer <token>'", err=True)
+
+
+@token_app.command("revoke")
+def token_revoke(name: str = typer.Option(..., "--name")) -> None:
+    if not _store().revoke_token(name):
+        _fail(f"no active token named {name!r}")
+    typer.echo(f"token {name!r} revoked")
+
+
+@token_app.command("list")
+def token_list() -> None:
+    for row in _store().list_tokens():
+        state = f"revoked {row.revoked_at:%Y-%m-%d %H:%M}" if row.revoked_at else "active"
+        typer.echo(f"{row.name:<30} created {row.created_at:%Y-%m-%d %H:%M}  {state}")
 
 
 def main() -> None:

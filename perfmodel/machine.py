@@ -52,6 +52,7 @@ class Path:
     dtype: DType
     peak_flops_per_s: float
     note: str
+    supported: bool = True
 
 
 @dataclass(frozen=True)
@@ -114,8 +115,8 @@ def _vector_path(hw: Hardware, dtype: DType) -> Path:
             note = "" if candidate == dtype else f"{dtype.value} runs as {candidate.value} on {hit[0].name}"
             return Path(hit[0].name, candidate, hit[1], note)
     any_engine, peak = max(((e, max(e.peak_flops_per_s.values())) for e in vectors), key=lambda p: p[1])
-    return Path(any_engine.name, dtype, peak, f"{dtype.value} has no listed vector peak: using "
-                f"{any_engine.name}'s best")
+    return Path(any_engine.name, dtype, peak, f"{dtype.value} is not supported on {hw.id}: no engine lists it "
+                "or a wider type that holds it", supported=False)
 
 
 def _matrix_path(hw: Hardware, dtype: DType) -> Path:
@@ -126,6 +127,8 @@ def _matrix_path(hw: Hardware, dtype: DType) -> Path:
             note = "" if candidate == dtype else f"{dtype.value} runs as {candidate.value} on {hit[0].name}"
             return Path(hit[0].name, candidate, hit[1], note)
     vector = _vector_path(hw, dtype)
+    if not vector.supported:
+        return vector
     reason = f"no matrix path for {dtype.value} on {hw.id}: falls back to {vector.engine}"
     if vector.note:
         reason += f" ({vector.note})"

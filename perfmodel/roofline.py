@@ -25,7 +25,7 @@ from perfmodel.collectives import collective_time
 from perfmodel.efficiency import ModelDefaults
 from perfmodel.hardware import Hardware
 from perfmodel.machine import MachineTables, tables
-from perfmodel.ops import Op, Work, make_op
+from perfmodel.ops import Op, OpError, Work, make_op
 from perfmodel.ops.base import DTYPES, FloatArray
 from perfmodel.search.attention_cost import (
     AttentionCandidates,
@@ -160,6 +160,7 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         t = dataclasses.replace(t, defaults=defaults)
     d = t.defaults
     n = work.n
+    _check_supported(t, work, ops)
     busy = np.minimum(1.0, work.parallel_items / (t.units * d.blocks_per_unit_for_bandwidth))
     busy = np.maximum(busy, 1.0 / t.units)
     m_peak = t.matrix_peak[work.matrix_dtype]
@@ -326,6 +327,18 @@ class _GemmTotals:
 
 SCHEDULE_KEYS = ("tile_m", "tile_n", "tile_k", "stages", "split_k", "raster_group", "waves", "tiles",
                  "resident_tiles", "footprint_bytes")
+
+
+def _check_supported(t: MachineTables, work: Work, ops: Sequence[Op]) -> None:
+    """An op whose dtype no engine of the device can run is an error, not a guess."""
+    matrix_ok = np.array([p.supported for p in t.matrix_paths])[work.matrix_dtype]
+    vector_ok = np.array([p.supported for p in t.vector_paths])[work.vector_dtype]
+    bad = ((work.flops_matrix > 0) & ~matrix_ok) | ((work.flops_vector + work.flops_special > 0) & ~vector_ok)
+    if bad.any():
+        i = int(np.nonzero(bad)[0][0])
+        matrix_path, vector_path = t.matrix_paths[int(work.matrix_dtype[i])], t.vector_paths[int(work.vector_dtype[i])]
+        path = vector_path if matrix_ok[i] else matrix_path
+        raise OpError(ops[i].kind if i < len(ops) else "?", "dtype", path.note)
 
 
 def _engine_names(t: MachineTables, work: Work) -> dict[str, np.ndarray[Any, np.dtype[Any]]]:

@@ -321,10 +321,15 @@ def _as_int(kind: str, key: str, raw: Any) -> int:
     raise OpError(kind, key, f"expected an integer, got {raw!r}")
 
 
+MAX_DIMENSION = 2**40  # beyond any real tensor dimension or byte count: a typo, not a workload
+
+
 def require_positive(kind: str, **values: int | float) -> None:
     for name, value in values.items():
         if value <= 0:
             raise OpError(kind, name, f"must be > 0, got {value}")
+        if value > MAX_DIMENSION:
+            raise OpError(kind, name, f"{value:g} is larger than {MAX_DIMENSION:g}: not a real workload")
 
 
 def require_non_negative(kind: str, **values: int | float) -> None:
@@ -341,9 +346,13 @@ def check_pass(kind: str, value: str) -> None:
 def check_shape(kind: str, name: str, shape: tuple[int, ...]) -> None:
     if len(shape) == 0:
         raise OpError(kind, name, "shape must have at least one dimension")
+    if len(shape) > 16:
+        raise OpError(kind, name, f"{len(shape)} dimensions: at most 16")
     for dim in shape:
         if dim <= 0:
             raise OpError(kind, name, f"dimensions must be > 0, got {list(shape)}")
+    if numel(shape) > MAX_DIMENSION:
+        raise OpError(kind, name, f"{numel(shape):g} elements: larger than {MAX_DIMENSION:g}, not a real workload")
 
 
 def numel(shape: tuple[int, ...]) -> int:

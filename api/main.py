@@ -1,0 +1,103 @@
+"""The FastAPI app factory: ``uvicorn --factory api.main:create_app``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, RedirectResponse
+
+from api.limits import BodySizeLimit
+from api.routers import comparisons, hardware, predict, runs
+from api.schemas import ErrorOut
+from api.settings import Settings
+from api.state import AppState, UnknownHardware
+from perfmodel import __version__
+from perfmodel.ops import OpError
+from perfmodel.specs import SpecError
+from perfmodel.store import NotFound, Store, StoreError
+
+API_PREFIX = "/api/v1"
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the service: migrate the database, load the hardware library, mount the routers."""
+    settings = settings or Settings()
+    store = Store(settings.resolved_database_url())
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        store.migrate()
+        yield
+
+    app = FastAPI(title="perfmodel", version=__version__, lifespan=lifespan,
+                  description="Roofline performance model: predictions, schedule search, hardware, measured runs.")
+    app.state.perfmodel = AppState(settings=settings, store=store)
+    errors: dict[int | str, dict[str, Any]] = {
+        code: {"model": ErrorOut, "description": text} for code, text in (
+            (401, "missing or invalid bearer token"), (404, "unknown hardware or run"),
+            (409, "conflict: the id exists or is a bundled device"), (413, "request body too large"),
+            (422, "invalid input: the field and the reason"))}
+    for module in (hardware, predict, runs, comparisons):
+        app.include_router(module.router, prefix=API_PREFIX, responses=errors)
+    _errors(app)
+
+    @app.middleware("http")
+    async def version_header(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        start = time.perf_counter()
+        response = await call_next(request)
+        response.headers["X-Perfmodel-Version"] = __version__
+        response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - start) * 1e3:.3f}"
+        return response
+
+    @app.get("/", include_in_schema=False)
+    def root() -> RedirectResponse:
+        return RedirectResponse("/docs")
+
+    @app.get(f"{API_PREFIX}/health", tags=["meta"])
+    def health() -> dict[str, str]:
+        return {"status": "ok", "model_version": __version__}
+
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    return app
+
+
+def _errors(app: FastAPI) -> None:
+    """Bad input is a 4xx naming the field and the reason, never a 500."""
+
+    def reply(status: int, detail: str, field: str | None = None) -> JSONResponse:
+        return JSONResponse({"detail": detail, "field": field, "model_version": __version__}, status_code=status)
+
+    @app.exception_handler(UnknownHardware)
+    async def unknown_hardware(_: Request, exc: UnknownHardware) -> JSONResponse:
+        return reply(404, f"unknown hardware {exc.args[0]!r}: GET {API_PREFIX}/hardware lists them", "hardware")
+
+    @app.exception_handler(OpError)
+    async def bad_op(_: Request, exc: OpError) -> JSONResponse:
+        return reply(422, str(exc), f"op.{exc.field}")
+
+    @app.exception_handler(SpecError)
+    async def bad_spec(_: Request, exc: SpecError) -> JSONResponse:
+        return reply(422, str(exc), exc.field)
+
+    @app.exception_handler(NotFound)
+    async def not_found(_: Request, exc: NotFound) -> JSONResponse:
+        return reply(404, str(exc))
+
+    @app.exception_handler(StoreError)
+    async def conflict(_: Request, exc: StoreError) -> JSONResponse:
+        return reply(409, str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+        field = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or None
+        return reply(422, f"{field or 'body'}: {first.get('msg')}", field)
+
+    @app.exception_handler(ValueError)
+    async def value_error(_: Request, exc: ValueError) -> JSONResponse:
+        return reply(422, str(exc))

@@ -1,0 +1,58 @@
+"""GET /comparisons: every stored run with its prediction and error, and a summary per op kind."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+from fastapi import APIRouter, Depends, HTTPException, Query
+
+from api.deps import get_state, require_read
+from api.schemas import ComparisonsOut
+from api.state import AppState, UnknownHardware
+from perfmodel.roofline import predict_many
+
+router = APIRouter(tags=["comparisons"], dependencies=[Depends(require_read)])
+MAX_COMPARED_RUNS = 100_000
+
+
+@router.get("/comparisons", response_model=ComparisonsOut)
+def comparisons(
+    state: AppState = Depends(get_state),
+    hardware: str | None = None,
+    calibration: str | None = None,
+    op_kind: str | None = None,
+    source: str | None = None,
+    limit: int = Query(default=10_000, ge=1, le=MAX_COMPARED_RUNS),
+) -> dict[str, Any]:
+    """Predicted vs measured for the stored runs (vectorised per device): error = predicted / measured − 1."""
+    if calibration not in (None, "", "none", "latest"):
+        raise HTTPException(422, "calibrations arrive with the calibration issue: use none or 'latest'")
+    rows, _ = state.store.list_runs(hardware_id=hardware, op_kind=op_kind, source=source, limit=limit, offset=0)
+    by_device: dict[str, list[int]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        by_device[row.hardware_id].append(i)
+    out: list[dict[str, Any]] = []
+    for device, idx in by_device.items():
+        try:
+            hw, _ = state.hardware(device)
+        except UnknownHardware:
+            continue
+        batch = predict_many(hw, [rows[i].op for i in idx])
+        for j, i in enumerate(idx):
+            run = rows[i]
+            predicted = float(batch.time_s[j])
+            out.append({"run_id": run.id, "hardware": device, "op_kind": run.op_kind, "source": run.source,
+                        "measured_time_s": run.measured_time_s, "predicted_time_s": predicted,
+                        "error_percent": (predicted / run.measured_time_s - 1.0) * 100.0,
+                        "bound": str(batch.bound[j])})
+    out.sort(key=lambda r: r["run_id"])
+    kinds: dict[str, list[float]] = defaultdict(list)
+    for r in out:
+        kinds[r["op_kind"]].append(r["error_percent"])
+    summary = [{"op_kind": kind, "count": len(errors),
+                "median_abs_error_percent": float(np.median(np.abs(errors))),
+                "p90_abs_error_percent": float(np.percentile(np.abs(errors), 90)),
+                "bias_percent": float(np.median(errors))} for kind, errors in sorted(kinds.items())]
+    return {"hardware": hardware, "calibration": calibration, "rows": out, "summary": summary}

@@ -1,0 +1,184 @@
+"""Request and response bodies of the REST API (separate from the database models)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from perfmodel import __version__
+
+OpJson = dict[str, Any]
+
+
+class Versioned(BaseModel):
+    model_version: str = __version__
+
+
+class HardwareSummary(BaseModel):
+    id: str
+    name: str
+    vendor: str
+    kind: str
+    units: int
+    origin: Literal["bundled", "custom"]
+    content_hash: str
+
+
+class HardwareList(Versioned):
+    items: list[HardwareSummary]
+
+
+class HardwareDetail(Versioned):
+    id: str
+    origin: Literal["bundled", "custom"]
+    content_hash: str
+    spec: dict[str, Any]
+
+
+class VariantRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    base: str = Field(description="Id of the device to start from")
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=80)
+    overrides: dict[str, Any] = Field(description='e.g. {"levels.dram.bandwidth_bytes_per_s": "x1.5"}')
+
+
+class PredictRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    hardware: str
+    op: OpJson
+    calibration: str | int | None = None
+    timing: Literal["kernel", "host"] = "kernel"
+    warm_cache: bool = False
+
+
+class BatchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    hardware: str
+    ops: list[OpJson]
+    timing: Literal["kernel", "host"] = "kernel"
+    warm_cache: bool = False
+    space: Literal["compact", "full"] = "compact"
+
+
+class CostOut(BaseModel):
+    """A prediction: time, bound and breakdown (SI units) with its provenance."""
+
+    time_s: float
+    bound: str
+    op_kind: str
+    hardware_id: str
+    hardware_hash: str
+    flops: float
+    flops_by_engine: dict[str, float]
+    bytes_by_level: dict[str, float]
+    time_s_by_level: dict[str, float]
+    time_s_by_engine: dict[str, float]
+    overhead_s: float
+    intensity_flops_per_byte: float | None
+    attained_flops_per_s: float
+    utilization: float
+    schedule: dict[str, Any]
+    notes: list[str]
+    interval_s: list[float] | None = None
+    in_calibrated_range: bool | None = None
+    calibration: str | int | None = None
+    model_version: str = __version__
+
+
+class BatchOut(Versioned):
+    hardware_id: str
+    hardware_hash: str
+    results: list[CostOut]
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    hardware: str
+    op: OpJson
+    top_k: int = Field(default=5, ge=1, le=100)
+    budget: int | None = Field(default=None, ge=1)
+    seed: int = 0
+
+
+class SearchOut(Versioned):
+    op_kind: str
+    hardware_id: str
+    hardware_hash: str
+    best: CostOut
+    top_k: list[dict[str, float]]
+    pareto: list[dict[str, float]]
+    space_size: int
+    evaluated: int
+    pruned: int
+    rejected: dict[str, int]
+    search_time_s: float
+    explanation: str
+    notes: list[str]
+
+
+class RunCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    hardware: str
+    op: OpJson
+    measured_time_s: float = Field(gt=0, lt=1e6)
+    source: str = Field(min_length=1, max_length=200)
+    tags: dict[str, str] = Field(default_factory=dict)
+
+
+class RunOut(Versioned):
+    id: int
+    hardware: str
+    op_kind: str
+    dtype: str | None
+    op: OpJson
+    measured_time_s: float
+    source: str
+    tags: dict[str, str]
+    created_at: datetime
+
+
+class RunIds(Versioned):
+    ids: list[int]
+
+
+class RunPage(Versioned):
+    items: list[RunOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class ComparisonRow(BaseModel):
+    run_id: int
+    hardware: str
+    op_kind: str
+    source: str
+    measured_time_s: float
+    predicted_time_s: float
+    error_percent: float
+    bound: str
+
+
+class ComparisonSummary(BaseModel):
+    op_kind: str
+    count: int
+    median_abs_error_percent: float
+    p90_abs_error_percent: float
+    bias_percent: float = Field(description="median signed error: > 0 means the model is slower")
+
+
+class ComparisonsOut(Versioned):
+    hardware: str | None
+    calibration: str | int | None
+    rows: list[ComparisonRow]
+    summary: list[ComparisonSummary]
+
+
+class ErrorOut(BaseModel):
+    """Every error: what is wrong, and the field it concerns when there is one."""
+
+    detail: str
+    field: str | None = None
+    model_version: str = __version__

@@ -1,0 +1,30 @@
+"""Service settings from the environment (``PERFMODEL_*``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """``PERFMODEL_DATABASE_URL`` (default: SQLite in ``PERFMODEL_DATA_DIR``), ``PERFMODEL_API_TOKEN``..."""
+
+    model_config = SettingsConfigDict(env_prefix="PERFMODEL_", extra="ignore")
+
+    data_dir: Path = Field(default=Path("var"), description="Where the embedded SQLite database lives")
+    database_url: str | None = Field(default=None, description="SQLAlchemy URL; default sqlite in data_dir")
+    api_token: str | None = Field(default=None, description="A token accepted for writes (besides stored ones)")
+    read_requires_token: bool = False
+    max_body_bytes: int = Field(default=16 * 1024 * 1024, gt=0, description="Larger request bodies get 413")
+    max_batch_ops: int = Field(default=10_000, gt=0, description="Larger /predict/batch requests get 422")
+    prediction_cache_size: int = Field(default=65_536, ge=0)
+    host: str = "127.0.0.1"
+    port: int = 8000
+
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{(self.data_dir / 'perfmodel.sqlite3').resolve()}"

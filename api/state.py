@@ -1,0 +1,67 @@
+"""What the app holds: settings, the store, resolved hardware and a prediction cache."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from api.settings import Settings
+from perfmodel.hardware import Hardware
+from perfmodel.specs import library, parse_spec
+from perfmodel.store import Store
+
+Origin = Literal["bundled", "custom"]
+
+
+class UnknownHardware(KeyError):
+    """No bundled or stored device has this id."""
+
+
+@dataclass
+class AppState:
+    settings: Settings
+    store: Store
+    _custom: dict[str, tuple[str, Hardware]] = field(default_factory=dict)
+    _cache: OrderedDict[str, dict[str, Any]] = field(default_factory=OrderedDict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def hardware(self, hardware_id: str) -> tuple[Hardware, Origin]:
+        """A bundled device, else a stored custom one (parsed once per content hash)."""
+        bundled = library().get(hardware_id)
+        if bundled is not None:
+            return bundled, "bundled"
+        row = self.store.get_hardware(hardware_id)
+        if row is None:
+            raise UnknownHardware(hardware_id)
+        cached = self._custom.get(hardware_id)
+        if cached is not None and cached[0] == row.content_hash:
+            return cached[1], "custom"
+        parsed = parse_spec(row.spec, f"stored hardware {hardware_id!r}")
+        self._custom[hardware_id] = (row.content_hash, parsed)
+        return parsed, "custom"
+
+    def forget(self, hardware_id: str) -> None:
+        self._custom.pop(hardware_id, None)
+
+    # --- prediction cache: compilers ask the same question many times -------------------
+    @staticmethod
+    def cache_key(hardware_hash: str, op: dict[str, Any], *extra: object) -> str:
+        return json.dumps([hardware_hash, op, *extra], sort_keys=True, separators=(",", ":"), default=str)
+
+    def cached(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+            return hit
+
+    def remember(self, key: str, value: dict[str, Any]) -> None:
+        if self.settings.prediction_cache_size == 0:
+            return
+        with self._lock:
+            self._cache[key] = value
+            if len(self._cache) > self.settings.prediction_cache_size:
+                self._cache.popitem(last=False)

@@ -1,0 +1,21 @@
+"""Persistence: custom hardware, measured runs, API tokens, trace uploads and calibrations (SQLite or
+PostgreSQL through SQLAlchemy 2; the schema comes from the Alembic migrations in ``migrations/``)."""
+
+from perfmodel.store.errors import NotFound, StoreError
+from perfmodel.store.migrate import MIGRATIONS_DIR, migrations_config
+from perfmodel.store.rows import CalibrationRow, HardwareRow, RunIn, RunRow, TokenRow, TraceUploadRow
+from perfmodel.store.store import Store
+
+__all__ = [
+    "MIGRATIONS_DIR",
+    "CalibrationRow",
+    "HardwareRow",
+    "NotFound",
+    "RunIn",
+    "RunRow",
+    "Store",
+    "StoreError",
+    "TokenRow",
+    "TraceUploadRow",
+    "migrations_config",
+]

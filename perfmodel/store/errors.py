@@ -1,0 +1,11 @@
+"""Store errors: both are ``ValueError`` so a caller that does not know the store still sees bad input."""
+
+from __future__ import annotations
+
+
+class StoreError(ValueError):
+    """A conflict or invalid input (duplicate id, op without ``kind``, non-positive time); nothing was written."""
+
+
+class NotFound(StoreError):
+    """The row asked for does not exist."""

@@ -1,0 +1,208 @@
+"""The REST service over HTTP (TestClient), on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.main import create_app
+from api.settings import Settings
+from perfmodel.client import ApiError, Client
+
+TOKEN = "test-token-123"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+MATMUL = {"kind": "matmul", "m": 1024, "n": 1024, "k": 1024, "dtype": "bf16"}
+H100 = "nvidia-h100-sxm5-80gb"
+
+
+def make_client(url: str, **overrides: Any) -> TestClient:
+    settings = Settings(database_url=url, api_token=TOKEN, **overrides)
+    return TestClient(create_app(settings))
+
+
+@pytest.fixture
+def client(database_url: str) -> Any:
+    with make_client(database_url) as c:
+        yield c
+
+
+def test_health_docs_and_openapi(client: TestClient) -> None:
+    assert client.get("/api/v1/health").json()["status"] == "ok"
+    assert client.get("/", follow_redirects=False).status_code in (302, 307)
+    spec = client.get("/openapi.json").json()
+    for path in ("/api/v1/predict", "/api/v1/predict/batch", "/api/v1/search", "/api/v1/hardware",
+                 "/api/v1/runs", "/api/v1/runs/bulk", "/api/v1/comparisons"):
+        assert path in spec["paths"]
+    assert client.get("/api/v1/health").headers["x-perfmodel-version"]
+
+
+def test_hardware_catalog(client: TestClient) -> None:
+    items = client.get("/api/v1/hardware").json()["items"]
+    ids = {i["id"] for i in items}
+    assert H100 in ids and "generic-npu" in ids
+    detail = client.get(f"/api/v1/hardware/{H100}").json()
+    assert detail["origin"] == "bundled" and detail["spec"]["units"] == 132 and detail["content_hash"]
+    missing = client.get("/api/v1/hardware/no-such-gpu")
+    assert missing.status_code == 404 and missing.json()["field"] == "hardware"
+
+
+def test_predict(client: TestClient) -> None:
+    body = client.post("/api/v1/predict", json={"hardware": H100, "op": MATMUL}).json()
+    assert body["time_s"] > 0 and body["bound"] and body["flops"] == 2 * 1024**3
+    assert body["model_version"] and body["hardware_hash"] and body["schedule"]["tile_m"] > 0
+    assert set(body["bytes_by_level"]) >= {"HBM3"}
+    again = client.post("/api/v1/predict", json={"hardware": H100, "op": MATMUL}).json()
+    assert again == body  # cached, same answer
+
+
+@pytest.mark.parametrize(("payload", "status", "field"), [
+    ({"hardware": H100, "op": {**MATMUL, "kind": "matmull"}}, 422, "op.kind"),
+    ({"hardware": H100, "op": {**MATMUL, "m": 10**15}}, 422, "op.m"),
+    ({"hardware": H100, "op": {**MATMUL, "m": -3}}, 422, "op.m"),
+    ({"hardware": H100, "op": {**MATMUL, "dtype": "fp7"}}, 422, "op.dtype"),
+    ({"hardware": "google-tpu-v5e", "op": {**MATMUL, "dtype": "fp64"}}, 422, "op.dtype"),
+    ({"hardware": "nope", "op": MATMUL}, 404, "hardware"),
+    ({"hardware": H100}, 422, "op"),
+    ({"hardware": H100, "op": MATMUL, "surprise": 1}, 422, "surprise"),
+])
+def test_bad_predict_input_is_a_4xx_naming_the_field(client: TestClient, payload: dict[str, Any], status: int,
+                                                     field: str) -> None:
+    response = client.post("/api/v1/predict", json=payload)
+    assert response.status_code == status, response.text
+    assert response.json()["field"] == field
+
+
+def test_malformed_json_is_a_422(client: TestClient) -> None:
+    response = client.post("/api/v1/predict", content=b"{not json", headers={"content-type": "application/json"})
+    assert response.status_code == 422
+
+
+def test_batch_keeps_order_and_limits(database_url: str) -> None:
+    with make_client(database_url, max_batch_ops=3) as c:
+        ops = [MATMUL, {"kind": "rmsnorm", "shape": [64, 4096], "dtype": "bf16"},
+               {"kind": "allreduce", "bytes": 1e6, "devices": 8}]
+        body = c.post("/api/v1/predict/batch", json={"hardware": H100, "ops": ops}).json()
+        assert [r["op_kind"] for r in body["results"]] == ["matmul", "rmsnorm", "allreduce"]
+        too_many = c.post("/api/v1/predict/batch", json={"hardware": H100, "ops": [*ops, MATMUL]})
+        assert too_many.status_code == 422 and "at most 3" in too_many.json()["detail"]
+        bad = c.post("/api/v1/predict/batch", json={"hardware": H100, "ops": [MATMUL, {"kind": "x"}]})
+        assert bad.status_code == 422 and "ops[1]" in bad.json()["detail"]
+
+
+def test_body_size_limit(database_url: str) -> None:
+    with make_client(database_url, max_body_bytes=2000) as c:
+        ops = [MATMUL] * 100
+        response = c.post("/api/v1/predict/batch", json={"hardware": H100, "ops": ops})
+        assert response.status_code == 413
+
+
+def test_search(client: TestClient) -> None:
+    body = client.post("/api/v1/search", json={"hardware": H100, "op": MATMUL, "top_k": 3}).json()
+    assert body["evaluated"] > 100 and len(body["top_k"]) == 3 and body["pareto"]
+    assert "SMs" in body["explanation"] and body["best"]["time_s"] > 0
+
+
+def test_writes_need_a_token(client: TestClient) -> None:
+    run = {"hardware": H100, "op": MATMUL, "measured_time_s": 1e-4, "source": "unit"}
+    assert client.post("/api/v1/runs", json=run).status_code == 401
+    assert client.post("/api/v1/runs", json=run, headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert client.get("/api/v1/runs").json()["total"] == 0  # nothing was written
+    assert client.post("/api/v1/runs", json=run, headers=AUTH).status_code == 201
+
+
+def test_stored_tokens_and_revocation(client: TestClient) -> None:
+    store = client.app.state.perfmodel.store  # type: ignore[attr-defined]
+    _, plaintext = store.create_token("ci")
+    run = {"hardware": H100, "op": MATMUL, "measured_time_s": 1e-4, "source": "unit"}
+    assert client.post("/api/v1/runs", json=run, headers={"Authorization": f"Bearer {plaintext}"}).status_code == 201
+    store.revoke_token("ci")
+    assert client.post("/api/v1/runs", json=run, headers={"Authorization": f"Bearer {plaintext}"}).status_code == 401
+
+
+def test_reads_can_require_a_token(database_url: str) -> None:
+    with make_client(database_url, read_requires_token=True) as c:
+        assert c.get("/api/v1/hardware").status_code == 401
+        assert c.get("/api/v1/hardware", headers=AUTH).status_code == 200
+
+
+def test_runs_lifecycle_and_filters(client: TestClient) -> None:
+    runs = [{"hardware": H100, "op": MATMUL, "measured_time_s": 1e-4, "source": "bench", "tags": {"model": "a"}},
+            {"hardware": H100, "op": {"kind": "rmsnorm", "shape": [64, 4096], "dtype": "bf16"},
+             "measured_time_s": 5e-6, "source": "bench", "tags": {"model": "b"}},
+            {"hardware": "nvidia-a100-sxm4-80gb", "op": MATMUL, "measured_time_s": 2e-4, "source": "trace"}]
+    ids = client.post("/api/v1/runs/bulk", json=runs, headers=AUTH).json()["ids"]
+    assert len(ids) == 3
+    assert client.get("/api/v1/runs", params={"hardware": H100}).json()["total"] == 2
+    assert client.get("/api/v1/runs", params={"op_kind": "rmsnorm"}).json()["total"] == 1
+    assert client.get("/api/v1/runs", params={"source": "trace"}).json()["total"] == 1
+    assert client.get("/api/v1/runs", params={"tag": "model:a"}).json()["total"] == 1
+    page = client.get("/api/v1/runs", params={"limit": 2, "offset": 2}).json()
+    assert page["total"] == 3 and len(page["items"]) == 1
+    one = client.get(f"/api/v1/runs/{ids[0]}").json()
+    assert one["op"]["m"] == 1024 and one["tags"] == {"model": "a"} and one["dtype"] == "bf16"
+    assert client.delete(f"/api/v1/runs/{ids[0]}", headers=AUTH).status_code == 204
+    assert client.get(f"/api/v1/runs/{ids[0]}").status_code == 404
+    assert client.delete(f"/api/v1/runs/{ids[0]}", headers=AUTH).status_code == 404
+
+
+def test_bulk_is_all_or_nothing(client: TestClient) -> None:
+    good = {"hardware": H100, "op": MATMUL, "measured_time_s": 1e-4, "source": "x"}
+    bad_op = {**good, "op": {"kind": "matmul", "m": 0, "n": 1, "k": 1, "dtype": "bf16"}}
+    assert client.post("/api/v1/runs/bulk", json=[good, bad_op], headers=AUTH).status_code == 422
+    unknown = {**good, "hardware": "nope"}
+    assert client.post("/api/v1/runs/bulk", json=[good, unknown], headers=AUTH).status_code == 404
+    negative = {**good, "measured_time_s": -1}
+    assert client.post("/api/v1/runs/bulk", json=[good, negative], headers=AUTH).status_code == 422
+    assert client.get("/api/v1/runs").json()["total"] == 0
+
+
+def test_comparisons(client: TestClient) -> None:
+    predicted = client.post("/api/v1/predict", json={"hardware": H100, "op": MATMUL}).json()["time_s"]
+    runs = [{"hardware": H100, "op": MATMUL, "measured_time_s": predicted * 1.25, "source": "bench"},
+            {"hardware": H100, "op": MATMUL, "measured_time_s": predicted / 1.25, "source": "bench"}]
+    client.post("/api/v1/runs/bulk", json=runs, headers=AUTH)
+    body = client.get("/api/v1/comparisons", params={"hardware": H100}).json()
+    assert len(body["rows"]) == 2
+    errors = sorted(r["error_percent"] for r in body["rows"])
+    assert errors == pytest.approx([-20.0, 25.0])
+    (summary,) = body["summary"]
+    assert summary["op_kind"] == "matmul" and summary["count"] == 2
+    assert summary["median_abs_error_percent"] == pytest.approx(22.5)
+
+
+def test_custom_hardware_and_variants(client: TestClient) -> None:
+    variant = {"base": H100, "id": "h100-hbm-x2", "overrides": {"levels.dram.bandwidth_bytes_per_s": "x2"}}
+    assert client.post("/api/v1/hardware", json=variant).status_code == 401
+    created = client.post("/api/v1/hardware", json=variant, headers=AUTH)
+    assert created.status_code == 201, created.text
+    assert created.json()["spec"]["derived_from"] == H100
+    assert client.post("/api/v1/hardware", json=variant, headers=AUTH).status_code == 409
+    bundled = {**variant, "id": "nvidia-a100-sxm4-80gb"}
+    assert client.post("/api/v1/hardware", json=bundled, headers=AUTH).status_code == 409
+    bad = {**variant, "id": "h100-bad", "overrides": {"levels.nope.bandwidth_bytes_per_s": "x2"}}
+    assert client.post("/api/v1/hardware", json=bad, headers=AUTH).status_code == 422
+    op = {"kind": "rmsnorm", "shape": [16384, 8192], "dtype": "bf16", "vector_width": 8}
+    base = client.post("/api/v1/predict", json={"hardware": H100, "op": op}).json()["time_s"]
+    fast = client.post("/api/v1/predict", json={"hardware": "h100-hbm-x2", "op": op}).json()["time_s"]
+    assert fast < base
+    ids = {i["id"] for i in client.get("/api/v1/hardware").json()["items"]}
+    assert "h100-hbm-x2" in ids
+
+
+def test_python_client(client: TestClient) -> None:
+    pm = Client("http://testserver", token=TOKEN, transport=client._transport)  # type: ignore[attr-defined]
+    assert any(h["id"] == H100 for h in pm.hardware())
+    assert pm.predict(H100, MATMUL)["time_s"] > 0
+    assert len(pm.predict_batch(H100, [MATMUL, MATMUL])) == 2
+    assert pm.search(H100, MATMUL, top_k=2)["top_k"]
+    run = pm.add_run(H100, MATMUL, 1e-4, "client", {"k": "v"})
+    assert pm.run(run["id"])["source"] == "client"
+    assert pm.runs(tags={"k": "v"})["total"] == 1
+    assert pm.comparisons(hardware=H100)["summary"]
+    pm.delete_run(run["id"])
+    with pytest.raises(ApiError) as error:
+        pm.predict("nope", MATMUL)
+    assert error.value.status == 404
+    pm.close()
