@@ -5,6 +5,7 @@ from __future__ import annotations
 import hmac
 
 from fastapi import Depends, HTTPException, Request, status
+from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.state import AppState
@@ -12,7 +13,7 @@ from api.state import AppState
 bearer = HTTPBearer(auto_error=False)
 
 
-def get_state(request: Request) -> AppState:
+async def get_state(request: Request) -> AppState:
     state: AppState = request.app.state.perfmodel
     return state
 
@@ -35,9 +36,9 @@ def require_write(state: AppState = Depends(get_state),
                             headers={"WWW-Authenticate": "Bearer"})
 
 
-def require_read(state: AppState = Depends(get_state),
-                 credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:
-    """Reads are open unless PERFMODEL_READ_REQUIRES_TOKEN=1."""
-    if state.settings.read_requires_token and not _valid(state, credentials):
+async def require_read(state: AppState = Depends(get_state),
+                       credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:
+    """Reads are open unless PERFMODEL_READ_REQUIRES_TOKEN=1 (then checked off the event loop)."""
+    if state.settings.read_requires_token and not await run_in_threadpool(_valid, state, credentials):
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "a valid bearer token is required",
                             headers={"WWW-Authenticate": "Bearer"})

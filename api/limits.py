@@ -1,8 +1,9 @@
-"""ASGI middleware: request bodies larger than the limit get 413 before the app reads them."""
+"""Pure ASGI middleware: 413 for oversized bodies; version and Server-Timing headers."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -61,3 +62,26 @@ class BodySizeLimit:
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"), (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": body.encode()})
+
+
+class VersionHeaders:
+    """``X-Perfmodel-Version`` and ``Server-Timing: app;dur=<ms>`` on every HTTP response."""
+
+    def __init__(self, app: ASGIApp, version: str) -> None:
+        self.app = app
+        self.version = version.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+
+        async def stamped_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                duration_ms = (time.perf_counter() - start) * 1e3
+                message["headers"] = [*message.get("headers", []), (b"x-perfmodel-version", self.version),
+                                      (b"server-timing", f"app;dur={duration_ms:.3f}".encode())]
+            await send(message)
+
+        await self.app(scope, receive, stamped_send)

@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+import gc
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse
 
-from api.limits import BodySizeLimit
+from api.limits import BodySizeLimit, VersionHeaders
 from api.routers import comparisons, hardware, predict, runs
 from api.schemas import ErrorOut
 from api.settings import Settings
 from api.state import AppState, UnknownHardware
 from perfmodel import __version__
 from perfmodel.ops import OpError
-from perfmodel.specs import SpecError
+from perfmodel.specs import SpecError, library
 from perfmodel.store import NotFound, Store, StoreError
 
 API_PREFIX = "/api/v1"
@@ -32,6 +32,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store.migrate()
+        library()  # parse the bundled hardware now, not on the first request
+        gc.freeze()  # long-lived objects leave the collector's scans (fewer pauses under load)
+        gc.set_threshold(*settings.gc_thresholds)
         yield
 
     app = FastAPI(title="perfmodel", version=__version__, lifespan=lifespan,
@@ -46,14 +49,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(module.router, prefix=API_PREFIX, responses=errors)
     _errors(app)
 
-    @app.middleware("http")
-    async def version_header(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        start = time.perf_counter()
-        response = await call_next(request)
-        response.headers["X-Perfmodel-Version"] = __version__
-        response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - start) * 1e3:.3f}"
-        return response
-
     @app.get("/", include_in_schema=False)
     def root() -> RedirectResponse:
         return RedirectResponse("/docs")
@@ -63,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return {"status": "ok", "model_version": __version__}
 
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(VersionHeaders, version=__version__)
     return app
 
 

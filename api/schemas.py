@@ -60,6 +60,9 @@ class BatchRequest(BaseModel):
     timing: Literal["kernel", "host"] = "kernel"
     warm_cache: bool = False
     space: Literal["compact", "full"] = "compact"
+    layout: Literal["rows", "columns"] = Field(
+        default="rows", description="rows: one Cost object per op; columns: one array per field (faster to "
+                                    "produce and to read for large batches)")
 
 
 class CostOut(BaseModel):
@@ -87,10 +90,31 @@ class CostOut(BaseModel):
     model_version: str = __version__
 
 
+class CostColumns(BaseModel):
+    """A batch's predictions as arrays in request order (SI units); absent schedule entries are 0."""
+
+    time_s: list[float]
+    bound: list[str]
+    op_kind: list[str]
+    flops: list[float]
+    flops_by_engine: dict[str, list[float]]
+    bytes_by_level: dict[str, list[float]]
+    time_s_by_level: dict[str, list[float]]
+    time_s_by_engine: dict[str, list[float]]
+    overhead_s: list[float]
+    intensity_flops_per_byte: list[float | None]
+    attained_flops_per_s: list[float]
+    utilization: list[float]
+    schedule: dict[str, list[float]]
+    notes: dict[str, list[str]] = Field(description="row index -> notes")
+
+
 class BatchOut(Versioned):
     hardware_id: str
     hardware_hash: str
-    results: list[CostOut]
+    distinct_ops: int = Field(description="ops predicted after removing repeats")
+    results: list[CostOut] | None = Field(default=None, description="layout=rows: one per op, in request order")
+    columns: CostColumns | None = Field(default=None, description="layout=columns")
 
 
 class SearchRequest(BaseModel):

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from api.settings import Settings
 from perfmodel.hardware import Hardware
@@ -25,8 +24,13 @@ class AppState:
     settings: Settings
     store: Store
     _custom: dict[str, tuple[str, Hardware]] = field(default_factory=dict)
-    _cache: OrderedDict[str, dict[str, Any]] = field(default_factory=OrderedDict)
+    _cache: OrderedDict[bytes, bytes] = field(default_factory=OrderedDict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @staticmethod
+    def bundled(hardware_id: str) -> Hardware | None:
+        """A bundled device (no database access), else None."""
+        return library().get(hardware_id)
 
     def hardware(self, hardware_id: str) -> tuple[Hardware, Origin]:
         """A bundled device, else a stored custom one (parsed once per content hash)."""
@@ -46,19 +50,15 @@ class AppState:
     def forget(self, hardware_id: str) -> None:
         self._custom.pop(hardware_id, None)
 
-    # --- prediction cache: compilers ask the same question many times -------------------
-    @staticmethod
-    def cache_key(hardware_hash: str, op: dict[str, Any], *extra: object) -> str:
-        return json.dumps([hardware_hash, op, *extra], sort_keys=True, separators=(",", ":"), default=str)
-
-    def cached(self, key: str) -> dict[str, Any] | None:
+    # --- prediction cache (serialised responses): compilers ask the same question often ---
+    def cached(self, key: bytes) -> bytes | None:
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:
                 self._cache.move_to_end(key)
             return hit
 
-    def remember(self, key: str, value: dict[str, Any]) -> None:
+    def remember(self, key: bytes, value: bytes) -> None:
         if self.settings.prediction_cache_size == 0:
             return
         with self._lock:

@@ -1,5 +1,6 @@
 """Load on the real server (uvicorn, SQLite): /predict at 1, 10 and 50 concurrent clients, and a
-10,000-op /predict/batch. The load generator (asyncio + httpx) runs on the same 2-core machine.
+10,000-op /predict/batch. The load generator (uvloop, one keep-alive HTTP/1.1 connection per
+client, pre-encoded requests, like wrk) runs on the same 2-core machine.
 
     python benchmarks/api_load.py [--seconds 5] [--workers 1]
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import socket
@@ -19,6 +21,7 @@ import time
 from typing import Any
 
 import httpx
+import uvloop
 
 sys.path.insert(0, os.path.dirname(__file__))
 from predict_speed import mixed_ops
@@ -50,29 +53,76 @@ def start_server(port: int, workers: int, data_dir: str) -> subprocess.Popen[byt
     raise RuntimeError("server did not start")
 
 
-async def client_loop(http: httpx.AsyncClient, ops: list[dict[str, Any]], until: float,
-                      latencies: list[float], rng: random.Random) -> None:
-    while time.perf_counter() < until:
-        body = {"hardware": HARDWARE, "op": rng.choice(ops)}
-        start = time.perf_counter()
-        response = await http.post("/api/v1/predict", json=body)
-        latencies.append(time.perf_counter() - start)
-        response.raise_for_status()
+def request_bytes(port: int, path: str, body: dict[str, Any]) -> bytes:
+    payload = json.dumps(body).encode()
+    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(payload)}\r\n\r\n")
+    return head.encode() + payload
 
 
-async def load(base: str, clients: int, seconds: float, ops: list[dict[str, Any]]) -> tuple[float, float, float]:
+async def client_loop(port: int, requests: list[bytes], until: float, latencies: list[float],
+                      rng: random.Random) -> None:
+    """One keep-alive HTTP/1.1 connection sending pre-encoded requests back to back (like wrk)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        while time.perf_counter() < until:
+            start = time.perf_counter()
+            writer.write(rng.choice(requests))
+            head = await reader.readuntil(b"\r\n\r\n")
+            status = int(head[9:12])
+            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            await reader.readexactly(length)
+            latencies.append(time.perf_counter() - start)
+            if status != 200:
+                raise RuntimeError(f"HTTP {status}")
+    finally:
+        writer.close()
+
+
+async def load(port: int, clients: int, seconds: float, ops: list[dict[str, Any]]) -> tuple[float, float, float]:
+    requests = [request_bytes(port, "/api/v1/predict", {"hardware": HARDWARE, "op": op}) for op in ops]
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+        for op in ops:  # warm the server's caches and tables; check the answers once with a real client
+            response = await http.post("/api/v1/predict", json={"hardware": HARDWARE, "op": op})
+            response.raise_for_status()
+            assert response.json()["time_s"] > 0
     latencies: list[float] = []
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as http:
-        for op in ops:  # warm the server's caches and tables
-            await http.post("/api/v1/predict", json={"hardware": HARDWARE, "op": op})
-        start = time.perf_counter()
-        until = start + seconds
-        await asyncio.gather(*(client_loop(http, ops, until, latencies, random.Random(i)) for i in range(clients)))
-        elapsed = time.perf_counter() - start
+    start = time.perf_counter()
+    until = start + seconds
+    await asyncio.gather(*(client_loop(port, requests, until, latencies, random.Random(i)) for i in range(clients)))
+    elapsed = time.perf_counter() - start
     latencies.sort()
     p99 = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]
     return len(latencies) / elapsed, statistics.median(latencies), p99
+
+
+def distinct_ops(count: int) -> list[dict[str, Any]]:
+    """``count`` different ops: the mixed kinds with one dimension made unique per op."""
+    ops = mixed_ops(count, seed=3)
+    for i, op in enumerate(ops):
+        if "shape" in op:
+            op["shape"] = [1 + i, *op["shape"][1:]]
+        else:
+            key = next(k for k in ("m", "batch", "num_indices", "bytes") if k in op)
+            op[key] = (1 + i) * (1 if key != "bytes" else 1000)
+    return ops
+
+
+def time_batch(base: str, batch: list[dict[str, Any]], layout: str) -> tuple[float, float, float, int]:
+    """Median server time (Server-Timing) and round trip of five identical batch requests, after a warm-up."""
+    server: list[float] = []
+    wall: list[float] = []
+    with httpx.Client(base_url=base, timeout=120) as http:
+        body = {"hardware": HARDWARE, "ops": batch, "layout": layout}
+        http.post("/api/v1/predict/batch", json=body).raise_for_status()
+        for _ in range(5):
+            start = time.perf_counter()
+            response = http.post("/api/v1/predict/batch", json=body)
+            wall.append(time.perf_counter() - start)
+            response.raise_for_status()
+            server.append(float(response.headers["server-timing"].split("dur=")[1]))
+    distinct: int = response.json()["distinct_ops"]
+    return statistics.median(server), statistics.median(wall) * 1e3, len(response.content) / 1e6, distinct
 
 
 def main() -> None:
@@ -89,18 +139,16 @@ def main() -> None:
             print(f"server: uvicorn, {args.workers} worker(s), SQLite; {len(ops)} distinct ops, {HARDWARE}")
             print(f"{'clients':>8} {'requests/s':>11} {'p50 ms':>8} {'p99 ms':>8}")
             for clients in (1, 10, 50):
-                rate, p50, p99 = asyncio.run(load(base, clients, args.seconds, ops))
+                rate, p50, p99 = uvloop.run(load(port, clients, args.seconds, ops))
                 print(f"{clients:>8} {rate:>11,.0f} {p50 * 1e3:>8.2f} {p99 * 1e3:>8.2f}")
-            batch = mixed_ops(10_000, seed=2)
-            with httpx.Client(base_url=base, timeout=120) as http:
-                http.post("/api/v1/predict/batch", json={"hardware": HARDWARE, "ops": batch[:10]})
-                start = time.perf_counter()
-                response = http.post("/api/v1/predict/batch", json={"hardware": HARDWARE, "ops": batch})
-                wall = time.perf_counter() - start
-            response.raise_for_status()
-            server_ms = float(response.headers["server-timing"].split("dur=")[1])
-            print(f"\n10,000-op /predict/batch: server {server_ms:.0f} ms, round trip {wall * 1e3:.0f} ms "
-                  f"({len(response.content) / 1e6:.1f} MB of JSON)")
+            print()
+            cases = (("model-like mix", mixed_ops(10_000, seed=2), "rows"),
+                     ("all distinct", distinct_ops(10_000), "rows"),
+                     ("all distinct, layout=columns", distinct_ops(10_000), "columns"))
+            for label, batch, layout in cases:
+                server_ms, wall_ms, size_mb, distinct = time_batch(base, batch, layout)
+                print(f"10,000-op /predict/batch, {label} ({distinct:,} distinct): server {server_ms:.0f} ms, "
+                      f"round trip {wall_ms:.0f} ms ({size_mb:.1f} MB of JSON; median of 5)")
         finally:
             server.terminate()
             server.wait(timeout=30)

@@ -14,8 +14,10 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any, Literal
 
 import numpy as np
@@ -95,31 +97,131 @@ class CostBatch:
     def __iter__(self) -> Iterator[Cost]:
         return (self[i] for i in range(len(self)))
 
-    @property
+    @functools.cached_property
     def flops(self) -> FloatArray:
         total = np.zeros(len(self))
         for values in self.flops_by_engine.values():
             total = total + values
         return total
 
+    @functools.cached_property
+    def intensity_flops_per_byte(self) -> FloatArray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.compulsory_bytes > 0, self.flops / self.compulsory_bytes, np.inf)
+
+    @functools.cached_property
+    def attained_flops_per_s(self) -> FloatArray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.time_s > 0, self.flops / self.time_s, 0.0)
+
     def __getitem__(self, i: int) -> Cost:
-        flops = float(self.flops[i])
-        time_s = float(self.time_s[i])
-        compulsory = float(self.compulsory_bytes[i])
-        schedule = {k: float(v[i]) for k, v in self.schedule.items() if v[i] > 0}
-        return Cost(
-            time_s=time_s, bound=str(self.bound[i]), op_kind=self.ops[i].kind,
-            hardware_id=self.hardware.id, hardware_hash=self.hardware.content_hash,
-            flops=flops, flops_by_engine={k: float(v[i]) for k, v in self.flops_by_engine.items()},
-            bytes_by_level={k: float(v[i]) for k, v in self.bytes_by_level.items()},
-            time_s_by_level={k: float(v[i]) for k, v in self.time_s_by_level.items()},
-            time_s_by_engine={k: float(v[i]) for k, v in self.time_s_by_engine.items() if v[i] > 0},
-            overhead_s=float(self.overhead_s[i]),
-            intensity_flops_per_byte=flops / compulsory if compulsory else float("inf"),
-            attained_flops_per_s=flops / time_s if time_s else 0.0,
-            utilization=float(self.utilization[i]), schedule=schedule,
-            notes=list(self.notes.get(i, [])),
-        )
+        return Cost(**self._row(i, self._columns))
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """``[cost.to_dict() for cost in self]``, built column by column with ``zip`` (~20x faster)."""
+        n = len(self)
+        c = self._columns
+        notes: list[list[str]] = [[] for _ in range(n)]
+        for i, texts in self.notes.items():
+            notes[i] = list(texts)
+        columns = {
+            "time_s": c["time_s"], "bound": c["bound"], "op_kind": [op.kind for op in self.ops],
+            "hardware_id": repeat(self.hardware.id), "hardware_hash": repeat(self.hardware.content_hash),
+            "flops": c["flops"], "flops_by_engine": _dict_rows(c["flops_by_engine"], n),
+            "bytes_by_level": _dict_rows(c["bytes_by_level"], n),
+            "time_s_by_level": _dict_rows(c["time_s_by_level"], n),
+            "time_s_by_engine": _positive_dict_rows(self.time_s_by_engine, n),
+            "overhead_s": c["overhead_s"], "intensity_flops_per_byte": c["intensity"],
+            "attained_flops_per_s": c["attained"], "utilization": c["utilization"],
+            "schedule": _positive_dict_rows(self.schedule, n), "notes": notes,
+            "interval_s": repeat(None), "in_calibrated_range": repeat(None), "model_version": repeat(__version__),
+        }
+        keys = tuple(columns)
+        return [dict(zip(keys, values, strict=False)) for values in zip(*columns.values(), strict=False)]
+
+    def to_columns(self, order: Sequence[int] | None = None) -> dict[str, Any]:
+        """The batch as named numpy columns (SI units), rows picked by ``order`` (default all).
+
+        Absent schedule/engine entries are 0; ``notes`` maps a row index to its notes.
+        """
+        pick = np.arange(len(self)) if order is None else np.asarray(order, dtype=np.int64)
+
+        def group(values: dict[str, FloatArray]) -> dict[str, FloatArray]:
+            return {k: v[pick] for k, v in values.items()}
+
+        notes: dict[int, list[str]] = {}
+        if self.notes:
+            for row, source in enumerate(pick.tolist()):
+                if source in self.notes:
+                    notes[row] = list(self.notes[source])
+        return {
+            "time_s": self.time_s[pick], "bound": self.bound[pick].tolist(),
+            "op_kind": [self.ops[i].kind for i in pick.tolist()], "flops": self.flops[pick],
+            "flops_by_engine": group(self.flops_by_engine), "bytes_by_level": group(self.bytes_by_level),
+            "time_s_by_level": group(self.time_s_by_level), "time_s_by_engine": group(self.time_s_by_engine),
+            "overhead_s": self.overhead_s[pick], "intensity_flops_per_byte": self.intensity_flops_per_byte[pick],
+            "attained_flops_per_s": self.attained_flops_per_s[pick], "utilization": self.utilization[pick],
+            "schedule": group(self.schedule), "notes": notes,
+        }
+
+    @functools.cached_property
+    def _columns(self) -> dict[str, Any]:
+        """Every array as a Python list, once (``tolist`` beats per-element ``float``)."""
+        def listed(group: dict[str, FloatArray]) -> list[tuple[str, list[float]]]:
+            return [(k, v.tolist()) for k, v in group.items()]
+
+        return {
+            "time_s": self.time_s.tolist(), "bound": self.bound.tolist(), "overhead_s": self.overhead_s.tolist(),
+            "flops": self.flops.tolist(), "utilization": self.utilization.tolist(),
+            "intensity": self.intensity_flops_per_byte.tolist(), "attained": self.attained_flops_per_s.tolist(),
+            "flops_by_engine": listed(self.flops_by_engine), "bytes_by_level": listed(self.bytes_by_level),
+            "time_s_by_level": listed(self.time_s_by_level), "time_s_by_engine": listed(self.time_s_by_engine),
+            "schedule": listed(self.schedule),
+        }
+
+    def _row(self, i: int, c: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "time_s": c["time_s"][i], "bound": c["bound"][i], "op_kind": self.ops[i].kind,
+            "hardware_id": self.hardware.id, "hardware_hash": self.hardware.content_hash,
+            "flops": c["flops"][i], "flops_by_engine": {k: v[i] for k, v in c["flops_by_engine"]},
+            "bytes_by_level": {k: v[i] for k, v in c["bytes_by_level"]},
+            "time_s_by_level": {k: v[i] for k, v in c["time_s_by_level"]},
+            "time_s_by_engine": {k: v[i] for k, v in c["time_s_by_engine"] if v[i] > 0},
+            "overhead_s": c["overhead_s"][i], "intensity_flops_per_byte": c["intensity"][i],
+            "attained_flops_per_s": c["attained"][i], "utilization": c["utilization"][i],
+            "schedule": {k: v[i] for k, v in c["schedule"] if v[i] > 0},
+            "notes": list(self.notes.get(i, ())), "interval_s": None, "in_calibrated_range": None,
+            "model_version": __version__,
+        }
+
+
+def _dict_rows(group: list[tuple[str, list[float]]], n: int) -> list[dict[str, float]]:
+    """Per-row dicts from named columns."""
+    if not group:
+        return [{} for _ in range(n)]
+    keys = tuple(k for k, _ in group)
+    return [dict(zip(keys, values, strict=False)) for values in zip(*(values for _, values in group), strict=False)]
+
+
+def _positive_dict_rows(group: dict[str, FloatArray], n: int) -> list[dict[str, float]]:
+    """Per-row dicts of the positive entries only: rows are grouped by which keys they have."""
+    rows: list[dict[str, float]] = [{} for _ in range(n)]
+    if not group or n == 0:
+        return rows
+    keys = tuple(group)
+    matrix = np.stack([group[k] for k in keys])
+    positive = matrix > 0
+    codes = (positive.astype(np.int64) << np.arange(len(keys), dtype=np.int64)[:, None]).sum(axis=0)
+    for code in np.unique(codes).tolist():
+        present = [j for j in range(len(keys)) if code >> j & 1]
+        if not present:
+            continue
+        where = np.flatnonzero(codes == code)
+        present_keys = tuple(keys[j] for j in present)
+        values = zip(*(matrix[j, where].tolist() for j in present), strict=False)
+        for i, row_values in zip(where.tolist(), values, strict=False):
+            rows[i] = dict(zip(present_keys, row_values, strict=False))
+    return rows
 
 
 def _level_time(bytes_: FloatArray, bandwidth: float, latency_s: float, efficiency: float,

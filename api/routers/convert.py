@@ -1,9 +1,12 @@
-"""Core objects to JSON-safe dicts (no inf or nan: JSON has neither)."""
+"""Core objects to JSON bytes (orjson: inf and nan become null, numpy-free Python floats)."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
+
+import orjson
+from fastapi import Response
 
 from perfmodel.roofline import Cost
 
@@ -23,3 +26,17 @@ def cost_json(cost: Cost, calibration: str | int | None = None) -> dict[str, Any
     out: dict[str, Any] = finite(cost.to_dict())
     out["calibration"] = calibration
     return out
+
+
+def json_bytes(value: Any) -> bytes:
+    """Serialise a response body (numpy arrays included); non-finite floats become null."""
+    return orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+
+
+def json_response(body: bytes, status_code: int = 200) -> Response:
+    return Response(content=body, status_code=status_code, media_type="application/json")
+
+
+def op_key(op: dict[str, Any]) -> bytes:
+    """A canonical key for a raw op dict (sorted keys), for caches and de-duplication."""
+    return orjson.dumps(op, option=orjson.OPT_SORT_KEYS)

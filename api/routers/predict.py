@@ -1,16 +1,24 @@
-"""POST /predict, /predict/batch and /search."""
+"""POST /predict, /predict/batch and /search.
+
+/predict answers repeated questions from a cache of serialised responses without leaving the
+event loop; a miss is computed in the thread pool. /predict/batch de-duplicates the ops (a
+model's layers repeat), predicts the distinct ones vectorised and serialises with orjson.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException
+from fastapi import APIRouter, Depends, HTTPException, Response
+from fastapi.concurrency import run_in_threadpool
 
 from api.deps import get_state, require_read
-from api.routers.convert import cost_json, finite
+from api.routers.convert import cost_json, finite, json_bytes, json_response, op_key
 from api.schemas import BatchOut, BatchRequest, CostOut, PredictRequest, SearchOut, SearchRequest
 from api.state import AppState
-from perfmodel.ops import make_op
+from perfmodel import __version__
+from perfmodel.hardware import Hardware
+from perfmodel.ops import Op, make_op
 from perfmodel.roofline import predict, predict_many
 from perfmodel.search.engine import search
 
@@ -18,37 +26,56 @@ router = APIRouter(tags=["predict"], dependencies=[Depends(require_read)])
 
 
 @router.post("/predict", response_model=CostOut)
-def predict_one(body: PredictRequest, state: AppState = Depends(get_state)) -> dict[str, Any]:
+async def predict_one(body: PredictRequest, state: AppState = Depends(get_state)) -> Response:
     """Predict one op: time, bound, per-level and per-engine breakdown, schedule."""
     if body.calibration not in (None, "latest"):
         raise HTTPException(422, "calibrations arrive with the calibration issue: use null or 'latest'")
-    hardware, _ = state.hardware(body.hardware)
-    op = make_op(body.op)
-    key = state.cache_key(hardware.content_hash, op.to_dict(), body.timing, body.warm_cache)
+    hardware = state.bundled(body.hardware) or (await run_in_threadpool(state.hardware, body.hardware))[0]
+    key = b"|".join((hardware.content_hash.encode(), op_key(body.op), body.timing.encode(),
+                     b"warm" if body.warm_cache else b"cold", str(body.calibration).encode()))
     hit = state.cached(key)
-    if hit is not None:
-        return hit
-    result = cost_json(predict(hardware, op, timing=body.timing, warm_cache=body.warm_cache), body.calibration)
-    state.remember(key, result)
-    return result
+    if hit is None:
+        hit = await run_in_threadpool(_predict_bytes, hardware, body)
+        state.remember(key, hit)
+    return json_response(hit)
+
+
+def _predict_bytes(hardware: Hardware, body: PredictRequest) -> bytes:
+    cost = predict(hardware, make_op(body.op), timing=body.timing, warm_cache=body.warm_cache)
+    out = cost.to_dict()
+    out["calibration"] = body.calibration
+    return json_bytes(out)
 
 
 @router.post("/predict/batch", response_model=BatchOut)
-def predict_batch(body: BatchRequest, state: AppState = Depends(get_state)) -> dict[str, Any]:
+def predict_batch(body: BatchRequest, state: AppState = Depends(get_state)) -> Response:
     """Predict up to ``PERFMODEL_MAX_BATCH_OPS`` (10,000) ops at once, vectorised, in order."""
     limit = state.settings.max_batch_ops
     if len(body.ops) > limit:
         raise HTTPException(422, f"{len(body.ops)} ops: a batch holds at most {limit} (PERFMODEL_MAX_BATCH_OPS)")
     hardware, _ = state.hardware(body.hardware)
-    ops = []
+    slots: dict[bytes, int] = {}
+    inverse: list[int] = []
+    distinct: list[Op] = []
     for index, raw in enumerate(body.ops):
-        try:
-            ops.append(make_op(raw))
-        except ValueError as exc:
-            raise HTTPException(422, f"ops[{index}]: {exc}") from exc
-    batch = predict_many(hardware, ops, timing=body.timing, warm_cache=body.warm_cache, space=body.space)
-    return {"hardware_id": hardware.id, "hardware_hash": hardware.content_hash,
-            "results": [cost_json(cost) for cost in batch]}
+        key = op_key(raw)
+        slot = slots.get(key)
+        if slot is None:
+            try:
+                distinct.append(make_op(raw))
+            except ValueError as exc:
+                raise HTTPException(422, f"ops[{index}]: {exc}") from exc
+            slot = slots[key] = len(slots)
+        inverse.append(slot)
+    batch = predict_many(hardware, distinct, timing=body.timing, warm_cache=body.warm_cache, space=body.space)
+    out: dict[str, Any] = {"model_version": __version__, "hardware_id": hardware.id,
+                           "hardware_hash": hardware.content_hash, "distinct_ops": len(distinct)}
+    if body.layout == "columns":
+        out["columns"] = batch.to_columns(inverse)
+    else:
+        rows = batch.to_dicts()
+        out["results"] = [rows[slot] for slot in inverse]
+    return json_response(json_bytes(out))
 
 
 @router.post("/search", response_model=SearchOut)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import types
 import typing
 from abc import ABC, abstractmethod
@@ -192,17 +193,20 @@ class Op(ABC):
 
     @classmethod
     def _build(cls, data: dict[str, Any]) -> Self:
-        hints, names, required = _schema(cls)
+        converters, required = _converters(cls)
         values: dict[str, Any] = {}
+        aliases = cls.aliases
         for key, raw in data.items():
-            name = cls.aliases.get(key, key)
-            if name not in names:
-                public = sorted({k for k in names if k not in cls.aliases.values()} | set(cls.aliases))
+            name = aliases.get(key, key)
+            convert = converters.get(name)
+            if convert is None:
+                public = sorted({k for k in converters if k not in aliases.values()} | set(aliases))
                 raise OpError(cls.kind, key, f"unknown field; fields: {', '.join(public)}")
-            values[name] = _coerce(cls.kind, key, raw, hints[name])
-        for name in required:
-            if name not in values:
-                raise OpError(cls.kind, name, "missing required field")
+            values[name] = convert(key, raw)
+        if len(values) < len(required):
+            for name in required:
+                if name not in values:
+                    raise OpError(cls.kind, name, "missing required field")
         try:
             return cls(**values)
         except OpError:
@@ -262,58 +266,93 @@ def _schema(cls: type[Op]) -> tuple[dict[str, Any], dict[str, dataclasses.Field[
     return hints, names, required
 
 
-def _coerce(kind: str, key: str, raw: Any, hint: Any) -> Any:
-    """Check and convert one JSON value to the annotated field type."""
+Converter = typing.Callable[[str, Any], Any]
+
+
+@functools.cache
+def _converters(cls: type[Op]) -> tuple[dict[str, Converter], tuple[str, ...]]:
+    """One JSON-value converter per field of an op class, built once from its type hints."""
+    hints, names, required = _schema(cls)
+    return {name: _converter(cls.kind, hints[name]) for name in names}, required
+
+
+def _converter(kind: str, hint: Any) -> Converter:
+    """A function (key, raw) -> value that checks and converts one JSON value to ``hint``."""
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
-        if raw is None and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        return _coerce(kind, key, raw, inner[0])
+        inner = _converter(kind, next(a for a in args if a is not type(None)))
+        optional = type(None) in args
+        return lambda key, raw: None if raw is None and optional else inner(key, raw)
     if hint is DType:
-        try:
-            return parse_dtype(raw)
-        except ValueError as exc:
-            raise OpError(kind, key, str(exc)) from None
+        return functools.partial(_as_dtype, kind)
     if hint is bool:
-        if isinstance(raw, bool):
-            return raw
-        if isinstance(raw, str) and raw.lower() in ("true", "false", "1", "0", "yes", "no"):
-            return raw.lower() in ("true", "1", "yes")
-        raise OpError(kind, key, f"expected true/false, got {raw!r}")
+        return functools.partial(_as_bool, kind)
     if hint is int:
-        return _as_int(kind, key, raw)
+        return functools.partial(_as_int, kind)
     if hint is float:
-        try:
-            value = float(raw)
-        except (TypeError, ValueError):
-            raise OpError(kind, key, f"expected a number, got {raw!r}") from None
-        if not np.isfinite(value):
-            raise OpError(kind, key, f"expected a finite number, got {raw!r}")
-        return value
+        return functools.partial(_as_float, kind)
     if origin is tuple:
-        if isinstance(raw, str):
-            raw = [p for p in raw.replace("x", ",").split(",") if p.strip()]
-        if not isinstance(raw, list | tuple):
-            raise OpError(kind, key, f"expected a list, got {raw!r}")
-        return tuple(_as_int(kind, key, item) for item in raw)
+        return functools.partial(_as_int_tuple, kind)
     if origin is Literal:
-        if raw not in args:
-            raise OpError(kind, key, f"expected one of {', '.join(map(str, args))}, got {raw!r}")
-        return raw
+        return functools.partial(_as_choice, kind, args)
     if hint is str:
-        if not isinstance(raw, str):
-            raise OpError(kind, key, f"expected a string, got {raw!r}")
+        return functools.partial(_as_str, kind)
+    return lambda key, raw: raw
+
+
+def _as_dtype(kind: str, key: str, raw: Any) -> DType:
+    try:
+        return parse_dtype(raw)
+    except ValueError as exc:
+        raise OpError(kind, key, str(exc)) from None
+
+
+def _as_bool(kind: str, key: str, raw: Any) -> bool:
+    if isinstance(raw, bool):
         return raw
+    if isinstance(raw, str) and raw.lower() in ("true", "false", "1", "0", "yes", "no"):
+        return raw.lower() in ("true", "1", "yes")
+    raise OpError(kind, key, f"expected true/false, got {raw!r}")
+
+
+def _as_float(kind: str, key: str, raw: Any) -> float:
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise OpError(kind, key, f"expected a number, got {raw!r}") from None
+    if not math.isfinite(value):
+        raise OpError(kind, key, f"expected a finite number, got {raw!r}")
+    return value
+
+
+def _as_int_tuple(kind: str, key: str, raw: Any) -> tuple[int, ...]:
+    if isinstance(raw, str):
+        raw = [p for p in raw.replace("x", ",").split(",") if p.strip()]
+    if not isinstance(raw, list | tuple):
+        raise OpError(kind, key, f"expected a list, got {raw!r}")
+    return tuple(_as_int(kind, key, item) for item in raw)
+
+
+def _as_choice(kind: str, choices: tuple[Any, ...], key: str, raw: Any) -> Any:
+    if raw not in choices:
+        raise OpError(kind, key, f"expected one of {', '.join(map(str, choices))}, got {raw!r}")
+    return raw
+
+
+def _as_str(kind: str, key: str, raw: Any) -> str:
+    if not isinstance(raw, str):
+        raise OpError(kind, key, f"expected a string, got {raw!r}")
     return raw
 
 
 def _as_int(kind: str, key: str, raw: Any) -> int:
+    if type(raw) is int:
+        return raw
     if isinstance(raw, bool):
         raise OpError(kind, key, f"expected an integer, got {raw!r}")
     if isinstance(raw, int):
-        return raw
+        return int(raw)
     if isinstance(raw, float) and raw.is_integer():
         return int(raw)
     if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
@@ -356,4 +395,4 @@ def check_shape(kind: str, name: str, shape: tuple[int, ...]) -> None:
 
 
 def numel(shape: tuple[int, ...]) -> int:
-    return int(np.prod(shape, dtype=np.float64))
+    return math.prod(shape)

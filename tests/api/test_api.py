@@ -91,6 +91,25 @@ def test_batch_keeps_order_and_limits(database_url: str) -> None:
         assert bad.status_code == 422 and "ops[1]" in bad.json()["detail"]
 
 
+def test_batch_matches_single_predictions_and_columns(client: TestClient) -> None:
+    ops = [MATMUL, {"kind": "softmax", "shape": [512, 1000], "dtype": "fp16"}, MATMUL,
+           {"kind": "attention", "batch": 2, "heads": 8, "seq_q": 128, "seq_kv": 128, "head_dim": 64,
+            "dtype": "bf16"}, {"kind": "softmax", "shape": [512, 1000], "dtype": "fp16"}]
+    rows = client.post("/api/v1/predict/batch", json={"hardware": H100, "ops": ops}).json()
+    assert rows["distinct_ops"] == 3 and len(rows["results"]) == 5 and rows["results"][0] == rows["results"][2]
+    columns = client.post("/api/v1/predict/batch",
+                          json={"hardware": H100, "ops": ops, "layout": "columns"}).json()["columns"]
+    assert columns["op_kind"] == ["matmul", "softmax", "matmul", "attention", "softmax"]
+    for i, row in enumerate(rows["results"]):
+        assert columns["time_s"][i] == row["time_s"]
+        assert {k: v[i] for k, v in columns["bytes_by_level"].items()} == row["bytes_by_level"]
+        assert {k: v[i] for k, v in columns["schedule"].items() if v[i] > 0} == row["schedule"]
+        # the compact batch space may pick a different tile than a single prediction's search
+        single = client.post("/api/v1/predict", json={"hardware": H100, "op": ops[i]}).json()
+        assert single["flops"] == row["flops"] and single["bytes_by_level"] == row["bytes_by_level"]
+        assert 0.5 < single["time_s"] / row["time_s"] <= 1.0 + 1e-9
+
+
 def test_body_size_limit(database_url: str) -> None:
     with make_client(database_url, max_body_bytes=2000) as c:
         ops = [MATMUL] * 100
@@ -196,6 +215,7 @@ def test_python_client(client: TestClient) -> None:
     assert any(h["id"] == H100 for h in pm.hardware())
     assert pm.predict(H100, MATMUL)["time_s"] > 0
     assert len(pm.predict_batch(H100, [MATMUL, MATMUL])) == 2
+    assert len(pm.predict_columns(H100, [MATMUL, MATMUL])["time_s"]) == 2
     assert pm.search(H100, MATMUL, top_k=2)["top_k"]
     run = pm.add_run(H100, MATMUL, 1e-4, "client", {"k": "v"})
     assert pm.run(run["id"])["source"] == "client"
