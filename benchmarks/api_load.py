@@ -36,8 +36,8 @@ def free_port() -> int:
         return port
 
 
-def start_server(port: int, workers: int, data_dir: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PERFMODEL_DATA_DIR": data_dir}
+def start_server(port: int, workers: int, data_dir: str, cache_size: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PERFMODEL_DATA_DIR": data_dir, "PERFMODEL_PREDICTION_CACHE_SIZE": str(cache_size)}
     env.pop("PERFMODEL_DATABASE_URL", None)
     command = [sys.executable, "-m", "uvicorn", "--factory", "api.main:create_app", "--host", "127.0.0.1",
                "--port", str(port), "--workers", str(workers), "--log-level", "warning", "--no-access-log"]
@@ -129,14 +129,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    parser.add_argument("--cache-size", type=int, default=65_536,
+                        help="server prediction cache (0: every /predict computes, a search per GEMM)")
     args = parser.parse_args()
     port = free_port()
     with tempfile.TemporaryDirectory() as data_dir:
-        server = start_server(port, args.workers, data_dir)
+        server = start_server(port, args.workers, data_dir, args.cache_size)
         base = f"http://127.0.0.1:{port}"
         try:
             ops = mixed_ops(200, seed=1)
-            print(f"server: uvicorn, {args.workers} worker(s), SQLite; {len(ops)} distinct ops, {HARDWARE}")
+            print(f"server: uvicorn, {args.workers} worker(s), SQLite, prediction cache {args.cache_size:,}; "
+                  f"{len(ops)} distinct ops, {HARDWARE}")
             print(f"{'clients':>8} {'requests/s':>11} {'p50 ms':>8} {'p99 ms':>8}")
             for clients in (1, 10, 50):
                 rate, p50, p99 = uvloop.run(load(port, clients, args.seconds, ops))
