@@ -9,7 +9,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.responses import JSONResponse
 
 from api.limits import BodySizeLimit, VersionHeaders
 from api.routers import comparisons, hardware, predict, runs
@@ -20,6 +20,7 @@ from perfmodel import __version__
 from perfmodel.ops import OpError
 from perfmodel.specs import SpecError, library
 from perfmodel.store import NotFound, Store, StoreError
+from web import mount_dashboard
 
 API_PREFIX = "/api/v1"
 
@@ -48,10 +49,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in (hardware, predict, runs, comparisons):
         app.include_router(module.router, prefix=API_PREFIX, responses=errors)
     _errors(app)
-
-    @app.get("/", include_in_schema=False)
-    def root() -> RedirectResponse:
-        return RedirectResponse("/docs")
+    mount_dashboard(app)
 
     @app.get(f"{API_PREFIX}/health", tags=["meta"])
     def health() -> dict[str, str]:

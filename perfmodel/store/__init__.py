@@ -3,7 +3,17 @@ PostgreSQL through SQLAlchemy 2; the schema comes from the Alembic migrations in
 
 from perfmodel.store.errors import NotFound, StoreError
 from perfmodel.store.migrate import MIGRATIONS_DIR, migrations_config
-from perfmodel.store.rows import CalibrationRow, HardwareRow, RunIn, RunRow, TokenRow, TraceUploadRow
+from perfmodel.store.rows import (
+    CalibrationRow,
+    HardwareRow,
+    RunIn,
+    RunRow,
+    SweepRow,
+    TokenRow,
+    TraceKernelIn,
+    TraceKernelRow,
+    TraceUploadRow,
+)
 from perfmodel.store.store import Store
 
 __all__ = [
@@ -15,7 +25,10 @@ __all__ = [
     "RunRow",
     "Store",
     "StoreError",
+    "SweepRow",
     "TokenRow",
+    "TraceKernelIn",
+    "TraceKernelRow",
     "TraceUploadRow",
     "migrations_config",
 ]

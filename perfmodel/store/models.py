@@ -142,3 +142,29 @@ class CalibrationModel(Base):
     params: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
     fit_report: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
     notes: Mapped[str | None] = mapped_column(Text)
+
+
+class TraceKernelModel(Base):
+    __tablename__ = "trace_kernels"
+    __table_args__ = (CheckConstraint("duration_s >= 0", name="ck_trace_kernels_duration_s_nonnegative"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    trace_upload_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("trace_uploads.id", ondelete="CASCADE"), nullable=False, index=True)
+    name: Mapped[str] = mapped_column(Text, nullable=False)
+    category: Mapped[str] = mapped_column(String(20), nullable=False)
+    duration_s: Mapped[float] = mapped_column(Float, nullable=False)
+    op_name: Mapped[str | None] = mapped_column(String(200))
+    op_kind: Mapped[str | None] = mapped_column(String(40))
+    run_id: Mapped[int | None] = mapped_column(Integer, ForeignKey("runs.id", ondelete="SET NULL"))
+    counters: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+
+
+class SweepModel(Base):
+    __tablename__ = "sweeps"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(200), nullable=False)
+    created_at: Mapped[datetime] = _created_at()
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    results: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)

@@ -77,3 +77,38 @@ class CalibrationRow:
     params: dict[str, Any]
     fit_report: dict[str, Any]
     notes: str | None
+
+
+@dataclass(frozen=True)
+class TraceKernelIn:
+    """One kernel of an uploaded trace: matched to a run (``run_index`` into the runs stored with it) or not."""
+
+    name: str
+    category: str
+    duration_s: float
+    op_name: str | None = None
+    op_kind: str | None = None
+    run_index: int | None = None
+    counters: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TraceKernelRow:
+    id: int
+    trace_upload_id: int
+    name: str
+    category: str
+    duration_s: float
+    op_name: str | None
+    op_kind: str | None
+    run_id: int | None
+    counters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    id: int
+    name: str
+    created_at: datetime
+    spec: dict[str, Any]
+    results: dict[str, Any]

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, delete, false, func, insert, select
+from sqlalchemy.orm import Session
 
 from perfmodel.store.base import (
     StoreBase,
@@ -75,26 +76,36 @@ def _filters(hardware_id: str | None, op_kind: str | None, source: str | None, t
     return where
 
 
+def validate_runs(runs: Sequence[RunIn]) -> list[dict[str, Any]]:
+    """The rows to insert, or a ``StoreError`` naming the run and field."""
+    return [_validate(run, f"[{i}]." if len(runs) > 1 else "") for i, run in enumerate(runs)]
+
+
+def insert_runs(session: Session, runs: Sequence[RunIn], rows: list[dict[str, Any]]) -> list[int]:
+    """Insert validated runs and their tags in the caller's transaction; ids in input order."""
+    uploads = {r["trace_upload_id"] for r in rows if r["trace_upload_id"] is not None}
+    if uploads:
+        found = set(session.scalars(select(TraceUploadModel.id).where(TraceUploadModel.id.in_(uploads))))
+        if uploads - found:
+            missing = ", ".join(map(str, sorted(uploads - found)))
+            raise StoreError(f"trace_upload_id: no trace upload {missing}")
+    stmt = insert(RunModel).returning(RunModel.id, sort_by_parameter_order=True)
+    ids = list(session.scalars(stmt, rows))
+    tag_rows = [{"run_id": run_id, "key": k, "value": v}
+                for run_id, run in zip(ids, runs, strict=True) for k, v in run.tags.items()]
+    if tag_rows:
+        session.execute(insert(RunTagModel), tag_rows)
+    return ids
+
+
 class RunsRepo(StoreBase):
     def add_runs(self, runs: Sequence[RunIn]) -> list[int]:
         """Insert every run in one transaction (all or nothing); the ids come back in input order."""
-        rows = [_validate(run, f"[{i}]." if len(runs) > 1 else "") for i, run in enumerate(runs)]
+        rows = validate_runs(runs)
         if not rows:
             return []
         with self._write("runs not stored") as session:
-            uploads = {r["trace_upload_id"] for r in rows if r["trace_upload_id"] is not None}
-            if uploads:
-                found = set(session.scalars(select(TraceUploadModel.id).where(TraceUploadModel.id.in_(uploads))))
-                if uploads - found:
-                    missing = ", ".join(map(str, sorted(uploads - found)))
-                    raise StoreError(f"trace_upload_id: no trace upload {missing}")
-            stmt = insert(RunModel).returning(RunModel.id, sort_by_parameter_order=True)
-            ids = list(session.scalars(stmt, rows))
-            tag_rows = [{"run_id": run_id, "key": k, "value": v}
-                        for run_id, run in zip(ids, runs, strict=True) for k, v in run.tags.items()]
-            if tag_rows:
-                session.execute(insert(RunTagModel), tag_rows)
-            return ids
+            return insert_runs(session, runs, rows)
 
     def add_run(self, run: RunIn) -> int:
         return self.add_runs([run])[0]

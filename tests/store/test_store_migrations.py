@@ -15,7 +15,8 @@ from sqlalchemy.exc import IntegrityError
 
 from perfmodel.store import MIGRATIONS_DIR, RunIn, Store, migrations_config
 
-TABLES = {"alembic_version", "hardware", "runs", "run_tags", "api_tokens", "trace_uploads", "calibrations"}
+TABLES = {"alembic_version", "hardware", "runs", "run_tags", "api_tokens", "trace_uploads", "calibrations",
+          "trace_kernels", "sweeps"}
 
 
 def _tables(url: str) -> set[str]:
@@ -38,7 +39,7 @@ def test_upgrade_downgrade_upgrade_and_check(store_url: str) -> None:
     command.check(config)
     store = Store(store_url)
     try:
-        assert store.current_revision() == "0002_traces_calibrations"
+        assert store.current_revision() == "0003_kernels_sweeps"
     finally:
         store.dispose()
 

@@ -1,0 +1,86 @@
+"""A parsed trace stored in one transaction: its upload, the runs matched from it and every kernel."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import insert, select
+
+from perfmodel.store.base import StoreBase, as_dict, check_json, check_str, is_id, storable
+from perfmodel.store.errors import StoreError
+from perfmodel.store.models import TraceKernelModel, TraceUploadModel
+from perfmodel.store.rows import RunIn, TraceKernelIn, TraceKernelRow, TraceUploadRow
+from perfmodel.store.runs_repo import insert_runs, validate_runs
+from perfmodel.store.traces_repo import _upload
+
+MAX_KERNEL_NAME = 4096  # characters kept of a kernel name (C++ template names run long)
+
+
+def _kernel_row(m: TraceKernelModel) -> TraceKernelRow:
+    return TraceKernelRow(id=m.id, trace_upload_id=m.trace_upload_id, name=m.name, category=m.category,
+                          duration_s=m.duration_s, op_name=m.op_name, op_kind=m.op_kind, run_id=m.run_id,
+                          counters=as_dict(m.counters))
+
+
+def _validate_kernel(i: int, k: TraceKernelIn, runs: int) -> None:
+    check_str(f"kernels[{i}].category", k.category, 20)
+    check_str(f"kernels[{i}].op_name", k.op_name, 200, optional=True)
+    check_str(f"kernels[{i}].op_kind", k.op_kind, 40, optional=True)
+    if not isinstance(k.duration_s, int | float) or not math.isfinite(k.duration_s) or k.duration_s < 0:
+        raise StoreError(f"kernels[{i}].duration_s: expected a finite number >= 0, got {k.duration_s!r}")
+    if k.run_index is not None and not 0 <= k.run_index < runs:
+        raise StoreError(f"kernels[{i}].run_index: {k.run_index} is not one of the {runs} runs")
+    check_json(f"kernels[{i}].counters", k.counters)
+
+
+class KernelsRepo(StoreBase):
+    def find_trace_upload(self, hardware_id: str, sha256: str) -> TraceUploadRow | None:
+        """The parsed upload of this content for this device, if any (the same file twice is one trace)."""
+        if not (storable(hardware_id) and storable(sha256)):
+            return None
+        stmt = (select(TraceUploadModel).where(TraceUploadModel.hardware_id == hardware_id,
+                                               TraceUploadModel.sha256 == sha256,
+                                               TraceUploadModel.status == "parsed")
+                .order_by(TraceUploadModel.id).limit(1))
+        with self._read() as session:
+            model = session.scalar(stmt)
+            return None if model is None else _upload(model)
+
+    def ingest_trace(self, hardware_id: str, filename: str, format: str, size_bytes: int, sha256: str,
+                     runs: Sequence[RunIn], kernels: Sequence[TraceKernelIn]) -> tuple[int, list[int]]:
+        """Store a parsed trace atomically: the upload (status ``parsed``), its runs (pointing at it) and its
+        kernels (pointing at their run). Returns (upload id, run ids). Nothing is stored if anything fails."""
+        check_str("hardware_id", hardware_id, 80)
+        check_str("filename", filename, 255)
+        check_str("format", format, 40)
+        check_str("sha256", sha256, 64)
+        for i, kernel in enumerate(kernels):
+            _validate_kernel(i, kernel, len(runs))
+        with self._write("trace not stored") as session:
+            upload = TraceUploadModel(hardware_id=hardware_id, filename=filename, format=format,
+                                      size_bytes=size_bytes, sha256=sha256, status="parsed",
+                                      kernel_count=len(kernels))
+            session.add(upload)
+            session.flush()
+            linked = [RunIn(hardware_id=r.hardware_id, op=r.op, measured_time_s=r.measured_time_s, source=r.source,
+                            tags=r.tags, dtype=r.dtype, trace_upload_id=upload.id) for r in runs]
+            run_ids = insert_runs(session, linked, validate_runs(linked)) if linked else []
+            rows: list[dict[str, Any]] = [
+                {"trace_upload_id": upload.id, "name": k.name[:MAX_KERNEL_NAME], "category": k.category,
+                 "duration_s": float(k.duration_s), "op_name": k.op_name, "op_kind": k.op_kind,
+                 "run_id": None if k.run_index is None else run_ids[k.run_index], "counters": k.counters}
+                for k in kernels]
+            if rows:
+                session.execute(insert(TraceKernelModel), rows)
+            return upload.id, run_ids
+
+    def list_trace_kernels(self, upload_id: int, limit: int = 10_000) -> list[TraceKernelRow]:
+        """The kernels of an upload, longest first."""
+        if not is_id(upload_id):
+            return []
+        stmt = (select(TraceKernelModel).where(TraceKernelModel.trace_upload_id == upload_id)
+                .order_by(TraceKernelModel.duration_s.desc(), TraceKernelModel.id).limit(limit))
+        with self._read() as session:
+            return [_kernel_row(m) for m in session.scalars(stmt)]
