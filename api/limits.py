@@ -19,19 +19,25 @@ class BodyTooLarge(Exception):
 
 
 class BodySizeLimit:
-    """413 for a declared Content-Length over ``max_bytes``, or a streamed body that grows past it."""
+    """413 for a declared Content-Length over the limit, or a streamed body that grows past it.
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    ``upload_limits`` maps path prefixes (file uploads such as traces) to their own, larger limit.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int, upload_limits: dict[str, int] | None = None) -> None:
         self.app = app
-        self.max_bytes = max_bytes
+        self.default_max_bytes = max_bytes
+        self.upload_limits = upload_limits or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        path = scope.get("path", "")
+        limit = next((v for k, v in self.upload_limits.items() if path.startswith(k)), self.default_max_bytes)
         declared = dict(scope.get("headers", [])).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._reject(send)
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await self._reject(send, limit)
             return
         seen = 0
         started = False
@@ -41,7 +47,7 @@ class BodySizeLimit:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
+                if seen > limit:
                     raise BodyTooLarge
             return message
 
@@ -55,10 +61,11 @@ class BodySizeLimit:
             await self.app(scope, limited_receive, tracking_send)
         except BodyTooLarge:
             if not started:
-                await self._reject(send)
+                await self._reject(send, limit)
 
-    async def _reject(self, send: Send) -> None:
-        body = json.dumps({"detail": f"request body larger than {self.max_bytes} bytes (PERFMODEL_MAX_BODY_BYTES)"})
+    async def _reject(self, send: Send, limit: int) -> None:
+        setting = "PERFMODEL_MAX_BODY_BYTES" if limit == self.default_max_bytes else "PERFMODEL_MAX_UPLOAD_BYTES"
+        body = json.dumps({"detail": f"request body larger than {limit} bytes ({setting})", "field": None})
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"), (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": body.encode()})

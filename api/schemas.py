@@ -60,6 +60,7 @@ class BatchRequest(BaseModel):
     timing: Literal["kernel", "host"] = "kernel"
     warm_cache: bool = False
     space: Literal["compact", "full"] = "compact"
+    calibration: str | int | None = Field(default=None, description="a calibration id, 'latest' or null")
     layout: Literal["rows", "columns"] = Field(
         default="rows", description="rows: one Cost object per op; columns: one array per field (faster to "
                                     "produce and to read for large batches)")
@@ -107,11 +108,15 @@ class CostColumns(BaseModel):
     utilization: list[float]
     schedule: dict[str, list[float]]
     notes: dict[str, list[str]] = Field(description="row index -> notes")
+    interval_s: list[list[float | None]] | None = Field(
+        default=None, description="calibrated: 10-90 % interval per op (null where the class has none)")
+    in_calibrated_range: list[bool] | None = None
 
 
 class BatchOut(Versioned):
     hardware_id: str
     hardware_hash: str
+    calibration: int | None = Field(default=None, description="the calibration applied (null: none)")
     distinct_ops: int = Field(description="ops predicted after removing repeats")
     results: list[CostOut] | None = Field(default=None, description="layout=rows: one per op, in request order")
     columns: CostColumns | None = Field(default=None, description="layout=columns")
@@ -183,6 +188,7 @@ class ComparisonRow(BaseModel):
     predicted_time_s: float
     error_percent: float
     bound: str
+    calibration: int | None = None
 
 
 class ComparisonSummary(BaseModel):

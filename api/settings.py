@@ -18,6 +18,8 @@ class Settings(BaseSettings):
     api_token: str | None = Field(default=None, description="A token accepted for writes (besides stored ones)")
     read_requires_token: bool = False
     max_body_bytes: int = Field(default=16 * 1024 * 1024, gt=0, description="Larger request bodies get 413")
+    max_upload_bytes: int = Field(default=256 * 1024 * 1024, gt=0,
+                                  description="Trace and model uploads larger than this get 413")
     max_batch_ops: int = Field(default=10_000, gt=0, description="Larger /predict/batch requests get 422")
     prediction_cache_size: int = Field(default=65_536, ge=0)
     gc_thresholds: tuple[int, int, int] = Field(

@@ -7,6 +7,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Literal
 
+from api.calibrations import CalibrationCache
 from api.settings import Settings
 from perfmodel.hardware import Hardware
 from perfmodel.specs import library, parse_spec
@@ -23,6 +24,7 @@ class UnknownHardware(KeyError):
 class AppState:
     settings: Settings
     store: Store
+    calibrations: CalibrationCache = field(init=False)
     _custom: dict[str, tuple[str, Hardware]] = field(default_factory=dict)
     _cache: OrderedDict[bytes, bytes] = field(default_factory=OrderedDict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -46,6 +48,9 @@ class AppState:
         parsed = parse_spec(row.spec, f"stored hardware {hardware_id!r}")
         self._custom[hardware_id] = (row.content_hash, parsed)
         return parsed, "custom"
+
+    def __post_init__(self) -> None:
+        self.calibrations = CalibrationCache(self.store)
 
     def forget(self, hardware_id: str) -> None:
         self._custom.pop(hardware_id, None)

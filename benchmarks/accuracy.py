@@ -4,6 +4,7 @@ Prints, per hardware x op class: rows, median and p90 absolute % error, median p
 measured. No row is used for fitting: every parameter is a hardware number or a model default.
 
     python benchmarks/accuracy.py [--dataset vidur] [--csv out.csv]
+    python benchmarks/accuracy.py --scoreboard     # calibrated vs uncalibrated on held-out rows
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from measured_data import Row, all_rows
+from scoreboard import print_scoreboard, scoreboard
 
 import perfmodel
 from perfmodel.efficiency import IDEAL
@@ -64,8 +66,13 @@ def main() -> None:
                         help="GEMM schedule space: the compact set (default, as predict_many) or full search")
     parser.add_argument("--compare", action="store_true",
                         help="also print the pure roofline and the compact space against the searched model")
+    parser.add_argument("--scoreboard", action="store_true",
+                        help="fit a calibration per data set and device on one part, score it on the other")
     args = parser.parse_args()
     rows = [r for r in all_rows() if not args.dataset or r.dataset == args.dataset]
+    if args.scoreboard:
+        print_scoreboard(rows, scoreboard(rows, set(perfmodel.list_hardware())))
+        return
     predicted = predict_rows(rows, space=args.space)
     missing = sorted({r.hardware for r, p in zip(rows, predicted, strict=True) if not np.isfinite(p)})
     print(f"{'hardware':<24} {'data set:op class':<26} {'rows':>5} {'median %':>9} {'p90 %':>8} {'pred/meas':>9}")

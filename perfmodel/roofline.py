@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import typing
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -90,6 +91,10 @@ class CostBatch:
     utilization: FloatArray
     schedule: dict[str, FloatArray]
     notes: dict[int, list[str]]
+    # set by calibration: per row (low, high) seconds (n x 2, nan where unknown) and whether the
+    # op's size lies inside the calibrated data's range (None: uncalibrated)
+    interval_s: FloatArray | None = None
+    in_calibrated_range: np.ndarray[Any, np.dtype[np.bool_]] | None = None
 
     def __len__(self) -> int:
         return int(self.time_s.size)
@@ -134,7 +139,8 @@ class CostBatch:
             "overhead_s": c["overhead_s"], "intensity_flops_per_byte": c["intensity"],
             "attained_flops_per_s": c["attained"], "utilization": c["utilization"],
             "schedule": _positive_dict_rows(self.schedule, n), "notes": notes,
-            "interval_s": repeat(None), "in_calibrated_range": repeat(None), "model_version": repeat(__version__),
+            "interval_s": [list(v) if v else None for v in c["interval_s"]],
+            "in_calibrated_range": c["in_range"], "model_version": repeat(__version__),
         }
         keys = tuple(columns)
         return [dict(zip(keys, values, strict=False)) for values in zip(*columns.values(), strict=False)]
@@ -162,6 +168,8 @@ class CostBatch:
             "overhead_s": self.overhead_s[pick], "intensity_flops_per_byte": self.intensity_flops_per_byte[pick],
             "attained_flops_per_s": self.attained_flops_per_s[pick], "utilization": self.utilization[pick],
             "schedule": group(self.schedule), "notes": notes,
+            "interval_s": None if self.interval_s is None else self.interval_s[pick],
+            "in_calibrated_range": None if self.in_calibrated_range is None else self.in_calibrated_range[pick],
         }
 
     @functools.cached_property
@@ -177,6 +185,8 @@ class CostBatch:
             "flops_by_engine": listed(self.flops_by_engine), "bytes_by_level": listed(self.bytes_by_level),
             "time_s_by_level": listed(self.time_s_by_level), "time_s_by_engine": listed(self.time_s_by_engine),
             "schedule": listed(self.schedule),
+            "interval_s": _interval_rows(self.interval_s, len(self)),
+            "in_range": [None] * len(self) if self.in_calibrated_range is None else self.in_calibrated_range.tolist(),
         }
 
     def _row(self, i: int, c: dict[str, Any]) -> dict[str, Any]:
@@ -190,9 +200,18 @@ class CostBatch:
             "overhead_s": c["overhead_s"][i], "intensity_flops_per_byte": c["intensity"][i],
             "attained_flops_per_s": c["attained"][i], "utilization": c["utilization"][i],
             "schedule": {k: v[i] for k, v in c["schedule"] if v[i] > 0},
-            "notes": list(self.notes.get(i, ())), "interval_s": None, "in_calibrated_range": None,
+            "notes": list(self.notes.get(i, ())), "interval_s": c["interval_s"][i],
+            "in_calibrated_range": c["in_range"][i],
             "model_version": __version__,
         }
+
+
+def _interval_rows(interval_s: FloatArray | None, n: int) -> list[tuple[float, float] | None]:
+    """Per-row (low, high) seconds, None where there is no interval (uncalibrated or nan)."""
+    if interval_s is None:
+        return [None] * n
+    finite = typing.cast(list[bool], np.isfinite(interval_s).all(axis=1).tolist())
+    return [(lo, hi) if ok else None for (lo, hi), ok in zip(interval_s.tolist(), finite, strict=True)]
 
 
 def _dict_rows(group: list[tuple[str, list[float]]], n: int) -> list[dict[str, float]]:

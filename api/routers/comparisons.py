@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from api.deps import get_state, require_read
 from api.schemas import ComparisonsOut
 from api.state import AppState, UnknownHardware
+from perfmodel.calibration import apply_calibration
 from perfmodel.roofline import predict_many
 
 router = APIRouter(tags=["comparisons"], dependencies=[Depends(require_read)])
@@ -26,9 +27,20 @@ def comparisons(
     source: str | None = None,
     limit: int = Query(default=10_000, ge=1, le=MAX_COMPARED_RUNS),
 ) -> dict[str, Any]:
-    """Predicted vs measured for the stored runs (vectorised per device): error = predicted / measured − 1."""
+    """Predicted vs measured for the stored runs (vectorised per device): error = predicted / measured − 1.
+
+    ``calibration``: an id (its device's runs), ``latest`` (each device's newest calibration) or none.
+    """
     if calibration not in (None, "", "none", "latest"):
-        raise HTTPException(422, "calibrations arrive with the calibration issue: use none or 'latest'")
+        if not calibration.isdigit():
+            raise HTTPException(422, f"calibration: expected an id, 'latest' or none, got {calibration!r}")
+        chosen = state.store.get_calibration(int(calibration))
+        if chosen is None:
+            raise HTTPException(404, f"no calibration {calibration}")
+        if hardware not in (None, chosen.hardware_id):
+            raise HTTPException(422, f"calibration {calibration} was fitted for {chosen.hardware_id!r}, "
+                                     f"not {hardware!r}")
+        hardware = chosen.hardware_id
     rows, _ = state.store.list_runs(hardware_id=hardware, op_kind=op_kind, source=source, limit=limit, offset=0)
     by_device: dict[str, list[int]] = defaultdict(list)
     for i, row in enumerate(rows):
@@ -40,13 +52,16 @@ def comparisons(
         except UnknownHardware:
             continue
         batch = predict_many(hw, [rows[i].op for i in idx])
+        calibration_id, fitted = state.calibrations.resolve(device, calibration)
+        if fitted is not None:
+            batch = apply_calibration(fitted, batch)
         for j, i in enumerate(idx):
             run = rows[i]
             predicted = float(batch.time_s[j])
             out.append({"run_id": run.id, "hardware": device, "op_kind": run.op_kind, "source": run.source,
                         "measured_time_s": run.measured_time_s, "predicted_time_s": predicted,
                         "error_percent": (predicted / run.measured_time_s - 1.0) * 100.0,
-                        "bound": str(batch.bound[j])})
+                        "bound": str(batch.bound[j]), "calibration": calibration_id})
     out.sort(key=lambda r: r["run_id"])
     kinds: dict[str, list[float]] = defaultdict(list)
     for r in out:

@@ -17,9 +17,10 @@ from api.routers.convert import cost_json, finite, json_bytes, json_response, op
 from api.schemas import BatchOut, BatchRequest, CostOut, PredictRequest, SearchOut, SearchRequest
 from api.state import AppState
 from perfmodel import __version__
+from perfmodel.calibration import Calibration, apply_calibration
 from perfmodel.hardware import Hardware
 from perfmodel.ops import Op, make_op
-from perfmodel.roofline import predict, predict_many
+from perfmodel.roofline import predict_many
 from perfmodel.search.engine import search
 
 router = APIRouter(tags=["predict"], dependencies=[Depends(require_read)])
@@ -28,22 +29,28 @@ router = APIRouter(tags=["predict"], dependencies=[Depends(require_read)])
 @router.post("/predict", response_model=CostOut)
 async def predict_one(body: PredictRequest, state: AppState = Depends(get_state)) -> Response:
     """Predict one op: time, bound, per-level and per-engine breakdown, schedule."""
-    if body.calibration not in (None, "latest"):
-        raise HTTPException(422, "calibrations arrive with the calibration issue: use null or 'latest'")
     hardware = state.bundled(body.hardware) or (await run_in_threadpool(state.hardware, body.hardware))[0]
+    calibration_id: int | None = None
+    calibration: Calibration | None = None
+    if body.calibration not in (None, "", "none"):
+        calibration_id, calibration = await run_in_threadpool(state.calibrations.resolve, hardware.id,
+                                                              body.calibration)
     key = b"|".join((hardware.content_hash.encode(), op_key(body.op), body.timing.encode(),
-                     b"warm" if body.warm_cache else b"cold", str(body.calibration).encode()))
+                     b"warm" if body.warm_cache else b"cold", str(calibration_id).encode()))
     hit = state.cached(key)
     if hit is None:
-        hit = await run_in_threadpool(_predict_bytes, hardware, body)
+        hit = await run_in_threadpool(_predict_bytes, hardware, body, calibration_id, calibration)
         state.remember(key, hit)
     return json_response(hit)
 
 
-def _predict_bytes(hardware: Hardware, body: PredictRequest) -> bytes:
-    cost = predict(hardware, make_op(body.op), timing=body.timing, warm_cache=body.warm_cache)
-    out = cost.to_dict()
-    out["calibration"] = body.calibration
+def _predict_bytes(hardware: Hardware, body: PredictRequest, calibration_id: int | None,
+                   calibration: Calibration | None) -> bytes:
+    batch = predict_many(hardware, [make_op(body.op)], timing=body.timing, warm_cache=body.warm_cache, space="full")
+    if calibration is not None:
+        batch = apply_calibration(calibration, batch)
+    out = batch[0].to_dict()
+    out["calibration"] = calibration_id
     return json_bytes(out)
 
 
@@ -54,6 +61,7 @@ def predict_batch(body: BatchRequest, state: AppState = Depends(get_state)) -> R
     if len(body.ops) > limit:
         raise HTTPException(422, f"{len(body.ops)} ops: a batch holds at most {limit} (PERFMODEL_MAX_BATCH_OPS)")
     hardware, _ = state.hardware(body.hardware)
+    calibration_id, calibration = state.calibrations.resolve(hardware.id, body.calibration)
     slots: dict[bytes, int] = {}
     inverse: list[int] = []
     distinct: list[Op] = []
@@ -68,8 +76,11 @@ def predict_batch(body: BatchRequest, state: AppState = Depends(get_state)) -> R
             slot = slots[key] = len(slots)
         inverse.append(slot)
     batch = predict_many(hardware, distinct, timing=body.timing, warm_cache=body.warm_cache, space=body.space)
+    if calibration is not None:
+        batch = apply_calibration(calibration, batch)
     out: dict[str, Any] = {"model_version": __version__, "hardware_id": hardware.id,
-                           "hardware_hash": hardware.content_hash, "distinct_ops": len(distinct)}
+                           "hardware_hash": hardware.content_hash, "calibration": calibration_id,
+                           "distinct_ops": len(distinct)}
     if body.layout == "columns":
         out["columns"] = batch.to_columns(inverse)
     else:

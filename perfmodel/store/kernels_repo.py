@@ -20,8 +20,8 @@ MAX_KERNEL_NAME = 4096  # characters kept of a kernel name (C++ template names r
 
 def _kernel_row(m: TraceKernelModel) -> TraceKernelRow:
     return TraceKernelRow(id=m.id, trace_upload_id=m.trace_upload_id, name=m.name, category=m.category,
-                          duration_s=m.duration_s, op_name=m.op_name, op_kind=m.op_kind, run_id=m.run_id,
-                          counters=as_dict(m.counters))
+                          duration_s=m.duration_s, instances=m.instances, op_name=m.op_name, op_kind=m.op_kind,
+                          run_id=m.run_id, counters=as_dict(m.counters))
 
 
 def _validate_kernel(i: int, k: TraceKernelIn, runs: int) -> None:
@@ -30,6 +30,8 @@ def _validate_kernel(i: int, k: TraceKernelIn, runs: int) -> None:
     check_str(f"kernels[{i}].op_kind", k.op_kind, 40, optional=True)
     if not isinstance(k.duration_s, int | float) or not math.isfinite(k.duration_s) or k.duration_s < 0:
         raise StoreError(f"kernels[{i}].duration_s: expected a finite number >= 0, got {k.duration_s!r}")
+    if isinstance(k.instances, bool) or not isinstance(k.instances, int) or not 1 <= k.instances <= 2**31 - 1:
+        raise StoreError(f"kernels[{i}].instances: expected an integer >= 1, got {k.instances!r}")
     if k.run_index is not None and not 0 <= k.run_index < runs:
         raise StoreError(f"kernels[{i}].run_index: {k.run_index} is not one of the {runs} runs")
     check_json(f"kernels[{i}].counters", k.counters)
@@ -69,8 +71,9 @@ class KernelsRepo(StoreBase):
             run_ids = insert_runs(session, linked, validate_runs(linked)) if linked else []
             rows: list[dict[str, Any]] = [
                 {"trace_upload_id": upload.id, "name": k.name[:MAX_KERNEL_NAME], "category": k.category,
-                 "duration_s": float(k.duration_s), "op_name": k.op_name, "op_kind": k.op_kind,
-                 "run_id": None if k.run_index is None else run_ids[k.run_index], "counters": k.counters}
+                 "duration_s": float(k.duration_s), "instances": k.instances, "op_name": k.op_name,
+                 "op_kind": k.op_kind, "run_id": None if k.run_index is None else run_ids[k.run_index],
+                 "counters": k.counters}
                 for k in kernels]
             if rows:
                 session.execute(insert(TraceKernelModel), rows)

@@ -154,6 +154,7 @@ class TraceKernelModel(Base):
     name: Mapped[str] = mapped_column(Text, nullable=False)
     category: Mapped[str] = mapped_column(String(20), nullable=False)
     duration_s: Mapped[float] = mapped_column(Float, nullable=False)
+    instances: Mapped[int] = mapped_column(Integer, nullable=False)
     op_name: Mapped[str | None] = mapped_column(String(200))
     op_kind: Mapped[str | None] = mapped_column(String(40))
     run_id: Mapped[int | None] = mapped_column(Integer, ForeignKey("runs.id", ondelete="SET NULL"))

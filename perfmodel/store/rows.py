@@ -81,11 +81,13 @@ class CalibrationRow:
 
 @dataclass(frozen=True)
 class TraceKernelIn:
-    """One kernel of an uploaded trace: matched to a run (``run_index`` into the runs stored with it) or not."""
+    """A kernel of an uploaded trace (``instances`` launches, ``duration_s`` their total), matched to a run
+    (``run_index`` into the runs stored with it) or not."""
 
     name: str
     category: str
     duration_s: float
+    instances: int = 1
     op_name: str | None = None
     op_kind: str | None = None
     run_index: int | None = None
@@ -99,6 +101,7 @@ class TraceKernelRow:
     name: str
     category: str
     duration_s: float
+    instances: int
     op_name: str | None
     op_kind: str | None
     run_id: int | None

@@ -225,3 +225,45 @@ def test_python_client(client: TestClient) -> None:
         pm.predict("nope", MATMUL)
     assert error.value.status == 404
     pm.close()
+
+
+def test_calibration_fit_predict_and_compare(client: TestClient) -> None:
+    """Runs 30 % slower than the model at every size: the calibration learns it; versions are kept."""
+    shapes = [(64 * i, 1024, 512 * j) for i in (1, 2, 4, 8, 16) for j in (1, 2, 4, 8)]
+    ops = [{"kind": "matmul", "m": m, "n": n, "k": k, "dtype": "bf16"} for m, n, k in shapes]
+    model = client.post("/api/v1/predict/batch", json={"hardware": H100, "ops": ops}).json()["results"]
+    runs = [{"hardware": H100, "op": op, "measured_time_s": 1.3 * r["time_s"], "source": "synthetic"}
+            for op, r in zip(ops, model, strict=True)]
+    assert client.post("/api/v1/runs/bulk", json=runs, headers=AUTH).status_code == 201
+    request = {"hardware": H100, "filter": {"source": "synthetic"}}
+    assert client.post("/api/v1/calibrations", json=request).status_code == 401
+    created = client.post("/api/v1/calibrations", json=request, headers=AUTH)
+    assert created.status_code == 201, created.text
+    first = created.json()
+    assert first["runs_used"] == len(ops) and first["report"]
+    second = client.post("/api/v1/calibrations", json=request, headers=AUTH).json()
+    assert second["id"] > first["id"]
+    listed = client.get("/api/v1/calibrations", params={"hardware": H100}).json()["items"]
+    assert [c["id"] for c in listed] == [first["id"], second["id"]]
+
+    op = {"kind": "matmul", "m": 256, "n": 1024, "k": 2048, "dtype": "bf16"}
+    plain = client.post("/api/v1/predict", json={"hardware": H100, "op": op}).json()
+    calibrated = client.post("/api/v1/predict", json={"hardware": H100, "op": op, "calibration": "latest"}).json()
+    assert calibrated["calibration"] == second["id"] and plain["calibration"] is None
+    assert 1.15 < calibrated["time_s"] / plain["time_s"] < 1.45
+    low, high = calibrated["interval_s"]
+    assert low <= calibrated["time_s"] <= high and calibrated["in_calibrated_range"] is True
+    by_id = client.post("/api/v1/predict", json={"hardware": H100, "op": op, "calibration": first["id"]}).json()
+    assert by_id["calibration"] == first["id"]
+    assert client.post("/api/v1/predict", json={"hardware": H100, "op": op, "calibration": 999}).status_code == 404
+    other = client.post("/api/v1/predict", json={"hardware": "nvidia-a100-sxm4-80gb", "op": op,
+                                                 "calibration": first["id"]})
+    assert other.status_code == 422
+
+    raw = client.get("/api/v1/comparisons", params={"hardware": H100}).json()["summary"][0]
+    fitted = client.get("/api/v1/comparisons", params={"hardware": H100, "calibration": "latest"}).json()
+    assert raw["bias_percent"] < -15 and abs(fitted["summary"][0]["bias_percent"]) < 5
+    assert fitted["rows"][0]["calibration"] == second["id"]
+    empty = client.post("/api/v1/calibrations", json={"hardware": H100, "filter": {"source": "nothing"}},
+                        headers=AUTH)
+    assert empty.status_code == 422 and "no stored runs" in empty.json()["detail"]

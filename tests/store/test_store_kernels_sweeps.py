@@ -12,8 +12,8 @@ MM = {"kind": "matmul", "m": 64, "n": 64, "k": 64, "dtype": "fp16"}
 def _ingest(store: Store, sha: str = "a" * 64, kernels: list[TraceKernelIn] | None = None) -> tuple[int, list[int]]:
     runs = [RunIn("h100", MM, 2e-5, "trace:x.json", {"op_name": "aten::mm"}, dtype="fp16")]
     kernels = kernels if kernels is not None else [
-        TraceKernelIn("sm80_xmma_gemm <img src=x>", "kernel", 1.5e-5, "aten::mm", "matmul", 0, {"dram_bytes": 1e6}),
-        TraceKernelIn("splitKreduce", "kernel", 0.5e-5, "aten::mm", "matmul", 0),
+        TraceKernelIn("sm80_xmma_gemm <img src=x>", "kernel", 1.5e-5, 3, "aten::mm", "matmul", 0, {"dram_bytes": 1e6}),
+        TraceKernelIn("splitKreduce", "kernel", 0.5e-5, 1, "aten::mm", "matmul", 0),
         TraceKernelIn("mystery_kernel", "kernel", 3e-6)]
     return store.ingest_trace("h100", "x.json", "kineto", 1234, sha, runs, kernels)
 
@@ -27,6 +27,7 @@ def test_ingest_links_upload_runs_and_kernels(store: Store) -> None:
     kernels = store.list_trace_kernels(upload_id)
     assert [k.duration_s for k in kernels] == sorted((k.duration_s for k in kernels), reverse=True)
     assert kernels[0].name == "sm80_xmma_gemm <img src=x>" and kernels[0].counters == {"dram_bytes": 1e6}
+    assert kernels[0].instances == 3
     assert {k.run_id for k in kernels} == {run_id, None}
     assert store.find_trace_upload("h100", "a" * 64) == upload
     assert store.find_trace_upload("a100", "a" * 64) is None
@@ -36,6 +37,8 @@ def test_bad_kernel_stores_nothing(store: Store) -> None:
     _ingest(store)
     with pytest.raises(StoreError, match="run_index"):
         _ingest(store, "b" * 64, [TraceKernelIn("k", "kernel", 1e-6, run_index=5)])
+    with pytest.raises(StoreError, match="instances"):
+        _ingest(store, "b" * 64, [TraceKernelIn("k", "kernel", 1e-6, 0)])
     with pytest.raises(StoreError, match="duration_s"):
         _ingest(store, "b" * 64, [TraceKernelIn("k", "kernel", float("nan"))])
     assert len(store.list_trace_uploads()) == 1

@@ -26,6 +26,7 @@ def upgrade() -> None:
         sa.Column("name", sa.Text(), nullable=False),
         sa.Column("category", sa.String(20), nullable=False),
         sa.Column("duration_s", sa.Float(), nullable=False),
+        sa.Column("instances", sa.Integer(), nullable=False),
         sa.Column("op_name", sa.String(200), nullable=True),
         sa.Column("op_kind", sa.String(40), nullable=True),
         sa.Column("run_id", sa.Integer(), nullable=True),

@@ -1,0 +1,174 @@
+"""Calibration scoreboard: fit on one part of each measured data set, score on the other.
+
+One calibration per (data set, hardware, timing) -- one measurement setup -- fitted on the
+"fit" rows and scored on the "score" rows:
+
+- Vidur (A100, A40): model families sorted by name, every other one fits, the rest score;
+  collectives in it (all-reduce sizes) alternate by size.
+- DeepBench (V100, P100, T4, MI25): half of the distinct shapes (crc32 of the shape, so a
+  GEMM's fp32 and fp16 runs and a conv's forward and backward fall on the same side).
+- LLMCompass (A100, MI210) and all-reduce sweeps: each sweep sorted by size, every other row.
+- Transfer: the Vidur A100 calibration seeds the A40 with no A40 data, scored on the A40 rows.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from measured_data import Row
+
+import perfmodel
+from perfmodel.calibration import Calibration, fit_calibration, predict_calibrated
+from perfmodel.calibration.classes import class_key, parent_key
+from perfmodel.ops import make_op
+
+TARGET_MEDIAN_PCT = {"GEMM-like": 5.0, "other": 10.0}
+TARGET_P90_PCT = 20.0
+GEMM_LABELS = ("matmul", "conv2d", "conv2d_bwd")
+
+
+@dataclass(frozen=True)
+class Score:
+    setup: str  # data set / hardware / timing, or a transfer
+    hardware: str
+    label: str
+    fit_rows: int
+    score_rows: int
+    source: str  # what the scored rows' class used
+    uncal: tuple[float, float]  # median, p90 abs %
+    cal: tuple[float, float]
+    coverage: float  # share of scored rows inside their 10-90 % interval
+    uncal_ape: np.ndarray[Any, np.dtype[np.float64]]  # per scored row, abs % error
+    cal_ape: np.ndarray[Any, np.dtype[np.float64]]
+
+
+def _size(op: dict[str, Any]) -> float:
+    return float(np.prod([v for k, v in op.items() if isinstance(v, int) and not isinstance(v, bool)] or [0])
+                 + sum(np.prod(v) for v in op.values() if isinstance(v, list)) + float(op.get("bytes", 0)))
+
+
+def fit_mask(rows: Sequence[Row]) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """True for the rows a calibration is fitted on, False for those it is scored on."""
+    mask = np.zeros(len(rows), dtype=bool)
+    families: dict[str, list[str]] = defaultdict(list)
+    sweeps: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for i, r in enumerate(rows):
+        if r.dataset == "vidur" and not r.label.startswith("allreduce"):
+            families[r.hardware].append(r.group)
+        elif r.dataset == "deepbench" and r.label != "allreduce":
+            shape = {k: v for k, v in r.op.items() if k not in ("dtype", "compute_dtype", "pass", "algorithm")}
+            mask[i] = zlib.crc32(repr(sorted(shape.items())).encode()) % 2 == 0
+        else:
+            sweeps[(r.dataset, r.hardware, r.label)].append(i)
+    fit_families = {hw: set(sorted(set(names))[0::2]) for hw, names in families.items()}
+    for i, r in enumerate(rows):
+        if r.dataset == "vidur" and not r.label.startswith("allreduce"):
+            mask[i] = r.group in fit_families[r.hardware]
+    for idx in sweeps.values():
+        ordered = sorted(idx, key=lambda i: (_size(rows[i].op), i))
+        mask[ordered[0::2]] = True
+    return mask
+
+
+def fit_families() -> dict[str, list[str]]:
+    """The Vidur model families each device's calibration was fitted on (for the printout)."""
+    from measured_data import vidur
+
+    names: dict[str, set[str]] = defaultdict(set)
+    for r in vidur():
+        names[r.hardware].add(r.group)
+    return {hw: sorted(v)[0::2] for hw, v in names.items()}
+
+
+def _ape(predicted: np.ndarray[Any, Any], measured: np.ndarray[Any, Any]) -> np.ndarray[Any, np.dtype[np.float64]]:
+    out: np.ndarray[Any, np.dtype[np.float64]] = np.abs(predicted / measured - 1.0) * 100.0
+    return out
+
+
+def _errors(ape: np.ndarray[Any, np.dtype[np.float64]]) -> tuple[float, float]:
+    return float(np.median(ape)), float(np.percentile(ape, 90))
+
+
+def _score(setup: str, hw: str, cal: Calibration, fit: list[Row], test: list[Row]) -> list[Score]:
+    ops = [r.op for r in test]
+    calibrated = predict_calibrated(hw, ops, cal)
+    assert calibrated.interval_s is not None
+    raw = perfmodel.predict_many(hw, ops, timing=cal.timing, space="compact")  # type: ignore[arg-type]
+    measured = np.array([r.measured_s for r in test])
+    out = []
+    for label in sorted({r.label for r in test}):
+        sel = np.array([r.label == label for r in test])
+        keys = sorted({class_key(make_op(r.op)) for r, s in zip(test, sel, strict=True) if s})
+        sources = sorted({_source(cal, k) for k in keys})
+        inside = (measured[sel] >= calibrated.interval_s[sel, 0]) & (measured[sel] <= calibrated.interval_s[sel, 1])
+        uncal, cal_ape = _ape(raw.time_s[sel], measured[sel]), _ape(calibrated.time_s[sel], measured[sel])
+        out.append(Score(setup, hw, label, sum(r.label == label for r in fit), int(sel.sum()), "+".join(sources),
+                         _errors(uncal), _errors(cal_ape), float(inside.mean()), uncal, cal_ape))
+    return out
+
+
+def _source(cal: Calibration, key: str) -> str:
+    entry = cal.classes.get(key) or cal.classes.get(parent_key(key) or "")
+    if entry is None:
+        return f"{cal.hardware_level.source}(device)"
+    return entry.source if key in cal.classes else f"{entry.source}(class)"
+
+
+def scoreboard(rows: Sequence[Row], known: set[str]) -> list[Score]:
+    """Fit per setup on the fit rows, score on the rest; plus the A100 -> A40 transfer."""
+    mask = fit_mask(rows)
+    setups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for i, r in enumerate(rows):
+        if r.hardware in known:
+            setups[(r.dataset, r.hardware, r.timing)].append(i)
+    scores: list[Score] = []
+    fitted: dict[tuple[str, str, str], Calibration] = {}
+    for (dataset, hw, timing), idx in sorted(setups.items()):
+        fit = [rows[i] for i in idx if mask[i]]
+        test = [rows[i] for i in idx if not mask[i]]
+        cal = fit_calibration(hw, [(r.op, r.measured_s) for r in fit], timing=timing)  # type: ignore[arg-type]
+        fitted[(dataset, hw, timing)] = cal
+        if test:
+            scores += _score(f"{dataset} ({timing})", hw, cal, fit, test)
+    source_key = ("vidur", "nvidia-a100-sxm4-80gb", "kernel")
+    target = "nvidia-a40"
+    if source_key in fitted and ("vidur", target, "kernel") in setups:
+        seeded = fit_calibration(target, [], base=fitted[source_key])
+        test = [rows[i] for i in setups[("vidur", target, "kernel")] if not mask[i]]
+        scores += _score("vidur, A100 calibration transferred (no A40 data)", target, seeded, [], test)
+    return scores
+
+
+def print_scoreboard(rows: Sequence[Row], scores: list[Score]) -> None:
+    print("Calibration scoreboard: fitted on the 'fit' rows, errors on the held-out 'score' rows only.")
+    for hw, names in sorted(fit_families().items()):
+        print(f"  vidur {hw}: fitted on families {', '.join(names)}; scored on the others")
+    print("  deepbench: fitted on half of the distinct shapes (crc32 parity), scored on the other half")
+    print("  llmcompass and all-reduce sweeps: every other size fitted, the sizes between scored")
+    print()
+    header = (f"{'setup':<24} {'hardware':<22} {'op class':<12} {'fit':>5} {'score':>5} {'uncal med':>9} "
+              f"{'p90':>6} {'cal med':>8} {'p90':>6} {'cover':>6}  source")
+    print(header)
+    for s in scores:
+        setup = s.setup if len(s.setup) <= 24 else "transfer A100->A40"
+        print(f"{setup:<24} {s.hardware:<22} {s.label:<12} {s.fit_rows:>5} {s.score_rows:>5} {s.uncal[0]:>9.1f} "
+              f"{s.uncal[1]:>6.1f} {s.cal[0]:>8.1f} {s.cal[1]:>6.1f} {s.coverage:>6.2f}  {s.source}")
+    print()
+    own = [s for s in scores if not s.setup.startswith("vidur, A100")]
+    for part in ("GEMM-like", "other"):
+        chosen = [s for s in own if (s.label in GEMM_LABELS) == (part == "GEMM-like")]
+        if not chosen:
+            continue
+        uncal = np.concatenate([s.uncal_ape for s in chosen])
+        cal = np.concatenate([s.cal_ape for s in chosen])
+        ok_med = sum(s.cal[0] <= TARGET_MEDIAN_PCT[part] for s in chosen)
+        ok_p90 = sum(s.cal[1] <= TARGET_P90_PCT for s in chosen)
+        print(f"held-out {part:<10} rows {cal.size:>5}: uncalibrated median {np.median(uncal):5.1f} % p90 "
+              f"{np.percentile(uncal, 90):5.1f} %  ->  calibrated median {np.median(cal):5.1f} % p90 "
+              f"{np.percentile(cal, 90):5.1f} %   (classes meeting median <= {TARGET_MEDIAN_PCT[part]:.0f} %: "
+              f"{ok_med}/{len(chosen)}, p90 <= {TARGET_P90_PCT:.0f} %: {ok_p90}/{len(chosen)})")

@@ -1,0 +1,183 @@
+"""``fit_calibration``: fit every op class of one device, with fallbacks and transfer, and report it.
+
+Keys are ``class[/variant]:dtype`` (``norm/rmsnorm:fp16``; a variant's runs also count for its
+class ``norm:fp16``). For each key with at least ``min_runs`` usable runs: its own fit
+(``fitted``). With fewer: the key's parameters from ``base`` when it has them (``transferred``
+from a related device, or kept from an earlier calibration of this device), else its class's
+fit (``class``), else the fit pooled over every run of the device (``hardware``), else a
+transferred pooled fit, else the model (``defaults``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from perfmodel.calibration import curve
+from perfmodel.calibration.classes import class_keys, parent_key, related
+from perfmodel.calibration.fit import FitResult, abs_pct, fit_with_cv
+from perfmodel.calibration.model import DEFAULTS, Calibration, ClassParams, Range
+from perfmodel.ops import Op, make_op
+from perfmodel.ops.base import FloatArray
+from perfmodel.roofline import HardwareLike, Timing, predict_many, resolve_hardware
+
+MIN_RUNS = 6  # fewer runs than this in a class: fall back (a 9-parameter curve needs a few points)
+
+
+def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] | Op, float]], *, folds: int = 5,
+                    seed: int = 0, base: Calibration | None = None, timing: Timing = "kernel",
+                    min_runs: int = MIN_RUNS) -> Calibration:
+    """Fit a calibration of ``hardware`` to ``runs`` (op, measured seconds).
+
+    ``folds``: k of the k-fold cross-validation (identical ops stay in one fold); ``seed`` shuffles
+    the folds. ``base``: a calibration of this device or of a related one (same vendor and kind)
+    whose classes seed those without enough runs here, and whose parameters are the prior of
+    those with runs. ``timing``: what the runs measured (``kernel`` device time or ``host`` wall
+    clock around one op), as in ``predict_many``.
+    """
+    hw = resolve_hardware(hardware)
+    identity = {"id": hw.id, "vendor": hw.vendor, "kind": hw.kind}
+    foreign = base is not None and base.hardware_id != hw.id
+    if base is not None and foreign and not related(base.hardware, hw):
+        raise ValueError(f"base calibration of {base.hardware_id!r} ({base.hardware.get('vendor')} "
+                         f"{base.hardware.get('kind')}) cannot seed {hw.id!r} ({hw.vendor} {hw.kind}): "
+                         "transfer needs the same vendor and kind")
+    ops = [make_op(op) for op, _ in runs]
+    measured = np.array([float(t) for _, t in runs], dtype=float)
+    bad = np.flatnonzero(~np.isfinite(measured) | (measured <= 0))
+    if bad.size:
+        raise ValueError(f"runs[{int(bad[0])}]: measured_time_s must be a positive finite number, "
+                         f"got {measured[bad[0]]!r}")
+    if ops:
+        batch = predict_many(hw, ops, timing=timing, space="compact")
+        f, model_s = curve.features(batch), batch.time_s
+    else:
+        f, model_s = None, np.zeros(0)
+    usable = model_s > 0  # an op the model calls free (a view) has nothing to scale
+    keys = np.array(class_keys(ops), dtype=str)
+    groups = np.unique(np.array([repr(op) for op in ops], dtype=str), return_inverse=True)[1]
+
+    pooled_idx = np.flatnonzero(usable)
+    pooled: FitResult | None = None
+    if pooled_idx.size >= min_runs and f is not None:
+        prior = base.hardware_level.theta if base is not None and base.hardware_level.source != "defaults" else None
+        pooled = fit_with_cv(f.take(pooled_idx), measured[pooled_idx], groups[pooled_idx], folds, seed, prior)
+        hardware_level = ClassParams("fitted", pooled.theta, int(pooled_idx.size), _interval(pooled),
+                                     *_ranges(f.take(pooled_idx)))
+    elif base is not None and base.hardware_level.source != "defaults":
+        hardware_level = _carried(base.hardware_level, base, foreign)
+    else:
+        hardware_level = DEFAULTS
+    pooled_cv = np.full(len(ops), np.nan)
+    if pooled is not None and pooled.cv_residuals is not None:
+        pooled_cv[pooled_idx] = pooled.cv_residuals
+
+    classes: dict[str, ClassParams] = {}
+    rows: dict[str, dict[str, Any]] = {}
+    parent_of = np.array([parent_key(k) or "" for k in keys.tolist()], dtype=str)
+    parents = sorted(set(parent_of.tolist()) - {""})
+    for key in parents + sorted(set(keys.tolist())):  # parents first: their variants fall back to them
+        members = (keys == key) | (parent_of == key)
+        idx = np.flatnonzero(members & usable)
+        seeded = base.classes.get(key) if base is not None else None
+        if seeded is not None and seeded.source not in ("fitted", "transferred"):
+            seeded = None
+        parent = classes.get(parent_key(key) or "")
+        result: FitResult | None = None
+        if idx.size >= min_runs and f is not None:
+            prior = seeded.theta if seeded is not None else (
+                parent.theta if parent is not None and parent.source == "fitted" else None)
+            result = fit_with_cv(f.take(idx), measured[idx], groups[idx], folds, seed, prior)
+            entry = ClassParams("fitted", result.theta, int(idx.size), _interval(result), *_ranges(f.take(idx)))
+        elif seeded is not None and base is not None:
+            entry = _carried(seeded, base, foreign)
+        elif parent is not None and parent.source in ("fitted", "transferred"):
+            entry = ClassParams("class" if parent.source == "fitted" else "transferred", parent.theta,
+                                int(idx.size), parent.interval_log, transferred_from=parent.transferred_from)
+        elif hardware_level.source in ("fitted", "transferred"):
+            entry = ClassParams("hardware" if hardware_level.source == "fitted" else "transferred",
+                                hardware_level.theta, int(idx.size), hardware_level.interval_log,
+                                transferred_from=hardware_level.transferred_from)
+        else:
+            entry = ClassParams("defaults", curve.IDENTITY, int(idx.size),
+                                _quantiles(np.log(measured[idx] / model_s[idx])))
+        classes[key] = entry
+        cv = result.cv_residuals if result is not None else (pooled_cv[idx] if entry.source == "hardware" else None)
+        rows[key] = _class_report(key, entry, f.take(idx) if f is not None and idx.size else None, measured[idx],
+                                  model_s[idx], cv, int(members.sum()) - int(idx.size),
+                                  result.folds if result else 0, result.form if result else None)
+    if base is not None:
+        for key, seeded in base.classes.items():
+            if key not in classes and seeded.source in ("fitted", "transferred"):
+                classes[key] = _carried(seeded, base, foreign)
+                rows[key] = _class_report(key, classes[key], None, np.zeros(0), np.zeros(0), None, 0, 0, None)
+
+    level_report = _class_report("*", hardware_level, f.take(pooled_idx) if pooled is not None and f else None,
+                                 measured[pooled_idx], model_s[pooled_idx],
+                                 pooled.cv_residuals if pooled else None, 0, pooled.folds if pooled else 0,
+                                 pooled.form if pooled else None)
+    report = {"hardware_id": hw.id, "timing": timing, "runs": len(ops), "usable_runs": int(usable.sum()),
+              "min_runs": min_runs, "folds": folds, "seed": seed,
+              "cv": "k-fold over distinct ops (repeats of one op share a fold)",
+              "base": base.hardware_id if base is not None else None,
+              "hardware_level": level_report, "classes": rows,
+              "other_classes": hardware_level.source}
+    return Calibration(identity, classes, hardware_level, report, timing=timing, space="compact")
+
+
+def _carried(seeded: ClassParams, base: Calibration, foreign: bool) -> ClassParams:
+    """A base entry: marked transferred when it comes from another device (no range: not calibrated here)."""
+    if not foreign:
+        return seeded
+    return ClassParams("transferred", seeded.theta, 0, seeded.interval_log,
+                       transferred_from=seeded.transferred_from or base.hardware_id)
+
+
+def _quantiles(log_residuals: FloatArray) -> Range | None:
+    r = log_residuals[np.isfinite(log_residuals)]
+    if r.size < 2:
+        return None
+    lo, hi = np.quantile(r, [0.1, 0.9])
+    return float(lo), float(hi)
+
+
+def _interval(result: FitResult) -> Range | None:
+    """10-90 % band of the held-out log residuals (in-sample ones when too few were held out)."""
+    cv = result.cv_residuals
+    if cv is not None and np.isfinite(cv).sum() >= 5:
+        return _quantiles(cv)
+    return _quantiles(result.residuals)
+
+
+def _ranges(f: curve.Features) -> tuple[Range | None, Range]:
+    flops = f.log10_flops[f.has_flops]
+    flops_range = (float(flops.min()), float(flops.max())) if flops.size else None
+    return flops_range, (float(f.log10_bytes.min()), float(f.log10_bytes.max()))
+
+
+def _class_report(key: str, entry: ClassParams, f: curve.Features | None, measured: FloatArray,
+                  model_s: FloatArray, cv: FloatArray | None, skipped: int, folds: int,
+                  form: str | None) -> dict[str, Any]:
+    name, _, dtype = key.partition(":")
+    out: dict[str, Any] = {"class": name, "dtype": dtype or None, "runs": int(measured.size), "skipped_runs": skipped,
+                           "source": entry.source, "transferred_from": entry.transferred_from, "folds": folds,
+                           "form": form,
+                           "in_sample": None, "cv": None, "uncalibrated": None, "size_range": None,
+                           "interval_ratio": None if entry.interval_log is None
+                           else [math.exp(entry.interval_log[0]), math.exp(entry.interval_log[1])]}
+    if f is not None and measured.size:
+        calibrated = curve.time_s(entry.theta, f)
+        out["in_sample"] = abs_pct(np.log(measured / calibrated))
+        out["uncalibrated"] = abs_pct(np.log(measured / model_s))
+        flops_range, bytes_range = _ranges(f)
+        out["size_range"] = {"log10_flops": list(flops_range) if flops_range else None,
+                             "log10_bytes": list(bytes_range)}
+    if cv is not None and np.isfinite(cv).any():
+        out["cv"] = abs_pct(cv)
+    return out
+
+
+__all__ = ["MIN_RUNS", "fit_calibration"]

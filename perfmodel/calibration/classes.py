@@ -1,0 +1,71 @@
+"""Op classes a calibration is fitted per (class x dtype), and which devices may share one."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from perfmodel.hardware import Hardware
+from perfmodel.ops import Op
+
+CLASS_OF_KIND: dict[str, str] = {
+    "matmul": "gemm", "conv2d": "conv", "attention": "attention",
+    "layernorm": "norm", "rmsnorm": "norm", "batchnorm": "norm", "softmax": "softmax",
+    "elementwise": "elementwise", "reduce": "reduce",
+    "gather": "gather", "embedding": "gather", "scatter": "scatter",
+    "transpose": "layout", "reshape": "layout", "quantize": "quant", "dequantize": "quant",
+    "allreduce": "collective_allreduce", "allgather": "collective_allgather",
+    "reducescatter": "collective_reducescatter", "alltoall": "collective_alltoall",
+}
+# training passes of GEMM-like ops run other GEMM shapes and kernels: their own class
+_PASS_SPLIT = frozenset({"gemm", "conv", "attention"})
+_MULTI_KIND = frozenset(c for c in CLASS_OF_KIND.values() if list(CLASS_OF_KIND.values()).count(c) > 1)
+
+
+def op_class_name(op: Op) -> str:
+    """The op's class: ``gemm``, ``conv``, ``norm``, ... (``conv_bwd`` for a training pass)."""
+    name = CLASS_OF_KIND.get(op.kind, op.kind)
+    pass_ = getattr(op, "pass_", "forward")
+    if name in _PASS_SPLIT and pass_ != "forward":
+        name = f"{name}_bwd"
+    return name
+
+
+def op_variant(op: Op) -> str | None:
+    """The kernel family within a class: the kind where a class groups several (``norm/rmsnorm``),
+    the arity of an elementwise chain (``elementwise/2in1out``, ``_sfu`` with transcendentals)."""
+    if op.kind == "elementwise":
+        sfu = "_sfu" if getattr(op, "transcendentals_per_element", 0) > 0 else ""
+        return f"{getattr(op, 'inputs', 1)}in{getattr(op, 'outputs', 1)}out{sfu}"
+    name = CLASS_OF_KIND.get(op.kind, op.kind)
+    if name in _MULTI_KIND:
+        return op.kind
+    return None
+
+
+def class_key(op: Op) -> str:
+    """``class[/variant]:dtype``, the unit a calibration fits (``gemm:fp16``, ``norm/rmsnorm:fp16``)."""
+    variant = op_variant(op)
+    name = op_class_name(op) if variant is None else f"{op_class_name(op)}/{variant}"
+    return f"{name}:{op.dtype.value}"  # type: ignore[attr-defined]
+
+
+def parent_key(key: str) -> str | None:
+    """``norm:fp16`` for ``norm/rmsnorm:fp16``; None for a key without a variant."""
+    name, _, dtype = key.partition(":")
+    if "/" not in name:
+        return None
+    return f"{name.split('/')[0]}:{dtype}"
+
+
+def class_keys(ops: Sequence[Op]) -> list[str]:
+    return [class_key(op) for op in ops]
+
+
+def related(source: dict[str, str], target: Hardware) -> bool:
+    """Whether a calibration of ``source`` (id, vendor, kind) may seed ``target``.
+
+    Same vendor and same kind (gpu/npu/tpu/cpu): the corrections are ratios to the model, which
+    already carries each device's peaks and bandwidths, so within one vendor's software stack
+    (cuBLAS/cuDNN, rocBLAS/MIOpen) they carry over to first order.
+    """
+    return source.get("vendor") == target.vendor and source.get("kind") == target.kind

@@ -1,0 +1,104 @@
+"""The calibrated time of an op from its roofline breakdown: the functional form, vectorised.
+
+    t_cal = o · t_overhead + t_body · exp(w_c · g_c(x_F) + (1 − w_c) · g_m(x_B))
+    g(x)  = a + b · σ((x0 − x) / w)                      (σ the logistic function)
+
+- ``t_overhead`` is the model's fixed per-op cost (kernels × launch floor), ``t_body`` the rest
+  of its time (``time_s − overhead_s``); ``o`` scales the floor (``log_o`` is fitted).
+- ``x_F = log10 FLOPs``, ``x_B = log10 compulsory bytes``: the size the efficiency depends on.
+- ``g = −log η`` is the log of the time factor: η = exp(−g) is the efficiency the model misses.
+  Large ops (x ≫ x0): η → η_∞ = e^(−a); small ops (x ≪ x0): η → η_0 = e^(−(a+b)); the change
+  happens around size 10^x0 over about ±2w decades. Bounded at both ends: it never extrapolates
+  a trend beyond the data, and b may take either sign (the model may be too slow or too fast
+  for small ops).
+- ``w_c = T_c⁴ / (T_c⁴ + T_m⁴)`` is how compute-bound the op is in the model (T_c the largest
+  engine time, T_m the largest memory-level or interconnect time): compute-bound work takes
+  the compute curve g_c(FLOPs), memory-bound work the memory curve g_m(bytes), and ops near the
+  ridge a smooth blend of both (in log time).
+
+Nine parameters per (hardware, op class, dtype); ``IDENTITY`` (o = 1, a = b = 0) is the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from perfmodel.ops.base import FloatArray
+from perfmodel.roofline import CostBatch
+
+NAMES = ("log_overhead_scale", "compute_a", "compute_b", "compute_x0_log10", "compute_log_width",
+         "memory_a", "memory_b", "memory_x0_log10", "memory_log_width")
+N_PARAMS = len(NAMES)
+BLEND_POWER = 4.0  # sharpness of the compute/memory blend: 16x the time ratio -> 1 / (1 + 65536)
+WIDTH_DECADES = 0.5  # prior width of the efficiency ramp (decades of size)
+IDENTITY: FloatArray = np.array([0.0, 0.0, 0.0, 9.0, np.log(WIDTH_DECADES), 0.0, 0.0, 6.0, np.log(WIDTH_DECADES)])
+
+
+@dataclass(frozen=True)
+class Features:
+    """What the form needs of each row of a ``CostBatch`` (SI units, log10 sizes)."""
+
+    overhead_s: FloatArray
+    body_s: FloatArray
+    compute_share: FloatArray  # w_c in 0..1
+    log10_flops: FloatArray  # log10 of FLOPs (= log10 bytes where an op has none)
+    log10_bytes: FloatArray
+    has_flops: np.ndarray[Any, np.dtype[np.bool_]]
+
+    def take(self, index: np.ndarray[Any, np.dtype[np.intp]]) -> Features:
+        return Features(*(getattr(self, name)[index] for name in self.__dataclass_fields__))
+
+
+def features(batch: CostBatch) -> Features:
+    """The form's inputs from a batch's breakdown."""
+    engines = [v for k, v in batch.time_s_by_engine.items() if k != "interconnect"]
+    memory = [*batch.time_s_by_level.values(), batch.time_s_by_engine.get("interconnect", np.zeros(len(batch)))]
+    t_c = np.max(np.vstack(engines), axis=0) if engines else np.zeros(len(batch))
+    t_m = np.max(np.vstack(memory), axis=0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        share = 1.0 / (1.0 + (t_m / t_c) ** BLEND_POWER)
+    share = np.where(t_c > 0, np.where(t_m > 0, share, 1.0), 0.0)
+    log_bytes = np.log10(np.maximum(batch.compulsory_bytes, 1.0))
+    flops = batch.flops
+    has_flops = flops > 0
+    log_flops = np.where(has_flops, np.log10(np.maximum(flops, 1.0)), log_bytes)
+    body = np.maximum(batch.time_s - batch.overhead_s, 0.0)
+    return Features(batch.overhead_s.astype(float), body, share, log_flops, log_bytes, has_flops)
+
+
+def _sigmoid(z: FloatArray) -> FloatArray:
+    return 0.5 * (1.0 + np.tanh(0.5 * z))
+
+
+def log_factor(theta: FloatArray, f: Features) -> FloatArray:
+    """log(t_body_cal / t_body) per row; ``theta`` is one parameter vector or one per row (n x 9)."""
+    p = np.atleast_2d(theta)
+    g_c = p[:, 1] + p[:, 2] * _sigmoid((p[:, 3] - f.log10_flops) / np.exp(p[:, 4]))
+    g_m = p[:, 5] + p[:, 6] * _sigmoid((p[:, 7] - f.log10_bytes) / np.exp(p[:, 8]))
+    out: FloatArray = f.compute_share * g_c + (1.0 - f.compute_share) * g_m
+    return out
+
+
+def time_s(theta: FloatArray, f: Features) -> FloatArray:
+    """Calibrated seconds per row."""
+    p = np.atleast_2d(theta)
+    return np.exp(p[:, 0]) * f.overhead_s + f.body_s * np.exp(log_factor(p, f))
+
+
+def overhead_s(theta: FloatArray, f: Features) -> FloatArray:
+    """Calibrated fixed overhead per row (seconds)."""
+    return np.exp(np.atleast_2d(theta)[:, 0]) * f.overhead_s
+
+
+def to_named(theta: FloatArray) -> dict[str, float]:
+    return {name: float(v) for name, v in zip(NAMES, theta, strict=True)}
+
+
+def from_named(named: dict[str, float]) -> FloatArray:
+    missing = [n for n in NAMES if n not in named]
+    if missing:
+        raise ValueError(f"calibration parameters miss {', '.join(missing)}")
+    return np.array([float(named[n]) for n in NAMES])

@@ -1,0 +1,186 @@
+"""``Calibration``: fitted parameters for one device, JSON (de)serialisation, and applying them."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from perfmodel.calibration import curve
+from perfmodel.calibration.classes import class_keys, parent_key
+from perfmodel.hardware import Hardware
+from perfmodel.ops.base import FloatArray
+from perfmodel.roofline import CostBatch, HardwareLike, OpLike, predict_many, resolve_hardware
+
+FORMAT = 1
+Source = Literal["fitted", "class", "hardware", "defaults", "transferred"]
+Range = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class ClassParams:
+    """The parameters one op class (or the whole device) uses, and where they came from."""
+
+    source: Source
+    theta: FloatArray  # curve.NAMES
+    runs: int = 0  # runs of this class on this device
+    interval_log: Range | None = None  # 10 % and 90 % quantiles of log(t_measured / t_cal)
+    log10_flops_range: Range | None = None  # size range of the fitted runs
+    log10_bytes_range: Range | None = None
+    transferred_from: str | None = None  # device id the parameters were fitted on
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "runs": self.runs, "params": curve.to_named(self.theta),
+                "interval_log_ratio": _pair(self.interval_log), "log10_flops_range": _pair(self.log10_flops_range),
+                "log10_bytes_range": _pair(self.log10_bytes_range), "transferred_from": self.transferred_from}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> ClassParams:
+        source = data["source"]
+        if source not in ("fitted", "class", "hardware", "defaults", "transferred"):
+            raise ValueError(f"calibration class source {source!r}: expected fitted, class, hardware, defaults "
+                             "or transferred")
+        return ClassParams(source, curve.from_named(data["params"]), int(data.get("runs", 0)),
+                           _range(data.get("interval_log_ratio")), _range(data.get("log10_flops_range")),
+                           _range(data.get("log10_bytes_range")), data.get("transferred_from"))
+
+
+DEFAULTS = ClassParams("defaults", curve.IDENTITY)
+
+
+class Calibration:
+    """Fitted parameters for one hardware: per ``class:dtype`` and pooled over the device.
+
+    Build with ``fit_calibration``; store ``params`` (JSON) and rebuild with ``from_params``.
+    """
+
+    def __init__(self, hardware: dict[str, str], classes: dict[str, ClassParams], hardware_level: ClassParams,
+                 report: dict[str, Any], timing: str = "kernel", space: str = "compact") -> None:
+        self.hardware = dict(hardware)
+        self.classes = dict(classes)
+        self.hardware_level = hardware_level
+        self.timing = timing
+        self.space = space
+        self._report = report
+
+    @property
+    def hardware_id(self) -> str:
+        return self.hardware["id"]
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """Per class: runs, source, in-sample and cross-validated median/p90 abs % error, size range."""
+        return self._report
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """JSON-serialisable parameters (with the report), versioned by ``format``."""
+        return {"format": FORMAT, "form": "t = exp(log_overhead_scale)*overhead_s + body_s*exp(w_c*g_c(log10 flops)"
+                                           " + (1-w_c)*g_m(log10 bytes)), g(x) = a + b*sigmoid((x0-x)/exp(log_width))",
+                "hardware": self.hardware, "timing": self.timing, "space": self.space,
+                "hardware_level": self.hardware_level.to_json(),
+                "classes": {k: v.to_json() for k, v in sorted(self.classes.items())},
+                "report": _json_safe(self._report)}
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> Calibration:
+        """Rebuild from ``params``; a format this version does not read is a ValueError."""
+        fmt = params.get("format")
+        if fmt != FORMAT:
+            raise ValueError(f"calibration params format {fmt!r}: this version reads format {FORMAT}")
+        hardware = params["hardware"]
+        return cls({k: str(hardware[k]) for k in ("id", "vendor", "kind")},
+                   {k: ClassParams.from_json(v) for k, v in params["classes"].items()},
+                   ClassParams.from_json(params["hardware_level"]), dict(params.get("report") or {}),
+                   str(params.get("timing", "kernel")), str(params.get("space", "compact")))
+
+    def entry(self, key: str) -> ClassParams:
+        """The parameters a ``class[/variant]:dtype`` uses: its own, else its class's, else the device's."""
+        found = self.classes.get(key)
+        if found is None:
+            found = self.classes.get(parent_key(key) or "")
+        return self.hardware_level if found is None else found
+
+    def __repr__(self) -> str:
+        counts: dict[str, int] = {}
+        for entry in self.classes.values():
+            counts[entry.source] = counts.get(entry.source, 0) + 1
+        return f"Calibration({self.hardware_id!r}, classes={counts}, hardware_level={self.hardware_level.source!r})"
+
+
+def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
+    """A new batch with calibrated ``time_s`` and ``overhead_s``, per-row ``interval_s`` (n x 2 seconds,
+    nan where no measurement informs it) and ``in_calibrated_range``.
+
+    The breakdown (bytes, per-level and per-engine times) stays the model's speed-of-light one.
+    """
+    hw = batch.hardware
+    if calibration.hardware_id not in (hw.id, hw.derived_from):
+        raise ValueError(f"calibration for {calibration.hardware_id!r} applied to {hw.id!r}: fit one for it, "
+                         "or seed one with fit_calibration(hardware, runs, base=...)")
+    n = len(batch)
+    f = curve.features(batch)
+    names, inverse = np.unique(np.array(class_keys(batch.ops), dtype=str), return_inverse=True)
+    entries = [calibration.entry(str(k)) for k in names]
+    theta = np.array([e.theta for e in entries]).reshape(len(entries), curve.N_PARAMS)[inverse]
+    nan2 = (math.nan, math.nan)
+    interval_log = np.array([e.interval_log or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
+    # inside the range only where this very key was fitted here (not its class, device or another device)
+    fitted = np.array([e.source == "fitted" and e.log10_bytes_range is not None and str(k) in calibration.classes
+                       for k, e in zip(names, entries, strict=True)], dtype=bool)
+    flops_range = np.array([e.log10_flops_range or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
+    bytes_range = np.array([e.log10_bytes_range or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
+    time = curve.time_s(theta, f) if n else np.zeros(0)
+    overhead = curve.overhead_s(theta, f) if n else np.zeros(0)
+    with np.errstate(invalid="ignore"):
+        in_range = (fitted[inverse] & _inside(f.log10_bytes, bytes_range)
+                    & (~f.has_flops | _inside(f.log10_flops, flops_range)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        utilization = np.where(time > 0, batch.utilization * batch.time_s / time, 0.0)
+    bound = batch.bound.copy()
+    bound[(overhead >= time - overhead) & (overhead > 0) & (bound != "none")] = "latency"
+    interval = time[:, None] * np.exp(interval_log)
+    return dataclasses.replace(batch, time_s=time, overhead_s=overhead, utilization=utilization, bound=bound,
+                               interval_s=interval, in_calibrated_range=in_range)
+
+
+def predict_calibrated(hardware: HardwareLike, ops: Iterable[OpLike], calibration: Calibration,
+                       **kw: Any) -> CostBatch:
+    """``predict_many`` (with the calibration's timing and GEMM space unless given) then ``apply_calibration``."""
+    hw: Hardware = resolve_hardware(hardware)
+    kw.setdefault("timing", calibration.timing)
+    kw.setdefault("space", calibration.space)
+    return apply_calibration(calibration, predict_many(hw, ops, **kw))
+
+
+def _inside(x: FloatArray, bounds: FloatArray) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    out: np.ndarray[Any, np.dtype[np.bool_]] = (x >= bounds[:, 0] - 1e-9) & (x <= bounds[:, 1] + 1e-9)
+    return out
+
+
+def _pair(value: Range | None) -> list[float] | None:
+    return None if value is None else [float(value[0]), float(value[1])]
+
+
+def _range(value: Any) -> Range | None:
+    if value is None:
+        return None
+    lo, hi = value
+    return float(lo), float(hi)
+
+
+def _json_safe(value: Any) -> Any:
+    """nan/inf -> None, tuples -> lists, numpy scalars -> Python (strict JSON)."""
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
