@@ -1,0 +1,79 @@
+"""Screenshots of every dashboard page at 1440×900 into docs/screenshots/ (PNG), with Debian's Chromium.
+
+    python benchmarks/screenshots.py [--chromium /usr/bin/chromium] [--runs 3000]
+
+Starts the real app on a temp SQLite database, stores demo data (runs on three devices, a what-if device,
+a trace when the trace API is there), and opens each page as a new user would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+import httpx
+from playwright.sync_api import Page, sync_playwright
+
+from web.testing import live_server, seed_runs
+
+OUT = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+TRACES = Path(__file__).resolve().parent.parent / "tests" / "data" / "traces"
+TOKEN = "screenshot-token"
+PAGES = (
+    ("overview", "/"),
+    ("hardware", "/hardware"),
+    ("device", "/hardware/nvidia-h100-sxm5-80gb"),
+    ("compare", "/compare?ids=nvidia-h100-sxm5-80gb&ids=amd-mi300x&ids=google-tpu-v5p&dtype=bf16&dtype=fp32"),
+    ("roofline", "/roofline?hardware=nvidia-h100-sxm5-80gb&workload=llama3-8b-decode"),
+    ("runs", "/runs"),
+    ("runs-device", "/runs?hardware=nvidia-h100-sxm5-80gb"),
+    ("upload", "/upload"),
+    ("tiling", "/tiling?hardware=nvidia-h100-sxm5-80gb&m=4096&n=4096&k=4096&dtype=bf16"),
+    ("whatif", "/whatif?hardware=nvidia-h100-sxm5-80gb&workload=llama3-8b-decode"),
+)
+
+
+def upload_trace(base: str) -> str | None:
+    """Upload the first test trace through the API; None when there is no trace API or no trace."""
+    files = sorted(TRACES.glob("*.json*"))
+    if not files:
+        return None
+    with files[0].open("rb") as handle:
+        response = httpx.post(f"{base}/api/v1/traces", headers={"Authorization": f"Bearer {TOKEN}"},
+                              data={"hardware": "nvidia-a100-sxm4-80gb"}, files={"file": (files[0].name, handle)},
+                              timeout=120)
+    return str(response.json()["id"]) if response.status_code in (200, 201) else None
+
+
+def shoot(page: Page, base: str, name: str, path: str) -> None:
+    page.goto(base + path, wait_until="networkidle")
+    page.wait_for_function("Array.from(document.querySelectorAll('.chart[data-figure]'))"
+                           ".every(d => d.dataset.rendered === 'true')", timeout=30_000)
+    page.screenshot(path=str(OUT / f"{name}.png"))
+    print(f"{name}: {path}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--runs", type=int, default=3000)
+    args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp, live_server(Path(tmp), TOKEN) as (base, app):
+        seed_runs(app.state.perfmodel.store, args.runs)
+        trace = upload_trace(base)
+        pages = list(PAGES)
+        if trace:
+            pages.append(("roofline-trace", f"/roofline?hardware=nvidia-a100-sxm4-80gb&workload=trace&trace={trace}"))
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=args.chromium,
+                                        args=["--enable-unsafe-swiftshader", "--use-angle=swiftshader"])
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            for name, path in pages:
+                shoot(page, base, name, path)
+            browser.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,211 @@
+"""The dashboard in a real headless browser: Playwright driving Debian's Chromium (/usr/bin/chromium) against
+the app under uvicorn. One browser per session; each test gets a fresh page that records console errors,
+uncaught exceptions, dialogs and any request leaving the machine."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.web.conftest import A100, H100, TOKEN, XSS, XSS_DEVICE, real_traces, seed
+from web.testing import live_server
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="apt-get install chromium (Debian's build)")
+
+PAGES = ("/", "/hardware", f"/hardware/{H100}", f"/compare?ids={H100}&ids=amd-mi300x", "/roofline",
+         f"/roofline?hardware={H100}&workload=trace&trace=1", f"/runs?hardware={H100}", "/upload",
+         "/tiling", "/whatif")
+
+
+@dataclass
+class Watched:
+    page: Any
+    errors: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+    external: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with live_server(tmp_path_factory.mktemp("browser"), TOKEN) as (base, app):
+        seed(app.state.perfmodel.store)
+        yield base
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    with playwright_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM),
+                                     args=["--enable-unsafe-swiftshader", "--use-angle=swiftshader"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="session")
+def context(browser: Any) -> Iterator[Any]:
+    """One context for the session, so plotly.js comes from the HTTP cache after the first page."""
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+    yield ctx
+    ctx.close()
+
+
+@pytest.fixture
+def watched(context: Any, server: str) -> Iterator[Watched]:
+    page = context.new_page()
+    context.clear_cookies()  # the token cookie; sessionStorage is per page already
+    w = Watched(page)
+    page.on("console", lambda m: w.errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: w.errors.append(f"exception: {e}"))
+
+    def dialog(d: Any) -> None:
+        w.dialogs.append(d.message)
+        d.dismiss()
+
+    page.on("dialog", dialog)
+
+    def request(r: Any) -> None:
+        if not r.url.startswith((server, "data:", "blob:")):
+            w.external.append(r.url)
+
+    page.on("request", request)
+    yield w
+    page.close()
+
+
+def charts_rendered(page: Any) -> None:
+    page.wait_for_function("Array.from(document.querySelectorAll('.chart[data-figure]'))"
+                           ".every(d => d.dataset.rendered === 'true')", timeout=20_000)
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_loads_clean_and_charts_render(watched: Watched, server: str, path: str) -> None:
+    page = watched.page
+    page.goto(server + path)
+    charts_rendered(page)
+    charts = page.locator(".chart[data-figure]")
+    for i in range(charts.count()):
+        chart = charts.nth(i)
+        assert chart.locator(".main-svg").count() >= 1  # plotly drew it
+        titles = chart.locator(".xtitle, .ytitle").all_text_contents()
+        assert len(titles) >= 2 and all(t.strip() for t in titles), titles
+    assert watched.errors == [] and watched.dialogs == [] and watched.external == []
+
+
+def test_roofline_chart_axes_and_points(watched: Watched, server: str) -> None:
+    page = watched.page
+    page.goto(f"{server}/roofline?hardware={H100}&workload=llama3-8b-prefill")
+    charts_rendered(page)
+    assert page.locator("#roofline-chart .xtitle").text_content() == "Arithmetic intensity [FLOP/byte]"
+    assert page.locator("#roofline-chart .ytitle").text_content() == "Performance [FLOP/s]"
+    assert page.locator("#roofline-chart .xaxislayer-above .xtick").count() >= 4
+    assert page.locator("#roofline-chart .scatterlayer .point").count() >= 9  # 9 ops at 2+ levels
+    assert page.locator("#ops-table tbody tr").count() == 9
+
+
+def test_runs_scatter_uses_webgl_for_many_points(watched: Watched, server: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from web import runs_view
+
+    monkeypatch.setattr(runs_view, "GL_THRESHOLD", 3)  # the server runs in this process
+    page = watched.page
+    page.goto(f"{server}/runs?hardware={A100}&source=web-test")
+    charts_rendered(page)
+    assert page.locator("#runs-scatter canvas").count() >= 1
+    assert watched.errors == []
+
+
+def test_markup_names_render_as_text(watched: Watched, server: str) -> None:
+    page = watched.page
+    for path in (f"/runs?hardware={H100}", "/upload", f"/hardware/{XSS_DEVICE}", "/hardware",
+                 f"/roofline?hardware={H100}&workload=runs", f"/whatif?hardware={H100}&workload=runs"):
+        page.goto(server + path)
+        charts_rendered(page)
+        assert page.get_by_text(XSS, exact=False).count() >= 1, path  # shown, as text
+        assert page.locator("img").count() == 0, path
+        if page.locator("#runs-scatter").count():  # hover a point: plotly's label shows the name as text
+            box = page.locator("#runs-scatter .nsewdrag").first.bounding_box()
+            assert box is not None
+            for fx in range(5, 100, 10):
+                page.mouse.move(box["x"] + box["width"] * fx / 100, box["y"] + box["height"] * (100 - fx) / 100)
+            assert page.locator("img").count() == 0
+    assert watched.dialogs == [] and watched.errors == []
+
+
+def test_whatif_slider_changes_the_number(watched: Watched, server: str) -> None:
+    page = watched.page
+    page.goto(f"{server}/whatif?hardware={H100}&workload=llama3-8b-decode")
+    page.wait_for_function("document.getElementById('whatif-chart').dataset.rendered === 'true'")
+    before = page.locator("#variant-total").text_content()
+    assert before == page.locator("#base-total").text_content()
+    slider = page.locator("#knob-hbm")
+    slider.focus()
+    page.keyboard.press("End")  # keyboard only: ×10 HBM bandwidth
+    page.wait_for_function(f"document.getElementById('variant-total').textContent !== {before!r}")
+    assert page.locator("#knob-hbm-value").text_content() == "×10.00"
+    speedup = float((page.locator("#speedup").text_content() or "×0").lstrip("×"))
+    assert speedup > 1.5  # decode is HBM-bound
+    assert watched.errors == []
+
+
+def test_whatif_variant_saved_with_the_token(watched: Watched, server: str) -> None:
+    page = watched.page
+    page.goto(f"{server}/whatif?hardware={H100}")
+    page.wait_for_function("document.getElementById('whatif-chart').dataset.rendered === 'true'")
+    page.locator("#knob-sram").fill("0.3")
+    page.wait_for_function("document.getElementById('speedup').textContent !== '×1.00' || "
+                           "document.getElementById('whatif-status').textContent.includes('overrides')")
+    page.locator("#variant-id").fill("h100-browser-test")
+    page.locator("#save-variant button").click()
+    page.wait_for_function("document.getElementById('save-status').textContent.length > 0")
+    assert "token" in (page.locator("#save-status").text_content() or "")  # no token yet: refused
+    page.locator("#token-input").fill(TOKEN)
+    page.locator("#token-form button[type=submit]").click()
+    page.locator("#save-variant button").click()
+    page.wait_for_function("document.getElementById('save-status').textContent.startsWith('Saved')")
+    spec = httpx.get(f"{server}/api/v1/hardware/h100-browser-test").json()["spec"]
+    assert spec["derived_from"] == H100 and "levels.sram.capacity_bytes" in spec["overrides"]
+    assert [e for e in watched.errors if "401" not in e] == []  # the refused attempt logs its 401
+
+
+def test_keyboard_skip_link_and_focus(watched: Watched, server: str) -> None:
+    page = watched.page
+    page.goto(f"{server}/hardware")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.className") == "skip-link"
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "main"
+    page.keyboard.press("Tab")
+    outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline != "none"
+
+
+def test_upload_flow_end_to_end(watched: Watched, server: str) -> None:
+    routes = httpx.get(f"{server}/openapi.json").json()["paths"]
+    if "/api/v1/traces" not in routes:
+        pytest.skip("the trace upload API (POST /api/v1/traces) is not in this build yet")
+    traces = real_traces()
+    assert traces, "no Kineto trace in tests/data/traces or /work/shared/data/traces/pytorch_kineto"
+    trace = min(traces, key=lambda p: p.stat().st_size)
+    page = watched.page
+    page.goto(f"{server}/upload")
+    page.locator("#token-input").fill(TOKEN)
+    page.locator("#token-form button[type=submit]").click()
+    page.locator("#upload-hardware").select_option(A100)
+    page.locator("#trace-file").set_input_files(str(trace))
+    page.locator("#upload-button").click()
+    page.wait_for_selector("#upload-result:not([hidden])", timeout=60_000)
+    assert page.locator("#result-summary dd").count() >= 5
+    assert page.locator("#upload-progress").get_attribute("value") == "100"
+    page.locator("#link-runs").click()
+    page.wait_for_load_state()
+    assert page.url.startswith(f"{server}/runs?hardware={A100}&trace=")
+    page.goto(page.url.replace("/runs?", "/roofline?workload=trace&"))
+    charts_rendered(page)
+    assert watched.errors == [] and watched.dialogs == []

@@ -1,0 +1,126 @@
+"""Plotly conventions shared by every chart, and roofline ceilings (as Nsight Compute and Intel Advisor draw
+them: log-log, bandwidth diagonals up to the highest peak, compute roofs from their DRAM ridge point on)."""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any
+
+import plotly.graph_objects as go  # type: ignore[import-untyped]
+from markupsafe import Markup
+
+from perfmodel.hardware import Hardware
+from perfmodel.units import format_rate
+from web.ceilings import memory_roofs, merged_roofs
+from web.templating import SCRIPT_SAFE
+
+X_AXIS = "Arithmetic intensity [FLOP/byte]"
+Y_AXIS = "Performance [FLOP/s]"
+PALETTE = ("#1f5fa8", "#d1492e", "#2e8b57", "#8a4fbf", "#c28a00", "#00838f", "#6d4c41", "#ad1457")
+LEVEL_DASH = ("solid", "dash", "dot", "dashdot", "longdash")
+BOUND_COLOURS = {"latency": "#7f7f7f", "interconnect": "#8a4fbf", "none": "#bbbbbb"}
+CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
+
+
+MAX_LABEL = 120  # C++ kernel names run to kilobytes
+
+
+def esc(text: object, limit: int = MAX_LABEL) -> str:
+    """User text for plotly labels: plotly reads a subset of HTML, so markup must arrive as entities."""
+    value = str(text)
+    return html.escape(value if len(value) <= limit else value[: limit - 1] + "…", quote=False)
+
+
+def figure_json(fig: go.Figure) -> Markup:
+    """Figure JSON safe inside a ``<script type="application/json">`` block."""
+    text = fig.to_json(validate=False, engine="orjson")
+    return Markup(text.translate(SCRIPT_SAFE))
+
+
+def si_ticks(lo_exp: int = -12, hi_exp: int = 19, unit: str = "") -> dict[str, Any]:
+    """One labelled tick per decade, SI-prefixed ("1 T", "10 µs"): cleaner than plotly's 2-5 minor labels."""
+    prefixes = {-12: "p", -9: "n", -6: "µ", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+    vals, text = [], []
+    for e in range(lo_exp, hi_exp):
+        base = e - e % 3
+        vals.append(10.0**e)
+        text.append(f"{10 ** (e - base):g} {prefixes[base]}{unit}".strip())
+    return {"tickvals": vals, "ticktext": text}
+
+
+def base_layout(fig: go.Figure, title: str, x: str, y: str, log: bool = True, height: int = 520,
+                x_unit: str = "", y_unit: str = "") -> go.Figure:
+    axis: dict[str, Any] = {"showgrid": True, "gridcolor": "#e4e7eb", "zeroline": False, "showline": True,
+                            "linecolor": "#8a929b", "ticks": "outside", "exponentformat": "SI"}
+    fig.update_layout(
+        template="none", title={"text": esc(title), "x": 0.01, "font": {"size": 15}}, height=height,
+        margin={"l": 70, "r": 20, "t": 44, "b": 56}, paper_bgcolor="white", plot_bgcolor="white",
+        font={"family": "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif", "size": 12},
+        legend={"bgcolor": "rgba(255,255,255,0.85)", "bordercolor": "#d0d5db", "borderwidth": 1},
+        hoverlabel={"align": "left"},
+        xaxis={**axis, "title": {"text": x}, "type": "log" if log else "linear"},
+        yaxis={**axis, "title": {"text": y}, "type": "log" if log else "linear"},
+    )
+    if log:
+        fig.update_xaxes(**si_ticks(unit=x_unit))
+        fig.update_yaxes(**si_ticks(unit=y_unit))
+    return fig
+
+
+def bound_colour(bound: str, index: int) -> str:
+    return BOUND_COLOURS.get(bound, PALETTE[index % len(PALETTE)])
+
+
+def add_ceilings(fig: go.Figure, devices: list[Hardware], dtypes: list[str] | None, x_range: tuple[float, float],
+                 labels: bool, per_engine: bool = False) -> None:
+    """Every device's compute roofs (chosen dtypes) and memory roofs, with the DRAM ridge points marked."""
+    lo, hi = x_range
+    for d, hw in enumerate(devices):
+        colour = PALETTE[d % len(PALETTE)] if len(devices) > 1 else "#334155"
+        prefix = f"{hw.id} · " if len(devices) > 1 else ""
+        roofs = merged_roofs(hw, dtypes, per_engine)
+        levels = memory_roofs(hw)
+        if not roofs or not levels:
+            continue
+        top = max(r.peak_flops_per_s for r in roofs)
+        dram = levels[0].bandwidth_bytes_per_s if levels[0].kind == "dram" else hw.levels[0].bandwidth_bytes_per_s
+        for j, level in enumerate(levels):
+            end = top / level.bandwidth_bytes_per_s
+            name = f"{prefix}{level.level} {format_rate(level.bandwidth_bytes_per_s, 'B/s')}"
+            name += " (model default)" if level.assumed else ""
+            fig.add_trace(go.Scatter(
+                x=[lo, end], y=[lo * level.bandwidth_bytes_per_s, top], mode="lines+text" if labels else "lines",
+                name=esc(name), legendgroup=esc(hw.id), line={"color": colour, "dash": LEVEL_DASH[j % 5], "width": 1.6},
+                text=[esc(name), ""], textposition="top right", textfont={"color": colour, "size": 11},
+                hovertemplate=f"{esc(name)}<br>%{{x:.3g}} FLOP/B → %{{y:.3s}}FLOP/s<extra></extra>"))
+        labelled: set[float] = set()
+        for r, roof in enumerate(roofs):
+            if len(devices) == 1:
+                colour = PALETTE[(r + 1) % len(PALETTE)]
+            below = roof.peak_flops_per_s in labelled
+            labelled.add(roof.peak_flops_per_s)
+            ridge = roof.peak_flops_per_s / (dram or levels[0].bandwidth_bytes_per_s)
+            name = f"{prefix}{roof.dtype} {roof.engine} {format_rate(roof.peak_flops_per_s, 'FLOP/s')}"
+            fig.add_trace(go.Scatter(
+                x=[ridge, hi], y=[roof.peak_flops_per_s] * 2, mode="lines+text" if labels else "lines",
+                name=esc(name), legendgroup=esc(hw.id), line={"color": colour, "width": 2.2},
+                text=["", esc(name)], textposition="bottom left" if below else "top left",
+                textfont={"color": colour, "size": 11},
+                hovertemplate=f"{esc(name)}<extra></extra>"))
+            fig.add_trace(go.Scatter(
+                x=[ridge], y=[roof.peak_flops_per_s], mode="markers", showlegend=False, legendgroup=esc(hw.id),
+                marker={"symbol": "diamond", "size": 9, "color": colour, "line": {"color": "white", "width": 1}},
+                name=esc(f"{prefix}ridge {roof.dtype}"),
+                hovertemplate=(f"{esc(prefix)}ridge point {roof.dtype}: %{{x:.3g}} FLOP/byte<br>"
+                               f"below it memory-bound, above it compute-bound<extra></extra>")))
+
+
+def roofline_figure(devices: list[Hardware], dtypes: list[str] | None, title: str,
+                    x_range: tuple[float, float] = (1e-2, 1e4), labels: bool = True, height: int = 560,
+                    per_engine: bool = False) -> go.Figure:
+    fig = go.Figure()
+    add_ceilings(fig, devices, dtypes, x_range, labels, per_engine)
+    base_layout(fig, title, X_AXIS, Y_AXIS, height=height)
+    fig.update_xaxes(range=[math.log10(x_range[0]), math.log10(x_range[1])])
+    return fig

@@ -1,0 +1,257 @@
+/* perfmodel dashboard: renders the server-built plotly figures, keeps the API token, runs the upload and
+   what-if forms. Data from the server is only ever put into the page with textContent, never innerHTML. */
+"use strict";
+
+const TOKEN_KEY = "perfmodel_token";
+const TOKEN_COOKIE = "perfmodel_token";
+const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
+
+function token() { return sessionStorage.getItem(TOKEN_KEY) || ""; }
+
+function authHeaders() {
+  const t = token();
+  return t ? { Authorization: "Bearer " + t } : {};
+}
+
+function formatTime(s) {
+  if (s === null || s === undefined || !isFinite(s)) return "–";
+  const steps = [[1, "s"], [1e-3, "ms"], [1e-6, "µs"], [1e-9, "ns"]];
+  for (const [scale, unit] of steps) {
+    if (Math.abs(s) >= scale) return (s / scale).toPrecision(3).replace(/\.?0+$/, "") + " " + unit;
+  }
+  return (s / 1e-9).toPrecision(3) + " ns";
+}
+
+function short(text, n) {
+  const s = String(text);
+  return s.length <= n ? s : s.slice(0, n - 1) + "…";
+}
+
+function el(tag, text, attrs) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+  return node;
+}
+
+/* ---- charts ---- */
+function renderCharts() {
+  for (const div of document.querySelectorAll(".chart[data-figure]")) {
+    const source = document.getElementById(div.dataset.figure);
+    if (!source) continue;
+    if (typeof Plotly === "undefined") {
+      div.textContent = "The charting library (/static/plotly.min.js) did not load.";
+      continue;
+    }
+    const fig = JSON.parse(source.textContent);
+    div.textContent = "";
+    Plotly.newPlot(div, fig.data, fig.layout, PLOT_CONFIG).then(() => { div.dataset.rendered = "true"; });
+  }
+}
+
+/* ---- token ---- */
+function setupToken() {
+  const form = document.getElementById("token-form");
+  if (!form) return;
+  const input = document.getElementById("token-input");
+  const state = document.getElementById("token-state");
+  const show = () => { state.textContent = token() ? "saved" : ""; };
+  input.value = token();
+  show();
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const value = input.value.trim();
+    if (value) {
+      sessionStorage.setItem(TOKEN_KEY, value);
+      document.cookie = TOKEN_COOKIE + "=" + encodeURIComponent(value) + "; path=/; SameSite=Strict";
+    }
+    show();
+  });
+  document.getElementById("token-clear").addEventListener("click", () => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    document.cookie = TOKEN_COOKIE + "=; path=/; max-age=0; SameSite=Strict";
+    input.value = "";
+    show();
+  });
+}
+
+/* ---- trace upload ---- */
+function errorText(xhr) {
+  try {
+    const body = JSON.parse(xhr.responseText);
+    if (body && body.detail) return typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail);
+  } catch (_) { /* not JSON */ }
+  return xhr.statusText || "no answer from the server";
+}
+
+function showUploadResult(body, hardware) {
+  const section = document.getElementById("upload-result");
+  document.getElementById("result-id").textContent = String(body.id) + (body.duplicate ? " (already uploaded: same file)" : "");
+  const summary = document.getElementById("result-summary");
+  summary.replaceChildren();
+  const share = body.unmodelled_time_share;
+  const kernels = Array.isArray(body.kernels) ? body.kernels.length : body.kernels;
+  const rows = [["Format", body.format], ["Kernels", kernels], ["Matched ops", body.matched_ops],
+    ["Runs created", body.runs_created],
+    ["Unmodelled time", typeof share === "number" ? (share <= 1 ? share * 100 : share).toFixed(1) + " %" : "–"]];
+  for (const [k, v] of rows) { summary.append(el("dt", k), el("dd", v === undefined || v === null ? "–" : v)); }
+  const warnings = document.getElementById("result-warnings");
+  warnings.replaceChildren(...(body.warnings || []).map((w) => el("li", typeof w === "string" ? w : JSON.stringify(w))));
+  const links = document.getElementById("result-links");
+  const q = "hardware=" + encodeURIComponent(hardware) + "&trace=" + encodeURIComponent(body.id);
+  links.replaceChildren(el("a", "See its kernels on the roofline", { href: "/roofline?workload=trace&" + q, id: "link-roofline" }),
+    document.createTextNode(" · "), el("a", "Predicted vs measured", { href: "/runs?" + q, id: "link-runs" }));
+  section.hidden = false;
+}
+
+function setupUpload() {
+  const form = document.getElementById("upload-form");
+  if (!form) return;
+  const input = document.getElementById("trace-file");
+  const zone = document.getElementById("drop-zone");
+  const name = document.getElementById("file-name");
+  const progress = document.getElementById("upload-progress");
+  const status = document.getElementById("upload-status");
+  let file = null;
+  const pick = (f) => { file = f; name.textContent = f ? f.name + " (" + (f.size / 1024).toFixed(1) + " KiB)" : ""; };
+  input.addEventListener("change", () => pick(input.files[0] || null));
+  for (const type of ["dragenter", "dragover"]) {
+    zone.addEventListener(type, (e) => { e.preventDefault(); zone.classList.add("over"); });
+  }
+  for (const type of ["dragleave", "drop"]) {
+    zone.addEventListener(type, (e) => { e.preventDefault(); zone.classList.remove("over"); });
+  }
+  zone.addEventListener("drop", (e) => { if (e.dataTransfer.files.length) pick(e.dataTransfer.files[0]); });
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (!file) { status.textContent = "Choose or drop a trace file first."; return; }
+    const hardware = document.getElementById("upload-hardware").value;
+    const data = new FormData();
+    data.append("file", file);
+    data.append("hardware", hardware);
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", form.dataset.endpoint);
+    for (const [k, v] of Object.entries(authHeaders())) xhr.setRequestHeader(k, v);
+    progress.value = 0;
+    status.textContent = "Uploading…";
+    xhr.upload.addEventListener("progress", (e) => {
+      if (e.lengthComputable) progress.value = Math.round((e.loaded / e.total) * 100);
+      status.textContent = "Uploading… " + progress.value + " %";
+    });
+    xhr.upload.addEventListener("load", () => {
+      progress.removeAttribute("value");  // indeterminate while the server parses
+      status.textContent = "Parsing on the server…";
+    });
+    xhr.addEventListener("load", () => {
+      progress.value = 100;
+      if (xhr.status === 200 || xhr.status === 201) {
+        status.textContent = "Done.";
+        showUploadResult(JSON.parse(xhr.responseText), hardware);
+      } else if (xhr.status === 401) {
+        status.textContent = "Uploading needs a valid API token: enter it at the top of the page.";
+      } else if (xhr.status === 404 || xhr.status === 405) {
+        status.textContent = "This server has no trace upload API (POST /api/v1/traces) yet.";
+      } else {
+        status.textContent = "Upload failed (" + xhr.status + "): " + errorText(xhr);
+      }
+    });
+    xhr.addEventListener("error", () => { progress.value = 0; status.textContent = "Upload failed: network error."; });
+    xhr.send(data);
+  });
+}
+
+/* ---- what-if ---- */
+function setupWhatIf() {
+  const root = document.getElementById("whatif");
+  if (!root) return;
+  const sliders = Array.from(root.querySelectorAll("input[type=range][data-knob]"));
+  const status = document.getElementById("whatif-status");
+  const chart = document.getElementById("whatif-chart");
+  let last = JSON.parse(document.getElementById("whatif-initial").textContent);
+  let sequence = 0;
+  let timer = null;
+
+  const factor = (s) => Math.pow(10, Number(s.value));
+  const factors = () => Object.fromEntries(sliders.map((s) => [s.dataset.knob, Number(factor(s).toFixed(3))]));
+
+  function draw(result) {
+    document.getElementById("base-total").textContent = formatTime(result.base_total_s);
+    document.getElementById("variant-total").textContent = formatTime(result.variant_total_s);
+    document.getElementById("speedup").textContent = result.speedup ? "×" + result.speedup.toFixed(2) : "–";
+    const body = document.querySelector("#whatif-table tbody");
+    body.replaceChildren(...result.rows.slice(0, 200).map((r) => {
+      const tr = el("tr");
+      const name = el("th", short(r.name, 160), { scope: "row", class: "name", title: r.name });
+      tr.append(name, el("td", r.kind), el("td", r.count, { class: "num" }), el("td", formatTime(r.base_s), { class: "num" }),
+        el("td", formatTime(r.variant_s), { class: "num" }), el("td", r.speedup ? "×" + r.speedup.toFixed(2) : "–", { class: "num" }),
+        el("td", r.base_bound === r.variant_bound ? r.base_bound : r.base_bound + " → " + r.variant_bound));
+      return tr;
+    }));
+    if (typeof Plotly === "undefined") return;
+    const top = result.rows.slice(0, 20).reverse();
+    const names = top.map((r) => short(r.name, 60).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;"));
+    const data = [
+      { type: "bar", orientation: "h", name: "base " + result.base, y: names, x: top.map((r) => r.base_s * 1e6), marker: { color: "#9aa7b5" },
+        hovertemplate: "%{y}: %{x:.4g} µs<extra>base</extra>" },
+      { type: "bar", orientation: "h", name: "variant", y: names, x: top.map((r) => r.variant_s * 1e6), marker: { color: "#1f5fa8" },
+        hovertemplate: "%{y}: %{x:.4g} µs<extra>variant</extra>" }];
+    const layout = { barmode: "group", height: Math.max(320, 40 + top.length * 34), margin: { l: 170, r: 20, t: 40, b: 50 },
+      title: { text: "Per-op time (all repeats), largest 20", x: 0.01, font: { size: 15 } },
+      xaxis: { title: { text: "Time [µs]" }, gridcolor: "#e4e7eb" }, yaxis: { automargin: true },
+      font: { family: "system-ui, sans-serif", size: 12 }, legend: { orientation: "h", x: 1, xanchor: "right", y: 1.08 }, paper_bgcolor: "white", plot_bgcolor: "white" };
+    Plotly.react(chart, data, layout, PLOT_CONFIG).then(() => { chart.dataset.rendered = "true"; });
+  }
+
+  async function update() {
+    const mine = ++sequence;
+    status.textContent = "Predicting…";
+    const response = await fetch("/ui/api/whatif", {
+      method: "POST", headers: { "Content-Type": "application/json", ...authHeaders() },
+      body: JSON.stringify({ hardware: root.dataset.hardware, workload: root.dataset.workload, trace: root.dataset.trace,
+        ops: document.getElementById("whatif-ops").value, factors: factors(),
+        variant_id: document.getElementById("variant-id").value }) });
+    if (mine !== sequence) return;
+    const body = await response.json();
+    if (!response.ok) { status.textContent = "Cannot predict this variant: " + (body.detail || response.status); return; }
+    last = body;
+    status.textContent = body.workload + (Object.keys(body.overrides).length ? " · overrides " + JSON.stringify(body.overrides) : "");
+    draw(body);
+  }
+
+  for (const s of sliders) {
+    s.addEventListener("input", () => {
+      document.getElementById(s.id + "-value").textContent = "×" + factor(s).toFixed(2);
+      s.setAttribute("aria-valuetext", "×" + factor(s).toFixed(2));
+      clearTimeout(timer);
+      timer = setTimeout(update, 120);
+    });
+  }
+  document.getElementById("knob-reset").addEventListener("click", () => {
+    for (const s of sliders) { s.value = "0"; document.getElementById(s.id + "-value").textContent = "×1.00"; }
+    update();
+  });
+  document.getElementById("save-variant").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const out = document.getElementById("save-status");
+    const id = document.getElementById("variant-id").value.trim();
+    const response = await fetch("/api/v1/hardware", {
+      method: "POST", headers: { "Content-Type": "application/json", ...authHeaders() },
+      body: JSON.stringify({ base: root.dataset.hardware, id: id, overrides: last.overrides || {} }) });
+    const body = await response.json().catch(() => ({}));
+    if (response.status === 201) {
+      out.replaceChildren(document.createTextNode("Saved as "), el("a", id, { href: "/hardware/" + encodeURIComponent(id) }));
+    } else if (response.status === 401) {
+      out.textContent = "Saving needs a valid API token: enter it at the top of the page.";
+    } else {
+      out.textContent = "Not saved (" + response.status + "): " + (body.detail || "");
+    }
+  });
+  draw(last);
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  setupToken();
+  renderCharts();
+  setupUpload();
+  setupWhatIf();
+});

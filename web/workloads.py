@@ -1,0 +1,146 @@
+"""Workloads for the roofline explorer and what-if: presets, ops pasted as JSON, a stored trace, stored runs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from perfmodel.store import RunRow, Store
+
+MAX_OPS = 5000
+
+
+@dataclass
+class Workload:
+    """Ops with a display name and a repeat count; ``measured_s`` is per op where a run measured it."""
+
+    label: str
+    names: list[str] = field(default_factory=list)
+    ops: list[dict[str, Any]] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
+    measured_s: list[float | None] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def add(self, name: str, op: dict[str, Any], count: int = 1, measured_s: float | None = None) -> None:
+        self.names.append(name)
+        self.ops.append(op)
+        self.counts.append(count)
+        self.measured_s.append(measured_s)
+
+
+def _mm(m: int, n: int, k: int) -> dict[str, Any]:
+    return {"kind": "matmul", "m": m, "n": n, "k": k, "dtype": "bf16"}
+
+
+def _llama(tokens: int, batch: int, context: int, decode: bool) -> list[tuple[str, dict[str, Any], int]]:
+    """One Llama-3-8B decoder layer (hidden 4096, 32 heads, 8 KV heads, MLP 14336) x 32 layers."""
+    rows = batch * tokens
+    seq_q = 1 if decode else tokens
+    attention = {"kind": "attention", "batch": batch, "heads": 32, "kv_heads": 8, "seq_q": seq_q,
+                 "seq_kv": context, "head_dim": 128, "dtype": "bf16", "causal": not decode}
+    return [
+        ("input rmsnorm", {"kind": "rmsnorm", "shape": [rows, 4096], "dtype": "bf16"}, 32),
+        ("qkv_proj", _mm(rows, 6144, 4096), 32),
+        ("attention", attention, 32),
+        ("o_proj", _mm(rows, 4096, 4096), 32),
+        ("post-attention rmsnorm", {"kind": "rmsnorm", "shape": [rows, 4096], "dtype": "bf16"}, 32),
+        ("gate_up_proj", _mm(rows, 28672, 4096), 32),
+        ("silu × up", {"kind": "elementwise", "shape": [rows, 14336], "dtype": "bf16", "inputs": 2,
+                       "flops_per_element": 4, "transcendentals_per_element": 1}, 32),
+        ("down_proj", _mm(rows, 4096, 14336), 32),
+        ("lm_head", _mm(rows if decode else batch, 128256, 4096), 1),
+    ]
+
+
+def _resnet() -> list[tuple[str, dict[str, Any], int]]:
+    """A ResNet-50 bottleneck block (stage 2, batch 32, 56x56, NCHW fp16)."""
+    conv = {"kind": "conv2d", "batch": 32, "height": 56, "width": 56, "dtype": "fp16"}
+    return [
+        ("conv 1x1 256→64", {**conv, "in_channels": 256, "out_channels": 64, "kernel_h": 1, "kernel_w": 1}, 3),
+        ("batchnorm 64", {"kind": "batchnorm", "shape": [32, 64, 56, 56], "dtype": "fp16"}, 6),
+        ("conv 3x3 64→64", {**conv, "in_channels": 64, "out_channels": 64, "kernel_h": 3, "kernel_w": 3,
+                            "padding": 1}, 3),
+        ("conv 1x1 64→256", {**conv, "in_channels": 64, "out_channels": 256, "kernel_h": 1, "kernel_w": 1}, 3),
+        ("batchnorm 256", {"kind": "batchnorm", "shape": [32, 256, 56, 56], "dtype": "fp16"}, 3),
+        ("relu + residual", {"kind": "elementwise", "shape": [32, 256, 56, 56], "dtype": "fp16", "inputs": 2}, 3),
+    ]
+
+
+PRESETS: dict[str, tuple[str, list[tuple[str, dict[str, Any], int]]]] = {
+    "llama3-8b-decode": ("Llama-3-8B decode, batch 16, context 4096", _llama(1, 16, 4096, True)),
+    "llama3-8b-prefill": ("Llama-3-8B prefill, 4096 tokens", _llama(4096, 1, 4096, False)),
+    "resnet50-stage2": ("ResNet-50 stage 2 (3 bottlenecks), batch 32", _resnet()),
+}
+
+
+def preset(name: str) -> Workload:
+    label, rows = PRESETS[name]
+    work = Workload(label)
+    for op_name, op, count in rows:
+        work.add(op_name, op, count)
+    return work
+
+
+def parse_ops(text: str) -> Workload:
+    """A JSON list of ops (or ``{"ops": [...]}``, or one op per line); an op may carry ``name`` and ``count``."""
+    work = Workload("ops pasted as JSON")
+    text = text.strip()
+    try:
+        data: Any = json.loads(text) if text.startswith(("[", "{\"ops\"")) else [
+            json.loads(line) for line in text.splitlines() if line.strip()]
+    except json.JSONDecodeError as exc:
+        work.problems.append(f"ops: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})")
+        return work
+    if isinstance(data, dict):
+        data = data.get("ops", [])
+    if not isinstance(data, list):
+        work.problems.append("ops: expected a JSON list of ops")
+        return work
+    for i, raw in enumerate(data[:MAX_OPS]):
+        if not isinstance(raw, dict):
+            work.problems.append(f"ops[{i}]: expected an object with a 'kind', got {type(raw).__name__}")
+            continue
+        op = {k: v for k, v in raw.items() if k not in ("name", "count")}
+        count = raw.get("count", 1)
+        work.add(str(raw.get("name") or f"{op.get('kind', '?')} #{i}"), op,
+                 count if isinstance(count, int) and count > 0 else 1)
+    if len(data) > MAX_OPS:
+        work.problems.append(f"only the first {MAX_OPS} of {len(data)} ops are shown")
+    return work
+
+
+def run_name(run: RunRow, kernel_names: dict[int, str] | None = None) -> str:
+    for key in ("name", "kernel", "op_name"):
+        if run.tags.get(key):
+            return run.tags[key]
+    if kernel_names and run.id in kernel_names:
+        return kernel_names[run.id]
+    return f"{run.op_kind} run {run.id}"
+
+
+def kernel_names(store: Store, upload_id: int) -> dict[int, str]:
+    """Run id -> the name of the (longest) kernel of a trace matched to it."""
+    lister = getattr(store, "list_trace_kernels", None)
+    if lister is None:
+        return {}
+    names: dict[int, str] = {}
+    for kernel in lister(upload_id):
+        if kernel.run_id is not None:
+            names.setdefault(kernel.run_id, kernel.name)
+    return names
+
+
+def from_runs(store: Store, hardware_id: str, trace_id: int | None) -> Workload:
+    """The stored runs of a device (or of one uploaded trace), each with its measured time."""
+    runs, total = store.list_runs(hardware_id=hardware_id, trace_upload_id=trace_id, limit=MAX_OPS)
+    label = f"trace {trace_id}" if trace_id is not None else f"stored runs on {hardware_id}"
+    work = Workload(label)
+    names = kernel_names(store, trace_id) if trace_id is not None else {}
+    for run in runs:
+        work.add(run_name(run, names), run.op, 1, run.measured_time_s)
+    if total > len(runs):
+        work.problems.append(f"showing the first {len(runs)} of {total} runs")
+    if not runs:
+        work.problems.append(f"no stored runs for {label}")
+    return work
