@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from perfmodel import __version__
+from perfmodel.graph.cli import estimate_command, sweep_command
 from perfmodel.ops import OpError, make_op
 from perfmodel.roofline import Cost, predict, predict_many
 from perfmodel.search.engine import search
@@ -274,6 +275,10 @@ def token_list() -> None:
     for row in _store().list_tokens():
         state = f"revoked {row.revoked_at:%Y-%m-%d %H:%M}" if row.revoked_at else "active"
         typer.echo(f"{row.name:<30} created {row.created_at:%Y-%m-%d %H:%M}  {state}")
+
+
+app.command("estimate")(estimate_command)
+app.command("sweep")(sweep_command)
 
 
 def main() -> None:

@@ -1,0 +1,108 @@
+"""POST /graphs/estimate (a bundled model, a config JSON or a graph JSON) and /graphs/estimate/onnx (upload).
+
+Errors in the model (unknown op fields, shapes, a model that does not fit) are ValueErrors
+(``GraphError``, ``OpError``) that the app turns into 422 naming the node or field.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, File, Form, HTTPException, Response, UploadFile
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from api.deps import get_state, require_read
+from api.routers.convert import finite, json_bytes, json_response
+from api.state import AppState
+from perfmodel.graph.ir import GraphError
+from perfmodel.graph.llm_build import LlmWorkload
+from perfmodel.graph.loader import estimate_model
+from perfmodel.graph.parallel import Parallelism
+from perfmodel.hardware import Hardware
+
+router = APIRouter(tags=["graphs"], dependencies=[Depends(require_read)])
+UPLOAD_CHUNK_BYTES = 1 << 20
+
+
+class EstimateRequest(BaseModel):
+    """Exactly one of ``model`` (bundled name), ``config`` (HF config.json) or ``graph`` (graph JSON)."""
+
+    model_config = ConfigDict(extra="forbid")
+    hardware: str
+    model: str | None = Field(default=None, description="bundled config name, e.g. llama-3-70b")
+    config: dict[str, Any] | None = Field(default=None, description="a Hugging Face config.json object")
+    graph: dict[str, Any] | None = Field(default=None, description="a perfmodel graph JSON")
+    phase: Literal["prefill", "decode", "both", "train"] = "both"
+    batch: int = Field(default=1, ge=1)
+    prompt_tokens: int = Field(default=2048, ge=1)
+    kv_len: int | None = Field(default=None, ge=1)
+    dtype: str = "bf16"
+    weight_dtype: str | None = None
+    kv_dtype: str | None = None
+    attention: Literal["flash", "unfused"] = "flash"
+    devices: int = Field(default=1, ge=1)
+    tp: int | None = Field(default=None, ge=1)
+    pp: int = Field(default=1, ge=1)
+    dp: int | None = Field(default=None, ge=1)
+    ep: int = Field(default=1, ge=1)
+    microbatches: int = Field(default=1, ge=1)
+    fusion: bool = True
+    space: Literal["compact", "full"] = "full"
+    check_memory: bool = True
+    detail: bool = Field(default=True, description="include per-op rows, the hierarchy and the timeline")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> EstimateRequest:
+        given = [k for k in ("model", "config", "graph") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of model, config or graph (got {given or 'none'})")
+        return self
+
+
+def _run(hardware: Hardware, source: Any, body: EstimateRequest | None = None,
+         dims: dict[str, int] | None = None) -> bytes:
+    b = body or EstimateRequest(hardware=hardware.id, model="onnx")
+    par = Parallelism.for_devices(b.devices, tp=b.tp, pp=b.pp, dp=b.dp, ep=b.ep, microbatches=b.microbatches)
+    workload = LlmWorkload(batch=b.batch, prompt_tokens=b.prompt_tokens, kv_len=b.kv_len or b.prompt_tokens + 1,
+                           dtype=b.dtype, weight_dtype=b.weight_dtype, kv_dtype=b.kv_dtype, attention=b.attention)
+    result = estimate_model(source, hardware, workload, par, b.phase, b.space, b.fusion, b.check_memory, dims,
+                            b.detail)
+    return json_bytes(finite(result))
+
+
+@router.post("/graphs/estimate")
+def estimate_graph(body: EstimateRequest, state: AppState = Depends(get_state)) -> Response:
+    """Estimate a whole model: per-op/per-layer breakdown, TTFT/TPOT, bottlenecks, memory, diagnostics."""
+    hardware, _ = state.hardware(body.hardware)
+    source: Any = body.model if body.model is not None else (body.config if body.config is not None else body.graph)
+    return json_response(_run(hardware, source, body))
+
+
+@router.post("/graphs/estimate/onnx")
+async def estimate_onnx(file: UploadFile = File(description="an ONNX model"),
+                        hardware: str = Form(...),
+                        dims: str = Form(default="", description="symbolic dims, name=size,name=size"),
+                        fusion: bool = Form(default=True), detail: bool = Form(default=True),
+                        state: AppState = Depends(get_state)) -> Response:
+    """Estimate an uploaded ONNX model (at most ``PERFMODEL_MAX_UPLOAD_BYTES``)."""
+    limit = state.settings.max_upload_bytes
+    data = bytearray()
+    while chunk := await file.read(UPLOAD_CHUNK_BYTES):
+        data.extend(chunk)
+        if len(data) > limit:
+            raise HTTPException(413, f"ONNX upload larger than {limit} bytes (PERFMODEL_MAX_UPLOAD_BYTES)")
+    bindings = _parse_dims(dims)
+    device, _ = await run_in_threadpool(state.hardware, hardware)
+    body = EstimateRequest(hardware=hardware, model="onnx", fusion=fusion, detail=detail)
+    return json_response(await run_in_threadpool(_run, device, bytes(data), body, bindings))
+
+
+def _parse_dims(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for pair in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = pair.partition("=")
+        if not sep or not value.strip().isdigit():
+            raise GraphError("dims", f"expected name=size, got {pair!r}")
+        out[key.strip()] = int(value)
+    return out

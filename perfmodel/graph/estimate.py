@@ -1,0 +1,137 @@
+"""Estimate a graph on a device: every node costed (repeats predicted once), scheduled, summarised.
+
+``estimate(graph, hardware)`` returns an ``Estimate`` with per-op and per-layer breakdowns, the
+timeline, memory per device, diagnostics (every op the model does not cover, with its fallback
+time) and, for LLM graphs, time to first token / per output token and tokens/s.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from perfmodel.graph.fusion import FusionReport, fuse
+from perfmodel.graph.ir import Graph, GraphError
+from perfmodel.graph.memory import DoesNotFit, MemoryReport, memory
+from perfmodel.graph.schedule import Timeline, schedule
+from perfmodel.hardware import Hardware
+from perfmodel.ops import Op, OpError, make_op
+from perfmodel.ops.base import FloatArray
+from perfmodel.roofline import CostBatch, HardwareLike, SpaceName, Timing, predict_many, resolve_hardware
+
+
+@dataclass
+class CompiledGraph:
+    """A graph reduced to its distinct ops: ``index[i]`` is node i's row in ``ops``."""
+
+    graph: Graph
+    ops: list[Op]
+    index: np.ndarray[Any, np.dtype[np.intp]]
+
+    def node_times(self, batch: CostBatch) -> FloatArray:
+        return typing.cast(FloatArray, batch.time_s[self.index])
+
+
+def compile_graph(graph: Graph) -> CompiledGraph:
+    """Build each distinct op once; a bad op is an error naming its node."""
+    slots: dict[str, int] = {}
+    ops: list[Op] = []
+    index = np.zeros(len(graph.nodes), dtype=np.intp)
+    for i, node in enumerate(graph.nodes):
+        op = node.cost_op
+        if op is None:
+            raise GraphError(node.name, "no op and no fallback")
+        key = json.dumps(op, sort_keys=True, default=str)
+        slot = slots.get(key)
+        if slot is None:
+            try:
+                ops.append(make_op(op))
+            except OpError as exc:
+                raise GraphError(node.name, str(exc)) from exc
+            slot = slots[key] = len(ops) - 1
+        index[i] = slot
+    return CompiledGraph(graph, ops, index)
+
+
+def predict_compiled(compiled: CompiledGraph, hardware: Hardware, space: SpaceName = "full",
+                     timing: Timing = "kernel") -> CostBatch:
+    """``predict_many`` over the distinct ops; an op the device cannot run names its node."""
+    if not compiled.ops:
+        raise GraphError(compiled.graph.name, "the graph has no ops")
+    try:
+        return predict_many(hardware, compiled.ops, timing=timing, space=space)
+    except OpError:
+        for row, op in enumerate(compiled.ops):
+            try:
+                predict_many(hardware, [op], space="compact")
+            except OpError as exc:
+                node = compiled.graph.nodes[int(np.nonzero(compiled.index == row)[0][0])]
+                raise GraphError(node.name, str(exc)) from exc
+        raise
+
+
+@dataclass
+class Estimate:
+    """The result: node costs (graph order), timeline, memory, diagnostics, summaries (SI units)."""
+
+    graph: Graph
+    hardware: Hardware
+    batch: CostBatch
+    index: np.ndarray[Any, np.dtype[np.intp]]
+    timeline: Timeline
+    memory: MemoryReport
+    fusion: FusionReport
+    roles: list[str] = field(default_factory=list)  # per distinct op: its largest DRAM byte role
+
+    @property
+    def node_time_s(self) -> FloatArray:
+        return typing.cast(FloatArray, self.batch.time_s[self.index])
+
+    @property
+    def step_time_s(self) -> float:
+        return self.timeline.step_s
+
+    def diagnostics(self) -> list[dict[str, Any]]:
+        from perfmodel.graph.report import diagnostics
+
+        return diagnostics(self)
+
+    def llm_metrics(self) -> dict[str, Any] | None:
+        from perfmodel.graph.report import llm_metrics
+
+        return llm_metrics(self)
+
+    def to_json(self, detail: bool = True) -> dict[str, Any]:
+        from perfmodel.graph.report import estimate_json
+
+        return estimate_json(self, detail)
+
+
+def estimate(graph: Graph, hardware: HardwareLike, space: SpaceName = "full", fusion: bool = True,
+             check_memory: bool = True, timing: Timing = "kernel") -> Estimate:
+    """Fuse (unless ``fusion=False``), cost every node, schedule the streams, check memory.
+
+    ``timing="host"`` adds the per-op host launch and synchronisation (eager frameworks timed
+    op by op); the default is device time as a profiler reports it.
+    """
+    hw = resolve_hardware(hardware)
+    report = fuse(graph) if fusion else FusionReport()
+    compiled = compile_graph(graph)
+    batch = predict_compiled(compiled, hw, space, timing)
+    times = compiled.node_times(batch)
+    microbatches = int((graph.meta.get("parallelism") or {}).get("microbatches", 1))
+    timeline = schedule(graph, times, microbatches)
+    mem = memory(graph, hw)
+    if check_memory and not mem.fits:
+        raise DoesNotFit(graph.name, mem.explain(hw.id))
+    roles = [_largest_role(op) for op in compiled.ops]
+    return Estimate(graph, hw, batch, compiled.index, timeline, mem, report, roles)
+
+
+def _largest_role(op: Op) -> str:
+    roles = op.bytes_by_role()
+    return max(roles, key=lambda r: roles[r]) if roles else ""

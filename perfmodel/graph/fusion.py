@@ -1,0 +1,302 @@
+"""Fusion: merge producer/consumer pairs into one kernel and report the DRAM bytes it saves.
+
+Rules (each merges a producer whose output feeds the consumer, in execution order):
+
+- ``attention``: matmul (Q·Kᵀ) → [scale/mask elementwise]* → softmax → matmul (·V) becomes one
+  flash-attention op (S and P never reach memory).
+- ``elementwise_chain``: elementwise → elementwise of the same size becomes one chain.
+- ``gemm_epilogue``: matmul → unary elementwise (activation) or a bias add folds into the
+  GEMM's epilogue (the activation's few FLOPs hide under the GEMM).
+- ``add_norm``: a residual add → rmsnorm/layernorm becomes one pass (reads x and the residual,
+  writes the sum and the normalised output), as fused add-RMSNorm kernels do.
+- ``norm_quantize``: a norm → quantize writes the quantized tensor directly.
+- ``dequant_gemm``: dequantize of a weight → matmul becomes a weight-only-quantized GEMM
+  (the narrow weights are read and dequantized in registers).
+
+Bytes saved = compulsory bytes of the nodes merged − compulsory bytes of the fused op.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from perfmodel.graph.ir import Graph, GraphError, Node
+from perfmodel.ops import OpError, make_op
+
+NORM_FLOPS = {"rmsnorm": 4.0, "layernorm": 8.0}
+
+
+@dataclass
+class FusionReport:
+    """What was fused: one entry per merge, and the total bytes saved (per step, one device)."""
+
+    fusions: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def bytes_saved(self) -> float:
+        return float(sum(f["bytes_saved"] for f in self.fusions))
+
+    def to_json(self) -> dict[str, Any]:
+        by_rule: dict[str, dict[str, float]] = {}
+        for f in self.fusions:
+            entry = by_rule.setdefault(f["rule"], {"count": 0, "bytes_saved": 0.0})
+            entry["count"] += 1
+            entry["bytes_saved"] += f["bytes_saved"]
+        return {"bytes_saved": self.bytes_saved, "count": len(self.fusions), "by_rule": by_rule,
+                "fusions": self.fusions[:200]}
+
+
+@functools.lru_cache(maxsize=4096)
+def _bytes_of(key: str) -> float:
+    return make_op(json.loads(key)).bytes
+
+
+def _bytes(op: dict[str, Any] | None, node: str) -> float:
+    if op is None:
+        return 0.0
+    try:
+        return _bytes_of(json.dumps(op, sort_keys=True))
+    except OpError as exc:
+        raise GraphError(node, str(exc)) from exc
+
+
+class _State:
+    """Nodes by slot (None once merged away), readers and producer of every tensor: O(1) updates."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.nodes: list[Node | None] = list(graph.nodes)
+        self.readers: dict[str, list[int]] = graph.consumers()
+
+    def readers_of(self, tensor: str) -> list[int]:
+        return self.readers.get(tensor, [])
+
+    def replace(self, i: int, j: int, node: Node) -> None:
+        a, b = self.nodes[i], self.nodes[j]
+        assert a is not None and b is not None
+        for t in dict.fromkeys(a.inputs):
+            self.readers[t] = sorted({j if k == i else k for k in self.readers.get(t, [])})
+        for t in a.outputs:
+            self.readers[t] = [k for k in self.readers.get(t, []) if k != j]
+        self.nodes[i], self.nodes[j] = None, node
+
+    def finish(self) -> None:
+        self.graph.nodes = [n for n in self.nodes if n is not None]
+
+
+Rule = Callable[[_State, int, int], "tuple[str, dict[str, Any]] | None"]
+
+
+def fuse(graph: Graph, rules: tuple[str, ...] | None = None) -> FusionReport:
+    """Apply the fusion rules in place (one linear sweep, merged nodes retried); report the merges."""
+    chosen = {name: rule for name, rule in RULES.items() if rules is None or name in rules}
+    report = FusionReport()
+    if "attention" in chosen:
+        _fuse_attention(graph, report)
+    state = _State(graph)
+    for i in range(len(state.nodes)):
+        current = i
+        while current >= 0:
+            current = _try(state, current, chosen, report)
+    state.finish()
+    return report
+
+
+def _try(state: _State, i: int, rules: dict[str, Rule], report: FusionReport) -> int:
+    """Merge node ``i`` into its first reader if a rule applies; the merged slot, else -1."""
+    producer = state.nodes[i]
+    if producer is None or producer.op is None or len(producer.outputs) != 1:
+        return -1
+    readers = state.readers_of(producer.outputs[0])
+    if not readers:
+        return -1
+    j = readers[0]
+    consumer = state.nodes[j]
+    if consumer is None or consumer.op is None:
+        return -1
+    for name, rule in rules.items():
+        if name == "attention":
+            continue
+        result = rule(state, i, j)
+        if result is not None:
+            _merge(state, i, j, name, result[0], result[1], report)
+            return j
+    return -1
+
+
+def _merge(state: _State, i: int, j: int, rule: str, label: str, op: dict[str, Any], report: FusionReport) -> None:
+    a, b = state.nodes[i], state.nodes[j]
+    assert a is not None and b is not None
+    saved = _bytes(a.op, a.name) + _bytes(b.op, b.name) - _bytes(op, f"{a.name}+{b.name}")
+    inputs = list(dict.fromkeys([*a.inputs, *(x for x in b.inputs if x not in a.outputs)]))
+    keep_a = [o for o in a.outputs if any(k != j for k in state.readers_of(o))]
+    node = Node(name=_fused_name(a, b), op=op, inputs=inputs, outputs=[*keep_a, *b.outputs],
+                layer=b.layer, source_op=f"{a.source_op}+{b.source_op}", stream=b.stream,
+                params=a.params + b.params, weight_bytes=a.weight_bytes + b.weight_bytes, stage=b.stage,
+                fused_from=[*(a.fused_from or [a.name]), *(b.fused_from or [b.name])],
+                bytes_saved=a.bytes_saved + b.bytes_saved + saved)
+    state.replace(i, j, node)
+    report.fusions.append({"rule": rule, "node": node.name, "fused": label, "bytes_saved": saved})
+
+
+def _fused_name(a: Node, b: Node) -> str:
+    """'layers.3.o_proj+bias' for LLM-style names, '/blk/fc1/MatMul+Gelu' for importer paths."""
+    if a.name.startswith(a.layer + ".") and (not b.layer or b.name.startswith(b.layer + ".")):
+        return f"{b.layer or a.layer}.{_short(a)}+{_short(b)}"
+    return f"{a.name}+{b.name.rsplit('/', 1)[-1]}"
+
+
+def _short(node: Node) -> str:
+    return node.name[len(node.layer) + 1:] if node.name.startswith(node.layer + ".") else node.name
+
+
+def _pair(state: _State, i: int, j: int) -> tuple[Node, Node, dict[str, Any], dict[str, Any]]:
+    a, b = state.nodes[i], state.nodes[j]
+    assert a is not None and b is not None and a.op is not None and b.op is not None
+    return a, b, a.op, b.op
+
+
+def _only_reader(state: _State, a: Node, j: int) -> bool:
+    return all(state.readers_of(o) == [j] for o in a.outputs)
+
+
+def _numel(op: dict[str, Any]) -> int:
+    return math.prod(op.get("shape") or [1])
+
+
+def _elementwise_chain(state: _State, i: int, j: int) -> tuple[str, dict[str, Any]] | None:
+    na, nb, a, b = _pair(state, i, j)
+    if not (a["kind"] == b["kind"] == "elementwise" and _numel(a) == _numel(b)):
+        return None
+    if not _only_reader(state, na, j) or na.stream != "compute" or nb.stream != "compute":
+        return None
+    op = {**b, "inputs": int(a.get("inputs", 1)) + max(int(b.get("inputs", 1)) - 1, 0),
+          "outputs": int(b.get("outputs", 1)),
+          "flops_per_element": float(a.get("flops_per_element", 1.0)) + float(b.get("flops_per_element", 1.0)),
+          "transcendentals_per_element": float(a.get("transcendentals_per_element", 0.0))
+          + float(b.get("transcendentals_per_element", 0.0))}
+    return "elementwise+elementwise", op
+
+
+def _gemm_epilogue(state: _State, i: int, j: int) -> tuple[str, dict[str, Any]] | None:
+    na, nb, a, b = _pair(state, i, j)
+    if not (a["kind"] == "matmul" and b["kind"] == "elementwise"):
+        return None
+    if not _only_reader(state, na, j) or a.get("pass", "forward") != "forward":
+        return None
+    others = [x for x in dict.fromkeys(nb.inputs) if x not in na.outputs]
+    n, tensors = int(a["n"]), state.graph.tensors
+    small = [x for x in others if x in tensors and tensors[x].numel <= n]
+    if len(others) != len(small) or len(small) > 1:
+        return None  # a full-size second operand (residual) is not an epilogue this model can express
+    return ("matmul+bias" if small else "matmul+activation"), {**a, "bias": bool(a.get("bias")) or bool(small)}
+
+
+def _add_norm(state: _State, i: int, j: int) -> tuple[str, dict[str, Any]] | None:
+    na, _, a, b = _pair(state, i, j)
+    if not (a["kind"] == "elementwise" and b["kind"] in NORM_FLOPS and b.get("pass", "forward") == "forward"):
+        return None
+    if int(a.get("inputs", 1)) != 2 or _numel(a) != _numel(b) or int(a.get("outputs", 1)) != 1:
+        return None
+    later = [k for k in state.readers_of(na.outputs[0]) if k != j]
+    if any(k < j for k in later):
+        return None
+    width = int(b["shape"][-1])
+    op = {"kind": "elementwise", "shape": list(b["shape"]), "dtype": b["dtype"], "inputs": 2,
+          "outputs": 2 if later else 1, "flops_per_element": 1.0 + NORM_FLOPS[b["kind"]],
+          "transcendentals_per_element": 1.0 / width}
+    return f"add+{b['kind']}", op
+
+
+def _norm_quantize(state: _State, i: int, j: int) -> tuple[str, dict[str, Any]] | None:
+    na, _, a, b = _pair(state, i, j)
+    if not (a["kind"] in NORM_FLOPS and b["kind"] == "quantize") or not _only_reader(state, na, j):
+        return None
+    return f"{a['kind']}+quantize", {**b, "from_dtype": a["dtype"]}
+
+
+def _dequant_gemm(state: _State, i: int, j: int) -> tuple[str, dict[str, Any]] | None:
+    node_a, node_b, a, b = _pair(state, i, j)
+    if not (a["kind"] == "dequantize" and b["kind"] == "matmul"):
+        return None
+    if not _only_reader(state, node_a, j) or node_b.inputs.index(node_a.outputs[0]) != 1:
+        return None  # only a dequantized B (weight) operand
+    op = {**b, "weight_dtype": a["from_dtype"]}
+    if a.get("granularity") == "group":
+        op["group_size"] = int(a.get("group_size", 128))
+    return "dequantize+matmul", op
+
+
+RULES: dict[str, Rule] = {"attention": lambda *_: None, "dequant_gemm": _dequant_gemm,
+                          "norm_quantize": _norm_quantize, "add_norm": _add_norm,
+                          "elementwise_chain": _elementwise_chain, "gemm_epilogue": _gemm_epilogue}
+
+
+def _fuse_attention(graph: Graph, report: FusionReport) -> None:
+    """QK matmul → elementwise* → softmax → AV matmul, each feeding only the next, into one flash op."""
+    consumers = graph.consumers()
+    replaced: dict[int, Node] = {}
+    dropped: set[int] = set()
+    for i in range(len(graph.nodes)):
+        if i in dropped:
+            continue
+        chain = _attention_chain(graph, consumers, i)
+        if chain is None:
+            continue
+        nodes = [graph.nodes[k] for k in chain]
+        qk, av = nodes[0].op, nodes[-1].op
+        assert qk is not None and av is not None
+        op = {"kind": "attention", "batch": 1, "heads": int(qk.get("batch", 1)), "seq_q": int(qk["m"]),
+              "seq_kv": int(qk["n"]), "head_dim": int(qk["k"]), "head_dim_v": int(av["n"]), "dtype": qk["dtype"]}
+        saved = sum(_bytes(n.op, n.name) for n in nodes) - _bytes(op, nodes[0].name)
+        inner = {x for n in nodes for x in n.outputs}
+        last = nodes[-1]
+        inputs = list(dict.fromkeys(x for n in nodes for x in n.inputs if x not in inner))
+        fused = Node(name=_fused_name(nodes[0], Node(name="attention", op=None, layer="")), op=op, inputs=inputs,
+                     outputs=list(last.outputs), layer=last.layer, stage=last.stage,
+                     source_op="+".join(n.source_op for n in nodes), params=sum(n.params for n in nodes),
+                     weight_bytes=sum(n.weight_bytes for n in nodes), fused_from=[n.name for n in nodes],
+                     bytes_saved=saved)
+        replaced[chain[-1]] = fused
+        dropped.update(chain[:-1])
+        report.fusions.append({"rule": "attention", "node": fused.name,
+                               "fused": "matmul+" + "+".join(n.op["kind"] for n in nodes[1:] if n.op),
+                               "bytes_saved": saved})
+    if replaced:
+        graph.nodes = [replaced.get(k, n) for k, n in enumerate(graph.nodes) if k not in dropped]
+
+
+def _attention_chain(graph: Graph, consumers: dict[str, list[int]], i: int) -> list[int] | None:
+    first = graph.nodes[i].op
+    if not (first and first["kind"] == "matmul" and len(graph.nodes[i].outputs) == 1):
+        return None
+    chain = [i]
+    seen_softmax = False
+    while True:
+        node = graph.nodes[chain[-1]]
+        readers = consumers.get(node.outputs[0], []) if len(node.outputs) == 1 else []
+        if len(readers) != 1:
+            return None
+        nxt = graph.nodes[readers[0]]
+        kind = nxt.op["kind"] if nxt.op else None
+        if kind == "softmax" and not seen_softmax:
+            seen_softmax = True
+        elif kind == "elementwise" and not seen_softmax:
+            pass
+        elif kind == "matmul" and seen_softmax:
+            chain.append(readers[0])
+            return chain if _attention_shapes(graph, chain) else None
+        else:
+            return None
+        chain.append(readers[0])
+
+
+def _attention_shapes(graph: Graph, chain: list[int]) -> bool:
+    qk, av = graph.nodes[chain[0]].op, graph.nodes[chain[-1]].op
+    return bool(qk and av and int(qk.get("batch", 1)) == int(av.get("batch", 1)) and int(qk["m"]) == int(av["m"])
+                and int(qk["n"]) == int(av["k"]) and qk["dtype"] == av["dtype"])

@@ -1,0 +1,177 @@
+"""Hugging Face ``config.json``-style LLM configs: Llama/Mistral/Qwen, GPT-2/NeoX, Mixtral, DeepSeek MLA.
+
+``LlmConfig.from_hf(dict)`` normalises the field names of each family; ``bundled(name)`` loads a
+config shipped in ``perfmodel/graph/configs/`` (each cites its source in ``_source``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from perfmodel.graph.ir import GraphError
+
+CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+Family = Literal["llama", "gpt2", "gpt_neox", "deepseek"]
+_LLAMA_TYPES = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "gemma")
+
+
+@dataclass(frozen=True)
+class LlmConfig:
+    """A decoder-only transformer's shape (counts of elements, not bytes)."""
+
+    name: str
+    family: Family
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int
+    vocab: int
+    max_positions: int
+    norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    gated_mlp: bool = True  # SwiGLU (gate, up, down) vs GELU MLP (fc1, fc2)
+    qkv_bias: bool = False
+    out_bias: bool = False
+    mlp_bias: bool = False
+    tied_embeddings: bool = False
+    learned_positions: bool = False
+    parallel_residual: bool = False
+    rotary_dim: int = 0  # per head; 0: no rotary embedding
+    experts: int = 0  # routed experts (0: dense)
+    top_k: int = 0
+    moe_ffn: int = 0
+    shared_experts: int = 0
+    dense_layers: int = 0  # leading layers with a dense MLP in an MoE model
+    q_lora_rank: int = 0  # MLA (DeepSeek-V2/V3); kv_lora_rank > 0 turns MLA on
+    kv_lora_rank: int = 0
+    qk_nope_dim: int = 0
+    qk_rope_dim: int = 0
+    v_head_dim: int = 0
+    source: str = ""
+
+    @property
+    def mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def moe(self) -> bool:
+        return self.experts > 0
+
+    def kv_elements_per_token_layer(self) -> int:
+        """KV-cache elements one token adds in one layer (MLA caches the compressed latent)."""
+        if self.mla:
+            return self.kv_lora_rank + self.qk_rope_dim
+        return 2 * self.kv_heads * self.head_dim
+
+    @staticmethod
+    def from_hf(data: dict[str, Any], name: str | None = None) -> LlmConfig:
+        """Normalise a Hugging Face config dict; errors name the missing field."""
+        if not isinstance(data, dict):
+            raise GraphError("config", "expected a JSON object")
+        model_type = str(data.get("model_type", "llama")).lower()
+        label = name or str(data.get("_name_or_path") or model_type)
+        if model_type == "gpt2":
+            return _gpt2(data, label)
+        if model_type == "gpt_neox":
+            return _neox(data, label)
+        if model_type.startswith("deepseek"):
+            return _deepseek(data, label)
+        if model_type in _LLAMA_TYPES or "hidden_size" in data:
+            return _llama(data, label, model_type)
+        raise GraphError("config", f"model_type {model_type!r} is not supported; known: "
+                                   f"{', '.join((*_LLAMA_TYPES, 'gpt2', 'gpt_neox', 'deepseek_v2', 'deepseek_v3'))}")
+
+
+def _need(data: dict[str, Any], *keys: str) -> int:
+    for key in keys:
+        value = data.get(key)
+        if value is not None:
+            if not isinstance(value, int | float) or int(value) <= 0:
+                raise GraphError("config", f"{key}: expected a positive integer, got {value!r}")
+            return int(value)
+    raise GraphError("config", f"missing field {keys[0]!r}")
+
+
+def _opt(data: dict[str, Any], key: str, default: int) -> int:
+    value = data.get(key)
+    return default if value is None else int(value)
+
+
+def _llama(data: dict[str, Any], name: str, model_type: str) -> LlmConfig:
+    hidden, heads = _need(data, "hidden_size"), _need(data, "num_attention_heads")
+    head_dim = _opt(data, "head_dim", hidden // heads)
+    experts = _opt(data, "num_local_experts", _opt(data, "num_experts", 0))
+    return LlmConfig(
+        name=name, family="llama", hidden=hidden, layers=_need(data, "num_hidden_layers"), heads=heads,
+        kv_heads=_opt(data, "num_key_value_heads", heads), head_dim=head_dim,
+        ffn=_need(data, "intermediate_size"), vocab=_need(data, "vocab_size"),
+        max_positions=_opt(data, "max_position_embeddings", 4096),
+        qkv_bias=bool(data.get("attention_bias", model_type.startswith("qwen2"))),
+        out_bias=bool(data.get("attention_bias", False)), mlp_bias=bool(data.get("mlp_bias", False)),
+        tied_embeddings=bool(data.get("tie_word_embeddings", False)), rotary_dim=head_dim,
+        experts=experts, top_k=_opt(data, "num_experts_per_tok", 2 if experts else 0),
+        moe_ffn=_opt(data, "moe_intermediate_size", _need(data, "intermediate_size")) if experts else 0,
+        shared_experts=1 if data.get("shared_expert_intermediate_size") else 0,
+        source=str(data.get("_source", "")),
+    )
+
+
+def _gpt2(data: dict[str, Any], name: str) -> LlmConfig:
+    hidden, heads = _need(data, "n_embd", "hidden_size"), _need(data, "n_head", "num_attention_heads")
+    return LlmConfig(
+        name=name, family="gpt2", hidden=hidden, layers=_need(data, "n_layer", "num_hidden_layers"),
+        heads=heads, kv_heads=heads, head_dim=hidden // heads, ffn=_opt(data, "n_inner", 4 * hidden),
+        vocab=_need(data, "vocab_size"), max_positions=_opt(data, "n_positions", 1024), norm="layernorm",
+        gated_mlp=False, qkv_bias=True, out_bias=True, mlp_bias=True,
+        tied_embeddings=bool(data.get("tie_word_embeddings", True)), learned_positions=True,
+        source=str(data.get("_source", "")),
+    )
+
+
+def _neox(data: dict[str, Any], name: str) -> LlmConfig:
+    hidden, heads = _need(data, "hidden_size"), _need(data, "num_attention_heads")
+    head_dim = hidden // heads
+    return LlmConfig(
+        name=name, family="gpt_neox", hidden=hidden, layers=_need(data, "num_hidden_layers"), heads=heads,
+        kv_heads=heads, head_dim=head_dim, ffn=_opt(data, "intermediate_size", 4 * hidden),
+        vocab=_need(data, "vocab_size"), max_positions=_opt(data, "max_position_embeddings", 2048),
+        norm="layernorm", gated_mlp=False, qkv_bias=True, out_bias=True, mlp_bias=True,
+        tied_embeddings=bool(data.get("tie_word_embeddings", False)),
+        parallel_residual=bool(data.get("use_parallel_residual", True)),
+        rotary_dim=int(head_dim * float(data.get("rotary_pct", 0.25))), source=str(data.get("_source", "")),
+    )
+
+
+def _deepseek(data: dict[str, Any], name: str) -> LlmConfig:
+    hidden, heads = _need(data, "hidden_size"), _need(data, "num_attention_heads")
+    nope, rope = _opt(data, "qk_nope_head_dim", 128), _opt(data, "qk_rope_head_dim", 64)
+    experts = _opt(data, "n_routed_experts", 0)
+    return LlmConfig(
+        name=name, family="deepseek", hidden=hidden, layers=_need(data, "num_hidden_layers"), heads=heads,
+        kv_heads=heads, head_dim=nope + rope, ffn=_need(data, "intermediate_size"),
+        vocab=_need(data, "vocab_size"), max_positions=_opt(data, "max_position_embeddings", 4096),
+        tied_embeddings=bool(data.get("tie_word_embeddings", False)), rotary_dim=rope,
+        experts=experts, top_k=_opt(data, "num_experts_per_tok", 0),
+        moe_ffn=_opt(data, "moe_intermediate_size", 0), shared_experts=_opt(data, "n_shared_experts", 0),
+        dense_layers=_opt(data, "first_k_dense_replace", 0) if experts else 0,
+        q_lora_rank=_opt(data, "q_lora_rank", 0), kv_lora_rank=_need(data, "kv_lora_rank"),
+        qk_nope_dim=nope, qk_rope_dim=rope, v_head_dim=_opt(data, "v_head_dim", nope),
+        source=str(data.get("_source", "")),
+    )
+
+
+def bundled_names() -> list[str]:
+    """Names of the configs shipped with the package."""
+    return sorted(p.stem for p in CONFIG_DIR.glob("*.json"))
+
+
+def bundled(name: str) -> LlmConfig:
+    """A shipped config by name (``llama-3-70b``, ``gpt2``...)."""
+    path = CONFIG_DIR / f"{name.lower()}.json"
+    if not path.is_file():
+        raise GraphError("model", f"unknown model {name!r}; bundled: {', '.join(bundled_names())}")
+    return LlmConfig.from_hf(json.loads(path.read_text()), name.lower())

@@ -1,0 +1,84 @@
+"""Resolve a MODEL (bundled config name, config.json, .onnx file, graph JSON, or a dict) and estimate it.
+
+``estimate_model`` is what the CLI and the API call: for LLM configs it estimates the prefill
+(time to first token) and the decode step (time per output token), or one of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from perfmodel.graph.estimate import estimate
+from perfmodel.graph.ir import Graph, GraphError
+from perfmodel.graph.llm_build import LlmWorkload, build_llm
+from perfmodel.graph.llm_config import CONFIG_DIR, LlmConfig, bundled
+from perfmodel.graph.parallel import Parallelism
+from perfmodel.hardware import Hardware
+from perfmodel.roofline import HardwareLike, SpaceName, resolve_hardware
+
+PhaseChoice = Literal["prefill", "decode", "both", "train"]
+
+
+def resolve_model(model: str | dict[str, Any]) -> LlmConfig | Graph | bytes:
+    """A bundled name, a path (.json config or graph, .onnx), or a dict (config or graph JSON)."""
+    if isinstance(model, dict):
+        return Graph.from_json(model) if "nodes" in model else LlmConfig.from_hf(model)
+    if (CONFIG_DIR / f"{model.lower()}.json").is_file():
+        return bundled(model)
+    path = Path(model)
+    if not path.is_file():
+        return bundled(model)  # raises with the list of bundled names
+    if path.suffix.lower() == ".onnx":
+        return path.read_bytes()
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise GraphError("model", f"{path}: not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise GraphError("model", f"{path}: expected a JSON object")
+    return Graph.from_json(data) if "nodes" in data else LlmConfig.from_hf(data, path.stem)
+
+
+def _with_node(par: Parallelism, hw: Hardware) -> Parallelism:
+    per_node = hw.interconnect.devices_per_node if hw.interconnect else None
+    return dataclasses.replace(par, devices_per_node=per_node or 8)
+
+
+def estimate_model(model: str | dict[str, Any] | LlmConfig | Graph | bytes, hardware: HardwareLike,
+                   workload: LlmWorkload | None = None, parallel: Parallelism | None = None,
+                   phase: PhaseChoice = "both", space: SpaceName = "full", fusion: bool = True,
+                   check_memory: bool = True, dims: dict[str, int] | None = None,
+                   detail: bool = True) -> dict[str, Any]:
+    """Estimate ``model`` on ``hardware``; returns JSON (per phase for LLMs, with a summary)."""
+    hw = resolve_hardware(hardware)
+    source = model if isinstance(model, LlmConfig | Graph | bytes) else resolve_model(model)
+    if isinstance(source, bytes):
+        from perfmodel.graph.onnx_import import import_onnx
+
+        source = import_onnx(source, dims=dims)
+    if isinstance(source, Graph):
+        return estimate(source, hw, space, fusion, check_memory).to_json(detail)
+    par = _with_node(parallel or Parallelism(), hw)
+    base = workload or LlmWorkload()
+    phases: list[Literal["prefill", "decode", "train"]] = (
+        ["prefill", "decode"] if phase == "both" else [phase])
+    out: dict[str, Any] = {"model": source.name, "hardware": hw.id, "parallelism": par.to_json()}
+    for p in phases:
+        graph = build_llm(source, dataclasses.replace(base, phase=p), par)
+        out[p] = estimate(graph, hw, space, fusion, check_memory).to_json(detail)
+    out["summary"] = _summary(out)
+    return out
+
+
+def _summary(out: dict[str, Any]) -> dict[str, Any]:
+    summary: dict[str, Any] = {}
+    for p in ("prefill", "decode", "train"):
+        if p in out:
+            llm = out[p]["llm"] or {}
+            summary[p] = {k: v for k, v in llm.items() if k != "phase"}
+            summary[p]["bottleneck"] = out[p]["bottleneck"]["summary"]
+            summary[p]["memory_bytes_per_device"] = out[p]["memory"]["total_bytes"]
+    return summary

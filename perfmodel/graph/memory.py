@@ -1,0 +1,96 @@
+"""Device memory per device: weights, KV cache, activations, and for training gradients and optimizer state.
+
+- weights: the parameters each node holds on the device, at their storage dtype.
+- KV cache: every ``kv_cache_write`` node's row width × batch × context length × cache dtype
+  (decode: ``kv_len`` keys; prefill: the prompt it fills).
+- activations: inference keeps the two largest live tensors (input and output of one op);
+  training keeps every node output for the backward, for min(microbatches, pp) microbatches in
+  flight (1F1B).
+- training state (mixed-precision Adam): 16-bit gradients, and fp32 master weights, first and
+  second moments (12 bytes per parameter), no ZeRO sharding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from perfmodel.dtypes import parse_dtype
+from perfmodel.graph.ir import Graph, GraphError
+from perfmodel.hardware import Hardware
+from perfmodel.units import format_bytes
+
+GRAD_BYTES_PER_PARAM = 2.0
+ADAM_BYTES_PER_PARAM = 12.0
+
+
+class DoesNotFit(GraphError):
+    """The per-device footprint exceeds the device memory."""
+
+
+@dataclass
+class MemoryReport:
+    """Bytes per device (the fullest pipeline stage) against the device's DRAM capacity."""
+
+    weights_bytes: float
+    kv_cache_bytes: float
+    activations_bytes: float
+    gradients_bytes: float
+    optimizer_bytes: float
+    capacity_bytes: float | None
+    stage: int
+
+    @property
+    def total_bytes(self) -> float:
+        return (self.weights_bytes + self.kv_cache_bytes + self.activations_bytes + self.gradients_bytes
+                + self.optimizer_bytes)
+
+    @property
+    def fits(self) -> bool:
+        return self.capacity_bytes is None or self.total_bytes <= self.capacity_bytes
+
+    def to_json(self) -> dict[str, Any]:
+        return {"weights_bytes": self.weights_bytes, "kv_cache_bytes": self.kv_cache_bytes,
+                "activations_bytes": self.activations_bytes, "gradients_bytes": self.gradients_bytes,
+                "optimizer_bytes": self.optimizer_bytes, "total_bytes": self.total_bytes,
+                "capacity_bytes": self.capacity_bytes, "fits": self.fits, "stage": self.stage}
+
+    def explain(self, hardware_id: str) -> str:
+        parts = [f"{name} {format_bytes(v)}" for name, v in (
+            ("weights", self.weights_bytes), ("KV cache", self.kv_cache_bytes),
+            ("activations", self.activations_bytes), ("gradients", self.gradients_bytes),
+            ("optimizer state", self.optimizer_bytes)) if v > 0]
+        cap = format_bytes(self.capacity_bytes) if self.capacity_bytes else "?"
+        return (f"needs {format_bytes(self.total_bytes)} per device ({', '.join(parts)}) but {hardware_id} has "
+                f"{cap}: use more devices (--tp/--pp), narrower weights (--weight-dtype int8/int4), "
+                f"a smaller batch or a shorter context")
+
+
+def memory(graph: Graph, hardware: Hardware) -> MemoryReport:
+    """Per-device footprint of ``graph``; the stage that needs the most decides."""
+    meta = graph.meta
+    phase = meta.get("phase", "inference")
+    batch = int(meta.get("batch", 1))
+    context = int(meta.get("kv_len", 0) if phase == "decode" else meta.get("prompt_tokens", 0))
+    par = meta.get("parallelism") or {}
+    in_flight = min(int(par.get("microbatches", 1)), int(par.get("pp", 1)))
+    stages = sorted({n.stage for n in graph.nodes}) or [0]
+    reports = []
+    for stage in stages:
+        nodes = [n for n in graph.nodes if n.stage == stage]
+        weights = sum(n.weight_bytes for n in nodes)
+        params = sum(n.params for n in nodes)
+        kv = 0.0
+        if phase in ("prefill", "decode"):
+            for n in nodes:
+                if n.name.endswith("kv_cache_write") and n.outputs:
+                    t = graph.tensors[n.outputs[0]]
+                    kv += t.shape[-1] * batch * context * parse_dtype(t.dtype).bytes
+        sizes = sorted((graph.tensors[o].size_bytes for n in nodes for o in n.outputs if o in graph.tensors),
+                       reverse=True)
+        acts = sum(sizes) * in_flight if phase == "train" else sum(sizes[:2]) * max(in_flight, 1)
+        grads = params * GRAD_BYTES_PER_PARAM if phase == "train" else 0.0
+        opt = params * ADAM_BYTES_PER_PARAM if phase == "train" else 0.0
+        reports.append(MemoryReport(weights, kv, acts, grads, opt, hardware.level_capacity_bytes(hardware.dram),
+                                    stage))
+    return max(reports, key=lambda r: r.total_bytes)
