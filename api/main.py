@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from api.limits import BodySizeLimit, VersionHeaders
-from api.routers import calibrations, comparisons, graphs, hardware, predict, runs
+from api.routers import calibrations, comparisons, graphs, hardware, predict, runs, traces
 from api.schemas import ErrorOut
 from api.settings import Settings
 from api.state import AppState, UnknownHardware
@@ -46,7 +46,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             (401, "missing or invalid bearer token"), (404, "unknown hardware or run"),
             (409, "conflict: the id exists or is a bundled device"), (413, "request body too large"),
             (422, "invalid input: the field and the reason"))}
-    for module in (hardware, predict, runs, comparisons, calibrations, graphs):
+    for module in (hardware, predict, runs, comparisons, calibrations, graphs, traces):
         app.include_router(module.router, prefix=API_PREFIX, responses=errors)
     _errors(app)
     mount_dashboard(app)

@@ -21,7 +21,7 @@ MAX_KERNEL_NAME = 4096  # characters kept of a kernel name (C++ template names r
 def _kernel_row(m: TraceKernelModel) -> TraceKernelRow:
     return TraceKernelRow(id=m.id, trace_upload_id=m.trace_upload_id, name=m.name, category=m.category,
                           duration_s=m.duration_s, instances=m.instances, op_name=m.op_name, op_kind=m.op_kind,
-                          run_id=m.run_id, counters=as_dict(m.counters))
+                          run_id=m.run_id, counters=as_dict(m.counters), reason=m.reason)
 
 
 def _validate_kernel(i: int, k: TraceKernelIn, runs: int) -> None:
@@ -73,7 +73,7 @@ class KernelsRepo(StoreBase):
                 {"trace_upload_id": upload.id, "name": k.name[:MAX_KERNEL_NAME], "category": k.category,
                  "duration_s": float(k.duration_s), "instances": k.instances, "op_name": k.op_name,
                  "op_kind": k.op_kind, "run_id": None if k.run_index is None else run_ids[k.run_index],
-                 "counters": k.counters}
+                 "counters": k.counters, "reason": None if k.reason is None else k.reason[:2000]}
                 for k in kernels]
             if rows:
                 session.execute(insert(TraceKernelModel), rows)

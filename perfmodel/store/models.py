@@ -158,6 +158,7 @@ class TraceKernelModel(Base):
     op_name: Mapped[str | None] = mapped_column(String(200))
     op_kind: Mapped[str | None] = mapped_column(String(40))
     run_id: Mapped[int | None] = mapped_column(Integer, ForeignKey("runs.id", ondelete="SET NULL"))
+    reason: Mapped[str | None] = mapped_column(Text)
     counters: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
 
 

@@ -92,6 +92,7 @@ class TraceKernelIn:
     op_kind: str | None = None
     run_index: int | None = None
     counters: dict[str, float] = field(default_factory=dict)
+    reason: str | None = None  # why it is unmodelled
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ class TraceKernelRow:
     op_kind: str | None
     run_id: int | None
     counters: dict[str, Any]
+    reason: str | None = None
 
 
 @dataclass(frozen=True)

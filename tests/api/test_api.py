@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 from typing import Any
 
 import pytest
@@ -267,3 +269,68 @@ def test_calibration_fit_predict_and_compare(client: TestClient) -> None:
     empty = client.post("/api/v1/calibrations", json={"hardware": H100, "filter": {"source": "nothing"}},
                         headers=AUTH)
     assert empty.status_code == 422 and "no stored runs" in empty.json()["detail"]
+
+
+TRACES = __import__("pathlib").Path(__file__).resolve().parents[1] / "data" / "traces"
+
+
+def test_trace_upload_runs_kernels_and_duplicates(client: TestClient) -> None:
+    path = TRACES / "negative_queue_length_values_check__rank0.json.gz"  # record_shapes on, 6,080 kernels
+    files = {"file": (path.name, path.read_bytes(), "application/gzip")}
+    form = {"hardware": "nvidia-a100-sxm4-80gb"}
+    assert client.post("/api/v1/traces", files=files, data=form).status_code == 401
+    first = client.post("/api/v1/traces", files=files, data=form, headers=AUTH)
+    assert first.status_code == 201, first.text
+    summary = first.json()
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    device_events = [e for e in events if str(e.get("cat", "")).lower() in ("kernel", "gpu_memcpy", "gpu_memset")]
+    assert summary["format"] == "pytorch_kineto" and not summary["duplicate"]
+    assert summary["kernels"] == len(device_events)
+    assert summary["runs_created"] > 0 and summary["matched_ops"] == summary["runs_created"]
+    assert 0.0 <= summary["unmodelled_time_share"] < 1.0
+    runs = client.get("/api/v1/runs", params={"hardware": "nvidia-a100-sxm4-80gb", "limit": 1000}).json()
+    assert runs["total"] == summary["runs_created"]
+    assert {r["op_kind"] for r in runs["items"]} >= {"elementwise", "matmul"}
+    nccl = [u for u in summary["unmodelled"] if u["name"].startswith("ncclKernel")]
+    assert nccl and nccl[0]["time_s"] > 0.1  # kept, with its time, never dropped
+    again = client.post("/api/v1/traces", files=files, data=form, headers=AUTH)
+    assert again.status_code == 200 and again.json()["duplicate"] and again.json()["id"] == summary["id"]
+    assert client.get("/api/v1/runs", params={"hardware": "nvidia-a100-sxm4-80gb"}).json()["total"] == runs["total"]
+    detail = client.get(f"/api/v1/traces/{summary['id']}", params={"kernel_limit": 100_000}).json()
+    kernel_rows = [k for k in detail["kernel_rows"] if k["category"] == "kernel"]
+    assert sum(k["instances"] for k in kernel_rows) == sum(1 for e in device_events if e["cat"].lower() == "kernel")
+    durations = [k["duration_s"] for k in detail["kernel_rows"]]
+    assert durations == sorted(durations, reverse=True)
+    assert pytest.approx(sum(durations)) == summary["total_kernel_time_s"]
+    assert pytest.approx(sum(durations), rel=1e-6) == sum(e["dur"] for e in device_events) * 1e-6
+    assert [t["id"] for t in client.get("/api/v1/traces").json()["items"]] == [summary["id"]]
+
+
+def test_trace_without_shapes_keeps_every_kernel_unmodelled(client: TestClient) -> None:
+    path = TRACES / "critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
+    response = client.post("/api/v1/traces", files={"file": (path.name, path.read_bytes(), "application/gzip")},
+                           data={"hardware": "nvidia-a100-sxm4-80gb"}, headers=AUTH)
+    summary = response.json()
+    assert response.status_code == 201 and summary["runs_created"] == 0
+    assert summary["unmodelled_time_share"] == pytest.approx(1.0)
+    assert any("record_shapes" in u["reason"] for u in summary["unmodelled"])
+
+
+@pytest.mark.parametrize(("content", "reason"), [
+    (b"", "empty"), (b"\x1f\x8b\x08\x00trunc", "truncated"), (b"name,value\n1,2\n", "unrecognised"),
+])
+def test_bad_trace_is_422_and_stores_no_runs(client: TestClient, content: bytes, reason: str) -> None:
+    response = client.post("/api/v1/traces", files={"file": ("bad.json", content, "application/json")},
+                           data={"hardware": H100}, headers=AUTH)
+    assert response.status_code == 422 and response.json()["detail"].startswith("file:")
+    assert reason in response.json()["detail"].lower()
+    assert client.get("/api/v1/runs").json()["total"] == 0
+    failed = client.get("/api/v1/traces").json()["items"]
+    assert failed[-1]["status"] == "failed" and failed[-1]["warnings"]
+
+
+def test_trace_upload_size_limit(database_url: str) -> None:
+    with make_client(database_url, max_upload_bytes=1000) as c:
+        response = c.post("/api/v1/traces", files={"file": ("big.json", b"{" + b" " * 5000 + b"}", "text/plain")},
+                          data={"hardware": H100}, headers=AUTH)
+        assert response.status_code == 413

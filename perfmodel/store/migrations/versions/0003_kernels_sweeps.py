@@ -30,6 +30,7 @@ def upgrade() -> None:
         sa.Column("op_name", sa.String(200), nullable=True),
         sa.Column("op_kind", sa.String(40), nullable=True),
         sa.Column("run_id", sa.Integer(), nullable=True),
+        sa.Column("reason", sa.Text(), nullable=True),
         sa.Column("counters", sa.JSON(), nullable=False),
         sa.CheckConstraint("duration_s >= 0", name="ck_trace_kernels_duration_s_nonnegative"),
         sa.ForeignKeyConstraint(["trace_upload_id"], ["trace_uploads.id"], ondelete="CASCADE",

@@ -1,0 +1,166 @@
+"""POST /traces (upload a profiler trace: parse, match ops, store runs and kernels), GET /traces[/{id}].
+
+The same file twice for the same device is the same trace (content hash), not duplicate runs. A file
+that does not parse is recorded as a failed upload and answered with a 422; nothing stored is touched.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter, Depends, File, Form, HTTPException, Path, Query, Response, UploadFile
+from pydantic import BaseModel
+
+from api.deps import get_state, require_read, require_write
+from api.schemas import Versioned
+from api.state import AppState
+from perfmodel.hardware import Hardware
+from perfmodel.store import TraceKernelRow, TraceUploadRow
+from perfmodel.traces import KernelRecord, MatchResult, TraceError
+from perfmodel.traces.ingest import alarms_json, ingest_trace
+
+router = APIRouter(tags=["traces"])
+UPLOAD_ID = Path(ge=1, le=2**31 - 1)
+MAX_LISTED_UNMODELLED = 50
+
+
+class UnmodelledOut(BaseModel):
+    name: str
+    time_s: float
+    count: int
+    reason: str
+
+
+class AlarmOut(BaseModel):
+    name: str
+    quantity: str
+    attained_per_s: float
+    roof_per_s: float
+    kind: str
+    reason: str
+
+
+class KernelOut(BaseModel):
+    name: str
+    category: str
+    duration_s: float
+    instances: int
+    op_name: str | None
+    op_kind: str | None
+    run_id: int | None
+    counters: dict[str, float]
+    reason: str | None
+
+
+class TraceOut(Versioned):
+    id: int
+    hardware: str
+    filename: str
+    format: str
+    size_bytes: int
+    sha256: str
+    status: str
+    created_at: datetime
+    duplicate: bool = False
+    kernels: int
+    matched_ops: int
+    runs_created: int
+    total_kernel_time_s: float
+    matched_time_s: float
+    unmodelled_time_share: float
+    unmodelled: list[UnmodelledOut]
+    roof_alarms: list[AlarmOut]
+    warnings: list[str]
+
+
+class TraceDetail(TraceOut):
+    kernel_rows: list[KernelOut]
+
+
+class TraceList(Versioned):
+    items: list[TraceOut]
+
+
+def _summary(state: AppState, upload: TraceUploadRow, rows: list[TraceKernelRow], hardware: Hardware | None,
+             warnings: list[str], duplicate: bool) -> dict[str, Any]:
+    """The upload's summary from what is stored (the same for a fresh upload, a duplicate and GET)."""
+    total = sum(k.duration_s for k in rows)
+    matched = sum(k.duration_s for k in rows if k.run_id is not None)
+    _, runs = state.store.list_runs(trace_upload_id=upload.id, limit=1, offset=0)
+    run_ids = {k.run_id for k in rows if k.run_id is not None}
+    unmodelled: dict[str, list[Any]] = {}
+    for k in rows:
+        if k.run_id is None:
+            entry = unmodelled.setdefault(k.name, [0.0, 0, k.reason])
+            entry[0] += k.duration_s
+            entry[1] += k.instances
+    listed = sorted(unmodelled.items(), key=lambda item: -item[1][0])[:MAX_LISTED_UNMODELLED]
+    alarms: list[dict[str, Any]] = []
+    if hardware is not None:
+        records = [KernelRecord(name=k.name, category=k.category, duration_s=k.duration_s,  # type: ignore[arg-type]
+                                source_format=upload.format, counters=k.counters, instances=k.instances)
+                   for k in rows if k.counters]
+        alarms = alarms_json(hardware, records, MatchResult([], [], total, matched))
+    return {
+        "id": upload.id, "hardware": upload.hardware_id, "filename": upload.filename, "format": upload.format,
+        "size_bytes": upload.size_bytes, "sha256": upload.sha256, "status": upload.status,
+        "created_at": upload.created_at, "duplicate": duplicate, "kernels": sum(k.instances for k in rows),
+        "matched_ops": len(run_ids), "runs_created": runs, "total_kernel_time_s": total, "matched_time_s": matched,
+        "unmodelled_time_share": (total - matched) / total if total > 0 else 0.0,
+        "unmodelled": [{"name": name, "time_s": t, "count": n, "reason": reason or "not modelled"}
+                       for name, (t, n, reason) in listed],
+        "roof_alarms": alarms, "warnings": warnings,
+    }
+
+
+@router.post("/traces", response_model=TraceOut, status_code=201, dependencies=[Depends(require_write)])
+def upload_trace(response: Response, file: UploadFile = File(description="a profiler trace, any supported format"),
+                 hardware: str = Form(description="the device the trace was recorded on"),
+                 source: str | None = Form(default=None, max_length=200),
+                 state: AppState = Depends(get_state)) -> dict[str, Any]:
+    """Store the upload, parse it (format from content), create measured runs; 200 for a known file."""
+    device, _ = state.hardware(hardware)
+    filename = (file.filename or "upload")[-255:]
+    try:
+        done = ingest_trace(state.store, device, file.file, filename, source)
+    except TraceError as exc:
+        raise HTTPException(422, f"file: {exc}") from exc
+    upload = state.store.get_trace_upload(done.upload_id)
+    assert upload is not None
+    if done.duplicate:
+        response.status_code = 200
+    summary = _summary(state, upload, state.store.list_trace_kernels(upload.id), device, done.warnings,
+                       done.duplicate)
+    if not done.duplicate:
+        summary["roof_alarms"] = done.roof_alarms
+    return summary
+
+
+@router.get("/traces", response_model=TraceList, dependencies=[Depends(require_read)])
+def list_traces(state: AppState = Depends(get_state), hardware: str | None = Query(default=None)) -> dict[str, Any]:
+    """Every upload (failed ones too, with their error as a warning), newest last."""
+    items = []
+    for upload in state.store.list_trace_uploads(hardware):
+        rows = state.store.list_trace_kernels(upload.id)
+        items.append(_summary(state, upload, rows, None, [upload.error] if upload.error else [], False))
+    return {"items": items}
+
+
+@router.get("/traces/{upload_id}", response_model=TraceDetail, dependencies=[Depends(require_read)])
+def get_trace(upload_id: int = UPLOAD_ID, state: AppState = Depends(get_state),
+              kernel_limit: int = Query(default=1000, ge=0, le=100_000)) -> dict[str, Any]:
+    """One upload, its summary and its kernels (longest first)."""
+    upload = state.store.get_trace_upload(upload_id)
+    if upload is None:
+        raise HTTPException(404, f"no trace upload {upload_id}")
+    rows = state.store.list_trace_kernels(upload_id, limit=10_000_000)
+    try:
+        device: Hardware | None = state.hardware(upload.hardware_id)[0]
+    except KeyError:
+        device = None
+    out = _summary(state, upload, rows, device, [upload.error] if upload.error else [], False)
+    out["kernel_rows"] = [{"name": k.name, "category": k.category, "duration_s": k.duration_s,
+                           "instances": k.instances, "op_name": k.op_name, "op_kind": k.op_kind, "run_id": k.run_id,
+                           "counters": k.counters, "reason": k.reason} for k in rows[:kernel_limit]]
+    return out

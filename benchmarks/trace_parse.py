@@ -1,0 +1,104 @@
+"""Trace parser speed and memory: a large synthetic Kineto trace (gzip), parsed and matched.
+
+Prints kernels/s, MB/s (uncompressed JSON) and peak memory (tracemalloc, ru_maxrss). Figures only.
+
+    .venv/bin/python benchmarks/trace_parse.py --kernels 500000
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import resource
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+from perfmodel.traces import match_runs, parse_trace
+
+GEMM = "sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16_kernel"
+ELEMENTWISE = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
+               "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, "
+               "at::detail::Array<char*, 3>)")
+
+
+def _events(step: int) -> list[dict[str, object]]:
+    """One linear + add pair: 2 cpu_ops, 2 launches, 2 kernels (Kineto's layout, times in us)."""
+    t = step * 100.0
+    base = step * 10
+    bf16 = "c10::BFloat16"
+    return [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": t, "dur": 40,
+         "args": {"External id": base + 1, "Input Dims": [[8, 512, 1024], [4096, 1024], [4096]],
+                  "Input type": [bf16, bf16, bf16]}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t + 5, "dur": 4,
+         "args": {"External id": base + 1, "correlation": base + 2}},
+        {"ph": "X", "cat": "kernel", "name": GEMM, "pid": 0, "tid": 7, "ts": t + 20, "dur": 35.5,
+         "args": {"External id": base + 1, "correlation": base + 2, "device": 0, "stream": 7,
+                  "grid": [32, 16, 1], "block": [128, 1, 1]}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": t + 50, "dur": 20,
+         "args": {"External id": base + 3, "Input Dims": [[8, 512, 4096], [8, 512, 4096], []],
+                  "Input type": [bf16, bf16, "Scalar"]}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t + 55, "dur": 4,
+         "args": {"External id": base + 3, "correlation": base + 4}},
+        {"ph": "X", "cat": "kernel", "name": ELEMENTWISE, "pid": 0, "tid": 7, "ts": t + 60, "dur": 20.25,
+         "args": {"External id": base + 3, "correlation": base + 4, "device": 0, "stream": 7,
+                  "grid": [16384, 1, 1], "block": [128, 1, 1]}},
+    ]
+
+
+def write_trace(path: Path, kernels: int) -> int:
+    """Write a gzip Kineto trace with ``kernels`` kernels; return its uncompressed size in bytes."""
+    size = 0
+    with gzip.open(path, "wt", compresslevel=1) as out:
+        head = '{"schemaVersion": 1, "record_shapes": 1, "traceEvents": [\n'
+        out.write(head)
+        size += len(head)
+        for step in range(kernels // 2):
+            chunk = (",\n" if step else "") + ",\n".join(json.dumps(e) for e in _events(step))
+            out.write(chunk)
+            size += len(chunk)
+        out.write("\n]}\n")
+    return size + 4
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--kernels", type=int, default=500_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "synthetic.pt.trace.json.gz"
+        started = time.perf_counter()
+        raw_bytes = write_trace(path, args.kernels)
+        print(f"wrote {args.kernels:,} kernels: {raw_bytes / 1e6:.0f} MB JSON, {path.stat().st_size / 1e6:.0f} MB "
+              f"gzip in {time.perf_counter() - started:.1f} s")
+
+        started = time.perf_counter()
+        parsed = parse_trace(path)
+        parse_s = time.perf_counter() - started
+        started = time.perf_counter()
+        result = match_runs(parsed)
+        match_s = time.perf_counter() - started
+        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"parse: {len(parsed.kernels):,} kernels in {parse_s:.2f} s = {len(parsed.kernels) / parse_s:,.0f} "
+              f"kernels/s, {raw_bytes / 1e6 / parse_s:.1f} MB/s of JSON")
+        print(f"match: {len(result.runs):,} runs, unmodelled share {result.unmodelled_time_share:.3f}, "
+              f"{match_s:.2f} s = {len(parsed.kernels) / match_s:,.0f} kernels/s")
+        print(f"peak RSS (ru_maxrss, whole process so far): {rss_mb:.0f} MB")
+        del parsed, result
+
+        tracemalloc.start()
+        parsed = parse_trace(path)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        print(f"parse peak Python allocations (tracemalloc): {peak / 1e6:.0f} MB = "
+              f"{peak / len(parsed.kernels):.0f} B per kernel (JSON is {raw_bytes / len(parsed.kernels):.0f} B "
+              f"per kernel incl. its op and launch)")
+        print(f"pid {os.getpid()}: figures only, nothing asserted")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""Which aten op names perfmodel models, and building a perfmodel op dict from one recorded call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from perfmodel.ops import OpError, make_op
+from perfmodel.traces import aten_gemm, aten_simple
+from perfmodel.traces.aten_args import Args, Unbuildable
+from perfmodel.traces.records import OpCall
+
+OpDict = dict[str, Any]
+Builder = Callable[[Args], OpDict | tuple[OpDict, list[str]]]
+
+BUILDERS: dict[str, Builder] = {
+    "aten::mm": aten_gemm.mm, "aten::addmm": aten_gemm.addmm, "aten::bmm": aten_gemm.bmm,
+    "aten::baddbmm": aten_gemm.baddbmm, "aten::matmul": aten_gemm.matmul, "aten::linear": aten_gemm.linear,
+    "aten::layer_norm": aten_simple.layernorm, "aten::native_layer_norm": aten_simple.layernorm,
+    "aten::rms_norm": aten_simple.rmsnorm, "aten::_fused_rms_norm": aten_simple.rmsnorm,
+    "aten::softmax": aten_simple.softmax, "aten::_softmax": aten_simple.softmax,
+    "aten::embedding": aten_simple.embedding, "aten::index_select": aten_simple.index_select,
+    "aten::copy_": aten_simple.copy, "aten::clone": aten_simple.copy, "aten::contiguous": aten_simple.copy,
+    "aten::transpose": aten_simple.transpose, "aten::permute": aten_simple.transpose,
+    "aten::sum": aten_simple.reduction, "aten::mean": aten_simple.reduction, "aten::amax": aten_simple.reduction,
+    "aten::amin": aten_simple.reduction, "aten::cat": aten_simple.cat,
+}
+BUILDERS.update(dict.fromkeys(aten_gemm._CONV_ARGS, aten_gemm.convolution))
+BUILDERS.update(dict.fromkeys(
+    [f"aten::{op}{suffix}" for op in ("add", "sub", "mul", "div") for suffix in ("", "_")], aten_simple.binary))
+BUILDERS.update(dict.fromkeys(aten_simple.ACTIVATION_NAMES, aten_simple.activation))
+
+
+def recognised(name: str) -> bool:
+    """True for an op name perfmodel has a builder for (``aten::_scaled_dot_product_*`` included)."""
+    return name in BUILDERS or _is_sdpa(name)
+
+
+def _is_sdpa(name: str) -> bool:
+    return name.startswith(("aten::_scaled_dot_product_", "aten::scaled_dot_product_attention"))
+
+
+def build(call: OpCall) -> tuple[OpDict, list[str]]:
+    """The perfmodel op dict of one call and notes on what was assumed; ``Unbuildable`` if impossible."""
+    args = Args(call)
+    builder: Builder = aten_gemm.attention if _is_sdpa(call.name) else BUILDERS[call.name]
+    result = builder(args)
+    op, notes = result if isinstance(result, tuple) else (result, [])
+    try:
+        make_op(op)
+    except OpError as exc:
+        raise Unbuildable(f"{call.name}: recorded shapes give an invalid op ({exc})") from None
+    return op, notes

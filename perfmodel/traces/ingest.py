@@ -1,0 +1,107 @@
+"""A trace into the store: parse, match ops, keep every kernel, store runs and kernels in one transaction.
+
+Used by ``POST /api/v1/traces`` and ``perfmodel measure``. The same content twice for the same device
+is the same trace (SHA-256), not duplicate runs; a file that does not parse is recorded as a failed
+upload and raises ``TraceError``; nothing stored is touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from perfmodel.hardware import Hardware
+from perfmodel.ops import make_op
+from perfmodel.store import RunIn, Store, TraceKernelIn
+from perfmodel.traces.matching import MatchResult, match_runs
+from perfmodel.traces.parse import parse_trace
+from perfmodel.traces.records import KernelRecord, ParsedTrace, TraceError
+from perfmodel.traces.roof import roof_alarms
+
+CHUNK_BYTES = 1 << 20
+MAX_ALARMS = 100
+
+
+@dataclass
+class Ingested:
+    """What an ingest did: the upload id, whether it was already stored, and what the parse said."""
+
+    upload_id: int
+    duplicate: bool
+    warnings: list[str] = field(default_factory=list)
+    roof_alarms: list[dict[str, Any]] = field(default_factory=list)
+
+
+def hash_and_size(stream: BinaryIO) -> tuple[str, int]:
+    """SHA-256 (hex) and size in bytes of a seekable stream, left at its start."""
+    digest = hashlib.sha256()
+    size = 0
+    stream.seek(0)
+    while chunk := stream.read(CHUNK_BYTES):
+        digest.update(chunk)
+        size += len(chunk)
+    stream.seek(0)
+    return digest.hexdigest(), size
+
+
+def runs_and_kernels(hardware: Hardware, parsed: ParsedTrace, matched: MatchResult, source: str,
+                     filename: str) -> tuple[list[RunIn], list[TraceKernelIn]]:
+    """Runs for the matched ops the model accepts, and every kernel grouped by (name, category, run, op)."""
+    runs: list[RunIn] = []
+    run_of_match: dict[int, int] = {}
+    for i, run in enumerate(matched.runs):
+        try:
+            op = make_op(run.op).to_dict()
+        except ValueError:
+            continue  # not an op the model accepts: its kernels stay unmodelled
+        run_of_match[i] = len(runs)
+        dtype = op.get("dtype")
+        runs.append(RunIn(hardware_id=hardware.id, op=op, measured_time_s=max(run.measured_time_s, 1e-12),
+                          source=source, tags={"op_name": run.op_name[:400], "trace": filename[:400]},
+                          dtype=dtype if isinstance(dtype, str) else None))
+    groups: dict[tuple[str, str, int | None, str | None], list[Any]] = defaultdict(lambda: [0.0, 0, {}, None])
+    for kernel, match_index, reason in zip(parsed.kernels, matched.kernel_runs, matched.kernel_reasons,
+                                           strict=True):
+        run_index = None if match_index is None else run_of_match.get(match_index)
+        op_name = kernel.innermost_op.name if kernel.innermost_op else kernel.op_name
+        entry = groups[(kernel.name, kernel.category, run_index, op_name)]
+        entry[0] += kernel.duration_s
+        entry[1] += kernel.instances
+        if run_index is None:
+            entry[3] = entry[3] or reason or "the matched op is not one the model accepts"
+        for key, value in kernel.counters.items():
+            entry[2][key] = entry[2].get(key, 0.0) + float(value)
+    kernels = [TraceKernelIn(name=name, category=category, duration_s=time_s, instances=count,
+                             op_name=op_name[:200] if op_name else None,
+                             op_kind=None if run_index is None else str(runs[run_index].op["kind"]),
+                             run_index=run_index, counters=counters, reason=reason)
+               for (name, category, run_index, op_name), (time_s, count, counters, reason) in groups.items()]
+    return runs, kernels
+
+
+def alarms_json(hardware: Hardware, kernels: list[KernelRecord], matched: MatchResult) -> list[dict[str, Any]]:
+    """Roof alarms of the kernels with counters and of the matched runs, as JSON."""
+    alarms = roof_alarms(hardware, [*(k for k in kernels if k.counters), *matched.runs])
+    return [{"name": a.name, "quantity": a.quantity, "attained_per_s": a.attained_per_s, "roof_per_s": a.roof_per_s,
+             "kind": a.kind, "reason": a.reason} for a in alarms[:MAX_ALARMS]]
+
+
+def ingest_trace(store: Store, hardware: Hardware, stream: BinaryIO, filename: str,
+                 source: str | None = None) -> Ingested:
+    """Store one trace for ``hardware`` (see the module docstring)."""
+    sha256, size = hash_and_size(stream)
+    known = store.find_trace_upload(hardware.id, sha256)
+    if known is not None:
+        return Ingested(known.id, duplicate=True)
+    try:
+        parsed = parse_trace(stream, filename)
+        matched = match_runs(parsed)
+    except TraceError as exc:
+        store.add_trace_upload(hardware.id, filename, "unknown", size, sha256, status="failed",
+                               error=str(exc)[:10_000])
+        raise
+    runs, kernels = runs_and_kernels(hardware, parsed, matched, source or f"trace:{parsed.format}", filename)
+    upload_id, _ = store.ingest_trace(hardware.id, filename, parsed.format, size, sha256, runs, kernels)
+    return Ingested(upload_id, False, parsed.warnings, alarms_json(hardware, parsed.kernels, matched))

@@ -1,0 +1,299 @@
+"""PyTorch profiler / Kineto Chrome trace (``.json``, ``.json.gz``): kernels joined to their launches and ops.
+
+Streams the events with ``ijson`` (no JSON DOM): one small dict per event, kept only as compact
+records. A kernel's op is found through its launch (``cuda_runtime``/``cuda_driver``/HIP runtime
+event with the same ``args.correlation``): the innermost ``cpu_op`` on the launching thread whose
+time span holds the launch; where the launch is missing, ``args["External id"]`` is used.
+Times in the trace are microseconds. Without device kernels (a CPU-only profile) the top-level
+``cpu_op`` events are the measured records.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import ijson  # type: ignore[import-untyped]
+
+from perfmodel.traces.records import (
+    MAX_DIMS,
+    MAX_RANK,
+    MAX_RECORDS,
+    Category,
+    KernelRecord,
+    OpCall,
+    ParsedTrace,
+    TraceError,
+    as_float,
+    as_int,
+    clip_name,
+    dim3,
+)
+
+FORMAT = "pytorch_kineto"
+US = 1e-6
+DEVICE_CATEGORIES: dict[str, Category] = {
+    "kernel": "kernel", "gpu_memcpy": "memcpy", "memcpy": "memcpy", "gpu_memset": "memset", "memset": "memset",
+}
+OP_CATEGORIES = {"cpu_op", "operator"}
+LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver", "runtime", "driver", "hip runtime", "hip_runtime",
+                     "hip_driver", "hip driver"}
+MAX_CONCRETE_CHARS = 256
+
+
+@dataclass(slots=True)
+class _Kernel:
+    name: str
+    category: Category
+    ts_us: float
+    dur_us: float
+    device: int | None
+    stream: int | None
+    correlation: int | None
+    external_id: int | None
+    grid: tuple[int, int, int] | None
+    block: tuple[int, int, int] | None
+
+
+@dataclass(slots=True)
+class _Op:
+    thread: tuple[Any, Any]
+    ts_us: float
+    end_us: float
+    name: str
+    external_id: int | None
+    dims: tuple[tuple[int, ...] | None, ...] | None
+    types: tuple[str, ...] | None
+    concrete: tuple[str, ...] | None
+    parent: int = -1
+    call: OpCall | None = None
+
+
+def _shapes(value: object) -> tuple[tuple[int, ...] | None, ...] | None:
+    """``Input Dims`` as shapes; a tensor list or a malformed entry becomes None (not recorded)."""
+    if not isinstance(value, list):
+        return None
+    shapes: list[tuple[int, ...] | None] = []
+    for item in value[:MAX_DIMS]:
+        if isinstance(item, list) and len(item) <= MAX_RANK and all(type(d) is int and d >= 0 for d in item):
+            shapes.append(tuple(item))
+        else:
+            shapes.append(None)
+    return tuple(shapes)
+
+
+def _strings(value: object, limit: int) -> tuple[str, ...] | None:
+    if not isinstance(value, list):
+        return None
+    return tuple(v[:limit] if isinstance(v, str) else "" for v in value[:MAX_DIMS])
+
+
+def _thread(event: dict[str, Any]) -> tuple[Any, Any]:
+    pid, tid = event.get("pid"), event.get("tid")
+    return (pid if isinstance(pid, int | str) else None, tid if isinstance(tid, int | str) else None)
+
+
+class _Collector:
+    """Keeps what the join needs from the event stream, nothing more."""
+
+    def __init__(self, max_records: int) -> None:
+        self.max_records = max_records
+        self.kernels: list[_Kernel] = []
+        self.ops: list[_Op] = []
+        self.launches: dict[int, tuple[tuple[Any, Any], float, int | None]] = {}
+        self.warnings: list[str] = []
+        self.truncated = False
+        self.skipped = 0  # device events without a valid ts/dur
+        self._shared: dict[object, Any] = {}  # one object per distinct name / shape list / type list
+
+    def share(self, value: Any) -> Any:
+        """The stored equal object if there is one (names and shapes repeat thousands of times)."""
+        if value is None:
+            return None
+        return self._shared.setdefault(value, value)
+
+    def add(self, event: object) -> None:
+        if not isinstance(event, dict) or event.get("ph") != "X":
+            return
+        category = event.get("cat")
+        if not isinstance(category, str):
+            return
+        cat = category.lower()
+        args = event.get("args")
+        args = args if isinstance(args, dict) else {}
+        if cat in DEVICE_CATEGORIES:
+            self._add_kernel(event, DEVICE_CATEGORIES[cat], args)
+        elif cat in OP_CATEGORIES:
+            self._add_op(event, args)
+        elif cat in LAUNCH_CATEGORIES:
+            correlation = as_int(args.get("correlation"))
+            ts = as_float(event.get("ts"))
+            if correlation is not None and ts is not None and len(self.launches) < 4 * self.max_records:
+                self.launches[correlation] = (self.share(_thread(event)), ts, as_int(args.get("External id")))
+
+    def _add_kernel(self, event: dict[str, Any], category: Category, args: dict[str, Any]) -> None:
+        ts, dur = as_float(event.get("ts")), as_float(event.get("dur"))
+        if ts is None or dur is None or dur < 0:
+            self.skipped += 1
+            return
+        if len(self.kernels) >= self.max_records:
+            self.truncated = True
+            return
+        self.kernels.append(_Kernel(
+            self.share(clip_name(event.get("name"))), category, ts, dur, as_int(args.get("device")),
+            as_int(args.get("stream")), as_int(args.get("correlation")), as_int(args.get("External id")),
+            dim3(args["grid"]) if "grid" in args else None, dim3(args["block"]) if "block" in args else None))
+
+    def _add_op(self, event: dict[str, Any], args: dict[str, Any]) -> None:
+        ts, dur = as_float(event.get("ts")), as_float(event.get("dur"))
+        if ts is None or dur is None or dur < 0 or len(self.ops) >= 4 * self.max_records:
+            return
+        self.ops.append(_Op(
+            self.share(_thread(event)), ts, ts + dur, self.share(clip_name(event.get("name"))),
+            as_int(args.get("External id")), self.share(_shapes(args.get("Input Dims"))),
+            self.share(_strings(args.get("Input type"), 64)),
+            self.share(_strings(args.get("Concrete Inputs"), MAX_CONCRETE_CHARS))))
+
+
+def _nest(ops: list[_Op]) -> None:
+    """Set each op's parent: the innermost op of the same thread whose span holds it."""
+    by_thread: dict[tuple[Any, Any], list[int]] = defaultdict(list)
+    for index, op in enumerate(ops):
+        by_thread[op.thread].append(index)
+    for indices in by_thread.values():
+        indices.sort(key=lambda i: (ops[i].ts_us, -ops[i].end_us))
+        stack: list[int] = []
+        for i in indices:
+            while stack and ops[stack[-1]].end_us < ops[i].end_us:
+                stack.pop()
+            ops[i].parent = stack[-1] if stack else -1
+            stack.append(i)
+
+
+def _calls(ops: list[_Op]) -> None:
+    """Build the immutable ``OpCall`` chain of every op (parents first)."""
+    order = sorted(range(len(ops)), key=lambda i: (ops[i].ts_us, -ops[i].end_us))
+    for call_id, i in enumerate(order):
+        op = ops[i]
+        parent = ops[op.parent].call if op.parent >= 0 else None
+        op.call = OpCall(call_id, op.name, op.ts_us * US, (op.end_us - op.ts_us) * US, op.dims, op.types,
+                         op.concrete, parent)
+
+
+class _Locator:
+    """Innermost op of a thread holding a time point."""
+
+    def __init__(self, ops: list[_Op]) -> None:
+        self.ops = ops
+        self.starts: dict[tuple[Any, Any], list[float]] = {}
+        self.order: dict[tuple[Any, Any], list[int]] = {}
+        grouped: dict[tuple[Any, Any], list[int]] = defaultdict(list)
+        for index, op in enumerate(ops):
+            grouped[op.thread].append(index)
+        for thread, indices in grouped.items():
+            indices.sort(key=lambda i: (ops[i].ts_us, -ops[i].end_us))
+            self.order[thread] = indices
+            self.starts[thread] = [ops[i].ts_us for i in indices]
+
+    def find(self, thread: tuple[Any, Any], ts_us: float) -> _Op | None:
+        starts = self.starts.get(thread)
+        if not starts:
+            return None
+        position = bisect.bisect_right(starts, ts_us) - 1
+        if position < 0:
+            return None
+        op: _Op | None
+        op = self.ops[self.order[thread][position]]
+        while op is not None and op.end_us < ts_us:  # the latest-starting op ended: climb to one that holds
+            op = self.ops[op.parent] if op.parent >= 0 else None
+        return op
+
+
+def _chain(call: OpCall | None) -> tuple[OpCall, ...]:
+    chain: list[OpCall] = []
+    while call is not None and len(chain) < 256:
+        chain.append(call)
+        call = call.parent
+    return tuple(reversed(chain))
+
+
+def _records(collected: _Collector) -> list[KernelRecord]:
+    ops = collected.ops
+    _nest(ops)
+    _calls(ops)
+    locator = _Locator(ops)
+    by_external: dict[int, _Op | None] = {}
+    for each in ops:
+        if each.external_id is not None:
+            by_external[each.external_id] = None if each.external_id in by_external else each
+    records: list[KernelRecord] = []
+    kernels = collected.kernels
+    for index, k in enumerate(kernels):
+        kernels[index] = None  # type: ignore[call-overload]  # free each pending kernel as it is converted
+        launch = collected.launches.get(k.correlation) if k.correlation is not None else None
+        op: _Op | None = locator.find(launch[0], launch[1]) if launch else None
+        if op is None:
+            external = launch[2] if launch and launch[2] is not None else k.external_id
+            op = by_external.get(external) if external is not None else None
+        chain = _chain(op.call if op else None)
+        inner = chain[-1] if chain else None
+        records.append(KernelRecord(
+            name=k.name, category=k.category, duration_s=k.dur_us * US, source_format=FORMAT,
+            start_s=k.ts_us * US, device=k.device, stream=k.stream, correlation=k.correlation, grid=k.grid,
+            block=k.block, op_name=inner.name if inner else None, input_dims=inner.input_dims if inner else None,
+            input_types=inner.input_types if inner else None, ops=chain))
+    return records
+
+
+def _cpu_records(collected: _Collector) -> list[KernelRecord]:
+    """A CPU-only profile: top-level ``cpu_op`` events are the measured records."""
+    _nest(collected.ops)
+    _calls(collected.ops)
+    records = []
+    for op in collected.ops:
+        if op.parent >= 0 or op.call is None:
+            continue
+        records.append(KernelRecord(
+            name=op.name, category="cpu_op", duration_s=op.call.duration_s, source_format=FORMAT,
+            start_s=op.call.start_s, op_name=op.name, input_dims=op.dims, input_types=op.types,
+            ops=(op.call,)))
+        if len(records) >= collected.max_records:
+            break
+    records.sort(key=lambda r: r.start_s or 0.0)
+    return records
+
+
+def _events(stream: BinaryIO, top_level_list: bool) -> Iterator[object]:
+    prefix = "item" if top_level_list else "traceEvents.item"
+    try:
+        yield from ijson.items(stream, prefix, use_float=True)
+    except ijson.JSONError as exc:
+        raise TraceError(f"the Kineto trace is not valid JSON ({exc}); expected a complete Chrome trace") from None
+    except (ijson.IncompleteJSONError, UnicodeDecodeError) as exc:  # pragma: no cover - subclass above
+        raise TraceError(f"the Kineto trace is truncated ({exc})") from None
+
+
+def parse_kineto(stream: BinaryIO, top_level_list: bool = False, max_records: int = MAX_RECORDS) -> ParsedTrace:
+    """Kernels (and memcpy/memset) of a Kineto trace with their ops; CPU ops where there are no kernels."""
+    collected = _Collector(max_records)
+    seen = 0
+    for event in _events(stream, top_level_list):
+        seen += 1
+        collected.add(event)
+    if seen == 0:
+        raise TraceError("the Kineto trace has no events (empty 'traceEvents')")
+    if collected.kernels:
+        records = _records(collected)
+    elif collected.ops:
+        records = _cpu_records(collected)
+        collected.warnings.append("no device kernels: the top-level cpu_op events are the measured records")
+    else:
+        raise TraceError("the Kineto trace has neither device kernels nor cpu_op events")
+    if collected.skipped:
+        collected.warnings.append(f"{collected.skipped} device events without a valid ts/dur were skipped")
+    if collected.truncated:
+        collected.warnings.append(f"more than {max_records} kernels: the rest were not read")
+    return ParsedTrace(FORMAT, records, collected.warnings)

@@ -1,0 +1,141 @@
+"""Kernels -> measured runs: each kernel is summed into the run of the outermost op perfmodel models
+that enclosed its launch; a kernel with no such op is kept as *unmodelled* with its time and why."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from perfmodel.traces import aten_ops
+from perfmodel.traces.aten_args import Unbuildable
+from perfmodel.traces.kernel_names import kernel_family
+from perfmodel.traces.records import KernelRecord, OpCall, ParsedTrace
+
+MAX_KERNEL_NAMES = 16  # distinct kernel names kept per run
+
+
+@dataclass(frozen=True)
+class MatchedRun:
+    """One op call with the summed device time of its kernels (SI units)."""
+
+    op: dict[str, Any]
+    measured_time_s: float
+    kernel_names: tuple[str, ...]
+    kernel_count: int
+    op_name: str
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class UnmodelledKernel:
+    """Kernels (grouped by name and reason) that no modelled op explains: never dropped silently."""
+
+    name: str
+    time_s: float
+    count: int
+    reason: str
+
+
+@dataclass
+class MatchResult:
+    runs: list[MatchedRun]
+    unmodelled: list[UnmodelledKernel]
+    total_kernel_time_s: float
+    matched_time_s: float
+    notes: list[str] = field(default_factory=list)
+    kernel_runs: list[int | None] = field(default_factory=list)  # per input kernel: index into runs, or None
+    kernel_reasons: list[str | None] = field(default_factory=list)  # per input kernel: why unmodelled, or None
+
+    @property
+    def unmodelled_time_s(self) -> float:
+        return self.total_kernel_time_s - self.matched_time_s
+
+    @property
+    def unmodelled_time_share(self) -> float:
+        """Share of the kernel time no run explains (0 when there is no kernel time)."""
+        return self.unmodelled_time_s / self.total_kernel_time_s if self.total_kernel_time_s > 0 else 0.0
+
+
+@dataclass
+class _Run:
+    call: OpCall
+    op: dict[str, Any]
+    notes: list[str]
+    time_s: float = 0.0
+    count: int = 0
+    names: dict[str, None] = field(default_factory=dict)
+
+
+def _modelled_op(kernel: KernelRecord, cache: dict[tuple[Any, ...], tuple[dict[str, Any], list[str]] | str]
+                 ) -> tuple[OpCall, dict[str, Any], list[str]] | str:
+    """The outermost recognised op that builds, or the reason none does."""
+    first_reason: str | None = None
+    for call in kernel.ops:
+        if not aten_ops.recognised(call.name):
+            continue
+        signature = (call.name, call.input_dims, call.input_types, call.concrete_inputs)
+        built = cache.get(signature)
+        if built is None:
+            try:
+                built = aten_ops.build(call)
+            except Unbuildable as exc:
+                built = str(exc)
+            cache[signature] = built
+        if isinstance(built, str):
+            first_reason = first_reason or built
+            continue
+        return call, built[0], built[1]
+    if first_reason is not None:
+        return first_reason
+    return _reason_without_op(kernel)
+
+
+def _reason_without_op(kernel: KernelRecord) -> str:
+    if kernel.category in ("memcpy", "memset"):
+        return f"{kernel.category}: a transfer or fill, not a modelled op"
+    family = kernel_family(kernel.name)
+    where = f"op {kernel.ops[-1].name} is not modelled" if kernel.ops else "no op recorded for it"
+    if family is None:
+        return f"unrecognised kernel, {where}"
+    return f"{family} kernel (recognised by name), {where}: shapes unknown"
+
+
+def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:
+    """Group the kernels of a parsed trace into measured runs of perfmodel ops."""
+    kernels = parsed.kernels if isinstance(parsed, ParsedTrace) else list(parsed)
+    cache: dict[tuple[Any, ...], tuple[dict[str, Any], list[str]] | str] = {}
+    runs: dict[int, _Run] = {}
+    unmodelled: dict[tuple[str, str], list[float]] = {}
+    total = 0.0
+    call_of_kernel: list[int | None] = []
+    reasons: list[str | None] = []
+    for kernel in kernels:
+        total += kernel.duration_s
+        call_of_kernel.append(None)
+        found = _modelled_op(kernel, cache) if kernel.category != "memcpy" and kernel.category != "memset" \
+            else _reason_without_op(kernel)
+        reasons.append(found if isinstance(found, str) else None)
+        if isinstance(found, str):
+            entry = unmodelled.setdefault((kernel.name, found), [0.0, 0])
+            entry[0] += kernel.duration_s
+            entry[1] += kernel.instances
+            continue
+        call, op, notes = found
+        call_of_kernel[-1] = call.call_id
+        run = runs.get(call.call_id)
+        if run is None:
+            run = runs[call.call_id] = _Run(call, dict(op), notes)
+        run.time_s += kernel.duration_s
+        run.count += kernel.instances
+        if len(run.names) < MAX_KERNEL_NAMES:
+            run.names[kernel.name] = None
+    ordered = sorted(runs.values(), key=lambda r: r.call.start_s)
+    matched = [MatchedRun(r.op, r.time_s, tuple(r.names), r.count, r.call.name, tuple(r.notes)) for r in ordered]
+    index_of_call = {r.call.call_id: i for i, r in enumerate(ordered)}
+    kernel_runs = [None if c is None else index_of_call[c] for c in call_of_kernel]
+    leftovers = [UnmodelledKernel(name, time_s, int(count), reason)
+                 for (name, reason), (time_s, count) in unmodelled.items()]
+    leftovers.sort(key=lambda u: -u.time_s)
+    return MatchResult(matched, leftovers, total, sum(r.measured_time_s for r in matched), kernel_runs=kernel_runs,
+                       kernel_reasons=reasons)

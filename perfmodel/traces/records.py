@@ -1,0 +1,139 @@
+"""What every trace parser produces: ``KernelRecord`` (SI units), ``ParsedTrace`` and ``TraceError``."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+Category = Literal["kernel", "memcpy", "memset", "cpu_op"]
+
+MAX_RECORDS = 5_000_000  # kernels kept from one trace; beyond it the parser stops with a warning
+MAX_NAME_CHARS = 4096  # kernel and op names are cut to this length (C++ template names run to ~3,000)
+MAX_DIMS = 64  # tensors per op whose shapes are kept
+MAX_RANK = 16  # dimensions per tensor shape
+
+_EMPTY: Mapping[str, float] = types.MappingProxyType({})
+
+
+class TraceError(ValueError):
+    """A file that is not a trace of a known format, or a broken one: says what was expected."""
+
+
+@dataclass(frozen=True, slots=True)
+class OpCall:
+    """One framework op call (a Kineto ``cpu_op``) that enclosed the launch of a kernel."""
+
+    call_id: int  # unique within one parsed trace
+    name: str
+    start_s: float
+    duration_s: float
+    input_dims: tuple[tuple[int, ...] | None, ...] | None = None  # None where a shape was not recorded
+    input_types: tuple[str, ...] | None = None
+    concrete_inputs: tuple[str, ...] | None = None  # scalar argument values (newer PyTorch)
+    parent: OpCall | None = None  # the enclosing op on the same thread
+
+
+@dataclass(frozen=True, slots=True)
+class KernelRecord:
+    """One measured kernel (or, from summary formats, ``instances`` launches of one kernel).
+
+    ``duration_s`` is the total device time of the ``instances`` launches (1 for trace formats).
+    ``grid``/``block`` are in thread blocks / threads per block (AMD grid sizes are converted).
+    ``ops`` are the enclosing framework ops, outermost first (empty when the trace has none).
+    """
+
+    name: str
+    category: Category
+    duration_s: float
+    source_format: str
+    start_s: float | None = None
+    device: int | None = None
+    stream: int | None = None
+    correlation: int | None = None
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
+    op_name: str | None = None
+    input_dims: tuple[tuple[int, ...] | None, ...] | None = None
+    input_types: tuple[str, ...] | None = None
+    counters: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
+    instances: int = 1
+    ops: tuple[OpCall, ...] = ()
+
+    @property
+    def innermost_op(self) -> OpCall | None:
+        return self.ops[-1] if self.ops else None
+
+
+@dataclass
+class ParsedTrace:
+    """The kernels of one trace file, its detected format and what the parser had to skip or assume."""
+
+    format: str
+    kernels: list[KernelRecord]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def total_kernel_time_s(self) -> float:
+        return sum(k.duration_s for k in self.kernels)
+
+
+def clip_name(value: object) -> str:
+    """A name as plain text, cut to ``MAX_NAME_CHARS`` (kept verbatim otherwise: no escaping here)."""
+    text = value if isinstance(value, str) else ("" if value is None else str(value))
+    return text if len(text) <= MAX_NAME_CHARS else text[:MAX_NAME_CHARS] + "…"
+
+
+def as_int(value: object) -> int | None:
+    """An integer from a JSON/CSV value ('7', 7, 7.0, '0x1f'), None if it is not one."""
+    if type(value) is int:
+        return value
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    if isinstance(value, str):
+        text = value.strip().replace(",", "")
+        try:
+            return int(text, 0) if text.lower().startswith("0x") else int(float(text))
+        except ValueError:
+            return None
+    return None
+
+
+def as_float(value: object) -> float | None:
+    """A finite float from a JSON/CSV value ('1,234.5' included), None otherwise."""
+    if type(value) is float:
+        return value if value == value and abs(value) != float("inf") else None
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        result = float(value)
+    elif isinstance(value, str):
+        try:
+            result = float(value.strip().replace(",", ""))
+        except ValueError:
+            return None
+    else:
+        return None
+    return result if result == result and abs(result) != float("inf") else None
+
+
+def dim3(value: object) -> tuple[int, int, int] | None:
+    """(x, y, z) from [x, y, z], '(x, y, z)', 'x y z' or a single number."""
+    if type(value) is list and len(value) == 3 and all(type(v) is int for v in value):
+        return value[0], value[1], value[2]
+    if isinstance(value, str):
+        parts = [p for p in value.strip("()[] ").replace(",", " ").split() if p]
+        value = parts
+    if isinstance(value, list | tuple):
+        items = [as_int(v) for v in list(value)[:3]]
+        if not items or any(v is None for v in items):
+            return None
+        padded = [int(v) for v in items if v is not None] + [1] * (3 - len(items))
+        return padded[0], padded[1], padded[2]
+    single = as_int(value)
+    return (single, 1, 1) if single is not None else None

@@ -1,0 +1,134 @@
+"""Roof alarm: a measured point above its roof means a wrong number somewhere, and says which.
+
+For a kernel with measured FLOPs per dtype and bytes per memory level (Nsight Compute counters) or
+a matched run (the op's model FLOPs and compulsory bytes), the attained FLOP/s is compared with
+the dtype's peak and each level's bytes/s with that level's bandwidth, with a tolerance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from perfmodel.dtypes import DType
+from perfmodel.hardware import Hardware, MemoryLevel
+from perfmodel.machine import tables
+from perfmodel.ops import make_op
+from perfmodel.ops.base import DTYPE_INDEX
+from perfmodel.traces.matching import MatchedRun
+from perfmodel.traces.records import KernelRecord
+
+AlarmKind = Literal["wrong_peak", "wrong_bytes_level", "missing_flop_counter"]
+DEFAULT_TOLERANCE = 0.05
+_COUNTER_DTYPES = {"flops_fp32": DType.FP32, "flops_fp64": DType.FP64, "flops_fp16": DType.FP16}
+
+
+@dataclass(frozen=True)
+class RoofAlarm:
+    """One measured rate above its roof (``ratio`` = attained / roof > 1 + tolerance)."""
+
+    name: str
+    quantity: str  # 'flops_fp32', 'dram_bytes', 'matrix_flops' ...
+    attained_per_s: float
+    roof_per_s: float
+    kind: AlarmKind
+    reason: str
+
+    @property
+    def ratio(self) -> float:
+        return self.attained_per_s / self.roof_per_s
+
+
+def _levels(hw: Hardware) -> dict[str, MemoryLevel | None]:
+    machine = tables(hw)
+    inner = next((lv for lv in hw.levels if lv.per_unit and lv.kind in ("cache", "scratchpad")), None)
+    return {"dram_bytes": machine.dram, "l2_bytes": machine.llc, "l1_bytes": inner}
+
+
+def _vector_peak(hw: Hardware, dtype: DType) -> float | None:
+    return hw.peak_flops_per_s(dtype, "vector") or hw.peak_flops_per_s(dtype, "matrix")
+
+
+def _bytes_alarm(hw: Hardware, name: str, key: str, level: MemoryLevel, rate: float,
+                 tolerance: float, model_bytes: bool) -> RoofAlarm | None:
+    roof = tables(hw).bandwidth_bytes_per_s(level)
+    if rate <= roof * (1 + tolerance):
+        return None
+    why = ("the op's compulsory bytes did not all come from DRAM (a warm cache served them: measure "
+           "cold, or count them at L2)" if model_bytes else
+           f"bytes counted at {level.name} were served by another level, or the spec's {level.name} "
+           "bandwidth is too low")
+    return RoofAlarm(name, key, rate, roof, "wrong_bytes_level",
+                     f"{rate:.3g} B/s at {level.name} exceeds its {roof:.3g} B/s: {why}")
+
+
+def kernel_alarms(hw: Hardware, kernel: KernelRecord, tolerance: float = DEFAULT_TOLERANCE) -> list[RoofAlarm]:
+    """Alarms for one kernel from its measured counters (per launch: counters and time are totals)."""
+    if kernel.duration_s <= 0:
+        return []
+    alarms: list[RoofAlarm] = []
+    counters = kernel.counters
+    tensor_active = counters.get("tensor_active_pct", 0.0) > 0 or counters.get("tensor_inst", 0.0) > 0
+    for key, dtype in _COUNTER_DTYPES.items():
+        flops = counters.get(key)
+        peak = _vector_peak(hw, dtype)
+        if not flops or peak is None:
+            continue
+        rate = flops / kernel.duration_s
+        if rate > peak * (1 + tolerance):
+            alarms.append(RoofAlarm(kernel.name, key, rate, peak, "wrong_peak",
+                                    f"{rate:.3g} FLOP/s of {dtype.value} SIMT work exceeds the {peak:.3g} "
+                                    f"FLOP/s peak of {hw.id}: the spec's {dtype.value} peak or clock is wrong, "
+                                    "or the kernel ran on another device"))
+    for key, level in _levels(hw).items():
+        moved = counters.get(key)
+        if moved and level is not None:
+            alarm = _bytes_alarm(hw, kernel.name, key, level, moved / kernel.duration_s, tolerance, False)
+            if alarm:
+                alarms.append(alarm)
+    if tensor_active and not alarms:
+        dram = counters.get("dram_bytes")
+        simt = sum(counters.get(k, 0.0) for k in _COUNTER_DTYPES)
+        if dram and simt and dram / kernel.duration_s > 0 and simt / dram < 1e-3:
+            alarms.append(RoofAlarm(kernel.name, "tensor_flops", 0.0, 1.0, "missing_flop_counter",
+                                    "tensor pipe active but only SIMT FLOPs were counted: add the tensor "
+                                    "FLOP metric (sm__ops_path_tensor_*), the point plots far below its roof"))
+    return alarms
+
+
+def run_alarms(hw: Hardware, run: MatchedRun, tolerance: float = DEFAULT_TOLERANCE) -> list[RoofAlarm]:
+    """Alarms for a matched run from its op's model FLOPs and compulsory DRAM bytes."""
+    if run.measured_time_s <= 0:
+        return []
+    op = make_op(run.op)
+    flops = op.flops_by_engine()
+    dtype = getattr(op, "dtype", None) or getattr(op, "from_dtype", None)
+    alarms: list[RoofAlarm] = []
+    machine = tables(hw)
+    if isinstance(dtype, DType):
+        for engine, paths in (("matrix", machine.matrix_paths), ("vector", machine.vector_paths)):
+            path = paths[DTYPE_INDEX[dtype]]
+            rate = flops[engine] / run.measured_time_s
+            if flops[engine] and rate > path.peak_flops_per_s * (1 + tolerance):
+                alarms.append(RoofAlarm(run.op_name, f"{engine}_flops", rate, path.peak_flops_per_s, "wrong_peak",
+                                        f"{rate:.3g} {dtype.value} FLOP/s on {path.engine} exceeds its "
+                                        f"{path.peak_flops_per_s:.3g} FLOP/s peak: the spec's peak is wrong or the "
+                                        "op's shapes overstate the work"))
+    alarm = _bytes_alarm(hw, run.op_name, "dram_bytes", machine.dram, op.bytes / run.measured_time_s, tolerance,
+                         True)
+    if alarm:
+        alarms.append(alarm)
+    return alarms
+
+
+def roof_alarms(hw: Hardware, items: Iterable[KernelRecord | MatchedRun],
+                tolerance: float = DEFAULT_TOLERANCE) -> list[RoofAlarm]:
+    """Every alarm over kernels (measured counters) and matched runs (model FLOPs and bytes)."""
+    alarms: list[RoofAlarm] = []
+    for item in items:
+        if isinstance(item, KernelRecord):
+            alarms += kernel_alarms(hw, item, tolerance)
+        else:
+            alarms += run_alarms(hw, item, tolerance)
+    return alarms

@@ -1,0 +1,140 @@
+"""Kernels -> measured runs: ops with shapes, several kernels summed, unmodelled kernels kept."""
+
+from __future__ import annotations
+
+import pytest
+from trace_builders import DATA, KinetoTrace
+
+from perfmodel.ops import make_op
+from perfmodel.traces import MatchResult, match_runs, parse_trace
+
+
+def _accounted(result: MatchResult) -> float:
+    return sum(r.measured_time_s for r in result.runs) + sum(u.time_s for u in result.unmodelled)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.json.gz")))
+def test_every_kernel_is_a_run_or_unmodelled(name: str) -> None:
+    parsed = parse_trace(DATA / name)
+    result = match_runs(parsed)
+    assert result.total_kernel_time_s == pytest.approx(parsed.total_kernel_time_s)
+    assert _accounted(result) == pytest.approx(parsed.total_kernel_time_s)
+    assert sum(r.kernel_count for r in result.runs) + sum(u.count for u in result.unmodelled) == len(parsed.kernels)
+    assert 0.0 <= result.unmodelled_time_share <= 1.0
+    for run in result.runs:
+        make_op(run.op)
+
+
+def test_alexnet_convs_and_gemms_are_found_but_have_no_shapes() -> None:
+    """The alexnet trace was recorded without record_shapes: the ops are found, the shapes are not."""
+    result = match_runs(parse_trace(DATA / "critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"))
+    assert result.runs == []
+    assert result.unmodelled_time_share == pytest.approx(1.0)
+    reasons = {u.reason for u in result.unmodelled}
+    assert "aten::conv2d: no Input Dims (profile with record_shapes=True)" in reasons
+    assert "aten::linear: no Input Dims (profile with record_shapes=True)" in reasons
+    conv = [u for u in result.unmodelled if u.reason.startswith("aten::conv2d")]
+    assert {u.name for u in conv} >= {"cudnn_ampere_scudnn_128x64_relu_xregs_large_nn_v1", "ampere_gcgemm_64x64_nt"}
+    gemm = [u for u in result.unmodelled if u.reason.startswith("aten::linear")]
+    assert sum(u.count for u in gemm if u.name == "ampere_sgemm_32x32_sliced1x4_tn") == 6
+
+
+def test_rocm_trace_gemms_get_their_shapes() -> None:
+    result = match_runs(parse_trace(DATA / "amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"))
+    ops = {r.op_name: r.op for r in result.runs}
+    assert ops["aten::linear"] == {"kind": "matmul", "m": 5, "k": 128, "n": 128, "dtype": "fp32",
+                                   "transpose_b": True, "bias": True}
+    assert ops["aten::mm"] == {"kind": "matmul", "m": 128, "k": 5, "n": 128, "dtype": "fp32"}
+    assert ops["aten::sum"] == {"kind": "reduce", "shape": [5, 128], "axes": [0], "dtype": "fp32", "op": "sum"}
+    assert 0.0 < result.unmodelled_time_share < 1.0
+
+
+def _transformer_block() -> KinetoTrace:
+    t = KinetoTrace()
+    t.op("aten::embedding", 0, 10, [[50000, 512], [4, 128]], ["c10::BFloat16", "long int"])
+    t.kernel("void at::native::indexSelectLargeIndex<c10::BFloat16>", 2, 1000, 3.0)
+    t.op("aten::layer_norm", 20, 10, [[4, 128, 512], [], [512], [512], [], []],
+         ["c10::BFloat16", "", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar"])
+    t.op("aten::native_layer_norm", 21, 8, [[4, 128, 512], [], [512], [512], []],
+         ["c10::BFloat16", "", "c10::BFloat16", "c10::BFloat16", "Scalar"])
+    t.kernel("void at::native::vectorized_layer_norm_kernel<c10::BFloat16>", 22, 1010, 4.0)
+    t.op("aten::linear", 40, 20, [[4, 128, 512], [1536, 512], [1536]], ["c10::BFloat16"] * 3)
+    t.op("aten::addmm", 41, 18, [[1536], [512, 512], [512, 1536], [], []], ["c10::BFloat16"] * 3 + ["Scalar"] * 2)
+    t.kernel("sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32", 42, 1020, 10.0)
+    t.kernel("void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16>", 43, 1031, 2.0)
+    t.op("aten::scaled_dot_product_attention", 70, 20, [[4, 8, 128, 64], [4, 2, 128, 64], [4, 2, 128, 64], [], [],
+                                                       [], [], []],
+         ["c10::BFloat16"] * 3 + ["", "Scalar", "Scalar", "", "Scalar"], ["", "", "", "", "0.", "True", "", "True"])
+    t.op("aten::_scaled_dot_product_flash_attention", 71, 18, [[4, 8, 128, 64], [4, 2, 128, 64], [4, 2, 128, 64]],
+         ["c10::BFloat16"] * 3)
+    t.kernel("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64>>", 72, 1040, 20.0)
+    t.op("aten::conv2d", 100, 30, [[8, 3, 224, 224], [64, 3, 7, 7], [64], [], [], [], []],
+         ["float", "float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar"],
+         ["", "", "", "[2, 2]", "[3, 3]", "[1, 1]", "1"])
+    t.kernel("sm80_xmma_fprop_implicit_gemm_tf32f32", 101, 1070, 30.0)
+    t.kernel("void at::native::elementwise_kernel<128, 2, CUDAFunctor_add<float>>", 102, 1101, 5.0)
+    t.kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 140, 1200, 50.0)
+    t.op("aten::copy_", 150, 5, [[1024], [1024], []], ["float", "float", "Scalar"])
+    t.kernel("Memcpy HtoD (Pageable -> Device)", 151, 1300, 7.0, cat="gpu_memcpy")
+    return t
+
+
+def test_synthetic_block_gives_the_ops_with_their_shapes() -> None:
+    result = match_runs(parse_trace(_transformer_block().to_bytes()))
+    runs = {r.op_name: r for r in result.runs}
+    assert runs["aten::embedding"].op == {"kind": "embedding", "table_shape": [50000, 512], "num_indices": 512,
+                                          "dtype": "bf16", "index_dtype": "int64"}
+    assert runs["aten::layer_norm"].op == {"kind": "layernorm", "shape": [4, 128, 512], "dtype": "bf16"}
+    linear = runs["aten::linear"]
+    assert linear.op == {"kind": "matmul", "m": 512, "k": 512, "n": 1536, "dtype": "bf16", "transpose_b": True,
+                         "bias": True}
+    assert linear.kernel_count == 2 and linear.measured_time_s == pytest.approx(12e-6)
+    attention = runs["aten::scaled_dot_product_attention"]
+    assert attention.op == {"kind": "attention", "batch": 4, "heads": 8, "kv_heads": 2, "seq_q": 128,
+                            "seq_kv": 128, "head_dim": 64, "head_dim_v": 64, "dtype": "bf16", "causal": True,
+                            "pass": "forward"}
+    conv = runs["aten::conv2d"]
+    assert conv.op == {"kind": "conv2d", "batch": 8, "in_channels": 3, "height": 224, "width": 224,
+                       "out_channels": 64, "kernel_h": 7, "kernel_w": 7, "dtype": "fp32", "stride": 2,
+                       "padding": 3, "dilation": 1, "groups": 1, "bias": True}
+    assert conv.kernel_count == 2 and conv.measured_time_s == pytest.approx(35e-6)
+    reasons = {u.name: u.reason for u in result.unmodelled}
+    assert reasons["ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"].startswith(
+        "collective kernel")
+    assert reasons["Memcpy HtoD (Pageable -> Device)"].startswith("memcpy")
+    assert result.total_kernel_time_s == pytest.approx(131e-6)
+    assert result.matched_time_s == pytest.approx(74e-6)
+    assert result.unmodelled_time_share == pytest.approx(57 / 131)
+
+
+def test_sdpa_without_concrete_inputs_notes_the_assumption() -> None:
+    t = KinetoTrace()
+    t.op("aten::_scaled_dot_product_efficient_attention", 0, 10, [[1, 4, 16, 32]] * 3, ["c10::Half"] * 3)
+    t.kernel("fmha_cutlassF_f16_aligned_64x64_rf_sm80", 1, 100, 2.0)
+    (run,) = match_runs(parse_trace(t.to_bytes())).runs
+    assert run.op["causal"] is False and run.op["dtype"] == "fp16"
+    assert run.notes == ("is_causal not recorded: assumed False",)
+
+
+def test_conv_without_concrete_inputs_is_unmodelled_with_the_reason() -> None:
+    t = KinetoTrace()
+    t.op("aten::cudnn_convolution", 0, 10, [[1, 3, 32, 32], [8, 3, 3, 3], [], [], [], []], ["float"] * 2 + [""] * 4)
+    t.kernel("implicit_convolve_sgemm", 1, 100, 2.0)
+    result = match_runs(parse_trace(t.to_bytes()))
+    assert result.runs == []
+    (left,) = result.unmodelled
+    assert left.reason.startswith("aten::cudnn_convolution: stride not recorded")
+    assert left.time_s == pytest.approx(2e-6) and left.count == 1
+
+
+def test_cpu_only_records_become_runs() -> None:
+    t = KinetoTrace()
+    t.op("aten::mm", 0, 50, [[64, 32], [32, 16]], ["double", "double"])
+    t.op("aten::gelu", 60, 10, [[64, 16], []], ["float", ""])
+    result = match_runs(parse_trace(t.to_bytes()))
+    assert [r.op for r in result.runs] == [
+        {"kind": "matmul", "m": 64, "k": 32, "n": 16, "dtype": "fp64"},
+        {"kind": "elementwise", "shape": [64, 16], "dtype": "fp32", "inputs": 1, "outputs": 1,
+         "flops_per_element": 8.0, "transcendentals_per_element": 1.0}]
+    assert [r.measured_time_s for r in result.runs] == pytest.approx([50e-6, 10e-6])
+    assert result.unmodelled_time_share == 0.0

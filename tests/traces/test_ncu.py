@@ -1,0 +1,102 @@
+"""Nsight Compute CSV: the real long and wide files against csv-module sums, and generated variants."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+from collections import defaultdict
+
+import pytest
+from trace_builders import DATA, csv_text
+
+from perfmodel.traces import parse_trace
+
+LONG = DATA / "attention__actual_parameter_analysis__data__5-9__bert_flashattn_nsight.csv"
+WIDE = DATA / "activation__relu__nsight_result_first500.csv"
+SASS = "sm__sass_thread_inst_executed_op_{}_pred_on.sum"
+
+
+def _num(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def test_long_form_matches_an_independent_reading() -> None:
+    metrics: dict[str, dict[str, float]] = defaultdict(dict)
+    with LONG.open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            if row["Metric Name"] and row["Metric Value"]:
+                with contextlib.suppress(ValueError):
+                    metrics[row["ID"]][row["Metric Name"]] = _num(row["Metric Value"])
+    parsed = parse_trace(LONG)
+    assert parsed.format == "ncu_csv"
+    assert len(parsed.kernels) == len(metrics) == 10
+    for kernel, (_, m) in zip(parsed.kernels, sorted(metrics.items(), key=lambda kv: int(kv[0])), strict=True):
+        assert kernel.duration_s == pytest.approx(m["sm__cycles_elapsed.avg"] / m["sm__cycles_elapsed.avg.per_second"])
+        assert kernel.counters["dram_bytes"] == pytest.approx(m["dram__bytes.sum"])
+        assert kernel.counters["l2_bytes"] == pytest.approx(m["lts__t_bytes.sum"])
+        assert kernel.counters["flops_fp32"] == pytest.approx(
+            m[SASS.format("fadd")] + m[SASS.format("fmul")] + 2 * m[SASS.format("ffma")])
+        assert kernel.counters["flops_fp16"] == pytest.approx(
+            m[SASS.format("hadd")] + m[SASS.format("hmul")] + 2 * m[SASS.format("hfma")])
+        assert kernel.counters["tensor_inst"] == pytest.approx(m["sm__inst_executed_pipe_tensor.sum"])
+    assert any(k.counters["tensor_inst"] > 0 for k in parsed.kernels)
+    assert all(k.block is not None and k.grid is not None for k in parsed.kernels)
+
+
+def test_wide_pivot_matches_an_independent_sum() -> None:
+    with WIDE.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    parsed = parse_trace(WIDE)
+    assert parsed.format == "ncu_raw_csv"
+    assert len(parsed.kernels) == len(rows) == 500
+    assert parsed.total_kernel_time_s == pytest.approx(sum(_num(r["gpu__time_duration.sum"]) for r in rows) * 1e-9)
+    assert sum(k.counters["dram_bytes"] for k in parsed.kernels) == pytest.approx(
+        sum(_num(r["dram__bytes.sum"]) for r in rows))
+
+
+NEW_HEADER = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
+              "Grid Size", "Device", "CC", "Section Name", "Metric Name", "Metric Unit", "Metric Value"]
+
+
+def test_long_form_current_header_with_auto_scaled_units() -> None:
+    info = ["1", "4242", "python", "localhost", "sm90_xmma_gemm_bf16", "1", "7", "(128, 1, 1)", "(132, 1, 1)", "0",
+            "9.0", "GPU Speed Of Light Throughput"]
+    rows = [[*info, "Duration", "usecond", "1,234.50"],
+            [*info, "dram__bytes.sum", "Mbyte", "12.5"],
+            [*info, "lts__t_bytes.sum", "Gbyte", "1.5"],
+            [*info, "l1tex__t_bytes.sum", "Kbyte", "2,048"],
+            [*info, SASS.format("dfma"), "inst", "1,000"],
+            [*info, "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "%", "87.5"]]
+    (kernel,) = parse_trace(csv_text(NEW_HEADER, rows)).kernels
+    assert kernel.duration_s == pytest.approx(1234.5e-6)
+    assert kernel.counters["dram_bytes"] == pytest.approx(12.5e6)
+    assert kernel.counters["l2_bytes"] == pytest.approx(1.5e9)
+    assert kernel.counters["l1_bytes"] == pytest.approx(2.048e6)
+    assert kernel.counters["flops_fp64"] == pytest.approx(2000.0)
+    assert kernel.counters["tensor_active_pct"] == pytest.approx(87.5)
+    assert kernel.grid == (132, 1, 1) and kernel.block == (128, 1, 1) and kernel.device == 0 and kernel.stream == 7
+
+
+def test_raw_page_with_units_row_and_thousands_separators() -> None:
+    header = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
+              "Grid Size", "Device", "CC", "gpu__time_duration.sum", "dram__bytes.sum", SASS.format("ffma")]
+    units = ["", "", "", "", "", "", "", "", "", "", "", "msecond", "Gbyte", "inst"]
+    rows = [units,
+            ["0", "1", "p", "h", "kernel_a", "1", "7", "(256, 1, 1)", "(1024, 1, 1)", "0", "8.0", "1.5", "2.25",
+             "1,000,000"],
+            ["1", "1", "p", "h", "kernel_b", "1", "7", "(256, 1, 1)", "(8, 8, 1)", "0", "8.0", "0.001", "0.5", "0"]]
+    parsed = parse_trace(csv_text(header, rows))
+    assert parsed.format == "ncu_raw_csv" and parsed.warnings == []
+    a, b = parsed.kernels
+    assert a.name == "kernel_a" and b.name == "kernel_b"
+    assert a.duration_s == pytest.approx(1.5e-3) and b.duration_s == pytest.approx(1e-6)
+    assert a.counters["dram_bytes"] == pytest.approx(2.25e9)
+    assert a.counters["flops_fp32"] == pytest.approx(2e6)
+    assert b.grid == (8, 8, 1)
+
+
+def test_kernel_without_any_time_metric_is_skipped_with_a_warning() -> None:
+    info = ["1", "1", "p", "h", "no_time_kernel", "1", "7", "(1, 1, 1)", "(1, 1, 1)", "0", "8.0", "s"]
+    parsed = parse_trace(csv_text(NEW_HEADER, [[*info, "dram__bytes.sum", "byte", "10"]]))
+    assert parsed.kernels == []
+    assert any("no_time_kernel" in w for w in parsed.warnings)
