@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from perfmodel import __version__
 from perfmodel.graph.cli import estimate_command, sweep_command
+from perfmodel.hardware import Hardware
 from perfmodel.ops import OpError, make_op
-from perfmodel.roofline import Cost, predict, predict_many
+from perfmodel.roofline import Cost, predict_many
 from perfmodel.search.engine import search
-from perfmodel.specs import SpecError, library, load_hardware, schema_text
+from perfmodel.specs import SpecError, library, load_hardware, parse_spec, schema_text
 from perfmodel.units import format_bytes, format_rate, format_time_s
+
+if TYPE_CHECKING:
+    from perfmodel.calibration import Calibration
 
 app = typer.Typer(help="Roofline performance model for deep-learning operators.", no_args_is_help=True,
                   add_completion=False)
@@ -146,13 +151,21 @@ def predict_command(
     timing: str = typer.Option("kernel", help="kernel (profiler time) or host (wall clock around one op)"),
     warm_cache: bool = typer.Option(False, help="inputs already in the last-level cache"),
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+    calibration: str = typer.Option(None, help="a stored calibration id, or 'latest' (perfmodel measure makes one)"),
 ) -> None:
     """Predict one op, e.g. `perfmodel predict nvidia-h100-sxm5-80gb matmul m=4096 n=4096 k=4096 dtype=bf16`."""
     op = {"kind": kind, **parse_assignments(fields or [])}
     if timing not in ("kernel", "host"):
         _fail("--timing is kernel or host")
     try:
-        cost = predict(hardware_id, make_op(op), timing=timing, warm_cache=warm_cache)  # type: ignore[arg-type]
+        hardware = resolve_hardware(hardware_id)
+        batch = predict_many(hardware, [make_op(op)], timing=timing, warm_cache=warm_cache,  # type: ignore[arg-type]
+                             space="full")
+        if calibration:
+            from perfmodel.calibration import apply_calibration
+
+            batch = apply_calibration(_calibration(hardware.id, calibration), batch)
+        cost = batch[0]
     except (OpError, SpecError) as exc:
         _fail(str(exc))
         return
@@ -244,6 +257,49 @@ def serve(
     typer.echo(f"perfmodel {__version__}: http://{host}:{port}/  (API docs at /docs, "
                f"database {settings.resolved_database_url()})")
     uvicorn.run("api.main:create_app", factory=True, host=host, port=port, workers=workers, log_level="warning")
+
+
+def resolve_hardware(hardware_id: str) -> Hardware:
+    """A bundled device, else a custom one stored in the service's database (e.g. ``host``)."""
+    try:
+        return load_hardware(hardware_id)
+    except KeyError:
+        row = _store().get_hardware(hardware_id)
+        if row is None:
+            raise
+        return parse_spec(row.spec, f"stored hardware {hardware_id!r}")
+
+
+def _calibration(hardware_id: str, ref: str) -> Calibration:
+    from perfmodel.calibration import Calibration
+
+    store = _store()
+    row = store.latest_calibration(hardware_id) if ref == "latest" else (
+        store.get_calibration(int(ref)) if ref.isdigit() else None)
+    if row is None or row.hardware_id != hardware_id:
+        raise KeyError(f"no calibration {ref!r} of {hardware_id!r} (perfmodel measure, or POST /api/v1/calibrations)")
+    return Calibration.from_params(row.params)
+
+
+@app.command("measure")
+def measure(
+    out: Path = typer.Option(Path("var/measure"), help="folder for the spec YAML and the suite trace"),
+    host_id: str = typer.Option("host", "--id", help="hardware id of this host's spec"),
+    quick: bool = typer.Option(False, help="seconds instead of minutes: fewer sizes, repeats and suite ops"),
+) -> None:
+    """Measure this machine (ERT-style sweep, BLAS peaks), register it as a device, time the op suite under
+    the PyTorch profiler, upload the trace and calibrate: fit on half the shapes, score on the rest."""
+    from perfmodel.measure.command import measure_command
+    from perfmodel.measure.loop import format_report, run_loop
+
+    specs: list[dict[str, Any]] = []
+
+    def on_trace(trace: Path) -> None:
+        typer.echo(f"registering {host_id!r}, uploading the trace and calibrating ...", err=True)
+        typer.echo(format_report(run_loop(_store(), specs[-1], trace)))
+        typer.echo(f"try: perfmodel predict {host_id} matmul m=1024 n=1024 k=1024 dtype=fp32 --calibration latest")
+
+    measure_command(on_spec=specs.append, on_trace=on_trace)(out=out, host_id=host_id, quick=quick, suite=True)
 
 
 def _store() -> Any:

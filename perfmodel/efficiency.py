@@ -31,6 +31,9 @@ class ModelDefaults:
     llc_resident_fraction: float  # share of the last-level cache a working set can count on
     loaded_latency_factor: float  # DRAM latency under a saturating load / idle latency
     llc_to_dram_bandwidth: float  # LLC bandwidth / DRAM bandwidth when a spec has no LLC figure
+    # outputs this large get fresh pages from the OS on every call (page faults and zeroing) ...
+    fresh_output_threshold_bytes: float = float("inf")
+    fresh_output_bytes_per_s: float = float("inf")  # ... at this rate, on top of the op's own time
 
 
 _GPU = ModelDefaults(
@@ -83,6 +86,13 @@ _CPU = ModelDefaults(
     network_step_latency_s=10.0e-6, blocks_per_unit_for_bandwidth=1.0, llc_resident_fraction=0.5,
     loaded_latency_factor=3.0,
     llc_to_dram_bandwidth=3.0,
+    # glibc serves allocations above its mmap threshold (dynamic, at most 32 MiB on 64-bit:
+    # DEFAULT_MMAP_THRESHOLD_MAX) with fresh mappings, returned on free: an out-of-place op with a
+    # larger output page-faults and zeroes all of it on every call (torch.add 4096^2 fp32: 40 ms vs
+    # 3.1 ms into an existing buffer on the project's CI VM). ~4 GB/s of first touch was measured
+    # there by `perfmodel measure` (2.9-16 GB/s over runs); GPUs use caching allocators.
+    fresh_output_threshold_bytes=32 * 2**20,
+    fresh_output_bytes_per_s=4.0e9,
 )
 
 _BY_KIND = {"gpu": _GPU, "npu": _NPU, "tpu": _NPU, "cpu": _CPU}

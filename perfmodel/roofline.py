@@ -351,6 +351,12 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     per_kernel = t.kernel_overhead_s + (d.host_overhead_s if timing == "host" else 0.0)
     extra_kernels = totals.extra_kernels
     overhead = (work.kernels + extra_kernels) * per_kernel
+    # CPUs: an output above the allocator's mmap threshold is written to fresh pages (faults, zeroing)
+    out_bytes = work.bytes_by_role.get("activations_out", np.zeros(n))
+    fresh_s = np.where(out_bytes >= d.fresh_output_threshold_bytes, out_bytes / d.fresh_output_bytes_per_s, 0.0)
+    if fresh_s.any():
+        body = body + fresh_s
+        level_times[t.dram.name] = level_times[t.dram.name] + fresh_s
     time_s = body + overhead
     labels = np.array(["matrix", "vector", "special", *level_times.keys(), "interconnect"], dtype=object)
     bound = labels[which]

@@ -20,6 +20,8 @@ from perfmodel.calibration import curve
 from perfmodel.calibration.curve import Features
 from perfmodel.ops.base import FloatArray, IntArray
 
+MIN_RAMP_SHAPES = 12  # distinct ops a class needs before a size-dependent efficiency is tried
+RAMP_MARGIN = 0.9  # ... and its held-out loss must beat the 3-parameter form's by 10 %
 LOSS_SCALE = 0.05  # soft-L1 scale of the log-time residuals (~5 %)
 PRIOR_WEIGHT = 0.03  # one prior standard deviation costs as much as a 3 % miss on one run
 PRIOR_SD = np.array([1.5, 1.0, 1.0, 2.0, 0.7, 1.0, 1.0, 2.0, 0.7])
@@ -124,7 +126,9 @@ def fit_with_cv(f: Features, measured_s: FloatArray, groups: IntArray, folds: in
         return FitResult(theta, np.log(measured_s / curve.time_s(theta, f)), None, 0, "scale")
     fold = fold_ids(groups, k, seed)
     best: tuple[float, str, FloatArray] | None = None
-    for form in FORMS:
+    distinct = int(groups.max()) + 1
+    forms = [form for form in FORMS if form == "scale" or distinct >= MIN_RAMP_SHAPES]
+    for form in forms:
         cv = np.full(measured_s.size, np.nan)
         for j in range(k):
             test = np.flatnonzero(fold == j)
@@ -132,6 +136,8 @@ def fit_with_cv(f: Features, measured_s: FloatArray, groups: IntArray, folds: in
             theta_j = fit_theta(f.take(train), measured_s[train], prior_mean, form)
             cv[test] = np.log(measured_s[test] / curve.time_s(theta_j, f.take(test)))
         loss = float(np.mean(np.minimum(np.abs(cv), 0.5)))
+        if form != "scale":
+            loss /= RAMP_MARGIN  # the 9-parameter form must earn its keep
         if best is None or loss < best[0]:
             best = (loss, form, cv)
     assert best is not None

@@ -85,14 +85,11 @@ def copy(a: Args) -> tuple[OpDict, list[str]]:
 
 
 def transpose(a: Args) -> OpDict:
-    shape = a.shape(0)
-    if a.name == "aten::permute":
-        perm = a.int_list(1, "dims")
-    else:
-        d0, d1 = a.int_list(1, "dim0")[0] % len(shape), a.int_list(2, "dim1")[0] % len(shape)
-        perm = list(range(len(shape)))
-        perm[d0], perm[d1] = perm[d1], perm[d0]
-    return {"kind": "transpose", "shape": list(shape), "perm": [p % len(shape) for p in perm], "dtype": a.dtype(0)}
+    """transpose/permute return a view in PyTorch: no data moves and no kernel runs, so there is nothing to
+    model; on the CPU the event is framework dispatch time. The copy, if any, is the ``contiguous`` or
+    ``clone`` that follows, matched as its own op."""
+    raise Unbuildable(f"{a.name} returns a view: no data moved, only framework dispatch time "
+                      "(the copy is the contiguous/clone that follows)")
 
 
 def cat(a: Args) -> OpDict:

@@ -1,0 +1,59 @@
+"""A ready ``perfmodel measure`` typer command; storing and uploading are callbacks the CLI passes in.
+
+Wire it up in ``perfmodel/cli.py`` with
+``app.command("measure")(measure_command(on_spec=..., on_trace=...))``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+
+from perfmodel.measure.host import measure_host
+from perfmodel.measure.report import format_measurement
+from perfmodel.measure.spec import host_spec
+from perfmodel.measure.suite import run_suite
+from perfmodel.specs import parse_spec
+
+SpecCallback = Callable[[dict[str, Any]], None]
+TraceCallback = Callable[[Path], None]
+
+
+def _progress(stage: str, fraction: float) -> None:
+    typer.echo(f"\r{stage}: {fraction:4.0%}", nl=False, err=True)
+
+
+def measure_command(on_spec: SpecCallback | None = None,
+                    on_trace: TraceCallback | None = None) -> Callable[..., None]:
+    """The command function: measure, write ``<out>/<id>.yaml`` and the suite trace, then call back."""
+
+    def measure(
+        out: Annotated[Path, typer.Option(help="folder for the spec YAML and the suite trace")] = Path("var/measure"),
+        host_id: Annotated[str, typer.Option("--id", help="hardware id of this host's spec")] = "host",
+        quick: Annotated[bool, typer.Option(help="a few seconds, for tests: fewer sizes and repeats")] = False,
+        suite: Annotated[bool, typer.Option(help="also time the op suite under the PyTorch profiler")] = True,
+    ) -> None:
+        """Measure this machine (ERT-style sweep, matmul peaks), write its spec, time the op suite."""
+        measurement = measure_host(_progress, quick=quick)
+        typer.echo("", err=True)
+        spec = host_spec(measurement, host_id)
+        parse_spec(spec, "measured host")
+        out.mkdir(parents=True, exist_ok=True)
+        spec_path = out / f"{host_id}.yaml"
+        spec_path.write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
+        typer.echo(format_measurement(measurement, sweep=False))
+        typer.echo(f"spec: {spec_path}")
+        if on_spec:
+            on_spec(spec)
+        if suite:
+            trace = run_suite(out, _progress, quick=quick)
+            typer.echo("", err=True)
+            typer.echo(f"suite trace: {trace}")
+            if on_trace:
+                on_trace(trace)
+
+    return measure

@@ -1,0 +1,135 @@
+"""The kernel engineer's loop on this machine: register the measured spec, upload the suite trace,
+score a calibration fitted on part of the suite on the rest, and store one fitted on all of it.
+
+The split is by shape within each op class: the distinct ops of a class, sorted by size, go
+alternately to the fit half and the scored half, so the score measures how the calibration
+generalises to shapes it has not seen.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perfmodel.calibration import class_key, fit_calibration, predict_calibrated
+from perfmodel.hardware import Hardware
+from perfmodel.ops import make_op
+from perfmodel.roofline import predict_many
+from perfmodel.specs import parse_spec
+from perfmodel.store import RunRow, Store
+from perfmodel.traces.ingest import ingest_trace
+
+MAX_SUITE_RUNS = 100_000
+
+
+@dataclass
+class ClassScore:
+    op_class: str
+    fitted_runs: int
+    scored_runs: int
+    uncalibrated_median_pct: float
+    calibrated_median_pct: float
+    calibrated_p90_pct: float
+
+
+@dataclass
+class LoopReport:
+    hardware_id: str
+    upload_id: int
+    runs: int
+    calibration_id: int
+    scores: list[ClassScore]
+    scored_median_pct: float
+    uncalibrated_scored_median_pct: float
+
+
+def register_host(store: Store, spec: dict[str, Any]) -> Hardware:
+    """Store the measured spec as a custom device, replacing an earlier measurement of the same id."""
+    hardware = parse_spec(spec, "measured host")
+    store.delete_hardware(hardware.id)
+    store.add_hardware(hardware.id, hardware.model_dump(mode="json"), None, hardware.content_hash)
+    return hardware
+
+
+def split_by_shape(runs: list[RunRow]) -> tuple[list[RunRow], list[RunRow]]:
+    """(fit, score): per calibration class (kind, variant, dtype), its distinct ops sorted by FLOPs + bytes
+    go alternately to each half; repeats of one op stay together."""
+    by_class: dict[str, dict[str, list[RunRow]]] = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        op = make_op(run.op)
+        by_class[class_key(op)][repr(sorted(run.op.items()))].append(run)
+    fit: list[RunRow] = []
+    score: list[RunRow] = []
+    for groups in by_class.values():
+        ordered = sorted(groups.values(), key=lambda g: make_op(g[0].op).flops + make_op(g[0].op).bytes)
+        for i, group in enumerate(ordered):
+            (fit if i % 2 == 0 else score).extend(group)
+    return fit, score
+
+
+def _abs_pct(predicted: np.ndarray[Any, Any], measured: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    return np.asarray(np.abs(predicted / measured - 1.0) * 100.0)
+
+
+def _medians(runs: list[RunRow]) -> tuple[list[dict[str, Any]], np.ndarray[Any, Any]]:
+    """Distinct ops and the median of their repeats (the profiler records every call; one noisy call of a
+    shared machine is not the model's error)."""
+    groups: dict[str, list[RunRow]] = defaultdict(list)
+    for run in runs:
+        groups[repr(sorted(run.op.items()))].append(run)
+    ops = [g[0].op for g in groups.values()]
+    return ops, np.array([float(np.median([r.measured_time_s for r in g])) for g in groups.values()])
+
+
+def score_split(hardware: Hardware, runs: list[RunRow]) -> tuple[list[ClassScore], float, float]:
+    """Fit on half the shapes, score the other half (median of each op's repeats): per class and overall
+    median absolute % error."""
+    fit, score = split_by_shape(runs)
+    calibration = fit_calibration(hardware, [(r.op, r.measured_time_s) for r in fit])
+    op_dicts, measured = _medians(score)
+    ops = [make_op(op) for op in op_dicts]
+    calibrated = _abs_pct(predict_calibrated(hardware, ops, calibration).time_s, measured)
+    uncalibrated = _abs_pct(predict_many(hardware, ops, space="full").time_s, measured)
+    classes = np.array([class_key(op) for op in ops])
+    fitted: dict[str, int] = defaultdict(int)
+    for op_dict in _medians(fit)[0]:
+        fitted[class_key(make_op(op_dict))] += 1
+    scores = [ClassScore(name, fitted[name], int((classes == name).sum()),
+                         float(np.median(uncalibrated[classes == name])), float(np.median(calibrated[classes == name])),
+                         float(np.percentile(calibrated[classes == name], 90)))
+              for name in sorted(set(classes.tolist()))]
+    return scores, float(np.median(calibrated)), float(np.median(uncalibrated))
+
+
+def run_loop(store: Store, spec: dict[str, Any], trace: Path) -> LoopReport:
+    """Register, upload, score the split, store the calibration fitted on every run of this trace."""
+    hardware = register_host(store, spec)
+    with trace.open("rb") as stream:
+        done = ingest_trace(store, hardware, stream, trace.name, source="perfmodel measure")
+    runs, _ = store.list_runs(hardware_id=hardware.id, trace_upload_id=done.upload_id, limit=MAX_SUITE_RUNS)
+    if not runs:
+        raise ValueError(f"no op of {trace.name} could be matched: nothing to calibrate")
+    scores, scored, uncalibrated = score_split(hardware, runs)
+    calibration = fit_calibration(hardware, [(r.op, r.measured_time_s) for r in runs])
+    report = {**calibration.report, "runs_used": len(runs), "filter": {"trace_upload_id": done.upload_id},
+              "held_out_median_abs_pct": scored}
+    calibration_id = store.add_calibration(hardware.id, calibration.params, report, "perfmodel measure")
+    return LoopReport(hardware.id, done.upload_id, len(runs), calibration_id, scores, scored, uncalibrated)
+
+
+def format_report(report: LoopReport) -> str:
+    """The split table: per op class, uncalibrated vs calibrated error on the scored shapes."""
+    header = f"{'uncal. median':>15}{'cal. median':>13}{'cal. p90':>10}"
+    lines = [f"{'op class (distinct shapes)':<30}{'fit':>5}{'scored':>8}{header}"]
+    for s in report.scores:
+        lines.append(f"{s.op_class:<30}{s.fitted_runs:>5}{s.scored_runs:>8}{s.uncalibrated_median_pct:>14.1f}%"
+                     f"{s.calibrated_median_pct:>12.1f}%{s.calibrated_p90_pct:>9.1f}%")
+    lines.append(f"{'all scored shapes':<43}{report.uncalibrated_scored_median_pct:>14.1f}%"
+                 f"{report.scored_median_pct:>12.1f}%")
+    lines.append(f"{report.runs} runs from trace upload {report.upload_id}; calibration {report.calibration_id} "
+                 f"(fitted on all of them) is now the latest of {report.hardware_id!r}")
+    return "\n".join(lines)
