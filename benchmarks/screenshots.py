@@ -1,9 +1,9 @@
 """Screenshots of every dashboard page at 1440×900 into docs/screenshots/ (PNG), with Debian's Chromium.
 
-    python benchmarks/screenshots.py [--chromium /usr/bin/chromium] [--runs 3000]
+    python benchmarks/screenshots.py [--chromium /usr/bin/chromium] [--runs 3000] [--only models --only sweeps]
 
 Starts the real app on a temp SQLite database, stores demo data (runs on three devices, a what-if device,
-a trace when the trace API is there), and opens each page as a new user would.
+a trace when the trace API is there, a design-space sweep), and opens each page as a new user would.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import httpx
 from playwright.sync_api import Page, sync_playwright
@@ -31,7 +32,14 @@ PAGES = (
     ("upload", "/upload"),
     ("tiling", "/tiling?hardware=nvidia-h100-sxm5-80gb&m=4096&n=4096&k=4096&dtype=bf16"),
     ("whatif", "/whatif?hardware=nvidia-h100-sxm5-80gb&workload=llama3-8b-decode"),
+    ("models", "/models?model=llama-3-70b&hardware=nvidia-h100-sxm5-80gb&devices=8&batch=16&prompt_tokens=2048"
+               "&phase=decode"),
 )
+SWEEP = {"base": "nvidia-h100-sxm5-80gb",
+         "axes": {"levels.dram.bandwidth_bytes_per_s": ["x0.5", "x1", "x1.5", "x2"],
+                  "engines.*.peak_flops_per_s": ["x1", "x2"], "devices": [1, 2, 4, 8]},
+         "workloads": [{"model": "llama-3-70b", "phase": "decode", "batch": 16, "kv_len": 4096},
+                       {"model": "llama-3-8b", "phase": "decode", "batch": 16, "kv_len": 4096}]}
 
 
 def upload_trace(base: str) -> str | None:
@@ -46,6 +54,15 @@ def upload_trace(base: str) -> str | None:
     return str(response.json()["id"]) if response.status_code in (200, 201) else None
 
 
+def store_sweep(store: Any) -> int:
+    """What ``perfmodel sweep`` stores: the spec and every row, run here in-process."""
+    from perfmodel.graph.sweep import SweepSpec, run_sweep
+
+    spec = SweepSpec.from_json(SWEEP)
+    return int(store.add_sweep("H100: DRAM bandwidth × FLOP/s × devices, Llama-3 decode", spec.to_json(),
+                               run_sweep(spec)))
+
+
 def shoot(page: Page, base: str, name: str, path: str) -> None:
     page.goto(base + path, wait_until="networkidle")
     page.wait_for_function("Array.from(document.querySelectorAll('.chart[data-figure]'))"
@@ -58,14 +75,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--runs", type=int, default=3000)
+    parser.add_argument("--only", action="append", help="shoot only this page (its file name, repeatable)")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, live_server(Path(tmp), TOKEN) as (base, app):
         seed_runs(app.state.perfmodel.store, args.runs)
-        trace = upload_trace(base)
+        trace = upload_trace(base) if not args.only or "roofline-trace" in args.only else None
         pages = list(PAGES)
+        pages.append(("sweeps", f"/sweeps/{store_sweep(app.state.perfmodel.store)}"))
         if trace:
             pages.append(("roofline-trace", f"/roofline?hardware=nvidia-a100-sxm4-80gb&workload=trace&trace={trace}"))
+        pages = [(name, path) for name, path in pages if not args.only or name in args.only]
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=args.chromium,
                                         args=["--enable-unsafe-swiftshader", "--use-angle=swiftshader"])

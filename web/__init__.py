@@ -13,6 +13,7 @@ from fastapi.staticfiles import StaticFiles
 from web.cache import ViewCache
 from web.pages_analysis import router as analysis
 from web.pages_hardware import router as hardware
+from web.pages_models import router as models
 from web.pages_tools import router as tools
 from web.templating import STATIC_DIR
 
@@ -21,7 +22,8 @@ PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
 def mount_dashboard(app: FastAPI) -> None:
     """Mount the pages (``/``, ``/hardware``, ``/compare``, ``/roofline``, ``/runs``, ``/upload``, ``/tiling``,
-    ``/whatif``), ``/ui/api/whatif`` and ``/static`` on ``app``; none of them is in the OpenAPI schema."""
+    ``/whatif``, ``/models``, ``/sweeps``), ``/ui/api/whatif`` and ``/static`` on ``app``; none of them is in the
+    OpenAPI schema."""
     app.state.dashboard_cache = ViewCache()
 
     @app.get("/static/plotly.min.js", include_in_schema=False)
@@ -30,6 +32,6 @@ def mount_dashboard(app: FastAPI) -> None:
                             headers={"Cache-Control": "public, max-age=86400, stale-while-revalidate=604800",
                                      "ETag": f'"plotly-{plotly.__version__}"'})
 
-    for router in (analysis, hardware, tools):
+    for router in (analysis, hardware, tools, models):
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
 
 from tests.web.conftest import A100, H100, TOKEN, XSS, XSS_DEVICE, real_traces, seed
 from web.testing import live_server
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="apt-get install c
 
 PAGES = ("/", "/hardware", f"/hardware/{H100}", f"/compare?ids={H100}&ids=amd-mi300x", "/roofline",
          f"/roofline?hardware={H100}&workload=trace&trace=1", f"/runs?hardware={H100}", "/upload",
-         "/tiling", "/whatif")
+         "/tiling", "/whatif", "/sweeps")
 
 
 @dataclass
@@ -33,10 +34,15 @@ class Watched:
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FastAPI]]:
     with live_server(tmp_path_factory.mktemp("browser"), TOKEN) as (base, app):
         seed(app.state.perfmodel.store)
-        yield base
+        yield base, app
+
+
+@pytest.fixture(scope="session")
+def server(live: tuple[str, FastAPI]) -> str:
+    return live[0]
 
 
 @pytest.fixture(scope="session")
@@ -209,3 +215,68 @@ def test_upload_flow_end_to_end(watched: Watched, server: str) -> None:
     page.goto(page.url.replace("/runs?", "/roofline?workload=trace&"))
     charts_rendered(page)
     assert watched.errors == [] and watched.dialogs == []
+
+
+def test_models_page_draws_the_breakdown_and_the_timeline(watched: Watched, server: str) -> None:
+    page = watched.page
+    page.goto(f"{server}/models?model=llama-3-8b&hardware={H100}&devices=2&batch=8&phase=decode")
+    charts_rendered(page)
+    assert page.locator("#model-breakdown .sunburstlayer path.surface").count() > 32 * 8  # every layer's ops
+    assert page.locator("#model-timeline .barlayer .point").count() > 32 * 8
+    lanes = page.locator("#model-timeline .ytick text").all_text_contents()
+    assert set(lanes) == {"compute", "comm (blocking)"}  # TP 2: the all-reduces have their lane
+    assert page.locator("#model-timeline .xtitle").text_content() == "Time since the step started [s]"
+    assert "% of decode time is" in (page.locator("#bottleneck").text_content() or "")
+    page.goto(f"{server}/models?model=gpt2&hardware={H100}&phase=prefill&chart=treemap")
+    charts_rendered(page)
+    assert page.locator("#model-breakdown .treemaplayer path.surface").count() > 12
+    assert watched.errors == [] and watched.dialogs == [] and watched.external == []
+
+
+def test_models_error_and_sorting_by_keyboard(watched: Watched, server: str) -> None:
+    page = watched.page
+    response = page.goto(f"{server}/models?model=llama-3-70b&hardware={H100}&devices=1")
+    assert response is not None and response.status == 422
+    assert "GB per device" in (page.locator("#model-error").text_content() or "")
+    page.goto(f"{server}/models?model=gpt2&hardware={H100}")
+    charts_rendered(page)
+    button = page.locator("#op-types-table thead th:nth-child(4) button")
+    button.focus()
+    page.keyboard.press("Enter")  # sort by time, ascending
+    assert page.locator("#op-types-table thead th:nth-child(4)").get_attribute("aria-sort") == "ascending"
+    column = "#op-types-table tbody td:nth-child(4)"
+    times = page.eval_on_selector_all(column, "cells => cells.map(c => +c.dataset.sort)")
+    assert times == sorted(times) and len(times) > 3
+    page.keyboard.press("Enter")
+    times = page.eval_on_selector_all(column, "cells => cells.map(c => +c.dataset.sort)")
+    assert times == sorted(times, reverse=True)
+    assert [e for e in watched.errors if "422" not in e] == []  # the refused estimate logs its status
+
+
+def test_stored_sweep_draws_its_pareto_chart(watched: Watched, live: tuple[str, FastAPI]) -> None:
+    from perfmodel.graph.sweep import SweepSpec, run_sweep
+
+    server, app = live
+    spec = SweepSpec.from_json({"base": H100, "axes": {"levels.dram.bandwidth_bytes_per_s": ["x0.5", "x1", "x2"],
+                                                       "devices": [1, 2]},
+                                "workloads": [{"model": "gpt2", "phase": "decode", "batch": 8, "kv_len": 1024}]})
+    results = run_sweep(spec)
+    sweep_id = app.state.perfmodel.store.add_sweep(XSS, spec.to_json(), results)
+    page = watched.page
+    page.goto(f"{server}/sweeps")
+    page.locator(f"a[href='/sweeps/{sweep_id}']").click()
+    page.wait_for_load_state()
+    charts_rendered(page)
+    assert page.locator("#sweep-name").text_content() == XSS and page.locator("img").count() == 0
+    chart = page.locator("#sweep-pareto-chart")
+    assert chart.locator(".scatterlayer .point").count() == len(results["rows"])
+    assert chart.locator(".legendtext").filter(has_text="Pareto front").count() == 1
+    front = chart.locator(".scatterlayer .trace").filter(has=page.locator(".js-line")).locator(".point").first
+    box = front.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_selector("#sweep-pareto-chart .hoverlayer .hovertext")
+    hover = chart.locator(".hoverlayer").text_content() or ""
+    assert "levels.dram.bandwidth_bytes_per_s = x" in hover and "Pareto" in hover
+    assert page.locator("#sweep-table tbody tr").count() == len(results["rows"])
+    assert watched.errors == [] and watched.dialogs == [] and watched.external == []

@@ -18,7 +18,8 @@ PAGES = ("/", "/hardware", "/hardware?vendor=nvidia&kind=gpu", f"/hardware/{H100
          f"/roofline?hardware={A100}&workload=resnet50-stage2", f"/roofline?hardware={H100}&workload=runs",
          f"/roofline?hardware={H100}&workload=trace&trace=1", "/runs", f"/runs?hardware={H100}", "/runs?trace=1",
          "/upload", "/tiling", "/tiling?hardware=google-tpu-v5e&m=512&n=1024&k=2048&dtype=bf16", "/whatif",
-         f"/whatif?hardware={H100}&workload=runs")
+         f"/whatif?hardware={H100}&workload=runs", "/models", f"/models?model=mixtral-8x7b&hardware={A100}&devices=2",
+         "/sweeps")
 ESCAPED = "&lt;img src=x onerror=alert(1)&gt;"
 
 

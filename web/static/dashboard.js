@@ -249,9 +249,44 @@ function setupWhatIf() {
   draw(last);
 }
 
+/* ---- sortable tables (table[data-sortable]): a button per heading, numbers from data-sort ---- */
+function sortKey(row, col) {
+  const cell = row.cells[col];
+  const raw = cell ? (cell.dataset.sort !== undefined ? cell.dataset.sort : cell.textContent.trim()) : "";
+  const number = Number(raw);
+  return raw !== "" && Number.isFinite(number) ? number : raw;
+}
+
+function sortTable(table, th, col) {
+  const ascending = th.getAttribute("aria-sort") !== "ascending";
+  for (const other of table.tHead.rows[0].cells) other.removeAttribute("aria-sort");
+  th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+  const body = table.tBodies[0];
+  const rows = Array.from(body.rows);
+  rows.sort((a, b) => {
+    const x = sortKey(a, col), y = sortKey(b, col);
+    const c = typeof x === "number" && typeof y === "number" ? x - y
+      : String(x).localeCompare(String(y), undefined, { numeric: true });
+    return ascending ? c : -c;
+  });
+  body.append(...rows);
+}
+
+function setupSortable() {
+  for (const table of document.querySelectorAll("table[data-sortable]")) {
+    if (!table.tHead || !table.tBodies.length) continue;
+    Array.from(table.tHead.rows[0].cells).forEach((th, col) => {
+      const button = el("button", th.textContent.trim(), { type: "button", class: "sort" });
+      th.replaceChildren(button);
+      button.addEventListener("click", () => sortTable(table, th, col));
+    });
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   setupToken();
   renderCharts();
+  setupSortable();
   setupUpload();
   setupWhatIf();
 });

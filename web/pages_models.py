@@ -1,0 +1,70 @@
+"""Whole models: a bundled LLM estimated on a device (``/models``) and the stored design-space sweeps
+(``/sweeps``, ``/sweeps/{id}``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+
+from perfmodel.graph.llm_config import bundled_names
+from web.access import app_state, can_read, device
+from web.access import devices as all_devices
+from web.models_view import CHARTS, MODEL_DTYPES, PHASES, WEIGHT_DTYPES, ModelQuery, estimate_view, parse_query
+from web.pages_analysis import DEFAULT_DEVICE, int_or_none, token_page, view_cache
+from web.sweeps_view import summarize, sweep_view
+from web.templating import render
+
+router = APIRouter(include_in_schema=False)
+SWEEPS_PER_PAGE = 50
+
+
+@router.get("/models", response_class=HTMLResponse)
+def models_page(request: Request, model: str = ModelQuery.model, hardware: str = DEFAULT_DEVICE,
+                devices: str = "1", tp: str = "", pp: str = "1", batch: str = str(ModelQuery.batch),
+                prompt_tokens: str = str(ModelQuery.prompt_tokens), kv_len: str = "", dtype: str = ModelQuery.dtype,
+                weight_dtype: str = "", phase: str = ModelQuery.phase, chart: str = ModelQuery.chart) -> HTMLResponse:
+    """Numbers arrive as strings so that a bad one is a message on the page, not FastAPI's JSON 422."""
+    state = app_state(request)
+    form = {"model": model, "devices": devices, "tp": tp, "pp": pp,
+            "batch": batch, "prompt_tokens": prompt_tokens, "kv_len": kv_len, "dtype": dtype,
+            "weight_dtype": weight_dtype, "phase": phase, "chart": chart}
+    context: dict[str, Any] = {"devices": all_devices(state), "hardware": hardware, "form": form,
+                               "models": bundled_names(), "phases": PHASES, "charts": CHARTS,
+                               "dtypes": MODEL_DTYPES, "weight_dtypes": WEIGHT_DTYPES}
+    hw = device(state, hardware)
+    if hw is None:
+        return render(request, "models.html", status_code=404, error=f"unknown hardware {hardware!r}", **context)
+    try:
+        query = parse_query(form)
+        key = ("model", hw.content_hash, dataclasses.astuple(query))
+        view = view_cache(request).get(key, lambda: estimate_view(hw, query))
+    except ValueError as exc:  # a bad field, a model that does not fit, tp x pp that does not make the devices...
+        return render(request, "models.html", status_code=422, error=str(exc), hw=hw, **context)
+    return render(request, "models.html", hw=hw, view=view, **context)
+
+
+@router.get("/sweeps", response_class=HTMLResponse)
+def sweeps_page(request: Request, offset: str = "0") -> HTMLResponse:
+    if not can_read(request):
+        return token_page(request)
+    start = int_or_none(offset) or 0
+    rows = app_state(request).store.list_sweeps(limit=SWEEPS_PER_PAGE + 1, offset=start)
+    sweeps = [summarize(r) for r in rows[:SWEEPS_PER_PAGE]]
+    return render(request, "sweeps.html", sweeps=sweeps, offset=start, per_page=SWEEPS_PER_PAGE,
+                  more=len(rows) > SWEEPS_PER_PAGE)
+
+
+@router.get("/sweeps/{sweep_id}", response_class=HTMLResponse)
+def sweep_page(request: Request, sweep_id: str) -> HTMLResponse:
+    if not can_read(request):
+        return token_page(request)
+    number = int_or_none(sweep_id)
+    row = app_state(request).store.get_sweep(number) if number is not None else None
+    if row is None:
+        return render(request, "not_found.html", status_code=404, what=f"sweep {sweep_id!r}", back="/sweeps")
+    key = ("sweep", row.id, row.created_at.isoformat())  # stored sweeps never change
+    view = view_cache(request).get(key, lambda: sweep_view(row))
+    return render(request, "sweep.html", view=view)
