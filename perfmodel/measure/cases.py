@@ -62,8 +62,9 @@ _ELEMENTWISE: dict[str, tuple[Callable[..., torch.Tensor], int, float, float]] =
 
 
 def _elementwise() -> Iterator[SuiteCase]:
-    sizes = {"fp32": ((128, 128), (512, 512), (1024, 1024), (2048, 2048), (4096, 4096), (8192, 4096)),
-             "bf16": ((512, 512), (2048, 2048), (4096, 4096))}
+    sizes = {"fp32": ((128, 128), (256, 512), (512, 512), (768, 1024), (1024, 1024), (1536, 2048), (2048, 2048),
+                      (3072, 2048), (4096, 4096), (8192, 4096)),
+             "bf16": ((256, 256), (512, 512), (1024, 1024), (2048, 2048), (3072, 4096), (4096, 4096))}
     for dtype, shapes in sizes.items():
         for shape in shapes:
             for name, (fn, inputs, flops, trans) in _ELEMENTWISE.items():
@@ -93,19 +94,23 @@ def _rows(kind: str, aten: str, shapes: dict[str, tuple[tuple[int, int], ...]],
 
 def _norms_and_layout() -> Iterator[SuiteCase]:
     yield from _rows("softmax", "aten::softmax", {
-        "fp32": ((64, 1024), (512, 1024), (4096, 1024), (1024, 4096), (256, 32768), (8192, 4096)),
-        "bf16": ((512, 1024), (4096, 1024), (1024, 4096))}, lambda x: torch.softmax(x, dim=-1))
+        "fp32": ((64, 1024), (128, 512), (512, 1024), (1024, 1024), (2048, 2048), (4096, 1024), (1024, 4096),
+                 (256, 32768), (4096, 4096), (8192, 4096)),
+        "bf16": ((128, 1024), (512, 1024), (2048, 1024), (4096, 1024), (1024, 4096), (4096, 4096))},
+        lambda x: torch.softmax(x, dim=-1))
     yield from _rows("layernorm", "aten::layer_norm", {
-        "fp32": ((64, 768), (512, 1024), (2048, 4096), (8192, 1024), (4096, 4096)),
-        "bf16": ((512, 1024), (2048, 4096), (8192, 1024))},
+        "fp32": ((64, 768), (256, 1024), (512, 1024), (1024, 2048), (2048, 2048), (2048, 4096), (8192, 1024),
+                 (4096, 4096), (8192, 4096)),
+        "bf16": ((128, 768), (512, 1024), (1024, 2048), (2048, 4096), (8192, 1024), (4096, 4096))},
         lambda x: F.layer_norm(x, (x.shape[-1],)))
     yield from _rows("transpose", "aten::contiguous", {
-        "fp32": ((256, 256), (1024, 1024), (512, 4096), (2048, 4096), (4096, 4096)),
-        "bf16": ((1024, 1024), (4096, 4096))},
+        "fp32": ((256, 256), (512, 512), (1024, 1024), (512, 4096), (2048, 2048), (2048, 4096), (4096, 4096)),
+        "bf16": ((256, 256), (1024, 1024), (2048, 2048), (2048, 4096), (4096, 4096))},
         lambda x: x.transpose(0, 1).contiguous(), {"perm": [1, 0]})
     for op_name in ("sum", "mean"):
         yield from _rows("reduce", f"aten::{op_name}", {
-            "fp32": ((1024, 1024), (4096, 4096), (256, 65536), (8192, 512)), "bf16": ((4096, 4096),)},
+            "fp32": ((1024, 1024), (2048, 1024), (4096, 4096), (256, 65536), (8192, 512)),
+            "bf16": ((1024, 1024), (2048, 2048), (4096, 4096), (8192, 512))},
             (lambda x: x.sum(dim=-1)) if op_name == "sum" else (lambda x: x.mean(dim=-1)),
             {"axes": [1], "op": op_name})
     yield from _rows("reduce", "aten::sum", {"fp32": ((2048, 2048), (8192, 4096))}, lambda x: x.sum(),
@@ -115,7 +120,7 @@ def _norms_and_layout() -> Iterator[SuiteCase]:
 def _gathers() -> Iterator[SuiteCase]:
     tables = ((8192, 256), (50000, 768), (32000, 1024))
     for rows, dim in tables:
-        for count in (64, 1024, 8192):
+        for count in (64, 256, 1024, 4096, 8192):
             for kind, aten in (("embedding", "aten::embedding"), ("gather", "aten::index_select")):
                 if kind == "gather" and count == 1024:
                     continue
