@@ -97,7 +97,7 @@ async def runs_page(request: Request, hardware: str = "", op_kind: str = "", sou
         cal_key = ("calibrations", hardware, version)
         cached = view_cache(request).peek(cal_key)
         if cached is None:
-            cached = await calibration_summaries(request, hardware)
+            cached = await run_in_threadpool(calibration_summaries, state, hardware)
             view_cache(request).put(cal_key, cached)
         calibrations, calibration_note = cached
     return render(request, "runs.html", data=built, devices=devices(state), hardware=hardware, op_kind=op_kind,

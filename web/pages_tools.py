@@ -26,8 +26,7 @@ DTYPES = ("bf16", "fp16", "fp8_e4m3", "fp32", "tf32", "int8")
 def upload_page(request: Request, hardware: str = DEFAULT_DEVICE) -> HTMLResponse:
     state = app_state(request)
     uploads = list(reversed(state.store.list_trace_uploads()))[:20] if can_read(request) else []
-    api = any(getattr(r, "path", "") == "/api/v1/traces" for r in request.app.routes)
-    return render(request, "upload.html", devices=devices(state), hardware=hardware, uploads=uploads, api=api)
+    return render(request, "upload.html", devices=devices(state), hardware=hardware, uploads=uploads)
 
 
 @router.get("/tiling", response_class=HTMLResponse)

@@ -138,18 +138,13 @@ def histogram_figure(errors: np.ndarray[Any, Any]) -> go.Figure:
 
 
 def unmodelled_share(state: AppState, hardware_id: str | None, trace_id: int | None) -> float | None:
-    """Share of kernel time in uploaded traces that no modelled op accounts for (None without traces)."""
+    """Share of kernel time in uploaded traces (the last 50, or one) that no modelled op accounts for, in %
+    (None without traces)."""
     store = state.store
-    lister = getattr(store, "list_trace_kernels", None)
-    if lister is None:
-        return None
     ids = [trace_id] if trace_id is not None else [u.id for u in store.list_trace_uploads(hardware_id)][-50:]
-    total = unmatched = 0.0
-    for upload_id in ids:
-        for kernel in lister(upload_id):
-            total += kernel.duration_s
-            if kernel.run_id is None:
-                unmatched += kernel.duration_s
+    totals = store.trace_totals(ids).values()
+    total = sum(t.total_s for t in totals)
+    unmatched = sum(t.total_s - t.matched_s for t in totals)
     return 100.0 * unmatched / total if total > 0 else None
 
 

@@ -121,11 +121,8 @@ def run_name(run: RunRow, kernel_names: dict[int, str] | None = None) -> str:
 
 def kernel_names(store: Store, upload_id: int) -> dict[int, str]:
     """Run id -> the name of the (longest) kernel of a trace matched to it."""
-    lister = getattr(store, "list_trace_kernels", None)
-    if lister is None:
-        return {}
     names: dict[int, str] = {}
-    for kernel in lister(upload_id):
+    for kernel in store.list_trace_kernels(upload_id):
         if kernel.run_id is not None:
             names.setdefault(kernel.run_id, kernel.name)
     return names

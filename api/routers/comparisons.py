@@ -31,6 +31,13 @@ def comparisons(
 
     ``calibration``: an id (its device's runs), ``latest`` (each device's newest calibration) or none.
     """
+    return compare(state, hardware, calibration, op_kind, source, limit)
+
+
+def compare(state: AppState, hardware: str | None, calibration: str | None, op_kind: str | None = None,
+            source: str | None = None, limit: int = 10_000) -> dict[str, Any]:
+    """What GET /comparisons answers (the dashboard calls it directly). ``HTTPException`` for an unknown or
+    mismatched calibration, ``ValueError`` for one this version cannot read."""
     if calibration not in (None, "", "none", "latest"):
         if not calibration.isdigit():
             raise HTTPException(422, f"calibration: expected an id, 'latest' or none, got {calibration!r}")

@@ -16,7 +16,7 @@ from api.deps import get_state, require_read, require_write
 from api.schemas import Versioned
 from api.state import AppState
 from perfmodel.hardware import Hardware
-from perfmodel.store import TraceKernelRow, TraceUploadRow
+from perfmodel.store import TraceKernelRow, TraceTotals, TraceUploadRow
 from perfmodel.traces import KernelRecord, MatchResult, TraceError
 from perfmodel.traces.ingest import alarms_json, ingest_trace
 
@@ -82,35 +82,39 @@ class TraceList(Versioned):
     items: list[TraceOut]
 
 
-def _summary(state: AppState, upload: TraceUploadRow, rows: list[TraceKernelRow], hardware: Hardware | None,
-             warnings: list[str], duplicate: bool) -> dict[str, Any]:
-    """The upload's summary from what is stored (the same for a fresh upload, a duplicate and GET)."""
-    total = sum(k.duration_s for k in rows)
-    matched = sum(k.duration_s for k in rows if k.run_id is not None)
-    _, runs = state.store.list_runs(trace_upload_id=upload.id, limit=1, offset=0)
-    run_ids = {k.run_id for k in rows if k.run_id is not None}
-    unmodelled: dict[str, list[Any]] = {}
+def _unmodelled(rows: list[TraceKernelRow]) -> list[dict[str, Any]]:
+    """The unmodelled kernels by name, longest total first (the first ``MAX_LISTED_UNMODELLED``)."""
+    grouped: dict[str, list[Any]] = {}
     for k in rows:
         if k.run_id is None:
-            entry = unmodelled.setdefault(k.name, [0.0, 0, k.reason])
+            entry = grouped.setdefault(k.name, [0.0, 0, k.reason])
             entry[0] += k.duration_s
             entry[1] += k.instances
-    listed = sorted(unmodelled.items(), key=lambda item: -item[1][0])[:MAX_LISTED_UNMODELLED]
-    alarms: list[dict[str, Any]] = []
-    if hardware is not None:
-        records = [KernelRecord(name=k.name, category=k.category, duration_s=k.duration_s,  # type: ignore[arg-type]
-                                source_format=upload.format, counters=k.counters, instances=k.instances)
-                   for k in rows if k.counters]
-        alarms = alarms_json(hardware, records, MatchResult([], [], total, matched))
+    listed = sorted(grouped.items(), key=lambda item: -item[1][0])[:MAX_LISTED_UNMODELLED]
+    return [{"name": name, "time_s": t, "count": n, "reason": reason or "not modelled"}
+            for name, (t, n, reason) in listed]
+
+
+def _stored_alarms(hardware: Hardware, upload: TraceUploadRow, rows: list[TraceKernelRow]) -> list[dict[str, Any]]:
+    """Roof alarms of the stored kernels that carry measured counters."""
+    records = [KernelRecord(name=k.name, category=k.category, duration_s=k.duration_s,  # type: ignore[arg-type]
+                            source_format=upload.format, counters=k.counters, instances=k.instances)
+               for k in rows if k.counters]
+    return alarms_json(hardware, records, MatchResult([], [], 0.0, 0.0))
+
+
+def _summary(upload: TraceUploadRow, totals: TraceTotals | None, unmodelled: list[dict[str, Any]],
+             alarms: list[dict[str, Any]], warnings: list[str], duplicate: bool) -> dict[str, Any]:
+    """An upload's summary from what is stored (the same for a fresh upload, a duplicate and GET)."""
+    totals = totals or TraceTotals(0, 0.0, 0.0, 0)
     return {
         "id": upload.id, "hardware": upload.hardware_id, "filename": upload.filename, "format": upload.format,
         "size_bytes": upload.size_bytes, "sha256": upload.sha256, "status": upload.status,
-        "created_at": upload.created_at, "duplicate": duplicate, "kernels": sum(k.instances for k in rows),
-        "matched_ops": len(run_ids), "runs_created": runs, "total_kernel_time_s": total, "matched_time_s": matched,
-        "unmodelled_time_share": (total - matched) / total if total > 0 else 0.0,
-        "unmodelled": [{"name": name, "time_s": t, "count": n, "reason": reason or "not modelled"}
-                       for name, (t, n, reason) in listed],
-        "roof_alarms": alarms, "warnings": warnings,
+        "created_at": upload.created_at, "duplicate": duplicate, "kernels": totals.kernels,
+        "matched_ops": totals.matched_runs, "runs_created": totals.matched_runs,
+        "total_kernel_time_s": totals.total_s, "matched_time_s": totals.matched_s,
+        "unmodelled_time_share": totals.unmodelled_share, "unmodelled": unmodelled, "roof_alarms": alarms,
+        "warnings": warnings,
     }
 
 
@@ -128,23 +132,21 @@ def upload_trace(response: Response, file: UploadFile = File(description="a prof
         raise HTTPException(422, f"file: {exc}") from exc
     upload = state.store.get_trace_upload(done.upload_id)
     assert upload is not None
+    rows = state.store.list_trace_kernels(upload.id)
     if done.duplicate:
         response.status_code = 200
-    summary = _summary(state, upload, state.store.list_trace_kernels(upload.id), device, done.warnings,
-                       done.duplicate)
-    if not done.duplicate:
-        summary["roof_alarms"] = done.roof_alarms
-    return summary
+    alarms = _stored_alarms(device, upload, rows) if done.duplicate else done.roof_alarms
+    return _summary(upload, state.store.trace_totals([upload.id]).get(upload.id), _unmodelled(rows), alarms,
+                    done.warnings, done.duplicate)
 
 
 @router.get("/traces", response_model=TraceList, dependencies=[Depends(require_read)])
 def list_traces(state: AppState = Depends(get_state), hardware: str | None = Query(default=None)) -> dict[str, Any]:
-    """Every upload (failed ones too, with their error as a warning), newest last."""
-    items = []
-    for upload in state.store.list_trace_uploads(hardware):
-        rows = state.store.list_trace_kernels(upload.id)
-        items.append(_summary(state, upload, rows, None, [upload.error] if upload.error else [], False))
-    return {"items": items}
+    """Every upload (failed ones too, with their error as a warning), oldest first; totals only (one query):
+    ``GET /traces/{id}`` has the unmodelled kernels and roof alarms."""
+    uploads = state.store.list_trace_uploads(hardware)
+    totals = state.store.trace_totals([u.id for u in uploads])
+    return {"items": [_summary(u, totals.get(u.id), [], [], [u.error] if u.error else [], False) for u in uploads]}
 
 
 @router.get("/traces/{upload_id}", response_model=TraceDetail, dependencies=[Depends(require_read)])
@@ -154,12 +156,13 @@ def get_trace(upload_id: int = UPLOAD_ID, state: AppState = Depends(get_state),
     upload = state.store.get_trace_upload(upload_id)
     if upload is None:
         raise HTTPException(404, f"no trace upload {upload_id}")
-    rows = state.store.list_trace_kernels(upload_id, limit=10_000_000)
+    rows = state.store.list_trace_kernels(upload_id)
     try:
-        device: Hardware | None = state.hardware(upload.hardware_id)[0]
-    except KeyError:
-        device = None
-    out = _summary(state, upload, rows, device, [upload.error] if upload.error else [], False)
+        alarms = _stored_alarms(state.hardware(upload.hardware_id)[0], upload, rows)
+    except KeyError:  # the device was deleted since
+        alarms = []
+    out = _summary(upload, state.store.trace_totals([upload_id]).get(upload_id), _unmodelled(rows), alarms,
+                   [upload.error] if upload.error else [], False)
     out["kernel_rows"] = [{"name": k.name, "category": k.category, "duration_s": k.duration_s,
                            "instances": k.instances, "op_name": k.op_name, "op_kind": k.op_kind, "run_id": k.run_id,
                            "counters": k.counters, "reason": k.reason} for k in rows[:kernel_limit]]

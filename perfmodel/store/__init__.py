@@ -12,6 +12,7 @@ from perfmodel.store.rows import (
     TokenRow,
     TraceKernelIn,
     TraceKernelRow,
+    TraceTotals,
     TraceUploadRow,
 )
 from perfmodel.store.store import Store
@@ -29,6 +30,7 @@ __all__ = [
     "TokenRow",
     "TraceKernelIn",
     "TraceKernelRow",
+    "TraceTotals",
     "TraceUploadRow",
     "migrations_config",
 ]

@@ -6,12 +6,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import case, distinct, func, insert, select
 
 from perfmodel.store.base import StoreBase, as_dict, check_json, check_str, is_id, storable
 from perfmodel.store.errors import StoreError
 from perfmodel.store.models import TraceKernelModel, TraceUploadModel
-from perfmodel.store.rows import RunIn, TraceKernelIn, TraceKernelRow, TraceUploadRow
+from perfmodel.store.rows import RunIn, TraceKernelIn, TraceKernelRow, TraceTotals, TraceUploadRow
 from perfmodel.store.runs_repo import insert_runs, validate_runs
 from perfmodel.store.traces_repo import _upload
 
@@ -79,11 +79,26 @@ class KernelsRepo(StoreBase):
                 session.execute(insert(TraceKernelModel), rows)
             return upload.id, run_ids
 
-    def list_trace_kernels(self, upload_id: int, limit: int = 10_000) -> list[TraceKernelRow]:
-        """The kernels of an upload, longest first."""
+    def list_trace_kernels(self, upload_id: int, limit: int | None = None) -> list[TraceKernelRow]:
+        """The kernels of an upload, longest first (all of them unless ``limit``)."""
         if not is_id(upload_id):
             return []
         stmt = (select(TraceKernelModel).where(TraceKernelModel.trace_upload_id == upload_id)
                 .order_by(TraceKernelModel.duration_s.desc(), TraceKernelModel.id).limit(limit))
         with self._read() as session:
             return [_kernel_row(m) for m in session.scalars(stmt)]
+
+    def trace_totals(self, upload_ids: Sequence[int]) -> dict[int, TraceTotals]:
+        """Per upload, in one aggregate query: kernel launches, kernel time, the time matched to runs and the
+        number of runs (uploads without kernels are absent)."""
+        ids = [i for i in upload_ids if is_id(i)]
+        if not ids:
+            return {}
+        matched = case((TraceKernelModel.run_id.is_not(None), TraceKernelModel.duration_s), else_=0.0)
+        stmt = (select(TraceKernelModel.trace_upload_id, func.sum(TraceKernelModel.instances),
+                       func.sum(TraceKernelModel.duration_s), func.sum(matched),
+                       func.count(distinct(TraceKernelModel.run_id)))
+                .where(TraceKernelModel.trace_upload_id.in_(ids)).group_by(TraceKernelModel.trace_upload_id))
+        with self._read() as session:
+            return {upload: TraceTotals(int(kernels), float(total), float(matched_s), int(runs))
+                    for upload, kernels, total, matched_s, runs in session.execute(stmt)}

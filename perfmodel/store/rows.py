@@ -111,6 +111,20 @@ class TraceKernelRow:
 
 
 @dataclass(frozen=True)
+class TraceTotals:
+    """An upload's kernels summed: launches, time (s), the time matched to runs (s), matched runs."""
+
+    kernels: int
+    total_s: float
+    matched_s: float
+    matched_runs: int
+
+    @property
+    def unmodelled_share(self) -> float:
+        return (self.total_s - self.matched_s) / self.total_s if self.total_s > 0 else 0.0
+
+
+@dataclass(frozen=True)
 class SweepRow:
     id: int
     name: str

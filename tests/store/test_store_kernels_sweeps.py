@@ -33,6 +33,17 @@ def test_ingest_links_upload_runs_and_kernels(store: Store) -> None:
     assert store.find_trace_upload("a100", "a" * 64) is None
 
 
+def test_trace_totals_sum_in_one_query(store: Store) -> None:
+    first, _ = _ingest(store)
+    second, _ = _ingest(store, "b" * 64, [TraceKernelIn("only", "kernel", 4e-6, 2)])
+    totals = store.trace_totals([first, second, 10**6])
+    assert set(totals) == {first, second}
+    assert totals[first].kernels == 5 and totals[first].matched_runs == 1
+    assert totals[first].total_s == pytest.approx(2.3e-5) and totals[first].matched_s == pytest.approx(2e-5)
+    assert totals[first].unmodelled_share == pytest.approx(3e-6 / 2.3e-5)
+    assert totals[second].matched_runs == 0 and totals[second].unmodelled_share == 1.0
+
+
 def test_bad_kernel_stores_nothing(store: Store) -> None:
     _ingest(store)
     with pytest.raises(StoreError, match="run_index"):

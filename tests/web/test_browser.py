@@ -4,6 +4,7 @@ uncaught exceptions, dialogs and any request leaving the machine."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,9 @@ from web.testing import live_server
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
 CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="apt-get install chromium (Debian's build)")
+# CI (.ci/run installs Debian's Chromium) must run these: there a missing browser fails instead of skipping
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists() and not os.environ.get("CI"),
+                                reason="apt-get install chromium (Debian's build)")
 
 PAGES = ("/", "/hardware", f"/hardware/{H100}", f"/compare?ids={H100}&ids=amd-mi300x", "/roofline",
          f"/roofline?hardware={H100}&workload=trace&trace=1", f"/runs?hardware={H100}", "/upload",
@@ -193,9 +196,6 @@ def test_keyboard_skip_link_and_focus(watched: Watched, server: str) -> None:
 
 
 def test_upload_flow_end_to_end(watched: Watched, server: str) -> None:
-    routes = httpx.get(f"{server}/openapi.json").json()["paths"]
-    if "/api/v1/traces" not in routes:
-        pytest.skip("the trace upload API (POST /api/v1/traces) is not in this build yet")
     traces = real_traces()
     assert traces, "no Kineto trace in tests/data/traces or /work/shared/data/traces/pytorch_kineto"
     trace = min(traces, key=lambda p: p.stat().st_size)

@@ -149,8 +149,6 @@ function setupUpload() {
         showUploadResult(JSON.parse(xhr.responseText), hardware);
       } else if (xhr.status === 401) {
         status.textContent = "Uploading needs a valid API token: enter it at the top of the page.";
-      } else if (xhr.status === 404 || xhr.status === 405) {
-        status.textContent = "This server has no trace upload API (POST /api/v1/traces) yet.";
       } else {
         status.textContent = "Upload failed (" + xhr.status + "): " + errorText(xhr);
       }
