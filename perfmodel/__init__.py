@@ -2,10 +2,11 @@
 
 __version__ = "0.1.0"
 
+from perfmodel.cost import Cost, CostBatch
 from perfmodel.dtypes import DType, parse_dtype
 from perfmodel.hardware import Hardware
 from perfmodel.ops import Op, OpError, make_op
-from perfmodel.roofline import Cost, CostBatch, predict, predict_many
+from perfmodel.roofline import predict, predict_many
 from perfmodel.search.engine import SearchResult, search  # the function shadows the subpackage name
 from perfmodel.specs import SpecError, derive_variant, list_hardware, load_hardware
 

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from perfmodel import __version__
+from perfmodel.cost import Cost
 from perfmodel.graph.cli import estimate_command, sweep_command
 from perfmodel.hardware import Hardware
 from perfmodel.ops import OpError, make_op
-from perfmodel.roofline import Cost, predict_many
+from perfmodel.roofline import predict_many
 from perfmodel.search.engine import search
 from perfmodel.specs import SpecError, library, load_hardware, parse_spec, schema_text
 from perfmodel.units import format_bytes, format_rate, format_time_s

@@ -9,11 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from perfmodel.cost import CostBatch
 from perfmodel.hardware import Hardware
 from perfmodel.machine import tables
 from perfmodel.ops import Op, make_op
 from perfmodel.ops.base import FloatArray
-from perfmodel.roofline import CostBatch, predict_many, work_of
+from perfmodel.roofline import predict_many, work_of
 from web.ceilings import memory_roofs
 
 

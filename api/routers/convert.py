@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 from fastapi import Response
 
-from perfmodel.roofline import Cost
+from perfmodel.cost import Cost
 
 
 def finite(value: Any) -> Any:

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from perfmodel.cost import CostBatch
 from perfmodel.ops.base import FloatArray
-from perfmodel.roofline import CostBatch
 
 NAMES = ("log_overhead_scale", "compute_a", "compute_b", "compute_x0_log10", "compute_log_width",
          "memory_a", "memory_b", "memory_x0_log10", "memory_log_width")

@@ -12,9 +12,10 @@ import numpy as np
 
 from perfmodel.calibration import curve
 from perfmodel.calibration.classes import class_keys, parent_key
+from perfmodel.cost import CostBatch
 from perfmodel.hardware import Hardware
 from perfmodel.ops.base import FloatArray
-from perfmodel.roofline import CostBatch, HardwareLike, OpLike, predict_many, resolve_hardware
+from perfmodel.roofline import HardwareLike, OpLike, predict_many, resolve_hardware
 
 FORMAT = 1
 Source = Literal["fitted", "class", "hardware", "defaults", "transferred"]

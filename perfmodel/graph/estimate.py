@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from perfmodel.cost import CostBatch
 from perfmodel.graph.fusion import FusionReport, fuse
 from perfmodel.graph.ir import Graph, GraphError
 from perfmodel.graph.memory import DoesNotFit, MemoryReport, memory
@@ -21,7 +22,7 @@ from perfmodel.graph.schedule import Timeline, schedule
 from perfmodel.hardware import Hardware
 from perfmodel.ops import Op, OpError, make_op
 from perfmodel.ops.base import FloatArray
-from perfmodel.roofline import CostBatch, HardwareLike, SpaceName, Timing, predict_many, resolve_hardware
+from perfmodel.roofline import HardwareLike, SpaceName, Timing, predict_many, resolve_hardware
 
 
 @dataclass

@@ -17,11 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from perfmodel.cost import Cost
 from perfmodel.hardware import Hardware
 from perfmodel.machine import MachineTables, tables
 from perfmodel.ops import Op, make_op
 from perfmodel.ops.base import DTYPES, FloatArray, Work
-from perfmodel.roofline import Cost, HardwareLike, OpLike, evaluate, resolve_hardware, work_of
+from perfmodel.roofline import HardwareLike, OpLike, evaluate, resolve_hardware, work_of
 from perfmodel.search.attention_cost import attention_costs, attention_space
 from perfmodel.search.gemm_cost import REJECT_REASONS, GemmCosts, gemm_costs
 from perfmodel.search.gemm_space import GemmCandidates, full_space

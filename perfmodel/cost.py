@@ -1,0 +1,216 @@
+"""Prediction results: ``Cost`` (one op) and ``CostBatch`` (many, as arrays), and their JSON forms."""
+
+from __future__ import annotations
+
+import functools
+import typing
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import repeat
+from typing import Any
+
+import numpy as np
+
+from perfmodel import __version__
+from perfmodel.hardware import Hardware
+from perfmodel.ops import Op
+from perfmodel.ops.base import FloatArray
+
+
+@dataclass
+class Cost:
+    """One prediction with its breakdown (SI units)."""
+
+    time_s: float
+    bound: str
+    op_kind: str
+    hardware_id: str
+    hardware_hash: str
+    flops: float
+    flops_by_engine: dict[str, float]
+    bytes_by_level: dict[str, float]
+    time_s_by_level: dict[str, float]
+    time_s_by_engine: dict[str, float]
+    overhead_s: float
+    intensity_flops_per_byte: float
+    attained_flops_per_s: float
+    utilization: float
+    schedule: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    interval_s: tuple[float, float] | None = None
+    in_calibrated_range: bool | None = None
+    model_version: str = __version__
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["interval_s"] = list(self.interval_s) if self.interval_s else None
+        return out
+
+
+@dataclass
+class CostBatch:
+    """Predictions for many ops as arrays; index or iterate for ``Cost`` objects."""
+
+    hardware: Hardware
+    ops: Sequence[Op]
+    time_s: FloatArray
+    bound: np.ndarray[Any, np.dtype[np.str_]]
+    overhead_s: FloatArray
+    flops_by_engine: dict[str, FloatArray]
+    bytes_by_level: dict[str, FloatArray]
+    time_s_by_level: dict[str, FloatArray]
+    time_s_by_engine: dict[str, FloatArray]
+    compulsory_bytes: FloatArray
+    utilization: FloatArray
+    schedule: dict[str, FloatArray]
+    notes: dict[int, list[str]]
+    # set by calibration: per row (low, high) seconds (n x 2, nan where unknown) and whether the
+    # op's size lies inside the calibrated data's range (None: uncalibrated)
+    interval_s: FloatArray | None = None
+    in_calibrated_range: np.ndarray[Any, np.dtype[np.bool_]] | None = None
+
+    def __len__(self) -> int:
+        return int(self.time_s.size)
+
+    def __iter__(self) -> Iterator[Cost]:
+        return (self[i] for i in range(len(self)))
+
+    @functools.cached_property
+    def flops(self) -> FloatArray:
+        total = np.zeros(len(self))
+        for values in self.flops_by_engine.values():
+            total = total + values
+        return total
+
+    @functools.cached_property
+    def intensity_flops_per_byte(self) -> FloatArray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.compulsory_bytes > 0, self.flops / self.compulsory_bytes, np.inf)
+
+    @functools.cached_property
+    def attained_flops_per_s(self) -> FloatArray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.time_s > 0, self.flops / self.time_s, 0.0)
+
+    def __getitem__(self, i: int) -> Cost:
+        return Cost(**self._row(i, self._columns))
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """``[cost.to_dict() for cost in self]``, built column by column with ``zip`` (~20x faster)."""
+        n = len(self)
+        c = self._columns
+        notes: list[list[str]] = [[] for _ in range(n)]
+        for i, texts in self.notes.items():
+            notes[i] = list(texts)
+        columns = {
+            "time_s": c["time_s"], "bound": c["bound"], "op_kind": [op.kind for op in self.ops],
+            "hardware_id": repeat(self.hardware.id), "hardware_hash": repeat(self.hardware.content_hash),
+            "flops": c["flops"], "flops_by_engine": _dict_rows(c["flops_by_engine"], n),
+            "bytes_by_level": _dict_rows(c["bytes_by_level"], n),
+            "time_s_by_level": _dict_rows(c["time_s_by_level"], n),
+            "time_s_by_engine": _positive_dict_rows(self.time_s_by_engine, n),
+            "overhead_s": c["overhead_s"], "intensity_flops_per_byte": c["intensity"],
+            "attained_flops_per_s": c["attained"], "utilization": c["utilization"],
+            "schedule": _positive_dict_rows(self.schedule, n), "notes": notes,
+            "interval_s": [list(v) if v else None for v in c["interval_s"]],
+            "in_calibrated_range": c["in_range"], "model_version": repeat(__version__),
+        }
+        keys = tuple(columns)
+        return [dict(zip(keys, values, strict=False)) for values in zip(*columns.values(), strict=False)]
+
+    def to_columns(self, order: Sequence[int] | None = None) -> dict[str, Any]:
+        """The batch as named numpy columns (SI units), rows picked by ``order`` (default all).
+
+        Absent schedule/engine entries are 0; ``notes`` maps a row index to its notes.
+        """
+        pick = np.arange(len(self)) if order is None else np.asarray(order, dtype=np.int64)
+
+        def group(values: dict[str, FloatArray]) -> dict[str, FloatArray]:
+            return {k: v[pick] for k, v in values.items()}
+
+        notes: dict[int, list[str]] = {}
+        if self.notes:
+            for row, source in enumerate(pick.tolist()):
+                if source in self.notes:
+                    notes[row] = list(self.notes[source])
+        return {
+            "time_s": self.time_s[pick], "bound": self.bound[pick].tolist(),
+            "op_kind": [self.ops[i].kind for i in pick.tolist()], "flops": self.flops[pick],
+            "flops_by_engine": group(self.flops_by_engine), "bytes_by_level": group(self.bytes_by_level),
+            "time_s_by_level": group(self.time_s_by_level), "time_s_by_engine": group(self.time_s_by_engine),
+            "overhead_s": self.overhead_s[pick], "intensity_flops_per_byte": self.intensity_flops_per_byte[pick],
+            "attained_flops_per_s": self.attained_flops_per_s[pick], "utilization": self.utilization[pick],
+            "schedule": group(self.schedule), "notes": notes,
+            "interval_s": None if self.interval_s is None else self.interval_s[pick],
+            "in_calibrated_range": None if self.in_calibrated_range is None else self.in_calibrated_range[pick],
+        }
+
+    @functools.cached_property
+    def _columns(self) -> dict[str, Any]:
+        """Every array as a Python list, once (``tolist`` beats per-element ``float``)."""
+        def listed(group: dict[str, FloatArray]) -> list[tuple[str, list[float]]]:
+            return [(k, v.tolist()) for k, v in group.items()]
+
+        return {
+            "time_s": self.time_s.tolist(), "bound": self.bound.tolist(), "overhead_s": self.overhead_s.tolist(),
+            "flops": self.flops.tolist(), "utilization": self.utilization.tolist(),
+            "intensity": self.intensity_flops_per_byte.tolist(), "attained": self.attained_flops_per_s.tolist(),
+            "flops_by_engine": listed(self.flops_by_engine), "bytes_by_level": listed(self.bytes_by_level),
+            "time_s_by_level": listed(self.time_s_by_level), "time_s_by_engine": listed(self.time_s_by_engine),
+            "schedule": listed(self.schedule),
+            "interval_s": _interval_rows(self.interval_s, len(self)),
+            "in_range": [None] * len(self) if self.in_calibrated_range is None else self.in_calibrated_range.tolist(),
+        }
+
+    def _row(self, i: int, c: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "time_s": c["time_s"][i], "bound": c["bound"][i], "op_kind": self.ops[i].kind,
+            "hardware_id": self.hardware.id, "hardware_hash": self.hardware.content_hash,
+            "flops": c["flops"][i], "flops_by_engine": {k: v[i] for k, v in c["flops_by_engine"]},
+            "bytes_by_level": {k: v[i] for k, v in c["bytes_by_level"]},
+            "time_s_by_level": {k: v[i] for k, v in c["time_s_by_level"]},
+            "time_s_by_engine": {k: v[i] for k, v in c["time_s_by_engine"] if v[i] > 0},
+            "overhead_s": c["overhead_s"][i], "intensity_flops_per_byte": c["intensity"][i],
+            "attained_flops_per_s": c["attained"][i], "utilization": c["utilization"][i],
+            "schedule": {k: v[i] for k, v in c["schedule"] if v[i] > 0},
+            "notes": list(self.notes.get(i, ())), "interval_s": c["interval_s"][i],
+            "in_calibrated_range": c["in_range"][i],
+            "model_version": __version__,
+        }
+
+
+def _interval_rows(interval_s: FloatArray | None, n: int) -> list[tuple[float, float] | None]:
+    """Per-row (low, high) seconds, None where there is no interval (uncalibrated or nan)."""
+    if interval_s is None:
+        return [None] * n
+    finite = typing.cast(list[bool], np.isfinite(interval_s).all(axis=1).tolist())
+    return [(lo, hi) if ok else None for (lo, hi), ok in zip(interval_s.tolist(), finite, strict=True)]
+
+
+def _dict_rows(group: list[tuple[str, list[float]]], n: int) -> list[dict[str, float]]:
+    """Per-row dicts from named columns."""
+    if not group:
+        return [{} for _ in range(n)]
+    keys = tuple(k for k, _ in group)
+    return [dict(zip(keys, values, strict=False)) for values in zip(*(values for _, values in group), strict=False)]
+
+
+def _positive_dict_rows(group: dict[str, FloatArray], n: int) -> list[dict[str, float]]:
+    """Per-row dicts of the positive entries only: rows are grouped by which keys they have."""
+    rows: list[dict[str, float]] = [{} for _ in range(n)]
+    if not group or n == 0:
+        return rows
+    keys = tuple(group)
+    matrix = np.stack([group[k] for k in keys])
+    positive = matrix > 0
+    codes = (positive.astype(np.int64) << np.arange(len(keys), dtype=np.int64)[:, None]).sum(axis=0)
+    for code in np.unique(codes).tolist():
+        present = [j for j in range(len(keys)) if code >> j & 1]
+        if not present:
+            continue
+        where = np.flatnonzero(codes == code)
+        present_keys = tuple(keys[j] for j in present)
+        values = zip(*(matrix[j, where].tolist() for j in present), strict=False)
+        for i, row_values in zip(where.tolist(), values, strict=False):
+            rows[i] = dict(zip(present_keys, row_values, strict=False))
+    return rows
