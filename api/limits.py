@@ -15,7 +15,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class BodyTooLarge(Exception):
-    pass
+    """A streamed request body grew past its limit."""
 
 
 class BodySizeLimit:

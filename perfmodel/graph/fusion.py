@@ -286,12 +286,10 @@ def _attention_chain(graph: Graph, consumers: dict[str, list[int]], i: int) -> l
         kind = nxt.op["kind"] if nxt.op else None
         if kind == "softmax" and not seen_softmax:
             seen_softmax = True
-        elif kind == "elementwise" and not seen_softmax:
-            pass
         elif kind == "matmul" and seen_softmax:
             chain.append(readers[0])
             return chain if _attention_shapes(graph, chain) else None
-        else:
+        elif kind != "elementwise" or seen_softmax:  # only scale/mask ops may sit between QK^T and softmax
             return None
         chain.append(readers[0])
 
