@@ -29,6 +29,7 @@ from perfmodel.traces.records import (
     as_int,
     clip_name,
 )
+from perfmodel.traces.summary_csv import parse_summary_csv
 
 SUM_FORMAT = "nsys_kern_sum_csv"
 TRACE_FORMAT = "nsys_gpu_trace_csv"
@@ -48,26 +49,8 @@ def _category(name: str) -> Category:
 
 def parse_kern_sum(stream: BinaryIO, header_line: int, max_records: int = MAX_RECORDS) -> ParsedTrace:
     """``cuda_gpu_kern_sum`` / ``gpukernsum``: one record per kernel name, ``instances`` launches."""
-    records: list[KernelRecord] = []
-    warnings: list[str] = []
-    with csv_rows(stream, header_line) as rows:
-        header = next(rows)
-        total, instances, name = (column_index(header, "Total Time"), column_index(header, "Instances"),
-                                  column_index(header, "Name"))
-        if total is None or name is None:
-            raise TraceError("nsys kernel summary without 'Total Time' or 'Name' columns")
-        scale = time_scale_s(header[total])
-        for row in rows:
-            value = as_float(cell(row, total))
-            if value is None:
-                continue
-            if len(records) >= max_records:
-                warnings.append(f"more than {max_records} rows: the rest were not read")
-                break
-            kernel_name = clip_name(cell(row, name))
-            records.append(KernelRecord(name=kernel_name, category=_category(kernel_name), duration_s=value * scale,
-                                        source_format=SUM_FORMAT, instances=as_int(cell(row, instances)) or 1))
-    return ParsedTrace(SUM_FORMAT, records, warnings)
+    return parse_summary_csv(stream, header_line, max_records, SUM_FORMAT, "nsys kernel summary", "Name",
+                             "Instances", "Total Time", _category)
 
 
 def parse_gpu_trace(stream: BinaryIO, header_line: int, max_records: int = MAX_RECORDS) -> ParsedTrace:

@@ -12,6 +12,7 @@ from typing import BinaryIO
 
 from perfmodel.traces.csvrows import cell, column_index, csv_rows
 from perfmodel.traces.records import MAX_RECORDS, KernelRecord, ParsedTrace, TraceError, as_float, as_int, clip_name
+from perfmodel.traces.summary_csv import parse_summary_csv
 
 TRACE_FORMAT = "rocprof_csv"
 STATS_FORMAT = "rocprof_stats"
@@ -69,20 +70,6 @@ def parse_trace_csv(stream: BinaryIO, header_line: int, max_records: int = MAX_R
 
 
 def parse_stats(stream: BinaryIO, header_line: int, max_records: int = MAX_RECORDS) -> ParsedTrace:
-    """``*.stats.csv``: one record per kernel name with its call count and total time."""
-    records: list[KernelRecord] = []
-    warnings: list[str] = []
-    with csv_rows(stream, header_line) as rows:
-        header = next(rows)
-        name, calls, total = (column_index(header, "Name"), column_index(header, "Calls"),
-                              column_index(header, "TotalDurationNs"))
-        for row in rows:
-            value = as_float(cell(row, total))
-            if value is None:
-                continue
-            if len(records) >= max_records:
-                warnings.append(f"more than {max_records} rows: the rest were not read")
-                break
-            records.append(KernelRecord(name=clip_name(cell(row, name)), category="kernel", duration_s=value * NS,
-                                        source_format=STATS_FORMAT, instances=as_int(cell(row, calls)) or 1))
-    return ParsedTrace(STATS_FORMAT, records, warnings)
+    """``*.stats.csv``: one record per kernel name with its call count and total time (ns)."""
+    return parse_summary_csv(stream, header_line, max_records, STATS_FORMAT, "rocprof stats", "Name", "Calls",
+                             "TotalDurationNs")

@@ -1,0 +1,35 @@
+"""Summary CSVs (one row per kernel name: launches and total time), as nsys and rocprof write them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import BinaryIO
+
+from perfmodel.traces.csvrows import cell, column_index, csv_rows, time_scale_s
+from perfmodel.traces.records import Category, KernelRecord, ParsedTrace, TraceError, as_float, as_int, clip_name
+
+
+def parse_summary_csv(stream: BinaryIO, header_line: int, max_records: int, source_format: str, label: str,
+                      name: str, count: str, total: str,
+                      category: Callable[[str], Category] = lambda _: "kernel") -> ParsedTrace:
+    """One ``KernelRecord`` per row: ``instances`` launches taking ``total`` time in all (unit from the header,
+    nanoseconds without one). ``name``, ``count``, ``total``: the column names."""
+    records: list[KernelRecord] = []
+    warnings: list[str] = []
+    with csv_rows(stream, header_line) as rows:
+        header = next(rows)
+        total_i, count_i, name_i = column_index(header, total), column_index(header, count), column_index(header, name)
+        if total_i is None or name_i is None:
+            raise TraceError(f"{label} without {total!r} or {name!r} columns")
+        scale = time_scale_s(header[total_i])
+        for row in rows:
+            value = as_float(cell(row, total_i))
+            if value is None:
+                continue
+            if len(records) >= max_records:
+                warnings.append(f"more than {max_records} rows: the rest were not read")
+                break
+            kernel_name = clip_name(cell(row, name_i))
+            records.append(KernelRecord(name=kernel_name, category=category(kernel_name), duration_s=value * scale,
+                                        source_format=source_format, instances=as_int(cell(row, count_i)) or 1))
+    return ParsedTrace(source_format, records, warnings)
