@@ -55,18 +55,25 @@ def register_host(store: Store, spec: dict[str, Any]) -> Hardware:
     return hardware
 
 
+def _by_op(runs: list[RunRow]) -> list[list[RunRow]]:
+    """The runs grouped by op: the repeats of each distinct op together."""
+    groups: dict[str, list[RunRow]] = defaultdict(list)
+    for run in runs:
+        groups[repr(sorted(run.op.items()))].append(run)
+    return list(groups.values())
+
+
 def split_by_shape(runs: list[RunRow]) -> tuple[list[RunRow], list[RunRow]]:
     """(fit, score): per calibration class (kind, variant, dtype), its distinct ops sorted by FLOPs + bytes
     go alternately to each half; repeats of one op stay together."""
-    by_class: dict[str, dict[str, list[RunRow]]] = defaultdict(lambda: defaultdict(list))
-    for run in runs:
-        op = make_op(run.op)
-        by_class[class_key(op)][repr(sorted(run.op.items()))].append(run)
+    by_class: dict[str, list[tuple[float, list[RunRow]]]] = defaultdict(list)
+    for group in _by_op(runs):
+        op = make_op(group[0].op)
+        by_class[class_key(op)].append((op.flops + op.bytes, group))
     fit: list[RunRow] = []
     score: list[RunRow] = []
-    for groups in by_class.values():
-        ordered = sorted(groups.values(), key=lambda g: make_op(g[0].op).flops + make_op(g[0].op).bytes)
-        for i, group in enumerate(ordered):
+    for members in by_class.values():
+        for i, (_, group) in enumerate(sorted(members, key=lambda member: member[0])):
             (fit if i % 2 == 0 else score).extend(group)
     return fit, score
 
@@ -78,11 +85,8 @@ def _abs_pct(predicted: np.ndarray[Any, Any], measured: np.ndarray[Any, Any]) ->
 def _medians(runs: list[RunRow]) -> tuple[list[dict[str, Any]], np.ndarray[Any, Any]]:
     """Distinct ops and the median of their repeats (the profiler records every call; one noisy call of a
     shared machine is not the model's error)."""
-    groups: dict[str, list[RunRow]] = defaultdict(list)
-    for run in runs:
-        groups[repr(sorted(run.op.items()))].append(run)
-    ops = [g[0].op for g in groups.values()]
-    return ops, np.array([float(np.median([r.measured_time_s for r in g])) for g in groups.values()])
+    groups = _by_op(runs)
+    return [g[0].op for g in groups], np.array([float(np.median([r.measured_time_s for r in g])) for g in groups])
 
 
 def score_split(hardware: Hardware, runs: list[RunRow]) -> tuple[list[ClassScore], float, float]:
