@@ -12,7 +12,6 @@ import asyncio
 import json
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -26,14 +25,9 @@ import uvloop
 sys.path.insert(0, os.path.dirname(__file__))
 from predict_speed import mixed_ops
 
+from web.testing import free_port
+
 HARDWARE = "nvidia-h100-sxm5-80gb"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def start_server(port: int, workers: int, data_dir: str, cache_size: int) -> subprocess.Popen[bytes]:
