@@ -160,6 +160,8 @@ def print_scoreboard(rows: Sequence[Row], scores: list[Score]) -> None:
               f"{s.uncal[1]:>6.1f} {s.cal[0]:>8.1f} {s.cal[1]:>6.1f} {s.coverage:>6.2f}  {s.source}")
     print()
     own = [s for s in scores if not s.setup.startswith("vidur, A100")]
+    unseen = [s for s in own if s.fit_rows == 0]
+    own = [s for s in own if s.fit_rows > 0]
     for part in ("GEMM-like", "other"):
         chosen = [s for s in own if (s.label in GEMM_LABELS) == (part == "GEMM-like")]
         if not chosen:
@@ -172,3 +174,6 @@ def print_scoreboard(rows: Sequence[Row], scores: list[Score]) -> None:
               f"{np.percentile(uncal, 90):5.1f} %  ->  calibrated median {np.median(cal):5.1f} % p90 "
               f"{np.percentile(cal, 90):5.1f} %   (classes meeting median <= {TARGET_MEDIAN_PCT[part]:.0f} %: "
               f"{ok_med}/{len(chosen)}, p90 <= {TARGET_P90_PCT:.0f} %: {ok_p90}/{len(chosen)})")
+    for s in unseen:
+        print(f"not in the fit rows at all (scored on a fallback, not counted above): {s.setup} {s.hardware} "
+              f"{s.label}, {s.score_rows} rows, {s.source}: median {s.uncal[0]:.1f} -> {s.cal[0]:.1f} %")

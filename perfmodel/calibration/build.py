@@ -22,21 +22,22 @@ from perfmodel.calibration.fit import FitResult, abs_pct, fit_with_cv
 from perfmodel.calibration.model import DEFAULTS, Calibration, ClassParams, Range
 from perfmodel.ops import Op, make_op
 from perfmodel.ops.base import FloatArray
-from perfmodel.roofline import HardwareLike, Timing, predict_many, resolve_hardware
+from perfmodel.roofline import HardwareLike, SpaceName, Timing, predict_many, resolve_hardware
 
 MIN_RUNS = 6  # fewer runs than this in a class: fall back (a 9-parameter curve needs a few points)
 
 
 def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] | Op, float]], *, folds: int = 5,
                     seed: int = 0, base: Calibration | None = None, timing: Timing = "kernel",
-                    min_runs: int = MIN_RUNS) -> Calibration:
+                    min_runs: int = MIN_RUNS, space: SpaceName = "compact") -> Calibration:
     """Fit a calibration of ``hardware`` to ``runs`` (op, measured seconds).
 
     ``folds``: k of the k-fold cross-validation (identical ops stay in one fold); ``seed`` shuffles
     the folds. ``base``: a calibration of this device or of a related one (same vendor and kind)
     whose classes seed those without enough runs here, and whose parameters are the prior of
     those with runs. ``timing``: what the runs measured (``kernel`` device time or ``host`` wall
-    clock around one op), as in ``predict_many``.
+    clock around one op), as in ``predict_many``. ``space``: the GEMM schedule space the model
+    predicts with (``predict_many``'s); the calibration corrects that model and remembers it.
     """
     hw = resolve_hardware(hardware)
     identity = {"id": hw.id, "vendor": hw.vendor, "kind": hw.kind}
@@ -52,7 +53,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
         raise ValueError(f"runs[{int(bad[0])}]: measured_time_s must be a positive finite number, "
                          f"got {measured[bad[0]]!r}")
     if ops:
-        batch = predict_many(hw, ops, timing=timing, space="compact")
+        batch = predict_many(hw, ops, timing=timing, space=space)
         f, model_s = curve.features(batch), batch.time_s
     else:
         f, model_s = None, np.zeros(0)
@@ -125,7 +126,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
               "base": base.hardware_id if base is not None else None,
               "hardware_level": level_report, "classes": rows,
               "other_classes": hardware_level.source}
-    return Calibration(identity, classes, hardware_level, report, timing=timing, space="compact")
+    return Calibration(identity, classes, hardware_level, report, timing=timing, space=space)
 
 
 def _carried(seeded: ClassParams, base: Calibration, foreign: bool) -> ClassParams:

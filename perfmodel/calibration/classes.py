@@ -32,7 +32,11 @@ def op_class_name(op: Op) -> str:
 
 def op_variant(op: Op) -> str | None:
     """The kernel family within a class: the kind where a class groups several (``norm/rmsnorm``),
-    the arity of an elementwise chain (``elementwise/2in1out``, ``_sfu`` with transcendentals)."""
+    the arity of an elementwise chain (``elementwise/2in1out``, ``_sfu`` with transcendentals), the
+    combining op of a reduction (``reduce/mean``: frameworks run sum, mean and max through
+    different kernels, e.g. PyTorch's CPU bf16 mean accumulates through a slow upcast path)."""
+    if op.kind == "reduce":
+        return str(getattr(op, "op", "sum"))
     if op.kind == "elementwise":
         sfu = "_sfu" if getattr(op, "transcendentals_per_element", 0) > 0 else ""
         return f"{getattr(op, 'inputs', 1)}in{getattr(op, 'outputs', 1)}out{sfu}"

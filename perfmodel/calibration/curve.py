@@ -1,6 +1,6 @@
 """The calibrated time of an op from its roofline breakdown: the functional form, vectorised.
 
-    t_cal = o · t_overhead + t_body · exp(w_c · g_c(x_F) + (1 − w_c) · g_m(x_B))
+    t_cal = o · t_overhead + t_body · exp(w_c · g_c(x_F) + (1 − w_c) · g_m(x_B) + Σ β_j z_j)
     g(x)  = a + b · σ((x0 − x) / w)                      (σ the logistic function)
 
 - ``t_overhead`` is the model's fixed per-op cost (kernels × launch floor), ``t_body`` the rest
@@ -15,8 +15,11 @@
   engine time, T_m the largest memory-level or interconnect time): compute-bound work takes
   the compute curve g_c(FLOPs), memory-bound work the memory curve g_m(bytes), and ops near the
   ridge a smooth blend of both (in log time).
+- ``z_j`` are the op's shape numbers (``shape``: how narrow, deep, unaligned, ... it is; 0 for the
+  shape the model assumes) and ``β_j`` their log-time coefficients.
 
-Nine parameters per (hardware, op class, dtype); ``IDENTITY`` (o = 1, a = b = 0) is the model.
+Nine curve parameters and ``shape.N_SHAPE`` coefficients per (hardware, op class, dtype);
+``IDENTITY`` (o = 1, a = b = 0, β = 0) is the model.
 """
 
 from __future__ import annotations
@@ -26,15 +29,19 @@ from typing import Any
 
 import numpy as np
 
+from perfmodel.calibration import shape
 from perfmodel.cost import CostBatch
 from perfmodel.ops.base import FloatArray
 
-NAMES = ("log_overhead_scale", "compute_a", "compute_b", "compute_x0_log10", "compute_log_width",
-         "memory_a", "memory_b", "memory_x0_log10", "memory_log_width")
+CURVE_NAMES = ("log_overhead_scale", "compute_a", "compute_b", "compute_x0_log10", "compute_log_width",
+               "memory_a", "memory_b", "memory_x0_log10", "memory_log_width")
+NAMES = CURVE_NAMES + shape.NAMES
+N_CURVE = len(CURVE_NAMES)
 N_PARAMS = len(NAMES)
 BLEND_POWER = 4.0  # sharpness of the compute/memory blend: 16x the time ratio -> 1 / (1 + 65536)
 WIDTH_DECADES = 0.5  # prior width of the efficiency ramp (decades of size)
-IDENTITY: FloatArray = np.array([0.0, 0.0, 0.0, 9.0, np.log(WIDTH_DECADES), 0.0, 0.0, 6.0, np.log(WIDTH_DECADES)])
+IDENTITY: FloatArray = np.array([0.0, 0.0, 0.0, 9.0, np.log(WIDTH_DECADES), 0.0, 0.0, 6.0, np.log(WIDTH_DECADES),
+                                 *([0.0] * shape.N_SHAPE)])
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,7 @@ class Features:
     log10_flops: FloatArray  # log10 of FLOPs (= log10 bytes where an op has none)
     log10_bytes: FloatArray
     has_flops: np.ndarray[Any, np.dtype[np.bool_]]
+    shape: FloatArray  # n x shape.N_SHAPE
 
     def take(self, index: np.ndarray[Any, np.dtype[np.intp]]) -> Features:
         return Features(*(getattr(self, name)[index] for name in self.__dataclass_fields__))
@@ -66,7 +74,8 @@ def features(batch: CostBatch) -> Features:
     has_flops = flops > 0
     log_flops = np.where(has_flops, np.log10(np.maximum(flops, 1.0)), log_bytes)
     body = np.maximum(batch.time_s - batch.overhead_s, 0.0)
-    return Features(batch.overhead_s.astype(float), body, share, log_flops, log_bytes, has_flops)
+    return Features(batch.overhead_s.astype(float), body, share, log_flops, log_bytes, has_flops,
+                    shape.shape_matrix(batch.ops))
 
 
 def _sigmoid(z: FloatArray) -> FloatArray:
@@ -74,11 +83,12 @@ def _sigmoid(z: FloatArray) -> FloatArray:
 
 
 def log_factor(theta: FloatArray, f: Features) -> FloatArray:
-    """log(t_body_cal / t_body) per row; ``theta`` is one parameter vector or one per row (n x 9)."""
+    """log(t_body_cal / t_body) per row; ``theta`` is one parameter vector or one per row (n x N_PARAMS)."""
     p = np.atleast_2d(theta)
     g_c = p[:, 1] + p[:, 2] * _sigmoid((p[:, 3] - f.log10_flops) / np.exp(p[:, 4]))
     g_m = p[:, 5] + p[:, 6] * _sigmoid((p[:, 7] - f.log10_bytes) / np.exp(p[:, 8]))
-    out: FloatArray = f.compute_share * g_c + (1.0 - f.compute_share) * g_m
+    beta = p[:, N_CURVE:]
+    out: FloatArray = f.compute_share * g_c + (1.0 - f.compute_share) * g_m + np.sum(f.shape * beta, axis=1)
     return out
 
 
@@ -98,6 +108,8 @@ def to_named(theta: FloatArray) -> dict[str, float]:
 
 
 def from_named(named: dict[str, float]) -> FloatArray:
+    """The parameter vector; shape coefficients absent (calibrations stored before them) are 0."""
+    named = {**dict.fromkeys(shape.NAMES, 0.0), **named}
     missing = [n for n in NAMES if n not in named]
     if missing:
         raise ValueError(f"calibration parameters miss {', '.join(missing)}")

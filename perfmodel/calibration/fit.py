@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares  # type: ignore[import-untyped,unused-ignore]
 
-from perfmodel.calibration import curve
+from perfmodel.calibration import curve, shape
 from perfmodel.calibration.curve import Features
 from perfmodel.ops.base import FloatArray, IntArray
 
@@ -24,7 +24,9 @@ MIN_RAMP_SHAPES = 12  # distinct ops a class needs before a size-dependent effic
 RAMP_MARGIN = 0.9  # ... and its held-out loss must beat the 3-parameter form's by 10 %
 LOSS_SCALE = 0.05  # soft-L1 scale of the log-time residuals (~5 %)
 PRIOR_WEIGHT = 0.03  # one prior standard deviation costs as much as a 3 % miss on one run
-PRIOR_SD = np.array([1.5, 1.0, 1.0, 2.0, 0.7, 1.0, 1.0, 2.0, 0.7])
+SHAPE_PRIOR_SD = 0.5  # log-time per unit of a shape number
+SHAPE_BOUND = 3.0
+PRIOR_SD = np.array([1.5, 1.0, 1.0, 2.0, 0.7, 1.0, 1.0, 2.0, 0.7, *([SHAPE_PRIOR_SD] * shape.N_SHAPE)])
 LOG_WIDTH_BOUNDS = (np.log(0.1), np.log(3.0))  # ramp width 0.1-3 decades
 
 
@@ -43,8 +45,9 @@ def _bounds(f: Features) -> tuple[FloatArray, FloatArray]:
     lo_f, hi_f = float(f.log10_flops.min()), float(f.log10_flops.max())
     lo_b, hi_b = float(f.log10_bytes.min()), float(f.log10_bytes.max())
     w_lo, w_hi = LOG_WIDTH_BOUNDS
-    lower = np.array([np.log(0.02), -3.0, -4.0, lo_f - 3.0, w_lo, -3.0, -4.0, lo_b - 3.0, w_lo])
-    upper = np.array([np.log(50.0), 3.0, 4.0, hi_f + 3.0, w_hi, 3.0, 4.0, hi_b + 3.0, w_hi])
+    beta = [SHAPE_BOUND] * shape.N_SHAPE
+    lower = np.array([np.log(0.02), -3.0, -4.0, lo_f - 3.0, w_lo, -3.0, -4.0, lo_b - 3.0, w_lo, *(-b for b in beta)])
+    upper = np.array([np.log(50.0), 3.0, 4.0, hi_f + 3.0, w_hi, 3.0, 4.0, hi_b + 3.0, w_hi, *beta])
     return lower, upper
 
 
@@ -56,22 +59,35 @@ def prior_for(f: Features) -> FloatArray:
     return mean
 
 
+_SHAPE_IDX = tuple(range(curve.N_CURVE, curve.N_PARAMS))
 FORMS: dict[str, tuple[int, ...]] = {
+    # the model unchanged: a calibration must beat it on held-out folds
+    "none": (),
     # floor scale and one efficiency per part (b = 0): 3 parameters
     "scale": (0, 1, 5),
     # floor scale and a size-dependent efficiency per part: 9 parameters
-    "ramp": tuple(range(curve.N_PARAMS)),
+    "ramp": tuple(range(curve.N_CURVE)),
+    # either, and a log-time coefficient per shape number (``shape``)
+    "scale+shape": (0, 1, 5, *_SHAPE_IDX),
+    "ramp+shape": tuple(range(curve.N_PARAMS)),
 }
+# how many extensions of the 3-parameter form a form adds: each must earn its keep (RAMP_MARGIN)
+EXTENSIONS = {"none": 0, "scale": 0, "ramp": 1, "scale+shape": 1, "ramp+shape": 2}
 
 
 def fit_theta(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None = None,
-              form: str = "ramp") -> FloatArray:
-    """Parameters minimising the robust log-time loss plus the priors (multi-start over ramp centres).
+              form: str = "ramp", start: FloatArray | None = None) -> FloatArray:
+    """Parameters minimising the robust log-time loss plus the priors (multi-start over ramp centres,
+    or the one ``start`` given: the fit of the form without shape numbers, for a ``+shape`` form).
 
     Only the parameters of ``form`` move; the others stay at the prior mean.
     """
     mean = prior_for(f) if prior_mean is None else prior_mean
-    free = np.array(FORMS[form])
+    varies = np.ptp(f.shape, axis=0) > 0 if f.shape.size else np.zeros(shape.N_SHAPE, dtype=bool)
+    # a shape number constant over the data cannot be told from the efficiency: it stays at the prior
+    free = np.array([i for i in FORMS[form] if i < curve.N_CURVE or varies[i - curve.N_CURVE]], dtype=np.intp)
+    if free.size == 0:
+        return mean.copy()
     lower, upper = _bounds(f)
     lower, upper = lower[free], upper[free]
     log_measured = np.log(measured_s)
@@ -83,7 +99,9 @@ def fit_theta(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None
         return np.concatenate([np.log(predicted) - log_measured, PRIOR_WEIGHT * (x - mean[free]) / PRIOR_SD[free]])
 
     starts = [mean]
-    if form == "ramp":
+    if start is not None:
+        starts = [start]
+    elif form.startswith("ramp"):
         starts = []
         for q in (0.25, 0.5, 0.75):
             start = mean.copy()
@@ -102,6 +120,16 @@ def fit_theta(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None
             best = result
     out = mean.copy()
     out[free] = best.x
+    return out
+
+
+def fit_forms(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None,
+              forms: list[str]) -> dict[str, FloatArray]:
+    """``fit_theta`` for each form; a ``+shape`` form starts from its base form's fit when that is in ``forms``."""
+    out: dict[str, FloatArray] = {}
+    for form in forms:
+        base = out.get(form.removesuffix("+shape")) if form.endswith("+shape") else None
+        out[form] = fit_theta(f, measured_s, prior_mean, form, start=base)
     return out
 
 
@@ -127,22 +155,21 @@ def fit_with_cv(f: Features, measured_s: FloatArray, groups: IntArray, folds: in
     fold = fold_ids(groups, k, seed)
     best: tuple[float, str, FloatArray] | None = None
     distinct = int(groups.max()) + 1
-    forms = [form for form in FORMS if form == "scale" or distinct >= MIN_RAMP_SHAPES]
-    for form in forms:
-        cv = np.full(measured_s.size, np.nan)
-        for j in range(k):
-            test = np.flatnonzero(fold == j)
-            train = np.flatnonzero(fold != j)
-            theta_j = fit_theta(f.take(train), measured_s[train], prior_mean, form)
-            cv[test] = np.log(measured_s[test] / curve.time_s(theta_j, f.take(test)))
+    forms = [form for form in FORMS if form in ("none", "scale") or distinct >= MIN_RAMP_SHAPES]
+    cvs = {form: np.full(measured_s.size, np.nan) for form in forms}
+    for j in range(k):
+        test = np.flatnonzero(fold == j)
+        train = np.flatnonzero(fold != j)
+        for form, theta_j in fit_forms(f.take(train), measured_s[train], prior_mean, forms).items():
+            cvs[form][test] = np.log(measured_s[test] / curve.time_s(theta_j, f.take(test)))
+    for form, cv in cvs.items():
         loss = float(np.mean(np.minimum(np.abs(cv), 0.5)))
-        if form != "scale":
-            loss /= RAMP_MARGIN  # the 9-parameter form must earn its keep
+        loss /= RAMP_MARGIN ** EXTENSIONS[form]  # a richer form must earn its keep
         if best is None or loss < best[0]:
             best = (loss, form, cv)
     assert best is not None
     _, form, cv = best
-    theta = fit_theta(f, measured_s, prior_mean, form)
+    theta = fit_forms(f, measured_s, prior_mean, list(dict.fromkeys([form.removesuffix("+shape"), form])))[form]
     return FitResult(theta, np.log(measured_s / curve.time_s(theta, f)), cv, k, form)
 
 

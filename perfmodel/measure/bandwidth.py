@@ -61,15 +61,20 @@ def sweep_sizes_bytes(llc_bytes: int | None, quick: bool) -> list[int]:
     return sorted(sizes)
 
 
-def _task(kernel: str, per_thread_bytes: int, target_bytes: int) -> Callable[[], object]:
-    """One thread's work for one repeat: touches about ``target_bytes``."""
+def _task(kernel: str, per_thread_bytes: int, target_bytes: int, pool: torch.Tensor) -> Callable[[], object]:
+    """One thread's work for one repeat: touches about ``target_bytes`` of slices of ``pool``.
+
+    ``pool`` (fp32, at least ``per_thread_bytes``, touched once before the sweep) holds the
+    buffers: a fresh allocation per point would pay its page faults again at every size, which
+    on a VM costs more than the whole sweep (~0.2 GB/s first touch seen here).
+    """
     n = max(1024, per_thread_bytes // (FP32_BYTES * _STREAMS[kernel]))
     if kernel == "read":
         rows = max(1, target_bytes // (n * FP32_BYTES))
-        view = torch.rand(n).expand(rows, n)
+        view = pool[:n].expand(rows, n)
         return lambda: view.sum(dim=1)
     calls = max(1, target_bytes // (n * FP32_BYTES * _STREAMS[kernel]))
-    a, b, c = torch.rand(n), torch.rand(n), torch.rand(n)
+    a, b, c = pool[:n], pool[n:2 * n], pool[2 * n:3 * n]
     if kernel == "copy":
         def copy() -> None:
             for _ in range(calls):
@@ -103,14 +108,16 @@ def sweep(threads: int, llc_bytes: int | None, quick: bool = False,
     best: dict[tuple[str, int], float] = {}
     steps = passes * len(sizes) * len(KERNELS)
     done = 0
+    pool_elements = max(sizes) // threads // FP32_BYTES + 3 * 1024
     with torch_threads(1), ThreadPoolExecutor(threads) as pool:
+        buffers = list(pool.map(lambda _: torch.ones(pool_elements), range(threads)))  # first touch, once
         for _ in range(passes):
             for size in sizes:
                 per_thread = size // threads
                 for kernel in KERNELS:
-                    tasks = [_task(kernel, per_thread, target) for _ in range(threads)]
+                    tasks = [_task(kernel, per_thread, target, buffers[t]) for t in range(threads)]
                     for task in tasks:
-                        task()  # first touch: page faults and cache fill out of the timing
+                        task()  # warm-up: cache fill and lazy allocations out of the timing
                     seconds = parallel_best_of_s(tasks, repeats, pool)
                     rate = _bytes_per_repeat(kernel, per_thread, target) * threads / seconds
                     best[(kernel, size)] = max(best.get((kernel, size), 0.0), rate)

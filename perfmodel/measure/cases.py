@@ -2,6 +2,11 @@
 
 Every case names the modelled op kind (``docs/ops.md``) and the top-level ``aten::`` op the
 PyTorch profiler records for it (what a trace-to-op mapper sees).
+
+No case writes an output above 48 MiB: above glibc's mmap threshold (32 MiB at most) each call's
+output is a fresh mapping whose page faults cost what the VM's memory path costs at that
+moment (0.2-4 GB/s seen on the same host within minutes), which no kernel model can predict;
+the outputs from 32 to 48 MiB still carry that cost (modelled as first-touch bandwidth).
 """
 
 from __future__ import annotations
@@ -63,7 +68,7 @@ _ELEMENTWISE: dict[str, tuple[Callable[..., torch.Tensor], int, float, float]] =
 
 def _elementwise() -> Iterator[SuiteCase]:
     sizes = {"fp32": ((128, 128), (256, 512), (512, 512), (768, 1024), (1024, 1024), (1536, 2048), (2048, 2048),
-                      (3072, 2048), (4096, 4096), (8192, 4096)),
+                      (3072, 2048), (4096, 4096), (2048, 6144)),
              "bf16": ((256, 256), (512, 512), (1024, 1024), (2048, 2048), (3072, 4096), (4096, 4096))}
     for dtype, shapes in sizes.items():
         for shape in shapes:
@@ -95,12 +100,12 @@ def _rows(kind: str, aten: str, shapes: dict[str, tuple[tuple[int, int], ...]],
 def _norms_and_layout() -> Iterator[SuiteCase]:
     yield from _rows("softmax", "aten::softmax", {
         "fp32": ((64, 1024), (128, 512), (512, 1024), (1024, 1024), (2048, 2048), (4096, 1024), (1024, 4096),
-                 (256, 32768), (4096, 4096), (8192, 4096)),
+                 (256, 32768), (4096, 4096), (2048, 6144)),
         "bf16": ((128, 1024), (512, 1024), (2048, 1024), (4096, 1024), (1024, 4096), (4096, 4096))},
         lambda x: torch.softmax(x, dim=-1))
     yield from _rows("layernorm", "aten::layer_norm", {
         "fp32": ((64, 768), (256, 1024), (512, 1024), (1024, 2048), (2048, 2048), (2048, 4096), (8192, 1024),
-                 (4096, 4096), (8192, 4096)),
+                 (4096, 4096), (2048, 6144)),
         "bf16": ((128, 768), (512, 1024), (1024, 2048), (2048, 4096), (8192, 1024), (4096, 4096))},
         lambda x: F.layer_norm(x, (x.shape[-1],)))
     yield from _rows("transpose", "aten::contiguous", {
