@@ -67,7 +67,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
         prior = base.hardware_level.theta if base is not None and base.hardware_level.source != "defaults" else None
         pooled = fit_with_cv(f.take(pooled_idx), measured[pooled_idx], groups[pooled_idx], folds, seed, prior)
         hardware_level = ClassParams("fitted", pooled.theta, int(pooled_idx.size), _interval(pooled),
-                                     *_ranges(f.take(pooled_idx)))
+                                     *_ranges(f.take(pooled_idx)), shape_range=curve.shape_range(f.take(pooled_idx)))
     elif base is not None and base.hardware_level.source != "defaults":
         hardware_level = _carried(base.hardware_level, base, foreign)
     else:
@@ -92,16 +92,19 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
             prior = seeded.theta if seeded is not None else (
                 parent.theta if parent is not None and parent.source == "fitted" else None)
             result = fit_with_cv(f.take(idx), measured[idx], groups[idx], folds, seed, prior)
-            entry = ClassParams("fitted", result.theta, int(idx.size), _interval(result), *_ranges(f.take(idx)))
+            entry = ClassParams("fitted", result.theta, int(idx.size), _interval(result), *_ranges(f.take(idx)),
+                                shape_range=curve.shape_range(f.take(idx)))
         elif seeded is not None and base is not None:
             entry = _carried(seeded, base, foreign)
         elif parent is not None and parent.source in ("fitted", "transferred"):
             entry = ClassParams("class" if parent.source == "fitted" else "transferred", parent.theta,
-                                int(idx.size), parent.interval_log, transferred_from=parent.transferred_from)
+                                int(idx.size), parent.interval_log, transferred_from=parent.transferred_from,
+                                shape_range=parent.shape_range)
         elif hardware_level.source in ("fitted", "transferred"):
             entry = ClassParams("hardware" if hardware_level.source == "fitted" else "transferred",
                                 hardware_level.theta, int(idx.size), hardware_level.interval_log,
-                                transferred_from=hardware_level.transferred_from)
+                                transferred_from=hardware_level.transferred_from,
+                                shape_range=hardware_level.shape_range)
         else:
             entry = ClassParams("defaults", curve.IDENTITY, int(idx.size),
                                 _quantiles(np.log(measured[idx] / model_s[idx])))
@@ -134,7 +137,7 @@ def _carried(seeded: ClassParams, base: Calibration, foreign: bool) -> ClassPara
     if not foreign:
         return seeded
     return ClassParams("transferred", seeded.theta, 0, seeded.interval_log,
-                       transferred_from=seeded.transferred_from or base.hardware_id)
+                       transferred_from=seeded.transferred_from or base.hardware_id, shape_range=seeded.shape_range)
 
 
 def _quantiles(log_residuals: FloatArray) -> Range | None:

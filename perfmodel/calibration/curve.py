@@ -24,6 +24,7 @@ Nine curve parameters and ``shape.N_SHAPE`` coefficients per (hardware, op class
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +77,19 @@ def features(batch: CostBatch) -> Features:
     body = np.maximum(batch.time_s - batch.overhead_s, 0.0)
     return Features(batch.overhead_s.astype(float), body, share, log_flops, log_bytes, has_flops,
                     shape.shape_matrix(batch.ops))
+
+
+def clip_shape(f: Features, low: FloatArray, high: FloatArray) -> Features:
+    """``f`` with each shape number held inside [low, high] (per column, or n x N_SHAPE): a fitted
+    shape coefficient is not extrapolated past the shapes it was fitted on, as the ramp is not."""
+    return dataclasses.replace(f, shape=np.clip(f.shape, low, high))
+
+
+def shape_range(f: Features) -> tuple[list[float], list[float]]:
+    """Per shape number, the lowest and highest value in ``f`` (the fitted runs)."""
+    if not f.shape.size:
+        return [0.0] * shape.N_SHAPE, [0.0] * shape.N_SHAPE
+    return f.shape.min(axis=0).tolist(), f.shape.max(axis=0).tolist()
 
 
 def _sigmoid(z: FloatArray) -> FloatArray:

@@ -160,8 +160,9 @@ def fit_with_cv(f: Features, measured_s: FloatArray, groups: IntArray, folds: in
     for j in range(k):
         test = np.flatnonzero(fold == j)
         train = np.flatnonzero(fold != j)
+        held_out = curve.clip_shape(f.take(test), *map(np.array, curve.shape_range(f.take(train))))
         for form, theta_j in fit_forms(f.take(train), measured_s[train], prior_mean, forms).items():
-            cvs[form][test] = np.log(measured_s[test] / curve.time_s(theta_j, f.take(test)))
+            cvs[form][test] = np.log(measured_s[test] / curve.time_s(theta_j, held_out))
     for form, cv in cvs.items():
         loss = float(np.mean(np.minimum(np.abs(cv), 0.5)))
         loss /= RAMP_MARGIN ** EXTENSIONS[form]  # a richer form must earn its keep

@@ -33,11 +33,13 @@ class ClassParams:
     log10_flops_range: Range | None = None  # size range of the fitted runs
     log10_bytes_range: Range | None = None
     transferred_from: str | None = None  # device id the parameters were fitted on
+    shape_range: tuple[list[float], list[float]] | None = None  # per shape number: lowest, highest fitted
 
     def to_json(self) -> dict[str, Any]:
         return {"source": self.source, "runs": self.runs, "params": curve.to_named(self.theta),
                 "interval_log_ratio": _pair(self.interval_log), "log10_flops_range": _pair(self.log10_flops_range),
-                "log10_bytes_range": _pair(self.log10_bytes_range), "transferred_from": self.transferred_from}
+                "log10_bytes_range": _pair(self.log10_bytes_range), "transferred_from": self.transferred_from,
+                "shape_range": None if self.shape_range is None else [list(v) for v in self.shape_range]}
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> ClassParams:
@@ -47,7 +49,8 @@ class ClassParams:
                              "or transferred")
         return ClassParams(source, curve.from_named(data["params"]), int(data.get("runs", 0)),
                            _range(data.get("interval_log_ratio")), _range(data.get("log10_flops_range")),
-                           _range(data.get("log10_bytes_range")), data.get("transferred_from"))
+                           _range(data.get("log10_bytes_range")), data.get("transferred_from"),
+                           _shape_range(data.get("shape_range")))
 
 
 DEFAULTS = ClassParams("defaults", curve.IDENTITY)
@@ -135,6 +138,10 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
                        for k, e in zip(names, entries, strict=True)], dtype=bool)
     flops_range = np.array([e.log10_flops_range or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
     bytes_range = np.array([e.log10_bytes_range or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
+    unbounded = ([-math.inf] * (curve.N_PARAMS - curve.N_CURVE), [math.inf] * (curve.N_PARAMS - curve.N_CURVE))
+    ranges = np.array([e.shape_range or unbounded for e in entries]).reshape(len(entries), 2, -1)[inverse]
+    if n:
+        f = curve.clip_shape(f, ranges[:, 0], ranges[:, 1])
     time = curve.time_s(theta, f) if n else np.zeros(0)
     overhead = curve.overhead_s(theta, f) if n else np.zeros(0)
     with np.errstate(invalid="ignore"):
@@ -161,6 +168,15 @@ def predict_calibrated(hardware: HardwareLike, ops: Iterable[OpLike], calibratio
 def _inside(x: FloatArray, bounds: FloatArray) -> np.ndarray[Any, np.dtype[np.bool_]]:
     out: np.ndarray[Any, np.dtype[np.bool_]] = (x >= bounds[:, 0] - 1e-9) & (x <= bounds[:, 1] + 1e-9)
     return out
+
+
+def _shape_range(value: Any) -> tuple[list[float], list[float]] | None:
+    if value is None:
+        return None
+    low, high = value
+    if len(low) != curve.N_PARAMS - curve.N_CURVE or len(high) != len(low):
+        raise ValueError(f"calibration shape_range: expected two lists of {curve.N_PARAMS - curve.N_CURVE} numbers")
+    return [float(v) for v in low], [float(v) for v in high]
 
 
 def _pair(value: Range | None) -> list[float] | None:
