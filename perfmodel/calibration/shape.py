@@ -14,10 +14,14 @@ Per family (slots unused by a family stay 0):
   kernels); ``deep`` log2 K / sqrt(M·N) (split-K and accumulation-bound shapes); ``unaligned``
   how many of M, N, K are not multiples of 8 (no vector loads, no tensor-core fast path);
   matmul: ``transpose_a``, ``transpose_b``, ``log2 batch``; conv: ``log2 R·S`` (filter taps),
-  ``strided``, ``thin_channels`` halvings of C/groups below 16 (first layers).
+  ``strided``, ``thin_channels`` halvings of C/groups below 16 (first layers), ``winograd`` (the
+  algorithm the library chose, when the op records it).
 - Row ops (norms, softmax, reductions, elementwise chains, gathers, quantisation, layout):
-  ``log2 row length / 1024``, ``log2 rows / 1024``, ``unaligned`` row length, and the squares
-  of the first two (/8, /16) so a kernel with an optimal row length is a parabola, not a line.
+  ``log2 row length / 1024``, ``log2 rows / 1024``, ``unaligned`` row length, the squares
+  of the first two (/8, /16) so a kernel with an optimal row length is a parabola, not a line,
+  and ``long_few_rows`` = max(0, x)·max(0, −y)/8: rows longer than 1024 and fewer than 1024 of
+  them, where one-block-per-row kernels (vLLM's silu_and_mul: 10 µs for one token of 28672) work
+  through each row serially while the model spreads the elements over the whole chip.
 - Collectives: ``log2 devices`` and its square.
 - Attention: ``log2 head_dim / 64``, ``causal``, ``log2 seq_q / seq_kv`` (decode vs prefill).
 """
@@ -32,15 +36,15 @@ import numpy as np
 from perfmodel.ops import Op
 from perfmodel.ops.base import FloatArray
 
-N_SHAPE = 6
+N_SHAPE = 7
 NAMES = tuple(f"shape_{i}" for i in range(N_SHAPE))
 ALIGN_ELEMENTS = 8  # a dimension not a multiple of this loses vector loads / the tensor-core fast path
 FAMILY_FEATURES: dict[str, tuple[str, ...]] = {
-    "matmul": ("narrow", "deep", "unaligned", "transpose_a", "transpose_b", "log2_batch"),
-    "conv2d": ("narrow", "deep", "unaligned", "log2_taps", "strided", "thin_channels"),
-    "row": ("log2_row_len", "log2_rows", "unaligned", "log2_row_len_sq", "log2_rows_sq", ""),
-    "collective": ("log2_devices", "log2_devices_sq", "", "", "", ""),
-    "attention": ("log2_head_dim", "causal", "log2_q_per_kv", "", "", ""),
+    "matmul": ("narrow", "deep", "unaligned", "transpose_a", "transpose_b", "log2_batch", ""),
+    "conv2d": ("narrow", "deep", "unaligned", "log2_taps", "strided", "thin_channels", "winograd"),
+    "row": ("log2_row_len", "log2_rows", "unaligned", "log2_row_len_sq", "log2_rows_sq", "long_few_rows", ""),
+    "collective": ("log2_devices", "log2_devices_sq", "", "", "", "", ""),
+    "attention": ("log2_head_dim", "causal", "log2_q_per_kv", "", "", "", ""),
 }
 _COLLECTIVES = frozenset({"allreduce", "allgather", "reducescatter", "alltoall"})
 
@@ -59,7 +63,8 @@ def _gemm(m: float, n: float, k: float) -> tuple[float, float, float]:
 def _row(row_len: float, rows: float) -> tuple[float, ...]:
     x = min(max(_log2(row_len) - 10.0, -8.0), 8.0)
     y = min(max(_log2(rows) - 10.0, -12.0), 12.0)
-    return x, y, float(int(row_len) % ALIGN_ELEMENTS != 0), x * x / 8.0, y * y / 16.0, 0.0
+    long_few = max(x, 0.0) * max(-y, 0.0) / 8.0  # long rows, few of them: one block per row works serially
+    return x, y, float(int(row_len) % ALIGN_ELEMENTS != 0), x * x / 8.0, y * y / 16.0, long_few, 0.0
 
 
 def family(op: Op) -> str:
@@ -77,7 +82,7 @@ def op_features(op: Op) -> tuple[float, ...]:
     a = op.__dict__
     if kind == "matmul":
         narrow, deep, unaligned = _gemm(a["m"], a["n"], a["k"])
-        return narrow, deep, unaligned, float(a["transpose_a"]), float(a["transpose_b"]), _log2(a["batch"])
+        return narrow, deep, unaligned, float(a["transpose_a"]), float(a["transpose_b"]), _log2(a["batch"]), 0.0
     if kind == "conv2d":
         stride, pad, dil = a["stride"], a["padding"], a["dilation"]
         stride_w = a["stride_w"] or stride
@@ -90,13 +95,13 @@ def op_features(op: Op) -> tuple[float, ...]:
         narrow, deep, unaligned = _gemm(a["batch"] * p * q, a["out_channels"], c * taps)
         unaligned = float(int(c) % ALIGN_ELEMENTS != 0) + float(a["out_channels"] % ALIGN_ELEMENTS != 0)
         return (narrow, deep, unaligned, _log2(taps), float(max(stride, stride_w) > 1),
-                max(0.0, 4.0 - _log2(c)))
+                max(0.0, 4.0 - _log2(c)), float(a["algorithm"] == "winograd"))
     if kind == "attention":
         return (_log2(a["head_dim"]) - 6.0, float(a["causal"]), _log2(a["seq_q"]) - _log2(a["seq_kv"]),
-                0.0, 0.0, 0.0)
+                0.0, 0.0, 0.0, 0.0)
     if kind in _COLLECTIVES:
         d = _log2(a["devices"])
-        return d, d * d / 4.0, 0.0, 0.0, 0.0, 0.0
+        return d, d * d / 4.0, 0.0, 0.0, 0.0, 0.0, 0.0
     shape = a.get("table_shape")
     if shape is not None:  # gather / embedding / scatter: rows looked up x row length
         row_len = float(np.prod(shape[1:])) if len(shape) > 1 else 1.0

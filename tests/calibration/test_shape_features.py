@@ -19,24 +19,24 @@ HW = "nvidia-a100-sxm4-80gb"
 
 @pytest.mark.parametrize(("op", "expected"), [
     # min(M, N) = 8 is 4 halvings below 128; K / sqrt(M N) = 500000 / 64 -> log2 = 12.93 -> clipped to 8
-    ({"kind": "matmul", "m": 512, "n": 8, "k": 500000, "dtype": "fp16"}, (4.0, 8.0, 0.0, 0.0, 0.0, 0.0)),
+    ({"kind": "matmul", "m": 512, "n": 8, "k": 500000, "dtype": "fp16"}, (4.0, 8.0, 0.0, 0.0, 0.0, 0.0, 0.0)),
     # square and aligned: nothing to correct
     ({"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "fp16", "transpose_b": True},
-     (0.0, 0.0, 0.0, 0.0, 1.0, 0.0)),  # K = sqrt(M N): not deep either
+     (0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0)),  # K = sqrt(M N): not deep either
     # 35 and 8457 are not multiples of 8; min(M, N) = 35 -> 7 - log2 35
     ({"kind": "matmul", "m": 35, "n": 8457, "k": 1760, "dtype": "fp32", "batch": 4},
-     (7.0 - np.log2(35), np.log2(1760) - 0.5 * (np.log2(35) + np.log2(8457)), 2.0, 0.0, 0.0, 2.0)),
+     (7.0 - np.log2(35), np.log2(1760) - 0.5 * (np.log2(35) + np.log2(8457)), 2.0, 0.0, 0.0, 2.0, 0.0)),
     # first conv layer: C = 3 (thin, unaligned), 7x7 taps, stride 2; M = 1 * 112 * 112, N = 64, K = 3 * 49
     ({"kind": "conv2d", "batch": 1, "in_channels": 3, "out_channels": 64, "height": 224, "width": 224,
       "kernel_h": 7, "kernel_w": 7, "stride": 2, "padding": 3, "dtype": "fp32"},
-     (1.0, np.log2(147) - 0.5 * (np.log2(112 * 112) + 6.0), 1.0, np.log2(49), 1.0, 4.0 - np.log2(3))),
+     (1.0, np.log2(147) - 0.5 * (np.log2(112 * 112) + 6.0), 1.0, np.log2(49), 1.0, 4.0 - np.log2(3), 0.0)),
     # rows of 4096 = 2^12 elements, 2^6 rows
-    ({"kind": "rmsnorm", "shape": [64, 4096], "dtype": "fp16"}, (2.0, -4.0, 0.0, 0.5, 1.0, 0.0)),
+    ({"kind": "rmsnorm", "shape": [64, 4096], "dtype": "fp16"}, (2.0, -4.0, 0.0, 0.5, 1.0, 1.0, 0.0)),
     ({"kind": "embedding", "table_shape": [32000, 1000], "num_indices": 1024, "dtype": "fp16"},
-     (np.log2(1000) - 10.0, 0.0, 0.0, (np.log2(1000) - 10.0) ** 2 / 8.0, 0.0, 0.0)),  # 1000 = 125 x 8: aligned
-    ({"kind": "allreduce", "bytes": 2 ** 20, "devices": 8, "dtype": "fp16"}, (3.0, 2.25, 0.0, 0.0, 0.0, 0.0)),
+     (np.log2(1000) - 10.0, 0.0, 0.0, (np.log2(1000) - 10.0) ** 2 / 8.0, 0.0, 0.0, 0.0)),  # 1000 = 125 x 8: aligned
+    ({"kind": "allreduce", "bytes": 2 ** 20, "devices": 8, "dtype": "fp16"}, (3.0, 2.25, 0.0, 0.0, 0.0, 0.0, 0.0)),
     ({"kind": "attention", "batch": 1, "heads": 8, "seq_q": 1, "seq_kv": 4096, "head_dim": 128, "dtype": "fp16",
-      "causal": True}, (1.0, 1.0, -12.0, 0.0, 0.0, 0.0)),
+      "causal": True}, (1.0, 1.0, -12.0, 0.0, 0.0, 0.0, 0.0)),
 ])
 def test_golden_shape_numbers(op: dict[str, Any], expected: tuple[float, ...]) -> None:
     got = op_features(make_op(op))
