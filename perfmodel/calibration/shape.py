@@ -29,12 +29,14 @@ Per family (slots unused by a family stay 0):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import cast
 
 import numpy as np
 
 from perfmodel.ops import Op
-from perfmodel.ops.base import FloatArray
+from perfmodel.ops.base import FloatArray, column
+from perfmodel.ops.conv import Conv2d
 
 N_SHAPE = 7
 NAMES = tuple(f"shape_{i}" for i in range(N_SHAPE))
@@ -49,22 +51,86 @@ FAMILY_FEATURES: dict[str, tuple[str, ...]] = {
 _COLLECTIVES = frozenset({"allreduce", "allgather", "reducescatter", "alltoall"})
 
 
-def _log2(x: float) -> float:
-    return math.log2(max(float(x), 1.0))
+def _log2(x: FloatArray) -> FloatArray:
+    out: FloatArray = np.log2(np.maximum(x, 1.0))
+    return out
 
 
-def _gemm(m: float, n: float, k: float) -> tuple[float, float, float]:
-    narrow = max(0.0, 7.0 - _log2(min(m, n)))
-    deep = min(max(_log2(k) - 0.5 * (_log2(m) + _log2(n)), -8.0), 8.0)
-    unaligned = float(sum(int(d) % ALIGN_ELEMENTS != 0 for d in (m, n, k)))
-    return narrow, deep, unaligned
+def _unaligned(x: FloatArray) -> FloatArray:
+    out: FloatArray = (np.mod(x, ALIGN_ELEMENTS) != 0).astype(float)
+    return out
 
 
-def _row(row_len: float, rows: float) -> tuple[float, ...]:
-    x = min(max(_log2(row_len) - 10.0, -8.0), 8.0)
-    y = min(max(_log2(rows) - 10.0, -12.0), 12.0)
-    long_few = max(x, 0.0) * max(-y, 0.0) / 8.0  # long rows, few of them: one block per row works serially
-    return x, y, float(int(row_len) % ALIGN_ELEMENTS != 0), x * x / 8.0, y * y / 16.0, long_few, 0.0
+def _gemm(m: FloatArray, n: FloatArray, k: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """(narrow, deep) of GEMMs M x N x K."""
+    narrow = np.maximum(0.0, 7.0 - _log2(np.minimum(m, n)))
+    deep = np.clip(_log2(k) - 0.5 * (_log2(m) + _log2(n)), -8.0, 8.0)
+    return narrow, deep
+
+
+def _matmul(ops: Sequence[Op]) -> FloatArray:
+    m, n, k = (column(ops, name) for name in ("m", "n", "k"))
+    narrow, deep = _gemm(m, n, k)
+    return np.column_stack([narrow, deep, _unaligned(m) + _unaligned(n) + _unaligned(k),
+                            column(ops, "transpose_a"), column(ops, "transpose_b"), _log2(column(ops, "batch")),
+                            np.zeros(len(ops))])
+
+
+def _conv(ops: Sequence[Op]) -> FloatArray:
+    def field(name: str, fallback: str) -> FloatArray:  # the _w fields default to the height ones
+        return np.array([getattr(o, fallback) if getattr(o, name) is None else getattr(o, name) for o in ops],
+                        dtype=float)
+
+    stride, pad, dil = (column(ops, name) for name in ("stride", "padding", "dilation"))
+    stride_w, pad_w, dil_w = field("stride_w", "stride"), field("padding_w", "padding"), field("dilation_w", "dilation")
+    kh, kw = column(ops, "kernel_h"), column(ops, "kernel_w")
+    p = np.maximum((column(ops, "height") + 2 * pad - dil * (kh - 1) - 1) // stride + 1, 1)
+    q = np.maximum((column(ops, "width") + 2 * pad_w - dil_w * (kw - 1) - 1) // stride_w + 1, 1)
+    c = column(ops, "in_channels") / np.maximum(column(ops, "groups"), 1)
+    out_channels = column(ops, "out_channels")
+    narrow, deep = _gemm(column(ops, "batch") * p * q, out_channels, c * kh * kw)
+    convs = cast("Sequence[Conv2d]", ops)
+    winograd = np.fromiter((o.algorithm == "winograd" for o in convs), dtype=np.float64, count=len(ops))
+    return np.column_stack([narrow, deep, _unaligned(np.floor(c)) + _unaligned(out_channels), _log2(kh * kw),
+                            (np.maximum(stride, stride_w) > 1).astype(float), np.maximum(0.0, 4.0 - _log2(c)),
+                            winograd])
+
+
+def _attention(ops: Sequence[Op]) -> FloatArray:
+    zeros = np.zeros(len(ops))
+    return np.column_stack([_log2(column(ops, "head_dim")) - 6.0, column(ops, "causal"),
+                            _log2(column(ops, "seq_q")) - _log2(column(ops, "seq_kv")), zeros, zeros, zeros, zeros])
+
+
+def _collective(ops: Sequence[Op]) -> FloatArray:
+    d = _log2(column(ops, "devices"))
+    zeros = np.zeros(len(ops))
+    return np.column_stack([d, d * d / 4.0, zeros, zeros, zeros, zeros, zeros])
+
+
+def _row_dims(op: Op) -> tuple[float, float]:
+    """(row length, rows): a gather's looked-up rows x row length, else the last dimension x the rest."""
+    table = getattr(op, "table_shape", None)
+    if table is not None:
+        return float(math.prod(table[1:])), float(op.num_indices)  # type: ignore[attr-defined]
+    dims = getattr(op, "shape", None)
+    if not dims:
+        return 1024.0, 1024.0  # no shape: the reference point, every number 0
+    row_len = max(float(dims[-1]), 1.0)
+    return row_len, float(math.prod(dims)) / row_len
+
+
+def _row(ops: Sequence[Op]) -> FloatArray:
+    row_len, rows = np.array([_row_dims(o) for o in ops], dtype=float).reshape(len(ops), 2).T
+    x = np.clip(_log2(row_len) - 10.0, -8.0, 8.0)
+    y = np.clip(_log2(rows) - 10.0, -12.0, 12.0)
+    long_few = np.maximum(x, 0.0) * np.maximum(-y, 0.0) / 8.0  # long rows, few of them: one block per row
+    return np.column_stack([x, y, _unaligned(np.floor(row_len)), x * x / 8.0, y * y / 16.0, long_few,
+                            np.zeros(len(ops))])
+
+
+_BY_FAMILY: dict[str, Callable[[Sequence[Op]], FloatArray]] = {
+    "matmul": _matmul, "conv2d": _conv, "attention": _attention, "collective": _collective, "row": _row}
 
 
 def family(op: Op) -> str:
@@ -76,46 +142,17 @@ def family(op: Op) -> str:
     return "row"
 
 
-def op_features(op: Op) -> tuple[float, ...]:
-    """The ``N_SHAPE`` shape numbers of one op (0 = the shape the model assumes)."""
-    kind = op.kind
-    a = op.__dict__
-    if kind == "matmul":
-        narrow, deep, unaligned = _gemm(a["m"], a["n"], a["k"])
-        return narrow, deep, unaligned, float(a["transpose_a"]), float(a["transpose_b"]), _log2(a["batch"]), 0.0
-    if kind == "conv2d":
-        stride, pad, dil = a["stride"], a["padding"], a["dilation"]
-        stride_w = a["stride_w"] or stride
-        pad_w = a["padding_w"] if a["padding_w"] is not None else pad
-        dil_w = a["dilation_w"] or dil
-        p = max((a["height"] + 2 * pad - dil * (a["kernel_h"] - 1) - 1) // stride + 1, 1)
-        q = max((a["width"] + 2 * pad_w - dil_w * (a["kernel_w"] - 1) - 1) // stride_w + 1, 1)
-        c = a["in_channels"] / max(a["groups"], 1)
-        taps = a["kernel_h"] * a["kernel_w"]
-        narrow, deep, unaligned = _gemm(a["batch"] * p * q, a["out_channels"], c * taps)
-        unaligned = float(int(c) % ALIGN_ELEMENTS != 0) + float(a["out_channels"] % ALIGN_ELEMENTS != 0)
-        return (narrow, deep, unaligned, _log2(taps), float(max(stride, stride_w) > 1),
-                max(0.0, 4.0 - _log2(c)), float(a["algorithm"] == "winograd"))
-    if kind == "attention":
-        return (_log2(a["head_dim"]) - 6.0, float(a["causal"]), _log2(a["seq_q"]) - _log2(a["seq_kv"]),
-                0.0, 0.0, 0.0, 0.0)
-    if kind in _COLLECTIVES:
-        d = _log2(a["devices"])
-        return d, d * d / 4.0, 0.0, 0.0, 0.0, 0.0, 0.0
-    shape = a.get("table_shape")
-    if shape is not None:  # gather / embedding / scatter: rows looked up x row length
-        row_len = float(np.prod(shape[1:])) if len(shape) > 1 else 1.0
-        return _row(row_len, a["num_indices"])
-    shape = a.get("shape")
-    if shape:
-        total = float(np.prod(shape))
-        return _row(float(shape[-1]), total / max(float(shape[-1]), 1.0))
-    return (0.0,) * N_SHAPE
-
-
 def shape_matrix(ops: Sequence[Op]) -> FloatArray:
-    """n x ``N_SHAPE`` shape numbers, one row per op."""
+    """n x ``N_SHAPE`` shape numbers, one row per op (0 = the shape the model assumes), per family in numpy."""
     out = np.zeros((len(ops), N_SHAPE))
+    groups: dict[str, list[int]] = {}
     for i, op in enumerate(ops):
-        out[i] = op_features(op)
+        groups.setdefault(family(op), []).append(i)
+    for name, idx in groups.items():
+        out[idx] = _BY_FAMILY[name]([ops[i] for i in idx])
     return out
+
+
+def op_features(op: Op) -> tuple[float, ...]:
+    """The ``N_SHAPE`` shape numbers of one op."""
+    return tuple(float(v) for v in shape_matrix([op])[0])
