@@ -76,9 +76,9 @@ EXTENSIONS = {"none": 0, "scale": 0, "ramp": 1, "scale+shape": 1, "ramp+shape": 
 
 
 def fit_theta(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None = None,
-              form: str = "ramp", start: FloatArray | None = None) -> FloatArray:
+              form: str = "ramp", warm_start: FloatArray | None = None) -> FloatArray:
     """Parameters minimising the robust log-time loss plus the priors (multi-start over ramp centres,
-    or the one ``start`` given: the fit of the form without shape numbers, for a ``+shape`` form).
+    or the one ``warm_start`` given: the fit of the form without shape numbers, for a ``+shape`` form).
 
     Only the parameters of ``form`` move; the others stay at the prior mean.
     """
@@ -99,8 +99,8 @@ def fit_theta(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None
         return np.concatenate([np.log(predicted) - log_measured, PRIOR_WEIGHT * (x - mean[free]) / PRIOR_SD[free]])
 
     starts = [mean]
-    if start is not None:
-        starts = [start]
+    if warm_start is not None:
+        starts = [warm_start]
     elif form.startswith("ramp"):
         starts = []
         for q in (0.25, 0.5, 0.75):
@@ -129,7 +129,7 @@ def fit_forms(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None
     out: dict[str, FloatArray] = {}
     for form in forms:
         base = out.get(form.removesuffix("+shape")) if form.endswith("+shape") else None
-        out[form] = fit_theta(f, measured_s, prior_mean, form, start=base)
+        out[form] = fit_theta(f, measured_s, prior_mean, form, warm_start=base)
     return out
 
 
@@ -160,8 +160,9 @@ def fit_with_cv(f: Features, measured_s: FloatArray, groups: IntArray, folds: in
     for j in range(k):
         test = np.flatnonzero(fold == j)
         train = np.flatnonzero(fold != j)
-        held_out = curve.clip_shape(f.take(test), *map(np.array, curve.shape_range(f.take(train))))
-        for form, theta_j in fit_forms(f.take(train), measured_s[train], prior_mean, forms).items():
+        fitted = f.take(train)
+        held_out = curve.clip_shape(f.take(test), *map(np.array, curve.shape_range(fitted)))
+        for form, theta_j in fit_forms(fitted, measured_s[train], prior_mean, forms).items():
             cvs[form][test] = np.log(measured_s[test] / curve.time_s(theta_j, held_out))
     for form, cv in cvs.items():
         loss = float(np.mean(np.minimum(np.abs(cv), 0.5)))

@@ -10,12 +10,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from perfmodel.calibration import curve
+from perfmodel.calibration import curve, shape
 from perfmodel.calibration.classes import class_keys, parent_key
 from perfmodel.cost import CostBatch
 from perfmodel.hardware import Hardware
 from perfmodel.ops.base import FloatArray
-from perfmodel.roofline import HardwareLike, OpLike, predict_many, resolve_hardware
+from perfmodel.roofline import HardwareLike, OpLike, SpaceName, predict_many, resolve_hardware
 
 FORMAT = 1
 Source = Literal["fitted", "class", "hardware", "defaults", "transferred"]
@@ -63,12 +63,12 @@ class Calibration:
     """
 
     def __init__(self, hardware: dict[str, str], classes: dict[str, ClassParams], hardware_level: ClassParams,
-                 report: dict[str, Any], timing: str = "kernel", space: str = "compact") -> None:
+                 report: dict[str, Any], timing: str = "kernel", space: SpaceName = "compact") -> None:
         self.hardware = dict(hardware)
         self.classes = dict(classes)
         self.hardware_level = hardware_level
         self.timing = timing
-        self.space = space
+        self.space: SpaceName = space
         self._report = report
 
     @property
@@ -100,7 +100,7 @@ class Calibration:
         return cls({k: str(hardware[k]) for k in ("id", "vendor", "kind")},
                    {k: ClassParams.from_json(v) for k, v in params["classes"].items()},
                    ClassParams.from_json(params["hardware_level"]), dict(params.get("report") or {}),
-                   str(params.get("timing", "kernel")), str(params.get("space", "compact")))
+                   str(params.get("timing", "kernel")), _space(params.get("space", "compact")))
 
     def entry(self, key: str) -> ClassParams:
         """The parameters a ``class[/variant]:dtype`` uses: its own, else its class's, else the device's."""
@@ -138,7 +138,7 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
                        for k, e in zip(names, entries, strict=True)], dtype=bool)
     flops_range = np.array([e.log10_flops_range or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
     bytes_range = np.array([e.log10_bytes_range or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
-    unbounded = ([-math.inf] * (curve.N_PARAMS - curve.N_CURVE), [math.inf] * (curve.N_PARAMS - curve.N_CURVE))
+    unbounded = ([-math.inf] * shape.N_SHAPE, [math.inf] * shape.N_SHAPE)
     ranges = np.array([e.shape_range or unbounded for e in entries]).reshape(len(entries), 2, -1)[inverse]
     if n:
         f = curve.clip_shape(f, ranges[:, 0], ranges[:, 1])
@@ -170,12 +170,18 @@ def _inside(x: FloatArray, bounds: FloatArray) -> np.ndarray[Any, np.dtype[np.bo
     return out
 
 
+def _space(value: Any) -> SpaceName:
+    if value not in ("compact", "full"):
+        raise ValueError(f"calibration space {value!r}: expected compact or full")
+    return "full" if value == "full" else "compact"
+
+
 def _shape_range(value: Any) -> tuple[list[float], list[float]] | None:
     if value is None:
         return None
     low, high = value
-    if len(low) != curve.N_PARAMS - curve.N_CURVE or len(high) != len(low):
-        raise ValueError(f"calibration shape_range: expected two lists of {curve.N_PARAMS - curve.N_CURVE} numbers")
+    if len(low) != shape.N_SHAPE or len(high) != len(low):
+        raise ValueError(f"calibration shape_range: expected two lists of {shape.N_SHAPE} numbers")
     return [float(v) for v in low], [float(v) for v in high]
 
 

@@ -100,8 +100,8 @@ def best_of_repeats(runs: list[RunRow]) -> tuple[list[dict[str, Any]], np.ndarra
     return [g[0].op for g in groups], np.array([min(r.measured_time_s for r in g) for g in groups])
 
 
-def _fit(hardware: Hardware, runs: list[RunRow]) -> Calibration:
-    ops, seconds = best_of_repeats(runs)
+def _fit(hardware: Hardware, ops: list[dict[str, Any]], seconds: np.ndarray[Any, Any]) -> Calibration:
+    """The host calibration from one run per op (``best_of_repeats``)."""
     return fit_calibration(hardware, list(zip(ops, seconds.tolist(), strict=True)), space=HOST_SPACE,
                            min_runs=HOST_MIN_SHAPES)
 
@@ -110,14 +110,15 @@ def score_split(hardware: Hardware, runs: list[RunRow]) -> tuple[list[ClassScore
     """Fit on half the shapes, score the other half (fastest of each op's repeats on both sides): per
     class and overall median absolute % error."""
     fit, score = split_by_shape(runs)
-    calibration = _fit(hardware, fit)
+    fit_ops, fit_seconds = best_of_repeats(fit)
+    calibration = _fit(hardware, fit_ops, fit_seconds)
     op_dicts, measured = best_of_repeats(score)
     ops = [make_op(op) for op in op_dicts]
     calibrated = _abs_pct(predict_calibrated(hardware, ops, calibration).time_s, measured)
     uncalibrated = _abs_pct(predict_many(hardware, ops, space=HOST_SPACE).time_s, measured)
     classes = np.array([class_key(op) for op in ops])
     fitted: dict[str, int] = defaultdict(int)
-    for op_dict in best_of_repeats(fit)[0]:
+    for op_dict in fit_ops:
         fitted[class_key(make_op(op_dict))] += 1
     scores = [ClassScore(name, fitted[name], int((classes == name).sum()),
                          float(np.median(uncalibrated[classes == name])), float(np.median(calibrated[classes == name])),
@@ -135,7 +136,7 @@ def run_loop(store: Store, spec: dict[str, Any], trace: Path) -> LoopReport:
     if not runs:
         raise ValueError(f"no op of {trace.name} could be matched: nothing to calibrate")
     scores, scored, uncalibrated = score_split(hardware, runs)
-    calibration = _fit(hardware, runs)
+    calibration = _fit(hardware, *best_of_repeats(runs))
     report = {**calibration.report, "runs_used": len(runs), "filter": {"trace_upload_id": done.upload_id},
               "held_out_median_abs_pct": scored}
     calibration_id = store.add_calibration(hardware.id, calibration.params, report, "perfmodel measure")
