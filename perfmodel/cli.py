@@ -160,12 +160,14 @@ def predict_command(
         _fail("--timing is kernel or host")
     try:
         hardware = resolve_hardware(hardware_id)
+        fitted = _calibration(hardware.id, calibration) if calibration else None
+        # a calibration corrects the model in the GEMM space it was fitted on
         batch = predict_many(hardware, [make_op(op)], timing=timing, warm_cache=warm_cache,  # type: ignore[arg-type]
-                             space="full")
-        if calibration:
+                             space=fitted.space if fitted is not None else "full")
+        if fitted is not None:
             from perfmodel.calibration import apply_calibration
 
-            batch = apply_calibration(_calibration(hardware.id, calibration), batch)
+            batch = apply_calibration(fitted, batch)
         cost = batch[0]
     except (OpError, SpecError) as exc:
         _fail(str(exc))

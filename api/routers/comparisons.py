@@ -58,8 +58,9 @@ def compare(state: AppState, hardware: str | None, calibration: str | None, op_k
             hw, _ = state.hardware(device)
         except UnknownHardware:
             continue
-        batch = predict_many(hw, [rows[i].op for i in idx])
         calibration_id, fitted = state.calibrations.resolve(device, calibration)
+        batch = predict_many(hw, [rows[i].op for i in idx],
+                             space=fitted.space if fitted is not None else "compact")
         if fitted is not None:
             batch = apply_calibration(fitted, batch)
         for j, i in enumerate(idx):

@@ -46,7 +46,10 @@ async def predict_one(body: PredictRequest, state: AppState = Depends(get_state)
 
 def _predict_bytes(hardware: Hardware, body: PredictRequest, calibration_id: int | None,
                    calibration: Calibration | None) -> bytes:
-    batch = predict_many(hardware, [make_op(body.op)], timing=body.timing, warm_cache=body.warm_cache, space="full")
+    # a calibration corrects the model in the GEMM space it was fitted on
+    space = calibration.space if calibration is not None else "full"
+    batch = predict_many(hardware, [make_op(body.op)], timing=body.timing, warm_cache=body.warm_cache,
+                         space=space)
     if calibration is not None:
         batch = apply_calibration(calibration, batch)
     out = batch[0].to_dict()
@@ -75,7 +78,9 @@ def predict_batch(body: BatchRequest, state: AppState = Depends(get_state)) -> R
                 raise HTTPException(422, f"ops[{index}]: {exc}") from exc
             slot = slots[key] = len(slots)
         inverse.append(slot)
-    batch = predict_many(hardware, distinct, timing=body.timing, warm_cache=body.warm_cache, space=body.space)
+    space = calibration.space if calibration is not None else body.space
+    batch = predict_many(hardware, distinct, timing=body.timing, warm_cache=body.warm_cache,
+                         space=space)
     if calibration is not None:
         batch = apply_calibration(calibration, batch)
     out: dict[str, Any] = {"model_version": __version__, "hardware_id": hardware.id,
