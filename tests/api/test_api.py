@@ -271,6 +271,29 @@ def test_calibration_fit_predict_and_compare(client: TestClient) -> None:
     assert empty.status_code == 422 and "no stored runs" in empty.json()["detail"]
 
 
+def test_a_calibration_predicts_in_the_space_it_was_fitted_in(client: TestClient) -> None:
+    """A calibration of the fully searched model (as ``perfmodel measure`` makes) is applied to that model by
+    /predict and /predict/batch, whatever space they would use otherwise: the same numbers as
+    ``predict_calibrated``."""
+    import numpy as np
+
+    from perfmodel.calibration import fit_calibration, predict_calibrated
+
+    shapes = [(m, n, k) for m in (1, 8, 64, 512) for n in (1024, 4096) for k in (1024, 4096)]
+    ops = [{"kind": "matmul", "m": m, "n": n, "k": k, "dtype": "bf16"} for m, n, k in shapes]
+    measured = [2e-6 * (1 + i) for i in range(len(ops))]  # not the model: the correction is not the identity
+    fitted = fit_calibration(H100, list(zip(ops, measured, strict=True)), space="full")
+    store = client.app.state.perfmodel.store  # type: ignore[attr-defined]
+    calibration_id = store.add_calibration(H100, fitted.params, fitted.report, "full-space test")
+    op = {"kind": "matmul", "m": 8, "n": 2048, "k": 2048, "dtype": "bf16"}
+    expected = float(predict_calibrated(H100, [op], fitted).time_s[0])
+    single = client.post("/api/v1/predict", json={"hardware": H100, "op": op, "calibration": calibration_id}).json()
+    batch = client.post("/api/v1/predict/batch", json={"hardware": H100, "ops": [op], "space": "compact",
+                                                       "calibration": calibration_id}).json()["results"]
+    assert np.isclose(single["time_s"], expected, rtol=1e-9)
+    assert np.isclose(batch[0]["time_s"], expected, rtol=1e-9)
+
+
 TRACES = __import__("pathlib").Path(__file__).resolve().parents[1] / "data" / "traces"
 
 
