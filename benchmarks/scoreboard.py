@@ -43,6 +43,7 @@ class Score:
     uncal: tuple[float, float]  # median, p90 abs %
     cal: tuple[float, float]
     coverage: float  # share of scored rows inside their 10-90 % interval
+    inside: np.ndarray[Any, np.dtype[np.bool_]]  # per scored row: inside its interval
     uncal_ape: np.ndarray[Any, np.dtype[np.float64]]  # per scored row, abs % error
     cal_ape: np.ndarray[Any, np.dtype[np.float64]]
 
@@ -108,7 +109,7 @@ def _score(setup: str, hw: str, cal: Calibration, fit: list[Row], test: list[Row
         inside = (measured[sel] >= calibrated.interval_s[sel, 0]) & (measured[sel] <= calibrated.interval_s[sel, 1])
         uncal, cal_ape = _ape(raw.time_s[sel], measured[sel]), _ape(calibrated.time_s[sel], measured[sel])
         out.append(Score(setup, hw, label, sum(r.label == label for r in fit), int(sel.sum()), "+".join(sources),
-                         _errors(uncal), _errors(cal_ape), float(inside.mean()), uncal, cal_ape))
+                         _errors(uncal), _errors(cal_ape), float(inside.mean()), inside, uncal, cal_ape))
     return out
 
 
@@ -174,6 +175,8 @@ def print_scoreboard(rows: Sequence[Row], scores: list[Score]) -> None:
               f"{np.percentile(uncal, 90):5.1f} %  ->  calibrated median {np.median(cal):5.1f} % p90 "
               f"{np.percentile(cal, 90):5.1f} %   (classes meeting median <= {TARGET_MEDIAN_PCT[part]:.0f} %: "
               f"{ok_med}/{len(chosen)}, p90 <= {TARGET_P90_PCT:.0f} %: {ok_p90}/{len(chosen)})")
+    inside = np.concatenate([s.inside for s in own])
+    print(f"held-out rows inside their 10-90 % interval: {inside.mean():.2f} (aim 0.80)")
     for s in unseen:
         print(f"not in the fit rows at all (scored on a fallback, not counted above): {s.setup} {s.hardware} "
               f"{s.label}, {s.score_rows} rows, {s.source}: median {s.uncal[0]:.1f} -> {s.cal[0]:.1f} %")

@@ -18,7 +18,8 @@ import numpy as np
 
 from perfmodel.calibration import curve
 from perfmodel.calibration.classes import class_keys, parent_key, related
-from perfmodel.calibration.fit import FitResult, abs_pct, fit_with_cv
+from perfmodel.calibration.fit import MIN_RAMP_SHAPES, FitResult, abs_pct, fit_with_cv
+from perfmodel.calibration.local import LocalCorrection, fit_local
 from perfmodel.calibration.model import DEFAULTS, Calibration, ClassParams, Range
 from perfmodel.ops import Op, make_op
 from perfmodel.ops.base import FloatArray
@@ -29,7 +30,8 @@ MIN_RUNS = 6  # fewer runs than this in a class: fall back (a 9-parameter curve 
 
 def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] | Op, float]], *, folds: int = 5,
                     seed: int = 0, base: Calibration | None = None, timing: Timing = "kernel",
-                    min_runs: int = MIN_RUNS, space: SpaceName = "compact") -> Calibration:
+                    min_runs: int = MIN_RUNS, space: SpaceName = "compact",
+                    local_correction: bool = True) -> Calibration:
     """Fit a calibration of ``hardware`` to ``runs`` (op, measured seconds).
 
     ``folds``: k of the k-fold cross-validation (identical ops stay in one fold); ``seed`` shuffles
@@ -38,6 +40,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
     those with runs. ``timing``: what the runs measured (``kernel`` device time or ``host`` wall
     clock around one op), as in ``predict_many``. ``space``: the GEMM schedule space the model
     predicts with (``predict_many``'s); the calibration corrects that model and remembers it.
+    ``local_correction``: smooth each fitted class's residuals over its measured shapes (``local``).
     """
     hw = resolve_hardware(hardware)
     identity = {"id": hw.id, "vendor": hw.vendor, "kind": hw.kind}
@@ -92,8 +95,10 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
             prior = seeded.theta if seeded is not None else (
                 parent.theta if parent is not None and parent.source == "fitted" else None)
             result = fit_with_cv(f.take(idx), measured[idx], groups[idx], folds, seed, prior)
-            entry = ClassParams("fitted", result.theta, int(idx.size), _interval(result), *_ranges(f.take(idx)),
-                                shape_range=curve.shape_range(f.take(idx)))
+            local = fit_local(f.take(idx), result.residuals, groups[idx]) if local_correction else None
+            interval = _interval(result, local)
+            entry = ClassParams("fitted", result.theta, int(idx.size), interval, *_ranges(f.take(idx)),
+                                shape_range=curve.shape_range(f.take(idx)), local=local)
         elif seeded is not None and base is not None:
             entry = _carried(seeded, base, foreign)
         elif parent is not None and parent.source in ("fitted", "transferred"):
@@ -148,12 +153,18 @@ def _quantiles(log_residuals: FloatArray) -> Range | None:
     return float(lo), float(hi)
 
 
-def _interval(result: FitResult) -> Range | None:
-    """10-90 % band of the held-out log residuals (in-sample ones when too few were held out)."""
+def _interval(result: FitResult, local: LocalCorrection | None = None) -> Range | None:
+    """10-90 % band of the held-out log residuals (in-sample ones when too few were held out); with a
+    local correction, the band of its leave-one-op-out residuals, but never narrower than the curve's
+    when fewer than ``MIN_RAMP_SHAPES`` ops were left out (a dozen residuals understate the spread)."""
     cv = result.cv_residuals
-    if cv is not None and np.isfinite(cv).sum() >= 5:
-        return _quantiles(cv)
-    return _quantiles(result.residuals)
+    band = _quantiles(cv) if cv is not None and np.isfinite(cv).sum() >= 5 else _quantiles(result.residuals)
+    if local is None:
+        return band
+    local_band = _quantiles(local.loo_residuals)
+    if band is None or local_band is None or len(local.points) >= MIN_RAMP_SHAPES:
+        return local_band or band
+    return min(band[0], local_band[0]), max(band[1], local_band[1])
 
 
 def _ranges(f: curve.Features) -> tuple[Range | None, Range]:
@@ -181,6 +192,10 @@ def _class_report(key: str, entry: ClassParams, f: curve.Features | None, measur
                              "log10_bytes": list(bytes_range)}
     if cv is not None and np.isfinite(cv).any():
         out["cv"] = abs_pct(cv)
+    out["local"] = None if entry.local is None else {
+        "points": len(entry.local.points), "bandwidth_decades": entry.local.bandwidth,
+        "shrink_runs": entry.local.shrink, "shape_scale": entry.local.shape_scale,
+        "cv": abs_pct(entry.local.loo_residuals) if entry.local.loo_residuals.size else None}
     return out
 
 

@@ -12,9 +12,10 @@ import numpy as np
 
 from perfmodel.calibration import curve, shape
 from perfmodel.calibration.classes import class_keys, parent_key
+from perfmodel.calibration.local import LocalCorrection
 from perfmodel.cost import CostBatch
 from perfmodel.hardware import Hardware
-from perfmodel.ops.base import FloatArray
+from perfmodel.ops.base import FloatArray, IntArray
 from perfmodel.roofline import HardwareLike, OpLike, SpaceName, predict_many, resolve_hardware
 
 FORMAT = 1
@@ -34,12 +35,14 @@ class ClassParams:
     log10_bytes_range: Range | None = None
     transferred_from: str | None = None  # device id the parameters were fitted on
     shape_range: tuple[list[float], list[float]] | None = None  # per shape number: lowest, highest fitted
+    local: LocalCorrection | None = None  # residuals smoothed over the measured shapes (``local``)
 
     def to_json(self) -> dict[str, Any]:
         return {"source": self.source, "runs": self.runs, "params": curve.to_named(self.theta),
                 "interval_log_ratio": _pair(self.interval_log), "log10_flops_range": _pair(self.log10_flops_range),
                 "log10_bytes_range": _pair(self.log10_bytes_range), "transferred_from": self.transferred_from,
-                "shape_range": None if self.shape_range is None else [list(v) for v in self.shape_range]}
+                "shape_range": None if self.shape_range is None else [list(v) for v in self.shape_range],
+                "local": None if self.local is None else self.local.to_json()}
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> ClassParams:
@@ -50,7 +53,8 @@ class ClassParams:
         return ClassParams(source, curve.from_named(data["params"]), int(data.get("runs", 0)),
                            _range(data.get("interval_log_ratio")), _range(data.get("log10_flops_range")),
                            _range(data.get("log10_bytes_range")), data.get("transferred_from"),
-                           _shape_range(data.get("shape_range")))
+                           _shape_range(data.get("shape_range")),
+                           None if data.get("local") is None else LocalCorrection.from_json(data["local"]))
 
 
 DEFAULTS = ClassParams("defaults", curve.IDENTITY)
@@ -83,8 +87,9 @@ class Calibration:
     @property
     def params(self) -> dict[str, Any]:
         """JSON-serialisable parameters (with the report), versioned by ``format``."""
-        return {"format": FORMAT, "form": "t = exp(log_overhead_scale)*overhead_s + body_s*exp(w_c*g_c(log10 flops)"
-                                           " + (1-w_c)*g_m(log10 bytes)), g(x) = a + b*sigmoid((x0-x)/exp(log_width))",
+        return {"format": FORMAT, "form": "t = (exp(log_overhead_scale)*overhead_s + body_s*exp(w_c*g_c(log10 flops)"
+                                           " + (1-w_c)*g_m(log10 bytes) + sum(shape_j*z_j))) * exp(local c(x)),"
+                                           " g(x) = a + b*sigmoid((x0-x)/exp(log_width))",
                 "hardware": self.hardware, "timing": self.timing, "space": self.space,
                 "hardware_level": self.hardware_level.to_json(),
                 "classes": {k: v.to_json() for k, v in sorted(self.classes.items())},
@@ -140,10 +145,11 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     bytes_range = np.array([e.log10_bytes_range or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
     unbounded = ([-math.inf] * shape.N_SHAPE, [math.inf] * shape.N_SHAPE)
     ranges = np.array([e.shape_range or unbounded for e in entries]).reshape(len(entries), 2, -1)[inverse]
+    local = _local_log_factor(entries, inverse, f)
     if n:
         f = curve.clip_shape(f, ranges[:, 0], ranges[:, 1])
-    time = curve.time_s(theta, f) if n else np.zeros(0)
-    overhead = curve.overhead_s(theta, f) if n else np.zeros(0)
+    time = curve.time_s(theta, f) * np.exp(local) if n else np.zeros(0)
+    overhead = np.minimum(curve.overhead_s(theta, f), time) if n else np.zeros(0)
     with np.errstate(invalid="ignore"):
         in_range = (fitted[inverse] & _inside(f.log10_bytes, bytes_range)
                     & (~f.has_flops | _inside(f.log10_flops, flops_range)))
@@ -154,6 +160,16 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     interval = time[:, None] * np.exp(interval_log)
     return dataclasses.replace(batch, time_s=time, overhead_s=overhead, utilization=utilization, bound=bound,
                                interval_s=interval, in_calibrated_range=in_range)
+
+
+def _local_log_factor(entries: list[ClassParams], inverse: IntArray, f: curve.Features) -> FloatArray:
+    """Per row, its class's local correction c(x) (0 where the class has none)."""
+    out = np.zeros(len(inverse))
+    for i, entry in enumerate(entries):
+        rows = np.flatnonzero(inverse == i)
+        if entry.local is not None and rows.size:
+            out[rows] = entry.local.log_factor(f.take(rows))
+    return out
 
 
 def predict_calibrated(hardware: HardwareLike, ops: Iterable[OpLike], calibration: Calibration,

@@ -1,0 +1,124 @@
+"""Local correction: what the smooth curve leaves, smoothed over the measured shapes nearby.
+
+The curve (``curve``) is one smooth function of size and shape numbers per class. Real libraries
+pick kernels per shape (cuBLAS heuristics, cuDNN algorithms, one-block-per-row kernels), so the
+curve's residuals come in neighbourhoods: shapes close to a measured one tend to miss the curve
+the same way. The local correction is a kernel (Nadaraya-Watson) regression of the curve's log
+residuals r over the fitted runs, shrunk towards zero:
+
+    c(x) = Σ n_i w_i(x) r_i / (λ + Σ n_i w_i(x)),   w_i(x) = exp(−|x − x_i|² / 2h²)
+    t_cal → t_cal · exp(c(x))
+
+with x = (log10 FLOPs, log10 bytes, s · shape numbers) (``coordinates``), one point per distinct
+op (n_i its runs, r_i their mean residual). Far from every measured op Σ n_i w_i → 0 and so does
+c: the correction never extrapolates; with λ = 1 a single run one bandwidth away moves a
+prediction by a third of its residual. The bandwidth h, the shrinkage λ and the shape scale s are
+chosen per class by leave-one-op-out cross-validation on the fitted runs; a class keeps no
+correction unless it has ``MIN_OPS`` distinct ops and the correction lowers that held-out loss by
+``MARGIN``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from perfmodel.calibration.curve import Features
+from perfmodel.ops.base import FloatArray, IntArray
+
+BANDWIDTHS = (0.05, 0.1, 0.2, 0.3, 0.5)  # h, in decades of size (and scaled shape units)
+SHRINKS = (0.3, 1.0, 3.0, 10.0)  # λ, in runs
+SHAPE_SCALES = (0.0, 0.1, 0.3, 1.0)  # s: decades per unit of a shape number (0: size alone)
+MIN_OPS = 12  # distinct ops a class needs (as ``fit.MIN_RAMP_SHAPES``): fewer, and the choice of (h, λ, s) is noise
+MARGIN = 0.95  # the held-out loss must drop by 5 % for a class to keep its correction
+LOSS_CAP = 0.5  # |log residual| counted at most this much (as in ``fit``)
+CHUNK_ROWS = 2048  # rows per block of the distance matrix when applying (memory: CHUNK_ROWS x points)
+
+
+def coordinates(f: Features, shape_scale: float) -> FloatArray:
+    """Each row's position: log10 FLOPs, log10 bytes, then ``shape_scale`` x each shape number."""
+    out: FloatArray = np.column_stack([f.log10_flops, f.log10_bytes, f.shape * shape_scale])
+    return out
+
+
+@dataclass(frozen=True)
+class LocalCorrection:
+    """Measured points of one class and the smoother over them."""
+
+    points: FloatArray  # m x d coordinates, one per distinct op
+    residuals: FloatArray  # m: mean log(t_measured / t_curve) of its runs
+    runs: FloatArray  # m: runs per point
+    bandwidth: float
+    shrink: float
+    shape_scale: float
+    loo_residuals: FloatArray  # per fitted run: log(t_measured / t_corrected) with its op left out
+
+    def log_factor(self, f: Features) -> FloatArray:
+        """c(x) per row of ``f`` (0 far from every measured point)."""
+        x = coordinates(f, self.shape_scale)
+        out = np.zeros(len(x))
+        for start in range(0, len(x), CHUNK_ROWS):
+            weight = _weights(x[start:start + CHUNK_ROWS], self.points, self.bandwidth) * self.runs
+            out[start:start + CHUNK_ROWS] = (weight @ self.residuals) / (self.shrink + weight.sum(axis=1))
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"bandwidth": self.bandwidth, "shrink": self.shrink, "shape_scale": self.shape_scale,
+                "points": self.points.tolist(), "residuals": self.residuals.tolist(),
+                "runs": self.runs.astype(int).tolist()}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> LocalCorrection:
+        points = np.asarray(data["points"], dtype=float)
+        residuals = np.asarray(data["residuals"], dtype=float)
+        runs = np.asarray(data["runs"], dtype=float)
+        if points.ndim != 2 or residuals.shape != (len(points),) or runs.shape != (len(points),):
+            raise ValueError("calibration local correction: points (m x d), residuals (m) and runs (m) must agree")
+        bandwidth, shrink = float(data["bandwidth"]), float(data["shrink"])
+        if not bandwidth > 0 or not shrink > 0:
+            raise ValueError("calibration local correction: bandwidth and shrink must be positive")
+        return LocalCorrection(points, residuals, runs, bandwidth, shrink, float(data["shape_scale"]), np.zeros(0))
+
+
+def _weights(x: FloatArray, points: FloatArray, bandwidth: float) -> FloatArray:
+    d2 = (x * x).sum(axis=1)[:, None] + (points * points).sum(axis=1)[None, :] - 2.0 * x @ points.T
+    out: FloatArray = np.exp(-0.5 * np.maximum(d2, 0.0) / bandwidth ** 2)
+    return out
+
+
+def fit_local(f: Features, residuals: FloatArray, groups: IntArray) -> LocalCorrection | None:
+    """The (h, λ, s) with the lowest leave-one-op-out loss, or None if no choice beats no correction.
+
+    ``residuals``: log(t_measured / t_curve) per run; ``groups``: the distinct op of each run.
+    """
+    ids, group = np.unique(groups, return_inverse=True)
+    if ids.size < MIN_OPS:
+        return None
+    runs = np.bincount(group).astype(float)
+    mean_residual = np.bincount(group, weights=residuals) / runs
+    best_loss = float(np.mean(np.minimum(np.abs(residuals), LOSS_CAP))) * MARGIN
+    best: tuple[float, float, float, FloatArray] | None = None
+    for scale in SHAPE_SCALES:
+        points = coordinates(f, scale)[np.unique(group, return_index=True)[1]]
+        distance2 = np.maximum((points * points).sum(1)[:, None] + (points * points).sum(1)[None, :]
+                               - 2.0 * points @ points.T, 0.0)
+        for bandwidth in BANDWIDTHS:
+            weight = np.exp(-0.5 * distance2 / bandwidth ** 2) * runs[None, :]
+            np.fill_diagonal(weight, 0.0)  # leave the op itself out
+            numerator, total = weight @ mean_residual, weight.sum(axis=1)
+            for shrink in SHRINKS:
+                left_out = residuals - (numerator / (shrink + total))[group]
+                loss = float(np.mean(np.minimum(np.abs(left_out), LOSS_CAP)))
+                if loss < best_loss:
+                    best_loss, best = loss, (bandwidth, shrink, scale, left_out)
+    if best is None:
+        return None
+    bandwidth, shrink, scale, left_out = best
+    points = coordinates(f, scale)[np.unique(group, return_index=True)[1]]
+    return LocalCorrection(points, mean_residual, runs, bandwidth, shrink, scale, left_out)
+
+
+__all__ = ["LocalCorrection", "coordinates", "fit_local"]
+

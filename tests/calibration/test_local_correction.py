@@ -1,0 +1,131 @@
+"""Local correction of the calibration: a kernel-choice bump the smooth curve cannot express is learnt
+from nearby shapes and carried to unseen ones, nothing is corrected far from the data or where the
+residuals are noise, and it survives JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import perfmodel
+from perfmodel.calibration import Calibration, curve, fit_calibration, predict_calibrated
+from perfmodel.calibration import local as local_module
+from perfmodel.calibration.local import MIN_OPS, LocalCorrection, fit_local
+
+HW = "nvidia-a100-sxm4-80gb"
+KEY = "gemm:fp16"
+
+
+def _gemms(rng: np.random.Generator, n: int) -> list[dict[str, Any]]:
+    sizes = np.round(2.0 ** rng.uniform(8.0, 13.0, size=(n, 3))).astype(int)
+    return [{"kind": "matmul", "m": int(m), "n": int(n_), "k": int(k), "dtype": "fp16"} for m, n_, k in sizes]
+
+
+def _bump(ops: list[dict[str, Any]]) -> np.ndarray:
+    """log time factor: up to 60 % slower around 10^10.6 FLOPs (sd 0.25 decades): a library's worse
+    kernel for one band of sizes, which is neither a monotone ramp nor a shape number."""
+    log_flops = np.log10(perfmodel.predict_many(HW, ops).flops)
+    out: np.ndarray = np.log(1.6) * np.exp(-0.5 * ((log_flops - 10.6) / 0.25) ** 2)
+    return out
+
+
+def _in_bump(ops: list[dict[str, Any]]) -> np.ndarray:
+    out: np.ndarray = _bump(ops) > np.log(1.2)
+    return out
+
+
+def _bumped_times(ops: list[dict[str, Any]], rng: np.random.Generator) -> np.ndarray:
+    """The model's time with the bump and 2 % noise."""
+    noise = 0.02 * rng.standard_normal(len(ops))
+    out: np.ndarray = perfmodel.predict_many(HW, ops).time_s * np.exp(_bump(ops) + noise)
+    return out
+
+
+def _split(seed: int) -> tuple[list[dict[str, Any]], np.ndarray, list[dict[str, Any]], np.ndarray]:
+    rng = np.random.default_rng(seed)
+    fit_ops, test_ops = _gemms(rng, 200), _gemms(rng, 100)
+    return fit_ops, _bumped_times(fit_ops, rng), test_ops, _bumped_times(test_ops, rng)
+
+
+def test_a_local_bump_is_learnt_and_carries_to_unseen_shapes() -> None:
+    fit_ops, fit_s, test_ops, test_s = _split(seed=5)
+    runs = list(zip(fit_ops, fit_s.tolist(), strict=True))
+    with_local = fit_calibration(HW, runs)
+    curve_only = fit_calibration(HW, runs, local_correction=False)
+    report = with_local.report["classes"][KEY]["local"]
+    assert report is not None and report["points"] == len(fit_ops)
+    assert curve_only.report["classes"][KEY]["local"] is None
+    error_local = np.abs(predict_calibrated(HW, test_ops, with_local).time_s / test_s - 1.0)
+    error_curve = np.abs(predict_calibrated(HW, test_ops, curve_only).time_s / test_s - 1.0)
+    bump = _in_bump(test_ops)
+    assert bump.sum() >= 15
+    assert np.median(error_curve[bump]) > 0.05  # the smooth curve follows the bump only in part ...
+    assert np.median(error_local[bump]) < 0.6 * np.median(error_curve[bump])  # ... the correction does
+    assert np.percentile(error_local, 90) < 0.7 * np.percentile(error_curve, 90)
+    assert np.median(error_local) <= np.median(error_curve)  # and is no worse elsewhere
+
+
+def test_far_from_the_measured_shapes_nothing_is_corrected() -> None:
+    fit_ops, fit_s, _, _ = _split(seed=6)
+    cal = fit_calibration(HW, list(zip(fit_ops, fit_s.tolist(), strict=True)))
+    entry = cal.classes[KEY]
+    assert entry.local is not None
+    far = [{"kind": "matmul", "m": 65536, "n": 65536, "k": 65536, "dtype": "fp16"},  # 1000x the largest fitted
+           {"kind": "matmul", "m": 16, "n": 16, "k": 16, "dtype": "fp16"}]
+    f = curve.features(perfmodel.predict_many(HW, far))
+    assert entry.local.log_factor(f) == pytest.approx([0.0, 0.0], abs=1e-6)
+
+
+def test_noise_gets_no_correction() -> None:
+    """Residuals with no neighbourhood structure: smoothing them cannot beat leaving them alone."""
+    rng = np.random.default_rng(7)
+    ops = _gemms(rng, 200)
+    measured = perfmodel.predict_many(HW, ops).time_s * np.exp(0.08 * rng.standard_normal(len(ops)))
+    cal = fit_calibration(HW, list(zip(ops, measured.tolist(), strict=True)))
+    assert cal.classes[KEY].local is None
+    assert cal.report["classes"][KEY]["local"] is None
+
+
+@pytest.mark.parametrize(("distinct", "corrected"), [(MIN_OPS - 1, False), (40, True)])
+def test_fit_local_needs_a_dozen_distinct_ops(distinct: int, corrected: bool) -> None:
+    """Residuals that follow size smoothly, on each op twice: corrected only with enough distinct ops."""
+    rng = np.random.default_rng(8)
+    ops = _gemms(rng, distinct) * 2
+    f = curve.features(perfmodel.predict_many(HW, ops))
+    residuals = 0.3 * np.sin(2.0 * f.log10_flops)
+    groups = np.tile(np.arange(distinct), 2)
+    assert (fit_local(f, residuals, groups) is not None) == corrected
+
+
+def test_local_correction_round_trips_and_old_params_load() -> None:
+    fit_ops, fit_s, test_ops, _ = _split(seed=9)
+    cal = fit_calibration(HW, list(zip(fit_ops, fit_s.tolist(), strict=True)))
+    again = Calibration.from_params(cal.params)
+    assert again.classes[KEY].local is not None
+    np.testing.assert_allclose(predict_calibrated(HW, test_ops, again).time_s,
+                               predict_calibrated(HW, test_ops, cal).time_s, rtol=1e-12)
+    old = cal.params
+    for entry in old["classes"].values():
+        entry.pop("local")
+    stored_before = Calibration.from_params(old)
+    assert stored_before.classes[KEY].local is None
+
+
+@pytest.mark.parametrize("broken", [
+    {"points": [[1.0, 2.0]], "residuals": [0.1, 0.2], "runs": [1], "bandwidth": 0.1, "shrink": 1.0,
+     "shape_scale": 0.3},
+    {"points": [[1.0, 2.0]], "residuals": [0.1], "runs": [1], "bandwidth": 0.0, "shrink": 1.0, "shape_scale": 0.3},
+])
+def test_a_malformed_local_correction_is_refused(broken: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="local correction"):
+        LocalCorrection.from_json(broken)
+
+
+def test_applying_in_blocks_gives_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    fit_ops, fit_s, test_ops, _ = _split(seed=10)
+    cal = fit_calibration(HW, list(zip(fit_ops, fit_s.tolist(), strict=True)))
+    whole = predict_calibrated(HW, test_ops, cal).time_s
+    monkeypatch.setattr(local_module, "CHUNK_ROWS", 7)
+    np.testing.assert_allclose(predict_calibrated(HW, test_ops, cal).time_s, whole, rtol=1e-12)
