@@ -1,4 +1,5 @@
-"""Prediction throughput: single calls and ``predict_many`` on 10,000 mixed ops (one core).
+"""Prediction throughput: single calls and ``predict_many`` on 10,000 mixed ops (one core), and
+``predict_calibrated`` with a calibration fitted on Vidur's A100 runs (local correction included).
 
     python benchmarks/predict_speed.py [--hardware ID] [--ops 10000]
 """
@@ -6,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import time
 from collections.abc import Callable
@@ -66,6 +68,30 @@ def main() -> None:
     print(f"predict (one op per call):          {single_rate:>10,.0f} ops/s")
     print(f"predict_many (Op objects, batched): {best_ops:>10,.0f} ops/s")
     print(f"predict_many (JSON dicts, batched): {best_dicts:>10,.0f} ops/s  (includes parsing)")
+    calibrated_speed(args.ops)
+
+
+def calibrated_speed(count: int) -> None:
+    """Fit on Vidur's A100 runs, then time predict_calibrated on ``count`` mixed ops for that device."""
+    from measured_data import vidur
+
+    from perfmodel.calibration import fit_calibration, predict_calibrated
+
+    hw = "nvidia-a100-sxm4-80gb"
+    runs = [(r.op, r.measured_s) for r in vidur() if r.hardware == hw]
+    start = time.perf_counter()
+    cal = fit_calibration(hw, runs)
+    fit_s = time.perf_counter() - start
+    points = sum(len(c.local.points) for c in cal.classes.values() if c.local is not None)
+    ops = [make_op(d) for d in mixed_ops(count)]
+    best = 0.0
+    for _ in range(3):
+        start = time.perf_counter()
+        predict_calibrated(hw, ops, cal)
+        best = max(best, len(ops) / (time.perf_counter() - start))
+    print(f"fit_calibration ({len(runs)} Vidur A100 runs):   {fit_s:>10.1f} s  "
+          f"({points} local-correction points, {len(json.dumps(cal.params)) / 1e6:.1f} MB as JSON)")
+    print(f"predict_calibrated (Op objects):    {best:>10,.0f} ops/s")
 
 
 if __name__ == "__main__":
