@@ -71,15 +71,19 @@ class LocalCorrection:
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> LocalCorrection:
-        points = np.asarray(data["points"], dtype=float)
-        residuals = np.asarray(data["residuals"], dtype=float)
-        runs = np.asarray(data["runs"], dtype=float)
+        try:
+            points = np.asarray(data["points"], dtype=float)
+            residuals = np.asarray(data["residuals"], dtype=float)
+            runs = np.asarray(data["runs"], dtype=float)
+            bandwidth, shrink, scale = float(data["bandwidth"]), float(data["shrink"]), float(data["shape_scale"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"calibration local correction: expected bandwidth, shrink, shape_scale, points, "
+                             f"residuals and runs as numbers ({err})") from None
         if points.ndim != 2 or residuals.shape != (len(points),) or runs.shape != (len(points),):
             raise ValueError("calibration local correction: points (m x d), residuals (m) and runs (m) must agree")
-        bandwidth, shrink = float(data["bandwidth"]), float(data["shrink"])
         if not bandwidth > 0 or not shrink > 0:
             raise ValueError("calibration local correction: bandwidth and shrink must be positive")
-        return LocalCorrection(points, residuals, runs, bandwidth, shrink, float(data["shape_scale"]), np.zeros(0))
+        return LocalCorrection(points, residuals, runs, bandwidth, shrink, scale, np.zeros(0))
 
 
 def _weights(x: FloatArray, points: FloatArray, bandwidth: float) -> FloatArray:

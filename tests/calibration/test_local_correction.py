@@ -117,6 +117,8 @@ def test_local_correction_round_trips_and_old_params_load() -> None:
     {"points": [[1.0, 2.0]], "residuals": [0.1, 0.2], "runs": [1], "bandwidth": 0.1, "shrink": 1.0,
      "shape_scale": 0.3},
     {"points": [[1.0, 2.0]], "residuals": [0.1], "runs": [1], "bandwidth": 0.0, "shrink": 1.0, "shape_scale": 0.3},
+    {"points": [[1.0, 2.0]], "residuals": [0.1], "runs": [1], "bandwidth": 0.1, "shrink": 1.0},
+    {"points": "<script>", "residuals": [0.1], "runs": [1], "bandwidth": 0.1, "shrink": 1.0, "shape_scale": 0.3},
 ])
 def test_a_malformed_local_correction_is_refused(broken: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="local correction"):
