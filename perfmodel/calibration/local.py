@@ -34,6 +34,7 @@ SHAPE_SCALES = (0.0, 0.1, 0.3, 1.0)  # s: decades per unit of a shape number (0:
 MIN_OPS = 12  # distinct ops a class needs (as ``fit.MIN_RAMP_SHAPES``): fewer, and the choice of (h, λ, s) is noise
 MARGIN = 0.95  # the held-out loss must drop by 5 % for a class to keep its correction
 LOSS_CAP = 0.5  # |log residual| counted at most this much (as in ``fit``)
+MAX_POINTS = 3000  # distinct ops kept per class (memory of the fit: a few MAX_POINTS^2 float arrays, ~72 MB each)
 CHUNK_ROWS = 2048  # rows per block of the distance matrix when applying (memory: CHUNK_ROWS x points)
 
 
@@ -100,6 +101,12 @@ def fit_local(f: Features, residuals: FloatArray, groups: IntArray) -> LocalCorr
     ids, group = np.unique(groups, return_inverse=True)
     if ids.size < MIN_OPS:
         return None
+    if ids.size > MAX_POINTS:  # the LOO matrices are points x points: keep a fixed random subset of ops
+        kept = np.zeros(ids.size, dtype=bool)
+        kept[np.random.default_rng(0).choice(ids.size, MAX_POINTS, replace=False)] = True
+        rows = np.flatnonzero(kept[group])
+        f, residuals = f.take(rows), residuals[rows]
+        group = np.unique(group[rows], return_inverse=True)[1]
     runs = np.bincount(group).astype(float)
     mean_residual = np.bincount(group, weights=residuals) / runs
     best_loss = float(np.mean(np.minimum(np.abs(residuals), LOSS_CAP))) * MARGIN

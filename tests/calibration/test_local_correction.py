@@ -131,3 +131,13 @@ def test_applying_in_blocks_gives_the_same_answer(monkeypatch: pytest.MonkeyPatc
     whole = predict_calibrated(HW, test_ops, cal).time_s
     monkeypatch.setattr(local_module, "CHUNK_ROWS", 7)
     np.testing.assert_allclose(predict_calibrated(HW, test_ops, cal).time_s, whole, rtol=1e-12)
+
+
+def test_a_class_with_very_many_ops_keeps_a_bounded_subset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local_module, "MAX_POINTS", 50)
+    rng = np.random.default_rng(12)
+    ops = _gemms(rng, 120)
+    f = curve.features(perfmodel.predict_many(HW, ops))
+    correction = fit_local(f, 0.3 * np.sin(2.0 * f.log10_flops), np.arange(len(ops)))
+    assert correction is not None
+    assert len(correction.points) == 50 and correction.loo_residuals.size == 50
