@@ -141,3 +141,15 @@ def test_a_class_with_very_many_ops_keeps_a_bounded_subset(monkeypatch: pytest.M
     correction = fit_local(f, 0.3 * np.sin(2.0 * f.log10_flops), np.arange(len(ops)))
     assert correction is not None
     assert len(correction.points) == 50 and correction.loo_residuals.size == 50
+
+
+def test_a_transferred_class_leaves_its_local_correction_behind() -> None:
+    """Residuals are one device's kernel choices: a related device gets the curve, not the points."""
+    fit_ops, fit_s, _, _ = _split(seed=13)
+    source = fit_calibration(HW, list(zip(fit_ops, fit_s.tolist(), strict=True)))
+    assert source.classes[KEY].local is not None
+    seeded = fit_calibration("nvidia-a40", [], base=source)
+    assert seeded.classes[KEY].source == "transferred"
+    assert seeded.classes[KEY].local is None
+    kept = fit_calibration(HW, [], base=source)  # the same device: an earlier calibration is kept whole
+    assert kept.classes[KEY].local is not None
