@@ -87,9 +87,15 @@ class LocalCorrection:
         return LocalCorrection(points, residuals, runs, bandwidth, shrink, scale, np.zeros(0))
 
 
+def _distance2(x: FloatArray, points: FloatArray) -> FloatArray:
+    """Squared distances, rows of ``x`` x ``points``."""
+    d2: FloatArray = np.maximum((x * x).sum(axis=1)[:, None] + (points * points).sum(axis=1)[None, :]
+                                - 2.0 * x @ points.T, 0.0)
+    return d2
+
+
 def _weights(x: FloatArray, points: FloatArray, bandwidth: float) -> FloatArray:
-    d2 = (x * x).sum(axis=1)[:, None] + (points * points).sum(axis=1)[None, :] - 2.0 * x @ points.T
-    out: FloatArray = np.exp(-0.5 * np.maximum(d2, 0.0) / bandwidth ** 2)
+    out: FloatArray = np.exp(-0.5 * _distance2(x, points) / bandwidth ** 2)
     return out
 
 
@@ -111,10 +117,10 @@ def fit_local(f: Features, residuals: FloatArray, groups: IntArray) -> LocalCorr
     mean_residual = np.bincount(group, weights=residuals) / runs
     best_loss = float(np.mean(np.minimum(np.abs(residuals), LOSS_CAP))) * MARGIN
     best: tuple[float, float, float, FloatArray] | None = None
+    first_run = np.unique(group, return_index=True)[1]  # one row per distinct op, in group order
     for scale in SHAPE_SCALES:
-        points = coordinates(f, scale)[np.unique(group, return_index=True)[1]]
-        distance2 = np.maximum((points * points).sum(1)[:, None] + (points * points).sum(1)[None, :]
-                               - 2.0 * points @ points.T, 0.0)
+        points = coordinates(f, scale)[first_run]
+        distance2 = _distance2(points, points)
         for bandwidth in BANDWIDTHS:
             weight = np.exp(-0.5 * distance2 / bandwidth ** 2) * runs[None, :]
             np.fill_diagonal(weight, 0.0)  # leave the op itself out
@@ -127,8 +133,7 @@ def fit_local(f: Features, residuals: FloatArray, groups: IntArray) -> LocalCorr
     if best is None:
         return None
     bandwidth, shrink, scale, left_out = best
-    points = coordinates(f, scale)[np.unique(group, return_index=True)[1]]
-    return LocalCorrection(points, mean_residual, runs, bandwidth, shrink, scale, left_out)
+    return LocalCorrection(coordinates(f, scale)[first_run], mean_residual, runs, bandwidth, shrink, scale, left_out)
 
 
 __all__ = ["LocalCorrection", "coordinates", "fit_local"]
