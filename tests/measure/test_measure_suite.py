@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("torch")
 
 from perfmodel.measure import run_suite, suite_cases
+from perfmodel.measure.cases import spread_shapes
 from perfmodel.ops import make_op
 from perfmodel.traces.kineto import parse_kineto
 
@@ -41,9 +42,25 @@ def test_trace_parses_as_cpu_records(trace: Path) -> None:
 
 def test_every_case_is_a_modelled_op() -> None:
     cases = suite_cases()
-    assert 100 <= len(cases) <= 300
+    assert 300 <= len(cases) <= 700
     assert {c.op["kind"] for c in cases} == MODELLED
     for case in cases:
         make_op(case.op)
     quick = suite_cases(quick=True)
     assert {c.aten for c in quick} == {c.aten for c in cases} and len(quick) < 40
+
+
+def test_row_classes_have_shapes_enough_for_the_ramp() -> None:
+    """Each elementwise/row class spans cache-resident to DRAM-bound sizes with >= 24 distinct shapes, so
+    the half the host loop fits on has the 12 the ramp and the local correction need."""
+    from perfmodel.calibration import class_key
+    from perfmodel.calibration.fit import MIN_RAMP_SHAPES
+
+    shapes: dict[str, set[str]] = {}
+    for case in suite_cases():
+        if case.op["kind"] in ("elementwise", "softmax", "layernorm", "transpose", "reduce"):
+            shapes.setdefault(class_key(make_op(case.op)), set()).add(repr(case.op))
+    assert len(shapes) >= 12
+    assert all(len(v) >= 2 * MIN_RAMP_SHAPES for v in shapes.values()), {k: len(v) for k, v in shapes.items()}
+    sizes = [spread_shapes(26, 2**14, 12 * 2**20)[i] for i in (0, -1)]
+    assert sizes[0][0] * sizes[0][1] <= 2**14 * 1.1 and sizes[1][0] * sizes[1][1] >= 12 * 2**20 * 0.9
