@@ -145,7 +145,8 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     bytes_range = np.array([e.log10_bytes_range or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
     unbounded = ([-math.inf] * shape.N_SHAPE, [math.inf] * shape.N_SHAPE)
     ranges = np.array([e.shape_range or unbounded for e in entries]).reshape(len(entries), 2, -1)[inverse]
-    local = _local_log_factor(entries, inverse, f)
+    own = [str(k) in calibration.classes for k in names]  # a variant on its class's fit: the curve only
+    local = _local_log_factor([e.local if mine else None for e, mine in zip(entries, own, strict=True)], inverse, f)
     if n:
         f = curve.clip_shape(f, ranges[:, 0], ranges[:, 1])
     time = curve.time_s(theta, f) * np.exp(local) if n else np.zeros(0)
@@ -162,13 +163,14 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
                                interval_s=interval, in_calibrated_range=in_range)
 
 
-def _local_log_factor(entries: list[ClassParams], inverse: IntArray, f: curve.Features) -> FloatArray:
-    """Per row, its class's local correction c(x) (0 where the class has none)."""
+def _local_log_factor(corrections: list[LocalCorrection | None], inverse: IntArray,
+                      f: curve.Features) -> FloatArray:
+    """Per row, the local correction c(x) of its key (0 where it has none)."""
     out = np.zeros(len(inverse))
-    for i, entry in enumerate(entries):
+    for i, correction in enumerate(corrections):
         rows = np.flatnonzero(inverse == i)
-        if entry.local is not None and rows.size:
-            out[rows] = entry.local.log_factor(f.take(rows))
+        if correction is not None and rows.size:
+            out[rows] = correction.log_factor(f.take(rows))
     return out
 
 

@@ -153,3 +153,22 @@ def test_a_transferred_class_leaves_its_local_correction_behind() -> None:
     assert seeded.classes[KEY].local is None
     kept = fit_calibration(HW, [], base=source)  # the same device: an earlier calibration is kept whole
     assert kept.classes[KEY].local is not None
+
+
+def test_a_variant_never_measured_gets_its_class_curve_without_the_points() -> None:
+    """The class's points are other kernels' residuals: a variant unseen at fit time (LayerNorm on an
+    RMSNorm-only fit) is predicted by the class's curve alone, as a variant with too few runs is."""
+    rng = np.random.default_rng(14)
+    rows = [int(r) for r in np.round(2.0 ** rng.uniform(4.0, 14.0, 60))]
+    ops = [{"kind": "rmsnorm", "shape": [r, 4096], "dtype": "fp16"} for r in rows]
+    batch = perfmodel.predict_many(HW, ops)
+    bump = np.log(1.5) * np.exp(-0.5 * ((np.log10(batch.compulsory_bytes) - 7.0) / 0.3) ** 2)
+    cal = fit_calibration(HW, list(zip(ops, (batch.time_s * np.exp(bump)).tolist(), strict=True)))
+    assert cal.classes["norm/rmsnorm:fp16"].local is not None or cal.classes["norm:fp16"].local is not None
+    unseen = [{"kind": "layernorm", "shape": [r, 4096], "dtype": "fp16"} for r in (300, 1000, 3000)]
+    assert "norm/layernorm:fp16" not in cal.classes
+    got = predict_calibrated(HW, unseen, cal).time_s
+    parent = cal.classes["norm:fp16"]
+    assert parent.shape_range is not None
+    f = curve.clip_shape(curve.features(perfmodel.predict_many(HW, unseen)), *map(np.array, parent.shape_range))
+    np.testing.assert_allclose(got, curve.time_s(parent.theta, f), rtol=1e-9)
