@@ -18,7 +18,7 @@ import numpy as np
 
 from perfmodel.calibration import curve
 from perfmodel.calibration.classes import class_keys, parent_key, related
-from perfmodel.calibration.fit import MIN_RAMP_SHAPES, FitResult, abs_pct, fit_with_cv
+from perfmodel.calibration.fit import FitResult, abs_pct, fit_with_cv
 from perfmodel.calibration.local import LocalCorrection, fit_local
 from perfmodel.calibration.model import DEFAULTS, Calibration, ClassParams, Range
 from perfmodel.ops import Op, make_op
@@ -155,16 +155,13 @@ def _quantiles(log_residuals: FloatArray) -> Range | None:
 
 def _interval(result: FitResult, local: LocalCorrection | None = None) -> Range | None:
     """10-90 % band of the held-out log residuals (in-sample ones when too few were held out); with a
-    local correction, the band of its leave-one-op-out residuals, but never narrower than the curve's
-    when fewer than ``MIN_RAMP_SHAPES`` ops were left out (a dozen residuals understate the spread)."""
+    local correction, the band of its leave-one-op-out residuals (>= ``local.MIN_OPS`` ops left out)."""
+    if local is not None:
+        return _quantiles(local.loo_residuals)
     cv = result.cv_residuals
-    band = _quantiles(cv) if cv is not None and np.isfinite(cv).sum() >= 5 else _quantiles(result.residuals)
-    if local is None:
-        return band
-    local_band = _quantiles(local.loo_residuals)
-    if band is None or local_band is None or len(local.points) >= MIN_RAMP_SHAPES:
-        return local_band or band
-    return min(band[0], local_band[0]), max(band[1], local_band[1])
+    if cv is not None and np.isfinite(cv).sum() >= 5:
+        return _quantiles(cv)
+    return _quantiles(result.residuals)
 
 
 def _ranges(f: curve.Features) -> tuple[Range | None, Range]:

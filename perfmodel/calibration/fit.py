@@ -28,6 +28,7 @@ SHAPE_PRIOR_SD = 0.5  # log-time per unit of a shape number
 SHAPE_BOUND = 3.0
 PRIOR_SD = np.array([1.5, 1.0, 1.0, 2.0, 0.7, 1.0, 1.0, 2.0, 0.7, *([SHAPE_PRIOR_SD] * shape.N_SHAPE)])
 LOG_WIDTH_BOUNDS = (np.log(0.1), np.log(3.0))  # ramp width 0.1-3 decades
+HELD_OUT_CAP = 0.5  # |log residual| counted at most this much when forms are compared on held-out runs
 
 
 @dataclass(frozen=True)
@@ -143,10 +144,15 @@ def fold_ids(groups: IntArray, folds: int, seed: int) -> IntArray:
     return out
 
 
+def held_out_loss(log_residuals: FloatArray) -> float:
+    """Mean |log residual| capped at ``HELD_OUT_CAP`` per run: a few wild runs do not decide."""
+    return float(np.mean(np.minimum(np.abs(log_residuals), HELD_OUT_CAP)))
+
+
 def fit_with_cv(f: Features, measured_s: FloatArray, groups: IntArray, folds: int, seed: int,
                 prior_mean: FloatArray | None = None) -> FitResult:
     """For each form, refit ``folds`` times leaving one fold out to predict it; keep the form with
-    the lower held-out loss (mean |log residual|, capped at 0.5) and fit it on every run."""
+    the lower ``held_out_loss`` and fit it on every run."""
     groups = np.unique(groups, return_inverse=True)[1]
     k = min(folds, int(groups.max()) + 1 if groups.size else 0)
     if k < 2:
@@ -165,7 +171,7 @@ def fit_with_cv(f: Features, measured_s: FloatArray, groups: IntArray, folds: in
         for form, theta_j in fit_forms(fitted, measured_s[train], prior_mean, forms).items():
             cvs[form][test] = np.log(measured_s[test] / curve.time_s(theta_j, held_out))
     for form, cv in cvs.items():
-        loss = float(np.mean(np.minimum(np.abs(cv), 0.5)))
+        loss = held_out_loss(cv)
         loss /= RAMP_MARGIN ** EXTENSIONS[form]  # a richer form must earn its keep
         if best is None or loss < best[0]:
             best = (loss, form, cv)

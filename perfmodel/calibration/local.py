@@ -26,14 +26,14 @@ from typing import Any
 import numpy as np
 
 from perfmodel.calibration.curve import Features
+from perfmodel.calibration.fit import MIN_RAMP_SHAPES, held_out_loss
 from perfmodel.ops.base import FloatArray, IntArray
 
 BANDWIDTHS = (0.05, 0.1, 0.2, 0.3, 0.5)  # h, in decades of size (and scaled shape units)
 SHRINKS = (0.3, 1.0, 3.0, 10.0)  # λ, in runs
 SHAPE_SCALES = (0.0, 0.1, 0.3, 1.0)  # s: decades per unit of a shape number (0: size alone)
-MIN_OPS = 12  # distinct ops a class needs (as ``fit.MIN_RAMP_SHAPES``): fewer, and the choice of (h, λ, s) is noise
+MIN_OPS = MIN_RAMP_SHAPES  # distinct ops a class needs, as for the ramp: fewer, and the choice of (h, λ, s) is noise
 MARGIN = 0.95  # the held-out loss must drop by 5 % for a class to keep its correction
-LOSS_CAP = 0.5  # |log residual| counted at most this much (as in ``fit``)
 MAX_POINTS = 3000  # distinct ops kept per class (memory of the fit: a few MAX_POINTS^2 float arrays, ~72 MB each)
 CHUNK_ROWS = 2048  # rows per block of the distance matrix when applying (memory: CHUNK_ROWS x points)
 
@@ -115,7 +115,7 @@ def fit_local(f: Features, residuals: FloatArray, groups: IntArray) -> LocalCorr
         group = np.unique(group[rows], return_inverse=True)[1]
     runs = np.bincount(group).astype(float)
     mean_residual = np.bincount(group, weights=residuals) / runs
-    best_loss = float(np.mean(np.minimum(np.abs(residuals), LOSS_CAP))) * MARGIN
+    best_loss = held_out_loss(residuals) * MARGIN
     best: tuple[float, float, float, FloatArray] | None = None
     first_run = np.unique(group, return_index=True)[1]  # one row per distinct op, in group order
     for scale in SHAPE_SCALES:
@@ -127,7 +127,7 @@ def fit_local(f: Features, residuals: FloatArray, groups: IntArray) -> LocalCorr
             numerator, total = weight @ mean_residual, weight.sum(axis=1)
             for shrink in SHRINKS:
                 left_out = residuals - (numerator / (shrink + total))[group]
-                loss = float(np.mean(np.minimum(np.abs(left_out), LOSS_CAP)))
+                loss = held_out_loss(left_out)
                 if loss < best_loss:
                     best_loss, best = loss, (bandwidth, shrink, scale, left_out)
     if best is None:

@@ -168,8 +168,8 @@ def _local_log_factor(corrections: list[LocalCorrection | None], inverse: IntArr
     """Per row, the local correction c(x) of its key (0 where it has none)."""
     out = np.zeros(len(inverse))
     for i, correction in enumerate(corrections):
-        rows = np.flatnonzero(inverse == i)
-        if correction is not None and rows.size:
+        if correction is not None:
+            rows = np.flatnonzero(inverse == i)
             out[rows] = correction.log_factor(f.take(rows))
     return out
 

@@ -80,9 +80,12 @@ def spread_shapes(count: int, low_elements: float, high_elements: float) -> tupl
     return tuple(dict.fromkeys(out))
 
 
+# elementwise and row classes: 16 K elements to a 48 MiB (fp32) / 32 MiB (bf16) output
+SPREAD = {"fp32": spread_shapes(26, 2**14, 12 * 2**20), "bf16": spread_shapes(26, 2**14, 16 * 2**20)}
+
+
 def _elementwise() -> Iterator[SuiteCase]:
-    sizes = {"fp32": spread_shapes(26, 2**14, 12 * 2**20), "bf16": spread_shapes(26, 2**14, 16 * 2**20)}
-    for dtype, shapes in sizes.items():
+    for dtype, shapes in SPREAD.items():
         for shape in shapes:
             for name, (fn, inputs, flops, trans) in _ELEMENTWISE.items():
                 def make(shape: tuple[int, ...] = shape, dtype: str = dtype, fn: Callable[..., torch.Tensor] = fn,
@@ -110,14 +113,13 @@ def _rows(kind: str, aten: str, shapes: dict[str, tuple[tuple[int, int], ...]],
 
 
 def _norms_and_layout() -> Iterator[SuiteCase]:
-    spread = {"fp32": spread_shapes(26, 2**14, 12 * 2**20), "bf16": spread_shapes(26, 2**14, 16 * 2**20)}
-    yield from _rows("softmax", "aten::softmax", spread, lambda x: torch.softmax(x, dim=-1))
-    yield from _rows("layernorm", "aten::layer_norm", spread, lambda x: F.layer_norm(x, (x.shape[-1],)))
+    yield from _rows("softmax", "aten::softmax", SPREAD, lambda x: torch.softmax(x, dim=-1))
+    yield from _rows("layernorm", "aten::layer_norm", SPREAD, lambda x: F.layer_norm(x, (x.shape[-1],)))
     yield from _rows("transpose", "aten::contiguous", {
         "fp32": spread_shapes(26, 2**14, 8 * 2**20), "bf16": spread_shapes(26, 2**14, 8 * 2**20)},
         lambda x: x.transpose(0, 1).contiguous(), {"perm": [1, 0]})
     for op_name in ("sum", "mean"):
-        yield from _rows("reduce", f"aten::{op_name}", spread,
+        yield from _rows("reduce", f"aten::{op_name}", SPREAD,
                          (lambda x: x.sum(dim=-1)) if op_name == "sum" else (lambda x: x.mean(dim=-1)),
                          {"axes": [1], "op": op_name})
     yield from _rows("reduce", "aten::sum", {"fp32": ((2048, 2048), (8192, 4096))}, lambda x: x.sum(),
