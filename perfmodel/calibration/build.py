@@ -20,7 +20,7 @@ from perfmodel.calibration import curve
 from perfmodel.calibration.classes import class_keys, parent_key, related
 from perfmodel.calibration.fit import FitResult, abs_pct, fit_with_cv
 from perfmodel.calibration.local import LocalCorrection, fit_local
-from perfmodel.calibration.model import DEFAULTS, Calibration, ClassParams, Range
+from perfmodel.calibration.model import DEFAULTS, Calibration, ClassParams, Range, borrowed
 from perfmodel.ops import Op, make_op
 from perfmodel.ops.base import FloatArray
 from perfmodel.roofline import HardwareLike, SpaceName, Timing, predict_many, resolve_hardware
@@ -67,7 +67,8 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
     pooled_idx = np.flatnonzero(usable)
     pooled: FitResult | None = None
     if pooled_idx.size >= min_runs and f is not None:
-        prior = base.hardware_level.theta if base is not None and base.hardware_level.source != "defaults" else None
+        prior = (_belief(base.hardware_level, foreign) if base is not None and base.hardware_level.source != "defaults"
+                 else None)
         pooled = fit_with_cv(f.take(pooled_idx), measured[pooled_idx], groups[pooled_idx], folds, seed, prior)
         hardware_level = ClassParams("fitted", pooled.theta, int(pooled_idx.size), _interval(pooled),
                                      *_ranges(f.take(pooled_idx)), shape_range=curve.shape_range(f.take(pooled_idx)))
@@ -92,7 +93,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
         parent = classes.get(parent_key(key) or "")
         result: FitResult | None = None
         if idx.size >= min_runs and f is not None:
-            prior = seeded.theta if seeded is not None else (
+            prior = _belief(seeded, foreign) if seeded is not None else (
                 parent.theta if parent is not None and parent.source == "fitted" else None)
             result = fit_with_cv(f.take(idx), measured[idx], groups[idx], folds, seed, prior)
             local = fit_local(f.take(idx), result.residuals, groups[idx]) if local_correction else None
@@ -104,12 +105,12 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
         elif parent is not None and parent.source in ("fitted", "transferred"):
             entry = ClassParams("class" if parent.source == "fitted" else "transferred", parent.theta,
                                 int(idx.size), parent.interval_log, transferred_from=parent.transferred_from,
-                                shape_range=parent.shape_range)
+                                shape_range=parent.shape_range, weight=borrowed(parent).weight)
         elif hardware_level.source in ("fitted", "transferred"):
             entry = ClassParams("hardware" if hardware_level.source == "fitted" else "transferred",
                                 hardware_level.theta, int(idx.size), hardware_level.interval_log,
                                 transferred_from=hardware_level.transferred_from,
-                                shape_range=hardware_level.shape_range)
+                                shape_range=hardware_level.shape_range, weight=borrowed(hardware_level).weight)
         else:
             entry = ClassParams("defaults", curve.IDENTITY, int(idx.size),
                                 _quantiles(np.log(measured[idx] / model_s[idx])))
@@ -137,12 +138,18 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
     return Calibration(identity, classes, hardware_level, report, timing=timing, space=space)
 
 
+def _belief(seeded: ClassParams, foreign: bool) -> FloatArray:
+    """What a base entry predicts here before any run of this device: the prior of a fit."""
+    return (borrowed(seeded) if foreign else seeded).applied_theta
+
+
 def _carried(seeded: ClassParams, base: Calibration, foreign: bool) -> ClassParams:
     """A base entry: marked transferred when it comes from another device (no range: not calibrated here)."""
     if not foreign:
         return seeded
     return ClassParams("transferred", seeded.theta, 0, seeded.interval_log,
-                       transferred_from=seeded.transferred_from or base.hardware_id, shape_range=seeded.shape_range)
+                       transferred_from=seeded.transferred_from or base.hardware_id, shape_range=seeded.shape_range,
+                       weight=borrowed(seeded).weight)
 
 
 def _quantiles(log_residuals: FloatArray) -> Range | None:
@@ -175,13 +182,14 @@ def _class_report(key: str, entry: ClassParams, f: curve.Features | None, measur
                   form: str | None) -> dict[str, Any]:
     name, _, dtype = key.partition(":")
     out: dict[str, Any] = {"class": name, "dtype": dtype or None, "runs": int(measured.size), "skipped_runs": skipped,
-                           "source": entry.source, "transferred_from": entry.transferred_from, "folds": folds,
+                           "source": entry.source, "transferred_from": entry.transferred_from,
+                           "weight": entry.weight, "folds": folds,
                            "form": form,
                            "in_sample": None, "cv": None, "uncalibrated": None, "size_range": None,
                            "interval_ratio": None if entry.interval_log is None
                            else [math.exp(entry.interval_log[0]), math.exp(entry.interval_log[1])]}
     if f is not None and measured.size:
-        calibrated = curve.time_s(entry.theta, f)
+        calibrated = curve.time_s(entry.applied_theta, f)
         out["in_sample"] = abs_pct(np.log(measured / calibrated))
         out["uncalibrated"] = abs_pct(np.log(measured / model_s))
         flops_range, bytes_range = _ranges(f)

@@ -117,6 +117,20 @@ def overhead_s(theta: FloatArray, f: Features) -> FloatArray:
     return np.exp(np.atleast_2d(theta)[:, 0]) * f.overhead_s
 
 
+# the parameters log time is linear in: floor scale, efficiencies and shape coefficients (not ramp centres, widths)
+_SCALES = np.array([NAMES.index(name) for name in ("log_overhead_scale", "compute_a", "compute_b", "memory_a",
+                                                   "memory_b", *shape.NAMES)])
+
+
+def share(theta: FloatArray, weight: float) -> FloatArray:
+    """``theta`` with ``weight`` of its correction: log overhead scale, a, b and the shape coefficients
+    scaled by ``weight`` (ramp centres and widths kept), so log(t_body_cal / t_body) scales by ``weight``
+    (0: the model, 1: ``theta``)."""
+    out = np.array(theta, dtype=float)
+    out[..., _SCALES] *= weight
+    return out
+
+
 def to_named(theta: FloatArray) -> dict[str, float]:
     return {name: float(v) for name, v in zip(NAMES, theta, strict=True)}
 

@@ -36,13 +36,20 @@ class ClassParams:
     transferred_from: str | None = None  # device id the parameters were fitted on
     shape_range: tuple[list[float], list[float]] | None = None  # per shape number: lowest, highest fitted
     local: LocalCorrection | None = None  # residuals smoothed over the measured shapes (``local``)
+    weight: float = 1.0  # share of ``theta``'s correction applied (< 1: borrowed, see ``borrowed``)
+
+    @property
+    def applied_theta(self) -> FloatArray:
+        """The parameters predictions use: ``theta`` with ``weight`` of its correction."""
+        return self.theta if self.weight == 1.0 else curve.share(self.theta, self.weight)
 
     def to_json(self) -> dict[str, Any]:
         return {"source": self.source, "runs": self.runs, "params": curve.to_named(self.theta),
                 "interval_log_ratio": _pair(self.interval_log), "log10_flops_range": _pair(self.log10_flops_range),
                 "log10_bytes_range": _pair(self.log10_bytes_range), "transferred_from": self.transferred_from,
                 "shape_range": None if self.shape_range is None else [list(v) for v in self.shape_range],
-                "local": None if self.local is None else self.local.to_json()}
+                "local": None if self.local is None else self.local.to_json(),
+                "weight": self.weight}
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> ClassParams:
@@ -54,10 +61,25 @@ class ClassParams:
                            _range(data.get("interval_log_ratio")), _range(data.get("log10_flops_range")),
                            _range(data.get("log10_bytes_range")), data.get("transferred_from"),
                            _shape_range(data.get("shape_range")),
-                           None if data.get("local") is None else LocalCorrection.from_json(data["local"]))
+                           None if data.get("local") is None else LocalCorrection.from_json(data["local"]),
+                           _weight(data.get("weight", 1.0)))
 
 
 DEFAULTS = ClassParams("defaults", curve.IDENTITY)
+# Share of a correction fitted on other kernels that an op takes: a related device's (transfer), the
+# device's pooled fit for a class never measured, a class's fit for a variant never measured.
+# Applying all of it was worse than the model in every case measured (mean class median: 8 device
+# transfers 35.9 % vs the model's 30.0, 39 classes on the device fit 39.4 vs 31.8, 12 variants on
+# their class's fit 40.2 vs 29.3); 0.3 of it gave 26.9, 29.5 and 30.6 %: kernels differ, so a
+# correction only partly carries (``benchmarks/transfer_weight.py``, docs/accuracy.md).
+BORROWED_WEIGHT = 0.3
+
+
+def borrowed(entry: ClassParams) -> ClassParams:
+    """``entry`` as used for kernels it was not fitted on: ``BORROWED_WEIGHT`` of its correction."""
+    if entry.source == "defaults":
+        return entry
+    return dataclasses.replace(entry, weight=entry.weight * BORROWED_WEIGHT)
 
 
 class Calibration:
@@ -108,11 +130,13 @@ class Calibration:
                    str(params.get("timing", "kernel")), _space(params.get("space", "compact")))
 
     def entry(self, key: str) -> ClassParams:
-        """The parameters a ``class[/variant]:dtype`` uses: its own, else its class's, else the device's."""
+        """The parameters a ``class[/variant]:dtype`` uses: its own, else its class's, else the device's
+        (those two ``borrowed``: fitted on other kernels)."""
         found = self.classes.get(key)
-        if found is None:
-            found = self.classes.get(parent_key(key) or "")
-        return self.hardware_level if found is None else found
+        if found is not None:
+            return found
+        parent = self.classes.get(parent_key(key) or "")
+        return borrowed(self.hardware_level if parent is None else parent)
 
     def __repr__(self) -> str:
         counts: dict[str, int] = {}
@@ -135,7 +159,7 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     f = curve.features(batch)
     names, inverse = np.unique(np.array(class_keys(batch.ops), dtype=str), return_inverse=True)
     entries = [calibration.entry(str(k)) for k in names]
-    theta = np.array([e.theta for e in entries]).reshape(len(entries), curve.N_PARAMS)[inverse]
+    theta = np.array([e.applied_theta for e in entries]).reshape(len(entries), curve.N_PARAMS)[inverse]
     nan2 = (math.nan, math.nan)
     interval_log = np.array([e.interval_log or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
     # inside the range only where this very key was fitted here (not its class, device or another device)
@@ -158,9 +182,27 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
         utilization = np.where(time > 0, batch.utilization * batch.time_s / time, 0.0)
     bound = batch.bound.copy()
     bound[(overhead >= time - overhead) & (overhead > 0) & (bound != "none")] = "latency"
+    interval_log = _borrowed_band(entries, inverse, f, time, batch.time_s, interval_log)
     interval = time[:, None] * np.exp(interval_log)
     return dataclasses.replace(batch, time_s=time, overhead_s=overhead, utilization=utilization, bound=bound,
                                interval_s=interval, in_calibrated_range=in_range)
+
+
+def _borrowed_band(entries: list[ClassParams], inverse: IntArray, f: curve.Features, time: FloatArray,
+                   model_s: FloatArray, interval_log: FloatArray) -> FloatArray:
+    """Rows on a borrowed correction (``weight`` < 1): the band also reaches the model (none of the
+    correction holds for these kernels) and the whole correction (all of it does)."""
+    partial = np.array([e.weight < 1.0 for e in entries], dtype=bool)[inverse]
+    if not partial.any():
+        return interval_log
+    rows = np.flatnonzero(partial)
+    full = np.array([e.theta for e in entries]).reshape(len(entries), curve.N_PARAMS)[inverse[rows]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ends = np.log(np.column_stack([model_s[rows], curve.time_s(full, f.take(rows))]) / time[rows, None])
+    out = interval_log.copy()
+    out[rows, 0] = np.fmin(interval_log[rows, 0], ends.min(axis=1))
+    out[rows, 1] = np.fmax(interval_log[rows, 1], ends.max(axis=1))
+    return out
 
 
 def _local_log_factor(corrections: list[LocalCorrection | None], inverse: IntArray,
@@ -201,6 +243,16 @@ def _shape_range(value: Any) -> tuple[list[float], list[float]] | None:
     if len(low) != shape.N_SHAPE or len(high) != len(low):
         raise ValueError(f"calibration shape_range: expected two lists of {shape.N_SHAPE} numbers")
     return [float(v) for v in low], [float(v) for v in high]
+
+
+def _weight(value: Any) -> float:
+    try:
+        weight = float(value)
+    except (TypeError, ValueError):
+        weight = math.nan
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"calibration class weight {value!r}: expected a number from 0 to 1")
+    return weight
 
 
 def _pair(value: Range | None) -> list[float] | None:

@@ -14,7 +14,8 @@ import pytest
 
 import perfmodel
 from perfmodel.calibration import Calibration, apply_calibration, curve, fit_calibration, predict_calibrated
-from perfmodel.calibration.model import FORMAT
+from perfmodel.calibration.classes import class_keys
+from perfmodel.calibration.model import BORROWED_WEIGHT, FORMAT
 
 HW = "nvidia-a100-sxm4-80gb"
 # true form: floor 1.5x the model's; GEMMs reach 1/e^0.15 = 86 % of the model's speed when large and
@@ -93,9 +94,11 @@ def test_fallbacks_are_reported() -> None:
     assert classes["gemm:fp16"]["source"] == "fitted"
     assert classes["norm/rmsnorm:fp16"]["source"] == "hardware"
     assert classes["norm/rmsnorm:fp16"]["runs"] == 3
+    assert classes["norm/rmsnorm:fp16"]["weight"] == pytest.approx(BORROWED_WEIGHT)  # fitted on other kernels
     assert cal.report["hardware_level"]["source"] == "fitted"
     # an op class with no runs at all uses the device-level fit
     assert cal.entry("softmax:fp16").source == "fitted" and cal.report["other_classes"] == "fitted"
+    assert cal.entry("softmax:fp16").weight == pytest.approx(BORROWED_WEIGHT) and cal.entry("gemm:fp16").weight == 1.0
 
     tiny = fit_calibration(HW, runs[:3])  # three runs: nothing to fit, not even the device level
     assert tiny.report["classes"]["gemm:fp16"]["source"] == "defaults"
@@ -180,6 +183,53 @@ def test_transfer_is_marked_until_the_target_has_data(clean: Calibration) -> Non
         fit_calibration("amd-mi210", [], base=clean)
     with pytest.raises(ValueError, match="calibration for"):
         apply_calibration(clean, perfmodel.predict_many("nvidia-a40", ops))
+
+
+def test_share_scales_the_log_correction_exactly() -> None:
+    rng = np.random.default_rng(21)
+    f = curve.features(perfmodel.predict_many(HW, gemms(40, rng) + norms(20, rng)))
+    theta = TRUE.copy()
+    theta[curve.N_CURVE:] = 0.2  # shape coefficients scale too
+    for weight in (0.0, 0.3, 1.0):
+        half = curve.share(theta, weight)
+        np.testing.assert_allclose(curve.log_factor(half, f), weight * curve.log_factor(theta, f), atol=1e-12)
+        np.testing.assert_allclose(curve.overhead_s(half, f), np.exp(weight * theta[0]) * f.overhead_s)
+        assert half[3] == theta[3] and half[4] == theta[4]  # ramp centre and width kept
+    np.testing.assert_array_equal(curve.share(theta, 0.0)[[0, 1, 2, 5, 6]], 0.0)
+
+
+def test_a_transferred_class_takes_part_of_the_correction_and_a_band_reaching_both_ends(clean: Calibration) -> None:
+    """Kernel choices differ between devices: a class carried from a related one gets
+    ``BORROWED_WEIGHT`` of its correction, and an interval from the model to the whole correction."""
+    seeded = fit_calibration("nvidia-a40", [], base=clean)
+    entry = seeded.classes["gemm:fp16"]
+    assert entry.weight == pytest.approx(BORROWED_WEIGHT) and 0.0 < BORROWED_WEIGHT < 1.0
+    assert seeded.report["classes"]["gemm:fp16"]["weight"] == pytest.approx(BORROWED_WEIGHT)
+    ops = gemms(30, np.random.default_rng(22)) + norms(20, np.random.default_rng(22))
+    model = perfmodel.predict_many("nvidia-a40", ops)
+    got = apply_calibration(seeded, model)
+    full = curve.time_s(np.array([seeded.entry(k).theta for k in class_keys(model.ops)]), curve.features(model))
+    assert got.interval_s is not None
+    low, high = np.minimum(model.time_s, full), np.maximum(model.time_s, full)
+    assert np.all(got.time_s > low) and np.all(got.time_s < high)  # strictly between: TRUE corrects every op
+    assert np.all(got.interval_s[:, 0] <= low * (1 + 1e-9)) and np.all(got.interval_s[:, 1] >= high * (1 - 1e-9))
+    # log body time moves by exactly the weight's share of the source's log correction
+    f = curve.features(model)
+    np.testing.assert_allclose(curve.log_factor(curve.share(TRUE, BORROWED_WEIGHT), f),
+                               BORROWED_WEIGHT * curve.log_factor(TRUE, f))
+    # carried again to a third device: the weights multiply; the same device keeps its weight
+    again = fit_calibration("nvidia-h100-sxm5-80gb", [], base=seeded)
+    assert again.classes["gemm:fp16"].weight == pytest.approx(BORROWED_WEIGHT ** 2)
+    assert fit_calibration("nvidia-a40", [], base=seeded).classes["gemm:fp16"].weight == pytest.approx(BORROWED_WEIGHT)
+    # stored and read back; older params (no weight) apply all of the correction; nonsense is refused
+    back = Calibration.from_params(json.loads(json.dumps(seeded.params, allow_nan=False)))
+    np.testing.assert_array_equal(apply_calibration(back, model).time_s, got.time_s)
+    params = json.loads(json.dumps(seeded.params))
+    del params["classes"]["gemm:fp16"]["weight"]
+    assert Calibration.from_params(params).classes["gemm:fp16"].weight == 1.0
+    params["classes"]["gemm:fp16"]["weight"] = 2
+    with pytest.raises(ValueError, match="weight"):
+        Calibration.from_params(params)
 
 
 def test_cost_batch_carries_interval_and_range(clean: Calibration) -> None:

@@ -13,6 +13,7 @@ import perfmodel
 from perfmodel.calibration import Calibration, curve, fit_calibration, predict_calibrated
 from perfmodel.calibration import local as local_module
 from perfmodel.calibration.local import MIN_OPS, LocalCorrection, fit_local
+from perfmodel.calibration.model import BORROWED_WEIGHT
 
 HW = "nvidia-a100-sxm4-80gb"
 KEY = "gemm:fp16"
@@ -157,7 +158,8 @@ def test_a_transferred_class_leaves_its_local_correction_behind() -> None:
 
 def test_a_variant_never_measured_gets_its_class_curve_without_the_points() -> None:
     """The class's points are other kernels' residuals: a variant unseen at fit time (LayerNorm on an
-    RMSNorm-only fit) is predicted by the class's curve alone, as a variant with too few runs is."""
+    RMSNorm-only fit) is predicted by the class's curve alone, borrowed (``BORROWED_WEIGHT`` of it),
+    as a variant with too few runs is."""
     rng = np.random.default_rng(14)
     rows = [int(r) for r in np.round(2.0 ** rng.uniform(4.0, 14.0, 60))]
     ops = [{"kind": "rmsnorm", "shape": [r, 4096], "dtype": "fp16"} for r in rows]
@@ -171,4 +173,4 @@ def test_a_variant_never_measured_gets_its_class_curve_without_the_points() -> N
     parent = cal.classes["norm:fp16"]
     assert parent.shape_range is not None
     f = curve.clip_shape(curve.features(perfmodel.predict_many(HW, unseen)), *map(np.array, parent.shape_range))
-    np.testing.assert_allclose(got, curve.time_s(parent.theta, f), rtol=1e-9)
+    np.testing.assert_allclose(got, curve.time_s(curve.share(parent.theta, BORROWED_WEIGHT), f), rtol=1e-9)
