@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +55,7 @@ def _sqlite_engine(url: URL, *, migrations: bool) -> Engine:
         cursor = dbapi_connection.cursor()
         try:
             if database not in ("", ":memory:"):
-                cursor.execute("PRAGMA journal_mode=WAL")
+                enable_wal(cursor)
             cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
             cursor.execute(f"PRAGMA foreign_keys={'OFF' if migrations else 'ON'}")
             cursor.execute("PRAGMA synchronous=NORMAL")
@@ -68,3 +70,20 @@ def _sqlite_engine(url: URL, *, migrations: bool) -> Engine:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
+
+
+def enable_wal(cursor: Any, timeout_s: float = SQLITE_BUSY_TIMEOUT_S) -> None:
+    """``PRAGMA journal_mode=WAL``, retried while the database is locked. Switching a new database to WAL
+    upgrades a read lock to a write lock, where SQLite returns SQLITE_BUSY at once instead of calling the busy
+    handler: two processes opening a fresh file together would otherwise fail (seen in CI, reproduced)."""
+    deadline_s = time.monotonic() + timeout_s
+    pause_s = 0.002
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + pause_s > deadline_s:
+                raise
+        time.sleep(pause_s)
+        pause_s = min(pause_s * 2, 0.1)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+from pathlib import Path
 
 from perfmodel.store import RunIn, Store
+from perfmodel.store.engine import make_engine
 
 THREADS = 16
 RUNS_PER_THREAD = 25
@@ -42,3 +45,23 @@ def test_concurrent_add_run(store: Store) -> None:
     assert len(pairs) == len(set(pairs)) and set(pairs) == expected
     assert sorted(ids) == [r.id for r in rows]
     assert all(r.op["m"] == int(r.source.removeprefix("thread-")) and r.op["n"] == int(r.tags["i"]) for r in rows)
+
+
+def test_first_connection_to_a_new_sqlite_file_waits_for_the_write_lock(tmp_path: Path) -> None:
+    """Switching a fresh file to WAL while another connection holds the write lock: SQLite answers "database is
+    locked" at once (no busy handler on that path), so make_engine's connect must wait and retry. This is how
+    three processes migrating one new database failed in CI."""
+    path = tmp_path / "fresh.sqlite3"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("CREATE TABLE held (x INTEGER)")
+    release = threading.Timer(0.3, lambda: holder.execute("COMMIT"))
+    release.start()
+    engine = make_engine(f"sqlite:///{path}")
+    try:
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    finally:
+        release.join()
+        engine.dispose()
+        holder.close()
