@@ -152,9 +152,9 @@ def collectives() -> Iterator[Row]:
     for r in _read("vidur_collectives_a100.csv"):
         if r["collective"] != "all_reduce" or r["topology"] != "a100_dgx":
             continue
+        # devices_per_node below num_workers: the ranks span nodes (2x1, 4x2, 8x4, 16x8), NCCL over the network
         op = {"kind": "allreduce", "bytes": float(r["size_bytes"]), "devices": int(r["num_workers"]),
-              "devices_per_node": int(r["devices_per_node"]) if int(r["num_workers"]) > 8 else None,
-              "dtype": "fp16"}
+              "devices_per_node": int(r["devices_per_node"]), "dtype": "fp16"}
         yield Row("vidur", "nvidia-a100-sxm4-80gb", op, float(r["time_median_ms"]) * 1e-3, "kernel",
                   "allreduce", "allreduce")
     for r in _read("llmcompass_allreduce_a100x4.csv"):

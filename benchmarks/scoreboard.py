@@ -7,7 +7,10 @@ One calibration per (data set, hardware, timing) -- one measurement setup -- fit
   collectives in it (all-reduce sizes) alternate by size.
 - DeepBench (V100, P100, T4, MI25): half of the distinct shapes (crc32 of the shape, so a
   GEMM's fp32 and fp16 runs and a conv's forward and backward fall on the same side).
-- LLMCompass (A100, MI210) and all-reduce sweeps: each sweep sorted by size, every other row.
+- LLMCompass (A100, MI210) and all-reduce sweeps: each sweep (an all-reduce: one devices x devices-per-node
+  configuration) sorted by size, every other row. LLMCompass's softmax and layernorm each hold two sweeps
+  of equal sizes ([4096, N] and [N, 4096]; ties keep file order), so their [4096, N] sweep is fitted and
+  their [M, 4096] sweep scored: a calibration fitted on row lengths, judged on row counts.
 - Transfer: the Vidur A100 calibration seeds the A40 with no A40 data, scored on the A40 rows.
 """
 
@@ -57,15 +60,16 @@ def fit_mask(rows: Sequence[Row]) -> np.ndarray[Any, np.dtype[np.bool_]]:
     """True for the rows a calibration is fitted on, False for those it is scored on."""
     mask = np.zeros(len(rows), dtype=bool)
     families: dict[str, list[str]] = defaultdict(list)
-    sweeps: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    sweeps: dict[tuple[str, str, str, str], list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
         if r.dataset == "vidur" and not r.label.startswith("allreduce"):
             families[r.hardware].append(r.group)
         elif r.dataset == "deepbench" and r.label != "allreduce":
             shape = {k: v for k, v in r.op.items() if k not in ("dtype", "compute_dtype", "pass", "algorithm")}
             mask[i] = zlib.crc32(repr(sorted(shape.items())).encode()) % 2 == 0
-        else:
-            sweeps[(r.dataset, r.hardware, r.label)].append(i)
+        else:  # a sweep: one configuration (an all-reduce's devices and devices per node) over sizes
+            config = f"{r.op.get('devices', '')}x{r.op.get('devices_per_node') or ''}"
+            sweeps[(r.dataset, r.hardware, r.label, config)].append(i)
     fit_families = {hw: set(sorted(set(names))[0::2]) for hw, names in families.items()}
     for i, r in enumerate(rows):
         if r.dataset == "vidur" and not r.label.startswith("allreduce"):
@@ -150,7 +154,8 @@ def print_scoreboard(rows: Sequence[Row], scores: list[Score]) -> None:
     for hw, names in sorted(fit_families().items()):
         print(f"  vidur {hw}: fitted on families {', '.join(names)}; scored on the others")
     print("  deepbench: fitted on half of the distinct shapes (crc32 parity), scored on the other half")
-    print("  llmcompass and all-reduce sweeps: every other size fitted, the sizes between scored")
+    print("  llmcompass and all-reduce sweeps (per devices x devices per node): every other size fitted, the sizes "
+          "between scored\n  (llmcompass softmax/layernorm: the [4096, N] sweep fitted, the [M, 4096] sweep scored)")
     print()
     header = (f"{'setup':<24} {'hardware':<22} {'op class':<12} {'fit':>5} {'score':>5} {'uncal med':>9} "
               f"{'p90':>6} {'cal med':>8} {'p90':>6} {'cover':>6}  source")

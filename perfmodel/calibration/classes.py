@@ -22,11 +22,16 @@ _MULTI_KIND = frozenset(c for c in CLASS_OF_KIND.values() if list(CLASS_OF_KIND.
 
 
 def op_class_name(op: Op) -> str:
-    """The op's class: ``gemm``, ``conv``, ``norm``, ... (``conv_bwd`` for a training pass)."""
+    """The op's class: ``gemm``, ``conv``, ``norm``, ... (``conv_bwd`` for a training pass,
+    ``collective_allreduce_multinode`` for a collective whose ``devices_per_node`` is below its
+    ``devices``: NCCL over the network runs at another fabric's efficiency than over NVLink)."""
     name = CLASS_OF_KIND.get(op.kind, op.kind)
     pass_ = getattr(op, "pass_", "forward")
     if name in _PASS_SPLIT and pass_ != "forward":
         name = f"{name}_bwd"
+    per_node = getattr(op, "devices_per_node", None)
+    if name.startswith("collective_") and per_node is not None and per_node < getattr(op, "devices", 0):
+        name = f"{name}_multinode"
     return name
 
 
