@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perfmodel.hardware import Hardware
 from perfmodel.machine import MachineTables
 from perfmodel.ops.base import FloatArray, IntArray
 from perfmodel.ops.collective import ALGORITHMS, COMM_KINDS
@@ -35,6 +36,15 @@ class Fabric:
     step_latency_s: float
 
 
+DEFAULT_DEVICES_PER_NODE = 8  # a server's accelerators, where the spec does not say
+
+
+def devices_per_node(hardware: Hardware) -> int:
+    """Devices that share one node's fast fabric (NVLink, xGMI, ICI): the spec's figure, else 8."""
+    ic = hardware.interconnect
+    return int((ic.devices_per_node if ic else None) or DEFAULT_DEVICES_PER_NODE)
+
+
 def fabrics(t: MachineTables) -> tuple[Fabric, Fabric, float]:
     """(within node, across nodes, default devices per node) for a device."""
     d = t.defaults
@@ -43,7 +53,7 @@ def fabrics(t: MachineTables) -> tuple[Fabric, Fabric, float]:
     net_bw = (ic.network_bandwidth_bytes_per_s if ic else None) or min(link_bw, 25e9)
     link_lat = (ic.link_latency_s if ic else None) or d.link_step_latency_s
     net_lat = (ic.network_latency_s if ic else None) or d.network_step_latency_s
-    per_node = float((ic.devices_per_node if ic else None) or 8)
+    per_node = float(devices_per_node(t.hardware))
     return (Fabric(link_bw * d.link_efficiency, link_lat),
             Fabric(net_bw * d.link_efficiency, net_lat), per_node)
 

@@ -21,6 +21,7 @@ from perfmodel.calibration.classes import class_keys, parent_key, related
 from perfmodel.calibration.fit import FitResult, abs_pct, fit_with_cv
 from perfmodel.calibration.local import LocalCorrection, fit_local
 from perfmodel.calibration.model import DEFAULTS, Calibration, ClassParams, Range, borrowed
+from perfmodel.collectives import devices_per_node
 from perfmodel.ops import Op, make_op
 from perfmodel.ops.base import FloatArray
 from perfmodel.roofline import HardwareLike, SpaceName, Timing, predict_many, resolve_hardware
@@ -61,7 +62,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
     else:
         f, model_s = None, np.zeros(0)
     usable = model_s > 0  # an op the model calls free (a view) has nothing to scale
-    keys = np.array(class_keys(ops), dtype=str)
+    keys = np.array(class_keys(ops, devices_per_node(hw)), dtype=str)
     groups = np.unique(np.array([repr(op) for op in ops], dtype=str), return_inverse=True)[1]
 
     pooled_idx = np.flatnonzero(usable)

@@ -21,15 +21,16 @@ _PASS_SPLIT = frozenset({"gemm", "conv", "attention"})
 _MULTI_KIND = frozenset(c for c in CLASS_OF_KIND.values() if list(CLASS_OF_KIND.values()).count(c) > 1)
 
 
-def op_class_name(op: Op) -> str:
+def op_class_name(op: Op, per_node_default: int | None = None) -> str:
     """The op's class: ``gemm``, ``conv``, ``norm``, ... (``conv_bwd`` for a training pass,
-    ``collective_allreduce_multinode`` for a collective whose ``devices_per_node`` is below its
-    ``devices``: NCCL over the network runs at another fabric's efficiency than over NVLink)."""
+    ``collective_allreduce_multinode`` for a collective on more devices than one node holds -- its
+    ``devices_per_node``, else ``per_node_default``, the device's: NCCL over the network runs at another
+    fabric's efficiency than over NVLink)."""
     name = CLASS_OF_KIND.get(op.kind, op.kind)
     pass_ = getattr(op, "pass_", "forward")
     if name in _PASS_SPLIT and pass_ != "forward":
         name = f"{name}_bwd"
-    per_node = getattr(op, "devices_per_node", None)
+    per_node = getattr(op, "devices_per_node", None) or per_node_default
     if name.startswith("collective_") and per_node is not None and per_node < getattr(op, "devices", 0):
         name = f"{name}_multinode"
     return name
@@ -51,10 +52,12 @@ def op_variant(op: Op) -> str | None:
     return None
 
 
-def class_key(op: Op) -> str:
-    """``class[/variant]:dtype``, the unit a calibration fits (``gemm:fp16``, ``norm/rmsnorm:fp16``)."""
+def class_key(op: Op, per_node_default: int | None = None) -> str:
+    """``class[/variant]:dtype``, the unit a calibration fits (``gemm:fp16``, ``norm/rmsnorm:fp16``);
+    ``per_node_default``: the device's devices per node, for collectives that do not say."""
     variant = op_variant(op)
-    name = op_class_name(op) if variant is None else f"{op_class_name(op)}/{variant}"
+    base = op_class_name(op, per_node_default)
+    name = base if variant is None else f"{base}/{variant}"
     return f"{name}:{op.dtype.value}"  # type: ignore[attr-defined]
 
 
@@ -66,8 +69,8 @@ def parent_key(key: str) -> str | None:
     return f"{name.split('/')[0]}:{dtype}"
 
 
-def class_keys(ops: Sequence[Op]) -> list[str]:
-    return [class_key(op) for op in ops]
+def class_keys(ops: Sequence[Op], per_node_default: int | None = None) -> list[str]:
+    return [class_key(op, per_node_default) for op in ops]
 
 
 def related(source: dict[str, str], target: Hardware) -> bool:

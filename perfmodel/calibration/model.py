@@ -13,6 +13,7 @@ import numpy as np
 from perfmodel.calibration import curve, shape
 from perfmodel.calibration.classes import class_keys, parent_key
 from perfmodel.calibration.local import LocalCorrection
+from perfmodel.collectives import devices_per_node
 from perfmodel.cost import CostBatch
 from perfmodel.hardware import Hardware
 from perfmodel.ops.base import FloatArray, IntArray
@@ -157,7 +158,7 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
                          "or seed one with fit_calibration(hardware, runs, base=...)")
     n = len(batch)
     f = curve.features(batch)
-    names, inverse = np.unique(np.array(class_keys(batch.ops), dtype=str), return_inverse=True)
+    names, inverse = np.unique(np.array(class_keys(batch.ops, devices_per_node(hw)), dtype=str), return_inverse=True)
     entries = [calibration.entry(str(k)) for k in names]
     theta = np.array([e.applied_theta for e in entries]).reshape(len(entries), curve.N_PARAMS)[inverse]
     nan2 = (math.nan, math.nan)

@@ -132,3 +132,15 @@ def test_collectives_across_nodes_are_their_own_class(op: dict[str, Any], expect
     """NCCL over the network runs at another fabric's efficiency than within a node: one fit for both
     mixed Vidur's 2x1 (5.9 GB/s) and 2x2 (NVLink) all-reduces and missed both by 2-3x."""
     assert class_key(make_op(op)) == expected
+
+
+def test_a_collective_without_devices_per_node_takes_the_devices_node() -> None:
+    """16 GPUs with no devices_per_node: the model spans two 8-GPU A100 nodes, and so does the class."""
+    op = make_op({"kind": "allreduce", "bytes": 2**24, "devices": 16, "dtype": "fp16"})
+    assert class_key(op, per_node_default=8) == "collective_allreduce_multinode:fp16"
+    assert class_key(op, per_node_default=72) == "collective_allreduce:fp16"  # one NVL72 domain
+    runs = [({"kind": "allreduce", "bytes": float(2**i), "devices": 16, "dtype": "fp16"}, 1e-5 * 2 ** (i / 3))
+            for i in range(14, 30)]
+    cal = fit_calibration(HW, runs)
+    assert set(cal.classes) == {"collective_allreduce_multinode:fp16"}
+    assert bool(predict_calibrated(HW, [op], cal).in_calibrated_range[0])  # its own fitted class, inside
