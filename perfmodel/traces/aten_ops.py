@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from perfmodel.ops import OpError, make_op
-from perfmodel.traces import aten_gemm, aten_simple
+from perfmodel.traces import aten_comms, aten_gemm, aten_simple
 from perfmodel.traces.aten_args import Args, Unbuildable
 from perfmodel.traces.records import OpCall
 
@@ -29,6 +29,7 @@ BUILDERS.update(dict.fromkeys(aten_gemm._CONV_ARGS, aten_gemm.convolution))
 BUILDERS.update(dict.fromkeys(
     [f"aten::{op}{suffix}" for op in ("add", "sub", "mul", "div") for suffix in ("", "_")], aten_simple.binary))
 BUILDERS.update(dict.fromkeys(aten_simple.ACTIVATION_NAMES, aten_simple.activation))
+BUILDERS.update(aten_comms.BUILDERS)
 
 
 def recognised(name: str) -> bool:

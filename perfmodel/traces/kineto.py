@@ -18,11 +18,13 @@ from typing import Any, BinaryIO
 
 import ijson  # type: ignore[import-untyped]
 
+from perfmodel.traces.aten_comms import comm_args
 from perfmodel.traces.records import (
     MAX_DIMS,
     MAX_RANK,
     MAX_RECORDS,
     Category,
+    CommArgs,
     KernelRecord,
     OpCall,
     ParsedTrace,
@@ -56,6 +58,7 @@ class _Kernel:
     external_id: int | None
     grid: tuple[int, int, int] | None
     block: tuple[int, int, int] | None
+    comm: CommArgs | None
 
 
 @dataclass(slots=True)
@@ -68,6 +71,7 @@ class _Op:
     dims: tuple[tuple[int, ...] | None, ...] | None
     types: tuple[str, ...] | None
     concrete: tuple[str, ...] | None
+    comm: CommArgs | None = None  # record_param_comms: the collective it launches
     parent: int = -1
     call: OpCall | None = None
 
@@ -145,7 +149,8 @@ class _Collector:
         self.kernels.append(_Kernel(
             self.share(clip_name(event.get("name"))), category, ts, dur, as_int(args.get("device")),
             as_int(args.get("stream")), as_int(args.get("correlation")), as_int(args.get("External id")),
-            dim3(args["grid"]) if "grid" in args else None, dim3(args["block"]) if "block" in args else None))
+            dim3(args["grid"]) if "grid" in args else None, dim3(args["block"]) if "block" in args else None,
+            comm_args(args) if "Collective name" in args else None))
 
     def _add_op(self, event: dict[str, Any], args: dict[str, Any]) -> None:
         ts, dur = as_float(event.get("ts")), as_float(event.get("dur"))
@@ -155,7 +160,8 @@ class _Collector:
             self.share(_thread(event)), ts, ts + dur, self.share(clip_name(event.get("name"))),
             as_int(args.get("External id")), self.share(_shapes(args.get("Input Dims"))),
             self.share(_strings(args.get("Input type"), 64)),
-            self.share(_strings(args.get("Concrete Inputs"), MAX_CONCRETE_CHARS))))
+            self.share(_strings(args.get("Concrete Inputs"), MAX_CONCRETE_CHARS)),
+            comm_args(args) if "Collective name" in args else None))
 
 
 def _nest(ops: list[_Op]) -> None:
@@ -220,6 +226,17 @@ def _chain(call: OpCall | None) -> tuple[OpCall, ...]:
     return tuple(reversed(chain))
 
 
+def _comm(ops: list[_Op], op: _Op | None) -> CommArgs | None:
+    """The collective recorded by the launching op or one enclosing it (``record_param_comms``)."""
+    depth = 0
+    while op is not None and depth < 256:
+        if op.comm is not None:
+            return op.comm
+        op = ops[op.parent] if op.parent >= 0 else None
+        depth += 1
+    return None
+
+
 def _records(collected: _Collector) -> list[KernelRecord]:
     ops = collected.ops
     _nest(ops)
@@ -244,7 +261,7 @@ def _records(collected: _Collector) -> list[KernelRecord]:
             name=k.name, category=k.category, duration_s=k.dur_us * US, source_format=FORMAT,
             start_s=k.ts_us * US, device=k.device, stream=k.stream, correlation=k.correlation, grid=k.grid,
             block=k.block, op_name=inner.name if inner else None, input_dims=inner.input_dims if inner else None,
-            input_types=inner.input_types if inner else None, ops=chain))
+            input_types=inner.input_types if inner else None, ops=chain, collective=k.comm or _comm(ops, op)))
     return records
 
 

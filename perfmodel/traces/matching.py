@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfmodel.traces import aten_ops
+from perfmodel.traces import aten_comms, aten_ops
 from perfmodel.traces.aten_args import Unbuildable
 from perfmodel.traces.kernel_names import kernel_family
 from perfmodel.traces.records import KernelRecord, OpCall, ParsedTrace
@@ -67,6 +67,21 @@ class _Run:
     names: dict[str, None] = field(default_factory=dict)
 
 
+def _collective_op(kernel: KernelRecord, index: int) -> tuple[OpCall, dict[str, Any], list[str]] | str | None:
+    """The collective ``record_param_comms`` recorded for this kernel (one run per kernel: its launching op,
+    else a call of its own), the reason it cannot be modelled, or None where nothing was recorded."""
+    comm = kernel.collective
+    if comm is None:
+        return None
+    try:
+        op = aten_comms.from_comm_args(comm)
+    except Unbuildable as exc:
+        return str(exc)
+    call = kernel.innermost_op or OpCall(-1 - index, f"nccl:{comm.collective}", kernel.start_s or 0.0,
+                                         kernel.duration_s)
+    return call, op, []
+
+
 def _modelled_op(kernel: KernelRecord, cache: dict[tuple[Any, ...], tuple[dict[str, Any], list[str]] | str]
                  ) -> tuple[OpCall, dict[str, Any], list[str]] | str:
     """The outermost recognised op that builds, or the reason none does."""
@@ -110,11 +125,13 @@ def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:
     total = 0.0
     call_of_kernel: list[int | None] = []
     reasons: list[str | None] = []
-    for kernel in kernels:
+    for index, kernel in enumerate(kernels):
         total += kernel.duration_s
         call_of_kernel.append(None)
-        found = _modelled_op(kernel, cache) if kernel.category != "memcpy" and kernel.category != "memset" \
-            else _reason_without_op(kernel)
+        found = _collective_op(kernel, index)
+        if found is None:
+            found = _modelled_op(kernel, cache) if kernel.category != "memcpy" and kernel.category != "memset" \
+                else _reason_without_op(kernel)
         reasons.append(found if isinstance(found, str) else None)
         if isinstance(found, str):
             entry = unmodelled.setdefault((kernel.name, found), [0.0, 0])

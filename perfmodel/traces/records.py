@@ -36,6 +36,17 @@ class OpCall:
 
 
 @dataclass(frozen=True, slots=True)
+class CommArgs:
+    """The ``record_param_comms`` arguments of one collective (element counts per rank)."""
+
+    collective: str
+    in_elements: int
+    out_elements: int
+    group_size: int | None
+    dtype: str  # a c10 scalar type name: ``Float``, ``BFloat16``, ...
+
+
+@dataclass(frozen=True, slots=True)
 class KernelRecord:
     """One measured kernel (or, from summary formats, ``instances`` launches of one kernel).
 
@@ -60,6 +71,7 @@ class KernelRecord:
     counters: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
     instances: int = 1
     ops: tuple[OpCall, ...] = ()
+    collective: CommArgs | None = None  # what record_param_comms recorded for an NCCL/RCCL kernel
 
     @property
     def innermost_op(self) -> OpCall | None:

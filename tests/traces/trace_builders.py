@@ -20,10 +20,10 @@ class KinetoTrace:
         self._next = 1
 
     def op(self, name: str, ts: float, dur: float, dims: list[Any] | None = None, types: list[str] | None = None,
-           concrete: list[str] | None = None, tid: int = 1) -> int:
+           concrete: list[str] | None = None, tid: int = 1, extra: dict[str, Any] | None = None) -> int:
         external = self._next
         self._next += 1
-        args: dict[str, Any] = {"External id": external}
+        args: dict[str, Any] = {"External id": external, **(extra or {})}
         if dims is not None:
             args["Input Dims"] = dims
         if types is not None:
@@ -35,7 +35,7 @@ class KinetoTrace:
         return external
 
     def kernel(self, name: str, launch_ts: float, ts: float, dur: float, cat: str = "kernel", tid: int = 1,
-               external: int = 0) -> None:
+               external: int = 0, extra: dict[str, Any] | None = None) -> None:
         correlation = self._next
         self._next += 1
         self.events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": tid,
@@ -43,7 +43,8 @@ class KinetoTrace:
                                                                 "correlation": correlation}})
         self.events.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur,
                             "args": {"External id": external, "device": 0, "stream": 7,
-                                     "correlation": correlation, "grid": [4, 1, 1], "block": [128, 1, 1]}})
+                                     "correlation": correlation, "grid": [4, 1, 1], "block": [128, 1, 1],
+                                     **(extra or {})}})
 
     def to_bytes(self, gz: bool = False) -> bytes:
         text = json.dumps({"schemaVersion": 1, "record_shapes": 1, "traceEvents": self.events}).encode()
