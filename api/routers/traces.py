@@ -83,16 +83,17 @@ class TraceList(Versioned):
 
 
 def _unmodelled(rows: list[TraceKernelRow]) -> list[dict[str, Any]]:
-    """The unmodelled kernels by name, longest total first (the first ``MAX_LISTED_UNMODELLED``)."""
-    grouped: dict[str, list[Any]] = {}
+    """The unmodelled kernels by name and reason (one NCCL kernel name serves all-reduce and all-to-all
+    alike), longest total first (the first ``MAX_LISTED_UNMODELLED``)."""
+    grouped: dict[tuple[str, str | None], list[float]] = {}
     for k in rows:
         if k.run_id is None:
-            entry = grouped.setdefault(k.name, [0.0, 0, k.reason])
+            entry = grouped.setdefault((k.name, k.reason), [0.0, 0])
             entry[0] += k.duration_s
             entry[1] += k.instances
     listed = sorted(grouped.items(), key=lambda item: -item[1][0])[:MAX_LISTED_UNMODELLED]
-    return [{"name": name, "time_s": t, "count": n, "reason": reason or "not modelled"}
-            for name, (t, n, reason) in listed]
+    return [{"name": name, "time_s": t, "count": int(n), "reason": reason or "not modelled"}
+            for (name, reason), (t, n) in listed]
 
 
 def _stored_alarms(hardware: Hardware, upload: TraceUploadRow, rows: list[TraceKernelRow]) -> list[dict[str, Any]]:

@@ -61,23 +61,23 @@ def runs_and_kernels(hardware: Hardware, parsed: ParsedTrace, matched: MatchResu
         runs.append(RunIn(hardware_id=hardware.id, op=op, measured_time_s=max(run.measured_time_s, 1e-12),
                           source=source, tags={"op_name": run.op_name[:400], "trace": filename[:400]},
                           dtype=dtype if isinstance(dtype, str) else None))
-    groups: dict[tuple[str, str, int | None, str | None], list[Any]] = defaultdict(lambda: [0.0, 0, {}, None])
+    # unmodelled kernels also by reason: one NCCL kernel name under record_param_comms serves several collectives
+    groups: dict[tuple[str, str, int | None, str | None, str | None], list[Any]] = defaultdict(lambda: [0.0, 0, {}])
     for kernel, match_index, reason in zip(parsed.kernels, matched.kernel_runs, matched.kernel_reasons,
                                            strict=True):
         run_index = None if match_index is None else run_of_match.get(match_index)
         op_name = kernel.innermost_op.name if kernel.innermost_op else kernel.op_name
-        entry = groups[(kernel.name, kernel.category, run_index, op_name)]
+        why = None if run_index is not None else reason or "the matched op is not one the model accepts"
+        entry = groups[(kernel.name, kernel.category, run_index, op_name, why)]
         entry[0] += kernel.duration_s
         entry[1] += kernel.instances
-        if run_index is None:
-            entry[3] = entry[3] or reason or "the matched op is not one the model accepts"
         for key, value in kernel.counters.items():
             entry[2][key] = entry[2].get(key, 0.0) + float(value)
     kernels = [TraceKernelIn(name=name, category=category, duration_s=time_s, instances=count,
                              op_name=op_name[:200] if op_name else None,
                              op_kind=None if run_index is None else str(runs[run_index].op["kind"]),
-                             run_index=run_index, counters=counters, reason=reason)
-               for (name, category, run_index, op_name), (time_s, count, counters, reason) in groups.items()]
+                             run_index=run_index, counters=counters, reason=why)
+               for (name, category, run_index, op_name, why), (time_s, count, counters) in groups.items()]
     return runs, kernels
 
 
