@@ -10,6 +10,7 @@ transferred pooled fit, else the model (``defaults``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from perfmodel.calibration import curve
-from perfmodel.calibration.classes import class_keys, parent_key, related
+from perfmodel.calibration.classes import class_keys, parent_key, related, single_node_key
 from perfmodel.calibration.fit import FitResult, abs_pct, fit_with_cv
 from perfmodel.calibration.local import LocalCorrection, fit_local
 from perfmodel.calibration.model import DEFAULTS, Calibration, ClassParams, Range, borrowed
@@ -85,9 +86,19 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
     rows: dict[str, dict[str, Any]] = {}
     parent_of = np.array([parent_key(k) or "" for k in keys.tolist()], dtype=str)
     parents = sorted(set(parent_of.tolist()) - {""})
+    pooled_into = _few_multinode_runs(keys, usable, min_runs)
     for key in parents + sorted(set(keys.tolist())):  # parents first: their variants fall back to them
-        members = (keys == key) | (parent_of == key)
+        members = (keys == key) | (parent_of == key) | (pooled_into == key)
         idx = np.flatnonzero(members & usable)
+        single = str(pooled_into[keys == key][0]) if np.any(keys == key) else ""
+        if single:  # too few runs across nodes: fitted with the single-node class, as part of it
+            shared = classes[single]
+            entry = dataclasses.replace(shared, source="class" if shared.source == "fitted" else shared.source,
+                                        runs=int(idx.size))
+            classes[key] = entry
+            rows[key] = _class_report(key, entry, f.take(idx) if f is not None and idx.size else None,
+                                      measured[idx], model_s[idx], None, int(members.sum()) - int(idx.size), 0, None)
+            continue
         seeded = base.classes.get(key) if base is not None else None
         if seeded is not None and seeded.source not in ("fitted", "transferred"):
             seeded = None
@@ -142,6 +153,18 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
 def _belief(seeded: ClassParams, foreign: bool) -> FloatArray:
     """What a base entry predicts here before any run of this device: the prior of a fit."""
     return (borrowed(seeded) if foreign else seeded).applied_theta
+
+
+def _few_multinode_runs(keys: np.ndarray[Any, np.dtype[np.str_]], usable: np.ndarray[Any, np.dtype[np.bool_]],
+                        min_runs: int) -> np.ndarray[Any, np.dtype[np.str_]]:
+    """Per run, the single-node class a multi-node collective is fitted with when its own class has fewer than
+    ``min_runs`` usable runs (then its shape numbers, log2 devices, tell the fabrics apart), else ""."""
+    out = np.full(keys.shape, "", dtype=object)
+    for key in set(keys.tolist()):
+        single = single_node_key(key)
+        if single is not None and single in keys and int(((keys == key) & usable).sum()) < min_runs:
+            out[keys == key] = single
+    return out.astype(str)
 
 
 def _carried(seeded: ClassParams, base: Calibration, foreign: bool) -> ClassParams:

@@ -18,6 +18,7 @@ CLASS_OF_KIND: dict[str, str] = {
 }
 # training passes of GEMM-like ops run other GEMM shapes and kernels: their own class
 _PASS_SPLIT = frozenset({"gemm", "conv", "attention"})
+MULTINODE = "_multinode"  # suffix of a collective's class across nodes
 _MULTI_KIND = frozenset(c for c in CLASS_OF_KIND.values() if list(CLASS_OF_KIND.values()).count(c) > 1)
 
 
@@ -32,8 +33,14 @@ def op_class_name(op: Op, per_node_default: int | None = None) -> str:
         name = f"{name}_bwd"
     per_node = getattr(op, "devices_per_node", None) or per_node_default
     if name.startswith("collective_") and per_node is not None and per_node < getattr(op, "devices", 0):
-        name = f"{name}_multinode"
+        name = f"{name}{MULTINODE}"
     return name
+
+
+def single_node_key(key: str) -> str | None:
+    """``collective_allreduce:fp16`` for ``collective_allreduce_multinode:fp16``; None for other keys."""
+    name, _, dtype = key.partition(":")
+    return f"{name.removesuffix(MULTINODE)}:{dtype}" if name.endswith(MULTINODE) else None
 
 
 def op_variant(op: Op) -> str | None:

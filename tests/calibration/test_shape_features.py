@@ -144,3 +144,21 @@ def test_a_collective_without_devices_per_node_takes_the_devices_node() -> None:
     cal = fit_calibration(HW, runs)
     assert set(cal.classes) == {"collective_allreduce_multinode:fp16"}
     assert bool(predict_calibrated(HW, [op], cal).in_calibrated_range[0])  # its own fitted class, inside
+
+
+def test_few_multinode_runs_are_fitted_with_the_single_node_class() -> None:
+    """DeepBench's P100 sweep has 4 fitted 16-GPU rows: too few for a class of their own, so they join the
+    single-node fit (log2 devices tells them apart) and take it whole; with 6 or more they get their own."""
+    sizes = [float(2**i) for i in range(16, 28)]
+    single = [({"kind": "allreduce", "bytes": b, "devices": d, "dtype": "fp32"}, 1e-5 + b / 2e9 * d / 4)
+              for b in sizes for d in (2, 4, 8)]
+    few = [({"kind": "allreduce", "bytes": b, "devices": 16, "dtype": "fp32"}, 1e-4 + b / 3e8) for b in sizes[:4]]
+    cal = fit_calibration("nvidia-p100-sxm2-16gb", single + few, timing="host")
+    multinode = cal.classes["collective_allreduce_multinode:fp32"]
+    assert multinode.source == "class" and multinode.runs == 4 and multinode.weight == 1.0
+    assert np.array_equal(multinode.theta, cal.classes["collective_allreduce:fp32"].theta)
+    assert cal.classes["collective_allreduce:fp32"].runs == len(single) + 4
+    many = [({"kind": "allreduce", "bytes": b, "devices": 16, "dtype": "fp32"}, 1e-4 + b / 3e8) for b in sizes]
+    own = fit_calibration("nvidia-p100-sxm2-16gb", single + many, timing="host")
+    assert own.classes["collective_allreduce_multinode:fp32"].source == "fitted"
+    assert own.classes["collective_allreduce:fp32"].runs == len(single)
