@@ -28,6 +28,7 @@ from measured_data import Row
 import perfmodel
 from perfmodel.calibration import Calibration, fit_calibration, predict_calibrated
 from perfmodel.calibration.classes import class_key, parent_key
+from perfmodel.collectives import devices_per_node
 from perfmodel.ops import make_op
 
 TARGET_MEDIAN_PCT = {"GEMM-like": 5.0, "other": 10.0}
@@ -105,10 +106,11 @@ def _score(setup: str, hw: str, cal: Calibration, fit: list[Row], test: list[Row
     assert calibrated.interval_s is not None
     raw = perfmodel.predict_many(hw, ops, timing=cal.timing, space="compact")  # type: ignore[arg-type]
     measured = np.array([r.measured_s for r in test])
+    per_node = devices_per_node(perfmodel.load_hardware(hw))
     out = []
     for label in sorted({r.label for r in test}):
         sel = np.array([r.label == label for r in test])
-        keys = sorted({class_key(make_op(r.op)) for r, s in zip(test, sel, strict=True) if s})
+        keys = sorted({class_key(make_op(r.op), per_node) for r, s in zip(test, sel, strict=True) if s})
         sources = sorted({_source(cal, k) for k in keys})
         inside = (measured[sel] >= calibrated.interval_s[sel, 0]) & (measured[sel] <= calibrated.interval_s[sel, 1])
         uncal, cal_ape = _ape(raw.time_s[sel], measured[sel]), _ape(calibrated.time_s[sel], measured[sel])

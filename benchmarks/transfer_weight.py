@@ -29,6 +29,7 @@ from scoreboard import fit_mask
 import perfmodel
 from perfmodel.calibration import Calibration, fit_calibration, model, predict_calibrated
 from perfmodel.calibration.classes import class_key, parent_key
+from perfmodel.collectives import devices_per_node
 from perfmodel.ops import make_op
 
 WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0)
@@ -41,7 +42,8 @@ def fallbacks(rows: list[Row], mask: np.ndarray[Any, np.dtype[np.bool_]], varian
     """Leave each class (or variant) out of its setup's fit; its held-out rows then use the device's
     pooled fit (or the class's fit) at each weight."""
     known = set(perfmodel.list_hardware())
-    keys = [class_key(make_op(r.op)) if r.hardware in known else "" for r in rows]
+    per_node = {hw: devices_per_node(perfmodel.load_hardware(hw)) for hw in known}
+    keys = [class_key(make_op(r.op), per_node[r.hardware]) if r.hardware in known else "" for r in rows]
     setups: dict[tuple[str, str, str], list[int]] = {}
     for i, r in enumerate(rows):
         if r.hardware in known:
