@@ -88,23 +88,18 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
     parents = sorted(set(parent_of.tolist()) - {""})
     pooled_into = _few_multinode_runs(keys, usable, min_runs)
     for key in parents + sorted(set(keys.tolist())):  # parents first: their variants fall back to them
-        members = (keys == key) | (parent_of == key) | (pooled_into == key)
+        members = (keys == key) | (parent_of == key) | np.isin(keys, [m for m, s in pooled_into.items() if s == key])
         idx = np.flatnonzero(members & usable)
-        single = str(pooled_into[keys == key][0]) if np.any(keys == key) else ""
-        if single:  # too few runs across nodes: fitted with the single-node class, as part of it
-            shared = classes[single]
-            entry = dataclasses.replace(shared, source="class" if shared.source == "fitted" else shared.source,
-                                        runs=int(idx.size))
-            classes[key] = entry
-            rows[key] = _class_report(key, entry, f.take(idx) if f is not None and idx.size else None,
-                                      measured[idx], model_s[idx], None, int(members.sum()) - int(idx.size), 0, None)
-            continue
         seeded = base.classes.get(key) if base is not None else None
         if seeded is not None and seeded.source not in ("fitted", "transferred"):
             seeded = None
         parent = classes.get(parent_key(key) or "")
         result: FitResult | None = None
-        if idx.size >= min_runs and f is not None:
+        if key in pooled_into:  # too few runs across nodes: fitted with the single-node class (sorted first)
+            shared = classes[pooled_into[key]]
+            entry = dataclasses.replace(shared, source="class" if shared.source == "fitted" else shared.source,
+                                        runs=int(idx.size))
+        elif idx.size >= min_runs and f is not None:
             prior = _belief(seeded, foreign) if seeded is not None else (
                 parent.theta if parent is not None and parent.source == "fitted" else None)
             result = fit_with_cv(f.take(idx), measured[idx], groups[idx], folds, seed, prior)
@@ -156,15 +151,16 @@ def _belief(seeded: ClassParams, foreign: bool) -> FloatArray:
 
 
 def _few_multinode_runs(keys: np.ndarray[Any, np.dtype[np.str_]], usable: np.ndarray[Any, np.dtype[np.bool_]],
-                        min_runs: int) -> np.ndarray[Any, np.dtype[np.str_]]:
-    """Per run, the single-node class a multi-node collective is fitted with when its own class has fewer than
-    ``min_runs`` usable runs (then its shape numbers, log2 devices, tell the fabrics apart), else ""."""
-    out = np.full(keys.shape, "", dtype=object)
-    for key in set(keys.tolist()):
+                        min_runs: int) -> dict[str, str]:
+    """Multi-node collective class -> the single-node class it is fitted with, for those with fewer than
+    ``min_runs`` usable runs of their own (the shape numbers, log2 devices, tell the fabrics apart)."""
+    present = set(keys.tolist())
+    out: dict[str, str] = {}
+    for key in present:
         single = single_node_key(key)
-        if single is not None and single in keys and int(((keys == key) & usable).sum()) < min_runs:
-            out[keys == key] = single
-    return out.astype(str)
+        if single is not None and single in present and int(((keys == key) & usable).sum()) < min_runs:
+            out[key] = single
+    return out
 
 
 def _carried(seeded: ClassParams, base: Calibration, foreign: bool) -> ClassParams:

@@ -150,7 +150,7 @@ class _Collector:
             self.share(clip_name(event.get("name"))), category, ts, dur, as_int(args.get("device")),
             as_int(args.get("stream")), as_int(args.get("correlation")), as_int(args.get("External id")),
             dim3(args["grid"]) if "grid" in args else None, dim3(args["block"]) if "block" in args else None,
-            comm_args(args) if "Collective name" in args else None))
+            comm_args(args)))
 
     def _add_op(self, event: dict[str, Any], args: dict[str, Any]) -> None:
         ts, dur = as_float(event.get("ts")), as_float(event.get("dur"))
@@ -161,7 +161,7 @@ class _Collector:
             as_int(args.get("External id")), self.share(_shapes(args.get("Input Dims"))),
             self.share(_strings(args.get("Input type"), 64)),
             self.share(_strings(args.get("Concrete Inputs"), MAX_CONCRETE_CHARS)),
-            comm_args(args) if "Collective name" in args else None))
+            comm_args(args)))
 
 
 def _nest(ops: list[_Op]) -> None:
