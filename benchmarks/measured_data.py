@@ -120,6 +120,16 @@ def _deepbench_dtypes(precision: str) -> dict[str, str]:
     return {"dtype": "fp16"}
 
 
+def _algorithm(name: str, conv: dict[str, Any]) -> str:
+    """The perfmodel algorithm of a Winograd run cuDNN/MIOpen reported (implicit GEMM where none fits): the
+    algorithm the library ran is part of the measurement, so the model runs the same one."""
+    stride_1 = conv["stride"] == conv["stride_w"] == 1
+    square = conv["kernel_h"] == conv["kernel_w"]
+    if "nonfused" in name.lower() and stride_1 and square and conv["kernel_h"] in (3, 5):
+        return "winograd_nonfused"
+    return "winograd" if stride_1 and square and conv["kernel_h"] == 3 else "implicit_gemm"
+
+
 def deepbench() -> Iterator[Row]:
     """DeepBench GEMM and conv: kernel time averaged over repeated launches (cudaEvent)."""
     for r in _read("deepbench_gemm.csv"):
@@ -137,9 +147,8 @@ def deepbench() -> Iterator[Row]:
                 **_deepbench_dtypes(r["precision"])}
         hw = DEEPBENCH_HW[r["hardware"]]
         group = r["application"] or "-"
-        winograd_ok = base["kernel_h"] == base["kernel_w"] == 3 and base["stride"] == base["stride_w"] == 1
-        # the algorithm cuDNN/MIOpen ran is part of the measurement: model the same one
-        fwd = {**base, "algorithm": "winograd"} if "winograd" in r["fwd_algorithm"].lower() and winograd_ok else base
+        fwd = {**base, "algorithm": _algorithm(r["fwd_algorithm"], base)} if "winograd" in r["fwd_algorithm"].lower() \
+            else base
         if _number(r["fwd_ms"]):
             yield Row("deepbench", hw, fwd, float(r["fwd_ms"]) * 1e-3, "kernel", group, "conv2d")
         if _number(r["bwd_inputs_ms"]) and _number(r["bwd_params_ms"]):

@@ -154,6 +154,12 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     if fresh_s.any():
         body = body + fresh_s
         level_times[t.dram.name] = level_times[t.dram.name] + fresh_s
+    # an algorithm's transform kernels (Winograd non-fused) stream through DRAM before and after the GEMMs
+    if work.serial_bytes.any():
+        serial_s = work.serial_bytes / (t.bandwidth_bytes_per_s(t.dram) * d.dram_efficiency)
+        body = body + serial_s
+        levels[t.dram.name] = levels[t.dram.name] + work.serial_bytes
+        level_times[t.dram.name] = level_times[t.dram.name] + serial_s
     time_s = body + overhead
     labels = np.array(["matrix", "vector", "special", *level_times.keys(), "interconnect"], dtype=object)
     bound = labels[which]

@@ -90,7 +90,7 @@ def _conv(ops: Sequence[Op]) -> FloatArray:
     out_channels = column(ops, "out_channels")
     narrow, deep = _gemm(column(ops, "batch") * p * q, out_channels, c * kh * kw)
     convs = cast("Sequence[Conv2d]", ops)
-    winograd = np.fromiter((o.algorithm == "winograd" for o in convs), dtype=np.float64, count=len(ops))
+    winograd = np.fromiter((o.algorithm.startswith("winograd") for o in convs), dtype=np.float64, count=len(ops))
     return np.column_stack([narrow, deep, _unaligned(np.floor(c)) + _unaligned(out_channels), _log2(kh * kw),
                             (np.maximum(stride, stride_w) > 1).astype(float), np.maximum(0.0, 4.0 - _log2(c)),
                             winograd])

@@ -3,6 +3,13 @@
 ``algorithm='winograd'`` (3x3, stride 1) computes F(2x2, 3x3): 16 GEMMs of
 (N·⌈P/2⌉·⌈Q/2⌉) x K x C, 2.25x fewer multiplies, plus input/output transforms on the vector
 engine (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016).
+
+``algorithm='winograd_nonfused'`` (3x3 or 5x5, stride 1) is cuDNN's WINOGRAD_NONFUSED: 6x6 transformed
+tiles, F(4x4, 3x3) or F(2x2, 5x5), with the transforms as separate kernels through DRAM (the
+``winogradForwardData4x4`` / ``Filter4x4`` / ``Output4x4`` kernels around one batched sgemm in nvprof
+output): the input transform writes 36 values per tile and channel, the filter transform 36 per
+(K, C) pair, the 36 GEMMs of tiles x K x C write 36 per tile and output channel, which the output
+transform reads back. Those streams add to the GEMMs' time (``Work.serial_bytes``).
 """
 
 from __future__ import annotations
@@ -29,6 +36,9 @@ from perfmodel.ops.base import (
     require_positive,
 )
 
+NONFUSED_TILE = 6  # transformed tile side of cuDNN's non-fused Winograd (alpha = outputs + taps - 1)
+NONFUSED_TILE_OUTPUTS = {3: 4, 5: 2}  # filter side -> output tile side: F(4x4, 3x3), F(2x2, 5x5)
+
 
 @register
 @dataclass(frozen=True)
@@ -54,7 +64,7 @@ class Conv2d(Op):
     groups: int = 1
     compute_dtype: DType | None = None
     layout: Literal["nchw", "nhwc"] = "nchw"
-    algorithm: Literal["implicit_gemm", "winograd"] = "implicit_gemm"
+    algorithm: Literal["implicit_gemm", "winograd", "winograd_nonfused"] = "implicit_gemm"
     bias: bool = False
     pass_: Pass = "forward"
 
@@ -78,6 +88,11 @@ class Conv2d(Op):
                 self.kernel_h == self.kernel_w == 3 and self.stride == 1 and (self.stride_w or 1) == 1
                 and self.dilation == 1 and (self.dilation_w or 1) == 1):
             raise OpError(self.kind, "algorithm", "winograd needs a 3x3 kernel with stride 1 and no dilation")
+        if self.algorithm == "winograd_nonfused" and not (
+                self.kernel_h == self.kernel_w and self.kernel_h in NONFUSED_TILE_OUTPUTS and self.stride == 1
+                and (self.stride_w or 1) == 1 and self.dilation == 1 and (self.dilation_w or 1) == 1):
+            raise OpError(self.kind, "algorithm", "winograd_nonfused needs a 3x3 or 5x5 kernel with stride 1 "
+                          "and no dilation")
         if self.out_h <= 0 or self.out_w <= 0:
             field = "kernel_h" if self.out_h <= 0 else "kernel_w"
             raise OpError(self.kind, field, f"kernel larger than the padded input: output "
@@ -114,12 +129,18 @@ class Conv2d(Op):
         has_bias = np.array([o.bias for o in ops], dtype=np.float64)
         fwd, bwd = pass_factors(ops)
         flops = 2.0 * nb * k * p * q * (c / g) * r * s
-        wino = np.array([o.algorithm == "winograd" for o in ops])
-        tiles = nb * np.ceil(p / 2) * np.ceil(q / 2)
-        wino_flops = 2.0 * 16 * tiles * k * (c / g)
-        # transforms: input tile 4x4 (B^T d B, ~32 adds each per channel), output 2x2 (A^T m A, ~24 adds)
-        wino_vector = tiles * (32.0 * c + 24.0 * k)
+        fused = np.array([o.algorithm == "winograd" for o in ops])
+        nonfused = np.array([o.algorithm == "winograd_nonfused" for o in ops])
+        wino = fused | nonfused
+        out_tile = np.where(nonfused, np.array([NONFUSED_TILE_OUTPUTS.get(o.kernel_h, 2) for o in ops]), 2.0)
+        points = np.where(nonfused, float(NONFUSED_TILE**2), 16.0)  # transformed values per tile: GEMMs
+        tiles = nb * np.ceil(p / out_tile) * np.ceil(q / out_tile)
+        wino_flops = 2.0 * points * tiles * k * (c / g)
+        # fused transforms: input tile 4x4 (B^T d B, ~32 adds each per channel), output 2x2 (A^T m A, ~24 adds)
+        wino_vector = np.where(fused, tiles * (32.0 * c + 24.0 * k), 0.0)
         x_bytes, w_bytes, y_bytes = nb * c * h * w * elem, k * (c / g) * r * s * elem, nb * k * p * q * elem
+        # non-fused: data, filter and output transforms each read their source and write the other side
+        serial = np.where(nonfused, x_bytes + w_bytes + y_bytes + points * elem * (tiles * c + k * c + tiles * k), 0.0)
         # backward: data-gradient and weight-gradient convolutions, each with the forward's FLOPs.
         matrix = np.where(dw, 0.0, np.where(wino, wino_flops * fwd + flops * 2.0 * bwd, flops * (fwd + 2.0 * bwd)))
         vector = (np.where(dw, flops * (fwd + 2.0 * bwd), 0.0) + has_bias * nb * k * p * q * fwd
@@ -134,7 +155,7 @@ class Conv2d(Op):
         # implicit GEMMs per group: forward (NPQ x K x CRS; winograd: 16 of tiles x K x C),
         # data-gradient (NHW x C x KRS), weight-gradient (K x CRS x NPQ)
         gemms = gemm_slots(
-            (np.where(dw, 0.0, np.where(wino, 16.0 * g, g) * fwd), np.where(wino, tiles, m_gemm), k / g,
+            (np.where(dw, 0.0, np.where(wino, points * g, g) * fwd), np.where(wino, tiles, m_gemm), k / g,
              np.where(wino, c / g, (c / g) * r * s)),
             (np.where(dw, 0.0, g * bwd), nb * h * w, c / g, (k / g) * r * s),
             (np.where(dw, 0.0, g * bwd), k / g, (c / g) * r * s, m_gemm),
@@ -144,5 +165,6 @@ class Conv2d(Op):
             bytes_by_role=roles, matrix_dtype=dtypes, vector_dtype=dtypes,
             parallel_items=g * np.ceil(m_gemm / 128) * np.ceil(k / g / 128),
             kernels=fwd + 2.0 * bwd,
+            serial_bytes=serial * fwd,
             gemm_batch=gemms[0], gemm_m=gemms[1], gemm_n=gemms[2], gemm_k=gemms[3],
         )

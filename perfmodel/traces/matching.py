@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfmodel.ops import OpError, make_op
 from perfmodel.traces import aten_comms, aten_ops
 from perfmodel.traces.aten_args import Unbuildable
 from perfmodel.traces.kernel_names import kernel_family
@@ -116,6 +117,24 @@ def _reason_without_op(kernel: KernelRecord) -> str:
     return f"{family} kernel (recognised by name), {where}: shapes unknown"
 
 
+def _conv_algorithm(run: _Run) -> None:
+    """A forward convolution whose kernels are cuDNN's/MIOpen's Winograd ones runs the model's Winograd:
+    the algorithm the library ran is part of the measurement (``winogradForwardData4x4`` & co.: non-fused)."""
+    if run.op.get("kind") != "conv2d" or run.op.get("pass", "forward") != "forward":
+        return
+    names = " ".join(run.names).lower()
+    if "winograd" not in names:
+        return
+    algorithm = "winograd_nonfused" if "winograd_nonfused" in names else "winograd"
+    try:
+        make_op({**run.op, "algorithm": algorithm})
+    except OpError as exc:
+        run.notes.append(f"Winograd kernels, but modelled as implicit GEMM ({exc.reason})")
+        return
+    run.op["algorithm"] = algorithm
+    run.notes.append(f"algorithm {algorithm}, from its kernel names")
+
+
 def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:
     """Group the kernels of a parsed trace into measured runs of perfmodel ops."""
     kernels = parsed.kernels if isinstance(parsed, ParsedTrace) else list(parsed)
@@ -142,12 +161,14 @@ def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:
         call_of_kernel[-1] = call.call_id
         run = runs.get(call.call_id)
         if run is None:
-            run = runs[call.call_id] = _Run(call, dict(op), notes)
+            run = runs[call.call_id] = _Run(call, dict(op), list(notes))
         run.time_s += kernel.duration_s
         run.count += kernel.instances
         if len(run.names) < MAX_KERNEL_NAMES:
             run.names[kernel.name] = None
     ordered = sorted(runs.values(), key=lambda r: r.call.start_s)
+    for r in ordered:
+        _conv_algorithm(r)
     matched = [MatchedRun(r.op, r.time_s, tuple(r.names), r.count, r.call.name, tuple(r.notes)) for r in ordered]
     index_of_call = {r.call.call_id: i for i, r in enumerate(ordered)}
     kernel_runs = [None if c is None else index_of_call[c] for c in call_of_kernel]

@@ -30,6 +30,10 @@ HW = "nvidia-a100-sxm4-80gb"
     ({"kind": "conv2d", "batch": 1, "in_channels": 3, "out_channels": 64, "height": 224, "width": 224,
       "kernel_h": 7, "kernel_w": 7, "stride": 2, "padding": 3, "dtype": "fp32"},
      (1.0, np.log2(147) - 0.5 * (np.log2(112 * 112) + 6.0), 1.0, np.log2(49), 1.0, 4.0 - np.log2(3), 0.0)),
+    # either Winograd the library ran (fused, non-fused) sets the winograd number; N = 64: one halving narrow
+    ({"kind": "conv2d", "batch": 8, "in_channels": 64, "out_channels": 64, "height": 56, "width": 56,
+      "kernel_h": 3, "kernel_w": 3, "padding": 1, "dtype": "fp32", "algorithm": "winograd_nonfused"},
+     (1.0, np.log2(576) - 0.5 * (np.log2(8 * 56 * 56) + 6.0), 0.0, np.log2(9), 0.0, 0.0, 1.0)),
     # rows of 4096 = 2^12 elements, 2^6 rows
     ({"kind": "rmsnorm", "shape": [64, 4096], "dtype": "fp16"}, (2.0, -4.0, 0.0, 0.5, 1.0, 1.0, 0.0)),
     ({"kind": "embedding", "table_shape": [32000, 1000], "num_indices": 1024, "dtype": "fp16"},

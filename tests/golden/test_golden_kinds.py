@@ -23,6 +23,13 @@ TOY_CASES: list[tuple[dict[str, Any], float, str, str]] = [
     ({"kind": "conv2d", "batch": 8, "in_channels": 64, "out_channels": 64, "height": 32, "width": 32,
       "kernel_h": 3, "kernel_w": 3, "padding": 1, "dtype": "fp16"}, 603_979_776 / 8e12, "tensor",
      "compute-bound implicit GEMM"),
+    # the same conv as cuDNN's non-fused Winograd F(4x4, 3x3): 8 x 8 x 8 = 512 tiles of 6x6; 36 GEMMs of
+    # 512 x 64 x 64 = 2·36·512·64·64 = 150,994,944 FLOPs / 8e12 = 18.874 µs; then the transforms' own
+    # kernels stream x (524,288 B) + w (73,728) + y (524,288) + 36 x (512·64 + 64·64 + 512·64) x 2 B
+    # (5,013,504) = 7,184,384 B / 1e12 = 7.184 µs, after the GEMMs.
+    ({"kind": "conv2d", "batch": 8, "in_channels": 64, "out_channels": 64, "height": 32, "width": 32,
+      "kernel_h": 3, "kernel_w": 3, "padding": 1, "dtype": "fp16", "algorithm": "winograd_nonfused"},
+     150_994_944 / 8e12 + 7_184_384 / 1e12, "tensor", "non-fused Winograd: GEMMs plus transform streams"),
     # attention 1x4 heads x 256 x 256 x 64: 2·4·256·256·(64+64) = 67,108,864 / 8e12 = 8.389 µs;
     # exp 262,144 / 1e11 = 2.6 µs; bytes 528,384 / 1e12 = 0.5 µs.
     ({"kind": "attention", "batch": 1, "heads": 4, "seq_q": 256, "seq_kv": 256, "head_dim": 64,

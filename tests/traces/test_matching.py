@@ -138,3 +138,37 @@ def test_cpu_only_records_become_runs() -> None:
          "flops_per_element": 8.0, "transcendentals_per_element": 1.0}]
     assert [r.measured_time_s for r in result.runs] == pytest.approx([50e-6, 10e-6])
     assert result.unmodelled_time_share == 0.0
+
+
+def _conv_trace(kernels: list[str], kernel: int = 3, stride: int = 1) -> KinetoTrace:
+    t = KinetoTrace()
+    t.op("aten::conv2d", 0, 100, [[8, 64, 56, 56], [64, 64, kernel, kernel], [], [], [], [], []],
+         ["float", "float", "", "ScalarList", "ScalarList", "ScalarList", "Scalar"],
+         ["", "", "", f"[{stride}, {stride}]", "[1, 1]", "[1, 1]", "1"])
+    for i, name in enumerate(kernels):
+        t.kernel(name, 1 + i, 200 + 20 * i, 10.0)
+    return t
+
+
+def test_winograd_kernels_give_the_conv_its_algorithm() -> None:
+    """cuDNN's non-fused Winograd (four kernels, as nvprof lists them) and its fused one are named by their kernels."""
+    nonfused = ["void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>(WinogradDataParams)",
+                "void cudnn::winograd_nonfused::winogradForwardFilter4x4<float, float>(WinogradFilterParams)",
+                "volta_sgemm_128x64_nn",
+                "void cudnn::winograd_nonfused::winogradForwardOutput4x4<float, float>(WinogradOutputParams)"]
+    (run,) = match_runs(parse_trace(_conv_trace(nonfused).to_bytes())).runs
+    assert run.op["algorithm"] == "winograd_nonfused" and run.kernel_count == 4
+    assert run.notes == ("algorithm winograd_nonfused, from its kernel names",)
+    (fused,) = match_runs(parse_trace(_conv_trace(["volta_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1"])
+                                      .to_bytes())).runs
+    assert fused.op["algorithm"] == "winograd"
+    (plain,) = match_runs(parse_trace(_conv_trace(["sm80_xmma_fprop_implicit_gemm_tf32f32"]).to_bytes())).runs
+    assert "algorithm" not in plain.op and plain.notes == ()
+
+
+def test_winograd_kernels_on_a_shape_winograd_cannot_run_keep_implicit_gemm() -> None:
+    (run,) = match_runs(parse_trace(_conv_trace(["maxwell_scudnn_winograd_128x128_ldg1_ldg4_tile148n_nt"],
+                                                stride=2).to_bytes())).runs
+    assert "algorithm" not in run.op
+    (note,) = run.notes
+    assert note.startswith("Winograd kernels, but modelled as implicit GEMM (winograd needs a 3x3 kernel")
