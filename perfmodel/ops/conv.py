@@ -10,6 +10,11 @@ tiles, F(4x4, 3x3) or F(2x2, 5x5), with the transforms as separate kernels throu
 output): the input transform writes 36 values per tile and channel, the filter transform 36 per
 (K, C) pair, the 36 GEMMs of tiles x K x C write 36 per tile and output channel, which the output
 transform reads back. Those streams add to the GEMMs' time (``Work.serial_bytes``).
+
+A backward op runs its data gradient with the same Winograd (on tiles of dx); its weight gradient
+too where the algorithm is non-fused (F(3x3, 4x4): 36 GEMMs of K x C x tiles), and as an implicit GEMM
+after the fused one, which has no weight-gradient form in cuDNN (its ``BWD_FILTER`` algorithms list
+WINOGRAD_NONFUSED only).
 """
 
 from __future__ import annotations
@@ -135,16 +140,22 @@ class Conv2d(Op):
         out_tile = np.where(nonfused, np.array([NONFUSED_TILE_OUTPUTS.get(o.kernel_h, 2) for o in ops]), 2.0)
         points = np.where(nonfused, float(NONFUSED_TILE**2), 16.0)  # transformed values per tile: GEMMs
         tiles = nb * np.ceil(p / out_tile) * np.ceil(q / out_tile)
-        wino_flops = 2.0 * points * tiles * k * (c / g)
+        # the data gradient (dy -> dx, stride 1: a convolution onto the H x W input) runs the same algorithm
+        tiles_dx = nb * np.ceil(h / out_tile) * np.ceil(w / out_tile)
+        # the weight gradient (x and dy -> dw: F(3x3, 4x4) on the forward's tiles) only in the non-fused form:
+        # cuDNN's fused Winograd has no weight-gradient kernel
+        wino_flops = 2.0 * points * (tiles * (fwd + bwd * nonfused) + tiles_dx * bwd) * k * (c / g)
         # fused transforms: input tile 4x4 (B^T d B, ~32 adds each per channel), output 2x2 (A^T m A, ~24 adds)
-        wino_vector = np.where(fused, tiles * (32.0 * c + 24.0 * k), 0.0)
+        wino_vector = np.where(fused, tiles * (32.0 * c + 24.0 * k) * fwd + tiles_dx * (32.0 * k + 24.0 * c) * bwd,
+                               0.0)
         x_bytes, w_bytes, y_bytes = nb * c * h * w * elem, k * (c / g) * r * s * elem, nb * k * p * q * elem
         # non-fused: data, filter and output transforms each read their source and write the other side
-        serial = np.where(nonfused, x_bytes + w_bytes + y_bytes + points * elem * (tiles * c + k * c + tiles * k), 0.0)
-        # backward: data-gradient and weight-gradient convolutions, each with the forward's FLOPs.
-        matrix = np.where(dw, 0.0, np.where(wino, wino_flops * fwd + flops * 2.0 * bwd, flops * (fwd + 2.0 * bwd)))
-        vector = (np.where(dw, flops * (fwd + 2.0 * bwd), 0.0) + has_bias * nb * k * p * q * fwd
-                  + np.where(wino, wino_vector * fwd, 0.0))
+        transforms = (x_bytes + w_bytes + y_bytes) * (fwd + 2.0 * bwd) + points * elem * (
+            (tiles * (c + k) + k * c) * (fwd + bwd) + (tiles_dx * (c + k) + k * c) * bwd)  # non-fused only
+        serial = np.where(nonfused, transforms, 0.0)
+        # backward: data-gradient and weight-gradient convolutions, each with the forward's FLOPs as implicit GEMMs
+        matrix = np.where(dw, 0.0, np.where(wino, wino_flops + flops * bwd * ~nonfused, flops * (fwd + 2.0 * bwd)))
+        vector = (np.where(dw, flops * (fwd + 2.0 * bwd), 0.0) + has_bias * nb * k * p * q * fwd + wino_vector)
         roles = {
             "weights": (w_bytes + has_bias * k * elem) * (fwd + 2.0 * bwd),
             "activations_in": x_bytes * fwd + bwd * (y_bytes + x_bytes),
@@ -152,19 +163,22 @@ class Conv2d(Op):
         }
         dtypes = dtype_codes([o.compute_dtype or o.dtype for o in ops])
         m_gemm = nb * p * q
-        # implicit GEMMs per group: forward (NPQ x K x CRS; winograd: 16 of tiles x K x C),
-        # data-gradient (NHW x C x KRS), weight-gradient (K x CRS x NPQ)
+        # implicit GEMMs per group: forward (NPQ x K x CRS; winograd: 16 or 36 of tiles x K x C),
+        # data-gradient (NHW x C x KRS; winograd: of dx tiles x C x K), weight-gradient (K x CRS x NPQ;
+        # non-fused: 36 of K x C x tiles)
         gemms = gemm_slots(
             (np.where(dw, 0.0, np.where(wino, points * g, g) * fwd), np.where(wino, tiles, m_gemm), k / g,
              np.where(wino, c / g, (c / g) * r * s)),
-            (np.where(dw, 0.0, g * bwd), nb * h * w, c / g, (k / g) * r * s),
-            (np.where(dw, 0.0, g * bwd), k / g, (c / g) * r * s, m_gemm),
+            (np.where(dw, 0.0, np.where(wino, points * g, g) * bwd), np.where(wino, tiles_dx, nb * h * w), c / g,
+             np.where(wino, k / g, (k / g) * r * s)),
+            (np.where(dw, 0.0, np.where(nonfused, points * g, g) * bwd), k / g,
+             np.where(nonfused, c / g, (c / g) * r * s), np.where(nonfused, tiles, m_gemm)),
         )
         return Work(
             n=len(ops), flops_matrix=matrix, flops_vector=vector, flops_special=np.zeros(len(ops)),
             bytes_by_role=roles, matrix_dtype=dtypes, vector_dtype=dtypes,
             parallel_items=g * np.ceil(m_gemm / 128) * np.ceil(k / g / 128),
             kernels=fwd + 2.0 * bwd,
-            serial_bytes=serial * fwd,
+            serial_bytes=serial,
             gemm_batch=gemms[0], gemm_m=gemms[1], gemm_n=gemms[2], gemm_k=gemms[3],
         )

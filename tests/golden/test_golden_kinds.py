@@ -104,3 +104,20 @@ def test_h100(op: dict[str, Any], expected_s: float, bound: str) -> None:
     cost = perfmodel.predict(H100, op, defaults=IDEAL, space="compact")
     assert cost.time_s == pytest.approx(expected_s, rel=1e-9)
     assert cost.bound == bound
+
+
+def test_nonfused_winograd_backward_runs_both_gradients_on_tiles(toy: Hardware) -> None:
+    """Backward of the non-fused Winograd conv above: data gradient 36 x (512 dx tiles x 64 x 64), weight gradient
+    36 x (64 x 64 x 512 tiles), 2 x 150,994,944 FLOPs; transforms x + w + y for the data-gradient pass and again
+    for the weight gradient (2 x 1,122,304 B), plus 36 x 2 B x (512·128 + 64·64) for each of the two
+    (10,027,008 B): 12,271,616 B after the GEMMs. The fused Winograd keeps an implicit-GEMM weight gradient."""
+    conv = {"kind": "conv2d", "batch": 8, "in_channels": 64, "out_channels": 64, "height": 32, "width": 32,
+            "kernel_h": 3, "kernel_w": 3, "padding": 1, "dtype": "fp16", "pass": "backward"}
+    nonfused = perfmodel.predict(toy, {**conv, "algorithm": "winograd_nonfused"}, defaults=IDEAL)
+    assert nonfused.flops_by_engine["matrix"] == 2 * 150_994_944
+    gemms_s = sum(perfmodel.predict(toy, {"kind": "matmul", "batch": 36, "m": m, "n": 64, "k": k, "dtype": "fp16"},
+                                    defaults=IDEAL).time_s for m, k in ((512, 64), (64, 512)))
+    assert gemms_s + 12_271_616 / 1e12 <= nonfused.time_s <= 1.05 * (gemms_s + 12_271_616 / 1e12)
+    fused = perfmodel.predict(toy, {**conv, "algorithm": "winograd"}, defaults=IDEAL)
+    direct = 2 * 8 * 64 * 32 * 32 * 64 * 9  # the implicit-GEMM weight gradient: the forward's FLOPs
+    assert fused.flops_by_engine["matrix"] == 2 * 16 * (8 * 16 * 16) * 64 * 64 + direct
