@@ -144,6 +144,13 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     columns = [t_matrix, t_vector, t_special, *level_times.values(), t_comm]
     stack = np.vstack(columns)
     body = np.where(gemm, np.maximum(totals.body_s, np.maximum(t_vector, t_special)), stack.max(axis=0))
+    # an algorithm's transform kernels (Winograd non-fused) stream through DRAM after the GEMMs: their time adds
+    serial_s = work.serial_bytes / (t.bandwidth_bytes_per_s(t.dram) * d.dram_efficiency)
+    if serial_s.any():
+        body = body + serial_s
+        levels[t.dram.name] = levels[t.dram.name] + work.serial_bytes
+        level_times[t.dram.name] = level_times[t.dram.name] + serial_s
+        stack[3] = level_times[t.dram.name]  # DRAM, the first level: the bound counts the streams too
     which = stack.argmax(axis=0)
     per_kernel = t.kernel_overhead_s + (d.host_overhead_s if timing == "host" else 0.0)
     extra_kernels = totals.extra_kernels
@@ -154,12 +161,6 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     if fresh_s.any():
         body = body + fresh_s
         level_times[t.dram.name] = level_times[t.dram.name] + fresh_s
-    # an algorithm's transform kernels (Winograd non-fused) stream through DRAM before and after the GEMMs
-    if work.serial_bytes.any():
-        serial_s = work.serial_bytes / (t.bandwidth_bytes_per_s(t.dram) * d.dram_efficiency)
-        body = body + serial_s
-        levels[t.dram.name] = levels[t.dram.name] + work.serial_bytes
-        level_times[t.dram.name] = level_times[t.dram.name] + serial_s
     time_s = body + overhead
     labels = np.array(["matrix", "vector", "special", *level_times.keys(), "interconnect"], dtype=object)
     bound = labels[which]

