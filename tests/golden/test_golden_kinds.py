@@ -121,3 +121,19 @@ def test_nonfused_winograd_backward_runs_both_gradients_on_tiles(toy: Hardware) 
     fused = perfmodel.predict(toy, {**conv, "algorithm": "winograd"}, defaults=IDEAL)
     direct = 2 * 8 * 64 * 32 * 32 * 64 * 9  # the implicit-GEMM weight gradient: the forward's FLOPs
     assert fused.flops_by_engine["matrix"] == 2 * 16 * (8 * 16 * 16) * 64 * 64 + direct
+
+
+
+def test_nonfused_winograd_on_a_small_map_is_bound_by_its_transform_streams() -> None:
+    """T4, fp32, 512 -> 512 channels on 8 maps of 7x7: the filter transform alone writes 36 x 512 x 512 x 4 B =
+    37.7 MB, more than the GEMMs (2·36·32·512·512 = 604 MFLOP on 8.1 TFLOP/s of CUDA cores) take: DRAM-bound,
+    and the streams' time is added to the GEMMs'."""
+    conv = {"kind": "conv2d", "batch": 8, "in_channels": 512, "out_channels": 512, "height": 7, "width": 7,
+            "kernel_h": 3, "kernel_w": 3, "padding": 1, "dtype": "fp32", "algorithm": "winograd_nonfused"}
+    cost = perfmodel.predict("nvidia-t4", conv)
+    implicit = perfmodel.predict("nvidia-t4", {**conv, "algorithm": "implicit_gemm"})
+    x = y = 8 * 512 * 49 * 4
+    streams = x + 512 * 512 * 9 * 4 + y + 36 * 4 * (32 * 512 * 2 + 512 * 512)
+    assert cost.bound == "GDDR6" and implicit.bound != "GDDR6"
+    assert cost.bytes_by_level["GDDR6"] >= streams
+    assert cost.time_s >= cost.time_s_by_engine["matrix"] + streams / 320e9
