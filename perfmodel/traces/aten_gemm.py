@@ -70,19 +70,53 @@ _CONV_ARGS = {
 
 
 def convolution(a: Args) -> OpDict:
-    x, w = a.shape(0), a.shape(1)
+    stride_i, pad_i, dil_i, groups_i, transposed_i = _CONV_ARGS[a.name]
+    return _conv(a, 0, (stride_i, pad_i, dil_i, groups_i, transposed_i),
+                 a.name != "aten::cudnn_convolution" and a.has_tensor(2))
+
+
+# convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
+# output_padding, groups, output_mask): the two gradient convolutions (and the bias gradient) of one layer
+_CONV_BACKWARD_ARGS = (4, 5, 6, 9, 7)
+_OUTPUT_MASK = 10
+
+
+def convolution_backward(a: Args) -> tuple[OpDict, list[str]]:
+    mask = _bool_list(a.concrete(_OUTPUT_MASK))
+    if mask is not None and len(mask) == 3 and not (mask[0] and mask[1]):
+        needed = " and ".join(name for name, on in zip(("input", "weight"), mask[:2], strict=True) if on) or "no"
+        raise Unbuildable(f"{a.name}: only the {needed} gradient computed (output_mask {mask}): perfmodel's "
+                          "conv2d backward is both gradients")
+    op = _conv(a, 1, _CONV_BACKWARD_ARGS, bool(mask and mask[2]))
+    notes = [] if mask is not None else ["output_mask not recorded: both gradients assumed, no bias gradient"]
+    return {**op, "pass": "backward"}, notes
+
+
+def _bool_list(text: str | None) -> list[bool] | None:
+    if text is None:
+        return None
+    parts = [p.strip() for p in text.strip().strip("[]").split(",") if p.strip()]
+    if not parts or any(p not in ("True", "False", "true", "false", "1", "0") for p in parts):
+        return None
+    return [p in ("True", "true", "1") for p in parts]
+
+
+def _conv(a: Args, first: int, where: tuple[int, int, int, int, int | None], bias: bool) -> OpDict:
+    """The conv2d of the input at argument ``first`` and the weight after it; ``where`` = argument index of
+    stride, padding, dilation, groups, transposed."""
+    x, w = a.shape(first), a.shape(first + 1)
     if len(x) != 4 or len(w) != 4:
         raise Unbuildable(f"{a.name}: only 2-D convolutions are modelled (input rank {len(x)})")
-    stride_i, pad_i, dil_i, groups_i, transposed_i = _CONV_ARGS[a.name]
+    stride_i, pad_i, dil_i, groups_i, transposed_i = where
     if transposed_i is not None and a.flag(transposed_i):
         raise Unbuildable(f"{a.name}: transposed convolution is not modelled")
     stride, padding = _pair(a.int_list(stride_i, "stride")), _pair(a.int_list(pad_i, "padding"))
     dilation = _pair(a.int_list(dil_i, "dilation"))
     groups = a.int_list(groups_i, "groups")[0]
     op: OpDict = {"kind": "conv2d", "batch": x[0], "in_channels": x[1], "height": x[2], "width": x[3],
-                  "out_channels": w[0], "kernel_h": w[2], "kernel_w": w[3], "dtype": a.dtype(0),
+                  "out_channels": w[0], "kernel_h": w[2], "kernel_w": w[3], "dtype": a.dtype(first),
                   "stride": stride[0], "padding": padding[0], "dilation": dilation[0], "groups": groups,
-                  "bias": a.name != "aten::cudnn_convolution" and a.has_tensor(2)}
+                  "bias": bias}
     for name, pair in (("stride", stride), ("padding", padding), ("dilation", dilation)):
         if pair[1] != pair[0]:
             op[f"{name}_w"] = pair[1]

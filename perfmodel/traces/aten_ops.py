@@ -26,6 +26,7 @@ BUILDERS: dict[str, Builder] = {
     "aten::amin": aten_simple.reduction, "aten::cat": aten_simple.cat,
 }
 BUILDERS.update(dict.fromkeys(aten_gemm._CONV_ARGS, aten_gemm.convolution))
+BUILDERS["aten::convolution_backward"] = aten_gemm.convolution_backward
 BUILDERS.update(dict.fromkeys(
     [f"aten::{op}{suffix}" for op in ("add", "sub", "mul", "div") for suffix in ("", "_")], aten_simple.binary))
 BUILDERS.update(dict.fromkeys(aten_simple.ACTIVATION_NAMES, aten_simple.activation))

@@ -118,9 +118,9 @@ def _reason_without_op(kernel: KernelRecord) -> str:
 
 
 def _conv_algorithm(run: _Run) -> None:
-    """A forward convolution whose kernels are cuDNN's/MIOpen's Winograd ones runs the model's Winograd:
-    the algorithm the library ran is part of the measurement (``winogradForwardData4x4`` & co.: non-fused)."""
-    if run.op.get("kind") != "conv2d" or run.op.get("pass", "forward") != "forward":
+    """A convolution whose kernels are cuDNN's/MIOpen's Winograd ones runs the model's Winograd: the algorithm
+    the library ran is part of the measurement (``winogradForwardData4x4`` & co.: non-fused)."""
+    if run.op.get("kind") != "conv2d":
         return
     names = " ".join(run.names).lower()
     if "winograd" not in names:

@@ -172,3 +172,47 @@ def test_winograd_kernels_on_a_shape_winograd_cannot_run_keep_implicit_gemm() ->
     assert "algorithm" not in run.op
     (note,) = run.notes
     assert note.startswith("Winograd kernels, but modelled as implicit GEMM (winograd needs a 3x3 kernel")
+
+
+# aten::convolution_backward's arguments exactly as PyTorch 2.13 records them (record_shapes=True)
+_BWD_TYPES = ["float", "float", "float", "ScalarList", "ScalarList", "ScalarList", "ScalarList", "Scalar",
+              "ScalarList", "Scalar", "ScalarList"]
+
+
+def _conv_backward_trace(mask: str | None) -> KinetoTrace:
+    t = KinetoTrace()
+    concrete = ["", "", "", "[32]", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1", mask or ""]
+    t.op("autograd::engine::evaluate_function: ConvolutionBackward0", 0, 200)
+    t.op("ConvolutionBackward0", 1, 198)
+    t.op("aten::convolution_backward", 2, 196,
+         [[8, 32, 28, 28], [8, 16, 56, 56], [32, 16, 3, 3], [], [], [], [], [], [], [], []], _BWD_TYPES, concrete)
+    t.kernel("sm80_xmma_dgrad_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw", 3, 300, 40.0)
+    t.kernel("sm80_xmma_wgrad_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc", 4, 341, 50.0)
+    t.kernel("void cudnn::ops::conv2d_grouped_direct_kernel_bias_grad", 5, 392, 5.0)
+    return t
+
+
+def test_conv_backward_is_one_backward_run_of_its_gradient_kernels() -> None:
+    """Both gradients (output_mask [True, True, True]): one backward conv2d run, the three kernels summed."""
+    (run,) = match_runs(parse_trace(_conv_backward_trace("[True, True, True]").to_bytes())).runs
+    assert run.op_name == "aten::convolution_backward"
+    assert run.op == {"kind": "conv2d", "batch": 8, "in_channels": 16, "height": 56, "width": 56,
+                      "out_channels": 32, "kernel_h": 3, "kernel_w": 3, "dtype": "fp32", "stride": 2,
+                      "padding": 1, "dilation": 1, "groups": 1, "bias": True, "pass": "backward"}
+    assert run.kernel_count == 3 and run.measured_time_s == pytest.approx(95e-6)
+    assert make_op(run.op).out_h == 28  # the recorded grad_output's 28 x 28
+
+
+def test_conv_backward_of_a_first_layer_is_unmodelled_with_the_reason() -> None:
+    """No input gradient (the first layer, output_mask [False, True, True]): not the model's two gradients."""
+    result = match_runs(parse_trace(_conv_backward_trace("[False, True, True]").to_bytes()))
+    assert result.runs == []
+    reasons = {u.reason for u in result.unmodelled}
+    assert reasons == {"aten::convolution_backward: only the weight gradient computed (output_mask [False, True, "
+                       "True]): perfmodel's conv2d backward is both gradients"}
+
+
+def test_conv_backward_without_its_mask_notes_the_assumption() -> None:
+    (run,) = match_runs(parse_trace(_conv_backward_trace(None).to_bytes())).runs
+    assert run.op["pass"] == "backward" and run.op["bias"] is False
+    assert run.notes == ("output_mask not recorded: both gradients assumed, no bias gradient",)
