@@ -147,6 +147,9 @@ def deepbench() -> Iterator[Row]:
                 **_deepbench_dtypes(r["precision"])}
         hw = DEEPBENCH_HW[r["hardware"]]
         group = r["application"] or "-"
+        # conv_bench.cu with cuDNN >= 7 gives half-precision tensors NHWC (tensor-core math), float ones NCHW
+        if base["dtype"] == "fp16" and "cuDNN 7" in r["software"]:
+            base["layout"] = "nhwc"
         fwd = {**base, "algorithm": _algorithm(r["fwd_algorithm"], base)} if "winograd" in r["fwd_algorithm"].lower() \
             else base
         if _number(r["fwd_ms"]):

@@ -34,6 +34,7 @@ from perfmodel.ops import make_op
 TARGET_MEDIAN_PCT = {"GEMM-like": 5.0, "other": 10.0}
 TARGET_P90_PCT = 20.0
 GEMM_LABELS = ("matmul", "conv2d", "conv2d_bwd")
+NOT_SHAPE = ("dtype", "compute_dtype", "pass", "algorithm", "layout")  # a DeepBench shape's runs share its side
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def fit_mask(rows: Sequence[Row]) -> np.ndarray[Any, np.dtype[np.bool_]]:
         if r.dataset == "vidur" and not r.label.startswith("allreduce"):
             families[r.hardware].append(r.group)
         elif r.dataset == "deepbench" and r.label != "allreduce":
-            shape = {k: v for k, v in r.op.items() if k not in ("dtype", "compute_dtype", "pass", "algorithm")}
+            shape = {k: v for k, v in r.op.items() if k not in NOT_SHAPE}
             mask[i] = zlib.crc32(repr(sorted(shape.items())).encode()) % 2 == 0
         else:  # a sweep: one configuration (an all-reduce's devices and devices per node) over sizes
             config = f"{r.op.get('devices', '')}x{r.op.get('devices_per_node') or ''}"

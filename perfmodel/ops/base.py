@@ -76,11 +76,13 @@ class Work:
     comm_algorithm: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     # bytes streamed by the op's own pre/post-processing kernels (algorithm transforms), added after its body
     serial_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))
+    # operand bytes a tensor-core kernel reads in NHWC while the op stores NCHW: converted (read + write) first
+    nhwc_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         zeros = np.zeros(self.n)
         for name in ("threads", "bytes_per_thread", "scratchpad_bytes", "comm_bytes", "comm_devices",
-                     "comm_devices_per_node", "serial_bytes"):
+                     "comm_devices_per_node", "serial_bytes", "nhwc_bytes"):
             if getattr(self, name).size == 0:
                 setattr(self, name, zeros)
         if self.attention.size == 0:

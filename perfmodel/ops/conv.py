@@ -182,5 +182,7 @@ class Conv2d(Op):
             # per kernel, 4 per pass, left 8 + 6 of DeepBench's 30 held-out V100/T4 non-fused rows > 20 % off, one 4+7)
             kernels=fwd + 2.0 * bwd,
             serial_bytes=serial,
+            nhwc_bytes=np.where([o.layout == "nchw" for o in ops], (x_bytes + w_bytes) * fwd
+                                + (x_bytes + y_bytes + w_bytes) * bwd, 0.0),
             gemm_batch=gemms[0], gemm_m=gemms[1], gemm_n=gemms[2], gemm_k=gemms[3],
         )

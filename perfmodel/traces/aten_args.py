@@ -42,6 +42,13 @@ class Args:
             raise Unbuildable(f"{self.name}: argument {index} has shape {list(shape)} (empty or scalar)")
         return shape
 
+    def strides(self, index: int) -> tuple[int, ...] | None:
+        """The argument's recorded strides (elements), None where not recorded."""
+        strides = self.call.input_strides
+        if strides is None or index >= len(strides):
+            return None
+        return strides[index]
+
     def has_tensor(self, index: int) -> bool:
         dims = self.call.input_dims
         return dims is not None and index < len(dims) and bool(dims[index])

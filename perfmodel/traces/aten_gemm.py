@@ -120,6 +120,9 @@ def _conv(a: Args, first: int, where: tuple[int, int, int, int, int | None], bia
     for name, pair in (("stride", stride), ("padding", padding), ("dilation", dilation)):
         if pair[1] != pair[0]:
             op[f"{name}_w"] = pair[1]
+    strides = a.strides(first)
+    if strides is not None and len(strides) == 4 and x[1] > 1 and strides[1] == 1:
+        op["layout"] = "nhwc"  # channels_last: the channel is the fastest dimension
     return op
 
 

@@ -72,6 +72,7 @@ class _Op:
     types: tuple[str, ...] | None
     concrete: tuple[str, ...] | None
     comm: CommArgs | None = None  # record_param_comms: the collective it launches
+    strides: tuple[tuple[int, ...] | None, ...] | None = None  # Input Strides (elements), where recorded
     parent: int = -1
     call: OpCall | None = None
 
@@ -161,7 +162,7 @@ class _Collector:
             as_int(args.get("External id")), self.share(_shapes(args.get("Input Dims"))),
             self.share(_strings(args.get("Input type"), 64)),
             self.share(_strings(args.get("Concrete Inputs"), MAX_CONCRETE_CHARS)),
-            comm_args(args)))
+            comm_args(args), self.share(_shapes(args.get("Input Strides")))))
 
 
 def _nest(ops: list[_Op]) -> None:
@@ -186,7 +187,7 @@ def _calls(ops: list[_Op]) -> None:
         op = ops[i]
         parent = ops[op.parent].call if op.parent >= 0 else None
         op.call = OpCall(call_id, op.name, op.ts_us * US, (op.end_us - op.ts_us) * US, op.dims, op.types,
-                         op.concrete, parent)
+                         op.concrete, parent, op.strides)
 
 
 class _Locator:

@@ -90,7 +90,7 @@ def _modelled_op(kernel: KernelRecord, cache: dict[tuple[Any, ...], tuple[dict[s
     for call in kernel.ops:
         if not aten_ops.recognised(call.name):
             continue
-        signature = (call.name, call.input_dims, call.input_types, call.concrete_inputs)
+        signature = (call.name, call.input_dims, call.input_types, call.concrete_inputs, call.input_strides)
         built = cache.get(signature)
         if built is None:
             try:
@@ -117,13 +117,18 @@ def _reason_without_op(kernel: KernelRecord) -> str:
     return f"{family} kernel (recognised by name), {where}: shapes unknown"
 
 
-def _conv_algorithm(run: _Run) -> None:
-    """A convolution whose kernels are cuDNN's/MIOpen's Winograd ones runs the model's Winograd: the algorithm
-    the library ran is part of the measurement (``winogradForwardData4x4`` & co.: non-fused)."""
-    if run.op.get("kind") != "conv2d":
-        return
+def _kernel_choices(run: _Run) -> None:
+    """What the library chose, read from the run's kernel names: TF32 math for an fp32 GEMM or convolution
+    (``..._tf32f32_...``, ``ampere_tf32_s1688gemm...``: PyTorch's cuDNN default on Ampere and newer), and
+    cuDNN's/MIOpen's Winograd for a convolution (``winogradForwardData4x4`` & co.: non-fused). The library's
+    choice is part of the measurement, so the model runs the same one."""
     names = " ".join(run.names).lower()
-    if "winograd" not in names:
+    kind = run.op.get("kind")
+    if kind in ("matmul", "conv2d") and run.op.get("dtype") == "fp32" and "compute_dtype" not in run.op \
+            and "tf32" in names:
+        run.op["compute_dtype"] = "tf32"
+        run.notes.append("tf32 math, from its kernel names")
+    if kind != "conv2d" or "winograd" not in names:
         return
     algorithm = "winograd_nonfused" if "winograd_nonfused" in names else "winograd"
     try:
@@ -168,7 +173,7 @@ def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:
             run.names[kernel.name] = None
     ordered = sorted(runs.values(), key=lambda r: r.call.start_s)
     for r in ordered:
-        _conv_algorithm(r)
+        _kernel_choices(r)
     matched = [MatchedRun(r.op, r.time_s, tuple(r.names), r.count, r.call.name, tuple(r.notes)) for r in ordered]
     index_of_call = {r.call.call_id: i for i, r in enumerate(ordered)}
     kernel_runs = [None if c is None else index_of_call[c] for c in call_of_kernel]

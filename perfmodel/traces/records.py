@@ -33,6 +33,7 @@ class OpCall:
     input_types: tuple[str, ...] | None = None
     concrete_inputs: tuple[str, ...] | None = None  # scalar argument values (newer PyTorch)
     parent: OpCall | None = None  # the enclosing op on the same thread
+    input_strides: tuple[tuple[int, ...] | None, ...] | None = None  # per argument, in elements (newer PyTorch)
 
 
 @dataclass(frozen=True, slots=True)

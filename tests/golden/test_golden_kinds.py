@@ -137,3 +137,26 @@ def test_nonfused_winograd_on_a_small_map_is_bound_by_its_transform_streams() ->
     assert cost.bound == "GDDR6" and implicit.bound != "GDDR6"
     assert cost.bytes_by_level["GDDR6"] >= streams
     assert cost.time_s >= cost.time_s_by_engine["matrix"] + streams / 320e9
+
+
+@pytest.mark.parametrize(("hardware", "dtype", "converts"), [
+    (H100, "fp16", True), ("nvidia-a100-sxm4-80gb", "fp32", False), ("nvidia-p100-sxm2-16gb", "fp16", False),
+    ("amd-mi300x", "fp16", False)])
+def test_nchw_convolutions_on_nvidia_tensor_cores_convert_to_nhwc_first(hardware: str, dtype: str,
+                                                                          converts: bool) -> None:
+    """cuDNN's tensor-core kernels read NHWC: an NCHW input and filter are converted first (nchwToNhwcKernel,
+    twice per conv in the A100 AlexNet trace), each read and written once: 2 x (x + w) bytes at DRAM rate after
+    the GEMM. 8x64x56x56 fp16: x = 3,211,264 B, w = 73,728 B. CUDA cores (fp32 on A100, P100) and MIOpen
+    read NCHW as it is."""
+    conv = {"kind": "conv2d", "batch": 8, "in_channels": 64, "out_channels": 64, "height": 56, "width": 56,
+            "kernel_h": 3, "kernel_w": 3, "padding": 1, "dtype": dtype}
+    nchw = perfmodel.predict(hardware, conv, defaults=IDEAL)
+    nhwc = perfmodel.predict(hardware, {**conv, "layout": "nhwc"}, defaults=IDEAL)
+    elem = 2 if dtype == "fp16" else 4
+    converted = 2 * elem * (8 * 64 * 56 * 56 + 64 * 64 * 9)
+    hw = perfmodel.load_hardware(hardware)
+    if converts:
+        assert nchw.time_s - nhwc.time_s == pytest.approx(converted / hw.dram.bandwidth_bytes_per_s, rel=1e-9)
+        assert nchw.bytes_by_level[hw.dram.name] - nhwc.bytes_by_level[hw.dram.name] == pytest.approx(converted)
+    else:
+        assert nchw.time_s == nhwc.time_s

@@ -96,7 +96,7 @@ def test_synthetic_block_gives_the_ops_with_their_shapes() -> None:
     conv = runs["aten::conv2d"]
     assert conv.op == {"kind": "conv2d", "batch": 8, "in_channels": 3, "height": 224, "width": 224,
                        "out_channels": 64, "kernel_h": 7, "kernel_w": 7, "dtype": "fp32", "stride": 2,
-                       "padding": 3, "dilation": 1, "groups": 1, "bias": True}
+                       "padding": 3, "dilation": 1, "groups": 1, "bias": True, "compute_dtype": "tf32"}
     assert conv.kernel_count == 2 and conv.measured_time_s == pytest.approx(35e-6)
     reasons = {u.name: u.reason for u in result.unmodelled}
     assert reasons["ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"].startswith(
@@ -162,7 +162,7 @@ def test_winograd_kernels_give_the_conv_its_algorithm() -> None:
     (fused,) = match_runs(parse_trace(_conv_trace(["volta_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1"])
                                       .to_bytes())).runs
     assert fused.op["algorithm"] == "winograd"
-    (plain,) = match_runs(parse_trace(_conv_trace(["sm80_xmma_fprop_implicit_gemm_tf32f32"]).to_bytes())).runs
+    (plain,) = match_runs(parse_trace(_conv_trace(["sm80_xmma_fprop_implicit_gemm_f32f32"]).to_bytes())).runs
     assert "algorithm" not in plain.op and plain.notes == ()
 
 
@@ -186,8 +186,8 @@ def _conv_backward_trace(mask: str | None) -> KinetoTrace:
     t.op("ConvolutionBackward0", 1, 198)
     t.op("aten::convolution_backward", 2, 196,
          [[8, 32, 28, 28], [8, 16, 56, 56], [32, 16, 3, 3], [], [], [], [], [], [], [], []], _BWD_TYPES, concrete)
-    t.kernel("sm80_xmma_dgrad_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw", 3, 300, 40.0)
-    t.kernel("sm80_xmma_wgrad_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc", 4, 341, 50.0)
+    t.kernel("sm80_xmma_dgrad_implicit_gemm_f32f32_f32f32_f32_nhwckrsc_nchw", 3, 300, 40.0)
+    t.kernel("sm80_xmma_wgrad_implicit_gemm_f32f32_f32f32_f32_nhwckrsc_nhwc", 4, 341, 50.0)
     t.kernel("void cudnn::ops::conv2d_grouped_direct_kernel_bias_grad", 5, 392, 5.0)
     return t
 
@@ -216,3 +216,34 @@ def test_conv_backward_without_its_mask_notes_the_assumption() -> None:
     (run,) = match_runs(parse_trace(_conv_backward_trace(None).to_bytes())).runs
     assert run.op["pass"] == "backward" and run.op["bias"] is False
     assert run.notes == ("output_mask not recorded: both gradients assumed, no bias gradient",)
+
+
+def test_tf32_kernels_give_fp32_gemms_and_convs_tf32_math() -> None:
+    """PyTorch runs fp32 convolutions (and matmuls with allow_tf32) on TF32 tensor cores on Ampere: the kernel
+    names say so (the A100 AlexNet trace: sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_...)."""
+    t = _conv_trace(["sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16"])
+    t.op("aten::mm", 500, 20, [[64, 32], [32, 16]], ["float", "float"])
+    t.kernel("ampere_tf32_s1688gemm_tf32_128x128_16x3_nn", 501, 600, 5.0)
+    t.op("aten::mm", 700, 20, [[64, 32], [32, 16]], ["float", "float"])
+    t.kernel("ampere_sgemm_32x32_sliced1x4_nn", 701, 800, 5.0)
+    conv, tf32_mm, fp32_mm = match_runs(parse_trace(t.to_bytes())).runs
+    assert conv.op["compute_dtype"] == "tf32" and tf32_mm.op["compute_dtype"] == "tf32"
+    assert "compute_dtype" not in fp32_mm.op and fp32_mm.notes == ()
+    assert tf32_mm.notes == ("tf32 math, from its kernel names",)
+
+
+def test_channels_last_convolutions_are_nhwc() -> None:
+    """Input Strides as PyTorch 2.13 records a channels_last conv2d: [6400, 1, 320, 16] for [4, 16, 20, 20]."""
+    t = KinetoTrace()
+    t.op("aten::conv2d", 0, 100, [[4, 16, 20, 20], [32, 16, 3, 3], [32], [], [], [], []],
+         ["float", "float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar"],
+         ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "1"],
+         extra={"Input Strides": [[6400, 1, 320, 16], [144, 1, 48, 16], [1], [], [], [], []]})
+    t.kernel("sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nhwckrsc_nhwc", 1, 200, 10.0)
+    t.op("aten::conv2d", 300, 100, [[4, 16, 20, 20], [32, 16, 3, 3], [32], [], [], [], []],
+         ["float", "float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar"],
+         ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "1"],
+         extra={"Input Strides": [[6400, 400, 20, 1], [144, 9, 3, 1], [1], [], [], [], []]})
+    t.kernel("sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nhwckrsc_nchw", 301, 400, 10.0)
+    channels_last, contiguous = match_runs(parse_trace(t.to_bytes())).runs
+    assert channels_last.op["layout"] == "nhwc" and "layout" not in contiguous.op
