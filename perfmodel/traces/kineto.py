@@ -44,6 +44,7 @@ OP_CATEGORIES = {"cpu_op", "operator"}
 LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver", "runtime", "driver", "hip runtime", "hip_runtime",
                      "hip_driver", "hip driver"}
 MAX_CONCRETE_CHARS = 256
+MAX_CPU_CHAIN = 16  # ops followed down from a top-level CPU op
 
 
 @dataclass(slots=True)
@@ -267,17 +268,31 @@ def _records(collected: _Collector) -> list[KernelRecord]:
 
 
 def _cpu_records(collected: _Collector) -> list[KernelRecord]:
-    """A CPU-only profile: top-level ``cpu_op`` events are the measured records."""
+    """A CPU-only profile: top-level ``cpu_op`` events are the measured records. A record's op chain follows
+    single children down (an autograd node ``ConvolutionBackward0`` -> ``aten::convolution_backward``), so
+    the op it is made of can be recognised; a node of several ops (``MmBackward0``: two GEMMs) stops there."""
     _nest(collected.ops)
     _calls(collected.ops)
+    children: dict[int, list[int]] = defaultdict(list)
+    for index, op in enumerate(collected.ops):
+        if op.parent >= 0:
+            children[op.parent].append(index)
     records = []
-    for op in collected.ops:
+    for index, op in enumerate(collected.ops):
         if op.parent >= 0 or op.call is None:
             continue
+        chain = [op.call]
+        inner = index
+        while len(children[inner]) == 1 and len(chain) < MAX_CPU_CHAIN:
+            inner = children[inner][0]
+            call = collected.ops[inner].call
+            if call is None:
+                break
+            chain.append(call)
         records.append(KernelRecord(
             name=op.name, category="cpu_op", duration_s=op.call.duration_s, source_format=FORMAT,
             start_s=op.call.start_s, op_name=op.name, input_dims=op.dims, input_types=op.types,
-            ops=(op.call,)))
+            ops=tuple(chain)))
         if len(records) >= collected.max_records:
             break
     records.sort(key=lambda r: r.start_s or 0.0)

@@ -247,3 +247,21 @@ def test_channels_last_convolutions_are_nhwc() -> None:
     t.kernel("sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nhwckrsc_nchw", 301, 400, 10.0)
     channels_last, contiguous = match_runs(parse_trace(t.to_bytes())).runs
     assert channels_last.op["layout"] == "nhwc" and "layout" not in contiguous.op
+
+
+def test_cpu_training_step_attributes_single_op_autograd_nodes() -> None:
+    """A real CPU-only training step (PyTorch 2.13): the second conv's ConvolutionBackward0 node holds one
+    aten::convolution_backward and becomes its backward run; the first layer's computes no input gradient and
+    stays unmodelled with that reason; every record is accounted for."""
+    parsed = parse_trace(DATA / "host_cpu_conv_train.pt.trace.json.gz")
+    result = match_runs(parsed)
+    backward = [r for r in result.runs if r.op_name == "aten::convolution_backward"]
+    assert [r.op for r in backward] == [{
+        "kind": "conv2d", "batch": 2, "in_channels": 16, "height": 32, "width": 32, "out_channels": 32,
+        "kernel_h": 3, "kernel_w": 3, "dtype": "fp32", "stride": 2, "padding": 1, "dilation": 1, "groups": 1,
+        "bias": False, "pass": "backward"}]
+    (first_layer,) = [u for u in result.unmodelled if "convolution_backward" in u.reason]
+    assert first_layer.name == "autograd::engine::evaluate_function: ConvolutionBackward0"
+    assert "only the weight gradient computed" in first_layer.reason
+    assert sum(r.measured_time_s for r in result.runs) + sum(u.time_s for u in result.unmodelled) == pytest.approx(
+        parsed.total_kernel_time_s)
