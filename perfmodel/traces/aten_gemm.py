@@ -83,7 +83,9 @@ _OUTPUT_MASK = 10
 
 def convolution_backward(a: Args) -> tuple[OpDict, list[str]]:
     mask = _bool_list(a.concrete(_OUTPUT_MASK))
-    if mask is not None and len(mask) == 3 and not (mask[0] and mask[1]):
+    if mask is not None and len(mask) != 3:
+        mask = None  # not the three gradients' flags: as if not recorded
+    if mask is not None and not (mask[0] and mask[1]):
         needed = " and ".join(name for name, on in zip(("input", "weight"), mask[:2], strict=True) if on) or "no"
         raise Unbuildable(f"{a.name}: only the {needed} gradient computed (output_mask {mask}): perfmodel's "
                           "conv2d backward is both gradients")

@@ -212,8 +212,9 @@ def test_conv_backward_of_a_first_layer_is_unmodelled_with_the_reason() -> None:
                        "True]): perfmodel's conv2d backward is both gradients"}
 
 
-def test_conv_backward_without_its_mask_notes_the_assumption() -> None:
-    (run,) = match_runs(parse_trace(_conv_backward_trace(None).to_bytes())).runs
+@pytest.mark.parametrize("mask", [None, "[True, True", "<b>x</b>", "[True]"])
+def test_conv_backward_without_its_mask_notes_the_assumption(mask: str | None) -> None:
+    (run,) = match_runs(parse_trace(_conv_backward_trace(mask).to_bytes())).runs
     assert run.op["pass"] == "backward" and run.op["bias"] is False
     assert run.notes == ("output_mask not recorded: both gradients assumed, no bias gradient",)
 
