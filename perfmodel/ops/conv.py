@@ -48,7 +48,9 @@ NONFUSED_TILE_OUTPUTS = {3: 4, 5: 2}  # filter side -> output tile side: F(4x4, 
 @register
 @dataclass(frozen=True)
 class Conv2d(Op):
-    """y[N, K, P, Q] = conv(x[N, C, H, W], w[K, C/groups, R, S]); ``*_w`` fields default to ``*``."""
+    """y[N, K, P, Q] = conv(x[N, C, H, W], w[K, C/groups, R, S]); ``*_w`` fields default to ``*``. ``layout``
+    is how x and w are stored (``nchw`` on NVIDIA tensor cores adds cuDNN's NHWC conversion of both);
+    ``algorithm`` is the one the library runs."""
 
     kind = "conv2d"
 
