@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfmodel.ops import OpError, make_op
+
 DATA = Path(__file__).resolve().parent / "data"
 
 
@@ -121,13 +123,14 @@ def _deepbench_dtypes(precision: str) -> dict[str, str]:
 
 
 def _algorithm(name: str, conv: dict[str, Any]) -> str:
-    """The perfmodel algorithm of a Winograd run cuDNN/MIOpen reported (implicit GEMM where none fits): the
-    algorithm the library ran is part of the measurement, so the model runs the same one."""
-    stride_1 = conv["stride"] == conv["stride_w"] == 1
-    square = conv["kernel_h"] == conv["kernel_w"]
-    if "nonfused" in name.lower() and stride_1 and square and conv["kernel_h"] in (3, 5):
-        return "winograd_nonfused"
-    return "winograd" if stride_1 and square and conv["kernel_h"] == 3 else "implicit_gemm"
+    """The perfmodel algorithm of a Winograd run cuDNN/MIOpen reported (implicit GEMM where the op cannot run
+    it): the algorithm the library ran is part of the measurement, so the model runs the same one."""
+    algorithm = "winograd_nonfused" if "nonfused" in name.lower() else "winograd"
+    try:
+        make_op({**conv, "algorithm": algorithm})
+    except OpError:
+        return "implicit_gemm"
+    return algorithm
 
 
 def deepbench() -> Iterator[Row]:

@@ -146,13 +146,13 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     body = np.where(gemm, np.maximum(totals.body_s, np.maximum(t_vector, t_special)), stack.max(axis=0))
     # an algorithm's transform kernels (Winograd non-fused) stream through DRAM after the GEMMs: their time adds;
     # so do NVIDIA's NCHW -> NHWC conversions (cuDNN's nchwToNhwcKernel) before a tensor-core convolution
-    serial_bytes = work.serial_bytes + 2.0 * work.nhwc_bytes * _converts_to_nhwc(t, work)
+    serial_bytes = work.serial_bytes + 2.0 * work.nhwc_bytes * _converts_to_nhwc(t, engine_names["matrix"])
     serial_s = serial_bytes / (t.bandwidth_bytes_per_s(t.dram) * d.dram_efficiency)
     if serial_s.any():
         body = body + serial_s
         levels[t.dram.name] = levels[t.dram.name] + serial_bytes
         level_times[t.dram.name] = level_times[t.dram.name] + serial_s
-        stack[3] = level_times[t.dram.name]  # DRAM, the first level: the bound counts the streams too
+        stack[3 + list(level_times).index(t.dram.name)] = level_times[t.dram.name]  # the bound counts them too
     which = stack.argmax(axis=0)
     per_kernel = t.kernel_overhead_s + (d.host_overhead_s if timing == "host" else 0.0)
     extra_kernels = totals.extra_kernels
@@ -274,12 +274,11 @@ def _check_supported(t: MachineTables, work: Work, ops: Sequence[Op]) -> None:
         raise OpError(ops[i].kind if i < len(ops) else "?", "dtype", path.note)
 
 
-def _converts_to_nhwc(t: MachineTables, work: Work) -> np.ndarray[Any, np.dtype[np.bool_]]:
+def _converts_to_nhwc(t: MachineTables, matrix_engine: np.ndarray[Any, np.dtype[Any]]
+                      ) -> np.ndarray[Any, np.dtype[np.bool_]]:
     """Ops whose GEMMs run on an NVIDIA GPU's tensor cores, which read NHWC operands."""
-    if t.hardware.kind != "gpu" or t.hardware.vendor != "nvidia" or not work.nhwc_bytes.any():
-        return np.zeros(work.n, dtype=bool)
-    tensor = np.array([p.engine == "tensor" for p in t.matrix_paths])
-    out: np.ndarray[Any, np.dtype[np.bool_]] = tensor[work.matrix_dtype]
+    nvidia_gpu = t.hardware.kind == "gpu" and t.hardware.vendor == "nvidia"
+    out: np.ndarray[Any, np.dtype[np.bool_]] = (matrix_engine == "tensor") & nvidia_gpu
     return out
 
 

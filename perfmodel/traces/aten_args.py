@@ -86,12 +86,23 @@ class Args:
         raise Unbuildable(f"{self.name}: {what} is {text[:40]!r}, not a list of integers")
 
     def flag(self, index: int) -> bool | None:
+        return _bool(self.concrete(index))
+
+    def flags(self, index: int) -> list[bool] | None:
+        """A recorded bool list (``[False, True, True]``), None where not recorded or not one."""
         text = self.concrete(index)
-        if text in ("True", "true", "1"):
-            return True
-        if text in ("False", "false", "0"):
-            return False
-        return None
+        if text is None:
+            return None
+        values = [_bool(part.strip()) for part in text.strip().strip("[]").split(",")]
+        return None if not values or None in values else [v is True for v in values]
+
+
+def _bool(text: str | None) -> bool | None:
+    if text in ("True", "true", "1"):
+        return True
+    if text in ("False", "false", "0"):
+        return False
+    return None
 
 
 def broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:

@@ -82,7 +82,7 @@ _OUTPUT_MASK = 10
 
 
 def convolution_backward(a: Args) -> tuple[OpDict, list[str]]:
-    mask = _bool_list(a.concrete(_OUTPUT_MASK))
+    mask = a.flags(_OUTPUT_MASK)
     if mask is not None and len(mask) != 3:
         mask = None  # not the three gradients' flags: as if not recorded
     if mask is not None and not (mask[0] and mask[1]):
@@ -92,15 +92,6 @@ def convolution_backward(a: Args) -> tuple[OpDict, list[str]]:
     op = _conv(a, 1, _CONV_BACKWARD_ARGS, bool(mask and mask[2]))
     notes = [] if mask is not None else ["output_mask not recorded: both gradients assumed, no bias gradient"]
     return {**op, "pass": "backward"}, notes
-
-
-def _bool_list(text: str | None) -> list[bool] | None:
-    if text is None:
-        return None
-    parts = [p.strip() for p in text.strip().strip("[]").split(",") if p.strip()]
-    if not parts or any(p not in ("True", "False", "true", "false", "1", "0") for p in parts):
-        return None
-    return [p in ("True", "true", "1") for p in parts]
 
 
 def _conv(a: Args, first: int, where: tuple[int, int, int, int, int | None], bias: bool) -> OpDict:
