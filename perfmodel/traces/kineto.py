@@ -18,11 +18,13 @@ from typing import Any, BinaryIO
 
 import ijson  # type: ignore[import-untyped]
 
+from perfmodel.traces import aten_ops
 from perfmodel.traces.aten_comms import comm_args
 from perfmodel.traces.records import (
     MAX_DIMS,
     MAX_RANK,
     MAX_RECORDS,
+    SELF_SUFFIX,
     Category,
     CommArgs,
     KernelRecord,
@@ -270,33 +272,76 @@ def _records(collected: _Collector) -> list[KernelRecord]:
 def _cpu_records(collected: _Collector) -> list[KernelRecord]:
     """A CPU-only profile: top-level ``cpu_op`` events are the measured records. A record's op chain follows
     single children down (an autograd node ``ConvolutionBackward0`` -> ``aten::convolution_backward``), so
-    the op it is made of can be recognised; a node of several ops (``MmBackward0``: two GEMMs) stops there."""
+    the op it is made of can be recognised. A chain with no modelled op that ends in several children, some
+    holding modelled ops (an autograd node ``MmBackward0``: two ``aten::mm`` and the views between them), is
+    split into its children, each its own record, and the node's own time outside them (``SELF_SUFFIX``):
+    every microsecond stays in exactly one record."""
     _nest(collected.ops)
     _calls(collected.ops)
-    children: dict[int, list[int]] = defaultdict(list)
+    tree = _CpuTree(collected)
+    records: list[KernelRecord] = []
     for index, op in enumerate(collected.ops):
-        if op.parent >= 0:
-            children[op.parent].append(index)
-    records = []
-    for index, op in enumerate(collected.ops):
-        if op.parent >= 0 or op.call is None:
-            continue
-        chain = [op.call]
-        inner = index
-        while len(children[inner]) == 1 and len(chain) < MAX_CPU_CHAIN:
-            inner = children[inner][0]
-            call = collected.ops[inner].call
-            if call is None:
-                break
-            chain.append(call)
-        records.append(KernelRecord(
-            name=op.name, category="cpu_op", duration_s=op.call.duration_s, source_format=FORMAT,
-            start_s=op.call.start_s, op_name=op.name, input_dims=op.dims, input_types=op.types,
-            ops=tuple(chain)))
+        if op.parent < 0 and op.call is not None:
+            tree.records(index, records)
         if len(records) >= collected.max_records:
             break
     records.sort(key=lambda r: r.start_s or 0.0)
-    return records
+    return records[:collected.max_records]
+
+
+class _CpuTree:
+    """The nesting of a CPU-only profile's ops, and the records of one subtree (``_cpu_records``)."""
+
+    def __init__(self, collected: _Collector) -> None:
+        self.ops = collected.ops
+        self.children: dict[int, list[int]] = defaultdict(list)
+        for index, op in enumerate(self.ops):
+            if op.parent >= 0 and op.call is not None:
+                self.children[op.parent].append(index)
+        self._modelled: dict[int, bool] = {}
+
+    def modelled(self, index: int) -> bool:
+        """Whether an op or one below it is one perfmodel models (iterative: nesting may be deep)."""
+        stack = [index]
+        while stack:
+            i = stack[-1]
+            pending = [c for c in self.children[i] if c not in self._modelled]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            self._modelled[i] = aten_ops.recognised(self.ops[i].name) or any(
+                self._modelled[c] for c in self.children[i])
+        return self._modelled[index]
+
+    def call(self, index: int) -> OpCall:
+        call = self.ops[index].call
+        assert call is not None  # set for every op by _calls
+        return call
+
+    def records(self, index: int, out: list[KernelRecord], depth: int = 0) -> None:
+        op, top = self.ops[index], self.call(index)
+        chain, inner = [top], index
+        while len(self.children[inner]) == 1 and len(chain) < MAX_CPU_CHAIN:
+            inner = self.children[inner][0]
+            chain.append(self.call(inner))
+        below = self.children[inner]
+        split = (len(below) > 1 and depth + len(chain) < MAX_CPU_CHAIN
+                 and not any(aten_ops.recognised(c.name) for c in chain) and any(self.modelled(i) for i in below))
+        if not split:
+            out.append(KernelRecord(
+                name=op.name, category="cpu_op", duration_s=top.duration_s, source_format=FORMAT,
+                start_s=top.start_s, op_name=op.name, input_dims=op.dims, input_types=op.types, ops=tuple(chain)))
+            return
+        for child in below:
+            self.records(child, out, depth + len(chain))
+        node = self.ops[inner]
+        own_s = top.duration_s - sum(self.call(i).duration_s for i in below)
+        if own_s > 0:
+            out.append(KernelRecord(
+                name=clip_name(f"{node.name}{SELF_SUFFIX}"), category="cpu_op", duration_s=own_s,
+                source_format=FORMAT, start_s=top.start_s, op_name=node.name, input_dims=node.dims,
+                input_types=node.types, ops=tuple(chain)))
 
 
 def _events(stream: BinaryIO, top_level_list: bool) -> Iterator[object]:

@@ -11,7 +11,7 @@ from perfmodel.ops import OpError, make_op
 from perfmodel.traces import aten_comms, aten_ops
 from perfmodel.traces.aten_args import Unbuildable
 from perfmodel.traces.kernel_names import kernel_family
-from perfmodel.traces.records import KernelRecord, OpCall, ParsedTrace
+from perfmodel.traces.records import SELF_SUFFIX, KernelRecord, OpCall, ParsedTrace
 
 MAX_KERNEL_NAMES = 16  # distinct kernel names kept per run
 
@@ -110,6 +110,10 @@ def _modelled_op(kernel: KernelRecord, cache: dict[tuple[Any, ...], tuple[dict[s
 def _reason_without_op(kernel: KernelRecord) -> str:
     if kernel.category in ("memcpy", "memset"):
         return f"{kernel.category}: a transfer or fill, not a modelled op"
+    if kernel.category == "cpu_op":
+        if kernel.name.endswith(SELF_SUFFIX):
+            return f"{kernel.op_name}'s own time outside its child ops (framework work around them)"
+        return f"CPU op {kernel.ops[-1].name if kernel.ops else kernel.name} is not modelled"
     family = kernel_family(kernel.name)
     where = f"op {kernel.ops[-1].name} is not modelled" if kernel.ops else "no op recorded for it"
     if family is None:

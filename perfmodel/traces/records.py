@@ -10,6 +10,7 @@ from typing import Literal
 Category = Literal["kernel", "memcpy", "memset", "cpu_op"]
 
 MAX_RECORDS = 5_000_000  # kernels kept from one trace; beyond it the parser stops with a warning
+SELF_SUFFIX = " [self]"  # name suffix of a CPU op's own time outside the child ops split from it
 MAX_NAME_CHARS = 4096  # kernel and op names are cut to this length (C++ template names run to ~3,000)
 MAX_DIMS = 64  # tensors per op whose shapes are kept
 MAX_RANK = 16  # dimensions per tensor shape

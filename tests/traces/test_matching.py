@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from trace_builders import DATA, KinetoTrace
+from trace_builders import DATA, KinetoTrace, load_events
 
 from perfmodel.ops import make_op
 from perfmodel.traces import MatchResult, match_runs, parse_trace
@@ -264,5 +264,28 @@ def test_cpu_training_step_attributes_single_op_autograd_nodes() -> None:
     (first_layer,) = [u for u in result.unmodelled if "convolution_backward" in u.reason]
     assert first_layer.name == "autograd::engine::evaluate_function: ConvolutionBackward0"
     assert "only the weight gradient computed" in first_layer.reason
+    assert sum(r.measured_time_s for r in result.runs) + sum(u.time_s for u in result.unmodelled) == pytest.approx(
+        parsed.total_kernel_time_s)
+
+
+def test_cpu_autograd_nodes_of_several_ops_are_split_into_them() -> None:
+    """A real CPU-only training step (PyTorch 2.13, Linear layers): each MmBackward0 node holds two aten::mm (the
+    input and weight gradients) and views; they become two GEMM runs timed as the profiler recorded them, the
+    node's own time outside them an unmodelled record, and no time is lost or counted twice."""
+    name = "host_cpu_linear_train.pt.trace.json.gz"
+    events = [e for e in load_events(DATA / name) if e.get("cat") == "cpu_op"]
+    nodes = [e for e in events if e["name"] == "MmBackward0"]
+    inside = [e for e in events if e["name"] == "aten::mm" and any(
+        n["ts"] <= e["ts"] and e["ts"] + e["dur"] <= n["ts"] + n["dur"] for n in nodes)]
+    assert len(nodes) == 2 and len(inside) == 4
+    parsed = parse_trace(DATA / name)
+    result = match_runs(parsed)
+    mm_runs = {round(r.measured_time_s * 1e9): r.op for r in result.runs if r.op_name == "aten::mm"}
+    for e in inside:
+        assert mm_runs[round(e["dur"] * 1e3)]["kind"] == "matmul"
+    assert {(r.op["m"], r.op["n"], r.op["k"]) for r in result.runs if r.op_name == "aten::mm"} >= {
+        (128, 512, 64), (64, 512, 128)}
+    (own,) = [u for u in result.unmodelled if u.name == "MmBackward0 [self]"]
+    assert own.count == 2 and "outside its child ops" in own.reason
     assert sum(r.measured_time_s for r in result.runs) + sum(u.time_s for u in result.unmodelled) == pytest.approx(
         parsed.total_kernel_time_s)
