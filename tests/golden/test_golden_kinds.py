@@ -124,6 +124,22 @@ def test_nonfused_winograd_backward_runs_both_gradients_on_tiles(toy: Hardware) 
 
 
 
+def test_first_layer_data_gradient_runs_onto_columns(toy: Hardware) -> None:
+    """Backward of a first layer (C = 1, 64 filters 5x5, pad 2, 8 x 32 x 32, fp16): the data gradient is dy x W^T,
+    NPQ x C·R·S x K = 8192 x 25 x 64, its columns (8192 x 25 x 2 B, written and read: 819,200 B) scatter-added
+    into dx after the GEMMs; the weight gradient is K x C·R·S x NPQ = 64 x 25 x 8192. The implicit GEMM it
+    replaces, 8192 x 1 x 1600, would fill one column of every tile."""
+    conv = {"kind": "conv2d", "batch": 8, "in_channels": 1, "out_channels": 64, "height": 32, "width": 32,
+            "kernel_h": 5, "kernel_w": 5, "padding": 2, "dtype": "fp16", "pass": "backward"}
+    cost = perfmodel.predict(toy, conv, defaults=IDEAL)
+    assert cost.flops_by_engine["matrix"] == 2 * (2 * 8 * 32 * 32 * 64 * 25)
+    gemms_s = sum(perfmodel.predict(toy, {"kind": "matmul", "m": m, "n": 25, "k": k, "dtype": "fp16"},
+                                    defaults=IDEAL).time_s for m, k in ((8192, 64), (64, 8192)))
+    assert gemms_s + 819_200 / 1e12 <= cost.time_s <= 1.05 * (gemms_s + 819_200 / 1e12)
+    narrow = perfmodel.predict(toy, {"kind": "matmul", "m": 8192, "n": 1, "k": 1600, "dtype": "fp16"}, defaults=IDEAL)
+    assert cost.time_s < narrow.time_s
+
+
 def test_nonfused_winograd_on_a_small_map_is_bound_by_its_transform_streams() -> None:
     """T4, fp32, 512 -> 512 channels on 8 maps of 7x7: the filter transform alone writes 36 x 512 x 512 x 4 B =
     37.7 MB, more than the GEMMs (2·36·32·512·512 = 604 MFLOP on 8.1 TFLOP/s of CUDA cores) take: DRAM-bound,
