@@ -21,6 +21,9 @@ first layers, C = 1 or 3) runs as dy x W^T, N·P·Q x C/g·R·S x K/g, whose col
 (col2im; cuDNN's BWD_DATA_ALGO_0 does it with atomics) instead of the implicit GEMM N·H·W x C/g x K/g·R·S,
 whose C/g-wide tiles would run 1-3 useful columns of 32: DeepBench's P100 and MI25 fp32 first-layer
 backwards took 0.5-5 ms where that implicit GEMM gave 2-90 ms (now 0.55-1.5x of measured).
+
+A stride longer than the filter's reach (1x1 stride 2) never touches some of x: its compulsory reads are the
+touched rows (NCHW) or rows and pixels (NHWC) only (``_touched_share``); dx is still written whole.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import numpy as np
 
 from perfmodel.dtypes import DType
 from perfmodel.ops.base import (
+    FloatArray,
     Op,
     OpError,
     Pass,
@@ -158,6 +162,7 @@ class Conv2d(Op):
         wino_vector = np.where(fused, tiles * (32.0 * c + 24.0 * k) * fwd + tiles_dx * (32.0 * k + 24.0 * c) * bwd,
                                0.0)
         x_bytes, w_bytes, y_bytes = nb * c * h * w * elem, k * (c / g) * r * s * elem, nb * k * p * q * elem
+        x_read = x_bytes * _touched_share(ops)
         # non-fused: data, filter and output transforms each read their source and write the other side
         transforms = (x_bytes + w_bytes + y_bytes) * (fwd + 2.0 * bwd) + points * elem * (
             (tiles * (c + k) + k * c) * (fwd + bwd) + (tiles_dx * (c + k) + k * c) * bwd)  # non-fused only
@@ -167,7 +172,7 @@ class Conv2d(Op):
         vector = (np.where(dw, flops * (fwd + 2.0 * bwd), 0.0) + has_bias * nb * k * p * q * fwd + wino_vector)
         roles = {
             "weights": (w_bytes + has_bias * k * elem) * (fwd + 2.0 * bwd),
-            "activations_in": x_bytes * fwd + bwd * (y_bytes + x_bytes),
+            "activations_in": x_read * fwd + bwd * (y_bytes + x_read),
             "activations_out": y_bytes * fwd + bwd * x_bytes,
         }
         dtypes = dtype_codes([o.compute_dtype or o.dtype for o in ops])
@@ -201,3 +206,18 @@ class Conv2d(Op):
                                 + (x_bytes + y_bytes + w_bytes) * bwd, 0.0),
             gemm_batch=gemms[0], gemm_m=gemms[1], gemm_n=gemms[2], gemm_k=gemms[3],
         )
+
+
+def _touched_share(ops: Sequence[Conv2d]) -> FloatArray:
+    """Share of the input a strided convolution reads: a stride longer than the filter's reach (a 1x1
+    stride-2 conv) skips whole rows of x, and in NHWC whole pixels (C contiguous values); in NCHW the
+    skipped columns share sectors with the read ones, so only rows count."""
+    out = np.ones(len(ops))
+    for i, o in enumerate(ops):
+        stride_w = o.stride if o.stride_w is None else o.stride_w
+        reach_h = o.dilation * (o.kernel_h - 1) + 1
+        reach_w = (o.dilation if o.dilation_w is None else o.dilation_w) * (o.kernel_w - 1) + 1
+        rows = min(reach_h, o.stride) / o.stride
+        cols = min(reach_w, stride_w) / stride_w if o.layout == "nhwc" else 1.0
+        out[i] = rows * cols
+    return out

@@ -140,6 +140,23 @@ def test_first_layer_data_gradient_runs_onto_columns(toy: Hardware) -> None:
     assert cost.time_s < narrow.time_s
 
 
+@pytest.mark.parametrize(("hardware", "dtype", "layout", "x_read"), [
+    ("nvidia-h100-sxm5-80gb", "fp16", "nhwc", 8 * 64 * 32 * 32 * 2 / 4),  # every other row and pixel
+    ("nvidia-p100-sxm2-16gb", "fp32", "nchw", 8 * 64 * 32 * 32 * 4 / 2)])  # every other row; columns share sectors
+def test_strided_1x1_convolution_reads_only_the_pixels_it_touches(hardware: str, dtype: str, layout: str,
+                                                                  x_read: float) -> None:
+    """1x1 stride 2, 8 x 64 -> 64 channels, 32 x 32 -> 16 x 16: DRAM moves the touched share of x, y and w once
+    (a 3x3 filter at stride 2 reaches every row: all of x)."""
+    elem = 2 if dtype == "fp16" else 4
+    conv = {"kind": "conv2d", "batch": 8, "in_channels": 64, "out_channels": 64, "height": 32, "width": 32,
+            "kernel_h": 1, "kernel_w": 1, "stride": 2, "dtype": dtype, "layout": layout}
+    y, w = 8 * 64 * 16 * 16 * elem, 64 * 64 * elem
+    cost = perfmodel.predict(hardware, conv, defaults=IDEAL)
+    assert sum(v for k, v in cost.bytes_by_level.items() if k.startswith(("HBM", "DRAM"))) == x_read + y + w
+    wide = perfmodel.predict(hardware, {**conv, "kernel_h": 3, "kernel_w": 3, "padding": 1}, defaults=IDEAL)
+    assert sum(v for k, v in wide.bytes_by_level.items() if k.startswith(("HBM", "DRAM"))) >= 8 * 64 * 32 * 32 * elem
+
+
 def test_nonfused_winograd_on_a_small_map_is_bound_by_its_transform_streams() -> None:
     """T4, fp32, 512 -> 512 channels on 8 maps of 7x7: the filter transform alone writes 36 x 512 x 512 x 4 B =
     37.7 MB, more than the GEMMs (2·36·32·512·512 = 604 MFLOP on 8.1 TFLOP/s of CUDA cores) take: DRAM-bound,
