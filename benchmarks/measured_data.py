@@ -123,9 +123,13 @@ def _deepbench_dtypes(precision: str) -> dict[str, str]:
 
 
 def _algorithm(name: str, conv: dict[str, Any]) -> str:
-    """The perfmodel algorithm of a Winograd run cuDNN/MIOpen reported (implicit GEMM where the op cannot run
-    it): the algorithm the library ran is part of the measurement, so the model runs the same one."""
-    algorithm = "winograd_nonfused" if "nonfused" in name.lower() else "winograd"
+    """The perfmodel algorithm of a Winograd or FFT run cuDNN/MIOpen reported (implicit GEMM where the op cannot
+    run it): the algorithm the library ran is part of the measurement, so the model runs the same one."""
+    lower = name.lower()
+    if "fft" in lower:
+        algorithm = "fft_tiling" if "tiling" in lower else "fft"
+    else:
+        algorithm = "winograd_nonfused" if "nonfused" in lower else "winograd"
     try:
         make_op({**conv, "algorithm": algorithm})
     except OpError:
@@ -153,8 +157,8 @@ def deepbench() -> Iterator[Row]:
         # conv_bench.cu with cuDNN >= 7 gives half-precision tensors NHWC (tensor-core math), float ones NCHW
         if base["dtype"] == "fp16" and "cuDNN 7" in r["software"]:
             base["layout"] = "nhwc"
-        fwd = {**base, "algorithm": _algorithm(r["fwd_algorithm"], base)} if "winograd" in r["fwd_algorithm"].lower() \
-            else base
+        fwd = {**base, "algorithm": _algorithm(r["fwd_algorithm"], base)} \
+            if any(a in r["fwd_algorithm"].lower() for a in ("winograd", "fft")) else base
         if _number(r["fwd_ms"]):
             yield Row("deepbench", hw, fwd, float(r["fwd_ms"]) * 1e-3, "kernel", group, "conv2d")
         if _number(r["bwd_inputs_ms"]) and _number(r["bwd_params_ms"]):

@@ -50,8 +50,10 @@ from perfmodel.ops.base import (
     require_non_negative,
     require_positive,
 )
+from perfmodel.ops.conv_fft import COMPLEX_GEMM_REAL_GEMMS, FFT_ALGORITHMS, fft_error, fft_terms
 
 THIN_DGRAD_CHANNELS = 16  # C/g below this: the data gradient runs as a GEMM onto columns and col2im
+
 NONFUSED_TILE = 6  # transformed tile side of cuDNN's non-fused Winograd (alpha = outputs + taps - 1)
 NONFUSED_TILE_OUTPUTS = {3: 4, 5: 2}  # filter side -> output tile side: F(4x4, 3x3), F(2x2, 5x5)
 
@@ -61,7 +63,8 @@ NONFUSED_TILE_OUTPUTS = {3: 4, 5: 2}  # filter side -> output tile side: F(4x4, 
 class Conv2d(Op):
     """y[N, K, P, Q] = conv(x[N, C, H, W], w[K, C/groups, R, S]); ``*_w`` fields default to ``*``. ``layout``
     is how x and w are stored (``nchw`` on NVIDIA tensor cores adds cuDNN's NHWC conversion of both);
-    ``algorithm`` is the one the library runs."""
+    ``algorithm`` is the one the library runs: implicit GEMM, Winograd (fused or non-fused) or FFT (whole-map
+    or tiled, ``conv_fft``)."""
 
     kind = "conv2d"
 
@@ -82,7 +85,7 @@ class Conv2d(Op):
     groups: int = 1
     compute_dtype: DType | None = None
     layout: Literal["nchw", "nhwc"] = "nchw"
-    algorithm: Literal["implicit_gemm", "winograd", "winograd_nonfused"] = "implicit_gemm"
+    algorithm: Literal["implicit_gemm", "winograd", "winograd_nonfused", "fft", "fft_tiling"] = "implicit_gemm"
     bias: bool = False
     pass_: Pass = "forward"
 
@@ -111,6 +114,9 @@ class Conv2d(Op):
                 and (self.stride_w or 1) == 1 and self.dilation == 1 and (self.dilation_w or 1) == 1):
             raise OpError(self.kind, "algorithm", "winograd_nonfused needs a 3x3 or 5x5 kernel with stride 1 "
                           "and no dilation")
+        fft_reason = fft_error(self)
+        if fft_reason is not None:
+            raise OpError(self.kind, "algorithm", fft_reason)
         if self.out_h <= 0 or self.out_w <= 0:
             field = "kernel_h" if self.out_h <= 0 else "kernel_w"
             raise OpError(self.kind, field, f"kernel larger than the padded input: output "
@@ -150,6 +156,10 @@ class Conv2d(Op):
         fused = np.array([o.algorithm == "winograd" for o in ops])
         nonfused = np.array([o.algorithm == "winograd_nonfused" for o in ops])
         wino = fused | nonfused
+        fft = np.array([o.algorithm in FFT_ALGORITHMS for o in ops])
+        spectra = fft_terms(ops, nb, c, k, elem)
+        passes = fwd + 2.0 * bwd
+        fft_images = nb * spectra.tiles  # the complex GEMMs' rows: one per image (and tile)
         out_tile = np.where(nonfused, np.array([NONFUSED_TILE_OUTPUTS.get(o.kernel_h, 2) for o in ops]), 2.0)
         points = np.where(nonfused, float(NONFUSED_TILE**2), 16.0)  # transformed values per tile: GEMMs
         tiles = nb * np.ceil(p / out_tile) * np.ceil(q / out_tile)
@@ -166,38 +176,44 @@ class Conv2d(Op):
         # non-fused: data, filter and output transforms each read their source and write the other side
         transforms = (x_bytes + w_bytes + y_bytes) * (fwd + 2.0 * bwd) + points * elem * (
             (tiles * (c + k) + k * c) * (fwd + bwd) + (tiles_dx * (c + k) + k * c) * bwd)  # non-fused only
-        serial = np.where(nonfused, transforms, 0.0)
+        serial = np.where(nonfused, transforms, 0.0) + spectra.spectra_bytes * passes
         # backward: data-gradient and weight-gradient convolutions, each with the forward's FLOPs as implicit GEMMs
         matrix = np.where(dw, 0.0, np.where(wino, wino_flops + flops * bwd * ~nonfused, flops * (fwd + 2.0 * bwd)))
-        vector = (np.where(dw, flops * (fwd + 2.0 * bwd), 0.0) + has_bias * nb * k * p * q * fwd + wino_vector)
+        complex_flops = 2.0 * COMPLEX_GEMM_REAL_GEMMS * spectra.frequencies * fft_images * k * c
+        matrix = np.where(fft, complex_flops * passes, matrix)
+        vector = (np.where(dw, flops * (fwd + 2.0 * bwd), 0.0) + has_bias * nb * k * p * q * fwd + wino_vector
+                  + spectra.transform_flops * passes)
         roles = {
             "weights": (w_bytes + has_bias * k * elem) * (fwd + 2.0 * bwd),
             "activations_in": x_read * fwd + bwd * (y_bytes + x_read),
             "activations_out": y_bytes * fwd + bwd * x_bytes,
         }
-        dtypes = dtype_codes([o.compute_dtype or o.dtype for o in ops])
+        dtypes = dtype_codes([DType.FP32 if o.algorithm in FFT_ALGORITHMS else o.compute_dtype or o.dtype for o in ops])
         m_gemm = nb * p * q
         # thin C (first layers): a data gradient with C/g columns wastes most of every tile, so libraries run it
         # as dy x W^T (NPQ x C/g·R·S x K/g) and scatter-add the columns into dx (col2im / atomics)
-        thin = ~wino & ~dw & (c / g < THIN_DGRAD_CHANNELS)
+        thin = ~wino & ~fft & ~dw & (c / g < THIN_DGRAD_CHANNELS)
         col_bytes = np.where(thin, 2.0 * m_gemm * c * r * s * elem * bwd, 0.0)
         serial = serial + col_bytes
         # implicit GEMMs per group: forward (NPQ x K x CRS; winograd: 16 or 36 of tiles x K x C),
         # data-gradient (NHW x C x KRS; winograd: of dx tiles x C x K), weight-gradient (K x CRS x NPQ;
         # non-fused: 36 of K x C x tiles)
+        complex_gemms = COMPLEX_GEMM_REAL_GEMMS * spectra.frequencies  # fft: 4 real GEMMs per frequency
         gemms = gemm_slots(
-            (np.where(dw, 0.0, np.where(wino, points * g, g) * fwd), np.where(wino, tiles, m_gemm), k / g,
-             np.where(wino, c / g, (c / g) * r * s)),
-            (np.where(dw, 0.0, np.where(wino, points * g, g) * bwd),
-             np.where(wino, tiles_dx, np.where(thin, m_gemm, nb * h * w)),
-             np.where(thin, (c / g) * r * s, c / g), np.where(wino | thin, k / g, (k / g) * r * s)),
-            (np.where(dw, 0.0, np.where(nonfused, points * g, g) * bwd), k / g,
-             np.where(nonfused, c / g, (c / g) * r * s), np.where(nonfused, tiles, m_gemm)),
+            (np.where(dw, 0.0, np.where(wino, points * g, np.where(fft, complex_gemms, g)) * fwd),
+             np.where(wino, tiles, np.where(fft, fft_images, m_gemm)), k / g,
+             np.where(wino | fft, c / g, (c / g) * r * s)),
+            (np.where(dw, 0.0, np.where(wino, points * g, np.where(fft, complex_gemms, g)) * bwd),
+             np.where(wino, tiles_dx, np.where(thin, m_gemm, np.where(fft, fft_images, nb * h * w))),
+             np.where(thin, (c / g) * r * s, c / g), np.where(wino | thin | fft, k / g, (k / g) * r * s)),
+            (np.where(dw, 0.0, np.where(nonfused, points * g, np.where(fft, complex_gemms, g)) * bwd), k / g,
+             np.where(nonfused | fft, c / g, (c / g) * r * s),
+             np.where(nonfused, tiles, np.where(fft, fft_images, m_gemm))),
         )
         return Work(
             n=len(ops), flops_matrix=matrix, flops_vector=vector, flops_special=np.zeros(len(ops)),
             bytes_by_role=roles, matrix_dtype=dtypes, vector_dtype=dtypes,
-            parallel_items=g * np.ceil(m_gemm / 128) * np.ceil(k / g / 128),
+            parallel_items=np.where(fft, spectra.planes, g * np.ceil(m_gemm / 128) * np.ceil(k / g / 128)),
             # one launch floor per convolution, non-fused too: its transform kernels queue behind each other (a floor
             # per kernel, 4 per pass, left 8 + 6 of DeepBench's 30 held-out V100/T4 non-fused rows > 20 % off, one 4+7)
             kernels=fwd + 2.0 * bwd,

@@ -3,6 +3,7 @@ that enclosed its launch; a kernel with no such op is kept as *unmodelled* with 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,25 +124,40 @@ def _reason_without_op(kernel: KernelRecord) -> str:
 
 def _kernel_choices(run: _Run) -> None:
     """What the library chose, read from the run's kernel names: TF32 math for an fp32 GEMM or convolution
-    (``..._tf32f32_...``, ``ampere_tf32_s1688gemm...``: PyTorch's cuDNN default on Ampere and newer), and
-    cuDNN's/MIOpen's Winograd for a convolution (``winogradForwardData4x4`` & co.: non-fused). The library's
-    choice is part of the measurement, so the model runs the same one."""
+    (``..._tf32f32_...``, ``ampere_tf32_s1688gemm...``: PyTorch's cuDNN default on Ampere and newer), and a
+    convolution's algorithm (``_conv_algorithm``). The library's choice is part of the measurement, so the
+    model runs the same one."""
     names = " ".join(run.names).lower()
     kind = run.op.get("kind")
     if kind in ("matmul", "conv2d") and run.op.get("dtype") == "fp32" and "compute_dtype" not in run.op \
             and "tf32" in names:
         run.op["compute_dtype"] = "tf32"
         run.notes.append("tf32 math, from its kernel names")
-    if kind != "conv2d" or "winograd" not in names:
+    algorithm = _conv_algorithm(names, run.op) if kind == "conv2d" else None
+    if algorithm is None:
         return
-    algorithm = "winograd_nonfused" if "winograd_nonfused" in names else "winograd"
     try:
         make_op({**run.op, "algorithm": algorithm})
     except OpError as exc:
-        run.notes.append(f"Winograd kernels, but modelled as implicit GEMM ({exc.reason})")
+        run.notes.append(f"{algorithm} kernels, but modelled as implicit GEMM ({exc.reason})")
         return
     run.op["algorithm"] = algorithm
     run.notes.append(f"algorithm {algorithm}, from its kernel names")
+
+
+_FFT_SIZE = re.compile(r"fft2d_r2c_(\d+)x(\d+)")
+
+
+def _conv_algorithm(names: str, op: dict[str, Any]) -> str | None:
+    """cuDNN's/MIOpen's Winograd (``winogradForwardData4x4`` & co.: non-fused) or FFT (``fft2d_r2c_32x32``:
+    FFT_TILING where the transform is smaller than the padded map, else FFT) from a conv's kernel names."""
+    if "winograd" in names:
+        return "winograd_nonfused" if "winograd_nonfused" in names else "winograd"
+    if "fft" not in names:
+        return None
+    size = _FFT_SIZE.search(names)
+    padded = int(op.get("height", 0)) + 2 * int(op.get("padding", 0))
+    return "fft_tiling" if size is not None and int(size.group(1)) < padded else "fft"
 
 
 def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 import perfmodel
@@ -155,6 +156,29 @@ def test_strided_1x1_convolution_reads_only_the_pixels_it_touches(hardware: str,
     assert sum(v for k, v in cost.bytes_by_level.items() if k.startswith(("HBM", "DRAM"))) == x_read + y + w
     wide = perfmodel.predict(hardware, {**conv, "kernel_h": 3, "kernel_w": 3, "padding": 1}, defaults=IDEAL)
     assert sum(v for k, v in wide.bytes_by_level.items() if k.startswith(("HBM", "DRAM"))) >= 8 * 64 * 32 * 32 * elem
+
+
+@pytest.mark.parametrize(("algorithm", "height", "frequencies", "tiles"), [
+    ("fft", 14, 16 * 9, 1),  # padded 16 x 16 (2^4): F = 16 x (16/2 + 1)
+    ("fft", 47, 49 * 25, 1),  # padded 49 = 7^2, a fast cuFFT size
+    ("fft_tiling", 40, 32 * 17, 4)])  # 32 x 32 tiles of 30 outputs each: 2 x 2 per plane
+def test_fft_convolution_runs_transforms_and_complex_gemms(algorithm: str, height: int, frequencies: int,
+                                                            tiles: int) -> None:
+    """2 x 4 -> 8 channels, 3x3, pad 1, fp32: x, y and w become 2·tiles·(4 + 8) + 8·4 spectra of F complex values;
+    the complex GEMMs (N·tiles x K x C per frequency, 4 real multiply-adds each) make 8·F·N·tiles·K·C FLOPs;
+    each transform (2.5 n log2 n FLOPs on n = T_h·T_w points) writes its spectrum (8 B per value) and the GEMMs
+    read it back, after them."""
+    conv = {"kind": "conv2d", "batch": 2, "in_channels": 4, "out_channels": 8, "height": height, "width": height,
+            "kernel_h": 3, "kernel_w": 3, "padding": 1, "dtype": "fp32", "algorithm": algorithm}
+    cost = perfmodel.predict(H100, conv, defaults=IDEAL)
+    planes = 2 * tiles * (4 + 8) + 8 * 4
+    assert cost.flops_by_engine["matrix"] == 8 * frequencies * 2 * tiles * 8 * 4
+    side = {14: 16, 47: 49, 40: 32}[height]
+    assert cost.flops_by_engine["vector"] == pytest.approx(2.5 * side * side * np.log2(side * side) * planes)
+    x, w, y = 2 * 4 * height * height * 4, 8 * 4 * 9 * 4, 2 * 8 * height * height * 4
+    assert cost.bytes_by_level["HBM3"] >= x + w + y + 2 * 8 * frequencies * planes
+    backward = perfmodel.predict(H100, {**conv, "pass": "backward"}, defaults=IDEAL)
+    assert backward.flops_by_engine["matrix"] == 2 * cost.flops_by_engine["matrix"]
 
 
 def test_nonfused_winograd_on_a_small_map_is_bound_by_its_transform_streams() -> None:

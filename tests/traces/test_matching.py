@@ -171,7 +171,24 @@ def test_winograd_kernels_on_a_shape_winograd_cannot_run_keep_implicit_gemm() ->
                                                 stride=2).to_bytes())).runs
     assert "algorithm" not in run.op
     (note,) = run.notes
-    assert note.startswith("Winograd kernels, but modelled as implicit GEMM (winograd needs a 3x3 kernel")
+    assert note.startswith("winograd kernels, but modelled as implicit GEMM (winograd needs a 3x3 kernel")
+
+
+def test_fft_kernels_give_the_conv_its_fft_algorithm() -> None:
+    """cuDNN's FFT convolutions as their kernels are named: 32x32 transforms on a 58x58 padded map are FFT_TILING,
+    64x64 ones the whole-map FFT; on a stride-2 conv neither can run, so it stays implicit GEMM with a note."""
+    tiled = ["void fft2d_r2c_32x32<float, false, 1u, false>(float2*, float const*, int, int, int, int, int)",
+             "void fft2d_r2c_32x32<float, false, 0u, false>(float2*, float const*, int, int, int, int, int)",
+             "volta_cgemm_32x32_tn",
+             "void fft2d_c2r_32x32<float, false, false, 1, false, false>(float*, float2 const*)"]
+    (run,) = match_runs(parse_trace(_conv_trace(tiled).to_bytes())).runs
+    assert run.op["algorithm"] == "fft_tiling" and run.kernel_count == 4
+    whole = [name.replace("32x32", "64x64") for name in tiled]
+    (run,) = match_runs(parse_trace(_conv_trace(whole).to_bytes())).runs
+    assert run.op["algorithm"] == "fft" and run.notes == ("algorithm fft, from its kernel names",)
+    (strided,) = match_runs(parse_trace(_conv_trace(whole, stride=2).to_bytes())).runs
+    assert "algorithm" not in strided.op
+    assert strided.notes[0].startswith("fft kernels, but modelled as implicit GEMM (fft needs stride 1")
 
 
 # aten::convolution_backward's arguments exactly as PyTorch 2.13 records them (record_shapes=True)
