@@ -13,7 +13,10 @@ Per family (slots unused by a family stay 0):
   ``narrow`` halvings of min(M, N) below 128 (the narrow side of a tile runs empty, GEMV-like
   kernels); ``deep`` log2 K / sqrt(M·N) (split-K and accumulation-bound shapes); ``unaligned``
   how many of M, N, K are not multiples of 8 (no vector loads, no tensor-core fast path);
-  matmul: ``transpose_a``, ``transpose_b``, ``log2 batch``; conv: ``log2 R·S`` (filter taps),
+  matmul: ``transpose_a``, ``transpose_b``, ``log2 batch``, ``very_narrow`` halvings of min(M, N) below 32
+  (a second slope: cuBLAS's GEMV-like kernels for N = 8-16 fall off a cliff that N = 32 does not, P100 fp32
+  4096x16x4096 at 1.3 TFLOP/s next to 4096x32x4096 at 6.2; one slope fitted both badly);
+  conv: ``log2 R·S`` (filter taps),
   ``strided``, ``thin_channels`` halvings of C/groups below 16 (first layers), ``winograd`` (the
   algorithm the library chose, when the op records it).
 - Row ops (norms, softmax, reductions, elementwise chains, gathers, quantisation, layout):
@@ -40,9 +43,10 @@ from perfmodel.ops.conv import Conv2d
 
 N_SHAPE = 7
 NAMES = tuple(f"shape_{i}" for i in range(N_SHAPE))
+VERY_NARROW_LOG2 = 5.0  # GEMMs narrower than 32: GEMV-like kernels, a second slope below ``narrow``'s
 ALIGN_ELEMENTS = 8  # a dimension not a multiple of this loses vector loads / the tensor-core fast path
 FAMILY_FEATURES: dict[str, tuple[str, ...]] = {
-    "matmul": ("narrow", "deep", "unaligned", "transpose_a", "transpose_b", "log2_batch", ""),
+    "matmul": ("narrow", "deep", "unaligned", "transpose_a", "transpose_b", "log2_batch", "very_narrow"),
     "conv2d": ("narrow", "deep", "unaligned", "log2_taps", "strided", "thin_channels", "winograd"),
     "row": ("log2_row_len", "log2_rows", "unaligned", "log2_row_len_sq", "log2_rows_sq", "long_few_rows", ""),
     "collective": ("log2_devices", "log2_devices_sq", "", "", "", "", ""),
@@ -71,9 +75,10 @@ def _gemm(m: FloatArray, n: FloatArray, k: FloatArray) -> tuple[FloatArray, Floa
 def _matmul(ops: Sequence[Op]) -> FloatArray:
     m, n, k = (column(ops, name) for name in ("m", "n", "k"))
     narrow, deep = _gemm(m, n, k)
+    very_narrow = np.maximum(0.0, VERY_NARROW_LOG2 - _log2(np.minimum(m, n)))
     return np.column_stack([narrow, deep, _unaligned(m) + _unaligned(n) + _unaligned(k),
                             column(ops, "transpose_a"), column(ops, "transpose_b"), _log2(column(ops, "batch")),
-                            np.zeros(len(ops))])
+                            very_narrow])
 
 
 def _conv(ops: Sequence[Op]) -> FloatArray:
