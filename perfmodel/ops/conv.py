@@ -228,12 +228,14 @@ def _touched_share(ops: Sequence[Conv2d]) -> FloatArray:
     """Share of the input a strided convolution reads: a stride longer than the filter's reach (a 1x1
     stride-2 conv) skips whole rows of x, and in NHWC whole pixels (C contiguous values); in NCHW the
     skipped columns share sectors with the read ones, so only rows count."""
-    out = np.ones(len(ops))
-    for i, o in enumerate(ops):
-        stride_w = o.stride if o.stride_w is None else o.stride_w
-        reach_h = o.dilation * (o.kernel_h - 1) + 1
-        reach_w = (o.dilation if o.dilation_w is None else o.dilation_w) * (o.kernel_w - 1) + 1
-        rows = min(reach_h, o.stride) / o.stride
-        cols = min(reach_w, stride_w) / stride_w if o.layout == "nhwc" else 1.0
-        out[i] = rows * cols
+    def either(name: str, fallback: str) -> FloatArray:  # the _w fields default to the height ones
+        return np.array([getattr(o, fallback) if getattr(o, name) is None else getattr(o, name) for o in ops],
+                        dtype=np.float64)
+
+    stride_h, stride_w = column(ops, "stride"), either("stride_w", "stride")
+    reach_h = column(ops, "dilation") * (column(ops, "kernel_h") - 1) + 1
+    reach_w = either("dilation_w", "dilation") * (column(ops, "kernel_w") - 1) + 1
+    nhwc = np.array([o.layout == "nhwc" for o in ops])
+    rows = np.minimum(reach_h, stride_h) / stride_h
+    out: FloatArray = rows * np.where(nhwc, np.minimum(reach_w, stride_w) / stride_w, 1.0)
     return out
