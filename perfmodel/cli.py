@@ -204,13 +204,13 @@ def search_command(
     typer.echo(f"best: {result.explanation}")
     typer.echo(f"space {result.space_size} candidates: {result.evaluated} evaluated, {result.pruned} pruned, "
                f"rejected {result.rejected or 'none'}; {result.search_time_s * 1e3:.1f} ms")
-    header = f"  {'tile MxNxK':<16}{'stages':>7}{'split':>6}{'group':>6}{'waves':>7}{'on chip':>10}{'time':>11}"
+    header = f"  {'tile MxNxK':<16}{'stages':>7}{'split':>6}{'group':>6}{'waves':>9}{'on chip':>10}{'GEMM time':>11}"
     for title, rows in (("top", result.top_k), ("Pareto front (time vs on-chip footprint)", result.pareto)):
         if rows:
             typer.echo(f"{title}:\n{header}")
         for r in rows:
             tile = f"{r['tile_m']:g}x{r['tile_n']:g}x{r['tile_k']:g}"
-            typer.echo(f"  {tile:<16}{r['stages']:>7g}{r['split_k']:>6g}{r['raster_group']:>6g}{r['waves']:>7.2f}"
+            typer.echo(f"  {tile:<16}{r['stages']:>7g}{r['split_k']:>6g}{r['raster_group']:>6g}{r['waves']:>9.2f}"
                        f"{format_bytes(r['footprint_bytes']):>10}{format_time_s(r['time_s']):>11}")
     for note in result.notes:
         typer.echo(f"note: {note}")
