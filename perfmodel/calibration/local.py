@@ -27,6 +27,7 @@ import numpy as np
 
 from perfmodel.calibration.curve import Features
 from perfmodel.calibration.fit import MIN_RAMP_SHAPES, held_out_loss
+from perfmodel.calibration.shape import N_SHAPE
 from perfmodel.ops.base import FloatArray, IntArray
 
 BANDWIDTHS = (0.05, 0.1, 0.2, 0.3, 0.5)  # h, in decades of size (and scaled shape units)
@@ -58,7 +59,7 @@ class LocalCorrection:
 
     def log_factor(self, f: Features) -> FloatArray:
         """c(x) per row of ``f`` (0 far from every measured point)."""
-        x = coordinates(f, self.shape_scale)
+        x = coordinates(f, self.shape_scale)[:, :self.points.shape[1]]  # stored before later shape numbers: fewer
         out = np.zeros(len(x))
         for start in range(0, len(x), CHUNK_ROWS):
             weight = _weights(x[start:start + CHUNK_ROWS], self.points, self.bandwidth) * self.runs
@@ -82,6 +83,9 @@ class LocalCorrection:
                              f"residuals and runs as numbers ({err})") from None
         if points.ndim != 2 or residuals.shape != (len(points),) or runs.shape != (len(points),):
             raise ValueError("calibration local correction: points (m x d), residuals (m) and runs (m) must agree")
+        if not 2 < points.shape[1] <= 2 + N_SHAPE:
+            raise ValueError(f"calibration local correction: points need 3 to {2 + N_SHAPE} coordinates "
+                             f"(log10 FLOPs, log10 bytes, shape numbers), got {points.shape[1]}")
         if not bandwidth > 0 or not shrink > 0:
             raise ValueError("calibration local correction: bandwidth and shrink must be positive")
         return LocalCorrection(points, residuals, runs, bandwidth, shrink, scale, np.zeros(0))

@@ -238,12 +238,15 @@ def _space(value: Any) -> SpaceName:
 
 
 def _shape_range(value: Any) -> tuple[list[float], list[float]] | None:
+    """Per shape number, the lowest and highest fitted; a calibration stored with fewer shape numbers (before the
+    last were added) saw 0 for the missing ones, so its range for them is [0, 0]."""
     if value is None:
         return None
     low, high = value
-    if len(low) != shape.N_SHAPE or len(high) != len(low):
+    if not 0 < len(low) <= shape.N_SHAPE or len(high) != len(low):
         raise ValueError(f"calibration shape_range: expected two lists of {shape.N_SHAPE} numbers")
-    return [float(v) for v in low], [float(v) for v in high]
+    missing = [0.0] * (shape.N_SHAPE - len(low))
+    return [float(v) for v in low] + missing, [float(v) for v in high] + missing
 
 
 def _weight(value: Any) -> float:

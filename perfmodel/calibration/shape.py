@@ -15,7 +15,10 @@ Per family (slots unused by a family stay 0):
   how many of M, N, K are not multiples of 8 (no vector loads, no tensor-core fast path);
   matmul: ``transpose_a``, ``transpose_b``, ``log2 batch``, ``very_narrow`` halvings of min(M, N) below 32
   (a second slope: cuBLAS's GEMV-like kernels for N = 8-16 fall off a cliff that N = 32 does not, P100 fp32
-  4096x16x4096 at 1.3 TFLOP/s next to 4096x32x4096 at 6.2; one slope fitted both badly);
+  4096x16x4096 at 1.3 TFLOP/s next to 4096x32x4096 at 6.2; one slope fitted both badly),
+  ``narrow_transpose_a`` = transpose_a x narrow (a transposed A costs on skinny GEMMs, where GEMV-like kernels
+  stream it, and not on square ones: T4 fp32 2048x32x2048 NN in 89 us, TN 100 us; 7680x128x2560 TN 1.76x NN on
+  V100 fp16; one transpose_a coefficient for all sizes over-corrected the NN ones);
   conv: ``log2 R·S`` (filter taps),
   ``strided``, ``thin_channels`` halvings of C/groups below 16 (first layers), ``winograd`` (the
   algorithm the library chose, when the op records it).
@@ -41,16 +44,17 @@ from perfmodel.ops import Op
 from perfmodel.ops.base import FloatArray, column
 from perfmodel.ops.conv import Conv2d
 
-N_SHAPE = 7
+N_SHAPE = 8
 NAMES = tuple(f"shape_{i}" for i in range(N_SHAPE))
 VERY_NARROW_LOG2 = 5.0  # GEMMs narrower than 32: GEMV-like kernels, a second slope below ``narrow``'s
 ALIGN_ELEMENTS = 8  # a dimension not a multiple of this loses vector loads / the tensor-core fast path
 FAMILY_FEATURES: dict[str, tuple[str, ...]] = {
-    "matmul": ("narrow", "deep", "unaligned", "transpose_a", "transpose_b", "log2_batch", "very_narrow"),
-    "conv2d": ("narrow", "deep", "unaligned", "log2_taps", "strided", "thin_channels", "winograd"),
-    "row": ("log2_row_len", "log2_rows", "unaligned", "log2_row_len_sq", "log2_rows_sq", "long_few_rows", ""),
-    "collective": ("log2_devices", "log2_devices_sq", "", "", "", "", ""),
-    "attention": ("log2_head_dim", "causal", "log2_q_per_kv", "", "", "", ""),
+    "matmul": ("narrow", "deep", "unaligned", "transpose_a", "transpose_b", "log2_batch", "very_narrow",
+               "narrow_transpose_a"),
+    "conv2d": ("narrow", "deep", "unaligned", "log2_taps", "strided", "thin_channels", "winograd", ""),
+    "row": ("log2_row_len", "log2_rows", "unaligned", "log2_row_len_sq", "log2_rows_sq", "long_few_rows", "", ""),
+    "collective": ("log2_devices", "log2_devices_sq", "", "", "", "", "", ""),
+    "attention": ("log2_head_dim", "causal", "log2_q_per_kv", "", "", "", "", ""),
 }
 _COLLECTIVES = frozenset({"allreduce", "allgather", "reducescatter", "alltoall"})
 
@@ -78,7 +82,7 @@ def _matmul(ops: Sequence[Op]) -> FloatArray:
     very_narrow = np.maximum(0.0, VERY_NARROW_LOG2 - _log2(np.minimum(m, n)))
     return np.column_stack([narrow, deep, _unaligned(m) + _unaligned(n) + _unaligned(k),
                             column(ops, "transpose_a"), column(ops, "transpose_b"), _log2(column(ops, "batch")),
-                            very_narrow])
+                            very_narrow, column(ops, "transpose_a") * narrow])
 
 
 def _conv(ops: Sequence[Op]) -> FloatArray:
@@ -98,19 +102,20 @@ def _conv(ops: Sequence[Op]) -> FloatArray:
     winograd = np.fromiter((o.algorithm.startswith("winograd") for o in convs), dtype=np.float64, count=len(ops))
     return np.column_stack([narrow, deep, _unaligned(np.floor(c)) + _unaligned(out_channels), _log2(kh * kw),
                             (np.maximum(stride, stride_w) > 1).astype(float), np.maximum(0.0, 4.0 - _log2(c)),
-                            winograd])
+                            winograd, np.zeros(len(ops))])
 
 
 def _attention(ops: Sequence[Op]) -> FloatArray:
     zeros = np.zeros(len(ops))
     return np.column_stack([_log2(column(ops, "head_dim")) - 6.0, column(ops, "causal"),
-                            _log2(column(ops, "seq_q")) - _log2(column(ops, "seq_kv")), zeros, zeros, zeros, zeros])
+                            _log2(column(ops, "seq_q")) - _log2(column(ops, "seq_kv")), zeros, zeros, zeros, zeros,
+                            zeros])
 
 
 def _collective(ops: Sequence[Op]) -> FloatArray:
     d = _log2(column(ops, "devices"))
     zeros = np.zeros(len(ops))
-    return np.column_stack([d, d * d / 4.0, zeros, zeros, zeros, zeros, zeros])
+    return np.column_stack([d, d * d / 4.0, zeros, zeros, zeros, zeros, zeros, zeros])
 
 
 def _row_dims(op: Op) -> tuple[float, float]:
@@ -131,7 +136,7 @@ def _row(ops: Sequence[Op]) -> FloatArray:
     y = np.clip(_log2(rows) - 10.0, -12.0, 12.0)
     long_few = np.maximum(x, 0.0) * np.maximum(-y, 0.0) / 8.0  # long rows, few of them: one block per row
     return np.column_stack([x, y, _unaligned(np.floor(row_len)), x * x / 8.0, y * y / 16.0, long_few,
-                            np.zeros(len(ops))])
+                            np.zeros(len(ops)), np.zeros(len(ops))])
 
 
 _BY_FAMILY: dict[str, Callable[[Sequence[Op]], FloatArray]] = {

@@ -19,28 +19,31 @@ HW = "nvidia-a100-sxm4-80gb"
 
 @pytest.mark.parametrize(("op", "expected"), [
     # min(M, N) = 8 is 4 halvings below 128 and 2 below 32; K / sqrt(M N) = 500000 / 64 -> log2 = 12.93 -> clipped
-    ({"kind": "matmul", "m": 512, "n": 8, "k": 500000, "dtype": "fp16"}, (4.0, 8.0, 0.0, 0.0, 0.0, 0.0, 2.0)),
+    ({"kind": "matmul", "m": 512, "n": 8, "k": 500000, "dtype": "fp16"}, (4.0, 8.0, 0.0, 0.0, 0.0, 0.0, 2.0, 0.0)),
+    # transposed A on a skinny GEMM: N = 16 is 3 halvings below 128 and 1 below 32, narrow x transpose_a = 3
+    ({"kind": "matmul", "m": 7680, "n": 16, "k": 2560, "dtype": "fp16", "transpose_a": True},
+     (3.0, np.log2(2560) - 0.5 * (np.log2(7680) + 4.0), 0.0, 1.0, 0.0, 0.0, 1.0, 3.0)),
     # square and aligned: nothing to correct
     ({"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "fp16", "transpose_b": True},
-     (0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0)),  # K = sqrt(M N): not deep either
+     (0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)),  # K = sqrt(M N): not deep either
     # 35 and 8457 are not multiples of 8; min(M, N) = 35 -> 7 - log2 35
     ({"kind": "matmul", "m": 35, "n": 8457, "k": 1760, "dtype": "fp32", "batch": 4},
-     (7.0 - np.log2(35), np.log2(1760) - 0.5 * (np.log2(35) + np.log2(8457)), 2.0, 0.0, 0.0, 2.0, 0.0)),
+     (7.0 - np.log2(35), np.log2(1760) - 0.5 * (np.log2(35) + np.log2(8457)), 2.0, 0.0, 0.0, 2.0, 0.0, 0.0)),
     # first conv layer: C = 3 (thin, unaligned), 7x7 taps, stride 2; M = 1 * 112 * 112, N = 64, K = 3 * 49
     ({"kind": "conv2d", "batch": 1, "in_channels": 3, "out_channels": 64, "height": 224, "width": 224,
       "kernel_h": 7, "kernel_w": 7, "stride": 2, "padding": 3, "dtype": "fp32"},
-     (1.0, np.log2(147) - 0.5 * (np.log2(112 * 112) + 6.0), 1.0, np.log2(49), 1.0, 4.0 - np.log2(3), 0.0)),
+     (1.0, np.log2(147) - 0.5 * (np.log2(112 * 112) + 6.0), 1.0, np.log2(49), 1.0, 4.0 - np.log2(3), 0.0, 0.0)),
     # either Winograd the library ran (fused, non-fused) sets the winograd number; N = 64: one halving narrow
     ({"kind": "conv2d", "batch": 8, "in_channels": 64, "out_channels": 64, "height": 56, "width": 56,
       "kernel_h": 3, "kernel_w": 3, "padding": 1, "dtype": "fp32", "algorithm": "winograd_nonfused"},
-     (1.0, np.log2(576) - 0.5 * (np.log2(8 * 56 * 56) + 6.0), 0.0, np.log2(9), 0.0, 0.0, 1.0)),
+     (1.0, np.log2(576) - 0.5 * (np.log2(8 * 56 * 56) + 6.0), 0.0, np.log2(9), 0.0, 0.0, 1.0, 0.0)),
     # rows of 4096 = 2^12 elements, 2^6 rows
-    ({"kind": "rmsnorm", "shape": [64, 4096], "dtype": "fp16"}, (2.0, -4.0, 0.0, 0.5, 1.0, 1.0, 0.0)),
-    ({"kind": "embedding", "table_shape": [32000, 1000], "num_indices": 1024, "dtype": "fp16"},
-     (np.log2(1000) - 10.0, 0.0, 0.0, (np.log2(1000) - 10.0) ** 2 / 8.0, 0.0, 0.0, 0.0)),  # 1000 = 125 x 8: aligned
-    ({"kind": "allreduce", "bytes": 2 ** 20, "devices": 8, "dtype": "fp16"}, (3.0, 2.25, 0.0, 0.0, 0.0, 0.0, 0.0)),
+    ({"kind": "rmsnorm", "shape": [64, 4096], "dtype": "fp16"}, (2.0, -4.0, 0.0, 0.5, 1.0, 1.0, 0.0, 0.0)),
+    ({"kind": "embedding", "table_shape": [32000, 1000], "num_indices": 1024, "dtype": "fp16"},  # 1000 = 125 x 8
+     (np.log2(1000) - 10.0, 0.0, 0.0, (np.log2(1000) - 10.0) ** 2 / 8.0, 0.0, 0.0, 0.0, 0.0)),
+    ({"kind": "allreduce", "bytes": 2 ** 20, "devices": 8, "dtype": "fp16"}, (3.0, 2.25, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)),
     ({"kind": "attention", "batch": 1, "heads": 8, "seq_q": 1, "seq_kv": 4096, "head_dim": 128, "dtype": "fp16",
-      "causal": True}, (1.0, 1.0, -12.0, 0.0, 0.0, 0.0, 0.0)),
+      "causal": True}, (1.0, 1.0, -12.0, 0.0, 0.0, 0.0, 0.0, 0.0)),
 ])
 def test_golden_shape_numbers(op: dict[str, Any], expected: tuple[float, ...]) -> None:
     got = op_features(make_op(op))
@@ -166,3 +169,26 @@ def test_few_multinode_runs_are_fitted_with_the_single_node_class() -> None:
     own = fit_calibration("nvidia-p100-sxm2-16gb", single + many, timing="host")
     assert own.classes["collective_allreduce_multinode:fp32"].source == "fitted"
     assert own.classes["collective_allreduce:fp32"].runs == len(single)
+
+
+def test_calibrations_stored_with_fewer_shape_numbers_load_and_predict_as_before() -> None:
+    """A calibration stored when there were 7 shape numbers (GEMMs had no narrow x transpose_a): its parameters,
+    shape ranges and local-correction points are one number short. It loads, and on GEMMs without a transposed
+    A (the newest number 0, as it was for every GEMM then) it predicts exactly what the full calibration does."""
+    rng = np.random.default_rng(11)
+    ops = _gemms(rng, 60)
+    bumpy = np.array([1.3 + 0.3 * np.sin(2.0 * np.log2(op["k"] * op["m"])) for op in ops])  # per shape, no trend
+    measured = perfmodel.predict_many(HW, ops).time_s * bumpy
+    full = fit_calibration(HW, list(zip(ops, measured.tolist(), strict=True)))
+    params = full.params
+    newest = f"shape_{N_SHAPE - 1}"
+    for entry in (*params["classes"].values(), params["hardware_level"]):
+        assert entry["params"].pop(newest) == 0.0  # never varied in these runs: not fitted
+        if entry.get("shape_range") is not None:
+            entry["shape_range"] = [v[:N_SHAPE - 1] for v in entry["shape_range"]]
+        if entry.get("local") is not None:
+            entry["local"]["points"] = [point[:2 + N_SHAPE - 1] for point in entry["local"]["points"]]
+    old = Calibration.from_params(params)
+    assert any(e.local is not None for e in old.classes.values())
+    np.testing.assert_allclose(predict_calibrated(HW, ops, old).time_s, predict_calibrated(HW, ops, full).time_s,
+                               rtol=1e-12)
