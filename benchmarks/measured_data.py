@@ -128,8 +128,10 @@ def _algorithm(name: str, conv: dict[str, Any]) -> str:
     lower = name.lower()
     if "fft" in lower:
         algorithm = "fft_tiling" if "tiling" in lower else "fft"
-    else:
+    elif "winograd" in lower:
         algorithm = "winograd_nonfused" if "nonfused" in lower else "winograd"
+    else:
+        return "implicit_gemm"
     try:
         make_op({**conv, "algorithm": algorithm})
     except OpError:
@@ -157,8 +159,8 @@ def deepbench() -> Iterator[Row]:
         # conv_bench.cu with cuDNN >= 7 gives half-precision tensors NHWC (tensor-core math), float ones NCHW
         if base["dtype"] == "fp16" and "cuDNN 7" in r["software"]:
             base["layout"] = "nhwc"
-        fwd = {**base, "algorithm": _algorithm(r["fwd_algorithm"], base)} \
-            if any(a in r["fwd_algorithm"].lower() for a in ("winograd", "fft")) else base
+        algorithm = _algorithm(r["fwd_algorithm"], base)
+        fwd = base if algorithm == "implicit_gemm" else {**base, "algorithm": algorithm}
         if _number(r["fwd_ms"]):
             yield Row("deepbench", hw, fwd, float(r["fwd_ms"]) * 1e-3, "kernel", group, "conv2d")
         if _number(r["bwd_inputs_ms"]) and _number(r["bwd_params_ms"]):

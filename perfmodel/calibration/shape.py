@@ -42,7 +42,7 @@ import numpy as np
 
 from perfmodel.ops import Op
 from perfmodel.ops.base import FloatArray, column
-from perfmodel.ops.conv import Conv2d
+from perfmodel.ops.conv import Conv2d, along_w_column
 
 N_SHAPE = 8
 NAMES = tuple(f"shape_{i}" for i in range(N_SHAPE))
@@ -86,19 +86,14 @@ def _matmul(ops: Sequence[Op]) -> FloatArray:
 
 
 def _conv(ops: Sequence[Op]) -> FloatArray:
-    def field(name: str, fallback: str) -> FloatArray:  # the _w fields default to the height ones
-        return np.array([getattr(o, fallback) if getattr(o, name) is None else getattr(o, name) for o in ops],
-                        dtype=float)
-
-    stride, pad, dil = (column(ops, name) for name in ("stride", "padding", "dilation"))
-    stride_w, pad_w, dil_w = field("stride_w", "stride"), field("padding_w", "padding"), field("dilation_w", "dilation")
+    convs = cast("Sequence[Conv2d]", ops)
+    stride, stride_w = column(ops, "stride"), along_w_column(convs, "stride")
     kh, kw = column(ops, "kernel_h"), column(ops, "kernel_w")
-    p = np.maximum((column(ops, "height") + 2 * pad - dil * (kh - 1) - 1) // stride + 1, 1)
-    q = np.maximum((column(ops, "width") + 2 * pad_w - dil_w * (kw - 1) - 1) // stride_w + 1, 1)
+    p = np.fromiter((o.out_h for o in convs), dtype=np.float64, count=len(ops))
+    q = np.fromiter((o.out_w for o in convs), dtype=np.float64, count=len(ops))
     c = column(ops, "in_channels") / np.maximum(column(ops, "groups"), 1)
     out_channels = column(ops, "out_channels")
     narrow, deep = _gemm(column(ops, "batch") * p * q, out_channels, c * kh * kw)
-    convs = cast("Sequence[Conv2d]", ops)
     winograd = np.fromiter((o.algorithm.startswith("winograd") for o in convs), dtype=np.float64, count=len(ops))
     return np.column_stack([narrow, deep, _unaligned(np.floor(c)) + _unaligned(out_channels), _log2(kh * kw),
                             (np.maximum(stride, stride_w) > 1).astype(float), np.maximum(0.0, 4.0 - _log2(c)),

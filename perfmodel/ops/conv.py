@@ -106,12 +106,12 @@ class Conv2d(Op):
             raise OpError(self.kind, "groups", f"{self.groups} must divide in_channels "
                           f"({self.in_channels}) and out_channels ({self.out_channels})")
         if self.algorithm == "winograd" and not (
-                self.kernel_h == self.kernel_w == 3 and self.stride == 1 and (self.stride_w or 1) == 1
-                and self.dilation == 1 and (self.dilation_w or 1) == 1):
+                self.kernel_h == self.kernel_w == 3 and self.stride == self.along_w("stride") == 1
+                and self.dilation == self.along_w("dilation") == 1):
             raise OpError(self.kind, "algorithm", "winograd needs a 3x3 kernel with stride 1 and no dilation")
         if self.algorithm == "winograd_nonfused" and not (
-                self.kernel_h == self.kernel_w and self.kernel_h in NONFUSED_TILE_OUTPUTS and self.stride == 1
-                and (self.stride_w or 1) == 1 and self.dilation == 1 and (self.dilation_w or 1) == 1):
+                self.kernel_h == self.kernel_w and self.kernel_h in NONFUSED_TILE_OUTPUTS
+                and self.stride == self.along_w("stride") == 1 and self.dilation == self.along_w("dilation") == 1):
             raise OpError(self.kind, "algorithm", "winograd_nonfused needs a 3x3 or 5x5 kernel with stride 1 "
                           "and no dilation")
         fft_reason = fft_error(self)
@@ -128,10 +128,13 @@ class Conv2d(Op):
 
     @property
     def out_w(self) -> int:
-        stride = self.stride if self.stride_w is None else self.stride_w
-        pad = self.padding if self.padding_w is None else self.padding_w
-        dil = self.dilation if self.dilation_w is None else self.dilation_w
-        return (self.width + 2 * pad - dil * (self.kernel_w - 1) - 1) // stride + 1
+        return (self.width + 2 * self.along_w("padding") - self.along_w("dilation") * (self.kernel_w - 1)
+                - 1) // self.along_w("stride") + 1
+
+    def along_w(self, name: Literal["stride", "padding", "dilation"]) -> int:
+        """The width-wise stride, padding or dilation: its ``*_w`` field, which defaults to the height-wise one."""
+        value: int | None = getattr(self, f"{name}_w")
+        return int(getattr(self, name)) if value is None else value
 
     @property
     def depthwise(self) -> bool:
@@ -158,7 +161,7 @@ class Conv2d(Op):
         wino = fused | nonfused
         fft = np.array([o.algorithm in FFT_ALGORITHMS for o in ops])
         spectra = fft_terms(ops, nb, c, k, elem)
-        passes = fwd + 2.0 * bwd
+        passes = fwd + 2.0 * bwd  # GEMM passes: the forward, or the data and weight gradients
         fft_images = nb * spectra.tiles  # the complex GEMMs' rows: one per image (and tile)
         out_tile = np.where(nonfused, np.array([NONFUSED_TILE_OUTPUTS.get(o.kernel_h, 2) for o in ops]), 2.0)
         points = np.where(nonfused, float(NONFUSED_TILE**2), 16.0)  # transformed values per tile: GEMMs
@@ -174,36 +177,35 @@ class Conv2d(Op):
         x_bytes, w_bytes, y_bytes = nb * c * h * w * elem, k * (c / g) * r * s * elem, nb * k * p * q * elem
         x_read = x_bytes * _touched_share(ops)
         # non-fused: data, filter and output transforms each read their source and write the other side
-        transforms = (x_bytes + w_bytes + y_bytes) * (fwd + 2.0 * bwd) + points * elem * (
+        transforms = (x_bytes + w_bytes + y_bytes) * passes + points * elem * (
             (tiles * (c + k) + k * c) * (fwd + bwd) + (tiles_dx * (c + k) + k * c) * bwd)  # non-fused only
-        serial = np.where(nonfused, transforms, 0.0) + spectra.spectra_bytes * passes
-        # backward: data-gradient and weight-gradient convolutions, each with the forward's FLOPs as implicit GEMMs
-        matrix = np.where(dw, 0.0, np.where(wino, wino_flops + flops * bwd * ~nonfused, flops * (fwd + 2.0 * bwd)))
-        complex_flops = 2.0 * COMPLEX_GEMM_REAL_GEMMS * spectra.frequencies * fft_images * k * c
-        matrix = np.where(fft, complex_flops * passes, matrix)
-        vector = (np.where(dw, flops * (fwd + 2.0 * bwd), 0.0) + has_bias * nb * k * p * q * fwd + wino_vector
-                  + spectra.transform_flops * passes)
-        roles = {
-            "weights": (w_bytes + has_bias * k * elem) * (fwd + 2.0 * bwd),
-            "activations_in": x_read * fwd + bwd * (y_bytes + x_read),
-            "activations_out": y_bytes * fwd + bwd * x_bytes,
-        }
-        dtypes = dtype_codes([DType.FP32 if o.algorithm in FFT_ALGORITHMS else o.compute_dtype or o.dtype for o in ops])
         m_gemm = nb * p * q
         # thin C (first layers): a data gradient with C/g columns wastes most of every tile, so libraries run it
         # as dy x W^T (NPQ x C/g·R·S x K/g) and scatter-add the columns into dx (col2im / atomics)
         thin = ~wino & ~fft & ~dw & (c / g < THIN_DGRAD_CHANNELS)
-        col_bytes = np.where(thin, 2.0 * m_gemm * c * r * s * elem * bwd, 0.0)
-        serial = serial + col_bytes
+        col_bytes = 2.0 * m_gemm * c * r * s * elem * bwd
+        serial = np.where(nonfused, transforms, 0.0) + spectra.spectra_bytes * passes + np.where(thin, col_bytes, 0.0)
+        # backward: data-gradient and weight-gradient convolutions, each with the forward's FLOPs as implicit GEMMs
+        matrix = np.where(dw, 0.0, np.where(wino, wino_flops + flops * bwd * ~nonfused, flops * passes))
+        complex_flops = 2.0 * COMPLEX_GEMM_REAL_GEMMS * spectra.frequencies * fft_images * k * c
+        matrix = np.where(fft, complex_flops * passes, matrix)
+        vector = (np.where(dw, flops * passes, 0.0) + has_bias * nb * k * p * q * fwd + wino_vector
+                  + spectra.transform_flops * passes)
+        roles = {
+            "weights": (w_bytes + has_bias * k * elem) * passes,
+            "activations_in": x_read * fwd + bwd * (y_bytes + x_read),
+            "activations_out": y_bytes * fwd + bwd * x_bytes,
+        }
+        dtypes = dtype_codes([DType.FP32 if o.algorithm in FFT_ALGORITHMS else o.compute_dtype or o.dtype for o in ops])
         # implicit GEMMs per group: forward (NPQ x K x CRS; winograd: 16 or 36 of tiles x K x C),
         # data-gradient (NHW x C x KRS; winograd: of dx tiles x C x K), weight-gradient (K x CRS x NPQ;
         # non-fused: 36 of K x C x tiles)
         complex_gemms = COMPLEX_GEMM_REAL_GEMMS * spectra.frequencies  # fft: 4 real GEMMs per frequency
+        per_pass = np.where(dw, 0.0, np.where(wino, points * g, np.where(fft, complex_gemms, g)))  # fwd and dgrad
         gemms = gemm_slots(
-            (np.where(dw, 0.0, np.where(wino, points * g, np.where(fft, complex_gemms, g)) * fwd),
-             np.where(wino, tiles, np.where(fft, fft_images, m_gemm)), k / g,
+            (per_pass * fwd, np.where(wino, tiles, np.where(fft, fft_images, m_gemm)), k / g,
              np.where(wino | fft, c / g, (c / g) * r * s)),
-            (np.where(dw, 0.0, np.where(wino, points * g, np.where(fft, complex_gemms, g)) * bwd),
+            (per_pass * bwd,
              np.where(wino, tiles_dx, np.where(thin, m_gemm, np.where(fft, fft_images, nb * h * w))),
              np.where(thin, (c / g) * r * s, c / g), np.where(wino | thin | fft, k / g, (k / g) * r * s)),
             (np.where(dw, 0.0, np.where(nonfused, points * g, np.where(fft, complex_gemms, g)) * bwd), k / g,
@@ -216,7 +218,7 @@ class Conv2d(Op):
             parallel_items=np.where(fft, spectra.planes, g * np.ceil(m_gemm / 128) * np.ceil(k / g / 128)),
             # one launch floor per convolution, non-fused too: its transform kernels queue behind each other (a floor
             # per kernel, 4 per pass, left 8 + 6 of DeepBench's 30 held-out V100/T4 non-fused rows > 20 % off, one 4+7)
-            kernels=fwd + 2.0 * bwd,
+            kernels=passes,
             serial_bytes=serial,
             nhwc_bytes=np.where([o.layout == "nchw" for o in ops], (x_bytes + w_bytes) * fwd
                                 + (x_bytes + y_bytes + w_bytes) * bwd, 0.0),
@@ -224,17 +226,18 @@ class Conv2d(Op):
         )
 
 
+def along_w_column(ops: Sequence[Conv2d], name: Literal["stride", "padding", "dilation"]) -> FloatArray:
+    """``Conv2d.along_w`` of many convolutions as a float array."""
+    return np.fromiter((o.along_w(name) for o in ops), dtype=np.float64, count=len(ops))
+
+
 def _touched_share(ops: Sequence[Conv2d]) -> FloatArray:
     """Share of the input a strided convolution reads: a stride longer than the filter's reach (a 1x1
     stride-2 conv) skips whole rows of x, and in NHWC whole pixels (C contiguous values); in NCHW the
     skipped columns share sectors with the read ones, so only rows count."""
-    def either(name: str, fallback: str) -> FloatArray:  # the _w fields default to the height ones
-        return np.array([getattr(o, fallback) if getattr(o, name) is None else getattr(o, name) for o in ops],
-                        dtype=np.float64)
-
-    stride_h, stride_w = column(ops, "stride"), either("stride_w", "stride")
+    stride_h, stride_w = column(ops, "stride"), along_w_column(ops, "stride")
     reach_h = column(ops, "dilation") * (column(ops, "kernel_h") - 1) + 1
-    reach_w = either("dilation_w", "dilation") * (column(ops, "kernel_w") - 1) + 1
+    reach_w = along_w_column(ops, "dilation") * (column(ops, "kernel_w") - 1) + 1
     nhwc = np.array([o.layout == "nhwc" for o in ops])
     rows = np.minimum(reach_h, stride_h) / stride_h
     out: FloatArray = rows * np.where(nhwc, np.minimum(reach_w, stride_w) / stride_w, 1.0)

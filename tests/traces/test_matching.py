@@ -7,6 +7,7 @@ from trace_builders import DATA, KinetoTrace, load_events
 
 from perfmodel.ops import make_op
 from perfmodel.traces import MatchResult, match_runs, parse_trace
+from perfmodel.traces.matching import MatchedRun
 
 
 def _accounted(result: MatchResult) -> float:
@@ -150,25 +151,27 @@ def _conv_trace(kernels: list[str], kernel: int = 3, stride: int = 1) -> KinetoT
     return t
 
 
+def _conv_runs(kernels: list[str], stride: int = 1) -> list[MatchedRun]:
+    return match_runs(parse_trace(_conv_trace(kernels, stride=stride).to_bytes())).runs
+
+
 def test_winograd_kernels_give_the_conv_its_algorithm() -> None:
     """cuDNN's non-fused Winograd (four kernels, as nvprof lists them) and its fused one are named by their kernels."""
     nonfused = ["void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>(WinogradDataParams)",
                 "void cudnn::winograd_nonfused::winogradForwardFilter4x4<float, float>(WinogradFilterParams)",
                 "volta_sgemm_128x64_nn",
                 "void cudnn::winograd_nonfused::winogradForwardOutput4x4<float, float>(WinogradOutputParams)"]
-    (run,) = match_runs(parse_trace(_conv_trace(nonfused).to_bytes())).runs
+    (run,) = _conv_runs(nonfused)
     assert run.op["algorithm"] == "winograd_nonfused" and run.kernel_count == 4
     assert run.notes == ("algorithm winograd_nonfused, from its kernel names",)
-    (fused,) = match_runs(parse_trace(_conv_trace(["volta_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1"])
-                                      .to_bytes())).runs
+    (fused,) = _conv_runs(["volta_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1"])
     assert fused.op["algorithm"] == "winograd"
-    (plain,) = match_runs(parse_trace(_conv_trace(["sm80_xmma_fprop_implicit_gemm_f32f32"]).to_bytes())).runs
+    (plain,) = _conv_runs(["sm80_xmma_fprop_implicit_gemm_f32f32"])
     assert "algorithm" not in plain.op and plain.notes == ()
 
 
 def test_winograd_kernels_on_a_shape_winograd_cannot_run_keep_implicit_gemm() -> None:
-    (run,) = match_runs(parse_trace(_conv_trace(["maxwell_scudnn_winograd_128x128_ldg1_ldg4_tile148n_nt"],
-                                                stride=2).to_bytes())).runs
+    (run,) = _conv_runs(["maxwell_scudnn_winograd_128x128_ldg1_ldg4_tile148n_nt"], stride=2)
     assert "algorithm" not in run.op
     (note,) = run.notes
     assert note.startswith("winograd kernels, but modelled as implicit GEMM (winograd needs a 3x3 kernel")
@@ -181,12 +184,12 @@ def test_fft_kernels_give_the_conv_its_fft_algorithm() -> None:
              "void fft2d_r2c_32x32<float, false, 0u, false>(float2*, float const*, int, int, int, int, int)",
              "volta_cgemm_32x32_tn",
              "void fft2d_c2r_32x32<float, false, false, 1, false, false>(float*, float2 const*)"]
-    (run,) = match_runs(parse_trace(_conv_trace(tiled).to_bytes())).runs
+    (run,) = _conv_runs(tiled)
     assert run.op["algorithm"] == "fft_tiling" and run.kernel_count == 4
     whole = [name.replace("32x32", "64x64") for name in tiled]
-    (run,) = match_runs(parse_trace(_conv_trace(whole).to_bytes())).runs
+    (run,) = _conv_runs(whole)
     assert run.op["algorithm"] == "fft" and run.notes == ("algorithm fft, from its kernel names",)
-    (strided,) = match_runs(parse_trace(_conv_trace(whole, stride=2).to_bytes())).runs
+    (strided,) = _conv_runs(whole, stride=2)
     assert "algorithm" not in strided.op
     assert strided.notes[0].startswith("fft kernels, but modelled as implicit GEMM (fft needs stride 1")
 
