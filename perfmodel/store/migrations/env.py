@@ -26,7 +26,11 @@ def _url() -> str:
 
 
 def _configure(connection: Connection) -> None:
-    context.configure(connection=connection, target_metadata=Base.metadata,
+    # transactional_ddl for SQLite too (Alembic's default there is a commit per migration, heads read once):
+    # the engine emits BEGIN IMMEDIATE itself, so one upgrade is one locked transaction from reading the
+    # version to the last migration, and a second migrator cannot slip in between two steps (seen in CI:
+    # "table already exists" from a process that ran a migration another had just committed)
+    context.configure(connection=connection, target_metadata=Base.metadata, transactional_ddl=True,
                       render_as_batch=connection.dialect.name == "sqlite", compare_type=True)
     with context.begin_transaction():
         if connection.dialect.name == "postgresql":
