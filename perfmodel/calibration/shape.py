@@ -16,9 +16,11 @@ Per family (slots unused by a family stay 0):
   matmul: ``transpose_a``, ``transpose_b``, ``log2 batch``, ``very_narrow`` halvings of min(M, N) below 32
   (a second slope: cuBLAS's GEMV-like kernels for N = 8-16 fall off a cliff that N = 32 does not, P100 fp32
   4096x16x4096 at 1.3 TFLOP/s next to 4096x32x4096 at 6.2; one slope fitted both badly),
-  ``narrow_transpose_a`` = transpose_a x narrow (a transposed A costs on skinny GEMMs, where GEMV-like kernels
-  stream it, and not on square ones: T4 fp32 2048x32x2048 NN in 89 us, TN 100 us; 7680x128x2560 TN 1.76x NN on
-  V100 fp16; one transpose_a coefficient for all sizes over-corrected the NN ones);
+  ``narrow_wide_transposed`` = narrow x whether the wide operand is transposed (A when N <= M, else B): a skinny
+  GEMM's GEMV-like kernel streams its wide operand, and a transposed one costs (T4 fp32 2048x32x2048 NN in 89 us,
+  TN 100 us; P100 fp32 2048x16x2048 NN 83 us, TN 116 us), not on square GEMMs (one transpose_a coefficient for
+  all sizes over-corrected the NN ones) nor where the transposed operand is the small one (V100 fp16
+  35x8457x2560 TN 128 us, NN 125 us: transpose_a x narrow put P100/MI25 35x8457 TN rows 25-64 % too slow);
   conv: ``log2 R·S`` (filter taps),
   ``strided``, ``thin_channels`` halvings of C/groups below 16 (first layers), ``winograd`` (the
   algorithm the library chose, when the op records it).
@@ -50,7 +52,7 @@ VERY_NARROW_LOG2 = 5.0  # GEMMs narrower than 32: GEMV-like kernels, a second sl
 ALIGN_ELEMENTS = 8  # a dimension not a multiple of this loses vector loads / the tensor-core fast path
 FAMILY_FEATURES: dict[str, tuple[str, ...]] = {
     "matmul": ("narrow", "deep", "unaligned", "transpose_a", "transpose_b", "log2_batch", "very_narrow",
-               "narrow_transpose_a"),
+               "narrow_wide_transposed"),
     "conv2d": ("narrow", "deep", "unaligned", "log2_taps", "strided", "thin_channels", "winograd", ""),
     "row": ("log2_row_len", "log2_rows", "unaligned", "log2_row_len_sq", "log2_rows_sq", "long_few_rows", "", ""),
     "collective": ("log2_devices", "log2_devices_sq", "", "", "", "", "", ""),
@@ -76,13 +78,19 @@ def _gemm(m: FloatArray, n: FloatArray, k: FloatArray) -> tuple[FloatArray, Floa
     return narrow, deep
 
 
+def _wide_transposed(ops: Sequence[Op], m: FloatArray, n: FloatArray) -> FloatArray:
+    """1 where a GEMM's wide operand is stored transposed: A (M x K) when N <= M, else B (K x N)."""
+    out: FloatArray = np.where(n <= m, column(ops, "transpose_a"), column(ops, "transpose_b"))
+    return out
+
+
 def _matmul(ops: Sequence[Op]) -> FloatArray:
     m, n, k = (column(ops, name) for name in ("m", "n", "k"))
     narrow, deep = _gemm(m, n, k)
     very_narrow = np.maximum(0.0, VERY_NARROW_LOG2 - _log2(np.minimum(m, n)))
     return np.column_stack([narrow, deep, _unaligned(m) + _unaligned(n) + _unaligned(k),
                             column(ops, "transpose_a"), column(ops, "transpose_b"), _log2(column(ops, "batch")),
-                            very_narrow, column(ops, "transpose_a") * narrow])
+                            very_narrow, _wide_transposed(ops, m, n) * narrow])
 
 
 def _conv(ops: Sequence[Op]) -> FloatArray:

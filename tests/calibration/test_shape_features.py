@@ -20,9 +20,15 @@ HW = "nvidia-a100-sxm4-80gb"
 @pytest.mark.parametrize(("op", "expected"), [
     # min(M, N) = 8 is 4 halvings below 128 and 2 below 32; K / sqrt(M N) = 500000 / 64 -> log2 = 12.93 -> clipped
     ({"kind": "matmul", "m": 512, "n": 8, "k": 500000, "dtype": "fp16"}, (4.0, 8.0, 0.0, 0.0, 0.0, 0.0, 2.0, 0.0)),
-    # transposed A on a skinny GEMM: N = 16 is 3 halvings below 128 and 1 below 32, narrow x transpose_a = 3
+    # transposed A on a skinny GEMM: N = 16 is 3 halvings below 128 and 1 below 32; A is the wide operand: 3
     ({"kind": "matmul", "m": 7680, "n": 16, "k": 2560, "dtype": "fp16", "transpose_a": True},
      (3.0, np.log2(2560) - 0.5 * (np.log2(7680) + 4.0), 0.0, 1.0, 0.0, 0.0, 1.0, 3.0)),
+    # M = 35 is the narrow side: the wide operand is B, so a transposed A (35 x K) is not the number's case ...
+    ({"kind": "matmul", "m": 35, "n": 8457, "k": 2560, "dtype": "fp16", "transpose_a": True},
+     (7.0 - np.log2(35), np.log2(2560) - 0.5 * (np.log2(35) + np.log2(8457)), 2.0, 1.0, 0.0, 0.0, 0.0, 0.0)),
+    # ... a transposed B is: M = 16 is 3 halvings below 128, 1 below 32
+    ({"kind": "matmul", "m": 16, "n": 4096, "k": 1024, "dtype": "fp16", "transpose_b": True},
+     (3.0, 10.0 - 0.5 * (4.0 + 12.0), 0.0, 0.0, 1.0, 0.0, 1.0, 3.0)),
     # square and aligned: nothing to correct
     ({"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "fp16", "transpose_b": True},
      (0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)),  # K = sqrt(M N): not deep either
@@ -172,9 +178,10 @@ def test_few_multinode_runs_are_fitted_with_the_single_node_class() -> None:
 
 
 def test_calibrations_stored_with_fewer_shape_numbers_load_and_predict_as_before() -> None:
-    """A calibration stored when there were 7 shape numbers (GEMMs had no narrow x transpose_a): its parameters,
-    shape ranges and local-correction points are one number short. It loads, and on GEMMs without a transposed
-    A (the newest number 0, as it was for every GEMM then) it predicts exactly what the full calibration does."""
+    """A calibration stored when there were 7 shape numbers (GEMMs had no narrow x wide operand transposed): its
+    parameters, shape ranges and local-correction points are one number short. It loads, and on GEMMs without a
+    transposed wide operand (the newest number 0, as it was for every GEMM then) it predicts exactly what the full
+    calibration does."""
     rng = np.random.default_rng(11)
     ops = _gemms(rng, 60)
     bumpy = np.array([1.3 + 0.3 * np.sin(2.0 * np.log2(op["k"] * op["m"])) for op in ops])  # per shape, no trend
