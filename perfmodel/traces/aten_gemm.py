@@ -70,9 +70,7 @@ _CONV_ARGS = {
 
 
 def convolution(a: Args) -> OpDict:
-    stride_i, pad_i, dil_i, groups_i, transposed_i = _CONV_ARGS[a.name]
-    return _conv(a, 0, (stride_i, pad_i, dil_i, groups_i, transposed_i),
-                 a.name != "aten::cudnn_convolution" and a.has_tensor(2))
+    return _conv(a, 0, _CONV_ARGS[a.name], a.name != "aten::cudnn_convolution" and a.has_tensor(2))
 
 
 # convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
