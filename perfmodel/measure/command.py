@@ -6,6 +6,7 @@ Wire it up in ``perfmodel/cli.py`` with
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,8 +24,28 @@ SpecCallback = Callable[[dict[str, Any]], None]
 TraceCallback = Callable[[Path], None]
 
 
-def _progress(stage: str, fraction: float) -> None:
-    typer.echo(f"\r{stage}: {fraction:4.0%}", nl=False, err=True)
+class StderrProgress:
+    """Progress on stderr: one line rewritten in place on a terminal; elsewhere (a log, CI) a line per
+    ``step`` of the fraction and per new stage, so a redirected run is not one long line of updates."""
+
+    def __init__(self, terminal: bool | None = None, step: float = 0.1) -> None:
+        self.terminal = sys.stderr.isatty() if terminal is None else terminal
+        self.step = step
+        self.last: tuple[str, int] | None = None
+
+    def __call__(self, stage: str, fraction: float) -> None:
+        if self.terminal:
+            typer.echo(f"\r{stage}: {fraction:4.0%}", nl=False, err=True)
+            return
+        mark = (stage, int(fraction / self.step + 1e-9))
+        if mark != self.last:
+            self.last = mark
+            typer.echo(f"{stage}: {fraction:4.0%}", err=True)
+
+    def end(self) -> None:
+        """Close the rewritten line (nothing to close in a log)."""
+        if self.terminal:
+            typer.echo("", err=True)
 
 
 def measure_command(on_spec: SpecCallback | None = None,
@@ -38,8 +59,9 @@ def measure_command(on_spec: SpecCallback | None = None,
         suite: Annotated[bool, typer.Option(help="also time the op suite under the PyTorch profiler")] = True,
     ) -> None:
         """Measure this machine (ERT-style sweep, matmul peaks), write its spec, time the op suite."""
-        measurement = measure_host(_progress, quick=quick)
-        typer.echo("", err=True)
+        progress = StderrProgress()
+        measurement = measure_host(progress, quick=quick)
+        progress.end()
         spec = host_spec(measurement, host_id)
         parse_spec(spec, "measured host")
         out.mkdir(parents=True, exist_ok=True)
@@ -50,8 +72,8 @@ def measure_command(on_spec: SpecCallback | None = None,
         if on_spec:
             on_spec(spec)
         if suite:
-            trace = run_suite(out, _progress, quick=quick)
-            typer.echo("", err=True)
+            trace = run_suite(out, progress, quick=quick)
+            progress.end()
             typer.echo(f"suite trace: {trace}")
             if on_trace:
                 on_trace(trace)
