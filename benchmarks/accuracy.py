@@ -5,6 +5,7 @@ measured. No row is used for fitting: every parameter is a hardware number or a 
 
     python benchmarks/accuracy.py [--dataset vidur] [--csv out.csv]
     python benchmarks/accuracy.py --scoreboard     # calibrated vs uncalibrated on held-out rows
+    python benchmarks/accuracy.py --scoreboard --swap  # the same with the fit and scored halves exchanged
 """
 
 from __future__ import annotations
@@ -68,10 +69,12 @@ def main() -> None:
                         help="also print the pure roofline and the compact space against the searched model")
     parser.add_argument("--scoreboard", action="store_true",
                         help="fit a calibration per data set and device on one part, score it on the other")
+    parser.add_argument("--swap", action="store_true",
+                        help="with --scoreboard: exchange the halves (fit on the scored part, score the fitted one)")
     args = parser.parse_args()
     rows = [r for r in all_rows() if not args.dataset or r.dataset == args.dataset]
     if args.scoreboard:
-        print_scoreboard(rows, scoreboard(rows, set(perfmodel.list_hardware())))
+        print_scoreboard(rows, scoreboard(rows, set(perfmodel.list_hardware()), swap=args.swap), swap=args.swap)
         return
     predicted = predict_rows(rows, space=args.space)
     missing = sorted({r.hardware for r, p in zip(rows, predicted, strict=True) if not np.isfinite(p)})

@@ -12,6 +12,9 @@ One calibration per (data set, hardware, timing) -- one measurement setup -- fit
   of equal sizes ([4096, N] and [N, 4096]; ties keep file order), so their [4096, N] sweep is fitted and
   their [M, 4096] sweep scored: a calibration fitted on row lengths, judged on row counts.
 - Transfer: the Vidur A100 calibration seeds the A40 with no A40 data, scored on the A40 rows.
+
+``swap=True`` exchanges the halves (fit on the scored rows, score on the fitted ones): one split's
+figures move by a few points with the half fitted, so both halves are reported (docs/accuracy.md).
 """
 
 from __future__ import annotations
@@ -82,14 +85,14 @@ def fit_mask(rows: Sequence[Row]) -> np.ndarray[Any, np.dtype[np.bool_]]:
     return mask
 
 
-def fit_families() -> dict[str, list[str]]:
+def fit_families(swap: bool = False) -> dict[str, list[str]]:
     """The Vidur model families each device's calibration was fitted on (for the printout)."""
     from measured_data import vidur
 
     names: dict[str, set[str]] = defaultdict(set)
     for r in vidur():
         names[r.hardware].add(r.group)
-    return {hw: sorted(v)[0::2] for hw, v in names.items()}
+    return {hw: sorted(v)[int(swap)::2] for hw, v in names.items()}
 
 
 def _ape(predicted: np.ndarray[Any, Any], measured: np.ndarray[Any, Any]) -> np.ndarray[Any, np.dtype[np.float64]]:
@@ -127,9 +130,10 @@ def _source(cal: Calibration, key: str) -> str:
     return entry.source if key in cal.classes else f"{entry.source}(class)"
 
 
-def scoreboard(rows: Sequence[Row], known: set[str]) -> list[Score]:
-    """Fit per setup on the fit rows, score on the rest; plus the A100 -> A40 transfer."""
-    mask = fit_mask(rows)
+def scoreboard(rows: Sequence[Row], known: set[str], swap: bool = False) -> list[Score]:
+    """Fit per setup on the fit rows, score on the rest (``swap``: the other way round); plus the A100 -> A40
+    transfer."""
+    mask = fit_mask(rows) != swap
     setups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
         if r.hardware in known:
@@ -152,13 +156,19 @@ def scoreboard(rows: Sequence[Row], known: set[str]) -> list[Score]:
     return scores
 
 
-def print_scoreboard(rows: Sequence[Row], scores: list[Score]) -> None:
+def print_scoreboard(rows: Sequence[Row], scores: list[Score], swap: bool = False) -> None:
     print("Calibration scoreboard: fitted on the 'fit' rows, errors on the held-out 'score' rows only.")
-    for hw, names in sorted(fit_families().items()):
+    if swap:
+        print("  HALVES SWAPPED: fitted on the rows the default split scores, scored on those it fits")
+    for hw, names in sorted(fit_families(swap).items()):
         print(f"  vidur {hw}: fitted on families {', '.join(names)}; scored on the others")
-    print("  deepbench: fitted on half of the distinct shapes (crc32 parity), scored on the other half")
-    print("  llmcompass and all-reduce sweeps (per devices x devices per node): every other size fitted, the sizes "
-          "between scored\n  (llmcompass softmax/layernorm: the [4096, N] sweep fitted, the [M, 4096] sweep scored)")
+    print(f"  deepbench: fitted on half of the distinct shapes (crc32 {'odd' if swap else 'even'}), scored on the "
+          "other half")
+    sweep = ("the sizes between fitted, every other size scored\n  (llmcompass softmax/layernorm: the [M, 4096] sweep "
+             "fitted, the [4096, N] sweep scored)") if swap else (
+             "every other size fitted, the sizes between scored\n  (llmcompass softmax/layernorm: the [4096, N] sweep "
+             "fitted, the [M, 4096] sweep scored)")
+    print(f"  llmcompass and all-reduce sweeps (per devices x devices per node): {sweep}")
     print()
     header = (f"{'setup':<24} {'hardware':<22} {'op class':<12} {'fit':>5} {'score':>5} {'uncal med':>9} "
               f"{'p90':>6} {'cal med':>8} {'p90':>6} {'cover':>6}  source")
