@@ -114,8 +114,8 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     mem_busy = np.where((work.threads > 0) & (t.hardware.kind == "gpu"), 1.0, busy)
     level_times = {t.dram.name: _level_time(dram_bytes, t.bandwidth_bytes_per_s(t.dram), dram_latency,
                                             d.dram_efficiency, mem_busy)}
-    flight = _in_flight_time(work, t, t.latency_s(llc) if (warm_cache and llc) else dram_latency,
-                             t.bandwidth_bytes_per_s(t.dram))
+    # what DRAM serves arrives at DRAM latency, warm cache or not (a resident working set has no DRAM bytes)
+    flight = _in_flight_time(work, t, dram_latency, t.bandwidth_bytes_per_s(t.dram))
     level_times[t.dram.name] = np.where(dram_bytes > 0, np.maximum(level_times[t.dram.name],
                                                                    dram_latency + flight), 0.0)
     # each GEMM of an op is its own kernel: the op's level times add up over its GEMMs
@@ -123,9 +123,14 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     if llc is not None:
         reuse_bytes = np.where(gemm, totals.reuse_bytes, compulsory)
         levels[llc.name] = reuse_bytes
-        level_times[llc.name] = np.where(gemm, totals.reuse_s,
-                                         _level_time(reuse_bytes, t.bandwidth_bytes_per_s(llc), t.latency_s(llc),
-                                                     d.onchip_efficiency, mem_busy))
+        llc_s = _level_time(reuse_bytes, t.bandwidth_bytes_per_s(llc), t.latency_s(llc), d.onchip_efficiency,
+                            mem_busy)
+        # a warm, resident stream is served by the LLC, and its loads in flight bound it there as at DRAM
+        warm_stream = resident & ~gemm & (reuse_bytes > 0)
+        if warm_stream.any():
+            llc_flight = _in_flight_time(work, t, t.latency_s(llc), t.bandwidth_bytes_per_s(llc))
+            llc_s = np.where(warm_stream, np.maximum(llc_s, t.latency_s(llc) + llc_flight), llc_s)
+        level_times[llc.name] = np.where(gemm, totals.reuse_s, llc_s)
 
     pad = t.scratchpad
     if pad is not None and pad.bandwidth_bytes_per_s and work.scratchpad_bytes.any():
@@ -355,7 +360,8 @@ def predict(hardware: HardwareLike, op: OpLike, timing: Timing = "kernel", warm_
     ``timing='host'`` adds the host launch and synchronisation that a wall clock around one op
     measures; the default is device time as a profiler (CUPTI, rocprof) reports it.
     ``warm_cache=True``: the inputs were just touched (produced by the previous op), so a
-    working set that fits the last-level cache is served from it. The default is a cold cache,
+    working set that fits the last-level cache is served from it (its bandwidth, its latency in
+    Little's law); a larger one streams from DRAM as when cold. The default is a cold cache,
     as Nsight Compute measures (it flushes caches between replays). GEMM-like ops search the
     full schedule space (``space="compact"``: the fixed set ``predict_many`` uses).
     """

@@ -137,6 +137,34 @@ def test_rmsnorm_a100_scalar_rows() -> None:
     assert cost.bound == "HBM2e"
 
 
+def test_warm_single_row_rmsnorm_is_bound_by_l2_round_trips() -> None:
+    """One 8192-wide fp16 row, warm cache, on nvidia-a100-sxm4-80gb: 49,156 B (x, y, weight 16,384 each,
+    rstd 4) fit the 40 MiB L2, so L2 serves them, but one 1024-thread block keeps only 1024 x 4 B = 4,096 B
+    in flight: demand 4,096 B / 0.3 µs (L2 latency) = 13.65 GB/s against 7.219 TB/s, achieved bw solves
+    2/BW·bw² + bw − demand = 0 (13.60 GB/s). After the first round trip the other 45,060 B take 3.31 µs:
+    2 µs overhead + 0.3 µs + 3.31 µs = 5.61 µs, bound by L2 (cold: the same chain at DRAM's 0.6 µs, 9.24 µs;
+    Vidur measured 8 µs for a one-token 8192-wide rms_norm on the A100, 6 µs on the A40).
+    """
+    op = {"kind": "rmsnorm", "shape": [1, 8192], "dtype": "fp16", "vector_width": 1}
+    warm = perfmodel.predict("nvidia-a100-sxm4-80gb", op, warm_cache=True)
+    cold = perfmodel.predict("nvidia-a100-sxm4-80gb", op)
+    demand = 4_096 / 0.3e-6
+    achieved = ((1 + 8 * demand / 7.219e12) ** 0.5 - 1) * 7.219e12 / 4
+    assert warm.time_s == pytest.approx(2e-6 + 0.3e-6 + (49_156 - 4_096) / achieved, rel=1e-9)
+    assert warm.bound == "L2" and warm.bytes_by_level["HBM2e"] == 0.0
+    assert cold.time_s > warm.time_s > 5e-6  # not a 49 kB / 7.2 TB/s = 7 ns stream: the row loop's round trips
+
+
+def test_warm_cache_beyond_the_l2_streams_from_dram_at_dram_latency() -> None:
+    """The 8192 x 8192 rmsnorm above (268 MB) does not fit the L2, warm or not: its bytes come from HBM at
+    HBM's latency, so a warm cache changes nothing
+    (it once took L2's latency for the DRAM stream: 209 µs, 37 % faster)."""
+    op = {"kind": "rmsnorm", "shape": [8192, 8192], "dtype": "fp16", "vector_width": 1}
+    warm = perfmodel.predict("nvidia-a100-sxm4-80gb", op, warm_cache=True)
+    assert warm.time_s == perfmodel.predict("nvidia-a100-sxm4-80gb", op).time_s
+    assert warm.bound == "HBM2e"
+
+
 def test_decode_gemv_h100_is_weight_bandwidth_bound() -> None:
     """m=1, n=k=8192 bf16 on nvidia-h100-sxm5-80gb: weights 8192² x 2 = 134.2 MB dominate.
 
