@@ -164,11 +164,11 @@ def print_scoreboard(rows: Sequence[Row], scores: list[Score], swap: bool = Fals
         print(f"  vidur {hw}: fitted on families {', '.join(names)}; scored on the others")
     print(f"  deepbench: fitted on half of the distinct shapes (crc32 {'odd' if swap else 'even'}), scored on the "
           "other half")
-    sweep = ("the sizes between fitted, every other size scored\n  (llmcompass softmax/layernorm: the [M, 4096] sweep "
-             "fitted, the [4096, N] sweep scored)") if swap else (
-             "every other size fitted, the sizes between scored\n  (llmcompass softmax/layernorm: the [4096, N] sweep "
-             "fitted, the [M, 4096] sweep scored)")
-    print(f"  llmcompass and all-reduce sweeps (per devices x devices per node): {sweep}")
+    sizes = ("the sizes between fitted, every other size scored" if swap
+             else "every other size fitted, the sizes between scored")
+    fitted, scored = ("[M, 4096]", "[4096, N]") if swap else ("[4096, N]", "[M, 4096]")
+    print(f"  llmcompass and all-reduce sweeps (per devices x devices per node): {sizes}\n  (llmcompass "
+          f"softmax/layernorm: the {fitted} sweep fitted, the {scored} sweep scored)")
     print()
     header = (f"{'setup':<24} {'hardware':<22} {'op class':<12} {'fit':>5} {'score':>5} {'uncal med':>9} "
               f"{'p90':>6} {'cal med':>8} {'p90':>6} {'cover':>6}  source")

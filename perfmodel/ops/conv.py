@@ -196,7 +196,8 @@ class Conv2d(Op):
             "activations_in": x_read * fwd + bwd * (y_bytes + x_read),
             "activations_out": y_bytes * fwd + bwd * x_bytes,
         }
-        dtypes = dtype_codes([DType.FP32 if o.algorithm in FFT_ALGORITHMS else o.compute_dtype or o.dtype for o in ops])
+        dtypes = dtype_codes([DType.FP32 if is_fft else o.compute_dtype or o.dtype
+                              for o, is_fft in zip(ops, fft, strict=True)])  # FFT: complex GEMMs in fp32
         # implicit GEMMs per group: forward (NPQ x K x CRS; winograd: 16 or 36 of tiles x K x C),
         # data-gradient (NHW x C x KRS; winograd: of dx tiles x C x K), weight-gradient (K x CRS x NPQ;
         # non-fused: 36 of K x C x tiles)

@@ -60,13 +60,18 @@ def _smooth_size(n: int) -> int:
         size += 1
 
 
+def _padded(op: Any) -> tuple[int, int]:
+    """The padded input's height and width."""
+    return op.height + 2 * op.padding, op.width + 2 * op.along_w("padding")
+
+
 def fft_error(op: Any) -> str | None:
     """Why ``op`` (a Conv2d) cannot run its FFT algorithm, or None."""
     if op.algorithm not in FFT_ALGORITHMS:
         return None
     if (op.stride, op.along_w("stride"), op.dilation, op.along_w("dilation"), op.groups) != (1, 1, 1, 1, 1):
         return f"{op.algorithm} needs stride 1, no dilation and one group"
-    if op.algorithm == "fft" and max(op.height + 2 * op.padding, op.width + 2 * op.along_w("padding")) > FFT_MAX_SIZE:
+    if op.algorithm == "fft" and max(_padded(op)) > FFT_MAX_SIZE:
         return f"fft needs the padded input at most {FFT_MAX_SIZE} x {FFT_MAX_SIZE} (fft_tiling has no limit)"
     if op.algorithm == "fft_tiling" and max(op.kernel_h, op.kernel_w) >= FFT_TILE:
         return f"fft_tiling needs a filter smaller than its {FFT_TILE} x {FFT_TILE} tiles"
@@ -78,7 +83,8 @@ def _sizes(op: Any) -> tuple[int, int, int]:
     if op.algorithm == "fft_tiling":
         tiles = math.ceil(op.out_h / (FFT_TILE - op.kernel_h + 1)) * math.ceil(op.out_w / (FFT_TILE - op.kernel_w + 1))
         return FFT_TILE, FFT_TILE, tiles
-    return _smooth_size(op.height + 2 * op.padding), _smooth_size(op.width + 2 * op.along_w("padding")), 1
+    padded_h, padded_w = _padded(op)
+    return _smooth_size(padded_h), _smooth_size(padded_w), 1
 
 
 def fft_terms(ops: Sequence[Any], batch: FloatArray, in_channels: FloatArray, out_channels: FloatArray,
