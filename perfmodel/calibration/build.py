@@ -84,6 +84,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
 
     classes: dict[str, ClassParams] = {}
     rows: dict[str, dict[str, Any]] = {}
+    results: dict[str, FitResult] = {} if pooled is None else {"*": pooled}
     parent_of = np.array([parent_key(k) or "" for k in keys.tolist()], dtype=str)
     parents = sorted(set(parent_of.tolist()) - {""})
     pooled_into = _few_multinode_runs(keys, usable, min_runs)
@@ -103,6 +104,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
             prior = _belief(seeded, foreign) if seeded is not None else (
                 parent.theta if parent is not None and parent.source == "fitted" else None)
             result = fit_with_cv(f.take(idx), measured[idx], groups[idx], folds, seed, prior)
+            results[key] = result
             local = fit_local(f.take(idx), result.residuals, groups[idx]) if local_correction else None
             interval = _interval(result, local)
             entry = ClassParams("fitted", result.theta, int(idx.size), interval, *_ranges(f.take(idx)),
@@ -126,6 +128,16 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
         rows[key] = _class_report(key, entry, f.take(idx) if f is not None and idx.size else None, measured[idx],
                                   model_s[idx], cv, int(members.sum()) - int(idx.size),
                                   result.folds if result else 0, result.form if result else None)
+    factor, beyond_runs = beyond_factor(list(results.values()))
+    if factor is not None:
+        for key, result in results.items():
+            entry = hardware_level if key == "*" else classes[key]
+            widened = dataclasses.replace(entry, beyond_log=_beyond_band(result, entry.interval_log, factor))
+            if key == "*":
+                hardware_level = widened
+            else:
+                classes[key] = widened
+                rows[key]["beyond_ratio"] = _ratio(widened.beyond_log)
     if base is not None:
         for key, seeded in base.classes.items():
             if key not in classes and seeded.source in ("fitted", "transferred"):
@@ -141,6 +153,11 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
               "cv": "k-fold over distinct ops (repeats of one op share a fold)",
               "base": base.hardware_id if base is not None else None,
               "hardware_level": level_report, "classes": rows,
+              "beyond": {"factor": factor, "held_out_runs": beyond_runs,
+                         "rule": "an op beyond the fitted data (size or a shape number outside its fitted range) "
+                                 "gets its class's cross-validated band times this factor: the 80th percentile, "
+                                 "over the device's runs held out beyond their fold's fitted data, of how far "
+                                 "past their class's band they fell"},
               "other_classes": hardware_level.source}
     return Calibration(identity, classes, hardware_level, report, timing=timing, space=space)
 
@@ -191,6 +208,51 @@ def _interval(result: FitResult, local: LocalCorrection | None = None) -> Range 
     return _quantiles(result.residuals)
 
 
+MIN_BEYOND_RUNS = 10  # held-out runs beyond their fold's data a device needs before its beyond band is set
+BEYOND_QUANTILE = 0.8  # the 10-90 % band's coverage
+
+
+def _signed_band(cv: FloatArray) -> Range | None:
+    """The 10-90 % band of ``cv`` stretched to hold 0 (the calibrated prediction itself), or None."""
+    band = _quantiles(cv)
+    return None if band is None else (min(band[0], -1e-3), max(band[1], 1e-3))
+
+
+def beyond_factor(results: Sequence[FitResult]) -> tuple[float | None, int]:
+    """How much wider than its class's cross-validated band an op beyond the fitted data misses: over every
+    class's k-fold runs held out beyond their fold's data (``fit.outside``), the ``BEYOND_QUANTILE`` of
+    |residual| / the band's edge on its side (1 = at the edge); at least 1. None below ``MIN_BEYOND_RUNS``."""
+    ratios = []
+    for result in results:
+        cv, beyond = result.cv_residuals, result.cv_outside
+        if cv is None or beyond is None or not beyond.any():
+            continue
+        band = _signed_band(cv[~beyond & np.isfinite(cv)]) if (~beyond).sum() >= 5 else None
+        if band is None:
+            continue
+        out = cv[beyond & np.isfinite(cv)]
+        ratios.append(np.where(out > 0, out / band[1], out / band[0]))
+    pooled = np.concatenate(ratios) if ratios else np.zeros(0)
+    if pooled.size < MIN_BEYOND_RUNS:
+        return None, int(pooled.size)
+    return max(1.0, float(np.quantile(pooled, BEYOND_QUANTILE))), int(pooled.size)
+
+
+def _beyond_band(result: FitResult, interval: Range | None, factor: float) -> Range | None:
+    """The class's cross-validated band times ``factor``, never narrower than ``interval``."""
+    cv, beyond = result.cv_residuals, result.cv_outside
+    within = np.isfinite(cv) & (~beyond if beyond is not None else True) if cv is not None else None
+    band = _signed_band(cv[within]) if cv is not None and within is not None else None
+    if band is None:
+        return interval
+    lo, hi = band[0] * factor, band[1] * factor
+    return (lo, hi) if interval is None else (min(lo, interval[0]), max(hi, interval[1]))
+
+
+def _ratio(band: Range | None) -> list[float] | None:
+    return None if band is None else [math.exp(band[0]), math.exp(band[1])]
+
+
 def _ranges(f: curve.Features) -> tuple[Range | None, Range]:
     flops = f.log10_flops[f.has_flops]
     flops_range = (float(flops.min()), float(flops.max())) if flops.size else None
@@ -206,8 +268,7 @@ def _class_report(key: str, entry: ClassParams, f: curve.Features | None, measur
                            "weight": entry.weight, "folds": folds,
                            "form": form,
                            "in_sample": None, "cv": None, "uncalibrated": None, "size_range": None,
-                           "interval_ratio": None if entry.interval_log is None
-                           else [math.exp(entry.interval_log[0]), math.exp(entry.interval_log[1])]}
+                           "interval_ratio": _ratio(entry.interval_log)}
     if f is not None and measured.size:
         calibrated = curve.time_s(entry.applied_theta, f)
         out["in_sample"] = abs_pct(np.log(measured / calibrated))

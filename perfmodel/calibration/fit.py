@@ -40,6 +40,7 @@ class FitResult:
     cv_residuals: FloatArray | None  # each run predicted by the fit that did not see it (nan: not held out)
     folds: int
     form: str  # the chosen form (FORMS)
+    cv_outside: np.ndarray[Any, np.dtype[np.bool_]] | None = None  # held out beyond its fit's data (``outside``)
 
 
 def _bounds(f: Features) -> tuple[FloatArray, FloatArray]:
@@ -163,10 +164,12 @@ def fit_with_cv(f: Features, measured_s: FloatArray, groups: IntArray, folds: in
     distinct = int(groups.max()) + 1
     forms = [form for form in FORMS if form in ("none", "scale") or distinct >= MIN_RAMP_SHAPES]
     cvs = {form: np.full(measured_s.size, np.nan) for form in forms}
+    beyond = np.zeros(measured_s.size, dtype=bool)
     for j in range(k):
         test = np.flatnonzero(fold == j)
         train = np.flatnonzero(fold != j)
         fitted = f.take(train)
+        beyond[test] = outside(f.take(test), fitted)
         held_out = curve.clip_shape(f.take(test), *map(np.array, curve.shape_range(fitted)))
         for form, theta_j in fit_forms(fitted, measured_s[train], prior_mean, forms).items():
             cvs[form][test] = np.log(measured_s[test] / curve.time_s(theta_j, held_out))
@@ -178,7 +181,22 @@ def fit_with_cv(f: Features, measured_s: FloatArray, groups: IntArray, folds: in
     assert best is not None
     _, form, cv = best
     theta = fit_forms(f, measured_s, prior_mean, list(dict.fromkeys([form.removesuffix("+shape"), form])))[form]
-    return FitResult(theta, np.log(measured_s / curve.time_s(theta, f)), cv, k, form)
+    return FitResult(theta, np.log(measured_s / curve.time_s(theta, f)), cv, k, form, beyond)
+
+
+def outside(f: Features, fitted: Features) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Per row of ``f``: does it lie beyond ``fitted``'s data -- its log FLOPs or log bytes outside their fitted
+    range, or any shape number outside its fitted range? (What ``in_calibrated_range`` is false for.)"""
+    eps = 1e-9
+    low, high = (np.array(v) for v in curve.shape_range(fitted))
+    out = (f.log10_bytes < fitted.log10_bytes.min() - eps) | (f.log10_bytes > fitted.log10_bytes.max() + eps)
+    flops = fitted.log10_flops[fitted.has_flops]
+    if flops.size:
+        out |= f.has_flops & ((f.log10_flops < flops.min() - eps) | (f.log10_flops > flops.max() + eps))
+    if f.shape.size:
+        out |= np.any((f.shape < low - eps) | (f.shape > high + eps), axis=1)
+    result: np.ndarray[Any, np.dtype[np.bool_]] = out
+    return result
 
 
 def abs_pct(log_residuals: FloatArray) -> dict[str, float]:

@@ -38,6 +38,7 @@ class ClassParams:
     shape_range: tuple[list[float], list[float]] | None = None  # per shape number: lowest, highest fitted
     local: LocalCorrection | None = None  # residuals smoothed over the measured shapes (``local``)
     weight: float = 1.0  # share of ``theta``'s correction applied (< 1: borrowed, see ``borrowed``)
+    beyond_log: Range | None = None  # the band of an op beyond the fitted data (size or shape outside its range)
 
     @property
     def applied_theta(self) -> FloatArray:
@@ -50,7 +51,7 @@ class ClassParams:
                 "log10_bytes_range": _pair(self.log10_bytes_range), "transferred_from": self.transferred_from,
                 "shape_range": None if self.shape_range is None else [list(v) for v in self.shape_range],
                 "local": None if self.local is None else self.local.to_json(),
-                "weight": self.weight}
+                "weight": self.weight, "beyond_log_ratio": _pair(self.beyond_log)}
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> ClassParams:
@@ -63,7 +64,7 @@ class ClassParams:
                            _range(data.get("log10_bytes_range")), data.get("transferred_from"),
                            _shape_range(data.get("shape_range")),
                            None if data.get("local") is None else LocalCorrection.from_json(data["local"]),
-                           _weight(data.get("weight", 1.0)))
+                           _weight(data.get("weight", 1.0)), _range(data.get("beyond_log_ratio")))
 
 
 DEFAULTS = ClassParams("defaults", curve.IDENTITY)
@@ -172,13 +173,17 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     ranges = np.array([e.shape_range or unbounded for e in entries]).reshape(len(entries), 2, -1)[inverse]
     own = [str(k) in calibration.classes for k in names]  # a variant on its class's fit: the curve only
     local = _local_log_factor([e.local if mine else None for e, mine in zip(entries, own, strict=True)], inverse, f)
+    shape_inside = np.all((f.shape >= ranges[:, 0] - 1e-9) & (f.shape <= ranges[:, 1] + 1e-9), axis=1)
     if n:
         f = curve.clip_shape(f, ranges[:, 0], ranges[:, 1])
     time = curve.time_s(theta, f) * np.exp(local) if n else np.zeros(0)
     overhead = np.minimum(curve.overhead_s(theta, f), time) if n else np.zeros(0)
     with np.errstate(invalid="ignore"):
-        in_range = (fitted[inverse] & _inside(f.log10_bytes, bytes_range)
+        in_range = (fitted[inverse] & shape_inside & _inside(f.log10_bytes, bytes_range)
                     & (~f.has_flops | _inside(f.log10_flops, flops_range)))
+    beyond_log = np.array([e.beyond_log or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
+    widen = fitted[inverse] & ~in_range & np.isfinite(beyond_log[:, 0])
+    interval_log = np.where(widen[:, None], beyond_log, interval_log)
     with np.errstate(divide="ignore", invalid="ignore"):
         utilization = np.where(time > 0, batch.utilization * batch.time_s / time, 0.0)
     bound = batch.bound.copy()

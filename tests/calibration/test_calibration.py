@@ -137,7 +137,7 @@ def test_interval_covers_about_80_percent_of_noisy_runs() -> None:
 
 
 def test_in_calibrated_range(clean: Calibration) -> None:
-    inside = {"kind": "matmul", "m": 1024, "n": 1024, "k": 1024, "dtype": "fp16"}
+    inside = synthetic()[0][0]  # a fitted GEMM: its size and every shape number inside the fitted ranges
     far = {"kind": "matmul", "m": 131072, "n": 131072, "k": 65536, "dtype": "fp16"}
     tiny = {"kind": "matmul", "m": 2, "n": 2, "k": 2, "dtype": "fp16"}
     unseen = {"kind": "softmax", "shape": [1024, 1024], "dtype": "fp16"}
@@ -233,8 +233,8 @@ def test_a_transferred_class_takes_part_of_the_correction_and_a_band_reaching_bo
 
 
 def test_cost_batch_carries_interval_and_range(clean: Calibration) -> None:
-    ops = [{"kind": "matmul", "m": 512, "n": 512, "k": 512, "dtype": "fp16"},
-           {"kind": "rmsnorm", "shape": [64, 4096], "dtype": "fp16"}]
+    fitted = synthetic()
+    ops = [fitted[0][0], fitted[-1][0]]  # a fitted GEMM and a fitted RMSNorm: inside the calibrated range
     batch = predict_calibrated(HW, ops, clean)
     cost = batch[0]
     assert cost.interval_s is not None and cost.interval_s[0] < cost.time_s < cost.interval_s[1]
