@@ -52,6 +52,7 @@ class Score:
     cal: tuple[float, float]
     coverage: float  # share of scored rows inside their 10-90 % interval
     inside: np.ndarray[Any, np.dtype[np.bool_]]  # per scored row: inside its interval
+    in_range: np.ndarray[Any, np.dtype[np.bool_]]  # per scored row: in_calibrated_range
     uncal_ape: np.ndarray[Any, np.dtype[np.float64]]  # per scored row, abs % error
     cal_ape: np.ndarray[Any, np.dtype[np.float64]]
 
@@ -107,7 +108,7 @@ def _errors(ape: np.ndarray[Any, np.dtype[np.float64]]) -> tuple[float, float]:
 def _score(setup: str, hw: str, cal: Calibration, fit: list[Row], test: list[Row]) -> list[Score]:
     ops = [r.op for r in test]
     calibrated = predict_calibrated(hw, ops, cal)
-    assert calibrated.interval_s is not None
+    assert calibrated.interval_s is not None and calibrated.in_calibrated_range is not None
     raw = perfmodel.predict_many(hw, ops, timing=cal.timing, space="compact")  # type: ignore[arg-type]
     measured = np.array([r.measured_s for r in test])
     per_node = devices_per_node(perfmodel.load_hardware(hw))
@@ -119,7 +120,8 @@ def _score(setup: str, hw: str, cal: Calibration, fit: list[Row], test: list[Row
         inside = (measured[sel] >= calibrated.interval_s[sel, 0]) & (measured[sel] <= calibrated.interval_s[sel, 1])
         uncal, cal_ape = _ape(raw.time_s[sel], measured[sel]), _ape(calibrated.time_s[sel], measured[sel])
         out.append(Score(setup, hw, label, sum(r.label == label for r in fit), int(sel.sum()), "+".join(sources),
-                         _errors(uncal), _errors(cal_ape), float(inside.mean()), inside, uncal, cal_ape))
+                         _errors(uncal), _errors(cal_ape), float(inside.mean()), inside,
+                         calibrated.in_calibrated_range[sel], uncal, cal_ape))
     return out
 
 
@@ -194,7 +196,10 @@ def print_scoreboard(rows: Sequence[Row], scores: list[Score], swap: bool = Fals
               f"{np.percentile(cal, 90):5.1f} %   (classes meeting median <= {TARGET_MEDIAN_PCT[part]:.0f} %: "
               f"{ok_med}/{len(chosen)}, p90 <= {TARGET_P90_PCT:.0f} %: {ok_p90}/{len(chosen)})")
     inside = np.concatenate([s.inside for s in own])
-    print(f"held-out rows inside their 10-90 % interval: {inside.mean():.2f} (aim 0.80)")
+    in_range = np.concatenate([s.in_range for s in own])
+    print(f"held-out rows inside their 10-90 % interval: {inside.mean():.2f} (aim 0.80); in calibrated range "
+          f"{inside[in_range].mean():.2f} of {int(in_range.sum())}, beyond the fitted sizes or shapes "
+          f"{inside[~in_range].mean():.2f} of {int((~in_range).sum())}")
     for s in unseen:
         print(f"not in the fit rows at all (scored on a fallback, not counted above): {s.setup} {s.hardware} "
               f"{s.label}, {s.score_rows} rows, {s.source}: median {s.uncal[0]:.1f} -> {s.cal[0]:.1f} %")

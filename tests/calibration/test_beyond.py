@@ -2,7 +2,7 @@
 
 An op whose size or any shape number lies outside what its class was fitted on is an extrapolation:
 the shape coefficients are clipped to their fitted range there, so nothing fitted speaks for it. On the
-scoreboard such rows sat inside their 10-90 % band half the time (0.49 of 451 rows, and 0.51 of 1,883
+scoreboard such rows sat inside their 10-90 % band half the time (0.52 of 411 rows, and 0.51 of 1,883
 with the halves swapped) against 0.82 / 0.73 for the rows inside (docs/accuracy.md).
 """
 
