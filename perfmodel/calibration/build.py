@@ -84,7 +84,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
 
     classes: dict[str, ClassParams] = {}
     rows: dict[str, dict[str, Any]] = {}
-    results: dict[str, FitResult] = {} if pooled is None else {"*": pooled}
+    results: dict[str, FitResult] = {}  # each fitted class's own fit (the beyond band's factor)
     parent_of = np.array([parent_key(k) or "" for k in keys.tolist()], dtype=str)
     parents = sorted(set(parent_of.tolist()) - {""})
     pooled_into = _few_multinode_runs(keys, usable, min_runs)
@@ -131,13 +131,9 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
     factor, beyond_runs = beyond_factor(list(results.values()))
     if factor is not None:
         for key, result in results.items():
-            entry = hardware_level if key == "*" else classes[key]
-            widened = dataclasses.replace(entry, beyond_log=_beyond_band(result, entry.interval_log, factor))
-            if key == "*":
-                hardware_level = widened
-            else:
-                classes[key] = widened
-                rows[key]["beyond_ratio"] = _ratio(widened.beyond_log)
+            classes[key] = dataclasses.replace(classes[key], beyond_log=_beyond_band(result, classes[key].interval_log,
+                                                                                      factor))
+            rows[key]["beyond_ratio"] = _ratio(classes[key].beyond_log)
     if base is not None:
         for key, seeded in base.classes.items():
             if key not in classes and seeded.source in ("fitted", "transferred"):
@@ -241,8 +237,10 @@ def beyond_factor(results: Sequence[FitResult]) -> tuple[float | None, int]:
 def _beyond_band(result: FitResult, interval: Range | None, factor: float) -> Range | None:
     """The class's cross-validated band times ``factor``, never narrower than ``interval``."""
     cv, beyond = result.cv_residuals, result.cv_outside
-    within = np.isfinite(cv) & (~beyond if beyond is not None else True) if cv is not None else None
-    band = _signed_band(cv[within]) if cv is not None and within is not None else None
+    band = None
+    if cv is not None:
+        within = np.isfinite(cv) if beyond is None else np.isfinite(cv) & ~beyond
+        band = _signed_band(cv[within])
     if band is None:
         return interval
     lo, hi = band[0] * factor, band[1] * factor

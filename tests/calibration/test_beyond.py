@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from perfmodel import predict_many
-from perfmodel.calibration import fit_calibration, predict_calibrated
+from perfmodel.calibration import Calibration, fit_calibration, predict_calibrated
 from perfmodel.calibration.build import MIN_BEYOND_RUNS, beyond_factor
 from perfmodel.calibration.curve import Features
 from perfmodel.calibration.fit import FitResult, outside
@@ -55,18 +55,24 @@ def test_outside_is_size_or_any_shape_number_beyond_the_fitted_range() -> None:
     assert outside(rows, fitted).tolist() == [False, True, True, True]
 
 
-def _gemm(m: int, n: int, k: int) -> dict[str, Any]:
-    return {"kind": "matmul", "m": m, "n": n, "k": k, "dtype": "fp16"}
+def _gemm(m: int, n: int, k: int, dtype: str = "fp16") -> dict[str, Any]:
+    return {"kind": "matmul", "m": m, "n": n, "k": k, "dtype": dtype}
+
+
+def _square_gemms(seed: int, per_dtype: int) -> list[tuple[dict[str, Any], float]]:
+    """GEMMs 256-4096 wide in fp16, bf16 and fp32 (three classes), each 0-30 % slower than the model: a spread
+    the model has no word for. K-fold CV holds out a few of each class beyond its fold's data."""
+    rng = np.random.default_rng(seed)
+    ops = [_gemm(int(m), int(n), int(k), dtype) for dtype in ("fp16", "bf16", "fp32")
+           for m, n, k in (2 ** rng.uniform(8, 12, size=(per_dtype, 3))).round().astype(int) // 8 * 8]
+    measured = predict_many(HW, ops).time_s * rng.uniform(1.0, 1.3, size=len(ops))
+    return list(zip(ops, measured.tolist(), strict=True))
 
 
 def test_a_narrow_gemm_beside_square_fitted_ones_is_out_of_range_with_a_wider_band() -> None:
-    """Fitted on GEMMs 256-4096 wide, each 0-30 % slower than the model (a spread the model has no word for):
-    a 16-wide GEMM of the same FLOPs is a shape extrapolation (``narrow`` = 3, fitted 0 only)."""
-    rng = np.random.default_rng(3)
-    dims = (2 ** rng.uniform(8, 12, size=(80, 3))).round().astype(int) // 8 * 8
-    ops = [_gemm(int(m), int(n), int(k)) for m, n, k in dims]
-    model = predict_many(HW, ops).time_s
-    cal = fit_calibration(HW, list(zip(ops, (model * rng.uniform(1.0, 1.3, size=len(ops))).tolist(), strict=True)))
+    """A 16-wide GEMM of fitted FLOPs beside fitted GEMMs all >= 256 wide is a shape extrapolation
+    (``narrow`` = 3, fitted 0 only): not in range, and its band is the beyond band, wider than the in-range one."""
+    cal = fit_calibration(HW, _square_gemms(3, 80))
     beyond = cal.report["beyond"]
     assert beyond["held_out_runs"] >= MIN_BEYOND_RUNS and beyond["factor"] >= 1.0
     inside, narrow = _gemm(1024, 1024, 1024), _gemm(16 * 1024, 16, 4096)
@@ -78,15 +84,12 @@ def test_a_narrow_gemm_beside_square_fitted_ones_is_out_of_range_with_a_wider_ba
     entry = cal.classes["gemm:fp16"]
     assert entry.beyond_log is not None and entry.interval_log is not None
     assert entry.beyond_log[0] <= entry.interval_log[0] and entry.beyond_log[1] >= entry.interval_log[1]
+    assert cal.report["classes"]["gemm:fp16"]["beyond_ratio"] == pytest.approx(list(np.exp(entry.beyond_log)))
 
 
 def test_params_stored_before_the_beyond_band_load_without_one() -> None:
     """Params from before this field: an op beyond the data gets the in-range band, as when they were stored."""
-    from perfmodel.calibration import Calibration
-    rng = np.random.default_rng(5)
-    ops = [_gemm(int(m), int(n), int(k)) for m, n, k in (2 ** rng.uniform(8, 12, size=(40, 3))).astype(int) // 8 * 8]
-    cal = fit_calibration(HW, list(zip(ops, (predict_many(HW, ops).time_s * rng.uniform(1, 1.3, 40)).tolist(),
-                                       strict=True)))
+    cal = fit_calibration(HW, _square_gemms(5, 40))
     params = cal.params
     for entry in [params["hardware_level"], *params["classes"].values()]:
         entry.pop("beyond_log_ratio")
