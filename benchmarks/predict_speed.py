@@ -87,11 +87,14 @@ def calibrated_speed(count: int) -> None:
     best = 0.0
     for _ in range(3):
         start = time.perf_counter()
-        predict_calibrated(hw, ops, cal)
+        batch = predict_calibrated(hw, ops, cal)
         best = max(best, len(ops) / (time.perf_counter() - start))
+    assert batch.in_calibrated_range is not None
     print(f"fit_calibration ({len(runs)} Vidur A100 runs):   {fit_s:>10.1f} s  "
           f"({points} local-correction points, {len(json.dumps(cal.params)) / 1e6:.1f} MB as JSON)")
-    print(f"predict_calibrated (Op objects):    {best:>10,.0f} ops/s")
+    noted = sum(any(n.startswith("calibration: beyond") for n in texts) for texts in batch.notes.values())
+    print(f"predict_calibrated (Op objects):    {best:>10,.0f} ops/s  ({(~batch.in_calibrated_range).mean():.0%} "
+          f"outside the calibrated range; {noted / len(ops):.0%} of a fitted class, with a note saying why)")
 
 
 if __name__ == "__main__":

@@ -140,6 +140,10 @@ def render_cost(cost: Cost) -> str:
     lines.append(f"  overhead   {'':>10}  {format_time_s(cost.overhead_s):>10}")
     if cost.schedule:
         lines.append("  schedule   " + ", ".join(f"{k}={v:g}" for k, v in cost.schedule.items()))
+    if cost.interval_s is not None:
+        inside = "inside" if cost.in_calibrated_range else "outside"
+        lines.append(f"  calibrated {format_time_s(cost.interval_s[0])} to {format_time_s(cost.interval_s[1])} "
+                     f"(10-90 %), {inside} the calibrated range")
     lines.extend(f"  note: {note}" for note in cost.notes)
     return "\n".join(lines)
 

@@ -68,6 +68,8 @@ class ClassParams:
 
 
 DEFAULTS = ClassParams("defaults", curve.IDENTITY)
+BEYOND_NOTE = "calibration: beyond the fitted data, "
+BEYOND_TAIL = "; the correction is extrapolated and the interval is the wider beyond band"
 # Share of a correction fitted on other kernels that an op takes: a related device's (transfer), the
 # device's pooled fit for a class never measured, a class's fit for a variant never measured.
 # Applying all of it was worse than the model in every case measured (mean class median: 8 device
@@ -174,6 +176,7 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     own = [str(k) in calibration.classes for k in names]  # a variant on its class's fit: the curve only
     local = _local_log_factor([e.local if mine else None for e, mine in zip(entries, own, strict=True)], inverse, f)
     shape_inside = np.all((f.shape >= ranges[:, 0] - 1e-9) & (f.shape <= ranges[:, 1] + 1e-9), axis=1)
+    unclipped = f
     if n:
         f = curve.clip_shape(f, ranges[:, 0], ranges[:, 1])
     time = curve.time_s(theta, f) * np.exp(local) if n else np.zeros(0)
@@ -190,8 +193,35 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     bound[(overhead >= time - overhead) & (overhead > 0) & (bound != "none")] = "latency"
     interval_log = _borrowed_band(entries, inverse, f, time, batch.time_s, interval_log)
     interval = time[:, None] * np.exp(interval_log)
+    notes = _beyond_notes(batch, np.flatnonzero(fitted[inverse] & ~in_range), unclipped, flops_range, bytes_range,
+                          ranges)
     return dataclasses.replace(batch, time_s=time, overhead_s=overhead, utilization=utilization, bound=bound,
-                               interval_s=interval, in_calibrated_range=in_range)
+                               interval_s=interval, in_calibrated_range=in_range, notes=notes)
+
+
+def _beyond_notes(batch: CostBatch, rows: IntArray, f: curve.Features, flops_range: FloatArray,
+                  bytes_range: FloatArray, shape_ranges: FloatArray) -> dict[int, list[str]]:
+    """``batch.notes`` plus, per row of a fitted class beyond its fitted data, what lies outside."""
+    if not rows.size:
+        return batch.notes
+    values = np.column_stack([f.log10_flops[rows], f.log10_bytes[rows], f.shape[rows]])
+    low = np.column_stack([flops_range[rows, 0], bytes_range[rows, 0], shape_ranges[rows, 0]])
+    high = np.column_stack([flops_range[rows, 1], bytes_range[rows, 1], shape_ranges[rows, 1]])
+    beyond = (values < low - 1e-9) | (values > high + 1e-9)
+    beyond[:, 0] &= f.has_flops[rows]
+    parts: dict[int, list[str]] = {}
+    for r, j in zip(*np.nonzero(beyond), strict=True):
+        i = int(rows[r])
+        if j < 2:
+            what = f"{('log10 FLOPs', 'log10 bytes')[j]} {values[r, j]:.2f} (fitted {low[r, j]:.2f}-{high[r, j]:.2f})"
+        else:
+            name = shape.FAMILY_FEATURES[shape.family(batch.ops[i])][j - 2] or f"shape_{j - 2}"
+            what = f"{name} {values[r, j]:.3g} (fitted {low[r, j]:.3g}-{high[r, j]:.3g})"
+        parts.setdefault(i, []).append(what)
+    notes = dict(batch.notes)  # the lists are replaced, never appended to: ``batch`` keeps its own
+    for i, what_lies_outside in parts.items():
+        notes[i] = [*notes.get(i, []), BEYOND_NOTE + ", ".join(what_lies_outside) + BEYOND_TAIL]
+    return notes
 
 
 def _borrowed_band(entries: list[ClassParams], inverse: IntArray, f: curve.Features, time: FloatArray,

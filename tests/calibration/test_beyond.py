@@ -19,6 +19,7 @@ from perfmodel.calibration.build import MIN_BEYOND_RUNS, beyond_factor
 from perfmodel.calibration.curve import Features
 from perfmodel.calibration.fit import FitResult, outside
 from perfmodel.calibration.shape import N_SHAPE
+from perfmodel.cli import render_cost
 
 HW = "nvidia-a100-sxm4-80gb"
 
@@ -70,12 +71,13 @@ def _square_gemms(seed: int, per_dtype: int) -> list[tuple[dict[str, Any], float
 
 
 def test_a_narrow_gemm_beside_square_fitted_ones_is_out_of_range_with_a_wider_band() -> None:
-    """A 16-wide GEMM of fitted FLOPs beside fitted GEMMs all >= 256 wide is a shape extrapolation
-    (``narrow`` = 3, fitted 0 only): not in range, and its band is the beyond band, wider than the in-range one."""
+    """A 32 x 8192 x 2048 GEMM beside fitted GEMMs all >= 256 wide: its FLOPs, bytes and depth lie in the fitted
+    ranges, its ``narrow`` (2 halvings below 128) does not (fitted 0 only): not in range, and its band is the
+    beyond band, wider than the in-range one."""
     cal = fit_calibration(HW, _square_gemms(3, 80))
     beyond = cal.report["beyond"]
     assert beyond["held_out_runs"] >= MIN_BEYOND_RUNS and beyond["factor"] >= 1.0
-    inside, narrow = _gemm(1024, 1024, 1024), _gemm(16 * 1024, 16, 4096)
+    inside, narrow = _gemm(1024, 1024, 1024), _gemm(32, 8192, 2048)
     batch = predict_calibrated(HW, [inside, narrow], cal)
     assert batch.in_calibrated_range is not None and batch.interval_s is not None
     assert batch.in_calibrated_range.tolist() == [True, False]
@@ -85,6 +87,13 @@ def test_a_narrow_gemm_beside_square_fitted_ones_is_out_of_range_with_a_wider_ba
     assert entry.beyond_log is not None and entry.interval_log is not None
     assert entry.beyond_log[0] <= entry.interval_log[0] and entry.beyond_log[1] >= entry.interval_log[1]
     assert cal.report["classes"]["gemm:fp16"]["beyond_ratio"] == pytest.approx(list(np.exp(entry.beyond_log)))
+    # says why, in the prediction's notes and in the command line's text
+    assert batch[0].notes == []
+    assert batch[1].notes == ["calibration: beyond the fitted data, narrow 2 (fitted 0-0); the correction is "
+                              "extrapolated and the interval is the wider beyond band"]
+    text = render_cost(batch[1])
+    assert "outside the calibrated range" in text and "narrow 2 (fitted 0-0)" in text
+    assert "inside the calibrated range" in render_cost(batch[0])
 
 
 def test_params_stored_before_the_beyond_band_load_without_one() -> None:
