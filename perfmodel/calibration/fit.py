@@ -187,16 +187,13 @@ def fit_with_cv(f: Features, measured_s: FloatArray, groups: IntArray, folds: in
 def outside(f: Features, fitted: Features) -> np.ndarray[Any, np.dtype[np.bool_]]:
     """Per row of ``f``: does it lie beyond ``fitted``'s data -- its log FLOPs or log bytes outside their fitted
     range, or any shape number outside its fitted range? (What ``in_calibrated_range`` is false for.)"""
-    eps = 1e-9
-    low, high = (np.array(v) for v in curve.shape_range(fitted))
-    out = (f.log10_bytes < fitted.log10_bytes.min() - eps) | (f.log10_bytes > fitted.log10_bytes.max() + eps)
     flops = fitted.log10_flops[fitted.has_flops]
-    if flops.size:
-        out |= f.has_flops & ((f.log10_flops < flops.min() - eps) | (f.log10_flops > flops.max() + eps))
-    if f.shape.size:
-        out |= np.any((f.shape < low - eps) | (f.shape > high + eps), axis=1)
-    result: np.ndarray[Any, np.dtype[np.bool_]] = out
-    return result
+    low, high = (np.array(v) for v in curve.shape_range(fitted))
+    bounds = [(float(flops.min()), float(flops.max())) if flops.size else (np.nan, np.nan),
+              (float(fitted.log10_bytes.min()), float(fitted.log10_bytes.max()))]
+    outside_any: np.ndarray[Any, np.dtype[np.bool_]] = np.any(curve.beyond(
+        f, np.array([bounds[0][0], bounds[1][0], *low]), np.array([bounds[0][1], bounds[1][1], *high])), axis=1)
+    return outside_any
 
 
 def abs_pct(log_residuals: FloatArray) -> dict[str, float]:

@@ -175,15 +175,15 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     ranges = np.array([e.shape_range or unbounded for e in entries]).reshape(len(entries), 2, -1)[inverse]
     own = [str(k) in calibration.classes for k in names]  # a variant on its class's fit: the curve only
     local = _local_log_factor([e.local if mine else None for e, mine in zip(entries, own, strict=True)], inverse, f)
-    shape_inside = np.all((f.shape >= ranges[:, 0] - 1e-9) & (f.shape <= ranges[:, 1] + 1e-9), axis=1)
-    unclipped = f
+    low = np.column_stack([flops_range[:, 0], bytes_range[:, 0], ranges[:, 0]])
+    high = np.column_stack([flops_range[:, 1], bytes_range[:, 1], ranges[:, 1]])
+    outside = curve.beyond(f, low, high)
+    values = np.column_stack([f.log10_flops, f.log10_bytes, f.shape])  # before the shape numbers are clipped
     if n:
         f = curve.clip_shape(f, ranges[:, 0], ranges[:, 1])
     time = curve.time_s(theta, f) * np.exp(local) if n else np.zeros(0)
     overhead = np.minimum(curve.overhead_s(theta, f), time) if n else np.zeros(0)
-    with np.errstate(invalid="ignore"):
-        in_range = (fitted[inverse] & shape_inside & _inside(f.log10_bytes, bytes_range)
-                    & (~f.has_flops | _inside(f.log10_flops, flops_range)))
+    in_range = fitted[inverse] & ~outside.any(axis=1)
     beyond_log = np.array([e.beyond_log or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
     widen = fitted[inverse] & ~in_range & np.isfinite(beyond_log[:, 0])
     interval_log = np.where(widen[:, None], beyond_log, interval_log)
@@ -193,24 +193,20 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     bound[(overhead >= time - overhead) & (overhead > 0) & (bound != "none")] = "latency"
     interval_log = _borrowed_band(entries, inverse, f, time, batch.time_s, interval_log)
     interval = time[:, None] * np.exp(interval_log)
-    notes = _beyond_notes(batch, np.flatnonzero(fitted[inverse] & ~in_range), unclipped, flops_range, bytes_range,
-                          ranges)
+    rows = np.flatnonzero(fitted[inverse] & ~in_range)
+    notes = _beyond_notes(batch, rows, outside[rows], values[rows], low[rows], high[rows])
     return dataclasses.replace(batch, time_s=time, overhead_s=overhead, utilization=utilization, bound=bound,
                                interval_s=interval, in_calibrated_range=in_range, notes=notes)
 
 
-def _beyond_notes(batch: CostBatch, rows: IntArray, f: curve.Features, flops_range: FloatArray,
-                  bytes_range: FloatArray, shape_ranges: FloatArray) -> dict[int, list[str]]:
-    """``batch.notes`` plus, per row of a fitted class beyond its fitted data, what lies outside."""
+def _beyond_notes(batch: CostBatch, rows: IntArray, outside: np.ndarray[Any, np.dtype[np.bool_]],
+                  values: FloatArray, low: FloatArray, high: FloatArray) -> dict[int, list[str]]:
+    """``batch.notes`` plus, per row of ``rows`` (a fitted class beyond its fitted data), what lies outside:
+    ``outside``, ``values``, ``low`` and ``high`` per row of ``rows`` and column of ``curve.beyond``."""
     if not rows.size:
         return batch.notes
-    values = np.column_stack([f.log10_flops[rows], f.log10_bytes[rows], f.shape[rows]])
-    low = np.column_stack([flops_range[rows, 0], bytes_range[rows, 0], shape_ranges[rows, 0]])
-    high = np.column_stack([flops_range[rows, 1], bytes_range[rows, 1], shape_ranges[rows, 1]])
-    beyond = (values < low - 1e-9) | (values > high + 1e-9)
-    beyond[:, 0] &= f.has_flops[rows]
     parts: dict[int, list[str]] = {}
-    for r, j in zip(*np.nonzero(beyond), strict=True):
+    for r, j in zip(*np.nonzero(outside), strict=True):
         i = int(rows[r])
         if j < 2:
             what = f"{('log10 FLOPs', 'log10 bytes')[j]} {values[r, j]:.2f} (fitted {low[r, j]:.2f}-{high[r, j]:.2f})"
@@ -259,11 +255,6 @@ def predict_calibrated(hardware: HardwareLike, ops: Iterable[OpLike], calibratio
     kw.setdefault("timing", calibration.timing)
     kw.setdefault("space", calibration.space)
     return apply_calibration(calibration, predict_many(hw, ops, **kw))
-
-
-def _inside(x: FloatArray, bounds: FloatArray) -> np.ndarray[Any, np.dtype[np.bool_]]:
-    out: np.ndarray[Any, np.dtype[np.bool_]] = (x >= bounds[:, 0] - 1e-9) & (x <= bounds[:, 1] + 1e-9)
-    return out
 
 
 def _space(value: Any) -> SpaceName:
