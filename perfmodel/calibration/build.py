@@ -208,9 +208,17 @@ MIN_BEYOND_RUNS = 10  # held-out runs beyond their fold's data a device needs be
 BEYOND_QUANTILE = 0.8  # the 10-90 % band's coverage
 
 
-def _signed_band(cv: FloatArray) -> Range | None:
-    """The 10-90 % band of ``cv`` stretched to hold 0 (the calibrated prediction itself), or None."""
-    band = _quantiles(cv)
+MIN_WITHIN_RUNS = 5  # held-out runs inside their fold's data a class needs for its within band
+
+
+def _within_band(result: FitResult) -> Range | None:
+    """The 10-90 % band of the k-fold residuals of runs held out inside their fold's data, stretched to hold 0
+    (the calibrated prediction itself); None with fewer than ``MIN_WITHIN_RUNS`` of them."""
+    cv = result.cv_residuals
+    if cv is None:
+        return None
+    within = cv[np.isfinite(cv) & (~result.cv_outside if result.cv_outside is not None else True)]
+    band = _quantiles(within) if within.size >= MIN_WITHIN_RUNS else None
     return None if band is None else (min(band[0], -1e-3), max(band[1], 1e-3))
 
 
@@ -220,11 +228,8 @@ def beyond_factor(results: Sequence[FitResult]) -> tuple[float | None, int]:
     |residual| / the band's edge on its side (1 = at the edge); at least 1. None below ``MIN_BEYOND_RUNS``."""
     ratios = []
     for result in results:
-        cv, beyond = result.cv_residuals, result.cv_outside
-        if cv is None or beyond is None or not beyond.any():
-            continue
-        band = _signed_band(cv[~beyond & np.isfinite(cv)]) if (~beyond).sum() >= 5 else None
-        if band is None:
+        cv, beyond, band = result.cv_residuals, result.cv_outside, _within_band(result)
+        if cv is None or beyond is None or band is None:
             continue
         out = cv[beyond & np.isfinite(cv)]
         ratios.append(np.where(out > 0, out / band[1], out / band[0]))
@@ -235,12 +240,8 @@ def beyond_factor(results: Sequence[FitResult]) -> tuple[float | None, int]:
 
 
 def _beyond_band(result: FitResult, interval: Range | None, factor: float) -> Range | None:
-    """The class's cross-validated band times ``factor``, never narrower than ``interval``."""
-    cv, beyond = result.cv_residuals, result.cv_outside
-    band = None
-    if cv is not None:
-        within = np.isfinite(cv) if beyond is None else np.isfinite(cv) & ~beyond
-        band = _signed_band(cv[within])
+    """The class's within band times ``factor``, never narrower than ``interval``."""
+    band = _within_band(result)
     if band is None:
         return interval
     lo, hi = band[0] * factor, band[1] * factor

@@ -79,11 +79,17 @@ def features(batch: CostBatch) -> Features:
                     shape.shape_matrix(batch.ops))
 
 
+def range_values(f: Features) -> FloatArray:
+    """n x (2 + N_SHAPE): log10 FLOPs, log10 bytes and each shape number: what a calibrated range bounds."""
+    out: FloatArray = np.column_stack([f.log10_flops, f.log10_bytes, f.shape])
+    return out
+
+
 def beyond(f: Features, low: FloatArray, high: FloatArray) -> np.ndarray[Any, np.dtype[np.bool_]]:
     """n x (2 + N_SHAPE): which of log10 FLOPs, log10 bytes and each shape number lies outside [low, high]
     (rows of bounds in that order, or one row for all; a nan bound: nothing fitted, outside; an infinite
     one: no limit). FLOPs count only for ops that have FLOPs."""
-    values = np.column_stack([f.log10_flops, f.log10_bytes, f.shape])
+    values = range_values(f)
     with np.errstate(invalid="ignore"):
         out: np.ndarray[Any, np.dtype[np.bool_]] = ~((values >= low - 1e-9) & (values <= high + 1e-9))
     out[:, 0] &= f.has_flops

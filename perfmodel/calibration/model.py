@@ -178,33 +178,34 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     low = np.column_stack([flops_range[:, 0], bytes_range[:, 0], ranges[:, 0]])
     high = np.column_stack([flops_range[:, 1], bytes_range[:, 1], ranges[:, 1]])
     outside = curve.beyond(f, low, high)
-    values = np.column_stack([f.log10_flops, f.log10_bytes, f.shape])  # before the shape numbers are clipped
+    unclipped = f
     if n:
         f = curve.clip_shape(f, ranges[:, 0], ranges[:, 1])
     time = curve.time_s(theta, f) * np.exp(local) if n else np.zeros(0)
     overhead = np.minimum(curve.overhead_s(theta, f), time) if n else np.zeros(0)
     in_range = fitted[inverse] & ~outside.any(axis=1)
+    beyond_fit = fitted[inverse] & ~in_range  # a fitted class, this op beyond its data
     beyond_log = np.array([e.beyond_log or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
-    widen = fitted[inverse] & ~in_range & np.isfinite(beyond_log[:, 0])
-    interval_log = np.where(widen[:, None], beyond_log, interval_log)
+    interval_log = np.where((beyond_fit & np.isfinite(beyond_log[:, 0]))[:, None], beyond_log, interval_log)
     with np.errstate(divide="ignore", invalid="ignore"):
         utilization = np.where(time > 0, batch.utilization * batch.time_s / time, 0.0)
     bound = batch.bound.copy()
     bound[(overhead >= time - overhead) & (overhead > 0) & (bound != "none")] = "latency"
     interval_log = _borrowed_band(entries, inverse, f, time, batch.time_s, interval_log)
     interval = time[:, None] * np.exp(interval_log)
-    rows = np.flatnonzero(fitted[inverse] & ~in_range)
-    notes = _beyond_notes(batch, rows, outside[rows], values[rows], low[rows], high[rows])
+    rows = np.flatnonzero(beyond_fit)
+    notes = _beyond_notes(batch, rows, outside[rows], unclipped.take(rows), low[rows], high[rows])
     return dataclasses.replace(batch, time_s=time, overhead_s=overhead, utilization=utilization, bound=bound,
                                interval_s=interval, in_calibrated_range=in_range, notes=notes)
 
 
 def _beyond_notes(batch: CostBatch, rows: IntArray, outside: np.ndarray[Any, np.dtype[np.bool_]],
-                  values: FloatArray, low: FloatArray, high: FloatArray) -> dict[int, list[str]]:
+                  f: curve.Features, low: FloatArray, high: FloatArray) -> dict[int, list[str]]:
     """``batch.notes`` plus, per row of ``rows`` (a fitted class beyond its fitted data), what lies outside:
-    ``outside``, ``values``, ``low`` and ``high`` per row of ``rows`` and column of ``curve.beyond``."""
+    ``outside``, ``f`` (unclipped), ``low`` and ``high`` per row of ``rows``, columns as ``curve.beyond``'s."""
     if not rows.size:
         return batch.notes
+    values = curve.range_values(f)
     parts: dict[int, list[str]] = {}
     for r, j in zip(*np.nonzero(outside), strict=True):
         i = int(rows[r])
