@@ -278,6 +278,11 @@ def resolve_hardware(hardware_id: str) -> Hardware:
 
 
 def _calibration(hardware_id: str, ref: str) -> Calibration:
+    return _stored_calibration(hardware_id, ref)[0]
+
+
+def _stored_calibration(hardware_id: str, ref: str) -> tuple[Calibration, int]:
+    """A stored calibration of ``hardware_id`` by id or 'latest', and its id."""
     from perfmodel.calibration import Calibration
 
     store = _store()
@@ -285,7 +290,7 @@ def _calibration(hardware_id: str, ref: str) -> Calibration:
         store.get_calibration(int(ref)) if ref.isdigit() else None)
     if row is None or row.hardware_id != hardware_id:
         raise KeyError(f"no calibration {ref!r} of {hardware_id!r} (perfmodel measure, or POST /api/v1/calibrations)")
-    return Calibration.from_params(row.params)
+    return Calibration.from_params(row.params), row.id
 
 
 @app.command("measure")
@@ -307,6 +312,46 @@ def measure(
         typer.echo(f"try: perfmodel predict {host_id} matmul m=1024 n=1024 k=1024 dtype=fp32 --calibration latest")
 
     measure_command(on_spec=specs.append, on_trace=on_trace)(out=out, host_id=host_id, quick=quick, suite=True)
+
+
+@app.command("trace")
+def trace_command(
+    path: Path = typer.Argument(..., help="a profiler trace: Kineto .json(.gz), Nsight Compute/Systems CSV or "
+                                          "SQLite, rocprof CSV (the format is read from the content)"),
+    hardware_id: str = typer.Option(..., "--hardware", help="the device it ran on (perfmodel hardware list)"),
+    calibration: str = typer.Option(None, help="predict with a stored calibration id, or 'latest'"),
+    top: int = typer.Option(15, help="how many ops, unmodelled kernels and alarms to list"),
+    store: bool = typer.Option(False, "--store", help="also store it as POST /api/v1/traces does (measured runs "
+                                                     "in the service's database; the same file twice is one trace)"),
+) -> None:
+    """Read a profiler trace offline: per op kind and per op, measured vs predicted, the kernels no modelled
+    op explains, roof alarms; e.g. `perfmodel trace step.pt.trace.json.gz --hardware nvidia-a100-sxm4-80gb`."""
+    from perfmodel.traces import TraceError, match_runs, parse_trace
+    from perfmodel.traces.report import format_trace_report, trace_report
+
+    try:
+        hw = resolve_hardware(hardware_id)
+        cal, cal_id = _stored_calibration(hw.id, calibration) if calibration else (None, None)
+    except KeyError as exc:
+        _fail(str(exc.args[0]) if exc.args else str(exc))
+        return
+    if not path.is_file():
+        _fail(f"{path}: no such file")
+    try:
+        parsed = parse_trace(path, path.name)
+        name = None if cal_id is None else f"{cal_id}{' (latest)' if calibration == 'latest' else ''}"
+        report = trace_report(hw, parsed, match_runs(parsed), cal, name)
+    except TraceError as exc:
+        _fail(str(exc))
+        return
+    typer.echo(format_trace_report(report, max(top, 1)))
+    if store:
+        from perfmodel.traces.ingest import ingest_trace
+
+        with path.open("rb") as stream:
+            done = ingest_trace(_store(), hw, stream, path.name)
+        state = "already stored as" if done.duplicate else "stored as"
+        typer.echo(f"{state} trace upload {done.upload_id} (GET /api/v1/traces/{done.upload_id})")
 
 
 def _store() -> Any:

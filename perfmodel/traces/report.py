@@ -1,0 +1,242 @@
+"""A trace read offline: its kernels, what the model predicts for its ops, and what it could not model.
+
+``perfmodel trace FILE --hardware ID`` prints it without the service (``--store`` also ingests the file as
+``POST /api/v1/traces`` does). Repeated calls of one op (same op, same shapes) are one row: a training step
+calls each layer's GEMMs many times, and the rows are ranked by their summed measured time, so the
+first rows are where the time goes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from perfmodel.hardware import Hardware
+from perfmodel.ops import Op, make_op
+from perfmodel.roofline import predict_many
+from perfmodel.traces.ingest import alarms_json
+from perfmodel.traces.matching import MatchedRun, MatchResult, UnmodelledKernel
+from perfmodel.traces.records import ParsedTrace
+from perfmodel.units import format_time_s
+
+if TYPE_CHECKING:
+    from perfmodel.calibration import Calibration
+
+
+@dataclass(frozen=True)
+class OpRow:
+    """Calls of one op in the trace, with their summed measured and predicted device time (seconds)."""
+
+    op_name: str
+    kind: str
+    op: dict[str, Any]
+    calls: int
+    measured_s: float
+    predicted_s: float
+    interval_s: tuple[float, float] | None  # per call, 10-90 %, with a calibration
+
+    @property
+    def error_pct(self) -> float:
+        """Signed: > 0 where the model is slower than measured."""
+        return (self.predicted_s / self.measured_s - 1.0) * 100.0 if self.measured_s > 0 else float("nan")
+
+
+@dataclass(frozen=True)
+class KindRow:
+    """One op kind: calls, summed times (s), share of the trace's kernel time, per-call error (%)."""
+
+    kind: str
+    calls: int
+    measured_s: float
+    predicted_s: float
+    share: float
+    median_abs_error_pct: float
+    bias_pct: float
+
+
+@dataclass
+class TraceReport:
+    format: str
+    hardware_id: str
+    calibration: str | None
+    kernels: int
+    total_kernel_time_s: float
+    matched_time_s: float
+    ops: list[OpRow]
+    kinds: list[KindRow]
+    unmodelled: list[UnmodelledKernel]
+    rejected: dict[str, int] = field(default_factory=dict)  # why a matched op could not be predicted -> calls
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    alarms: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def unmodelled_share(self) -> float:
+        total = self.total_kernel_time_s
+        return (total - self.matched_time_s) / total if total > 0 else 0.0
+
+
+def _built(runs: Sequence[MatchedRun]) -> tuple[list[Op], list[int], dict[str, int]]:
+    """The runs' ops the model accepts, their run indices, and the others counted by reason."""
+    ops: list[Op] = []
+    index: list[int] = []
+    rejected: dict[str, int] = defaultdict(int)
+    for i, run in enumerate(runs):
+        try:
+            ops.append(make_op(run.op))
+            index.append(i)
+        except (ValueError, TypeError) as exc:
+            rejected[str(exc)[:300]] += 1
+    return ops, index, dict(rejected)
+
+
+def _predicted(hardware: Hardware, ops: list[Op], calibration: Calibration | None
+               ) -> tuple[np.ndarray[Any, np.dtype[np.float64]], np.ndarray[Any, np.dtype[np.float64]] | None]:
+    """Per op: predicted device seconds (``kernel`` timing), and the calibrated 10-90 % interval if any."""
+    if not ops:
+        return np.zeros(0), None
+    if calibration is None:
+        return predict_many(hardware, ops, timing="kernel").time_s, None
+    from perfmodel.calibration import predict_calibrated
+
+    batch = predict_calibrated(hardware, ops, calibration)
+    return batch.time_s, batch.interval_s
+
+
+def _op_rows(runs: Sequence[MatchedRun], index: list[int], predicted: np.ndarray[Any, Any],
+             interval: np.ndarray[Any, Any] | None) -> list[OpRow]:
+    groups: dict[str, list[int]] = defaultdict(list)
+    for j, i in enumerate(index):
+        groups[json.dumps([runs[i].op_name, runs[i].op], sort_keys=True, default=str)].append(j)
+    rows = []
+    for members in groups.values():
+        first = runs[index[members[0]]]
+        band = None if interval is None else (float(interval[members[0], 0]), float(interval[members[0], 1]))
+        rows.append(OpRow(first.op_name, str(first.op.get("kind", "?")), first.op, len(members),
+                          float(sum(runs[index[j]].measured_time_s for j in members)),
+                          float(predicted[members].sum()), band))
+    rows.sort(key=lambda r: -r.measured_s)
+    return rows
+
+
+def _kind_rows(runs: Sequence[MatchedRun], index: list[int], predicted: np.ndarray[Any, Any],
+               total_s: float) -> list[KindRow]:
+    by_kind: dict[str, list[int]] = defaultdict(list)
+    for j, i in enumerate(index):
+        by_kind[str(runs[i].op.get("kind", "?"))].append(j)
+    rows = []
+    for kind, members in by_kind.items():
+        measured = np.array([runs[index[j]].measured_time_s for j in members])
+        ok = measured > 0
+        error = (predicted[members][ok] / measured[ok] - 1.0) * 100.0
+        rows.append(KindRow(kind, len(members), float(measured.sum()), float(predicted[members].sum()),
+                            float(measured.sum() / total_s) if total_s > 0 else 0.0,
+                            float(np.median(np.abs(error))) if error.size else float("nan"),
+                            float(np.median(error)) if error.size else float("nan")))
+    rows.sort(key=lambda r: -r.measured_s)
+    return rows
+
+
+def trace_report(hardware: Hardware, parsed: ParsedTrace, matched: MatchResult,
+                 calibration: Calibration | None = None, calibration_name: str | None = None) -> TraceReport:
+    """Predict every matched op of a parsed trace on ``hardware`` (calibrated if given) and summarise."""
+    ops, index, rejected = _built(matched.runs)
+    predicted, interval = _predicted(hardware, ops, calibration)
+    notes = sorted({note for i in index for note in matched.runs[i].notes})
+    return TraceReport(
+        format=parsed.format, hardware_id=hardware.id, calibration=calibration_name, kernels=len(parsed.kernels),
+        total_kernel_time_s=matched.total_kernel_time_s, matched_time_s=matched.matched_time_s,
+        ops=_op_rows(matched.runs, index, predicted, interval),
+        kinds=_kind_rows(matched.runs, index, predicted, matched.total_kernel_time_s),
+        unmodelled=list(matched.unmodelled), rejected=rejected, warnings=list(parsed.warnings), notes=notes,
+        alarms=alarms_json(hardware, parsed.kernels, matched))
+
+
+def _short(op: dict[str, Any]) -> str:
+    """An op's fields after its kind, compact: 'm=4096 n=4096 k=4096 dtype=bf16'."""
+    return " ".join(f"{k}={'x'.join(map(str, v)) if isinstance(v, list) else v}" for k, v in op.items() if k != "kind")
+
+
+# control characters (newlines, ANSI escapes) in a kernel or op name would break lines or drive the terminal
+_CONTROL_TO_SPACE = {c: " " for c in [*range(0x20), *range(0x7F, 0xA0)]}
+
+
+def _clip(text: str, width: int) -> str:
+    text = text.translate(_CONTROL_TO_SPACE)
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _alarm_groups(alarms: list[dict[str, Any]]) -> dict[tuple[str, str, str], tuple[int, float, str]]:
+    """Alarms of one op name, quantity and kind together: (count, highest attained / roof, a reason)."""
+    out: dict[tuple[str, str, str], tuple[int, float, str]] = {}
+    for a in alarms:
+        key = (str(a["name"]), str(a["quantity"]), str(a["kind"]))
+        ratio = float(a["attained_per_s"]) / float(a["roof_per_s"]) if a["roof_per_s"] else float("inf")
+        count, worst, reason = out.get(key, (0, 0.0, str(a["reason"])))
+        out[key] = (count + 1, max(worst, ratio), reason if worst >= ratio else str(a["reason"]))
+    return out
+
+
+def _kind_lines(report: TraceReport) -> list[str]:
+    lines = [f"{'op kind':<14}{'calls':>7}{'measured':>12}{'share':>7}{'predicted':>12}{'median |err|':>14}"
+             f"{'bias':>8}"]
+    for k in report.kinds:
+        lines.append(f"{_clip(k.kind, 13):<14}{k.calls:>7}{format_time_s(k.measured_s):>12}{k.share:>7.1%}"
+                     f"{format_time_s(k.predicted_s):>12}{k.median_abs_error_pct:>13.1f}%{k.bias_pct:>+7.1f}%")
+    return lines
+
+
+def _op_lines(report: TraceReport, top: int) -> list[str]:
+    interval = "; [10-90 % interval of one call]" if report.calibration else ""
+    lines = [f"top {min(top, len(report.ops))} of {len(report.ops)} ops by measured time; error > 0: the model is "
+             f"slower{interval}"]
+    for r in report.ops[:top]:
+        band = f"  [{format_time_s(r.interval_s[0])}, {format_time_s(r.interval_s[1])}]" if r.interval_s else ""
+        lines.append(f"  {format_time_s(r.measured_s):>10} {r.calls:>5}x  predicted {format_time_s(r.predicted_s):>10}"
+                     f" {r.error_pct:>+7.1f}%  {_clip(r.op_name, 32)}  {_clip(r.kind + ' ' + _short(r.op), 72)}{band}")
+    return lines
+
+
+def _left_out_lines(report: TraceReport, top: int) -> list[str]:
+    """Calls the model rejects, unmodelled kernels, roof alarms."""
+    lines = []
+    if report.rejected:
+        lines.append(f"{sum(report.rejected.values())} matched calls the model rejects: "
+                     + "; ".join(f"{n}x {_clip(why, 120)}" for why, n in sorted(report.rejected.items())[:5]))
+    if report.unmodelled:
+        names = f"{len(report.unmodelled)} name{'s' if len(report.unmodelled) != 1 else ''}"
+        lines += ["", f"unmodelled kernels ({names}), largest first:"]
+        for u in report.unmodelled[:top]:
+            lines.append(f"  {format_time_s(u.time_s):>10} {u.count:>5}x  {_clip(u.name, 70)}  "
+                         f"({_clip(u.reason, 100)})")
+    if report.alarms:
+        capped = " (the first 100)" if len(report.alarms) >= 100 else ""
+        lines += ["", f"roof alarms: {len(report.alarms)} measured points above the model's roof{capped}"]
+        for (name, quantity, _), (count, worst, reason) in list(_alarm_groups(report.alarms).items())[:top]:
+            lines.append(f"  {count:>4}x {_clip(name, 40)} {quantity} up to {worst:.2f}x its roof: "
+                         f"{_clip(reason, 120)}")
+    return lines
+
+
+def format_trace_report(report: TraceReport, top: int = 15) -> str:
+    """The report as text: totals, per op kind, the ``top`` ops by measured time, the unmodelled kernels."""
+    model = f"calibration {report.calibration}" if report.calibration else "the uncalibrated model"
+    lines = [f"{report.format} trace on {report.hardware_id}: {report.kernels:,} kernels, "
+             f"{format_time_s(report.total_kernel_time_s)} of kernel time; {report.unmodelled_share:.1%} of it "
+             f"unmodelled. Predictions: {model}.", ""]
+    if report.kinds:
+        lines += [*_kind_lines(report), "", *_op_lines(report, top)]
+    else:
+        lines.append("no op of the trace could be modelled: the kernels below say why")
+    lines += _left_out_lines(report, top)
+    lines += [f"note: {_clip(note, 160)}" for note in report.notes[:top]]
+    lines += [f"warning: {_clip(warning, 200)}" for warning in report.warnings[:top]]
+    return "\n".join(lines)
+
+
+__all__ = ["KindRow", "OpRow", "TraceReport", "format_trace_report", "trace_report"]
