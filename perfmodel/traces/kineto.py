@@ -153,7 +153,8 @@ class _Collector:
         self.kernels.append(_Kernel(
             self.share(clip_name(event.get("name"))), category, ts, dur, as_int(args.get("device")),
             as_int(args.get("stream")), as_int(args.get("correlation")), as_int(args.get("External id")),
-            dim3(args["grid"]) if "grid" in args else None, dim3(args["block"]) if "block" in args else None,
+            self.share(dim3(args["grid"])) if "grid" in args else None,
+            self.share(dim3(args["block"])) if "block" in args else None,
             comm_args(args)))
 
     def _add_op(self, event: dict[str, Any], args: dict[str, Any]) -> None:
