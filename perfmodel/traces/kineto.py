@@ -11,6 +11,7 @@ Times in the trace are microseconds. Without device kernels (a CPU-only profile)
 from __future__ import annotations
 
 import bisect
+from array import array
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver", "runtime", "driver", "hip ru
                      "hip_driver", "hip driver"}
 MAX_CONCRETE_CHARS = 256
 MAX_CPU_CHAIN = 16  # ops followed down from a top-level CPU op
+_NO_ID = -(2**63)  # no External id, in the launches' id array
 
 
 @dataclass(slots=True)
@@ -104,6 +106,38 @@ def _thread(event: dict[str, Any]) -> tuple[Any, Any]:
     return (pid if isinstance(pid, int | str) else None, tid if isinstance(tid, int | str) else None)
 
 
+class _Launches:
+    """Kernel launches by correlation id: (launching thread, ts in us, External id), packed in arrays (a trace
+    holds several launches per kernel: a tuple and its numbers each would cost ~200 B per launch)."""
+
+    def __init__(self) -> None:
+        self.index: dict[int, int] = {}
+        self.threads: list[tuple[Any, Any]] = []
+        self.ts_us = array("d")
+        self.external = array("q")
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def add(self, correlation: int, thread: tuple[Any, Any], ts_us: float, external: int | None) -> None:
+        """Record a launch; a correlation id seen before is overwritten (the last launch counts)."""
+        packed = _NO_ID if external is None or not _NO_ID < external < 2**63 else external
+        position = self.index.setdefault(correlation, len(self.threads))
+        if position == len(self.threads):
+            self.threads.append(thread)
+            self.ts_us.append(ts_us)
+            self.external.append(packed)
+        else:
+            self.threads[position], self.ts_us[position], self.external[position] = thread, ts_us, packed
+
+    def get(self, correlation: int) -> tuple[tuple[Any, Any], float, int | None] | None:
+        position = self.index.get(correlation)
+        if position is None:
+            return None
+        external = self.external[position]
+        return self.threads[position], self.ts_us[position], None if external == _NO_ID else external
+
+
 class _Collector:
     """Keeps what the join needs from the event stream, nothing more."""
 
@@ -111,7 +145,7 @@ class _Collector:
         self.max_records = max_records
         self.kernels: list[_Kernel] = []
         self.ops: list[_Op] = []
-        self.launches: dict[int, tuple[tuple[Any, Any], float, int | None]] = {}
+        self.launches = _Launches()
         self.warnings: list[str] = []
         self.truncated = False
         self.skipped = 0  # device events without a valid ts/dur
@@ -140,7 +174,7 @@ class _Collector:
             correlation = as_int(args.get("correlation"))
             ts = as_float(event.get("ts"))
             if correlation is not None and ts is not None and len(self.launches) < 4 * self.max_records:
-                self.launches[correlation] = (self.share(_thread(event)), ts, as_int(args.get("External id")))
+                self.launches.add(correlation, self.share(_thread(event)), ts, as_int(args.get("External id")))
 
     def _add_kernel(self, event: dict[str, Any], category: Category, args: dict[str, Any]) -> None:
         ts, dur = as_float(event.get("ts")), as_float(event.get("dur"))

@@ -108,3 +108,22 @@ def test_cpu_only_trace_measures_top_level_cpu_ops() -> None:
     assert [k.duration_s for k in parsed.kernels] == pytest.approx([50e-6, 20e-6, 10e-6])
     assert parsed.kernels[0].input_dims == ((4, 8), (8, 2))
     assert any("cpu_op" in w for w in parsed.warnings)
+
+
+def test_graph_kernels_sharing_one_launch_all_join_its_op() -> None:
+    """A CUDA graph replay launches several kernels under one correlation id: each finds the launch's op; a
+    launch id seen twice keeps the last launch (a large External id matching no op is kept as it is)."""
+    trace = KinetoTrace()
+    external = trace.op("aten::mm", 0.0, 50.0, dims=[[64, 32], [32, 16]], types=["float", "float"])
+    trace.kernel("sgemm_a", 10.0, 60.0, 5.0, external=external)
+    shared = trace.events[-1]["args"]["correlation"]
+    trace.events.append({**trace.events[-1], "name": "sgemm_b", "ts": 70.0})
+    trace.events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 9,
+                         "ts": 500.0, "dur": 1, "args": {"correlation": 999, "External id": 2**62}})
+    trace.events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 1,
+                         "ts": 20.0, "dur": 1, "args": {"correlation": 999, "External id": external}})
+    trace.events.append({**trace.events[-4], "name": "sgemm_c", "ts": 80.0,
+                         "args": {**trace.events[-4]["args"], "correlation": 999, "External id": 2**62}})
+    parsed = parse_trace(trace.to_bytes())
+    assert [k.name for k in parsed.kernels] == ["sgemm_a", "sgemm_b", "sgemm_c"]
+    assert all(k.op_name == "aten::mm" for k in parsed.kernels), shared
