@@ -108,6 +108,27 @@ def _predicted(hardware: Hardware, ops: list[Op], calibration: Calibration | Non
     return batch.time_s, batch.interval_s
 
 
+def _runnable(hardware: Hardware, ops: list[Op], index: list[int], rejected: dict[str, int]
+              ) -> tuple[list[Op], list[int]]:
+    """The ops the device can run (one it cannot, e.g. an fp8 GEMM on a GPU without fp8, is counted in
+    ``rejected`` with its reason): tried one by one only when the whole batch fails."""
+    try:
+        predict_many(hardware, ops, timing="kernel")
+        return ops, index
+    except ValueError:
+        pass
+    kept_ops, kept_index = [], []
+    for op, i in zip(ops, index, strict=True):
+        try:
+            predict_many(hardware, [op], timing="kernel")
+        except ValueError as exc:
+            rejected[str(exc)[:300]] = rejected.get(str(exc)[:300], 0) + 1
+            continue
+        kept_ops.append(op)
+        kept_index.append(i)
+    return kept_ops, kept_index
+
+
 def _op_rows(runs: Sequence[MatchedRun], index: list[int], predicted: np.ndarray[Any, Any],
              interval: np.ndarray[Any, Any] | None) -> list[OpRow]:
     groups: dict[str, list[int]] = defaultdict(list)
@@ -146,6 +167,7 @@ def trace_report(hardware: Hardware, parsed: ParsedTrace, matched: MatchResult,
                  calibration: Calibration | None = None, calibration_name: str | None = None) -> TraceReport:
     """Predict every matched op of a parsed trace on ``hardware`` (calibrated if given) and summarise."""
     ops, index, rejected = _built(matched.runs)
+    ops, index = _runnable(hardware, ops, index, rejected)
     predicted, interval = _predicted(hardware, ops, calibration)
     notes = sorted({note for i in index for note in matched.runs[i].notes})
     return TraceReport(

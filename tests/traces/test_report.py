@@ -118,3 +118,17 @@ def test_cli_reads_stores_once_and_refuses_bad_input(db: Path) -> None:
     assert no_cal.exit_code == 2 and "no calibration 'latest'" in no_cal.output
     unknown = runner.invoke(app, ["trace", str(HTA), "--hardware", "no-such-gpu"])
     assert unknown.exit_code == 2 and "unknown hardware" in unknown.output
+
+
+def test_an_op_the_device_cannot_run_is_counted_not_fatal() -> None:
+    """fp64 on a TPU v4 (no fp64 engine): that call is listed as rejected with the reason, the rest predicted."""
+    trace = KinetoTrace()
+    for i, dtype in enumerate(("double", "float")):
+        external = trace.op("aten::mm", 100.0 * i, 50.0, dims=[[64, 32], [32, 16]], types=[dtype, dtype])
+        trace.kernel(f"gemm_{dtype}", 100.0 * i + 10.0, 100.0 * i + 60.0, 5.0, external=external)
+    parsed = parse_trace(trace.to_bytes())
+    report = trace_report(perfmodel.load_hardware("google-tpu-v4"), parsed, match_runs(parsed))
+    assert [(r.op["dtype"], r.calls) for r in report.ops] == [("fp32", 1)]
+    (reason, count), = report.rejected.items()
+    assert count == 1 and "fp64 is not supported on google-tpu-v4" in reason
+    assert "1 matched calls the model rejects" in format_trace_report(report)
