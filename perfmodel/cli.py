@@ -320,9 +320,10 @@ def trace_command(
                                           "SQLite, rocprof CSV (the format is read from the content)"),
     hardware_id: str = typer.Option(..., "--hardware", help="the device it ran on (perfmodel hardware list)"),
     calibration: str = typer.Option(None, help="predict with a stored calibration id, or 'latest'"),
-    top: int = typer.Option(15, help="how many ops, unmodelled kernels and alarms to list"),
+    top: int = typer.Option(None, help="how many ops, unmodelled kernels and alarms to list (text: 15; --json: all)"),
     store: bool = typer.Option(False, "--store", help="also store it as POST /api/v1/traces does (measured runs "
                                                      "in the service's database; the same file twice is one trace)"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable output (every op; --top limits the lists)"),
 ) -> None:
     """Read a profiler trace offline: per op kind and per op, measured vs predicted, the kernels no modelled
     op explains, roof alarms; e.g. `perfmodel trace step.pt.trace.json.gz --hardware nvidia-a100-sxm4-80gb`."""
@@ -344,14 +345,21 @@ def trace_command(
     except TraceError as exc:
         _fail(str(exc))
         return
-    typer.echo(format_trace_report(report, max(top, 1)))
+    upload: dict[str, Any] | None = None
     if store:
         from perfmodel.traces.ingest import ingest_trace
 
         with path.open("rb") as stream:
             done = ingest_trace(_store(), hw, stream, path.name)
-        state = "already stored as" if done.duplicate else "stored as"
-        typer.echo(f"{state} trace upload {done.upload_id} (GET /api/v1/traces/{done.upload_id})")
+        upload = {"id": done.upload_id, "duplicate": done.duplicate}
+    if as_json:
+        data = {**report.to_json(None if top is None else max(top, 1)), "upload": upload}
+        typer.echo(json.dumps(data, indent=1, allow_nan=False))
+        return
+    typer.echo(format_trace_report(report, 15 if top is None else max(top, 1)))
+    if upload is not None:
+        state = "already stored as" if upload["duplicate"] else "stored as"
+        typer.echo(f"{state} trace upload {upload['id']} (GET /api/v1/traces/{upload['id']})")
 
 
 def _store() -> Any:

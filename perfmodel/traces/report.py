@@ -8,6 +8,7 @@ first rows are where the time goes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
 from collections.abc import Sequence
@@ -80,6 +81,20 @@ class TraceReport:
         total = self.total_kernel_time_s
         return (total - self.matched_time_s) / total if total > 0 else 0.0
 
+    def to_json(self, top: int | None = None) -> dict[str, Any]:
+        """JSON-ready (SI units; nan as None); ``top``: at most that many ops, unmodelled kernels and alarms."""
+        def finite(value: float) -> float | None:
+            return value if np.isfinite(value) else None
+
+        out = dataclasses.asdict(self)
+        out["ops"] = [{**dataclasses.asdict(r), "error_pct": finite(r.error_pct)} for r in self.ops[:top]]
+        out["kinds"] = [{**dataclasses.asdict(k), "median_abs_error_pct": finite(k.median_abs_error_pct),
+                         "bias_pct": finite(k.bias_pct)} for k in self.kinds]
+        out["unmodelled"] = out["unmodelled"][:top]
+        out["alarms"] = out["alarms"][:top]
+        out["unmodelled_share"] = self.unmodelled_share
+        return out
+
 
 def _built(runs: Sequence[MatchedRun]) -> tuple[list[Op], list[int], dict[str, int]]:
     """The runs' ops the model accepts, their run indices, and the others counted by reason."""
@@ -137,7 +152,8 @@ def _op_rows(runs: Sequence[MatchedRun], index: list[int], predicted: np.ndarray
     rows = []
     for members in groups.values():
         first = runs[index[members[0]]]
-        band = None if interval is None else (float(interval[members[0], 0]), float(interval[members[0], 1]))
+        band = None if interval is None or not np.isfinite(interval[members[0]]).all() else (
+            float(interval[members[0], 0]), float(interval[members[0], 1]))  # nan: no run informs it
         rows.append(OpRow(first.op_name, str(first.op.get("kind", "?")), first.op, len(members),
                           float(sum(runs[index[j]].measured_time_s for j in members)),
                           float(predicted[members].sum()), band))

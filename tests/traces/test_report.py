@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from pathlib import Path
 
@@ -132,3 +133,17 @@ def test_an_op_the_device_cannot_run_is_counted_not_fatal() -> None:
     (reason, count), = report.rejected.items()
     assert count == 1 and "fp64 is not supported on google-tpu-v4" in reason
     assert "1 matched calls the model rejects" in format_trace_report(report)
+
+
+def test_cli_json_lists_every_op_unless_limited(db: Path) -> None:
+    runner = CliRunner()
+    full = runner.invoke(app, ["trace", str(HTA), "--hardware", A100, "--json"])
+    assert full.exit_code == 0, full.output
+    data = json.loads(full.output)
+    parsed = parse_trace(HTA)
+    report = trace_report(perfmodel.load_hardware(A100), parsed, match_runs(parsed))
+    assert len(data["ops"]) == len(report.ops) > 15 and data["upload"] is None
+    assert data["kernels"] == len(parsed.kernels) and data["unmodelled_share"] == pytest.approx(report.unmodelled_share)
+    assert sum(k["calls"] for k in data["kinds"]) == sum(r["calls"] for r in data["ops"])
+    limited = json.loads(runner.invoke(app, ["trace", str(HTA), "--hardware", A100, "--json", "--top", "3"]).output)
+    assert len(limited["ops"]) == 3 and len(limited["unmodelled"]) == 3 and len(limited["kinds"]) == len(data["kinds"])
