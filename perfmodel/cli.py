@@ -337,7 +337,7 @@ def trace_command(
         _fail(str(exc.args[0]) if exc.args else str(exc))
         return
     if not path.is_file():
-        _fail(f"{path}: no such file")
+        _fail(f"{path}: {'not a file' if path.exists() else 'no such file'}")
     try:
         parsed = parse_trace(path, path.name)
         name = None if cal_id is None else f"{cal_id}{' (latest)' if calibration == 'latest' else ''}"
