@@ -164,7 +164,7 @@ def predict_command(
         _fail("--timing is kernel or host")
     try:
         hardware = resolve_hardware(hardware_id)
-        fitted = _calibration(hardware.id, calibration) if calibration else None
+        fitted = _stored_calibration(hardware.id, calibration)[0] if calibration else None
         # a calibration corrects the model in the GEMM space it was fitted on
         batch = predict_many(hardware, [make_op(op)], timing=timing, warm_cache=warm_cache,  # type: ignore[arg-type]
                              space=fitted.space if fitted is not None else "full")
@@ -275,10 +275,6 @@ def resolve_hardware(hardware_id: str) -> Hardware:
         if row is None:
             raise
         return parse_spec(row.spec, f"stored hardware {hardware_id!r}")
-
-
-def _calibration(hardware_id: str, ref: str) -> Calibration:
-    return _stored_calibration(hardware_id, ref)[0]
 
 
 def _stored_calibration(hardware_id: str, ref: str) -> tuple[Calibration, int]:

@@ -14,8 +14,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -351,6 +351,40 @@ def predict_many(hardware: HardwareLike, ops: Iterable[OpLike], timing: Timing =
     t = tables(hw)
     return evaluate(work, built, hw, timing, warm_cache, defaults,
                     full_space(t) if space == "full" else compact_space(t))
+
+
+Predicted = TypeVar("Predicted")
+
+
+def predict_valid(raw: Sequence[OpLike], predict: Callable[[list[Op]], Predicted]
+                  ) -> tuple[list[int], Predicted | None, dict[int, str]]:
+    """``predict`` (e.g. ``predict_many`` on one device) on the ops of ``raw`` that build and that it accepts:
+    their indices in ``raw``, its result (None when no op is left) and the reason for each other index. An op the
+    device cannot run (its dtype: fp64 on a TPU) is found by trying the ops one by one, only when the batch fails."""
+    errors: dict[int, str] = {}
+    built: list[Op] = []
+    index: list[int] = []
+    for i, op in enumerate(raw):
+        try:
+            built.append(make_op(op))
+            index.append(i)
+        except (ValueError, TypeError) as exc:
+            errors[i] = str(exc)
+    if not built:
+        return [], None, errors
+    try:
+        return index, predict(built), errors
+    except ValueError:
+        keep: list[int] = []
+        for j, op in enumerate(built):
+            try:
+                predict([op])
+                keep.append(j)
+            except ValueError as exc:
+                errors[index[j]] = str(exc)
+        if not keep:
+            return [], None, errors
+        return [index[j] for j in keep], predict([built[j] for j in keep]), errors
 
 
 def predict(hardware: HardwareLike, op: OpLike, timing: Timing = "kernel", warm_cache: bool = False,

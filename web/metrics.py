@@ -9,12 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from perfmodel.cost import CostBatch
 from perfmodel.hardware import Hardware
 from perfmodel.machine import tables
-from perfmodel.ops import Op, make_op
+from perfmodel.ops import Op
 from perfmodel.ops.base import FloatArray
-from perfmodel.roofline import predict_many, work_of
+from perfmodel.roofline import predict_many, predict_valid, work_of
 from web.ceilings import memory_roofs
 
 
@@ -43,36 +42,8 @@ class OpMetrics:
             return np.where(self.bytes_by_level[level] > 0, self.flops / self.bytes_by_level[level], np.nan)
 
 
-def _predict(hw: Hardware, raw: Sequence[dict[str, Any] | Op]) -> tuple[list[int], CostBatch | None, dict[int, str]]:
-    """Predict every op that parses and runs on ``hw``; the others are reported, not raised."""
-    errors: dict[int, str] = {}
-    built: list[Op] = []
-    index: list[int] = []
-    for i, op in enumerate(raw):
-        try:
-            built.append(op if isinstance(op, Op) else make_op(op))
-            index.append(i)
-        except (ValueError, TypeError) as exc:
-            errors[i] = str(exc)
-    if not built:
-        return [], None, errors
-    try:
-        return index, predict_many(hw, built), errors
-    except ValueError:  # one op the device cannot run (e.g. its dtype): find it, predict the rest
-        keep: list[int] = []
-        for j, op in enumerate(built):
-            try:
-                predict_many(hw, [op])
-                keep.append(j)
-            except ValueError as exc:
-                errors[index[j]] = str(exc)
-        if not keep:
-            return [], None, errors
-        return [index[j] for j in keep], predict_many(hw, [built[j] for j in keep]), errors
-
-
 def op_metrics(hw: Hardware, ops: Sequence[dict[str, Any] | Op]) -> OpMetrics:
-    index, batch, errors = _predict(hw, ops)
+    index, batch, errors = predict_valid(ops, lambda built: predict_many(hw, built))
     if batch is None:
         empty = np.zeros(0)
         return OpMetrics([], empty, [], empty, {}, empty, errors)

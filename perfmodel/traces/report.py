@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from perfmodel.hardware import Hardware
-from perfmodel.ops import Op, make_op
-from perfmodel.roofline import predict_many
+from perfmodel.ops import Op
+from perfmodel.ops.base import FloatArray
+from perfmodel.roofline import predict_many, predict_valid
 from perfmodel.traces.ingest import alarms_json
 from perfmodel.traces.matching import MatchedRun, MatchResult, UnmodelledKernel
 from perfmodel.traces.records import ParsedTrace
@@ -86,62 +87,36 @@ class TraceReport:
         def finite(value: float) -> float | None:
             return value if np.isfinite(value) else None
 
-        out = dataclasses.asdict(self)
+        lists = ("ops", "kinds", "unmodelled", "alarms")
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in lists}
         out["ops"] = [{**dataclasses.asdict(r), "error_pct": finite(r.error_pct)} for r in self.ops[:top]]
         out["kinds"] = [{**dataclasses.asdict(k), "median_abs_error_pct": finite(k.median_abs_error_pct),
                          "bias_pct": finite(k.bias_pct)} for k in self.kinds]
-        out["unmodelled"] = out["unmodelled"][:top]
-        out["alarms"] = out["alarms"][:top]
+        out["unmodelled"] = [dataclasses.asdict(u) for u in self.unmodelled[:top]]
+        out["alarms"] = self.alarms[:top]
         out["unmodelled_share"] = self.unmodelled_share
         return out
 
 
-def _built(runs: Sequence[MatchedRun]) -> tuple[list[Op], list[int], dict[str, int]]:
-    """The runs' ops the model accepts, their run indices, and the others counted by reason."""
-    ops: list[Op] = []
-    index: list[int] = []
-    rejected: dict[str, int] = defaultdict(int)
-    for i, run in enumerate(runs):
-        try:
-            ops.append(make_op(run.op))
-            index.append(i)
-        except (ValueError, TypeError) as exc:
-            rejected[str(exc)[:300]] += 1
-    return ops, index, dict(rejected)
-
-
-def _predicted(hardware: Hardware, ops: list[Op], calibration: Calibration | None
-               ) -> tuple[np.ndarray[Any, np.dtype[np.float64]], np.ndarray[Any, np.dtype[np.float64]] | None]:
-    """Per op: predicted device seconds (``kernel`` timing), and the calibrated 10-90 % interval if any."""
-    if not ops:
-        return np.zeros(0), None
+def _predicted(hardware: Hardware, runs: Sequence[MatchedRun], calibration: Calibration | None
+               ) -> tuple[list[int], FloatArray, FloatArray | None, dict[str, int]]:
+    """The runs the model predicts on ``hardware`` (indices), their predicted device seconds (``kernel`` timing),
+    the calibrated 10-90 % intervals if any, and the other runs counted by why not."""
     if calibration is None:
-        return predict_many(hardware, ops, timing="kernel").time_s, None
-    from perfmodel.calibration import predict_calibrated
+        def predict(ops: list[Op]) -> tuple[FloatArray, FloatArray | None]:
+            return predict_many(hardware, ops, timing="kernel").time_s, None
+    else:
+        from perfmodel.calibration import predict_calibrated
 
-    batch = predict_calibrated(hardware, ops, calibration)
-    return batch.time_s, batch.interval_s
-
-
-def _runnable(hardware: Hardware, ops: list[Op], index: list[int], rejected: dict[str, int]
-              ) -> tuple[list[Op], list[int]]:
-    """The ops the device can run (one it cannot, e.g. an fp8 GEMM on a GPU without fp8, is counted in
-    ``rejected`` with its reason): tried one by one only when the whole batch fails."""
-    try:
-        predict_many(hardware, ops, timing="kernel")
-        return ops, index
-    except ValueError:
-        pass
-    kept_ops, kept_index = [], []
-    for op, i in zip(ops, index, strict=True):
-        try:
-            predict_many(hardware, [op], timing="kernel")
-        except ValueError as exc:
-            rejected[str(exc)[:300]] = rejected.get(str(exc)[:300], 0) + 1
-            continue
-        kept_ops.append(op)
-        kept_index.append(i)
-    return kept_ops, kept_index
+        def predict(ops: list[Op]) -> tuple[FloatArray, FloatArray | None]:
+            batch = predict_calibrated(hardware, ops, calibration)
+            return batch.time_s, batch.interval_s
+    index, result, errors = predict_valid([r.op for r in runs], predict)
+    rejected: dict[str, int] = defaultdict(int)
+    for why in errors.values():
+        rejected[why[:300]] += 1
+    time_s, interval = result if result is not None else (np.zeros(0), None)
+    return index, time_s, interval, dict(rejected)
 
 
 def _op_rows(runs: Sequence[MatchedRun], index: list[int], predicted: np.ndarray[Any, Any],
@@ -182,9 +157,7 @@ def _kind_rows(runs: Sequence[MatchedRun], index: list[int], predicted: np.ndarr
 def trace_report(hardware: Hardware, parsed: ParsedTrace, matched: MatchResult,
                  calibration: Calibration | None = None, calibration_name: str | None = None) -> TraceReport:
     """Predict every matched op of a parsed trace on ``hardware`` (calibrated if given) and summarise."""
-    ops, index, rejected = _built(matched.runs)
-    ops, index = _runnable(hardware, ops, index, rejected)
-    predicted, interval = _predicted(hardware, ops, calibration)
+    index, predicted, interval, rejected = _predicted(hardware, matched.runs, calibration)
     notes = sorted({note for i in index for note in matched.runs[i].notes})
     return TraceReport(
         format=parsed.format, hardware_id=hardware.id, calibration=calibration_name, kernels=len(parsed.kernels),
