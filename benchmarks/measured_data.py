@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -193,6 +194,29 @@ def collectives() -> Iterator[Row]:
                   "allreduce", "allreduce")
 
 
+NCU_RELU = ("activation__relu__nsight_result.csv", "activation__relu__relu_dedu.json")
+
+
+def ncu_relu() -> Iterator[Row]:
+    """Nsight Compute: 4,237 ReLU kernels on an A100, read with perfmodel's own Nsight Compute parser (the wide
+    form's ``gpu__time_duration.sum``), their input shapes from the JSON beside it, row for row. The dtype is not
+    recorded: fp32, since a tensor that fits in L2 moves 4 bytes per element through DRAM (its writes stay in L2).
+    Grouped by element count: the same tensor in another layout (8x256x200x336, 8x256x336x200) is the same
+    elementwise op, so it falls on one side of a split."""
+    from perfmodel.traces import parse_trace
+
+    parsed = parse_trace(DATA / NCU_RELU[0])
+    shapes = json.loads((DATA / NCU_RELU[1]).read_text())["input_size"]
+    if len(shapes) != len(parsed.kernels):
+        raise ValueError(f"{NCU_RELU[0]}: {len(parsed.kernels)} kernels but {len(shapes)} shapes")
+    for kernel, shape in zip(parsed.kernels, shapes, strict=True):
+        elements = 1
+        for size in shape:
+            elements *= int(size)
+        op = {"kind": "elementwise", "shape": [int(v) for v in shape], "dtype": "fp32"}
+        yield Row("ncu", "nvidia-a100-sxm4-80gb", op, kernel.duration_s, "kernel", str(elements), "elementwise")
+
+
 def _number(text: str) -> bool:
     try:
         float(text)
@@ -202,4 +226,4 @@ def _number(text: str) -> bool:
 
 
 def all_rows() -> list[Row]:
-    return [*vidur(), *llmcompass(), *deepbench(), *collectives()]
+    return [*vidur(), *llmcompass(), *deepbench(), *collectives(), *ncu_relu()]

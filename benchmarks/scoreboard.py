@@ -7,6 +7,8 @@ One calibration per (data set, hardware, timing) -- one measurement setup -- fit
   collectives in it (all-reduce sizes) alternate by size.
 - DeepBench (V100, P100, T4, MI25): half of the distinct shapes (crc32 of the shape, so a
   GEMM's fp32 and fp16 runs and a conv's forward and backward fall on the same side).
+- Nsight Compute ReLU kernels (A100): half of the distinct element counts (crc32), so one tensor in
+  two layouts falls on one side.
 - LLMCompass (A100, MI210) and all-reduce sweeps: each sweep (an all-reduce: one devices x devices-per-node
   configuration) sorted by size, every other row. LLMCompass's softmax and layernorm each hold two sweeps
   of equal sizes ([4096, N] and [N, 4096]; ties keep file order), so their [4096, N] sweep is fitted and
@@ -73,6 +75,8 @@ def fit_mask(rows: Sequence[Row]) -> np.ndarray[Any, np.dtype[np.bool_]]:
         elif r.dataset == "deepbench" and r.label != "allreduce":
             shape = {k: v for k, v in r.op.items() if k not in NOT_SHAPE}
             mask[i] = zlib.crc32(repr(sorted(shape.items())).encode()) % 2 == 0
+        elif r.dataset == "ncu":
+            mask[i] = zlib.crc32(r.group.encode()) % 2 == 0
         else:  # a sweep: one configuration (an all-reduce's devices and devices per node) over sizes
             config = f"{r.op.get('devices', '')}x{r.op.get('devices_per_node') or ''}"
             sweeps[(r.dataset, r.hardware, r.label, config)].append(i)
@@ -158,6 +162,21 @@ def scoreboard(rows: Sequence[Row], known: set[str], swap: bool = False) -> list
     return scores
 
 
+def _by_dataset(scores: list[Score]) -> list[str]:
+    """Per data set and part: held-out rows, median / p90 abs % and the rows more than 20 % off."""
+    out = []
+    for dataset in sorted({s.setup.split(" ")[0] for s in scores}):
+        for part in ("GEMM-like", "other"):
+            chosen = [s.cal_ape for s in scores
+                      if s.setup.split(" ")[0] == dataset and (s.label in GEMM_LABELS) == (part == "GEMM-like")]
+            if chosen:
+                ape = np.concatenate(chosen)
+                out.append(f"{dataset:<11} {part:<10} rows {ape.size:>5}: median {np.median(ape):5.1f} % p90 "
+                           f"{np.percentile(ape, 90):5.1f} %, {int((ape > TARGET_P90_PCT).sum()):>4} rows > "
+                           f"{TARGET_P90_PCT:.0f} % off")
+    return out
+
+
 def print_scoreboard(rows: Sequence[Row], scores: list[Score], swap: bool = False) -> None:
     print("Calibration scoreboard: fitted on the 'fit' rows, errors on the held-out 'score' rows only.")
     if swap:
@@ -166,6 +185,8 @@ def print_scoreboard(rows: Sequence[Row], scores: list[Score], swap: bool = Fals
         print(f"  vidur {hw}: fitted on families {', '.join(names)}; scored on the others")
     print(f"  deepbench: fitted on half of the distinct shapes (crc32 {'odd' if swap else 'even'}), scored on the "
           "other half")
+    print(f"  ncu (ReLU kernels): fitted on half of the distinct element counts (crc32 {'odd' if swap else 'even'}), "
+          "scored on the other half")
     sizes = ("the sizes between fitted, every other size scored" if swap
              else "every other size fitted, the sizes between scored")
     fitted, scored = ("[M, 4096]", "[4096, N]") if swap else ("[4096, N]", "[M, 4096]")
@@ -195,6 +216,7 @@ def print_scoreboard(rows: Sequence[Row], scores: list[Score], swap: bool = Fals
               f"{np.percentile(uncal, 90):5.1f} %  ->  calibrated median {np.median(cal):5.1f} % p90 "
               f"{np.percentile(cal, 90):5.1f} %   (classes meeting median <= {TARGET_MEDIAN_PCT[part]:.0f} %: "
               f"{ok_med}/{len(chosen)}, p90 <= {TARGET_P90_PCT:.0f} %: {ok_p90}/{len(chosen)})")
+    print("held-out rows by data set, calibrated:\n  " + "\n  ".join(_by_dataset(own)))
     inside = np.concatenate([s.inside for s in own])
     in_range = np.concatenate([s.in_range for s in own])
     print(f"held-out rows inside their 10-90 % interval: {inside.mean():.2f} (aim 0.80); in calibrated range "

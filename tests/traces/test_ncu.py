@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import csv
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 from trace_builders import DATA, csv_text
@@ -13,6 +14,8 @@ from perfmodel.traces import parse_trace
 
 LONG = DATA / "attention__actual_parameter_analysis__data__5-9__bert_flashattn_nsight.csv"
 WIDE = DATA / "activation__relu__nsight_result_first500.csv"
+# the whole file, which benchmarks/accuracy.py scores (its shapes in the JSON beside it)
+WIDE_FULL = DATA.parents[2] / "benchmarks" / "data" / "activation__relu__nsight_result.csv"
 SASS = "sm__sass_thread_inst_executed_op_{}_pred_on.sum"
 
 
@@ -43,12 +46,13 @@ def test_long_form_matches_an_independent_reading() -> None:
     assert all(k.block is not None and k.grid is not None for k in parsed.kernels)
 
 
-def test_wide_pivot_matches_an_independent_sum() -> None:
-    with WIDE.open(newline="") as handle:
+@pytest.mark.parametrize(("path", "kernels"), [(WIDE, 500), (WIDE_FULL, 4237)], ids=["first500", "full"])
+def test_wide_pivot_matches_an_independent_sum(path: Path, kernels: int) -> None:
+    with path.open(newline="") as handle:
         rows = list(csv.DictReader(handle))
-    parsed = parse_trace(WIDE)
+    parsed = parse_trace(path)
     assert parsed.format == "ncu_raw_csv"
-    assert len(parsed.kernels) == len(rows) == 500
+    assert len(parsed.kernels) == len(rows) == kernels
     assert parsed.total_kernel_time_s == pytest.approx(sum(_num(r["gpu__time_duration.sum"]) for r in rows) * 1e-9)
     assert sum(k.counters["dram_bytes"] for k in parsed.kernels) == pytest.approx(
         sum(_num(r["dram__bytes.sum"]) for r in rows))
