@@ -23,6 +23,7 @@ from perfmodel.ops.base import FloatArray
 from perfmodel.roofline import predict_many, predict_valid
 from perfmodel.traces.ingest import alarms_json
 from perfmodel.traces.matching import MatchedRun, MatchResult, UnmodelledKernel
+from perfmodel.traces.measured_roofline import CounterPoint, counter_points, time_by_headroom
 from perfmodel.traces.records import ParsedTrace
 from perfmodel.units import format_time_s
 
@@ -76,6 +77,7 @@ class TraceReport:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     alarms: list[dict[str, Any]] = field(default_factory=list)
+    counter_points: list[CounterPoint] = field(default_factory=list)  # kernels with profiler counters, by name
 
     @property
     def unmodelled_share(self) -> float:
@@ -87,13 +89,15 @@ class TraceReport:
         def finite(value: float) -> float | None:
             return value if np.isfinite(value) else None
 
-        lists = ("ops", "kinds", "unmodelled", "alarms")
+        lists = ("ops", "kinds", "unmodelled", "alarms", "counter_points")
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in lists}
         out["ops"] = [{**dataclasses.asdict(r), "error_pct": finite(r.error_pct)} for r in self.ops[:top]]
         out["kinds"] = [{**dataclasses.asdict(k), "median_abs_error_pct": finite(k.median_abs_error_pct),
                          "bias_pct": finite(k.bias_pct)} for k in self.kinds]
         out["unmodelled"] = [dataclasses.asdict(u) for u in self.unmodelled[:top]]
         out["alarms"] = self.alarms[:top]
+        out["measured_roofline"] = {"time_by_headroom": time_by_headroom(self.counter_points),
+                                    "kernels": [p.to_json() for p in self.counter_points[:top]]}
         out["unmodelled_share"] = self.unmodelled_share
         return out
 
@@ -165,7 +169,7 @@ def trace_report(hardware: Hardware, parsed: ParsedTrace, matched: MatchResult,
         ops=_op_rows(matched.runs, index, predicted, interval),
         kinds=_kind_rows(matched.runs, index, predicted, matched.total_kernel_time_s),
         unmodelled=list(matched.unmodelled), rejected=rejected, warnings=list(parsed.warnings), notes=notes,
-        alarms=alarms_json(hardware, parsed.kernels, matched))
+        alarms=alarms_json(hardware, parsed.kernels, matched), counter_points=counter_points(hardware, parsed.kernels))
 
 
 def _short(op: dict[str, Any]) -> str:
@@ -234,6 +238,30 @@ def _left_out_lines(report: TraceReport, top: int) -> list[str]:
     return lines
 
 
+def _share(value: float | None) -> str:
+    return f"{value:.0%}" if value is not None else "-"
+
+
+def _counter_lines(report: TraceReport, top: int) -> list[str]:
+    """Where the kernels with profiler counters stand against the roofs (attained / roof per level)."""
+    points = report.counter_points
+    if not points:
+        return []
+    split = time_by_headroom(points)
+    lines = ["", f"measured roofline ({len(points):,} kernel names with counters, "
+                 f"{format_time_s(sum(p.time_s for p in points))}): of their time {split['at_roof']:.0%} runs at "
+                 f"80% or more of a roof, {split['near_roof']:.0%} at 50-80%, {split['far_below']:.0%} below half "
+                 "of every roof (latency, occupancy or launch bound)"
+                 + (f", {split['no_counter']:.0%} without a roof counter" if split["no_counter"] else ""),
+             f"  {'time':>10} {'calls':>6} {'DRAM':>5} {'L2':>5} {'L1':>5} {'FLOP':>5} {'tensor':>6}  nearest  kernel"]
+    for p in points[:top]:
+        s = p.share_of_roof
+        lines.append(f"  {format_time_s(p.time_s):>10} {p.launches:>5}x {_share(s.get('dram')):>5} "
+                     f"{_share(s.get('l2')):>5} {_share(s.get('l1')):>5} {_share(s.get('compute')):>5} "
+                     f"{_share(s.get('tensor')):>6}  {p.nearest:<7}  {_clip(p.name, 60)}")
+    return lines
+
+
 def format_trace_report(report: TraceReport, top: int = 15) -> str:
     """The report as text: totals, per op kind, the ``top`` ops by measured time, the unmodelled kernels."""
     model = f"calibration {report.calibration}" if report.calibration else "the uncalibrated model"
@@ -245,6 +273,7 @@ def format_trace_report(report: TraceReport, top: int = 15) -> str:
     else:
         lines.append("no op of the trace could be modelled: the kernels below say why")
     lines += _left_out_lines(report, top)
+    lines += _counter_lines(report, top)
     lines += [f"note: {_clip(note, 160)}" for note in report.notes[:top]]
     lines += [f"warning: {_clip(warning, 200)}" for warning in report.warnings[:top]]
     return "\n".join(lines)

@@ -21,7 +21,7 @@ from perfmodel.traces.records import KernelRecord
 
 AlarmKind = Literal["wrong_peak", "wrong_bytes_level", "missing_flop_counter"]
 DEFAULT_TOLERANCE = 0.05
-_COUNTER_DTYPES = {"flops_fp32": DType.FP32, "flops_fp64": DType.FP64, "flops_fp16": DType.FP16}
+COUNTER_DTYPES = {"flops_fp32": DType.FP32, "flops_fp64": DType.FP64, "flops_fp16": DType.FP16}
 
 
 @dataclass(frozen=True)
@@ -40,13 +40,15 @@ class RoofAlarm:
         return self.attained_per_s / self.roof_per_s
 
 
-def _levels(hw: Hardware) -> dict[str, MemoryLevel | None]:
+def counter_levels(hw: Hardware) -> dict[str, MemoryLevel | None]:
+    """The device's level behind each byte counter: DRAM, its last-level cache, the per-unit L1/shared memory."""
     machine = tables(hw)
     inner = next((lv for lv in hw.levels if lv.per_unit and lv.kind in ("cache", "scratchpad")), None)
     return {"dram_bytes": machine.dram, "l2_bytes": machine.llc, "l1_bytes": inner}
 
 
-def _vector_peak(hw: Hardware, dtype: DType) -> float | None:
+def vector_peak(hw: Hardware, dtype: DType) -> float | None:
+    """The SIMT peak of ``dtype`` in FLOP/s (the matrix one where the spec has no vector figure)."""
     return hw.peak_flops_per_s(dtype, "vector") or hw.peak_flops_per_s(dtype, "matrix")
 
 
@@ -70,9 +72,9 @@ def kernel_alarms(hw: Hardware, kernel: KernelRecord, tolerance: float = DEFAULT
     alarms: list[RoofAlarm] = []
     counters = kernel.counters
     tensor_active = counters.get("tensor_active_pct", 0.0) > 0 or counters.get("tensor_inst", 0.0) > 0
-    for key, dtype in _COUNTER_DTYPES.items():
+    for key, dtype in COUNTER_DTYPES.items():
         flops = counters.get(key)
-        peak = _vector_peak(hw, dtype)
+        peak = vector_peak(hw, dtype)
         if not flops or peak is None:
             continue
         rate = flops / kernel.duration_s
@@ -81,7 +83,7 @@ def kernel_alarms(hw: Hardware, kernel: KernelRecord, tolerance: float = DEFAULT
                                     f"{rate:.3g} FLOP/s of {dtype.value} SIMT work exceeds the {peak:.3g} "
                                     f"FLOP/s peak of {hw.id}: the spec's {dtype.value} peak or clock is wrong, "
                                     "or the kernel ran on another device"))
-    for key, level in _levels(hw).items():
+    for key, level in counter_levels(hw).items():
         moved = counters.get(key)
         if moved and level is not None:
             alarm = _bytes_alarm(hw, kernel.name, key, level, moved / kernel.duration_s, tolerance, False)
@@ -89,7 +91,7 @@ def kernel_alarms(hw: Hardware, kernel: KernelRecord, tolerance: float = DEFAULT
                 alarms.append(alarm)
     if tensor_active and not alarms:
         dram = counters.get("dram_bytes")
-        simt = sum(counters.get(k, 0.0) for k in _COUNTER_DTYPES)
+        simt = sum(counters.get(k, 0.0) for k in COUNTER_DTYPES)
         if dram and simt and dram / kernel.duration_s > 0 and simt / dram < 1e-3:
             alarms.append(RoofAlarm(kernel.name, "tensor_flops", 0.0, 1.0, "missing_flop_counter",
                                     "tensor pipe active but only SIMT FLOPs were counted: add the tensor "

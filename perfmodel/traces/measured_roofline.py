@@ -1,0 +1,110 @@
+"""Where each profiled kernel stands against the device's roofs, from its own counters (Nsight Compute).
+
+A kernel with measured bytes per memory level and FLOPs per dtype attains a rate at each: its share of that
+roof (attained / roof) says how close it runs to it. The nearest roof is the one it is closest to; a kernel far
+below every roof is limited by something else (latency, occupancy, launch, dependencies).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from perfmodel.hardware import Hardware
+from perfmodel.machine import tables
+from perfmodel.traces.records import KernelRecord
+from perfmodel.traces.roof import COUNTER_DTYPES, counter_levels, vector_peak
+
+LEVEL_LABELS = {"dram_bytes": "dram", "l2_bytes": "l2", "l1_bytes": "l1"}
+AT_ROOF = 0.8  # a kernel at >= 80 % of a roof runs at it
+FAR_BELOW = 0.5
+
+
+@dataclass(frozen=True)
+class CounterPoint:
+    """One kernel name's measured point: summed time and counters over its launches, shares of each roof."""
+
+    name: str
+    launches: int
+    time_s: float
+    flops: float  # SIMT FLOPs counted (fp16 + fp32 + fp64); tensor-core work has no FLOP counter here
+    bytes_by_level: dict[str, float]  # 'dram', 'l2', 'l1' -> bytes moved
+    share_of_roof: dict[str, float]  # 'dram', 'l2', 'l1', 'compute', 'tensor' -> attained / roof
+
+    @property
+    def nearest(self) -> str:
+        """The roof the kernel runs closest to ('' when no counter tells)."""
+        return max(self.share_of_roof, key=lambda k: self.share_of_roof[k]) if self.share_of_roof else ""
+
+    @property
+    def best_share(self) -> float:
+        return max(self.share_of_roof.values(), default=0.0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "launches": self.launches, "time_s": self.time_s, "flops": self.flops,
+                "bytes_by_level": self.bytes_by_level, "share_of_roof": self.share_of_roof,
+                "nearest_roof": self.nearest}
+
+
+def _shares(hw: Hardware, counters: dict[str, float], time_s: float) -> dict[str, float]:
+    """Attained / roof per memory level and for the SIMT FLOPs (their dtypes' times at peak, added)."""
+    machine = tables(hw)
+    shares: dict[str, float] = {}
+    for key, level in counter_levels(hw).items():
+        moved = counters.get(key, 0.0)
+        if moved > 0 and level is not None:
+            shares[LEVEL_LABELS[key]] = moved / time_s / machine.bandwidth_bytes_per_s(level)
+    compute_s = 0.0
+    for key, dtype in COUNTER_DTYPES.items():
+        peak = vector_peak(hw, dtype)
+        if counters.get(key, 0.0) > 0 and peak:
+            compute_s += counters[key] / peak
+    if compute_s > 0:
+        shares["compute"] = compute_s / time_s
+    if counters.get("tensor_active_pct", 0.0) > 0:
+        shares["tensor"] = counters["tensor_active_pct"] / 100.0
+    return shares
+
+
+def counter_points(hw: Hardware, kernels: Iterable[KernelRecord]) -> list[CounterPoint]:
+    """The kernels with counters, grouped by name (times and counters summed), longest total time first."""
+    time_s: dict[str, float] = defaultdict(float)
+    launches: dict[str, int] = defaultdict(int)
+    totals: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    pct_time: dict[str, float] = defaultdict(float)  # tensor_active_pct is a rate: time-weighted, not summed
+    for k in kernels:
+        if not k.counters or k.duration_s <= 0:
+            continue
+        time_s[k.name] += k.duration_s
+        launches[k.name] += k.instances
+        for key, value in k.counters.items():
+            if key == "tensor_active_pct":
+                pct_time[k.name] += value * k.duration_s
+            else:
+                totals[k.name][key] += value
+    points = []
+    for name, t in time_s.items():
+        counters = dict(totals[name])
+        if pct_time[name] > 0:
+            counters["tensor_active_pct"] = pct_time[name] / t
+        flops = sum(counters.get(key, 0.0) for key in COUNTER_DTYPES)
+        moved = {LEVEL_LABELS[key]: counters[key] for key in LEVEL_LABELS if counters.get(key, 0.0) > 0}
+        points.append(CounterPoint(name, launches[name], t, flops, moved, _shares(hw, counters, t)))
+    points.sort(key=lambda p: -p.time_s)
+    return points
+
+
+def time_by_headroom(points: list[CounterPoint]) -> dict[str, float]:
+    """Share of the points' time at a roof (>= 80 % of it), at 50-80 %, below 50 %, and with no roof counter."""
+    total = sum(p.time_s for p in points) or 1.0
+    out = {"at_roof": 0.0, "near_roof": 0.0, "far_below": 0.0, "no_counter": 0.0}
+    for p in points:
+        key = ("no_counter" if not p.share_of_roof else "at_roof" if p.best_share >= AT_ROOF
+               else "near_roof" if p.best_share >= FAR_BELOW else "far_below")
+        out[key] += p.time_s / total
+    return out
+
+
+__all__ = ["CounterPoint", "counter_points", "time_by_headroom"]
