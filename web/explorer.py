@@ -10,6 +10,8 @@ import numpy as np
 import plotly.graph_objects as go  # type: ignore[import-untyped]
 
 from perfmodel.hardware import Hardware
+from perfmodel.traces.measured_roofline import LEVEL_LABELS, CounterPoint, counter_points, time_by_headroom
+from perfmodel.traces.roof import counter_levels
 from perfmodel.units import format_bytes, format_rate, format_time_s
 from web.ceilings import memory_roofs
 from web.metrics import OpMetrics, op_metrics
@@ -27,6 +29,8 @@ class ExplorerView:
     measured_total_s: float | None
     undrawn: int
     problems: list[str]
+    counter_points: list[CounterPoint]  # a trace's kernels with profiler counters (by name, longest first)
+    counter_split: dict[str, float]  # their time at / near / far below a roof
 
 
 def _hover(name: str, kind: str, level: str, time_s: float, share: float, moved: float, flops: float,
@@ -76,12 +80,38 @@ def explorer(hw: Hardware, work: Workload) -> ExplorerView:
                 marker={"symbol": symbol, "size": sizes[idx], "color": [colours[i] for i in idx],
                         "line": {"width": 1.5, "color": [colours[i] for i in idx]}, "opacity": 0.85}))
     _joins(fig, m, measured, levels, drawable & has_measured)
+    points = counter_points(hw, work.counter_kernels)
+    _counter_traces(fig, hw, points)
     for b in bounds:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=esc(f"bound: {b}"),
                                  marker={"color": colour_of[b], "size": 10}, hoverinfo="skip"))
     undrawn = int((~drawable).sum())
     measured_total = float((measured * counts)[has_measured].sum()) if has_measured.any() else None
-    return ExplorerView(fig, rows, float(time_s.sum()), measured_total, undrawn, problems)
+    return ExplorerView(fig, rows, float(time_s.sum()), measured_total, undrawn, problems, points,
+                        time_by_headroom(points) if points else {})
+
+
+COUNTER_COLOUR = "#222222"
+
+
+def _counter_traces(fig: go.Figure, hw: Hardware, points: list[CounterPoint]) -> None:
+    """Each kernel with counted FLOPs at each level it counted bytes for: x its measured intensity there, y its
+    measured FLOP/s (Nsight Compute's hierarchical roofline); black, one symbol per level."""
+    drawn = [p for p in points if p.flops > 0]
+    for j, (key, level) in enumerate(counter_levels(hw).items()):
+        label = LEVEL_LABELS[key]
+        chosen = [p for p in drawn if p.bytes_by_level.get(label, 0.0) > 0]
+        if level is None or not chosen:
+            continue
+        hover = [f"<b>{esc(p.name)}</b> (profiler counters)<br>{p.launches} launches, {format_time_s(p.time_s)}<br>"
+                 f"level {esc(level.name)}: {format_bytes(p.bytes_by_level[label])}, {p.flops:.3g} FLOP<br>"
+                 f"{100 * p.share_of_roof.get(label, 0.0):.0f} % of its bandwidth roof; nearest roof: {p.nearest}"
+                 for p in chosen]
+        fig.add_trace(go.Scatter(
+            x=[p.flops / p.bytes_by_level[label] for p in chosen], y=[p.flops / p.time_s for p in chosen],
+            mode="markers", name=esc(f"{level.name} · kernel counters"), hovertext=hover, hoverinfo="text",
+            marker={"symbol": LEVEL_SYMBOLS[j % len(LEVEL_SYMBOLS)], "size": 9, "color": COUNTER_COLOUR,
+                    "opacity": 0.8}))
 
 
 def _joins(fig: go.Figure, m: OpMetrics, measured: np.ndarray[Any, Any], levels: list[str],

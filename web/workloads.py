@@ -6,7 +6,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfmodel.store import RunRow, Store
+from perfmodel.store import RunRow, Store, TraceKernelRow
+from perfmodel.traces import KernelRecord
+from perfmodel.traces.ingest import stored_counter_kernels
 
 MAX_OPS = 5000
 
@@ -21,6 +23,7 @@ class Workload:
     counts: list[int] = field(default_factory=list)
     measured_s: list[float | None] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    counter_kernels: list[KernelRecord] = field(default_factory=list)  # a trace's kernels with profiler counters
 
     def add(self, name: str, op: dict[str, Any], count: int = 1, measured_s: float | None = None) -> None:
         self.names.append(name)
@@ -119,10 +122,10 @@ def run_name(run: RunRow, kernel_names: dict[int, str] | None = None) -> str:
     return f"{run.op_kind} run {run.id}"
 
 
-def kernel_names(store: Store, upload_id: int) -> dict[int, str]:
+def kernel_names(kernels: list[TraceKernelRow]) -> dict[int, str]:
     """Run id -> the name of the (longest) kernel of a trace matched to it."""
     names: dict[int, str] = {}
-    for kernel in store.list_trace_kernels(upload_id):
+    for kernel in kernels:
         if kernel.run_id is not None:
             names.setdefault(kernel.run_id, kernel.name)
     return names
@@ -133,11 +136,17 @@ def from_runs(store: Store, hardware_id: str, trace_id: int | None) -> Workload:
     runs, total = store.list_runs(hardware_id=hardware_id, trace_upload_id=trace_id, limit=MAX_OPS)
     label = f"trace {trace_id}" if trace_id is not None else f"stored runs on {hardware_id}"
     work = Workload(label)
-    names = kernel_names(store, trace_id) if trace_id is not None else {}
+    upload = store.get_trace_upload(trace_id) if trace_id is not None else None
+    kernels = store.list_trace_kernels(upload.id) if upload is not None else []
+    names = kernel_names(kernels)
     for run in runs:
         work.add(run_name(run, names), run.op, 1, run.measured_time_s)
     if total > len(runs):
         work.problems.append(f"showing the first {len(runs)} of {total} runs")
+    if upload is not None:
+        work.counter_kernels = stored_counter_kernels(kernels, upload.format)
     if not runs:
-        work.problems.append(f"no stored runs for {label}")
+        also = (f"; its {len(work.counter_kernels)} kernels with profiler counters are drawn from their own "
+                "counters" if work.counter_kernels else "")
+        work.problems.append(f"no stored runs for {label}{also}")
     return work

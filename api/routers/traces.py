@@ -17,12 +17,14 @@ from api.schemas import Versioned
 from api.state import AppState
 from perfmodel.hardware import Hardware
 from perfmodel.store import TraceKernelRow, TraceTotals, TraceUploadRow
-from perfmodel.traces import KernelRecord, MatchResult, TraceError
-from perfmodel.traces.ingest import alarms_json, ingest_trace
+from perfmodel.traces import MatchResult, TraceError
+from perfmodel.traces.ingest import alarms_json, ingest_trace, stored_counter_kernels
+from perfmodel.traces.measured_roofline import counter_points, time_by_headroom
 
 router = APIRouter(tags=["traces"])
 UPLOAD_ID = Path(ge=1, le=2**31 - 1)
 MAX_LISTED_UNMODELLED = 50
+MAX_LISTED_COUNTER_POINTS = 100
 
 
 class UnmodelledOut(BaseModel):
@@ -74,8 +76,27 @@ class TraceOut(Versioned):
     warnings: list[str]
 
 
+class CounterPointOut(BaseModel):
+    name: str
+    launches: int
+    time_s: float
+    flops: float
+    bytes_by_level: dict[str, float]
+    share_of_roof: dict[str, float]
+    nearest_roof: str
+
+
+class MeasuredRooflineOut(BaseModel):
+    """Kernels with profiler counters against the device's roofs: the share of their time at 80 % or more of a
+    roof (``at_roof``), at 50-80 % (``near_roof``), below half of every roof (``far_below``); the longest 100."""
+
+    time_by_headroom: dict[str, float]
+    kernels: list[CounterPointOut]
+
+
 class TraceDetail(TraceOut):
     kernel_rows: list[KernelOut]
+    measured_roofline: MeasuredRooflineOut | None = None
 
 
 class TraceList(Versioned):
@@ -98,10 +119,14 @@ def _unmodelled(rows: list[TraceKernelRow]) -> list[dict[str, Any]]:
 
 def _stored_alarms(hardware: Hardware, upload: TraceUploadRow, rows: list[TraceKernelRow]) -> list[dict[str, Any]]:
     """Roof alarms of the stored kernels that carry measured counters."""
-    records = [KernelRecord(name=k.name, category=k.category, duration_s=k.duration_s,  # type: ignore[arg-type]
-                            source_format=upload.format, counters=k.counters, instances=k.instances)
-               for k in rows if k.counters]
-    return alarms_json(hardware, records, MatchResult([], [], 0.0, 0.0))
+    return alarms_json(hardware, stored_counter_kernels(rows, upload.format), MatchResult([], [], 0.0, 0.0))
+
+
+def _measured_roofline(hardware: Hardware, upload: TraceUploadRow, rows: list[TraceKernelRow]) -> dict[str, Any]:
+    """Where the stored kernels with counters stand against the device's roofs (the longest first)."""
+    points = counter_points(hardware, stored_counter_kernels(rows, upload.format))
+    return {"time_by_headroom": time_by_headroom(points) if points else {},
+            "kernels": [p.to_json() for p in points[:MAX_LISTED_COUNTER_POINTS]]}
 
 
 def _summary(upload: TraceUploadRow, totals: TraceTotals | None, unmodelled: list[dict[str, Any]],
@@ -159,11 +184,13 @@ def get_trace(upload_id: int = UPLOAD_ID, state: AppState = Depends(get_state),
         raise HTTPException(404, f"no trace upload {upload_id}")
     rows = state.store.list_trace_kernels(upload_id)
     try:
-        alarms = _stored_alarms(state.hardware(upload.hardware_id)[0], upload, rows)
+        device = state.hardware(upload.hardware_id)[0]
     except KeyError:  # the device was deleted since
-        alarms = []
+        device = None
+    alarms = _stored_alarms(device, upload, rows) if device else []
     out = _summary(upload, state.store.trace_totals([upload_id]).get(upload_id), _unmodelled(rows), alarms,
                    [upload.error] if upload.error else [], False)
+    out["measured_roofline"] = _measured_roofline(device, upload, rows) if device else None
     out["kernel_rows"] = [{"name": k.name, "category": k.category, "duration_s": k.duration_s,
                            "instances": k.instances, "op_name": k.op_name, "op_kind": k.op_kind, "run_id": k.run_id,
                            "counters": k.counters, "reason": k.reason} for k in rows[:kernel_limit]]

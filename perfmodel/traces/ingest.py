@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from perfmodel.hardware import Hardware
 from perfmodel.ops import make_op
-from perfmodel.store import RunIn, Store, TraceKernelIn
+from perfmodel.store import RunIn, Store, TraceKernelIn, TraceKernelRow
 from perfmodel.traces.matching import MatchResult, match_runs
 from perfmodel.traces.parse import parse_trace
 from perfmodel.traces.records import KernelRecord, ParsedTrace, TraceError
@@ -105,3 +106,10 @@ def ingest_trace(store: Store, hardware: Hardware, stream: BinaryIO, filename: s
     runs, kernels = runs_and_kernels(hardware, parsed, matched, source or f"trace:{parsed.format}", filename)
     upload_id, _ = store.ingest_trace(hardware.id, filename, parsed.format, size, sha256, runs, kernels)
     return Ingested(upload_id, False, parsed.warnings, alarms_json(hardware, parsed.kernels, matched))
+
+
+def stored_counter_kernels(rows: Sequence[TraceKernelRow], source_format: str) -> list[KernelRecord]:
+    """The stored kernels that carry profiler counters, as records (for roof alarms and the measured roofline)."""
+    return [KernelRecord(name=k.name, category=k.category, duration_s=k.duration_s,  # type: ignore[arg-type]
+                         source_format=source_format, counters=k.counters, instances=k.instances)
+            for k in rows if k.counters]

@@ -1,0 +1,50 @@
+"""An uploaded Nsight Compute file: its kernels' own measured points, in the API and on the roofline page."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import A100, TOKEN, make_app
+from fastapi.testclient import TestClient
+
+NCU = Path(__file__).resolve().parents[1] / "data" / "traces" / (
+    "attention__actual_parameter_analysis__data__5-9__bert_flashattn_nsight.csv")
+
+
+@pytest.fixture(scope="module")
+def uploaded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient, int]]:
+    with TestClient(make_app(tmp_path_factory.mktemp("counters"))) as client:
+        response = client.post("/api/v1/traces", files={"file": (NCU.name, NCU.read_bytes(), "text/csv")},
+                               data={"hardware": A100}, headers={"Authorization": f"Bearer {TOKEN}"})
+        assert response.status_code == 201, response.text
+        yield client, response.json()["id"]
+
+
+def test_trace_detail_has_each_kernel_against_the_roofs(uploaded: tuple[TestClient, int]) -> None:
+    client, upload_id = uploaded
+    detail = client.get(f"/api/v1/traces/{upload_id}").json()
+    counted = {k["name"] for k in detail["kernel_rows"] if k["counters"]}
+    roofline = detail["measured_roofline"]
+    assert {k["name"] for k in roofline["kernels"]} == counted and len(counted) == 7
+    assert sum(roofline["time_by_headroom"].values()) == pytest.approx(1.0)
+    longest = roofline["kernels"][0]
+    assert longest["time_s"] == max(k["time_s"] for k in roofline["kernels"])
+    assert longest["nearest_roof"] in longest["share_of_roof"]
+
+
+def test_roofline_page_draws_and_lists_the_counter_points(uploaded: tuple[TestClient, int]) -> None:
+    client, upload_id = uploaded
+    html = client.get(f"/roofline?hardware={A100}&workload=trace&trace={upload_id}").text
+    assert "Kernels with profiler counters" in html and 'id="counters-table"' in html
+    table = html[html.index('id="counters-table"'):]
+    assert len(re.findall(r'<th scope="row"', table[:table.index("</table>")])) == 7
+    assert "<unnamed>" not in html and "&lt;unnamed&gt;" in html  # C++ template names are escaped
+    figure = json.loads(re.search(r'<script type="application/json" id="roofline-chart-json">(.*?)</script>',
+                                  html, re.S).group(1))  # type: ignore[union-attr]
+    counter_traces = [t for t in figure["data"] if "kernel counters" in t.get("name", "")]
+    assert counter_traces and all(y > 0 for t in counter_traces for y in t["y"])
+    assert "no stored runs for trace" in html  # the file names no op: only its counters speak
