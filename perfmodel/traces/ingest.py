@@ -18,7 +18,7 @@ from perfmodel.ops import make_op
 from perfmodel.store import RunIn, Store, TraceKernelIn, TraceKernelRow
 from perfmodel.traces.matching import MatchResult, match_runs
 from perfmodel.traces.parse import parse_trace
-from perfmodel.traces.records import KernelRecord, ParsedTrace, TraceError
+from perfmodel.traces.records import CounterTotals, KernelRecord, ParsedTrace, TraceError
 from perfmodel.traces.roof import roof_alarms
 
 CHUNK_BYTES = 1 << 20
@@ -63,7 +63,8 @@ def runs_and_kernels(hardware: Hardware, parsed: ParsedTrace, matched: MatchResu
                           source=source, tags={"op_name": run.op_name[:400], "trace": filename[:400]},
                           dtype=dtype if isinstance(dtype, str) else None))
     # unmodelled kernels also by reason: one NCCL kernel name under record_param_comms serves several collectives
-    groups: dict[tuple[str, str, int | None, str | None, str | None], list[Any]] = defaultdict(lambda: [0.0, 0, {}])
+    groups: dict[tuple[str, str, int | None, str | None, str | None], list[Any]] = defaultdict(
+        lambda: [0.0, 0, CounterTotals()])
     for kernel, match_index, reason in zip(parsed.kernels, matched.kernel_runs, matched.kernel_reasons,
                                            strict=True):
         run_index = None if match_index is None else run_of_match.get(match_index)
@@ -72,12 +73,12 @@ def runs_and_kernels(hardware: Hardware, parsed: ParsedTrace, matched: MatchResu
         entry = groups[(kernel.name, kernel.category, run_index, op_name, why)]
         entry[0] += kernel.duration_s
         entry[1] += kernel.instances
-        for key, value in kernel.counters.items():
-            entry[2][key] = entry[2].get(key, 0.0) + float(value)
+        if kernel.counters:
+            entry[2].add(kernel.counters, kernel.duration_s)
     kernels = [TraceKernelIn(name=name, category=category, duration_s=time_s, instances=count,
                              op_name=op_name[:200] if op_name else None,
                              op_kind=None if run_index is None else str(runs[run_index].op["kind"]),
-                             run_index=run_index, counters=counters, reason=why)
+                             run_index=run_index, counters=counters.result(), reason=why)
                for (name, category, run_index, op_name, why), (time_s, count, counters) in groups.items()]
     return runs, kernels
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from perfmodel.hardware import Hardware
 from perfmodel.machine import tables
-from perfmodel.traces.records import KernelRecord
+from perfmodel.traces.records import CounterTotals, KernelRecord
 from perfmodel.traces.roof import COUNTER_DTYPES, counter_levels, vector_peak
 
 LEVEL_LABELS = {"dram_bytes": "dram", "l2_bytes": "l2", "l1_bytes": "l1"}
@@ -72,23 +72,16 @@ def counter_points(hw: Hardware, kernels: Iterable[KernelRecord]) -> list[Counte
     """The kernels with counters, grouped by name (times and counters summed), longest total time first."""
     time_s: dict[str, float] = defaultdict(float)
     launches: dict[str, int] = defaultdict(int)
-    totals: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    pct_time: dict[str, float] = defaultdict(float)  # tensor_active_pct is a rate: time-weighted, not summed
+    totals: dict[str, CounterTotals] = defaultdict(CounterTotals)
     for k in kernels:
         if not k.counters or k.duration_s <= 0:
             continue
         time_s[k.name] += k.duration_s
         launches[k.name] += k.instances
-        for key, value in k.counters.items():
-            if key == "tensor_active_pct":
-                pct_time[k.name] += value * k.duration_s
-            else:
-                totals[k.name][key] += value
+        totals[k.name].add(k.counters, k.duration_s)
     points = []
     for name, t in time_s.items():
-        counters = dict(totals[name])
-        if pct_time[name] > 0:
-            counters["tensor_active_pct"] = pct_time[name] / t
+        counters = totals[name].result()
         flops = sum(counters.get(key, 0.0) for key in COUNTER_DTYPES)
         moved = {LEVEL_LABELS[key]: counters[key] for key in LEVEL_LABELS if counters.get(key, 0.0) > 0}
         points.append(CounterPoint(name, launches[name], t, flops, moved, _shares(hw, counters, t)))

@@ -93,6 +93,32 @@ class ParsedTrace:
         return sum(k.duration_s for k in self.kernels)
 
 
+class CounterTotals:
+    """Profiler counters of several launches as one: totals (bytes, FLOPs, instructions, cycles) add up; rates and
+    settings (``..._pct``, ``..._hz``, registers per thread) are averaged, weighted by each launch's time."""
+
+    def __init__(self) -> None:
+        self.sums: dict[str, float] = {}
+        self.weighted: dict[str, float] = {}
+        self.weight_s: dict[str, float] = {}
+
+    @staticmethod
+    def additive(counter: str) -> bool:
+        return not (counter.endswith(("_pct", "_hz")) or counter == "registers_per_thread")
+
+    def add(self, counters: Mapping[str, float], duration_s: float) -> None:
+        for key, value in counters.items():
+            if self.additive(key):
+                self.sums[key] = self.sums.get(key, 0.0) + float(value)
+            else:
+                self.weighted[key] = self.weighted.get(key, 0.0) + float(value) * duration_s
+                self.weight_s[key] = self.weight_s.get(key, 0.0) + duration_s
+
+    def result(self) -> dict[str, float]:
+        means = {k: v / self.weight_s[k] for k, v in self.weighted.items() if self.weight_s[k] > 0}
+        return {**self.sums, **means}
+
+
 def clip_name(value: object) -> str:
     """A name as plain text, cut to ``MAX_NAME_CHARS`` (kept verbatim otherwise: no escaping here)."""
     text = value if isinstance(value, str) else ("" if value is None else str(value))

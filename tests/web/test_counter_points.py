@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import json
 import re
 from collections.abc import Iterator
@@ -48,3 +50,24 @@ def test_roofline_page_draws_and_lists_the_counter_points(uploaded: tuple[TestCl
     counter_traces = [t for t in figure["data"] if "kernel counters" in t.get("name", "")]
     assert counter_traces and all(y > 0 for t in counter_traces for y in t["y"])
     assert "no stored runs for trace" in html  # the file names no op: only its counters speak
+
+
+def test_stored_counters_of_repeated_launches_add_totals_and_average_rates(uploaded: tuple[TestClient, int]) -> None:
+    client, upload_id = uploaded
+    metrics: dict[str, dict[str, float]] = {}
+    names: dict[str, str] = {}
+    with NCU.open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            with contextlib.suppress(ValueError):
+                metrics.setdefault(row["ID"], {})[row["Metric Name"]] = float(row["Metric Value"].replace(",", ""))
+            names[row["ID"]] = row["Kernel Name"]
+    repeated = max(set(names.values()), key=list(names.values()).count)
+    ids = [i for i, n in names.items() if n == repeated]
+    assert len(ids) == 4
+    seconds = [metrics[i]["sm__cycles_elapsed.avg"] / metrics[i]["sm__cycles_elapsed.avg.per_second"] for i in ids]
+    detail = client.get(f"/api/v1/traces/{upload_id}").json()
+    (row,) = [k for k in detail["kernel_rows"] if k["name"] == repeated]
+    assert row["instances"] == 4 and row["duration_s"] == pytest.approx(sum(seconds))
+    assert row["counters"]["dram_bytes"] == pytest.approx(sum(metrics[i]["dram__bytes.sum"] for i in ids))
+    clock = sum(metrics[i]["sm__cycles_elapsed.avg.per_second"] * s for i, s in zip(ids, seconds, strict=True))
+    assert row["counters"]["sm_clock_hz"] == pytest.approx(clock / sum(seconds))  # a rate: not summed over launches
