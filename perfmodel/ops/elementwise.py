@@ -55,6 +55,9 @@ class Elementwise(Op):
 
     ``vector_width``: elements each thread loads per access (4 in PyTorch's vectorized kernels,
     1 in a scalar loop); with the latency it bounds the bytes in flight (Little's law).
+    ``threads_per_row``: the kernel runs one thread block per row (the last dimension) of up to this many
+    threads, each looping over the row (vLLM's activation kernels: 1024; its rotary kernel: 512), so a few
+    rows keep few loads in flight; None: one thread per ``vector_width`` elements over the whole tensor.
     """
 
     kind = "elementwise"
@@ -66,6 +69,7 @@ class Elementwise(Op):
     flops_per_element: float = 1.0
     transcendentals_per_element: float = 0.0
     vector_width: int = DEFAULT_VECTOR_WIDTH
+    threads_per_row: int | None = None
 
     def __post_init__(self) -> None:
         check_shape(self.kind, "shape", self.shape)
@@ -73,6 +77,8 @@ class Elementwise(Op):
                              flops_per_element=self.flops_per_element,
                              transcendentals_per_element=self.transcendentals_per_element)
         require_positive(self.kind, vector_width=self.vector_width)
+        if self.threads_per_row is not None:
+            require_positive(self.kind, threads_per_row=self.threads_per_row)
         if self.inputs + self.outputs == 0:
             raise OpError(self.kind, "inputs", "an op with no inputs and no outputs moves nothing")
 
@@ -87,8 +93,19 @@ class Elementwise(Op):
         outs = np.array([float(o.outputs) for o in ops])
         flops = np.array([o.flops_per_element for o in ops]) * n
         special = np.array([o.transcendentals_per_element for o in ops]) * n
-        return _stream_work(ops, n, n * elem * ins, n * elem * outs, flops, special,
-                            np.ones(len(ops)), [o.dtype for o in ops], column(ops, "vector_width"))
+        width = column(ops, "vector_width")
+        work = _stream_work(ops, n, n * elem * ins, n * elem * outs, flops, special,
+                            np.ones(len(ops)), [o.dtype for o in ops], width)
+        per_row = np.array([float(o.threads_per_row or 0) for o in ops])
+        if per_row.any():
+            cols = np.array([float(o.shape[-1]) for o in ops])
+            rows = n / cols
+            row_wise = per_row > 0
+            # one block per row, each thread looping over it: its loads in flight are one access per tensor
+            work.threads = np.where(row_wise, rows * np.minimum(np.ceil(cols / width), per_row), work.threads)
+            work.bytes_per_thread = np.where(row_wise, width * elem * (ins + outs), work.bytes_per_thread)
+            work.parallel_items = np.where(row_wise, rows, work.parallel_items)
+        return work
 
 
 @register
