@@ -146,7 +146,8 @@ def from_runs(store: Store, hardware_id: str, trace_id: int | None) -> Workload:
     if upload is not None:
         work.counter_kernels = stored_counter_kernels(kernels, upload.format)
     if not runs:
-        also = (f"; its {len(work.counter_kernels)} kernels with profiler counters are drawn from their own "
-                "counters" if work.counter_kernels else "")
+        also = (f"; its {len(work.counter_kernels)} kernels with profiler counters stand where their own counters "
+                "put them (the table below; those with counted FLOPs also on the chart)" if work.counter_kernels
+                else "")
         work.problems.append(f"no stored runs for {label}{also}")
     return work
