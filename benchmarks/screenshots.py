@@ -42,14 +42,16 @@ SWEEP = {"base": "nvidia-h100-sxm5-80gb",
                        {"model": "llama-3-8b", "phase": "decode", "batch": 16, "kv_len": 4096}]}
 
 
-def upload_trace(base: str) -> str | None:
-    """Upload the first test trace through the API; None when there is no trace API or no trace."""
-    files = sorted(TRACES.glob("*.json*"))
-    if not files:
+NCU = TRACES / "attention__actual_parameter_analysis__data__5-9__bert_flashattn_nsight.csv"
+
+
+def upload_trace(base: str, path: Path | None) -> str | None:
+    """Upload a trace through the API; None when there is no trace API or no such file."""
+    if path is None or not path.is_file():
         return None
-    with files[0].open("rb") as handle:
+    with path.open("rb") as handle:
         response = httpx.post(f"{base}/api/v1/traces", headers={"Authorization": f"Bearer {TOKEN}"},
-                              data={"hardware": "nvidia-a100-sxm4-80gb"}, files={"file": (files[0].name, handle)},
+                              data={"hardware": "nvidia-a100-sxm4-80gb"}, files={"file": (path.name, handle)},
                               timeout=120)
     return str(response.json()["id"]) if response.status_code in (200, 201) else None
 
@@ -80,11 +82,13 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, live_server(Path(tmp), TOKEN) as (base, app):
         seed_runs(app.state.perfmodel.store, args.runs)
-        trace = upload_trace(base) if not args.only or "roofline-trace" in args.only else None
         pages = list(PAGES)
         pages.append(("sweeps", f"/sweeps/{store_sweep(app.state.perfmodel.store)}"))
-        if trace:
-            pages.append(("roofline-trace", f"/roofline?hardware=nvidia-a100-sxm4-80gb&workload=trace&trace={trace}"))
+        kineto = next(iter(sorted(TRACES.glob("*.json*"))), None)
+        for name, file in (("roofline-trace", kineto), ("roofline-counters", NCU)):
+            trace = upload_trace(base, file) if not args.only or name in args.only else None
+            if trace:
+                pages.append((name, f"/roofline?hardware=nvidia-a100-sxm4-80gb&workload=trace&trace={trace}"))
         pages = [(name, path) for name, path in pages if not args.only or name in args.only]
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=args.chromium,
