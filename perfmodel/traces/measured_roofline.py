@@ -54,7 +54,8 @@ def _shares(hw: Hardware, counters: dict[str, float], time_s: float) -> dict[str
     shares: dict[str, float] = {}
     for key, level in counter_levels(hw).items():
         moved = counters.get(key, 0.0)
-        if moved > 0 and level is not None:
+        # a level without a bandwidth figure has no roof (the LLC's default multiple of DRAM's excepted)
+        if moved > 0 and level is not None and (level.bandwidth_bytes_per_s or level is machine.llc):
             shares[LEVEL_LABELS[key]] = moved / time_s / machine.bandwidth_bytes_per_s(level)
     compute_s = 0.0
     for key, dtype in COUNTER_DTYPES.items():

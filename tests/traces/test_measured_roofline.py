@@ -90,3 +90,19 @@ def test_cli_json_carries_the_measured_roofline() -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert set(data["measured_roofline"]["time_by_headroom"]) == {"at_roof", "near_roof", "far_below", "no_counter"}
+
+
+def test_a_level_without_a_bandwidth_figure_has_no_roof() -> None:
+    import copy
+
+    from perfmodel.specs import library, parse_spec
+
+    spec = copy.deepcopy(library()[A100].model_dump(mode="json"))
+    for level in spec["levels"]:
+        if level["per_unit"] and level["kind"] in ("cache", "scratchpad"):
+            level["bandwidth_bytes_per_s"] = None
+            level.setdefault("unknown", {})["bandwidth_bytes_per_s"] = "not published"
+    hw = parse_spec(spec, "test spec")
+    (point,) = counter_points(hw, [_kernel("k", 1e-3, l1_bytes=1e9, dram_bytes=1e9)])
+    assert set(point.share_of_roof) == {"dram"}  # not L1 against some other level's bandwidth
+    assert point.bytes_by_level == {"dram": 1e9, "l1": 1e9}  # the bytes are still reported
