@@ -15,7 +15,7 @@ from typing import Any
 from perfmodel.hardware import Hardware
 from perfmodel.machine import tables
 from perfmodel.traces.records import CounterTotals, KernelRecord
-from perfmodel.traces.roof import COUNTER_DTYPES, counter_levels, vector_peak
+from perfmodel.traces.roof import COUNTER_DTYPES, counter_levels, has_roof, vector_peak
 
 LEVEL_LABELS = {"dram_bytes": "dram", "l2_bytes": "l2", "l1_bytes": "l1"}
 AT_ROOF = 0.8  # a kernel at >= 80 % of a roof runs at it
@@ -54,8 +54,7 @@ def _shares(hw: Hardware, counters: dict[str, float], time_s: float) -> dict[str
     shares: dict[str, float] = {}
     for key, level in counter_levels(hw).items():
         moved = counters.get(key, 0.0)
-        # a level without a bandwidth figure has no roof (the LLC's default multiple of DRAM's excepted)
-        if moved > 0 and level is not None and (level.bandwidth_bytes_per_s or level is machine.llc):
+        if moved > 0 and level is not None and has_roof(hw, level):
             shares[LEVEL_LABELS[key]] = moved / time_s / machine.bandwidth_bytes_per_s(level)
     compute_s = 0.0
     for key, dtype in COUNTER_DTYPES.items():

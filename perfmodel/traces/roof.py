@@ -47,6 +47,11 @@ def counter_levels(hw: Hardware) -> dict[str, MemoryLevel | None]:
     return {"dram_bytes": machine.dram, "l2_bytes": machine.llc, "l1_bytes": inner}
 
 
+def has_roof(hw: Hardware, level: MemoryLevel) -> bool:
+    """A level with a bandwidth figure (or the LLC, whose default is a multiple of DRAM's) has a roof."""
+    return bool(level.bandwidth_bytes_per_s) or level is tables(hw).llc
+
+
 def vector_peak(hw: Hardware, dtype: DType) -> float | None:
     """The SIMT peak of ``dtype`` in FLOP/s (the matrix one where the spec has no vector figure)."""
     return hw.peak_flops_per_s(dtype, "vector") or hw.peak_flops_per_s(dtype, "matrix")
@@ -85,7 +90,7 @@ def kernel_alarms(hw: Hardware, kernel: KernelRecord, tolerance: float = DEFAULT
                                     "or the kernel ran on another device"))
     for key, level in counter_levels(hw).items():
         moved = counters.get(key)
-        if moved and level is not None:
+        if moved and level is not None and has_roof(hw, level):
             alarm = _bytes_alarm(hw, kernel.name, key, level, moved / kernel.duration_s, tolerance, False)
             if alarm:
                 alarms.append(alarm)

@@ -15,6 +15,7 @@ from perfmodel.traces import match_runs, parse_trace
 from perfmodel.traces.measured_roofline import counter_points, time_by_headroom
 from perfmodel.traces.records import KernelRecord
 from perfmodel.traces.report import format_trace_report, trace_report
+from perfmodel.traces.roof import kernel_alarms
 
 A100 = "nvidia-a100-sxm4-80gb"
 A100_DRAM_BYTES_PER_S = 2.039e12  # the spec's HBM2e figure
@@ -106,3 +107,6 @@ def test_a_level_without_a_bandwidth_figure_has_no_roof() -> None:
     (point,) = counter_points(hw, [_kernel("k", 1e-3, l1_bytes=1e9, dram_bytes=1e9)])
     assert set(point.share_of_roof) == {"dram"}  # not L1 against some other level's bandwidth
     assert point.bytes_by_level == {"dram": 1e9, "l1": 1e9}  # the bytes are still reported
+    busy_l1 = _kernel("k", 1e-3, l1_bytes=1e11)  # 100 TB/s: above every bandwidth this device has
+    assert kernel_alarms(hw, busy_l1) == []  # no alarm against a roof the spec does not give
+    assert [a.quantity for a in kernel_alarms(perfmodel.load_hardware(A100), busy_l1)] == ["l1_bytes"]
