@@ -289,6 +289,40 @@ def _stored_calibration(hardware_id: str, ref: str) -> tuple[Calibration, int]:
     return Calibration.from_params(row.params), row.id
 
 
+@app.command("calibrate")
+def calibrate_command(
+    hardware_id: str = typer.Option(..., "--hardware", help="the device whose stored runs to fit"),
+    trace: int = typer.Option(None, help="only the runs of this trace upload (perfmodel trace --store prints it)"),
+    op_kind: str = typer.Option(None, "--op-kind", help="only runs of this op kind (matmul, conv2d, ...)"),
+    source: str = typer.Option(None, help="only runs from this source (e.g. trace:pytorch_kineto)"),
+    base: int = typer.Option(None, help="seed classes without runs from this calibration of a related device"),
+    folds: int = typer.Option(5, min=2, max=20, help="k of the k-fold cross-validation"),
+    notes: str = typer.Option(None, help="stored with the calibration"),
+    as_json: bool = typer.Option(False, "--json", help="print the stored calibration's report as JSON"),
+) -> None:
+    """Fit a calibration on the stored runs of a device (as POST /api/v1/calibrations does) and store it as a new
+    version, its latest: then `perfmodel predict ... --calibration latest`, `perfmodel trace ... --calibration
+    latest`, or "calibration": "latest" in the API."""
+    from perfmodel.calibration.stored import NoSuchCalibration, fit_stored, format_calibration_report
+
+    store = _store()
+    try:
+        hw = resolve_hardware(hardware_id)
+        calibration_id = fit_stored(store, hw, {"trace_upload_id": trace, "op_kind": op_kind, "source": source},
+                                    folds=folds, base_calibration=base, notes=notes)
+    except (KeyError, NoSuchCalibration, ValueError) as exc:
+        _fail(str(exc.args[0]) if exc.args else str(exc))
+        return
+    row = store.get_calibration(calibration_id)
+    if as_json:
+        typer.echo(json.dumps({"id": calibration_id, "hardware": hw.id, "report": row.fit_report}, indent=1,
+                              allow_nan=False, default=str))
+        return
+    typer.echo(format_calibration_report(row.fit_report))
+    typer.echo(f"calibration {calibration_id} of {hw.id!r} stored; it is now the latest "
+               f"(GET /api/v1/calibrations/{calibration_id})")
+
+
 @app.command("measure")
 def measure(
     out: Path = typer.Option(Path("var/measure"), help="folder for the spec YAML and the suite trace"),

@@ -11,11 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from api.deps import get_state, require_read, require_write
 from api.schemas import Versioned
 from api.state import AppState
-from perfmodel.calibration import Calibration, fit_calibration
-from perfmodel.ops import make_op
+from perfmodel.calibration.stored import NoSuchCalibration, fit_stored
 
 router = APIRouter(tags=["calibration"])
-MAX_FIT_RUNS = 200_000
 CALIBRATION_ID = Path(ge=1, le=2**31 - 1)
 
 
@@ -66,29 +64,14 @@ def _out(row: Any) -> dict[str, Any]:
 def create_calibration(body: CalibrationCreate, state: AppState = Depends(get_state)) -> dict[str, Any]:
     """Fit the device's model to the stored runs the filter selects; stored as a new version."""
     hardware, _ = state.hardware(body.hardware)
-    f = body.filter
-    rows, total = state.store.list_runs(hardware_id=hardware.id, op_kind=f.op_kind, source=f.source,
-                                        tags=f.tags or None, created_after=f.created_after,
-                                        created_before=f.created_before, limit=MAX_FIT_RUNS, offset=0,
-                                        trace_upload_id=f.trace_upload_id)
-    if total > MAX_FIT_RUNS:
-        raise HTTPException(422, f"filter: {total} runs; a calibration fits at most {MAX_FIT_RUNS}")
-    base: Calibration | None = None
-    if body.base_calibration is not None:
-        base_row = state.store.get_calibration(body.base_calibration)
-        if base_row is None:
-            raise HTTPException(404, f"no calibration {body.base_calibration}")
-        base = Calibration.from_params(base_row.params)
-    if not rows and base is None:
-        raise HTTPException(422, f"filter: no stored runs of {hardware.id!r} match; store runs or upload a trace "
-                                 "first, or seed from a related device with base_calibration")
-    runs = [(make_op(r.op), r.measured_time_s) for r in rows]
-    calibration = fit_calibration(hardware, runs, folds=body.folds, base=base)
-    report = {**calibration.report, "runs_used": len(runs), "filter": f.model_dump(mode="json", exclude_none=True),
-              "base_calibration": body.base_calibration}
-    calibration_id = state.store.add_calibration(hardware.id, calibration.params, report, body.notes)
-    row = state.store.get_calibration(calibration_id)
-    return _out(row)
+    try:
+        calibration_id = fit_stored(state.store, hardware, body.filter.model_dump(), folds=body.folds,
+                                    base_calibration=body.base_calibration, notes=body.notes)
+    except NoSuchCalibration as exc:
+        raise HTTPException(404, str(exc)) from exc
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    return _out(state.store.get_calibration(calibration_id))
 
 
 @router.get("/calibrations", response_model=CalibrationList, dependencies=[Depends(require_read)])

@@ -96,12 +96,6 @@ def test_hostile_kernel_name_stays_on_one_line() -> None:
     assert "no op of the trace could be modelled" in text
 
 
-@pytest.fixture()
-def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("PERFMODEL_DATABASE_URL", f"sqlite:///{tmp_path / 'db.sqlite3'}")
-    return tmp_path
-
-
 def test_cli_reads_stores_once_and_refuses_bad_input(db: Path) -> None:
     runner = CliRunner()
     first = runner.invoke(app, ["trace", str(HTA), "--hardware", A100, "--top", "2", "--store"])

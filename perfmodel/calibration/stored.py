@@ -1,0 +1,78 @@
+"""A calibration fitted on the runs stored in the database, stored as a new version (never overwriting one).
+
+Serves ``POST /api/v1/calibrations`` and ``perfmodel calibrate``; ``format_calibration_report`` prints a
+fit's report as a table (per class: runs, where its parameters came from, error before and after, k-fold CV).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from perfmodel.calibration.build import fit_calibration
+from perfmodel.calibration.model import Calibration
+from perfmodel.hardware import Hardware
+from perfmodel.ops import make_op
+from perfmodel.store import Store
+
+MAX_FIT_RUNS = 200_000
+
+
+class NoSuchCalibration(LookupError):
+    """The base calibration asked for is not stored."""
+
+
+def fit_stored(store: Store, hardware: Hardware, selection: dict[str, Any], *, folds: int = 5,
+               base_calibration: int | None = None, notes: str | None = None) -> int:
+    """Fit ``hardware``'s model to its stored runs that ``selection`` picks (``op_kind``, ``source``, ``tags``,
+    ``created_after``, ``created_before``, ``trace_upload_id``), store it, return its id. ValueError: no runs,
+    or more than ``MAX_FIT_RUNS``; NoSuchCalibration: an unknown ``base_calibration``."""
+    chosen = {k: v for k, v in selection.items() if v not in (None, {}, "")}
+    rows, total = store.list_runs(hardware_id=hardware.id, limit=MAX_FIT_RUNS, offset=0, **chosen)
+    if total > MAX_FIT_RUNS:
+        raise ValueError(f"filter: {total} runs; a calibration fits at most {MAX_FIT_RUNS}")
+    base: Calibration | None = None
+    if base_calibration is not None:
+        base_row = store.get_calibration(base_calibration)
+        if base_row is None:
+            raise NoSuchCalibration(f"no calibration {base_calibration}")
+        base = Calibration.from_params(base_row.params)
+    if not rows and base is None:
+        raise ValueError(f"filter: no stored runs of {hardware.id!r} match; store runs or upload a trace first, "
+                         "or seed from a related device with a base calibration")
+    runs = [(make_op(r.op), r.measured_time_s) for r in rows]
+    calibration = fit_calibration(hardware, runs, folds=folds, base=base)
+    report = {**calibration.report, "runs_used": len(runs), "filter": _json_ready(chosen),
+              "base_calibration": base_calibration}
+    return store.add_calibration(hardware.id, calibration.params, report, notes)
+
+
+def _json_ready(selection: dict[str, Any]) -> dict[str, Any]:
+    return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in selection.items()}
+
+
+def _pct(entry: dict[str, Any], key: str) -> str:
+    part = entry.get(key) or {}
+    median, p90 = part.get("median_abs_pct"), part.get("p90_abs_pct")
+    return f"{median:5.1f} /{p90:6.1f}" if median is not None and p90 is not None else f"{'-':>5} /{'-':>6}"
+
+
+def format_calibration_report(report: dict[str, Any]) -> str:
+    """Per class: runs, source (fitted, fallback, transferred), form, abs % error median / p90 of the model
+    alone, of the fit on its own runs, and k-fold cross-validated; then the device-level fit."""
+    lines = [f"{'class':<34}{'runs':>6}  {'source':<22}{'form':<14}{'uncalibrated':>15}{'in sample':>15}"
+             f"{'k-fold CV':>15}"]
+    entries = [*sorted((report.get("classes") or {}).items())]
+    if report.get("hardware_level"):
+        entries.append(("(device level)", report["hardware_level"]))
+    for key, entry in entries:
+        lines.append(f"{key[:33]:<34}{entry.get('runs', 0):>6}  {str(entry.get('source', ''))[:21]:<22}"
+                     f"{str(entry.get('form') or '-')[:13]:<14}{_pct(entry, 'uncalibrated'):>15}"
+                     f"{_pct(entry, 'in_sample'):>15}{_pct(entry, 'cv'):>15}")
+    runs = report.get("runs_used", report.get("runs", 0))
+    lines.append(f"{runs} runs; errors are median / p90 abs % of the fitted runs; other classes: "
+                 f"{report.get('other_classes', 'the device level')}")
+    return "\n".join(lines)
+
+
+__all__ = ["MAX_FIT_RUNS", "NoSuchCalibration", "fit_stored", "format_calibration_report"]

@@ -1,0 +1,65 @@
+"""``perfmodel calibrate``: a stored trace's runs fitted into a new calibration, the kernel engineer's loop offline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from trace_builders import KinetoTrace
+from typer.testing import CliRunner
+
+import perfmodel
+from perfmodel.cli import app
+
+A100 = "nvidia-a100-sxm4-80gb"
+SLOWER = 1.3  # the "silicon" runs every GEMM 1.3x slower than the uncalibrated model says
+
+
+def _gemm_trace(path: Path) -> None:
+    """24 distinct fp32 GEMMs, each kernel SLOWER x the model's time."""
+    shapes = [(m, n, 1024) for m in (256, 512, 1024, 2048, 4096, 8192) for n in (256, 1024, 2048, 4096)]
+    model_s = perfmodel.predict_many(A100, [{"kind": "matmul", "m": m, "n": n, "k": k, "dtype": "fp32"}
+                                            for m, n, k in shapes]).time_s
+    trace = KinetoTrace()
+    t = 0.0
+    for (m, n, k), seconds in zip(shapes, model_s, strict=True):
+        dur_us = float(seconds) * SLOWER * 1e6
+        external = trace.op("aten::mm", t, dur_us + 20.0, dims=[[m, k], [k, n]], types=["float", "float"])
+        trace.kernel("ampere_sgemm_128x64_nn", t + 1.0, t + 10.0, dur_us, external=external)
+        t += dur_us + 50.0
+    path.write_bytes(trace.to_bytes())
+
+
+def test_store_calibrate_then_predict_with_the_latest(db: Path) -> None:
+    runner = CliRunner()
+    trace = db / "gemms.pt.trace.json"
+    _gemm_trace(trace)
+    stored = runner.invoke(app, ["trace", str(trace), "--hardware", A100, "--store"])
+    assert stored.exit_code == 0 and "stored as trace upload 1" in stored.output, stored.output
+    fitted = runner.invoke(app, ["calibrate", "--hardware", A100, "--trace", "1", "--notes", "test"])
+    assert fitted.exit_code == 0, fitted.output
+    assert "calibration 1 of 'nvidia-a100-sxm4-80gb' stored" in fitted.output
+    gemm_line = next(line for line in fitted.output.splitlines() if line.startswith("gemm:fp32"))
+    assert gemm_line.split()[1] == "24" and "fitted" in gemm_line
+    report = json.loads(runner.invoke(app, ["calibrate", "--hardware", A100, "--trace", "1", "--json"]).output)
+    assert report["id"] == 2 and report["report"]["runs_used"] == 24
+    assert report["report"]["filter"] == {"trace_upload_id": 1}
+    gemm = report["report"]["classes"]["gemm:fp32"]
+    assert gemm["uncalibrated"]["median_abs_pct"] == pytest.approx(100 * (1 - 1 / SLOWER), abs=0.5)
+    assert gemm["cv"]["median_abs_pct"] < 2.0  # a plain 1.3x is learnt and carries to held-out folds
+    predicted = runner.invoke(app, ["predict", A100, "matmul", "m=3000", "n=3000", "k=1024", "dtype=fp32",
+                                    "--calibration", "latest", "--json"])
+    assert predicted.exit_code == 0, predicted.output
+    model_s = perfmodel.predict(A100, {"kind": "matmul", "m": 3000, "n": 3000, "k": 1024, "dtype": "fp32"}).time_s
+    assert json.loads(predicted.output)["time_s"] == pytest.approx(model_s * SLOWER, rel=0.05)
+
+
+def test_calibrate_refuses_what_it_cannot_fit(db: Path) -> None:
+    runner = CliRunner()
+    none = runner.invoke(app, ["calibrate", "--hardware", A100])
+    assert none.exit_code == 2 and "no stored runs of 'nvidia-a100-sxm4-80gb' match" in none.output
+    unknown = runner.invoke(app, ["calibrate", "--hardware", "no-such-gpu"])
+    assert unknown.exit_code == 2 and "unknown hardware" in unknown.output
+    base = runner.invoke(app, ["calibrate", "--hardware", A100, "--base", "99"])
+    assert base.exit_code == 2 and "no calibration 99" in base.output
