@@ -217,6 +217,27 @@ def test_upload_flow_end_to_end(watched: Watched, server: str) -> None:
     assert watched.errors == [] and watched.dialogs == []
 
 
+def test_upload_then_fit_a_calibration_on_its_runs(watched: Watched, server: str) -> None:
+    trace = Path(__file__).resolve().parents[1] / "data" / "traces" / "host_cpu_conv_train.pt.trace.json.gz"
+    page = watched.page
+    page.goto(f"{server}/upload")
+    page.locator("#token-input").fill(TOKEN)
+    page.locator("#token-form button[type=submit]").click()
+    page.locator("#upload-hardware").select_option(A100)
+    page.locator("#trace-file").set_input_files(str(trace))
+    page.locator("#upload-button").click()
+    page.wait_for_selector("#calibrate-button", timeout=60_000)
+    assert page.locator("#calibrate-button").inner_text().startswith("Fit a calibration on its ")
+    page.locator("#calibrate-button").click()
+    page.wait_for_selector("#link-calibrated", timeout=120_000)
+    assert "stored: the latest of " + A100 in page.locator("#calibrate-status").inner_text()
+    assert page.locator("#calibration-result-table tbody tr").count() >= 1
+    page.locator("#link-calibrated").click()
+    page.wait_for_load_state()
+    assert page.locator("table.calibration").count() >= 1  # the runs page lists the new calibration
+    assert watched.errors == [] and watched.dialogs == []
+
+
 def test_models_page_draws_the_breakdown_and_the_timeline(watched: Watched, server: str) -> None:
     page = watched.page
     page.goto(f"{server}/models?model=llama-3-8b&hardware={H100}&devices=2&batch=8&phase=decode")

@@ -101,7 +101,62 @@ function showUploadResult(body, hardware) {
   const q = "hardware=" + encodeURIComponent(hardware) + "&trace=" + encodeURIComponent(body.id);
   links.replaceChildren(el("a", "See its kernels on the roofline", { href: "/roofline?workload=trace&" + q, id: "link-roofline" }),
     document.createTextNode(" · "), el("a", "Predicted vs measured", { href: "/runs?" + q, id: "link-runs" }));
+  showCalibrate(body, hardware);
   section.hidden = false;
+}
+
+/* ---- a calibration fitted on the uploaded trace's runs (POST /api/v1/calibrations) ---- */
+function pctText(part) {
+  return part && typeof part.median_abs_pct === "number" ? part.median_abs_pct.toFixed(1) + " %" : "–";
+}
+
+function calibrationTable(report) {
+  const table = el("table", null, { class: "data", id: "calibration-result-table" });
+  const head = el("tr");
+  for (const h of ["Op class", "Runs", "Source", "Uncalibrated", "In sample", "k-fold CV"]) head.append(el("th", h, { scope: "col" }));
+  table.append(el("thead"), el("tbody"));
+  table.tHead.append(head);
+  for (const [key, c] of Object.entries(report.classes || {})) {
+    const row = el("tr");
+    row.append(el("th", short(key, 60), { scope: "row" }), el("td", c.runs, { class: "num" }), el("td", c.source),
+      el("td", pctText(c.uncalibrated), { class: "num" }), el("td", pctText(c.in_sample), { class: "num" }),
+      el("td", pctText(c.cv), { class: "num" }));
+    table.tBodies[0].append(row);
+  }
+  return table;
+}
+
+function showCalibrate(body, hardware) {
+  const box = document.getElementById("result-calibrate");
+  if (!box) return;
+  box.replaceChildren();
+  if (!(body.runs_created > 0)) return;
+  const button = el("button", "Fit a calibration on its " + body.runs_created + " runs", { type: "button", id: "calibrate-button" });
+  const status = el("span", "", { id: "calibrate-status", role: "status", "aria-live": "polite" });
+  box.append(button, document.createTextNode(" "), status);
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    status.textContent = "Fitting…";
+    try {
+      const response = await fetch("/api/v1/calibrations", {
+        method: "POST", headers: { "Content-Type": "application/json", ...authHeaders() },
+        body: JSON.stringify({ hardware: hardware, filter: { trace_upload_id: body.id }, notes: "trace upload " + body.id }),
+      });
+      const answer = await response.json().catch(() => ({}));
+      if (response.status === 401) {
+        status.textContent = "Fitting needs a valid API token: enter it at the top of the page.";
+      } else if (!response.ok) {
+        status.textContent = "Not fitted (" + response.status + "): " + (typeof answer.detail === "string" ? answer.detail : JSON.stringify(answer.detail || ""));
+      } else {
+        status.textContent = "Calibration " + answer.id + " stored: the latest of " + hardware + ". ";
+        status.append(el("a", "Compare it with the model", { href: "/runs?hardware=" + encodeURIComponent(hardware) + "&trace=" + encodeURIComponent(body.id), id: "link-calibrated" }));
+        box.append(calibrationTable(answer.report || {}));
+      }
+    } catch (err) {
+      status.textContent = "Not fitted: network error.";
+    }
+    button.disabled = false;
+  });
 }
 
 function setupUpload() {
