@@ -238,6 +238,23 @@ def test_upload_then_fit_a_calibration_on_its_runs(watched: Watched, server: str
     assert watched.errors == [] and watched.dialogs == []
 
 
+def test_runs_page_fits_a_calibration_on_the_runs_it_shows(watched: Watched, server: str) -> None:
+    page = watched.page
+    page.goto(f"{server}/runs?hardware={H100}&op_kind=matmul")
+    page.locator("#token-input").fill(TOKEN)
+    page.locator("#token-form button[type=submit]").click()
+    button = page.locator("#fit-calibration #calibrate-button")
+    assert button.inner_text().startswith("Fit a calibration on these ")
+    button.click()
+    page.wait_for_selector("#link-calibrated", timeout=120_000)
+    classes = page.locator("#calibration-result-table tbody th").all_inner_texts()
+    assert classes and all(c.startswith("gemm") for c in classes)  # only the matmul runs were fitted
+    page.locator("#link-calibrated").click()
+    page.wait_for_load_state()
+    assert page.locator("table.calibration").count() >= 1
+    assert watched.errors == [] and watched.dialogs == []
+
+
 def test_models_page_draws_the_breakdown_and_the_timeline(watched: Watched, server: str) -> None:
     page = watched.page
     page.goto(f"{server}/models?model=llama-3-8b&hardware={H100}&devices=2&batch=8&phase=decode")

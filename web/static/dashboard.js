@@ -126,21 +126,18 @@ function calibrationTable(report) {
   return table;
 }
 
-function showCalibrate(body, hardware) {
-  const box = document.getElementById("result-calibrate");
-  if (!box) return;
-  box.replaceChildren();
-  if (!(body.runs_created > 0)) return;
-  const button = el("button", "Fit a calibration on its " + body.runs_created + " runs", { type: "button", id: "calibrate-button" });
+function calibrateButton(box, hardware, filter, label, notes, compareHref) {
+  const button = el("button", label, { type: "button", id: "calibrate-button" });
   const status = el("span", "", { id: "calibrate-status", role: "status", "aria-live": "polite" });
   box.append(button, document.createTextNode(" "), status);
   button.addEventListener("click", async () => {
     button.disabled = true;
     status.textContent = "Fitting…";
+    box.querySelector("#calibration-result-table")?.remove();
     try {
       const response = await fetch("/api/v1/calibrations", {
         method: "POST", headers: { "Content-Type": "application/json", ...authHeaders() },
-        body: JSON.stringify({ hardware: hardware, filter: { trace_upload_id: body.id }, notes: "trace upload " + body.id }),
+        body: JSON.stringify({ hardware: hardware, filter: filter, notes: notes }),
       });
       const answer = await response.json().catch(() => ({}));
       if (response.status === 401) {
@@ -149,7 +146,7 @@ function showCalibrate(body, hardware) {
         status.textContent = "Not fitted (" + response.status + "): " + (typeof answer.detail === "string" ? answer.detail : JSON.stringify(answer.detail || ""));
       } else {
         status.textContent = "Calibration " + answer.id + " stored: the latest of " + hardware + ". ";
-        status.append(el("a", "Compare it with the model", { href: "/runs?hardware=" + encodeURIComponent(hardware) + "&trace=" + encodeURIComponent(body.id), id: "link-calibrated" }));
+        status.append(el("a", "Compare it with the model", { href: compareHref, id: "link-calibrated" }));
         box.append(calibrationTable(answer.report || {}));
       }
     } catch (err) {
@@ -157,6 +154,29 @@ function showCalibrate(body, hardware) {
     }
     button.disabled = false;
   });
+}
+
+function showCalibrate(body, hardware) {
+  const box = document.getElementById("result-calibrate");
+  if (!box) return;
+  box.replaceChildren();
+  if (!(body.runs_created > 0)) return;
+  const compare = "/runs?hardware=" + encodeURIComponent(hardware) + "&trace=" + encodeURIComponent(body.id);
+  calibrateButton(box, hardware, { trace_upload_id: body.id }, "Fit a calibration on its " + body.runs_created + " runs",
+    "trace upload " + body.id, compare);
+}
+
+/* the runs page: a calibration on the runs its filters show */
+function setupRunsCalibrate() {
+  const box = document.getElementById("fit-calibration");
+  if (!box) return;
+  const d = box.dataset;
+  const filter = {};
+  if (d.opKind) filter.op_kind = d.opKind;
+  if (d.source) filter.source = d.source;
+  if (d.trace) filter.trace_upload_id = Number(d.trace);
+  calibrateButton(box, d.hardware, filter, "Fit a calibration on these " + d.runs + " runs", "dashboard runs page",
+    window.location.pathname + window.location.search);
 }
 
 function setupUpload() {
@@ -341,5 +361,6 @@ document.addEventListener("DOMContentLoaded", () => {
   renderCharts();
   setupSortable();
   setupUpload();
+  setupRunsCalibrate();
   setupWhatIf();
 });
