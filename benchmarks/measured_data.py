@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -213,11 +214,9 @@ def ncu_relu() -> Iterator[Row]:
     if len(shapes) != len(parsed.kernels):
         raise ValueError(f"{NCU_RELU[0]}: {len(parsed.kernels)} kernels but {len(shapes)} shapes")
     for kernel, shape in zip(parsed.kernels, shapes, strict=True):
-        elements = 1
-        for size in shape:
-            elements *= int(size)
-        op = {"kind": "elementwise", "shape": [int(v) for v in shape], "dtype": "fp32"}
-        yield Row("ncu", "nvidia-a100-sxm4-80gb", op, kernel.duration_s, "kernel", str(elements), "elementwise")
+        dims = [int(v) for v in shape]
+        op = {"kind": "elementwise", "shape": dims, "dtype": "fp32"}
+        yield Row("ncu", "nvidia-a100-sxm4-80gb", op, kernel.duration_s, "kernel", str(math.prod(dims)), "elementwise")
 
 
 def _number(text: str) -> bool:

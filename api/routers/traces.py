@@ -17,9 +17,9 @@ from api.schemas import Versioned
 from api.state import AppState
 from perfmodel.hardware import Hardware
 from perfmodel.store import TraceKernelRow, TraceTotals, TraceUploadRow
-from perfmodel.traces import MatchResult, TraceError
+from perfmodel.traces import KernelRecord, MatchResult, TraceError
 from perfmodel.traces.ingest import alarms_json, ingest_trace, stored_counter_kernels
-from perfmodel.traces.measured_roofline import counter_points, time_by_headroom
+from perfmodel.traces.measured_roofline import counter_points, measured_roofline_json
 
 router = APIRouter(tags=["traces"])
 UPLOAD_ID = Path(ge=1, le=2**31 - 1)
@@ -117,16 +117,9 @@ def _unmodelled(rows: list[TraceKernelRow]) -> list[dict[str, Any]]:
             for (name, reason), (t, n) in listed]
 
 
-def _stored_alarms(hardware: Hardware, upload: TraceUploadRow, rows: list[TraceKernelRow]) -> list[dict[str, Any]]:
+def _stored_alarms(hardware: Hardware, records: list[KernelRecord]) -> list[dict[str, Any]]:
     """Roof alarms of the stored kernels that carry measured counters."""
-    return alarms_json(hardware, stored_counter_kernels(rows, upload.format), MatchResult([], [], 0.0, 0.0))
-
-
-def _measured_roofline(hardware: Hardware, upload: TraceUploadRow, rows: list[TraceKernelRow]) -> dict[str, Any]:
-    """Where the stored kernels with counters stand against the device's roofs (the longest first)."""
-    points = counter_points(hardware, stored_counter_kernels(rows, upload.format))
-    return {"time_by_headroom": time_by_headroom(points) if points else {},
-            "kernels": [p.to_json() for p in points[:MAX_LISTED_COUNTER_POINTS]]}
+    return alarms_json(hardware, records, MatchResult([], [], 0.0, 0.0))
 
 
 def _summary(upload: TraceUploadRow, totals: TraceTotals | None, unmodelled: list[dict[str, Any]],
@@ -161,7 +154,7 @@ def upload_trace(response: Response, file: UploadFile = File(description="a prof
     rows = state.store.list_trace_kernels(upload.id)
     if done.duplicate:
         response.status_code = 200
-    alarms = _stored_alarms(device, upload, rows) if done.duplicate else done.roof_alarms
+    alarms = _stored_alarms(device, stored_counter_kernels(rows, upload.format)) if done.duplicate else done.roof_alarms
     return _summary(upload, state.store.trace_totals([upload.id]).get(upload.id), _unmodelled(rows), alarms,
                     done.warnings, done.duplicate)
 
@@ -187,10 +180,12 @@ def get_trace(upload_id: int = UPLOAD_ID, state: AppState = Depends(get_state),
         device = state.hardware(upload.hardware_id)[0]
     except KeyError:  # the device was deleted since
         device = None
-    alarms = _stored_alarms(device, upload, rows) if device else []
+    records = stored_counter_kernels(rows, upload.format)
+    alarms = _stored_alarms(device, records) if device else []
     out = _summary(upload, state.store.trace_totals([upload_id]).get(upload_id), _unmodelled(rows), alarms,
                    [upload.error] if upload.error else [], False)
-    out["measured_roofline"] = _measured_roofline(device, upload, rows) if device else None
+    out["measured_roofline"] = (measured_roofline_json(counter_points(device, records), MAX_LISTED_COUNTER_POINTS)
+                                if device else None)
     out["kernel_rows"] = [{"name": k.name, "category": k.category, "duration_s": k.duration_s,
                            "instances": k.instances, "op_name": k.op_name, "op_kind": k.op_kind, "run_id": k.run_id,
                            "counters": k.counters, "reason": k.reason} for k in rows[:kernel_limit]]

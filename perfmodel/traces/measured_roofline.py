@@ -100,4 +100,10 @@ def time_by_headroom(points: list[CounterPoint]) -> dict[str, float]:
     return out
 
 
-__all__ = ["CounterPoint", "counter_points", "time_by_headroom"]
+def measured_roofline_json(points: list[CounterPoint], top: int | None = None) -> dict[str, Any]:
+    """The points as JSON: their time split by headroom (empty without points) and the first ``top`` of them."""
+    return {"time_by_headroom": time_by_headroom(points) if points else {},
+            "kernels": [p.to_json() for p in points[:top]]}
+
+
+__all__ = ["CounterPoint", "counter_points", "measured_roofline_json", "time_by_headroom"]

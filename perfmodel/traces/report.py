@@ -23,7 +23,12 @@ from perfmodel.ops.base import FloatArray
 from perfmodel.roofline import predict_many, predict_valid
 from perfmodel.traces.ingest import alarms_json
 from perfmodel.traces.matching import MatchedRun, MatchResult, UnmodelledKernel
-from perfmodel.traces.measured_roofline import CounterPoint, counter_points, time_by_headroom
+from perfmodel.traces.measured_roofline import (
+    CounterPoint,
+    counter_points,
+    measured_roofline_json,
+    time_by_headroom,
+)
 from perfmodel.traces.records import ParsedTrace
 from perfmodel.units import format_time_s
 
@@ -96,8 +101,7 @@ class TraceReport:
                          "bias_pct": finite(k.bias_pct)} for k in self.kinds]
         out["unmodelled"] = [dataclasses.asdict(u) for u in self.unmodelled[:top]]
         out["alarms"] = self.alarms[:top]
-        out["measured_roofline"] = {"time_by_headroom": time_by_headroom(self.counter_points),
-                                    "kernels": [p.to_json() for p in self.counter_points[:top]]}
+        out["measured_roofline"] = measured_roofline_json(self.counter_points, top)
         out["unmodelled_share"] = self.unmodelled_share
         return out
 

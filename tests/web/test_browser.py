@@ -174,8 +174,7 @@ def test_whatif_variant_saved_with_the_token(watched: Watched, server: str) -> N
     page.locator("#save-variant button").click()
     page.wait_for_function("document.getElementById('save-status').textContent.length > 0")
     assert "token" in (page.locator("#save-status").text_content() or "")  # no token yet: refused
-    page.locator("#token-input").fill(TOKEN)
-    page.locator("#token-form button[type=submit]").click()
+    _save_token(page)
     page.locator("#save-variant button").click()
     page.wait_for_function("document.getElementById('save-status').textContent.startsWith('Saved')")
     spec = httpx.get(f"{server}/api/v1/hardware/h100-browser-test").json()["spec"]
@@ -195,17 +194,26 @@ def test_keyboard_skip_link_and_focus(watched: Watched, server: str) -> None:
     assert outline != "none"
 
 
+def _save_token(page: Any) -> None:
+    page.locator("#token-input").fill(TOKEN)
+    page.locator("#token-form button[type=submit]").click()
+
+
+def _upload(page: Any, server: str, trace: Path) -> None:
+    """Save the token on the upload page, choose the A100, and send ``trace``."""
+    page.goto(f"{server}/upload")
+    _save_token(page)
+    page.locator("#upload-hardware").select_option(A100)
+    page.locator("#trace-file").set_input_files(str(trace))
+    page.locator("#upload-button").click()
+
+
 def test_upload_flow_end_to_end(watched: Watched, server: str) -> None:
     traces = real_traces()
     assert traces, "no Kineto trace in tests/data/traces or /work/shared/data/traces/pytorch_kineto"
     trace = min(traces, key=lambda p: p.stat().st_size)
     page = watched.page
-    page.goto(f"{server}/upload")
-    page.locator("#token-input").fill(TOKEN)
-    page.locator("#token-form button[type=submit]").click()
-    page.locator("#upload-hardware").select_option(A100)
-    page.locator("#trace-file").set_input_files(str(trace))
-    page.locator("#upload-button").click()
+    _upload(page, server, trace)
     page.wait_for_selector("#upload-result:not([hidden])", timeout=60_000)
     assert page.locator("#result-summary dd").count() >= 5
     assert page.locator("#upload-progress").get_attribute("value") == "100"
@@ -220,12 +228,7 @@ def test_upload_flow_end_to_end(watched: Watched, server: str) -> None:
 def test_upload_then_fit_a_calibration_on_its_runs(watched: Watched, server: str) -> None:
     trace = Path(__file__).resolve().parents[1] / "data" / "traces" / "host_cpu_conv_train.pt.trace.json.gz"
     page = watched.page
-    page.goto(f"{server}/upload")
-    page.locator("#token-input").fill(TOKEN)
-    page.locator("#token-form button[type=submit]").click()
-    page.locator("#upload-hardware").select_option(A100)
-    page.locator("#trace-file").set_input_files(str(trace))
-    page.locator("#upload-button").click()
+    _upload(page, server, trace)
     page.wait_for_selector("#calibrate-button", timeout=60_000)
     assert page.locator("#calibrate-button").inner_text().startswith("Fit a calibration on its ")
     page.locator("#calibrate-button").click()
@@ -241,8 +244,7 @@ def test_upload_then_fit_a_calibration_on_its_runs(watched: Watched, server: str
 def test_runs_page_fits_a_calibration_on_the_runs_it_shows(watched: Watched, server: str) -> None:
     page = watched.page
     page.goto(f"{server}/runs?hardware={H100}&op_kind=matmul")
-    page.locator("#token-input").fill(TOKEN)
-    page.locator("#token-form button[type=submit]").click()
+    _save_token(page)
     button = page.locator("#fit-calibration #calibrate-button")
     assert button.inner_text().startswith("Fit a calibration on these ")
     button.click()

@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import A100, TOKEN, make_app
 from fastapi.testclient import TestClient
+
+from tests.web.conftest import A100, TOKEN, make_app
 
 NCU = Path(__file__).resolve().parents[1] / "data" / "traces" / (
     "attention__actual_parameter_analysis__data__5-9__bert_flashattn_nsight.csv")
