@@ -12,7 +12,10 @@ by as much, the misses are per-shape library choices that nearby shapes do not s
 
 scikit-learn is not a perfmodel dependency (this is an analysis, not a model):
 
-    .venv/bin/pip install scikit-learn && .venv/bin/python benchmarks/learner_ceiling.py
+    .venv/bin/pip install scikit-learn && .venv/bin/python benchmarks/learner_ceiling.py [--swap]
+
+It also scores the two together, the geometric mean of the calibrated and the trees' times: the
+ensemble's ceiling, were a tree stage added to the calibration. ``--swap`` fits on the other half.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from measured_data import Row, all_rows
-from scoreboard import GEMM_LABELS, TARGET_P90_PCT, fit_mask, scoreboard
+from scoreboard import GEMM_LABELS, TARGET_P90_PCT, fit_mask
 
 import perfmodel
+from perfmodel.calibration import fit_calibration, predict_calibrated
 
 LABEL_CODES = {label: i for i, label in enumerate(GEMM_LABELS)}
 DTYPE_CODES = {"fp32": 0.0, "fp16": 1.0}
@@ -56,15 +60,15 @@ def raw_features(row: Row, model_s: float) -> list[float]:
             float(op["padding"]), _log2(op["batch"]), float(op.get("algorithm") == "winograd")]
 
 
-def learner_errors(rows: list[Row], mask: np.ndarray[Any, np.dtype[np.bool_]]) -> dict[tuple[str, str], Any]:
-    """Held-out abs % error of the tree ensemble per (device, label), rows in the scoreboard's order."""
+def learner_times(rows: list[Row], mask: np.ndarray[Any, np.dtype[np.bool_]]) -> dict[str, Any]:
+    """Per device: the held-out rows' indices and the tree ensemble's times for them (seconds)."""
     from sklearn.ensemble import HistGradientBoostingRegressor  # type: ignore[import-not-found,import-untyped,unused-ignore]
 
     by_hw: dict[str, list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
         if r.label in GEMM_LABELS:
             by_hw[r.hardware].append(i)
-    out: dict[tuple[str, str], Any] = {}
+    out: dict[str, Any] = {}
     for hw, idx in sorted(by_hw.items()):
         model_s = perfmodel.predict_many(hw, [rows[i].op for i in idx], timing="kernel", space="compact").time_s
         x = np.array([raw_features(rows[i], t) for i, t in zip(idx, model_s, strict=True)])
@@ -72,11 +76,19 @@ def learner_errors(rows: list[Row], mask: np.ndarray[Any, np.dtype[np.bool_]]) -
         fit = mask[idx]
         learner = HistGradientBoostingRegressor(max_iter=300, learning_rate=0.05, min_samples_leaf=5,
                                                 loss="absolute_error", random_state=0).fit(x[fit], y[fit])
-        ape = np.abs(np.exp(learner.predict(x[~fit]) - y[~fit]) - 1.0) * 100.0
-        labels = np.array([rows[i].label for i in idx])[~fit]
-        for label in sorted(set(labels)):
-            out[(hw, label)] = ape[labels == label]
+        out[hw] = (np.array(idx)[~fit], model_s[~fit] * np.exp(learner.predict(x[~fit])))
     return out
+
+
+def calibrated_times(rows: list[Row], mask: np.ndarray[Any, np.dtype[np.bool_]], hw: str,
+                     scored: np.ndarray[Any, np.dtype[np.intp]]) -> Any:
+    """The calibration fitted on the device's fit rows (as the scoreboard fits it), on the ``scored`` rows."""
+    fit = [(r.op, r.measured_s) for r, m in zip(rows, mask, strict=True) if m and r.hardware == hw]
+    return predict_calibrated(hw, [rows[i].op for i in scored], fit_calibration(hw, fit, timing="kernel")).time_s
+
+
+def _over(predicted: Any, measured: Any) -> Any:
+    return np.abs(predicted / measured - 1.0) * 100.0
 
 
 def main() -> None:
@@ -84,24 +96,32 @@ def main() -> None:
         import sklearn  # type: ignore[import-not-found,import-untyped,unused-ignore]  # noqa: F401
     except ImportError:
         sys.exit("needs scikit-learn (not a perfmodel dependency): .venv/bin/pip install scikit-learn")
+    swap = "--swap" in sys.argv[1:]
     rows = [r for r in all_rows() if r.dataset == "deepbench" and r.label in GEMM_LABELS]
-    mask = fit_mask(rows)
-    scores = {(s.hardware, s.label): s for s in scoreboard(rows, set(perfmodel.list_hardware()))}
-    learner = learner_errors(rows, mask)
-    print("DeepBench GEMM-like rows, held out (crc32 shape parity), abs % error: calibration vs tree ensemble")
+    mask = fit_mask(rows) != swap
+    labels = np.array([r.label for r in rows])
+    measured = np.array([r.measured_s for r in rows])
+    half = "the other half (--swap)" if swap else "crc32 shape parity"
+    print(f"DeepBench GEMM-like rows, held out ({half}), abs % error: calibration, tree ensemble, and their "
+          "geometric mean")
     print(f"{'hardware':<24} {'op class':<11} {'rows':>5}  {'cal med':>7} {'p90':>6} {'>20%':>5}  "
-          f"{'trees med':>9} {'p90':>6} {'>20%':>5}")
-    total = {"cal": 0, "trees": 0, "rows": 0}
-    for key, ape in sorted(learner.items()):
-        cal = scores[key].cal_ape
-        total["cal"] += int((cal > TARGET_P90_PCT).sum())
-        total["trees"] += int((ape > TARGET_P90_PCT).sum())
-        total["rows"] += ape.size
-        print(f"{key[0]:<24} {key[1]:<11} {ape.size:>5}  {np.median(cal):>7.1f} {np.percentile(cal, 90):>6.1f} "
-              f"{int((cal > TARGET_P90_PCT).sum()):>5}  {np.median(ape):>9.1f} {np.percentile(ape, 90):>6.1f} "
-              f"{int((ape > TARGET_P90_PCT).sum()):>5}")
-    print(f"rows more than {TARGET_P90_PCT:.0f} % off: calibration {total['cal']}, tree ensemble {total['trees']} "
-          f"of {total['rows']}")
+          f"{'trees med':>9} {'p90':>6} {'>20%':>5}  {'both med':>8} {'p90':>6} {'>20%':>5}")
+    total = {"cal": 0, "trees": 0, "both": 0, "rows": 0}
+    for hw, (scored, trees_s) in learner_times(rows, mask).items():
+        cal_s = calibrated_times(rows, mask, hw, scored)
+        errors = {"cal": _over(cal_s, measured[scored]), "trees": _over(trees_s, measured[scored]),
+                  "both": _over(np.sqrt(cal_s * trees_s), measured[scored])}
+        for label in sorted(set(labels[scored])):
+            sel = labels[scored] == label
+            cells = []
+            for name, ape in errors.items():
+                over = int((ape[sel] > TARGET_P90_PCT).sum())
+                total[name] += over
+                cells.append(f"{np.median(ape[sel]):>7.1f} {np.percentile(ape[sel], 90):>6.1f} {over:>5}")
+            total["rows"] += int(sel.sum())
+            print(f"{hw:<24} {label:<11} {int(sel.sum()):>5}  {cells[0]}  {cells[1]:>23}  {cells[2]:>22}")
+    print(f"rows more than {TARGET_P90_PCT:.0f} % off: calibration {total['cal']}, tree ensemble {total['trees']}, "
+          f"geometric mean {total['both']} of {total['rows']}")
 
 
 if __name__ == "__main__":
