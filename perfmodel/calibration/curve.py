@@ -129,6 +129,29 @@ def time_s(theta: FloatArray, f: Features) -> FloatArray:
     return np.exp(p[:, 0]) * f.overhead_s + f.body_s * np.exp(log_factor(p, f))
 
 
+def log_time_gradient(theta: FloatArray, f: Features) -> FloatArray:
+    """d log(t_cal) / d theta per row (n x N_PARAMS), ``theta`` one parameter vector: the Jacobian the fit uses."""
+    p = np.asarray(theta, dtype=float)
+    floor_s = np.exp(p[0]) * f.overhead_s
+    body_s = f.body_s * np.exp(log_factor(p, f))
+    total_s = np.maximum(floor_s + body_s, 1e-300)
+    body_share = body_s / total_s
+    out: FloatArray = np.empty((len(total_s), N_PARAMS))
+    out[:, 0] = floor_s / total_s
+    for first, size, weight in ((1, f.log10_flops, f.compute_share), (5, f.log10_bytes, 1.0 - f.compute_share)):
+        b, x0, width = p[first + 1], p[first + 2], np.exp(p[first + 3])
+        z = (x0 - size) / width
+        sig = _sigmoid(z)
+        slope = b * sig * (1.0 - sig)  # d g / d z
+        part = body_share * weight
+        out[:, first] = part  # d / d a
+        out[:, first + 1] = part * sig  # d / d b
+        out[:, first + 2] = part * slope / width  # d / d x0
+        out[:, first + 3] = -part * slope * z  # d / d log width
+    out[:, N_CURVE:] = body_share[:, None] * f.shape
+    return out
+
+
 def overhead_s(theta: FloatArray, f: Features) -> FloatArray:
     """Calibrated fixed overhead per row (seconds)."""
     return np.exp(np.atleast_2d(theta)[:, 0]) * f.overhead_s

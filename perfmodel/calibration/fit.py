@@ -29,6 +29,7 @@ SHAPE_BOUND = 3.0
 PRIOR_SD = np.array([1.5, 1.0, 1.0, 2.0, 0.7, 1.0, 1.0, 2.0, 0.7, *([SHAPE_PRIOR_SD] * shape.N_SHAPE)])
 LOG_WIDTH_BOUNDS = (np.log(0.1), np.log(3.0))  # ramp width 0.1-3 decades
 HELD_OUT_CAP = 0.5  # |log residual| counted at most this much when forms are compared on held-out runs
+MAX_EVALUATIONS = 100  # per least-squares start: 400 gave the same scoreboard to 0.1 %, at 4x the fit time
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,13 @@ def fit_theta(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None
         predicted = np.maximum(curve.time_s(theta, f), 1e-30)
         return np.concatenate([np.log(predicted) - log_measured, PRIOR_WEIGHT * (x - mean[free]) / PRIOR_SD[free]])
 
+    prior_rows = np.diag(PRIOR_WEIGHT / PRIOR_SD[free])
+
+    def jacobian(x: FloatArray) -> FloatArray:
+        theta[free] = x
+        out: FloatArray = np.vstack([curve.log_time_gradient(theta, f)[:, free], prior_rows])
+        return out
+
     starts = [mean]
     if warm_start is not None:
         starts = [warm_start]
@@ -116,8 +124,8 @@ def fit_theta(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None
     span = upper - lower
     for start in starts:
         x0 = np.clip(start[free], lower + 1e-6 * span, upper - 1e-6 * span)
-        result = least_squares(residuals, x0, bounds=(lower, upper), loss="soft_l1", f_scale=LOSS_SCALE,
-                               x_scale=PRIOR_SD[free], max_nfev=400)
+        result = least_squares(residuals, x0, jac=jacobian, bounds=(lower, upper), loss="soft_l1", f_scale=LOSS_SCALE,
+                               x_scale=PRIOR_SD[free], max_nfev=MAX_EVALUATIONS)
         if best is None or result.cost < best.cost:
             best = result
     out = mean.copy()
