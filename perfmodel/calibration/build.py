@@ -18,13 +18,16 @@ from typing import Any
 import numpy as np
 
 from perfmodel.calibration import curve
+from perfmodel.calibration.boost import FOLDS as TREE_FOLDS
+from perfmodel.calibration.boost import ResidualTrees, fit_residual_trees
 from perfmodel.calibration.classes import class_keys, parent_key, related, single_node_key
-from perfmodel.calibration.fit import FitResult, abs_pct, fit_with_cv
+from perfmodel.calibration.fit import FitResult, abs_pct, fit_with_cv, fold_ids
 from perfmodel.calibration.local import LocalCorrection, fit_local
-from perfmodel.calibration.model import DEFAULTS, Calibration, ClassParams, Range, borrowed
+from perfmodel.calibration.model import DEFAULTS, Calibration, ClassParams, Range, borrowed, predict_calibrated
 from perfmodel.collectives import devices_per_node
+from perfmodel.hardware import Hardware
 from perfmodel.ops import Op, make_op
-from perfmodel.ops.base import FloatArray
+from perfmodel.ops.base import FloatArray, IntArray
 from perfmodel.roofline import HardwareLike, SpaceName, Timing, predict_many, resolve_hardware
 
 MIN_RUNS = 6  # fewer runs than this in a class: fall back (a 9-parameter curve needs a few points)
@@ -33,7 +36,7 @@ MIN_RUNS = 6  # fewer runs than this in a class: fall back (a 9-parameter curve 
 def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] | Op, float]], *, folds: int = 5,
                     seed: int = 0, base: Calibration | None = None, timing: Timing = "kernel",
                     min_runs: int = MIN_RUNS, space: SpaceName = "compact",
-                    local_correction: bool = True) -> Calibration:
+                    local_correction: bool = True, residual_trees: bool = True) -> Calibration:
     """Fit a calibration of ``hardware`` to ``runs`` (op, measured seconds).
 
     ``folds``: k of the k-fold cross-validation (identical ops stay in one fold); ``seed`` shuffles
@@ -43,6 +46,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
     clock around one op), as in ``predict_many``. ``space``: the GEMM schedule space the model
     predicts with (``predict_many``'s); the calibration corrects that model and remembers it.
     ``local_correction``: smooth each fitted class's residuals over its measured shapes (``local``).
+    ``residual_trees``: try the device's boosted trees over every fitted class (``boost``), kept if CV says so.
     """
     hw = resolve_hardware(hardware)
     identity = {"id": hw.id, "vendor": hw.vendor, "kind": hw.kind}
@@ -140,6 +144,12 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
                 classes[key] = _carried(seeded, base, foreign)
                 rows[key] = _class_report(key, classes[key], None, np.zeros(0), np.zeros(0), None, 0, 0, None)
 
+    trees, trees_report = None, None
+    if residual_trees and f is not None:
+        options = {"folds": min(folds, TREE_FOLDS), "base": base, "timing": timing, "min_runs": min_runs,
+                   "space": space, "local_correction": local_correction}
+        trees, trees_report = _residual_trees(hw, runs, f, model_s, ops, keys, measured, groups, list(results), seed,
+                                              options)
     level_report = _class_report("*", hardware_level, f.take(pooled_idx) if pooled is not None and f else None,
                                  measured[pooled_idx], model_s[pooled_idx],
                                  pooled.cv_residuals if pooled else None, 0, pooled.folds if pooled else 0,
@@ -154,8 +164,30 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
                                  "gets its class's cross-validated band times this factor: the 80th percentile, "
                                  "over the device's runs held out beyond their fold's fitted data, of how far "
                                  "past their class's band they fell"},
-              "other_classes": hardware_level.source}
-    return Calibration(identity, classes, hardware_level, report, timing=timing, space=space)
+              "other_classes": hardware_level.source, "residual_trees": trees_report}
+    return Calibration(identity, classes, hardware_level, report, timing=timing, space=space, residual_trees=trees)
+
+
+def _residual_trees(hw: Hardware, runs: Sequence[tuple[dict[str, Any] | Op, float]], f: curve.Features,
+                    model_s: FloatArray, ops: Sequence[Op], keys: np.ndarray[Any, np.dtype[np.str_]],
+                    measured: FloatArray, groups: IntArray, fitted: Sequence[str], seed: int,
+                    options: dict[str, Any]) -> tuple[ResidualTrees | None, dict[str, Any]]:
+    """The device's residual trees (``boost``) on the runs whose own class was fitted here, judged against the
+    calibration without them under the same folds: for each fold, the calibration refitted on every other run
+    (``options``: ``fit_calibration``'s) predicts the fold's runs."""
+    rows = np.flatnonzero(np.isin(keys, list(fitted)) & (model_s > 0))
+    fold = fold_ids(np.unique(groups[rows], return_inverse=True)[1], TREE_FOLDS, seed)
+    held_out = np.full(rows.size, np.nan)
+    for j in range(TREE_FOLDS):
+        test = rows[fold == j]
+        train = np.setdiff1d(np.arange(len(runs)), test)
+        if not test.size or not train.size:
+            continue
+        refit = fit_calibration(hw, [runs[int(i)] for i in train], seed=seed, residual_trees=False, **options)
+        predicted = predict_calibrated(hw, [ops[int(i)] for i in test], refit).time_s
+        held_out[fold == j] = np.log(measured[test] / predicted)
+    return fit_residual_trees(f.take(rows), model_s[rows], [ops[int(i)] for i in rows], keys[rows].tolist(),
+                              measured[rows], groups[rows], held_out, seed)
 
 
 def _belief(seeded: ClassParams, foreign: bool) -> FloatArray:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 import numpy as np
 
 from perfmodel.calibration import curve, shape
+from perfmodel.calibration.boost import ResidualTrees
 from perfmodel.calibration.classes import class_keys, parent_key
 from perfmodel.calibration.local import LocalCorrection
 from perfmodel.collectives import devices_per_node
@@ -93,8 +94,10 @@ class Calibration:
     """
 
     def __init__(self, hardware: dict[str, str], classes: dict[str, ClassParams], hardware_level: ClassParams,
-                 report: dict[str, Any], timing: str = "kernel", space: SpaceName = "compact") -> None:
+                 report: dict[str, Any], timing: str = "kernel", space: SpaceName = "compact",
+                 residual_trees: ResidualTrees | None = None) -> None:
         self.hardware = dict(hardware)
+        self.residual_trees = residual_trees  # the device's trees over its fitted classes (``boost``), if kept
         self.classes = dict(classes)
         self.hardware_level = hardware_level
         self.timing = timing
@@ -119,6 +122,7 @@ class Calibration:
                 "hardware": self.hardware, "timing": self.timing, "space": self.space,
                 "hardware_level": self.hardware_level.to_json(),
                 "classes": {k: v.to_json() for k, v in sorted(self.classes.items())},
+                "residual_trees": None if self.residual_trees is None else self.residual_trees.to_json(),
                 "report": _json_safe(self._report)}
 
     @classmethod
@@ -131,7 +135,8 @@ class Calibration:
         return cls({k: str(hardware[k]) for k in ("id", "vendor", "kind")},
                    {k: ClassParams.from_json(v) for k, v in params["classes"].items()},
                    ClassParams.from_json(params["hardware_level"]), dict(params.get("report") or {}),
-                   str(params.get("timing", "kernel")), _space(params.get("space", "compact")))
+                   str(params.get("timing", "kernel")), _space(params.get("space", "compact")),
+                   None if params.get("residual_trees") is None else ResidualTrees.from_json(params["residual_trees"]))
 
     def entry(self, key: str) -> ClassParams:
         """The parameters a ``class[/variant]:dtype`` uses: its own, else its class's, else the device's
@@ -182,6 +187,13 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     if n:
         f = curve.clip_shape(f, ranges[:, 0], ranges[:, 1])
     time = curve.time_s(theta, f) * np.exp(local) if n else np.zeros(0)
+    trees = calibration.residual_trees
+    if trees is not None and n:  # rows of a class fitted here: averaged with the device's residual trees
+        own_fit = np.array([mine and e.source == "fitted" for e, mine in zip(entries, own, strict=True)])[inverse]
+        rows = np.flatnonzero(own_fit & (batch.time_s > 0) & (time > 0))
+        row_keys = names[inverse[rows]].tolist()
+        time[rows] *= np.exp(trees.log_factor(unclipped.take(rows), batch.time_s[rows],
+                                              [batch.ops[int(i)] for i in rows], row_keys, time[rows]))
     overhead = np.minimum(curve.overhead_s(theta, f), time) if n else np.zeros(0)
     in_range = fitted[inverse] & ~outside.any(axis=1)
     beyond_fit = fitted[inverse] & ~in_range  # a fitted class, this op beyond its data

@@ -1,0 +1,117 @@
+"""Residual trees: the numpy boosting against known answers, their JSON, and the calibration stage they make."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import perfmodel
+from perfmodel.calibration import Calibration, curve, fit_calibration, predict_calibrated
+from perfmodel.calibration.boost import ResidualTrees, op_fields
+from perfmodel.calibration.trees import TreeEnsemble, fit_trees
+from perfmodel.ops import make_op
+
+HW = "nvidia-a100-sxm4-80gb"
+
+
+def test_trees_find_a_step_no_smooth_curve_has() -> None:
+    rng = np.random.default_rng(0)
+    n = rng.choice([64.0, 96.0, 128.0], size=600)
+    x = np.column_stack([np.log2(n), rng.uniform(0, 10, 600)])
+    y = np.where(n == 96.0, 0.6, 0.0) + 0.01 * rng.standard_normal(600)
+    trees = fit_trees(x[:400], y[:400])
+    predicted = trees.predict(x[400:])
+    assert np.abs(predicted - np.where(n[400:] == 96.0, 0.6, 0.0)).max() < 0.05
+
+
+def test_missing_values_go_the_side_the_split_learnt() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0, 10, size=(500, 1))
+    x[:100, 0] = np.nan  # a field this op kind does not have
+    y = np.where(np.isnan(x[:, 0]), 1.0, np.where(x[:, 0] > 5, 1.0, 0.0))
+    trees = fit_trees(x, y, rounds=100, learning_rate=0.2)
+    assert trees.predict(np.array([[np.nan], [2.0], [8.0]])) == pytest.approx([1.0, 0.0, 1.0], abs=0.05)
+
+
+def test_trees_json_round_trip_and_bad_trees_refused() -> None:
+    rng = np.random.default_rng(2)
+    x = rng.uniform(0, 1, size=(200, 3))
+    x[rng.random(200) < 0.2, 1] = np.nan
+    trees = fit_trees(x, x[:, 0] * 2 + np.nan_to_num(x[:, 1]), rounds=20)
+    again = TreeEnsemble.from_json(trees.to_json())
+    np.testing.assert_array_equal(again.predict(x), trees.predict(x))
+    bad = trees.to_json()
+    bad["left"][0][0] = 10_000
+    with pytest.raises(ValueError, match="child index"):
+        TreeEnsemble.from_json(bad)
+    bad = trees.to_json()
+    bad["value"] = bad["value"][:-1]
+    with pytest.raises(ValueError, match="trees x nodes"):
+        TreeEnsemble.from_json(bad)
+
+
+def test_op_fields_names_every_field_by_kind() -> None:
+    fields = op_fields(make_op({"kind": "conv2d", "batch": 16, "in_channels": 64, "height": 56, "width": 56,
+                                "out_channels": 128, "kernel_h": 3, "kernel_w": 3, "dtype": "fp16"}))
+    assert fields["conv2d.batch"] == 4.0 and fields["conv2d.kernel_h"] == pytest.approx(np.log2(3))
+    assert "conv2d.dtype" in fields and "conv2d.layout" in fields
+    rows = op_fields(make_op({"kind": "layernorm", "shape": [8, 32, 4096], "dtype": "bf16"}))
+    assert rows["layernorm.shape.last"] == 12.0 and rows["layernorm.shape.rows"] == 8.0
+
+
+def _gemms(seed: int, count: int) -> list[dict[str, Any]]:
+    rng = np.random.default_rng(seed)
+    return [{"kind": "matmul", "m": int(2 ** rng.uniform(7, 13)), "n": int(rng.choice([64, 96, 128, 192, 256])),
+             "k": int(2 ** rng.uniform(7, 13)), "dtype": str(rng.choice(["fp16", "fp32"]))} for _ in range(count)]
+
+
+def _measured(ops: list[dict[str, Any]]) -> np.ndarray:
+    """The model's time, 1.8x where N = 96 (a library's odd kernel for one width, in both dtypes)."""
+    model = perfmodel.predict_many(HW, ops).time_s
+    return model * np.array([1.8 if op["n"] == 96 else 1.0 for op in ops])
+
+
+@pytest.fixture(scope="module")
+def odd_width() -> Calibration:
+    ops = _gemms(3, 240)
+    return fit_calibration(HW, list(zip(ops, _measured(ops).tolist(), strict=True)))
+
+
+def test_a_per_width_kernel_switch_is_learnt_by_the_trees(odd_width: Calibration) -> None:
+    report = odd_width.report["residual_trees"]
+    assert report["kept"] is True
+    assert report["cv"]["with_trees"]["p90_abs_pct"] < report["cv"]["curve"]["p90_abs_pct"]
+    fresh = _gemms(4, 200)
+    truth = _measured(fresh)
+    with_trees = predict_calibrated(HW, fresh, odd_width).time_s
+    without = predict_calibrated(HW, fresh, Calibration.from_params({**odd_width.params, "residual_trees": None}))
+    error_with = np.mean(np.abs(with_trees / truth - 1))
+    error_without = np.mean(np.abs(without.time_s / truth - 1))
+    assert error_with < 0.75 * error_without
+
+
+def test_stored_trees_predict_the_same(odd_width: Calibration) -> None:
+    again = Calibration.from_params(odd_width.params)
+    assert isinstance(again.residual_trees, ResidualTrees)
+    ops = _gemms(5, 50)
+    np.testing.assert_allclose(predict_calibrated(HW, ops, again).time_s,
+                               predict_calibrated(HW, ops, odd_width).time_s, rtol=1e-12)
+    bad = {**odd_width.params, "residual_trees": {**odd_width.params["residual_trees"], "weight": 2}}
+    with pytest.raises(ValueError, match="weight"):
+        Calibration.from_params(bad)
+
+
+def test_an_exact_curve_keeps_no_trees() -> None:
+    ops = _gemms(6, 150)
+    truth = curve.time_s(curve.from_named({**curve.to_named(curve.IDENTITY), "compute_a": 0.2}),
+                         curve.features(perfmodel.predict_many(HW, ops)))
+    report = fit_calibration(HW, list(zip(ops, truth.tolist(), strict=True))).report["residual_trees"]
+    assert report["kept"] is False and "did not beat" in report["reason"]
+
+
+def test_too_few_ops_try_no_trees() -> None:
+    ops = _gemms(7, 30)
+    report = fit_calibration(HW, list(zip(ops, _measured(ops).tolist(), strict=True))).report["residual_trees"]
+    assert report["kept"] is False and "fewer than" in report["reason"]
