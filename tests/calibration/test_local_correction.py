@@ -53,8 +53,8 @@ def _split(seed: int) -> tuple[list[dict[str, Any]], np.ndarray, list[dict[str, 
 def test_a_local_bump_is_learnt_and_carries_to_unseen_shapes() -> None:
     fit_ops, fit_s, test_ops, test_s = _split(seed=5)
     runs = list(zip(fit_ops, fit_s.tolist(), strict=True))
-    with_local = fit_calibration(HW, runs)
-    curve_only = fit_calibration(HW, runs, local_correction=False)
+    with_local = fit_calibration(HW, runs, residual_trees=False)  # the local correction alone
+    curve_only = fit_calibration(HW, runs, local_correction=False, residual_trees=False)
     report = with_local.report["classes"][KEY]["local"]
     assert report is not None and report["points"] == len(fit_ops)
     assert curve_only.report["classes"][KEY]["local"] is None
