@@ -14,8 +14,9 @@ scikit-learn is not a perfmodel dependency (this is an analysis, not a model):
 
     .venv/bin/pip install scikit-learn && .venv/bin/python benchmarks/learner_ceiling.py [--swap]
 
-It also scores the two together, the geometric mean of the calibrated and the trees' times: the
-ensemble's ceiling, were a tree stage added to the calibration. ``--swap`` fits on the other half.
+It also scores the two together, the geometric mean of the calibrated and the trees' times: what led to
+the calibration's residual trees (``perfmodel.calibration.boost``), so the calibration here is fitted
+without them. ``--swap`` fits on the other half.
 """
 
 from __future__ import annotations
@@ -82,9 +83,11 @@ def learner_times(rows: list[Row], mask: np.ndarray[Any, np.dtype[np.bool_]]) ->
 
 def calibrated_times(rows: list[Row], mask: np.ndarray[Any, np.dtype[np.bool_]], hw: str,
                      scored: np.ndarray[Any, np.dtype[np.intp]]) -> Any:
-    """The calibration fitted on the device's fit rows (as the scoreboard fits it), on the ``scored`` rows."""
+    """The calibration fitted on the device's fit rows, without its residual trees (the curve and local
+    correction these trees were first compared with), on the ``scored`` rows."""
     fit = [(r.op, r.measured_s) for r, m in zip(rows, mask, strict=True) if m and r.hardware == hw]
-    return predict_calibrated(hw, [rows[i].op for i in scored], fit_calibration(hw, fit, timing="kernel")).time_s
+    calibration = fit_calibration(hw, fit, timing="kernel", residual_trees=False)
+    return predict_calibrated(hw, [rows[i].op for i in scored], calibration).time_s
 
 
 def _over(predicted: Any, measured: Any) -> Any:
