@@ -72,6 +72,15 @@ def format_calibration_report(report: dict[str, Any]) -> str:
     runs = report.get("runs_used", report.get("runs", 0))
     lines.append(f"{runs} runs; errors are median / p90 abs % of the fitted runs; other classes: "
                  f"{report.get('other_classes', 'the device level')}")
+    trees = report.get("residual_trees")
+    if trees:
+        cv = trees.get("cv") or {}
+        held_out = (f" (held out over {trees.get('folds')} folds of distinct ops, {cv.get('scored_runs', 0)} runs: "
+                    f"calibration {_pct(cv, 'curve').strip()}, with the trees {_pct(cv, 'with_trees').strip()}, "
+                    f"trees alone {_pct(cv, 'trees_alone').strip()})" if cv else "")
+        verdict = "kept" if trees.get("kept") else f"not kept: {trees.get('reason', '')}"
+        lines.append(f"residual trees over the fitted classes ({trees.get('distinct_ops', 0)} distinct ops): "
+                     f"{verdict}{held_out}")
     return "\n".join(lines)
 
 

@@ -40,6 +40,7 @@ def test_store_calibrate_then_predict_with_the_latest(db: Path) -> None:
     fitted = runner.invoke(app, ["calibrate", "--hardware", A100, "--trace", "1", "--notes", "test"])
     assert fitted.exit_code == 0, fitted.output
     assert "calibration 1 of 'nvidia-a100-sxm4-80gb' stored" in fitted.output
+    assert "residual trees over the fitted classes (24 distinct ops): not kept: fewer than 50" in fitted.output
     gemm_line = next(line for line in fitted.output.splitlines() if line.startswith("gemm:fp32"))
     assert gemm_line.split()[1] == "24" and "fitted" in gemm_line
     report = json.loads(runner.invoke(app, ["calibrate", "--hardware", A100, "--trace", "1", "--json"]).output)

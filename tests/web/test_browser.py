@@ -235,6 +235,7 @@ def test_upload_then_fit_a_calibration_on_its_runs(watched: Watched, server: str
     page.wait_for_selector("#link-calibrated", timeout=120_000)
     assert "stored: the latest of " + A100 in page.locator("#calibrate-status").inner_text()
     assert page.locator("#calibration-result-table tbody tr").count() >= 1
+    assert page.locator("#calibration-trees").inner_text().startswith("Residual trees over the fitted classes: ")
     page.locator("#link-calibrated").click()
     page.wait_for_load_state()
     assert page.locator("table.calibration").count() >= 1  # the runs page lists the new calibration

@@ -123,6 +123,13 @@ function calibrationTable(report) {
       el("td", pctText(c.cv), { class: "num" }));
     table.tBodies[0].append(row);
   }
+  const trees = report.residual_trees;
+  if (trees) {
+    const cv = trees.cv || {};
+    const verdict = trees.kept ? "kept" : "not kept (" + (trees.reason || "") + ")";
+    const heldOut = trees.cv ? "; held-out median: calibration " + pctText(cv.curve) + ", with the trees " + pctText(cv.with_trees) : "";
+    table.append(el("caption", "Residual trees over the fitted classes: " + verdict + heldOut, { id: "calibration-trees" }));
+  }
   return table;
 }
 
