@@ -10,10 +10,11 @@ deviation boosting (``trees``). Predictions take the geometric mean of the two:
 
     t → t_curve^(1 − w) · (t_model · exp(trees(x)))^w,   w = ``WEIGHT``
 
-Two different learners, averaged, miss less often than either (on the DeepBench held-out rows > 20 %
-off: curve 337, trees alone 346, both 289 with the other setups' trees, docs/accuracy.md). They are kept
-only where k-fold cross-validation over distinct ops says the average beats the curve's own held-out
-residuals by ``MARGIN``; only rows of a class fitted on this device use them.
+Two different learners, averaged, miss less often than either (the scoreboard's DeepBench held-out rows
+more than 20 % off: 337 without the trees, 284 with them; docs/accuracy.md). They are kept only where
+cross-validation over distinct ops says so: per fold, the calibration refitted without trees and the trees
+fitted on the other runs predict the fold, and the average must beat the calibration alone by ``MARGIN``.
+Only rows of a class fitted on this device use them.
 """
 
 from __future__ import annotations
@@ -121,7 +122,8 @@ def fit_residual_trees(f: curve.Features, model_s: FloatArray, ops: Sequence[Op]
     """Trees on these runs (those of classes fitted on this device: features ``f``, model seconds, ops, class
     keys, measured seconds, distinct-op ids), kept if they earn it.
 
-    ``curve_cv``: each run's held-out log residual log(t_measured / t_curve) from the class fits (nan: none).
+    ``curve_cv``: each run's held-out log residual log(t_measured / t_cal) of the calibration without trees
+    (refitted without the run's fold; nan: none). The trees use the same folds.
     Returns the trees (or None) and what the report says of them.
     """
     groups = np.unique(groups, return_inverse=True)[1]
