@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+import perfmodel
+from perfmodel.calibration import Calibration, fit_calibration, predict_calibrated
 from perfmodel.store import NotFound, Store, StoreError
 
 
@@ -55,3 +58,20 @@ def test_calibrations(store: Store) -> None:
     with pytest.raises(StoreError):
         store.add_calibration("", params, report)
     assert len(store.list_calibrations()) == 3
+
+
+def test_a_calibration_with_residual_trees_round_trips(store: Store) -> None:
+    """~1 MB of trees in the params JSON: stored and read back on each backend, the same predictions."""
+    rng = np.random.default_rng(3)
+    ops = [{"kind": "matmul", "m": int(2 ** rng.uniform(7, 13)), "n": int(rng.choice([64, 96, 128, 192, 256])),
+            "k": int(2 ** rng.uniform(7, 13)), "dtype": "fp16"} for _ in range(160)]
+    measured = perfmodel.predict_many("nvidia-a100-sxm4-80gb", ops).time_s * np.array(
+        [1.8 if op["n"] == 96 else 1.0 for op in ops])
+    fitted = fit_calibration("nvidia-a100-sxm4-80gb", list(zip(ops, measured.tolist(), strict=True)))
+    assert fitted.residual_trees is not None
+    row = store.get_calibration(store.add_calibration("nvidia-a100-sxm4-80gb", fitted.params, fitted.report))
+    assert row is not None
+    again = Calibration.from_params(row.params)
+    assert again.residual_trees is not None
+    np.testing.assert_allclose(predict_calibrated("nvidia-a100-sxm4-80gb", ops[:40], again).time_s,
+                               predict_calibrated("nvidia-a100-sxm4-80gb", ops[:40], fitted).time_s, rtol=1e-12)
