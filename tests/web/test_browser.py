@@ -217,6 +217,8 @@ def test_upload_flow_end_to_end(watched: Watched, server: str) -> None:
     page.wait_for_selector("#upload-result:not([hidden])", timeout=60_000)
     assert page.locator("#result-summary dd").count() >= 5
     assert page.locator("#upload-progress").get_attribute("value") == "100"
+    page.wait_for_selector("#recent-uploads #uploads-table")  # the list shows the new upload without a reload
+    assert trace.name in page.locator("#uploads-table").inner_text()
     page.locator("#link-runs").click()
     page.wait_for_load_state()
     assert page.url.startswith(f"{server}/runs?hardware={A100}&trace=")

@@ -103,6 +103,18 @@ function showUploadResult(body, hardware) {
     document.createTextNode(" · "), el("a", "Predicted vs measured", { href: "/runs?" + q, id: "link-runs" }));
   showCalibrate(body, hardware);
   section.hidden = false;
+  refreshRecentUploads();
+}
+
+/* the server-rendered "Recent uploads" list, fetched again so the new upload shows in it */
+async function refreshRecentUploads() {
+  const here = document.getElementById("recent-uploads");
+  if (!here) return;
+  try {
+    const page = new DOMParser().parseFromString(await (await fetch("/upload")).text(), "text/html");
+    const fresh = page.getElementById("recent-uploads");
+    if (fresh) here.replaceChildren(...fresh.childNodes);
+  } catch (err) { /* the list stays as it was */ }
 }
 
 /* ---- a calibration fitted on the uploaded trace's runs (POST /api/v1/calibrations) ---- */
