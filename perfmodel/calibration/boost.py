@@ -117,12 +117,12 @@ class ResidualTrees:
 
 
 def fit_residual_trees(f: curve.Features, model_s: FloatArray, ops: Sequence[Op], keys: Sequence[str],
-                       measured_s: FloatArray, groups: IntArray, curve_cv: FloatArray,
+                       measured_s: FloatArray, groups: IntArray, without_cv: FloatArray,
                        seed: int = 0) -> tuple[ResidualTrees | None, dict[str, Any]]:
     """Trees on these runs (those of classes fitted on this device: features ``f``, model seconds, ops, class
     keys, measured seconds, distinct-op ids), kept if they earn it.
 
-    ``curve_cv``: each run's held-out log residual log(t_measured / t_cal) of the calibration without trees
+    ``without_cv``: each run's held-out log residual log(t_measured / t_cal) of the calibration without trees
     (refitted without the run's fold; nan: none). The trees use the same folds.
     Returns the trees (or None) and what the report says of them.
     """
@@ -142,13 +142,13 @@ def fit_residual_trees(f: curve.Features, model_s: FloatArray, ops: Sequence[Op]
     for j in range(FOLDS):
         test = fold == j
         trees_cv[test] = target[test] - fit_trees(x[~test], target[~test]).predict(x[test])
-    scored = np.isfinite(curve_cv)
-    both = (1.0 - WEIGHT) * curve_cv + WEIGHT * trees_cv
-    curve_loss, both_loss = held_out_loss(curve_cv[scored]), held_out_loss(both[scored])
-    report["cv"] = {"curve": abs_pct(curve_cv[scored]), "with_trees": abs_pct(both[scored]),
+    scored = np.isfinite(without_cv)
+    both = (1.0 - WEIGHT) * without_cv + WEIGHT * trees_cv
+    without_loss, both_loss = held_out_loss(without_cv[scored]), held_out_loss(both[scored])
+    report["cv"] = {"without_trees": abs_pct(without_cv[scored]), "with_trees": abs_pct(both[scored]),
                     "trees_alone": abs_pct(trees_cv), "scored_runs": int(scored.sum())}
-    if not scored.any() or both_loss >= MARGIN * curve_loss:
-        report["reason"] = "the average did not beat the curve's held-out error by 5 %"
+    if not scored.any() or both_loss >= MARGIN * without_loss:
+        report["reason"] = "the average did not beat the calibration's held-out error without them by 5 %"
         return None, report
     report["kept"] = True
     return ResidualTrees(fit_trees(x, target), classes, fields), report

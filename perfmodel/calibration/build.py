@@ -19,6 +19,7 @@ import numpy as np
 
 from perfmodel.calibration import curve
 from perfmodel.calibration.boost import FOLDS as TREE_FOLDS
+from perfmodel.calibration.boost import MIN_OPS as TREE_MIN_OPS
 from perfmodel.calibration.boost import ResidualTrees, fit_residual_trees
 from perfmodel.calibration.classes import class_keys, parent_key, related, single_node_key
 from perfmodel.calibration.fit import FitResult, abs_pct, fit_with_cv, fold_ids
@@ -178,7 +179,8 @@ def _residual_trees(hw: Hardware, runs: Sequence[tuple[dict[str, Any] | Op, floa
     rows = np.flatnonzero(np.isin(keys, list(fitted)) & (model_s > 0))
     fold = fold_ids(np.unique(groups[rows], return_inverse=True)[1], TREE_FOLDS, seed)
     held_out = np.full(rows.size, np.nan)
-    for j in range(TREE_FOLDS):
+    too_few = np.unique(groups[rows]).size < TREE_MIN_OPS  # no trees will be tried: no refits either
+    for j in range(0 if too_few else TREE_FOLDS):
         test = rows[fold == j]
         train = np.setdiff1d(np.arange(len(runs)), test)
         if not test.size or not train.size:

@@ -75,9 +75,10 @@ def format_calibration_report(report: dict[str, Any]) -> str:
     trees = report.get("residual_trees")
     if trees:
         cv = trees.get("cv") or {}
+        errors = {name: _pct(cv, name).strip() for name in ("without_trees", "with_trees", "trees_alone")}
         held_out = (f" (held out over {trees.get('folds')} folds of distinct ops, {cv.get('scored_runs', 0)} runs: "
-                    f"calibration {_pct(cv, 'curve').strip()}, with the trees {_pct(cv, 'with_trees').strip()}, "
-                    f"trees alone {_pct(cv, 'trees_alone').strip()})" if cv else "")
+                    f"calibration {errors['without_trees']}, with the trees {errors['with_trees']}, "
+                    f"trees alone {errors['trees_alone']})" if cv else "")
         verdict = "kept" if trees.get("kept") else f"not kept: {trees.get('reason', '')}"
         lines.append(f"residual trees over the fitted classes ({trees.get('distinct_ops', 0)} distinct ops): "
                      f"{verdict}{held_out}")

@@ -139,7 +139,7 @@ function calibrationTable(report) {
   if (trees) {
     const cv = trees.cv || {};
     const verdict = trees.kept ? "kept" : "not kept (" + (trees.reason || "") + ")";
-    const heldOut = trees.cv ? "; held-out median: calibration " + pctText(cv.curve) + ", with the trees " + pctText(cv.with_trees) : "";
+    const heldOut = trees.cv ? "; held-out median: calibration " + pctText(cv.without_trees) + ", with the trees " + pctText(cv.with_trees) : "";
     table.append(el("caption", "Residual trees over the fitted classes: " + verdict + heldOut, { id: "calibration-trees" }));
   }
   return table;
