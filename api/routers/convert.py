@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -39,4 +40,7 @@ def json_response(body: bytes, status_code: int = 200) -> Response:
 
 def op_key(op: dict[str, Any]) -> bytes:
     """A canonical key for a raw op dict (sorted keys), for caches and de-duplication."""
-    return orjson.dumps(op, option=orjson.OPT_SORT_KEYS)
+    try:
+        return orjson.dumps(op, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # what orjson cannot write (an integer beyond 64 bits): the op is refused later, by name
+        return json.dumps(op, sort_keys=True, default=repr).encode()

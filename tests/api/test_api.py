@@ -359,3 +359,12 @@ def test_trace_upload_size_limit(database_url: str) -> None:
         response = c.post("/api/v1/traces", files={"file": ("big.json", b"{" + b" " * 5000 + b"}", "text/plain")},
                           data={"hardware": H100}, headers=AUTH)
         assert response.status_code == 413
+
+
+def test_an_integer_beyond_64_bits_is_a_clear_error_not_a_crash(client: TestClient) -> None:
+    """Found by schemathesis: orjson cannot key such an op, which then crashed the batch (500)."""
+    body = '{"hardware": "%s", "ops": [{"": -9223372036854775809}, {"kind": "matmul", "m": %d, "n": 8, "k": 8}]}'
+    response = client.post("/api/v1/predict/batch", content=body % (H100, 2**70),
+                           headers={"Content-Type": "application/json"})
+    assert response.status_code == 422, response.text
+    assert "ops[0]" in response.text or "kind" in response.text
