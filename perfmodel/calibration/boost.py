@@ -19,7 +19,6 @@ Only rows of a class fitted on this device use them.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import zlib
 from collections.abc import Sequence
@@ -41,39 +40,41 @@ NAME_CODES = 97  # a string field (layout, algorithm, dtype) becomes crc32 % thi
 
 
 def op_fields(op: Op) -> dict[str, float]:
-    """Every field of ``op`` as a number, named ``kind.field``: log2 of an integer, a flag as 0/1, a float as
-    is, a shape as log2 of its last dimension and of the rows before it, a name as a category code."""
+    """Every field of ``op`` (``Op.to_dict``) as a number, named ``kind.field``: log2 of an integer, a flag as 0/1,
+    a float as is, a shape as log2 of its last dimension and of the rows before it, a name as a category code."""
     out: dict[str, float] = {}
-    for field in dataclasses.fields(op):  # type: ignore[arg-type,unused-ignore]
-        value = getattr(op, field.name)
-        name = f"{op.kind}.{field.name}"
+    for field, value in op.to_dict().items():
+        name = f"{op.kind}.{field}"
+        if field == "kind" or value is None:
+            continue
         if isinstance(value, bool):
             out[name] = float(value)
         elif isinstance(value, int):
             out[name] = math.log2(max(value, 1))
         elif isinstance(value, float):
             out[name] = value
-        elif isinstance(value, tuple) and value and all(isinstance(v, int) for v in value):
-            out[name + ".last"] = math.log2(max(value[-1], 1))
-            out[name + ".rows"] = math.log2(max(math.prod(value[:-1]), 1))
-        elif value is not None and not isinstance(value, tuple):
-            out[name] = float(zlib.crc32(str(getattr(value, "value", value)).encode()) % NAME_CODES)
+        elif isinstance(value, list):
+            if value and all(isinstance(v, int) for v in value):
+                out[name + ".last"] = math.log2(max(value[-1], 1))
+                out[name + ".rows"] = math.log2(max(math.prod(value[:-1]), 1))
+        else:
+            out[name] = float(zlib.crc32(str(value).encode()) % NAME_CODES)
     return out
 
 
-def _matrix(f: curve.Features, model_s: FloatArray, ops: Sequence[Op], keys: Sequence[str],
+def _matrix(f: curve.Features, model_s: FloatArray, per_op: Sequence[dict[str, float]], keys: Sequence[str],
             classes: Sequence[str], fields: Sequence[str]) -> FloatArray:
     """One row per op: class code, log10 FLOPs, log10 bytes, compute share, log model time, shape numbers,
-    then ``fields`` (nan where an op has none, or a class the trees never saw)."""
+    then ``fields`` from each op's ``op_fields`` (nan where an op has none, or a class the trees never saw)."""
     code = {k: float(i) for i, k in enumerate(classes)}
     with np.errstate(divide="ignore"):
         log_model = np.log(model_s)
     head = np.column_stack([[code.get(k, math.nan) for k in keys], f.log10_flops, f.log10_bytes, f.compute_share,
                             log_model, f.shape])
     column = {name: j for j, name in enumerate(fields)}
-    raw = np.full((len(ops), len(fields)), math.nan)
-    for i, op in enumerate(ops):
-        for name, value in op_fields(op).items():
+    raw = np.full((len(per_op), len(fields)), math.nan)
+    for i, values in enumerate(per_op):
+        for name, value in values.items():
             j = column.get(name)
             if j is not None:
                 raw[i, j] = value
@@ -95,7 +96,7 @@ class ResidualTrees:
         """log(t_new / t_curve) per op (its features ``f``, model and curve seconds, class key)."""
         if not len(ops):
             return np.zeros(0)
-        x = _matrix(f, model_s, ops, keys, self.classes, self.fields)
+        x = _matrix(f, model_s, [op_fields(op) for op in ops], keys, self.classes, self.fields)
         out: FloatArray = self.weight * (np.log(model_s) + self.trees.predict(x) - np.log(curve_s))
         return out
 
@@ -134,8 +135,9 @@ def fit_residual_trees(f: curve.Features, model_s: FloatArray, ops: Sequence[Op]
         report["reason"] = f"fewer than {MIN_OPS} distinct ops"
         return None, report
     classes = sorted(set(keys))
-    fields = sorted({name for op in ops for name in op_fields(op)})
-    x = _matrix(f, model_s, ops, keys, classes, fields)
+    per_op = [op_fields(op) for op in ops]
+    fields = sorted({name for values in per_op for name in values})
+    x = _matrix(f, model_s, per_op, keys, classes, fields)
     target = np.log(measured_s / model_s)
     fold = fold_ids(groups, FOLDS, seed)
     trees_cv = np.full(measured_s.size, math.nan)

@@ -149,7 +149,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
     if residual_trees and f is not None:
         options = {"folds": min(folds, TREE_FOLDS), "base": base, "timing": timing, "min_runs": min_runs,
                    "space": space, "local_correction": local_correction}
-        trees, trees_report = _residual_trees(hw, runs, f, model_s, ops, keys, measured, groups, list(results), seed,
+        trees, trees_report = _residual_trees(hw, f, model_s, ops, keys, measured, groups, list(results), seed,
                                               options)
     level_report = _class_report("*", hardware_level, f.take(pooled_idx) if pooled is not None and f else None,
                                  measured[pooled_idx], model_s[pooled_idx],
@@ -169,9 +169,9 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
     return Calibration(identity, classes, hardware_level, report, timing=timing, space=space, residual_trees=trees)
 
 
-def _residual_trees(hw: Hardware, runs: Sequence[tuple[dict[str, Any] | Op, float]], f: curve.Features,
-                    model_s: FloatArray, ops: Sequence[Op], keys: np.ndarray[Any, np.dtype[np.str_]],
-                    measured: FloatArray, groups: IntArray, fitted: Sequence[str], seed: int,
+def _residual_trees(hw: Hardware, f: curve.Features, model_s: FloatArray, ops: Sequence[Op],
+                    keys: np.ndarray[Any, np.dtype[np.str_]], measured: FloatArray, groups: IntArray,
+                    fitted: Sequence[str], seed: int,
                     options: dict[str, Any]) -> tuple[ResidualTrees | None, dict[str, Any]]:
     """The device's residual trees (``boost``) on the runs whose own class was fitted here, judged against the
     calibration without them under the same folds: for each fold, the calibration refitted on every other run
@@ -182,10 +182,11 @@ def _residual_trees(hw: Hardware, runs: Sequence[tuple[dict[str, Any] | Op, floa
     too_few = np.unique(groups[rows]).size < TREE_MIN_OPS  # no trees will be tried: no refits either
     for j in range(0 if too_few else TREE_FOLDS):
         test = rows[fold == j]
-        train = np.setdiff1d(np.arange(len(runs)), test)
+        train = np.setdiff1d(np.arange(len(ops)), test)
         if not test.size or not train.size:
             continue
-        refit = fit_calibration(hw, [runs[int(i)] for i in train], seed=seed, residual_trees=False, **options)
+        refit = fit_calibration(hw, [(ops[int(i)], float(measured[i])) for i in train], seed=seed,
+                                residual_trees=False, **options)
         predicted = predict_calibrated(hw, [ops[int(i)] for i in test], refit).time_s
         held_out[fold == j] = np.log(measured[test] / predicted)
     return fit_residual_trees(f.take(rows), model_s[rows], [ops[int(i)] for i in rows], keys[rows].tolist(),
