@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,12 +32,16 @@ from perfmodel.ops.base import FloatArray, IntArray
 from perfmodel.roofline import HardwareLike, SpaceName, Timing, predict_many, resolve_hardware
 
 MIN_RUNS = 6  # fewer runs than this in a class: fall back (a 9-parameter curve needs a few points)
+Progress = Callable[[str, float], None]
+# (stage, fraction of the whole fit when the stage starts): ``progress`` is called with these names
+STAGES = {"model": 0.0, "hardware": 0.05, "classes": 0.15, "trees": 0.55, "done": 1.0}
 
 
 def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] | Op, float]], *, folds: int = 5,
                     seed: int = 0, base: Calibration | None = None, timing: Timing = "kernel",
                     min_runs: int = MIN_RUNS, space: SpaceName = "compact",
-                    local_correction: bool = True, residual_trees: bool = True) -> Calibration:
+                    local_correction: bool = True, residual_trees: bool = True,
+                    progress: Progress | None = None) -> Calibration:
     """Fit a calibration of ``hardware`` to ``runs`` (op, measured seconds).
 
     ``folds``: k of the k-fold cross-validation (identical ops stay in one fold); ``seed`` shuffles
@@ -48,7 +52,13 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
     predicts with (``predict_many``'s); the calibration corrects that model and remembers it.
     ``local_correction``: smooth each fitted class's residuals over its measured shapes (``local``).
     ``residual_trees``: try the device's boosted trees over every fitted class (``boost``), kept if CV says so.
+    ``progress``: called as ``progress(stage, fraction)`` (fraction of the whole fit done, 0..1, never
+    decreasing) at each stage and inside its loops, a few hundred calls at most. Stages (``STAGES``): ``model``
+    (the uncalibrated predictions), ``hardware`` (the pooled fit), ``classes`` (once per class key fitted),
+    ``trees`` (the residual trees: once per cross-validation fold), ``done`` (1.0).
     """
+    report_progress = _reporter(progress)
+    report_progress("model", 0.0)
     hw = resolve_hardware(hardware)
     identity = {"id": hw.id, "vendor": hw.vendor, "kind": hw.kind}
     foreign = base is not None and base.hardware_id != hw.id
@@ -73,6 +83,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
 
     pooled_idx = np.flatnonzero(usable)
     pooled: FitResult | None = None
+    report_progress("hardware", STAGES["hardware"])
     if pooled_idx.size >= min_runs and f is not None:
         prior = (_belief(base.hardware_level, foreign) if base is not None and base.hardware_level.source != "defaults"
                  else None)
@@ -93,7 +104,9 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
     parent_of = np.array([parent_key(k) or "" for k in keys.tolist()], dtype=str)
     parents = sorted(set(parent_of.tolist()) - {""})
     pooled_into = _few_multinode_runs(keys, usable, min_runs)
-    for key in parents + sorted(set(keys.tolist())):  # parents first: their variants fall back to them
+    order = parents + sorted(set(keys.tolist()))
+    for n_done, key in enumerate(order):  # parents first: their variants fall back to them
+        report_progress("classes", STAGES["classes"] + (STAGES["trees"] - STAGES["classes"]) * n_done / len(order))
         members = (keys == key) | (parent_of == key) | np.isin(keys, [m for m, s in pooled_into.items() if s == key])
         idx = np.flatnonzero(members & usable)
         seeded = base.classes.get(key) if base is not None else None
@@ -149,8 +162,9 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
     if residual_trees and f is not None:
         options = {"folds": min(folds, TREE_FOLDS), "base": base, "timing": timing, "min_runs": min_runs,
                    "space": space, "local_correction": local_correction}
+        report_progress("trees", STAGES["trees"])
         trees, trees_report = _residual_trees(hw, f, model_s, ops, keys, measured, groups, list(results), seed,
-                                              options)
+                                              options, report_progress)
     level_report = _class_report("*", hardware_level, f.take(pooled_idx) if pooled is not None and f else None,
                                  measured[pooled_idx], model_s[pooled_idx],
                                  pooled.cv_residuals if pooled else None, 0, pooled.folds if pooled else 0,
@@ -166,13 +180,26 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
                                  "over the device's runs held out beyond their fold's fitted data, of how far "
                                  "past their class's band they fell"},
               "other_classes": hardware_level.source, "residual_trees": trees_report}
+    report_progress("done", 1.0)
     return Calibration(identity, classes, hardware_level, report, timing=timing, space=space, residual_trees=trees)
+
+
+def _reporter(progress: Progress | None) -> Progress:
+    """``progress`` made safe to call: a no-op when None, fractions clipped to 0..1 and never decreasing."""
+    last = [0.0]
+
+    def report(stage: str, fraction: float) -> None:
+        if progress is None:
+            return
+        last[0] = max(last[0], min(1.0, max(0.0, float(fraction))))
+        progress(stage, last[0])
+    return report
 
 
 def _residual_trees(hw: Hardware, f: curve.Features, model_s: FloatArray, ops: Sequence[Op],
                     keys: np.ndarray[Any, np.dtype[np.str_]], measured: FloatArray, groups: IntArray,
-                    fitted: Sequence[str], seed: int,
-                    options: dict[str, Any]) -> tuple[ResidualTrees | None, dict[str, Any]]:
+                    fitted: Sequence[str], seed: int, options: dict[str, Any],
+                    progress: Progress) -> tuple[ResidualTrees | None, dict[str, Any]]:
     """The device's residual trees (``boost``) on the runs whose own class was fitted here, judged against the
     calibration without them under the same folds: for each fold, the calibration refitted on every other run
     (``options``: ``fit_calibration``'s) predicts the fold's runs."""
@@ -181,6 +208,7 @@ def _residual_trees(hw: Hardware, f: curve.Features, model_s: FloatArray, ops: S
     held_out = np.full(rows.size, np.nan)
     too_few = np.unique(groups[rows]).size < TREE_MIN_OPS  # no trees will be tried: no refits either
     for j in range(0 if too_few else TREE_FOLDS):
+        progress("trees", STAGES["trees"] + (1.0 - STAGES["trees"]) * 0.8 * j / TREE_FOLDS)
         test = rows[fold == j]
         train = np.setdiff1d(np.arange(len(ops)), test)
         if not test.size or not train.size:
@@ -189,6 +217,7 @@ def _residual_trees(hw: Hardware, f: curve.Features, model_s: FloatArray, ops: S
                                 residual_trees=False, **options)
         predicted = predict_calibrated(hw, [ops[int(i)] for i in test], refit).time_s
         held_out[fold == j] = np.log(measured[test] / predicted)
+    progress("trees", STAGES["trees"] + (1.0 - STAGES["trees"]) * 0.8)
     return fit_residual_trees(f.take(rows), model_s[rows], [ops[int(i)] for i in rows], keys[rows].tolist(),
                               measured[rows], groups[rows], held_out, seed)
 
@@ -319,4 +348,4 @@ def _class_report(key: str, entry: ClassParams, f: curve.Features | None, measur
     return out
 
 
-__all__ = ["MIN_RUNS", "fit_calibration"]
+__all__ = ["MIN_RUNS", "STAGES", "Progress", "fit_calibration"]
