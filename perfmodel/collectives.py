@@ -9,7 +9,8 @@ With p devices, S bytes per device, link bandwidth B per direction and per-step 
 
 Across nodes (p > devices per node, q): reduce-scatter inside the node, the inter-node
 collective on S/q over the network between p/q nodes, all-gather inside the node. All-to-all
-sends the off-node share (p−q)/p · S over the network.
+sends the off-node share (p−q)/p · S over the network. A send/recv moves S once over the tier
+its pair shares: S/B + α.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from perfmodel.machine import MachineTables
 from perfmodel.ops.base import FloatArray, IntArray
 from perfmodel.ops.collective import ALGORITHMS, COMM_KINDS
 
-ALLREDUCE, ALLGATHER, REDUCESCATTER, ALLTOALL = (COMM_KINDS.index(k) for k in
-                                                 ("allreduce", "allgather", "reducescatter", "alltoall"))
+ALLREDUCE, ALLGATHER, REDUCESCATTER, ALLTOALL, SENDRECV = (
+    COMM_KINDS.index(k) for k in ("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv"))
 RING, TREE = ALGORITHMS.index("ring"), ALGORITHMS.index("tree")
 
 
@@ -92,6 +93,8 @@ def collective_time(t: MachineTables, kind: IntArray, size: FloatArray, devices:
     a2a = _one_way(size * q / p, q, intra) + np.where(
         one_node, 0.0, off_node / inter.bandwidth_bytes_per_s + (nodes - 1.0) * inter.step_latency_s)
     a2a = np.where(one_node, _one_way(size, p, intra), a2a)
-    out = np.select([kind == ALLREDUCE, (kind == ALLGATHER) | (kind == REDUCESCATTER), kind == ALLTOALL],
-                    [ar, gather, a2a], default=0.0)
+    p2p = np.where(one_node, size / intra.bandwidth_bytes_per_s + intra.step_latency_s,
+                   size / inter.bandwidth_bytes_per_s + inter.step_latency_s)
+    out = np.select([kind == ALLREDUCE, (kind == ALLGATHER) | (kind == REDUCESCATTER), kind == ALLTOALL,
+                     kind == SENDRECV], [ar, gather, a2a, p2p], default=0.0)
     return np.where(p <= 1.0, 0.0, out)

@@ -1,7 +1,7 @@
 """Collectives across devices: all-reduce, all-gather, reduce-scatter, all-to-all.
 
 ``bytes`` is the per-device buffer: the input of all-reduce and reduce-scatter, the output of
-all-gather, the send buffer of all-to-all.
+all-gather, the send buffer of all-to-all, the message of a send/recv.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 from perfmodel.dtypes import DType
 from perfmodel.ops.base import Op, OpError, Work, dtype_codes, register, require_positive
 
-COMM_KINDS = ("none", "allreduce", "allgather", "reducescatter", "alltoall")
+COMM_KINDS = ("none", "allreduce", "allgather", "reducescatter", "alltoall", "sendrecv")
 ALGORITHMS = ("auto", "ring", "tree")
 
 
@@ -91,3 +91,16 @@ class AllToAll(Collective):
     """Each device sends ``bytes / devices`` to every other device (expert parallelism)."""
 
     kind = "alltoall"
+
+
+@register
+@dataclass(frozen=True)
+class SendRecv(Collective):
+    """Point-to-point: one device sends a ``bytes`` message to a peer (a pipeline-parallel hop).
+
+    ``devices`` is the pair (2); ``devices_per_node=1`` puts the peer on another node, so the message
+    crosses the network instead of the node's links. ``algorithm`` does not apply.
+    """
+
+    kind = "sendrecv"
+    devices: int = 2

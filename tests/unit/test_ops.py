@@ -45,6 +45,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "allgather": {"kind": "allgather", "bytes": 2e6, "devices": 4, "devices_per_node": 4},
     "reducescatter": {"kind": "reducescatter", "bytes": 4e6, "devices": 16, "dtype": "fp32"},
     "alltoall": {"kind": "alltoall", "bytes": 1e5, "devices": 2, "algorithm": "tree"},
+    "sendrecv": {"kind": "sendrecv", "bytes": 3e6, "devices_per_node": 1},
 }
 
 
