@@ -1,0 +1,211 @@
+"""How much of each real trace's device time reaches a modelled op, by which source, and how well it is predicted.
+
+Reads every real profiler file in the repo (``tests/data/traces``, ``benchmarks/data``) and in
+``../shared/data/traces`` (found relative to the repo; missing folders are skipped; files that are not
+traces, and copies of one file, are skipped). Per file: device time, the share matched to a modelled op,
+the share by match source, the time-weighted median |error| of the matched ops (uncalibrated, on the device
+the file names, else the device its data README gives), and the unmatched time by reason category.
+
+    .venv/bin/python benchmarks/trace_coverage.py            # this tree
+    cd /tmp/pm-base && PYTHONPATH=. /work/main/.venv/bin/python /work/main/benchmarks/trace_coverage.py \
+        --shared /work/shared/data/traces
+
+Works on older trees too: where the matcher records no source or reason category, they are derived
+from what it does record. Figures only, nothing asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import re
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path.cwd() if (Path.cwd() / "perfmodel").is_dir() else Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from perfmodel.specs import load_hardware  # noqa: E402
+from perfmodel.traces import match_runs, parse_trace  # noqa: E402
+from perfmodel.traces.records import TraceError  # noqa: E402
+from perfmodel.traces.report import trace_report  # noqa: E402
+
+FOLDERS = ("tests/data/traces", "benchmarks/data")
+SHARED = "../shared/data/traces"
+DEVICE_CATEGORIES = ("kernel", "memcpy", "memset", "device")
+# the device of files that do not name theirs, from the hardware column of the data READMEs
+README_DEVICES = (("mi100", "amd-mi100"), ("mi200", "amd-mi250x"), ("mi250", "amd-mi250x"),
+                  ("resnet50", "nvidia-v100-sxm2-32gb"), ("sampled_rank", "nvidia-a100-sxm4-80gb"),
+                  ("nsight", "nvidia-a100-sxm4-80gb"), ("", "nvidia-a100-sxm4-80gb"))
+# a device name a Kineto trace records -> hardware id (first match, case-insensitive)
+DEVICE_NAMES = (("a100-sxm4-80gb", "nvidia-a100-sxm4-80gb"), ("a100-pg509", "nvidia-a100-sxm4-40gb"),
+                ("a100-sxm4-40gb", "nvidia-a100-sxm4-40gb"), ("a100", "nvidia-a100-sxm4-80gb"),
+                ("h100", "nvidia-h100-sxm5-80gb"), ("v100", "nvidia-v100-sxm2-32gb"), ("mi300", "amd-mi300x"))
+
+
+@dataclass
+class FileRow:
+    name: str
+    fmt: str
+    hardware: str
+    device_s: float
+    matched_s: float
+    by_source: dict[str, float] = field(default_factory=dict)
+    by_reason: dict[str, float] = field(default_factory=dict)
+    errors: list[tuple[float, float]] = field(default_factory=list)  # (|error| %, measured s) per op row
+    note: str = ""
+
+    @property
+    def share(self) -> float:
+        return self.matched_s / self.device_s if self.device_s > 0 else float("nan")
+
+
+def weighted_median(pairs: list[tuple[float, float]]) -> float:
+    """The value below which half the weight lies ((value, weight) pairs); nan when empty."""
+    pairs = [(v, w) for v, w in pairs if np.isfinite(v) and w > 0]
+    if not pairs:
+        return float("nan")
+    pairs.sort()
+    values, weights = np.array([v for v, _ in pairs]), np.cumsum([w for _, w in pairs])
+    return float(values[np.searchsorted(weights, weights[-1] / 2.0)])
+
+
+def trace_files(shared: Path) -> list[Path]:
+    seen: set[str] = set()
+    out = []
+    for base in [*(ROOT / folder for folder in FOLDERS), shared]:
+        if not base.is_dir():
+            continue
+        for path in sorted(p for p in base.rglob("*") if p.is_file() and p.suffix.lower() != ".md"):
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            if digest not in seen:
+                seen.add(digest)
+                out.append(path)
+    return out
+
+
+def named_device(path: Path, parsed: Any) -> str | None:
+    """The hardware id of the device the file names (parsed metadata, else a Kineto head's deviceProperties)."""
+    name = getattr(parsed, "device_name", None)
+    if not name and ".json" in path.name:
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(path, "rb") as stream:
+            head = stream.read(1 << 20).decode("utf-8", "replace")
+        found = re.search(r'"deviceProperties"\s*:\s*\[\s*\{[^}]*?"name"\s*:\s*"([^"]+)"', head)
+        name = found.group(1) if found else None
+    if not name:
+        return None
+    return next((hw for token, hw in DEVICE_NAMES if token in name.lower()), None)
+
+
+def _source(result: Any, parsed: Any, index: int) -> str:
+    sources = getattr(result, "kernel_sources", None)
+    if sources is not None:
+        return str(sources[index])
+    return "collective metadata" if parsed.kernels[index].collective is not None else "framework shapes"
+
+
+def _category(result: Any, index: int) -> str:
+    categories = getattr(result, "kernel_categories", None)
+    if categories is not None:
+        return str(categories[index])
+    reason = result.kernel_reasons[index] or ""
+    for pattern, category in ((r"Input Dims|not recorded|shapes unknown|no recorded shape", "shapes not recorded"),
+                              (r"memcpy|memset", "copy not modelled"),
+                              (r"is not modelled|not a modelled", "op not modelled"),
+                              (r"unrecognised", "unrecognised kernel")):
+        if re.search(pattern, reason):
+            return category
+    return "other"
+
+
+def measure(path: Path) -> FileRow | None:
+    try:
+        parsed = parse_trace(path)
+        result = match_runs(parsed)
+    except TraceError:
+        return None
+    device = [k.category in DEVICE_CATEGORIES for k in parsed.kernels]
+    hardware = named_device(path, parsed) or next(hw for token, hw in README_DEVICES if token in path.name.lower())
+    row = FileRow(path.name, parsed.format, hardware, 0.0, 0.0)
+    if not any(device):
+        row.note = "no device timing (CPU ops only)"
+    for i, kernel in enumerate(parsed.kernels):
+        if not device[i]:
+            continue
+        row.device_s += kernel.duration_s
+        if result.kernel_runs[i] is not None:
+            row.matched_s += kernel.duration_s
+            key = _source(result, parsed, i)
+            row.by_source[key] = row.by_source.get(key, 0.0) + kernel.duration_s
+        else:
+            key = _category(result, i)
+            row.by_reason[key] = row.by_reason.get(key, 0.0) + kernel.duration_s
+    if row.device_s > 0:
+        report = trace_report(load_hardware(hardware), parsed, result)
+        row.errors = [(abs(r.error_pct), r.measured_s) for r in report.ops]
+    return row
+
+
+def _print(rows: list[FileRow], top_reasons: int) -> None:
+    gpu = [r for r in rows if r.device_s > 0]
+    sources = sorted({s for r in gpu for s in r.by_source}, key=lambda s: -sum(r.by_source.get(s, 0) for r in gpu))
+    print(f"{'file':<46}{'format':<15}{'device':<24}{'device time':>12}{'matched':>8}{'|err| med':>10}  "
+          "by source / unmatched by reason (share of the file's device time)")
+    for r in rows:
+        if r.device_s <= 0:
+            print(f"{r.name[:45]:<46}{r.fmt:<15}{'-':<24}{'-':>12}{'-':>8}{'-':>10}  {r.note}")
+            continue
+        err = weighted_median(r.errors)
+        src = ", ".join(f"{s} {v / r.device_s:.0%}" for s, v in sorted(r.by_source.items(), key=lambda x: -x[1]))
+        why = ", ".join(f"{s} {v / r.device_s:.0%}" for s, v in
+                        sorted(r.by_reason.items(), key=lambda x: -x[1])[:top_reasons])
+        print(f"{r.name[:45]:<46}{r.fmt:<15}{r.hardware[:23]:<24}{r.device_s * 1e3:>10.2f}ms{r.share:>8.1%}"
+              f"{err:>9.1f}%  [{src or '-'}] unmatched: [{why or '-'}]")
+    if not gpu:
+        return
+    shares = [r.share for r in gpu]
+    pooled = [(e, w / r.device_s) for r in gpu for e, w in r.errors]  # each file weighs the same
+    total = sum(r.device_s for r in gpu)
+    print(f"\n{len(gpu)} files with device time ({len(rows) - len(gpu)} without): matched share mean "
+          f"{np.mean(shares):.1%}, min {min(shares):.1%}, {sum(s < 0.5 for s in shares)} below 50%; "
+          f"all device time {sum(r.matched_s for r in gpu) / total:.1%} matched")
+    print(f"time-weighted median |error| of matched ops, uncalibrated: per file mean "
+          f"{np.nanmean([weighted_median(r.errors) for r in gpu if r.errors] or [np.nan]):.1f}%, "
+          f"pooled (files weighted equally) {weighted_median(pooled):.1f}%")
+    by_source: dict[str, float] = defaultdict(float)
+    by_reason: dict[str, float] = defaultdict(float)
+    for r in gpu:
+        for s, v in r.by_source.items():
+            by_source[s] += v / r.device_s / len(gpu)
+        for s, v in r.by_reason.items():
+            by_reason[s] += v / r.device_s / len(gpu)
+    print("mean share by source: " + ", ".join(f"{s} {by_source[s]:.1%}" for s in sources))
+    print("mean unmatched share by reason: " + ", ".join(
+        f"{s} {v:.1%}" for s, v in sorted(by_reason.items(), key=lambda x: -x[1])))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reasons", type=int, default=3, help="reason categories shown per file")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON instead")
+    parser.add_argument("--shared", type=Path, default=ROOT / SHARED, help="the shared traces folder")
+    args = parser.parse_args()
+    rows = [row for path in trace_files(args.shared.resolve()) if (row := measure(path)) is not None]
+    if args.json:
+        print(json.dumps([{**r.__dict__, "share": r.share, "median_abs_error_pct": weighted_median(r.errors)}
+                          for r in rows], default=str, indent=1))
+        return
+    print(f"tree: {ROOT}")
+    _print(rows, args.reasons)
+
+
+if __name__ == "__main__":
+    main()
