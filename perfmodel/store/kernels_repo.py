@@ -4,18 +4,49 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import case, distinct, func, insert, select
+from sqlalchemy import ColumnElement, case, distinct, func, insert, select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
 
-from perfmodel.store.base import StoreBase, as_dict, check_json, check_str, is_id, storable
+from perfmodel.store.base import OFFSET_MAX, StoreBase, as_dict, check_json, check_str, is_id, storable
 from perfmodel.store.errors import StoreError
-from perfmodel.store.models import TraceKernelModel, TraceUploadModel
+from perfmodel.store.models import RunModel, TraceKernelModel, TraceUploadModel
 from perfmodel.store.rows import RunIn, TraceKernelIn, TraceKernelRow, TraceTotals, TraceUploadRow
 from perfmodel.store.runs_repo import insert_runs, validate_runs
-from perfmodel.store.traces_repo import _upload
+from perfmodel.store.traces_repo import _check_count, _upload
 
 MAX_KERNEL_NAME = 4096  # characters kept of a kernel name (C++ template names run long)
+
+
+@dataclass(frozen=True)
+class StoredTrace:
+    """What ``store_trace`` did: the upload's id, its runs' ids, and whether it was already stored."""
+
+    upload_id: int
+    run_ids: list[int]
+    duplicate: bool
+
+
+def _parsed(hardware_id: str, sha256: str) -> tuple[ColumnElement[bool], ...]:
+    """The parsed upload of this content for this device (at most one: the partial unique index)."""
+    return (TraceUploadModel.hardware_id == hardware_id, TraceUploadModel.sha256 == sha256,
+            TraceUploadModel.status == "parsed")
+
+
+def _insert_parsed_upload(session: Session, values: dict[str, Any]) -> int | None:
+    """INSERT ... ON CONFLICT DO NOTHING on the parsed-trace index: the new id, or None when this device
+    already has this content parsed. On PostgreSQL a concurrent uncommitted twin is waited for, then counts."""
+    dialect = session.get_bind().dialect.name
+    upsert = sqlite_insert if dialect == "sqlite" else postgresql_insert
+    stmt = (upsert(TraceUploadModel).values(**values)
+            .on_conflict_do_nothing(index_elements=["hardware_id", "sha256"],
+                                    index_where=TraceUploadModel.status == "parsed")
+            .returning(TraceUploadModel.id))
+    return session.scalar(stmt)
 
 
 def _kernel_row(m: TraceKernelModel) -> TraceKernelRow:
@@ -42,42 +73,54 @@ class KernelsRepo(StoreBase):
         """The parsed upload of this content for this device, if any (the same file twice is one trace)."""
         if not (storable(hardware_id) and storable(sha256)):
             return None
-        stmt = (select(TraceUploadModel).where(TraceUploadModel.hardware_id == hardware_id,
-                                               TraceUploadModel.sha256 == sha256,
-                                               TraceUploadModel.status == "parsed")
-                .order_by(TraceUploadModel.id).limit(1))
+        stmt = select(TraceUploadModel).where(*_parsed(hardware_id, sha256)).order_by(TraceUploadModel.id).limit(1)
         with self._read() as session:
             model = session.scalar(stmt)
             return None if model is None else _upload(model)
 
     def ingest_trace(self, hardware_id: str, filename: str, format: str, size_bytes: int, sha256: str,
                      runs: Sequence[RunIn], kernels: Sequence[TraceKernelIn]) -> tuple[int, list[int]]:
+        """``store_trace`` as (upload id, run ids)."""
+        stored = self.store_trace(hardware_id, filename, format, size_bytes, sha256, runs, kernels)
+        return stored.upload_id, stored.run_ids
+
+    def store_trace(self, hardware_id: str, filename: str, format: str, size_bytes: int, sha256: str,
+                    runs: Sequence[RunIn], kernels: Sequence[TraceKernelIn]) -> StoredTrace:
         """Store a parsed trace atomically: the upload (status ``parsed``), its runs (pointing at it) and its
-        kernels (pointing at their run). Returns (upload id, run ids). Nothing is stored if anything fails."""
+        kernels (pointing at their run); nothing is stored if anything fails. When this device already has a
+        parsed upload of this content (stored before, or by a concurrent call that won the unique index) nothing
+        is written and that upload and its runs come back with ``duplicate=True``."""
         check_str("hardware_id", hardware_id, 80)
         check_str("filename", filename, 255)
         check_str("format", format, 40)
         check_str("sha256", sha256, 64)
+        _check_count("size_bytes", size_bytes, OFFSET_MAX)
+        linked = [RunIn(hardware_id=r.hardware_id, op=r.op, measured_time_s=r.measured_time_s, source=r.source,
+                        tags=r.tags, dtype=r.dtype) for r in runs]
+        valid = validate_runs(linked)
         for i, kernel in enumerate(kernels):
             _validate_kernel(i, kernel, len(runs))
         with self._write("trace not stored") as session:
-            upload = TraceUploadModel(hardware_id=hardware_id, filename=filename, format=format,
-                                      size_bytes=size_bytes, sha256=sha256, status="parsed",
-                                      kernel_count=len(kernels))
-            session.add(upload)
-            session.flush()
-            linked = [RunIn(hardware_id=r.hardware_id, op=r.op, measured_time_s=r.measured_time_s, source=r.source,
-                            tags=r.tags, dtype=r.dtype, trace_upload_id=upload.id) for r in runs]
-            run_ids = insert_runs(session, linked, validate_runs(linked)) if linked else []
+            upload_id = _insert_parsed_upload(session, {
+                "hardware_id": hardware_id, "filename": filename, "format": format, "size_bytes": size_bytes,
+                "sha256": sha256, "status": "parsed", "kernel_count": len(kernels)})
+            if upload_id is None:  # the same trace: answer with the stored one
+                existing = session.scalars(select(TraceUploadModel.id).where(*_parsed(hardware_id, sha256))).one()
+                run_ids = list(session.scalars(select(RunModel.id).where(RunModel.trace_upload_id == existing)
+                                               .order_by(RunModel.id)))
+                return StoredTrace(existing, run_ids, duplicate=True)
+            for row in valid:
+                row["trace_upload_id"] = upload_id
+            run_ids = insert_runs(session, linked, valid) if linked else []
             rows: list[dict[str, Any]] = [
-                {"trace_upload_id": upload.id, "name": k.name[:MAX_KERNEL_NAME], "category": k.category,
+                {"trace_upload_id": upload_id, "name": k.name[:MAX_KERNEL_NAME], "category": k.category,
                  "duration_s": float(k.duration_s), "instances": k.instances, "op_name": k.op_name,
                  "op_kind": k.op_kind, "run_id": None if k.run_index is None else run_ids[k.run_index],
                  "counters": k.counters, "reason": None if k.reason is None else k.reason[:2000]}
                 for k in kernels]
             if rows:
                 session.execute(insert(TraceKernelModel), rows)
-            return upload.id, run_ids
+            return StoredTrace(upload_id, run_ids, duplicate=False)
 
     def list_trace_kernels(self, upload_id: int, limit: int | None = None) -> list[TraceKernelRow]:
         """The kernels of an upload, longest first (all of them unless ``limit``)."""

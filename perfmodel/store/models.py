@@ -21,6 +21,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     func,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -117,9 +118,18 @@ class TokenModel(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
 
+PARSED_TRACE_INDEX = "uq_trace_uploads_parsed_hardware_id_sha256"
+
+
 class TraceUploadModel(Base):
     __tablename__ = "trace_uploads"
-    __table_args__ = (CheckConstraint("size_bytes >= 0", name="ck_trace_uploads_size_bytes_nonnegative"),)
+    __table_args__ = (
+        CheckConstraint("size_bytes >= 0", name="ck_trace_uploads_size_bytes_nonnegative"),
+        # one parsed trace per (device, content): concurrent uploads of one file store it once; failed
+        # uploads are a log of attempts and may repeat
+        Index(PARSED_TRACE_INDEX, "hardware_id", "sha256", unique=True,
+              sqlite_where=text("status = 'parsed'"), postgresql_where=text("status = 'parsed'")),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     hardware_id: Mapped[str] = mapped_column(String(80), nullable=False, index=True)

@@ -1,8 +1,9 @@
 """A trace into the store: parse, match ops, keep every kernel, store runs and kernels in one transaction.
 
 Used by ``POST /api/v1/traces`` and ``perfmodel measure``. The same content twice for the same device
-is the same trace (SHA-256), not duplicate runs; a file that does not parse is recorded as a failed
-upload and raises ``TraceError``; nothing stored is touched.
+is the same trace (SHA-256), not duplicate runs, also when both arrive at once (a unique index decides);
+a file that does not parse is recorded as a failed upload and raises ``TraceError``; nothing stored is
+touched.
 """
 
 from __future__ import annotations
@@ -105,8 +106,10 @@ def ingest_trace(store: Store, hardware: Hardware, stream: BinaryIO, filename: s
                                error=str(exc)[:10_000])
         raise
     runs, kernels = runs_and_kernels(hardware, parsed, matched, source or f"trace:{parsed.format}", filename)
-    upload_id, _ = store.ingest_trace(hardware.id, filename, parsed.format, size, sha256, runs, kernels)
-    return Ingested(upload_id, False, parsed.warnings, alarms_json(hardware, parsed.kernels, matched))
+    stored = store.store_trace(hardware.id, filename, parsed.format, size, sha256, runs, kernels)
+    if stored.duplicate:  # a concurrent upload of the same content stored it first: the same trace
+        return Ingested(stored.upload_id, duplicate=True)
+    return Ingested(stored.upload_id, False, parsed.warnings, alarms_json(hardware, parsed.kernels, matched))
 
 
 def stored_counter_kernels(rows: Sequence[TraceKernelRow], source_format: str) -> list[KernelRecord]:
