@@ -1,0 +1,199 @@
+"""Leave-one-device-out (and leave-one-vendor-out) accuracy of the uncalibrated model.
+
+The uncalibrated model has defaults that no datasheet gives (``perfmodel/efficiency.py``); some were
+chosen while looking at dev-set measurements. Here every such default is *fitted on the other devices
+only*, then the left-out device is scored with it: per op class x device, median and p90 |error| and
+the bias (median predicted / measured). The shipped defaults are scored beside it ("shipped").
+
+The fit is coordinate descent, bounded: two passes over the defaults, each moving over its grid with
+the others at their current values, keeping the value with the lowest balanced score on the training
+devices (the mean over (op class, device) cells of the median |log(pred/meas)|, at most 200 rows a
+cell). A held-out device's own rows never choose any value.
+
+Intervals: each prediction gets [pred·q05, pred·q95] where q are the quantiles of measured/predicted
+over the *other* folds' held-out residuals of its class; coverage is counted on the left-out device.
+
+    python benchmarks/lodo.py [--vendor] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from measured_data import Row, all_rows
+
+import perfmodel
+from perfmodel.efficiency import ModelDefaults, defaults_for
+from perfmodel.specs import load_hardware
+
+# Defaults that measured data set (or could have set): each moves over a physically plausible grid.
+GRIDS: dict[str, tuple[float, ...]] = {
+    "matrix_efficiency": (0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95),
+    "vector_efficiency": (0.6, 0.7, 0.8, 0.85, 0.9, 1.0),
+    "dram_efficiency": (0.7, 0.75, 0.8, 0.85, 0.87, 0.9, 0.95),
+    "onchip_efficiency": (0.5, 0.6, 0.75, 0.9),
+    "loaded_latency_factor": (1.5, 2.0, 2.5, 3.0, 4.0, 5.0),
+    "kernel_overhead_s": (1e-6, 1.5e-6, 2e-6, 2.5e-6, 3e-6, 4e-6, 5e-6),
+    "host_overhead_s": (5e-6, 8e-6, 12e-6, 16e-6, 20e-6, 30e-6, 40e-6),
+    "link_efficiency": (0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+    "link_step_latency_s": (0.5e-6, 1e-6, 2e-6, 4e-6, 8e-6),
+    "network_step_latency_s": (2e-6, 4e-6, 6e-6, 10e-6, 20e-6),
+}
+COVERAGE_QUANTILES = (0.05, 0.95)
+FIT_ROWS_PER_CELL = 200
+FIT_PASSES = 2
+
+
+def vendor(hardware: str) -> str:
+    return hardware.split("-")[0]
+
+
+def _predict(rows: Sequence[Row], defaults_of: dict[str, ModelDefaults]) -> np.ndarray:
+    """Predicted seconds per row, each device with its given defaults."""
+    out = np.full(len(rows), np.nan)
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        groups[(row.hardware, row.timing)].append(i)
+    for (hw, timing), idx in groups.items():
+        batch = perfmodel.predict_many(hw, [rows[i].op for i in idx], timing=timing,  # type: ignore[arg-type]
+                                       defaults=defaults_of[hw])
+        out[idx] = batch.time_s
+    return out
+
+
+def _score(log_err: np.ndarray, cells: np.ndarray) -> float:
+    """Balanced score: the mean over (op class, device) cells of the median |log(pred/meas)|."""
+    return float(np.mean([np.median(np.abs(log_err[cells == c])) for c in np.unique(cells)]))
+
+
+def _fit_sample(rows: Sequence[Row], index: np.ndarray) -> np.ndarray:
+    """At most FIT_ROWS_PER_CELL evenly spaced rows of each (op class, device) cell: bounded fitting work."""
+    cells: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i in index:
+        cells[(rows[i].label, rows[i].hardware)].append(int(i))
+    keep = [idx[j] for idx in cells.values()
+            for j in np.unique(np.linspace(0, len(idx) - 1, min(len(idx), FIT_ROWS_PER_CELL)).astype(int))]
+    return np.array(sorted(keep))
+
+
+def fit_defaults(rows: Sequence[Row], shipped: dict[str, ModelDefaults], grids: dict[str, tuple[float, ...]]
+                 ) -> dict[str, float]:
+    """Coordinate descent over the grids (FIT_PASSES passes from the shipped values) on ``rows``."""
+    measured = np.array([r.measured_s for r in rows])
+    cells = np.array([f"{r.label}|{r.hardware}" for r in rows])
+    choice = {name: float(getattr(next(iter(shipped.values())), name)) for name in grids}
+    for _ in range(FIT_PASSES):
+        for name, grid in grids.items():
+            scores = []
+            for value in grid:
+                trial = {**choice, name: value}
+                predicted = _predict(rows, {hw: dataclasses.replace(d, **trial) for hw, d in shipped.items()})
+                scores.append(_score(np.log(predicted / measured), cells))
+            choice[name] = grid[int(np.argmin(scores))]
+    return choice
+
+
+@dataclasses.dataclass
+class Folds:
+    predicted: np.ndarray  # held-out prediction of every row (its fold's fitted defaults)
+    shipped: np.ndarray  # prediction with the shipped defaults
+    fitted: dict[str, dict[str, float]]  # fold -> fitted value per default
+
+
+def run_folds(rows: Sequence[Row], fold_of: np.ndarray) -> Folds:
+    """Fit the defaults without each fold, predict the fold with them."""
+    devices = sorted({r.hardware for r in rows})
+    shipped_defaults = {hw: defaults_for(load_hardware(hw)) for hw in devices}
+    shipped = _predict(rows, shipped_defaults)
+    grids = {k: v for k, v in GRIDS.items() if all(hasattr(d, k) for d in shipped_defaults.values())}
+    predicted = np.full(len(rows), np.nan)
+    fitted: dict[str, dict[str, float]] = {}
+    for fold in sorted(set(fold_of)):
+        train = _fit_sample(rows, np.nonzero(fold_of != fold)[0])
+        choice = fit_defaults([rows[i] for i in train], shipped_defaults, grids)
+        fitted[fold] = choice
+        held = np.nonzero(fold_of == fold)[0]
+        defaults = {hw: dataclasses.replace(d, **choice) for hw, d in shipped_defaults.items()}
+        predicted[held] = _predict([rows[int(i)] for i in held], defaults)
+    return Folds(predicted, shipped, fitted)
+
+
+def intervals(rows: Sequence[Row], fold_of: np.ndarray, predicted: np.ndarray, measured: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, [low, high] from the other folds' held-out residuals of its class (nan: no other fold has it)."""
+    labels = np.array([r.label for r in rows])
+    ratio = measured / predicted
+    low, high = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
+    for fold in set(fold_of):
+        for label in np.unique(labels[fold_of == fold]):
+            others = (fold_of != fold) & (labels == label) & np.isfinite(ratio)
+            if not others.any():
+                continue
+            q_lo, q_hi = np.quantile(ratio[others], COVERAGE_QUANTILES)
+            mine = (fold_of == fold) & (labels == label)
+            low[mine], high[mine] = predicted[mine] * q_lo, predicted[mine] * q_hi
+    return low, high
+
+
+def table(rows: Sequence[Row], folds: Folds, fold_of: np.ndarray, markdown: bool) -> list[str]:
+    measured = np.array([r.measured_s for r in rows])
+    low, high = intervals(rows, fold_of, folds.predicted, measured)
+    cells: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        cells[(row.label, row.hardware)].append(i)
+    head = ("op class", "device", "rows", "shipped med %", "p90 %", "bias", "LODO med %", "p90 %", "bias",
+            "90% int. cov.")
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] if markdown else [
+        f"{head[0]:<12} {head[1]:<24} {head[2]:>5} {head[3]:>13} {head[4]:>6} {head[5]:>5} {head[6]:>10} "
+        f"{head[7]:>6} {head[8]:>5} {head[9]:>13}"]
+    for (label, hw), idx in sorted(cells.items()):
+        s, p, m = folds.shipped[idx], folds.predicted[idx], measured[idx]
+        se, pe = np.abs(s / m - 1) * 100, np.abs(p / m - 1) * 100
+        known = np.isfinite(low[idx])
+        cov = f"{np.mean((m[known] >= low[idx][known]) & (m[known] <= high[idx][known])) * 100:.0f} %" \
+            if known.any() else "-"
+        values = (label, hw, str(len(idx)), f"{np.median(se):.1f}", f"{np.percentile(se, 90):.1f}",
+                  f"{np.median(s / m):.2f}", f"{np.median(pe):.1f}", f"{np.percentile(pe, 90):.1f}",
+                  f"{np.median(p / m):.2f}", cov)
+        out.append("| " + " | ".join(values) + " |" if markdown else
+                   f"{values[0]:<12} {values[1]:<24} {values[2]:>5} {values[3]:>13} {values[4]:>6} {values[5]:>5} "
+                   f"{values[6]:>10} {values[7]:>6} {values[8]:>5} {values[9]:>13}")
+    labels = np.array([r.label for r in rows])
+    out.append("")
+    for label in sorted(set(labels)):
+        sel = labels == label
+        pe = np.abs(folds.predicted[sel] / measured[sel] - 1) * 100
+        known = sel & np.isfinite(low)
+        inside = (measured[known] >= low[known]) & (measured[known] <= high[known])
+        share = float(np.mean(inside)) * 100 if known.any() else float("nan")
+        out.append(f"{label:<12} all devices  rows {int(sel.sum()):>5}  LODO median {np.median(pe):5.1f} %  "
+                   f"p90 {np.percentile(pe, 90):6.1f} %  90 % interval coverage {share:5.1f} %")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--vendor", action="store_true", help="leave one vendor out instead of one device")
+    parser.add_argument("--markdown", action="store_true", help="print the table as markdown")
+    args = parser.parse_args()
+    known = set(perfmodel.list_hardware())
+    rows = [r for r in all_rows() if r.hardware in known]
+    fold_of = np.array([vendor(r.hardware) if args.vendor else r.hardware for r in rows])
+    folds = run_folds(rows, fold_of)
+    print("\n".join(table(rows, folds, fold_of, args.markdown)))
+    print("\nfitted defaults per left-out " + ("vendor" if args.vendor else "device") + ":")
+    for fold, values in folds.fitted.items():
+        print(f"  {fold:<24} " + ", ".join(f"{k}={v:g}" for k, v in values.items()))
+
+
+if __name__ == "__main__":
+    main()
