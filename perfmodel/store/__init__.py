@@ -1,7 +1,8 @@
-"""Persistence: custom hardware, measured runs, API tokens, trace uploads and calibrations (SQLite or
+"""Persistence: custom hardware, measured runs, API tokens, trace uploads, calibrations and jobs (SQLite or
 PostgreSQL through SQLAlchemy 2; the schema comes from the Alembic migrations in ``migrations/``)."""
 
 from perfmodel.store.errors import NotFound, StoreError
+from perfmodel.store.jobs_repo import JobRow
 from perfmodel.store.migrate import MIGRATIONS_DIR, migrations_config
 from perfmodel.store.rows import (
     CalibrationRow,
@@ -21,6 +22,7 @@ __all__ = [
     "MIGRATIONS_DIR",
     "CalibrationRow",
     "HardwareRow",
+    "JobRow",
     "NotFound",
     "RunIn",
     "RunRow",

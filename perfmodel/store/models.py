@@ -180,3 +180,32 @@ class SweepModel(Base):
     created_at: Mapped[datetime] = _created_at()
     spec: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
     results: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+
+
+JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled", "interrupted")
+
+
+class JobModel(Base):
+    """Long work (a calibration fit): queued, run by a worker pool, its progress and result stored here."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        CheckConstraint("status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled', 'interrupted')",
+                        name="ck_jobs_status_known"),
+        CheckConstraint("progress >= 0 AND progress <= 1", name="ck_jobs_progress_fraction"),
+        Index("ix_jobs_kind_status", "kind", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(40), nullable=False)
+    status: Mapped[str] = mapped_column(String(20), nullable=False)
+    stage: Mapped[str | None] = mapped_column(String(80))
+    progress: Mapped[float] = mapped_column(Float, nullable=False, default=0.0)
+    request: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    result_id: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)
+    owner: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime] = _created_at()
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic.migration import MigrationContext
 
 from perfmodel.store.hardware_repo import HardwareRepo
+from perfmodel.store.jobs_repo import JobsRepo
 from perfmodel.store.kernels_repo import KernelsRepo
 from perfmodel.store.migrate import HEAD, upgrade
 from perfmodel.store.runs_repo import RunsRepo
@@ -13,7 +14,7 @@ from perfmodel.store.tokens_repo import TokensRepo
 from perfmodel.store.traces_repo import TracesRepo
 
 
-class Store(HardwareRepo, RunsRepo, TokensRepo, TracesRepo, KernelsRepo, SweepsRepo):
+class Store(HardwareRepo, RunsRepo, TokensRepo, TracesRepo, KernelsRepo, SweepsRepo, JobsRepo):
     """``Store("sqlite:///path")`` or ``Store("postgresql+psycopg://user@host/db")``; call ``migrate()`` once
     at start-up. Safe to share between threads."""
 
