@@ -26,6 +26,11 @@ class Settings(BaseSettings):
         default=(50_000, 20, 20),
         description="Python gc thresholds: a 10,000-op batch allocates ~10^6 objects; the default (700, 10, 10) "
                     "rescans them dozens of times")
+    job_workers: int = Field(default=1, ge=1, le=64,
+                             description="Calibration fits run at once (each a worker process), across the service")
+    job_memory_bytes: int = Field(default=2 * 2**30, ge=0,
+                                  description="Address-space cap of one fit's worker process (0: no cap)")
+    job_max_active: int = Field(default=32, ge=1, description="More queued or running jobs of a kind get 429")
     host: str = "127.0.0.1"
     port: int = 8000
 
