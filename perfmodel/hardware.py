@@ -113,6 +113,13 @@ class Interconnect(Sourced):
     )
     network_latency_s: float | None = Field(default=None, gt=0)
     name: str | None = None
+    topology: Literal["switch", "mesh", "pcie"] | None = Field(
+        default=None, description="How the node's devices meet: a switch (NVSwitch), direct links (mesh: hybrid "
+        "cube-mesh, xGMI, ICI) or the host's PCIe; null: a switch where devices_per_node is given, else PCIe")
+    bridge_bandwidth_bytes_per_s: float | None = Field(
+        default=None, gt=0, description="Per device, per direction: a bridge (NVLink bridge) joining pairs of cards")
+    in_network_reduction: bool = Field(
+        default=False, description="The switch reduces in the network (NVLink SHARP: NCCL's NVLS algorithm)")
 
 
 class Dma(Sourced):
