@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from api.limits import BodySizeLimit, VersionHeaders
-from api.routers import calibrations, comparisons, graphs, hardware, predict, runs, traces
+from api.routers import calibrations, comparisons, graphs, hardware, jobs, predict, runs, traces
 from api.schemas import ErrorOut
 from api.settings import Settings
 from api.state import AppState, UnknownHardware
@@ -36,7 +36,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         library()  # parse the bundled hardware now, not on the first request
         gc.freeze()  # long-lived objects leave the collector's scans (fewer pauses under load)
         gc.set_threshold(*settings.gc_thresholds)
-        yield
+        jobs = app.state.perfmodel.jobs
+        jobs.start()  # jobs a previous process left queued or running are marked interrupted
+        try:
+            yield
+        finally:
+            jobs.stop()
 
     app = FastAPI(title="perfmodel", version=__version__, lifespan=lifespan,
                   description="Roofline performance model: predictions, schedule search, hardware, measured runs.")
@@ -46,7 +51,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             (401, "missing or invalid bearer token"), (404, "unknown hardware or run"),
             (409, "conflict: the id exists or is a bundled device"), (413, "request body too large"),
             (422, "invalid input: the field and the reason"))}
-    for module in (hardware, predict, runs, comparisons, calibrations, graphs, traces):
+    for module in (hardware, predict, runs, comparisons, calibrations, jobs, graphs, traces):
         app.include_router(module.router, prefix=API_PREFIX, responses=errors)
     _errors(app)
     mount_dashboard(app)

@@ -1,4 +1,4 @@
-"""What the app holds: settings, the store, resolved hardware and a prediction cache."""
+"""What the app holds: settings, the store, resolved hardware, a prediction cache and the job pool."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Literal
 from api.calibrations import CalibrationCache
 from api.settings import Settings
 from perfmodel.hardware import Hardware
+from perfmodel.jobs import JobPool
 from perfmodel.specs import library, parse_spec
 from perfmodel.store import Store
 
@@ -25,6 +26,7 @@ class AppState:
     settings: Settings
     store: Store
     calibrations: CalibrationCache = field(init=False)
+    jobs: JobPool = field(init=False)
     _custom: dict[str, tuple[str, Hardware]] = field(default_factory=dict)
     _cache: OrderedDict[bytes, bytes] = field(default_factory=OrderedDict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -51,6 +53,9 @@ class AppState:
 
     def __post_init__(self) -> None:
         self.calibrations = CalibrationCache(self.store)
+        self.jobs = JobPool(self.store, workers=self.settings.job_workers,
+                            memory_bytes=self.settings.job_memory_bytes or None,
+                            max_active=self.settings.job_max_active)
 
     def forget(self, hardware_id: str) -> None:
         self._custom.pop(hardware_id, None)

@@ -1,17 +1,20 @@
-"""POST /calibrations (fit on stored runs, versioned, never overwritten), GET /calibrations[/{id}]."""
+"""POST /calibrations (a job fitting stored runs; each fit a new version, never overwritten),
+GET /calibrations[/{id}]."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException, Path, Query
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.deps import get_state, require_read, require_write
-from api.schemas import Versioned
+from api.routers.jobs import JobOut, job_out, job_url
+from api.schemas import ErrorOut, Versioned
 from api.state import AppState
-from perfmodel.calibration.stored import NoSuchCalibration, fit_stored
+from perfmodel.calibration.stored import MAX_FIT_RUNS
+from perfmodel.jobs import CALIBRATION, QueueFull
 
 router = APIRouter(tags=["calibration"])
 CALIBRATION_ID = Path(ge=1, le=2**31 - 1)
@@ -60,18 +63,31 @@ def _out(row: Any) -> dict[str, Any]:
             "report": row.fit_report, "notes": row.notes}
 
 
-@router.post("/calibrations", response_model=CalibrationOut, status_code=201, dependencies=[Depends(require_write)])
-def create_calibration(body: CalibrationCreate, state: AppState = Depends(get_state)) -> dict[str, Any]:
-    """Fit the device's model to the stored runs the filter selects; stored as a new version."""
+@router.post("/calibrations", response_model=JobOut, status_code=202, dependencies=[Depends(require_write)],
+             responses={429: {"model": ErrorOut, "description": "too many calibrations queued or running"}})
+def create_calibration(body: CalibrationCreate, response: Response,
+                       state: AppState = Depends(get_state)) -> dict[str, Any]:
+    """Queue a fit of the device's model to the stored runs the filter selects: 202 with the job (``Location``:
+    its URL). ``GET /api/v1/jobs/{id}`` shows its stage and progress; once ``succeeded``, ``result`` names the
+    calibration, stored as a new version. Checked at once: the device, the base calibration, that runs match."""
     hardware, _ = state.hardware(body.hardware)
+    if body.base_calibration is not None and state.store.get_calibration(body.base_calibration) is None:
+        raise HTTPException(404, f"no calibration {body.base_calibration}")
+    chosen = {k: v for k, v in body.filter.model_dump().items() if v not in (None, {}, "")}
+    _, total = state.store.list_runs(hardware_id=hardware.id, limit=0, **chosen)
+    if total == 0 and body.base_calibration is None:
+        raise HTTPException(422, f"filter: no stored runs of {hardware.id!r} match; store runs or upload a trace "
+                                 "first, or seed from a related device with a base calibration")
+    if total > MAX_FIT_RUNS:
+        raise HTTPException(422, f"filter: {total} runs; a calibration fits at most {MAX_FIT_RUNS}")
     try:
-        calibration_id = fit_stored(state.store, hardware, body.filter.model_dump(), folds=body.folds,
-                                    base_calibration=body.base_calibration, notes=body.notes)
-    except NoSuchCalibration as exc:
-        raise HTTPException(404, str(exc)) from exc
-    except ValueError as exc:
-        raise HTTPException(422, str(exc)) from exc
-    return _out(state.store.get_calibration(calibration_id))
+        job_id = state.jobs.submit(CALIBRATION, {**body.model_dump(mode="json"), "hardware": hardware.id})
+    except QueueFull as exc:
+        raise HTTPException(429, str(exc), headers={"Retry-After": "30"}) from exc
+    job = state.store.get_job(job_id)
+    assert job is not None
+    response.headers["Location"] = job_url(job_id)
+    return job_out(job)
 
 
 @router.get("/calibrations", response_model=CalibrationList, dependencies=[Depends(require_read)])

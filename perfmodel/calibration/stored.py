@@ -6,10 +6,11 @@ fit's report as a table (per class: runs, where its parameters came from, error 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from perfmodel.calibration.build import fit_calibration
+from perfmodel.calibration.build import Progress, fit_calibration
 from perfmodel.calibration.model import Calibration
 from perfmodel.hardware import Hardware
 from perfmodel.ops import make_op
@@ -22,11 +23,26 @@ class NoSuchCalibration(LookupError):
     """The base calibration asked for is not stored."""
 
 
-def fit_stored(store: Store, hardware: Hardware, selection: dict[str, Any], *, folds: int = 5,
-               base_calibration: int | None = None, notes: str | None = None) -> int:
+@dataclass(frozen=True)
+class FittedCalibration:
+    """A fit not yet stored: what ``Store.add_calibration`` (or a job's ``finish_calibration_job``) takes."""
+
+    hardware_id: str
+    params: dict[str, Any]
+    report: dict[str, Any]
+    notes: str | None
+
+
+def fit_selected(store: Store, hardware: Hardware, selection: dict[str, Any], *, folds: int = 5,
+                 base_calibration: int | None = None, notes: str | None = None,
+                 progress: Progress | None = None) -> FittedCalibration:
     """Fit ``hardware``'s model to its stored runs that ``selection`` picks (``op_kind``, ``source``, ``tags``,
-    ``created_after``, ``created_before``, ``trace_upload_id``), store it, return its id. ValueError: no runs,
-    or more than ``MAX_FIT_RUNS``; NoSuchCalibration: an unknown ``base_calibration``."""
+    ``created_after``, ``created_before``, ``trace_upload_id``); nothing is stored. ``progress(stage,
+    fraction)``: ``loading runs`` (0), then the fit's own stages (``fit_calibration``), ``storing`` (1.0) is the
+    caller's. ValueError: no runs, or more than ``MAX_FIT_RUNS``; NoSuchCalibration: an unknown
+    ``base_calibration``."""
+    report_progress = progress or (lambda _stage, _fraction: None)
+    report_progress("loading runs", 0.0)
     chosen = {k: v for k, v in selection.items() if v not in (None, {}, "")}
     rows, total = store.list_runs(hardware_id=hardware.id, limit=MAX_FIT_RUNS, offset=0, **chosen)
     if total > MAX_FIT_RUNS:
@@ -41,10 +57,21 @@ def fit_stored(store: Store, hardware: Hardware, selection: dict[str, Any], *, f
         raise ValueError(f"filter: no stored runs of {hardware.id!r} match; store runs or upload a trace first, "
                          "or seed from a related device with a base calibration")
     runs = [(make_op(r.op), r.measured_time_s) for r in rows]
-    calibration = fit_calibration(hardware, runs, folds=folds, base=base)
+    calibration = fit_calibration(hardware, runs, folds=folds, base=base, progress=progress)
     report = {**calibration.report, "runs_used": len(runs), "filter": _json_ready(chosen),
               "base_calibration": base_calibration}
-    return store.add_calibration(hardware.id, calibration.params, report, notes)
+    return FittedCalibration(hardware.id, calibration.params, report, notes)
+
+
+def fit_stored(store: Store, hardware: Hardware, selection: dict[str, Any], *, folds: int = 5,
+               base_calibration: int | None = None, notes: str | None = None,
+               progress: Progress | None = None) -> int:
+    """``fit_selected``, then store the fit as a new version (stage ``storing``); its id."""
+    fitted = fit_selected(store, hardware, selection, folds=folds, base_calibration=base_calibration, notes=notes,
+                          progress=progress)
+    if progress is not None:
+        progress("storing", 1.0)
+    return store.add_calibration(fitted.hardware_id, fitted.params, fitted.report, fitted.notes)
 
 
 def _json_ready(selection: dict[str, Any]) -> dict[str, Any]:
@@ -85,4 +112,5 @@ def format_calibration_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["MAX_FIT_RUNS", "NoSuchCalibration", "fit_stored", "format_calibration_report"]
+__all__ = ["MAX_FIT_RUNS", "FittedCalibration", "NoSuchCalibration", "fit_selected", "fit_stored",
+           "format_calibration_report"]

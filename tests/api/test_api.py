@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from job_client import calibrate
 
 from api.main import create_app
 from api.settings import Settings
@@ -239,11 +240,9 @@ def test_calibration_fit_predict_and_compare(client: TestClient) -> None:
     assert client.post("/api/v1/runs/bulk", json=runs, headers=AUTH).status_code == 201
     request = {"hardware": H100, "filter": {"source": "synthetic"}}
     assert client.post("/api/v1/calibrations", json=request).status_code == 401
-    created = client.post("/api/v1/calibrations", json=request, headers=AUTH)
-    assert created.status_code == 201, created.text
-    first = created.json()
+    first = calibrate(client, request, AUTH)
     assert first["runs_used"] == len(ops) and first["report"]
-    second = client.post("/api/v1/calibrations", json=request, headers=AUTH).json()
+    second = calibrate(client, request, AUTH)
     assert second["id"] > first["id"]
     listed = client.get("/api/v1/calibrations", params={"hardware": H100}).json()["items"]
     assert [c["id"] for c in listed] == [first["id"], second["id"]]

@@ -8,6 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 from fastapi.testclient import TestClient
+from job_client import calibrate
 
 from perfmodel.store import RunIn
 from tests.web.conftest import A100, H100, TOKEN, XSS, XSS_DEVICE, make_app, seed
@@ -117,11 +118,9 @@ def test_runs_view_is_cached_until_the_data_changes(client: TestClient) -> None:
 
 def test_calibrations_show_or_explain(client: TestClient) -> None:
     """Each calibration's per-class table; one this version cannot read: a message, never a 500."""
-    fitted = client.post("/api/v1/calibrations", headers={"Authorization": f"Bearer {TOKEN}"},
-                         json={"hardware": A100, "notes": "dashboard test"})
-    assert fitted.status_code == 201, fitted.text
+    fitted = calibrate(client, {"hardware": A100, "notes": "dashboard test"}, {"Authorization": f"Bearer {TOKEN}"})
     html = client.get(f"/runs?hardware={A100}").text
-    assert f"Calibration {fitted.json()['id']}" in html and "dashboard test" in html
+    assert f"Calibration {fitted['id']}" in html and "dashboard test" in html
     assert html.count('class="data calibration"') == 1
     store = client.app.state.perfmodel.store  # type: ignore[attr-defined]
     store.add_calibration(A100, {"format": "not one this version reads"}, {}, notes="foreign")

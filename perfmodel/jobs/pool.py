@@ -1,0 +1,212 @@
+"""A bounded pool running jobs in worker processes: a queue, at most ``workers`` fits at once (counted in the
+store, so across every service process sharing it), an address-space cap per fit, cancellation, heartbeats.
+
+A fit is CPU-bound numpy: in a separate process (one BLAS thread) it leaves the service's own threads and
+the GIL to the requests. A job whose owner stops beating (a process killed, a restart) is marked
+``interrupted`` with the reason, by the next pool that starts or sweeps.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import secrets
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import IO, Any
+
+from perfmodel.store import Store
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MEMORY_BYTES = 2 * 2**30  # address space per fit (numpy, the store's driver, the runs)
+RESTARTED = "the service restarted: a previous process left this job queued or running"
+STOPPED = "the service stopped before the job finished"
+STALE = "its worker stopped answering (no heartbeat): the process was killed or the machine restarted"
+CHILD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+class QueueFull(Exception):
+    """Too many jobs of this kind are queued or running; try again later."""
+
+
+def owner_id(token: str) -> str:
+    """``host:pid:token``: who runs a job (a pool of one process; the token tells a restarted pid apart)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{token}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def dead_owner(owner: str, me: str) -> bool:
+    """Whether ``owner`` is a pool on this host that no longer exists (its process gone, or its pid now ours)."""
+    host, _, rest = owner.partition(":")
+    pid_text, _, _token = rest.partition(":")
+    my_host, _, my_rest = me.partition(":")
+    if host != my_host or not pid_text.isdigit() or owner == me:
+        return False
+    return int(pid_text) == int(my_rest.partition(":")[0]) or not _alive(int(pid_text))
+
+
+class JobPool:
+    """``submit`` queues a job and returns its id; ``workers`` threads each run one job at a time in a child
+    process (``python -m perfmodel.jobs``) capped at ``memory_bytes`` of address space (None: no cap)."""
+
+    def __init__(self, store: Store, *, workers: int = 1, memory_bytes: int | None = DEFAULT_MEMORY_BYTES,
+                 max_active: int = 32, heartbeat_s: float = 2.0, stale_after_s: float = 30.0,
+                 poll_s: float = 0.2) -> None:
+        if workers < 1 or max_active < 1:
+            raise ValueError(f"workers ({workers}) and max_active ({max_active}) must be at least 1")
+        self.store, self.workers, self.memory_bytes, self.max_active = store, workers, memory_bytes, max_active
+        self.heartbeat_s, self.stale_after_s, self.poll_s = heartbeat_s, stale_after_s, poll_s
+        self.owner = owner_id(secrets.token_hex(4))
+        self._queue: queue.Queue[int] = queue.Queue()
+        self._mine: set[int] = set()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # --- life cycle ---
+    def start(self) -> None:
+        """Mark jobs a dead process left as interrupted, start the workers and the heartbeat (idempotent)."""
+        with self._lock:
+            if self._threads:
+                return
+            self._stopping.clear()
+            self.sweep(RESTARTED)
+            self._threads = [threading.Thread(target=self._work, name=f"job-worker-{i}", daemon=True)
+                             for i in range(self.workers)]
+            self._threads.append(threading.Thread(target=self._beat, name="job-heartbeat", daemon=True))
+            for thread in self._threads:
+                thread.start()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the workers (a running fit is terminated) and mark this pool's unfinished jobs interrupted."""
+        self._stopping.set()
+        with self._lock:
+            threads, self._threads = self._threads, []
+        for thread in threads:
+            thread.join(timeout_s)
+        self.store.interrupt_jobs(STOPPED, owners=[self.owner])
+
+    def sweep(self, reason: str = STALE) -> int:
+        """Mark interrupted the unfinished jobs of dead pools on this host and those without a recent heartbeat."""
+        dead = [o for o in self.store.active_owners() if dead_owner(o, self.owner)]
+        return self.store.interrupt_jobs(reason, owners=dead, stale_after_s=self.stale_after_s)
+
+    # --- jobs ---
+    def submit(self, kind: str, request: dict[str, Any]) -> int:
+        """Store a queued job and hand it to a worker; QueueFull when ``max_active`` are queued or running."""
+        active = self.store.count_jobs(kind)
+        if active >= self.max_active:
+            raise QueueFull(f"{active} {kind} jobs are queued or running (at most {self.max_active}): "
+                            "try again when one has finished")
+        self.start()
+        job_id = self.store.add_job(kind, request, self.owner)
+        with self._lock:
+            self._mine.add(job_id)
+        self._queue.put(job_id)
+        return job_id
+
+    def _work(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                job_id = self._queue.get(timeout=self.poll_s)
+            except queue.Empty:
+                continue
+            try:
+                self._run(job_id)
+            except Exception:  # a store error must not kill the worker thread
+                log.exception("job %s", job_id)
+            finally:
+                with self._lock:
+                    self._mine.discard(job_id)
+
+    def _claim(self, job_id: int) -> bool:
+        """Wait for a free slot; False if the job no longer waits (cancelled) or the pool stops."""
+        while not self._stopping.is_set():
+            claimed = self.store.claim_job(job_id, self.owner, self.workers)
+            if claimed is not None:
+                if claimed:
+                    return True
+                self._stopping.wait(self.poll_s * 5)
+                continue
+            return False
+        return False
+
+    def _run(self, job_id: int) -> None:
+        if not self._claim(job_id):
+            return
+        with tempfile.TemporaryFile() as errors:
+            child = self._spawn(job_id, errors)
+            self._watch(job_id, child)
+            code = child.wait()
+            job = self.store.get_job(job_id)
+            if job is not None and job.status == "running":  # the child ended without recording an outcome
+                if self._stopping.is_set():
+                    self.store.finish_job(job_id, "interrupted", STOPPED)
+                else:
+                    errors.seek(0)
+                    tail = errors.read()[-2000:].decode("utf-8", "replace").strip()
+                    why = "killed by the system (out of memory?)" if code < 0 else f"exit code {code}"
+                    self.store.finish_job(job_id, "failed", f"the fit process ended without a result ({why})"
+                                                            + (f": {tail}" if tail else ""))
+
+    def _spawn(self, job_id: int, errors: IO[bytes]) -> subprocess.Popen[bytes]:
+        config = {"database_url": self.store.url, "job_id": job_id, "memory_bytes": self.memory_bytes}
+        child = subprocess.Popen([sys.executable, "-m", "perfmodel.jobs"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.DEVNULL, stderr=errors, env={**os.environ, **CHILD_ENV})
+        assert child.stdin is not None
+        child.stdin.write(json.dumps(config).encode())
+        child.stdin.close()
+        return child
+
+    def _watch(self, job_id: int, child: subprocess.Popen[bytes]) -> None:
+        """Until the child exits: stop it when the job was cancelled (in any process) or the pool stops."""
+        next_check_s = time.monotonic() + 1.0
+        while child.poll() is None:
+            if self._stopping.wait(self.poll_s):
+                _terminate(child)
+                return
+            if time.monotonic() >= next_check_s:
+                next_check_s = time.monotonic() + 1.0
+                job = self.store.get_job(job_id)
+                if job is None or job.status != "running":
+                    _terminate(child)
+                    return
+
+    def _beat(self) -> None:
+        sweep_every = max(1, int(self.stale_after_s / self.heartbeat_s / 3))
+        ticks = 0
+        while not self._stopping.wait(self.heartbeat_s):
+            ticks += 1
+            try:
+                with self._lock:
+                    mine = list(self._mine)
+                self.store.beat(mine)
+                if ticks % sweep_every == 0:
+                    self.sweep()
+            except Exception:
+                log.exception("job heartbeat")
+
+
+def _terminate(child: subprocess.Popen[bytes], grace_s: float = 3.0) -> None:
+    child.terminate()
+    try:
+        child.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
