@@ -84,6 +84,7 @@ class CounterPointOut(BaseModel):
     bytes_by_level: dict[str, float]
     share_of_roof: dict[str, float]
     nearest_roof: str
+    derived: list[str] = []  # what came from Speed-of-Light percentages, not counted bytes/FLOPs
 
 
 class MeasuredRooflineOut(BaseModel):

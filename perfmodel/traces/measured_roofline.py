@@ -1,8 +1,13 @@
-"""Where each profiled kernel stands against the device's roofs, from its own counters (Nsight Compute).
+"""Where each profiled kernel stands against the device's roofs, from its own counters (Nsight Compute,
+rocprof / rocprofv3).
 
 A kernel with measured bytes per memory level and FLOPs per dtype attains a rate at each: its share of that
 roof (attained / roof) says how close it runs to it. The nearest roof is the one it is closest to; a kernel far
 below every roof is limited by something else (latency, occupancy, launch, dependencies).
+
+Nsight Compute's default set gives Speed-of-Light percentages instead of bytes: a level's throughput % of peak
+is taken as its share of that roof, and its bytes are derived as share x the spec's bandwidth x time (listed
+in ``derived``); 'sm' is the SM throughput % (the busiest SM pipe, not a FLOP rate).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Any
 
 from perfmodel.hardware import Hardware
 from perfmodel.machine import tables
+from perfmodel.traces.ncu_metrics import SOL_SHARES
 from perfmodel.traces.records import CounterTotals, KernelRecord
 from perfmodel.traces.roof import COUNTER_DTYPES, counter_levels, has_roof, vector_peak
 
@@ -31,7 +37,8 @@ class CounterPoint:
     time_s: float
     flops: float  # SIMT FLOPs counted (fp16 + fp32 + fp64); tensor-core work has no FLOP counter here
     bytes_by_level: dict[str, float]  # 'dram', 'l2', 'l1' -> bytes moved
-    share_of_roof: dict[str, float]  # 'dram', 'l2', 'l1', 'compute', 'tensor' -> attained / roof
+    share_of_roof: dict[str, float]  # 'dram', 'l2', 'l1', 'compute', 'tensor', 'sm' -> attained / roof
+    derived: tuple[str, ...] = ()  # what came from Speed-of-Light percentages, not from counted bytes/FLOPs
 
     @property
     def nearest(self) -> str:
@@ -45,7 +52,19 @@ class CounterPoint:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "launches": self.launches, "time_s": self.time_s, "flops": self.flops,
                 "bytes_by_level": self.bytes_by_level, "share_of_roof": self.share_of_roof,
-                "nearest_roof": self.nearest}
+                "nearest_roof": self.nearest, "derived": list(self.derived)}
+
+
+def _sol_bytes(hw: Hardware, counters: dict[str, float], time_s: float) -> dict[str, float]:
+    """Bytes per level derived from Speed-of-Light throughput % where the level has no byte counter:
+    share of peak x the spec's bandwidth x time."""
+    machine = tables(hw)
+    derived: dict[str, float] = {}
+    for key, level in counter_levels(hw).items():
+        pct = counters.get(SOL_SHARES[key], 0.0)
+        if counters.get(key, 0.0) <= 0 and pct > 0 and level is not None and has_roof(hw, level):
+            derived[key] = pct / 100.0 * machine.bandwidth_bytes_per_s(level) * time_s
+    return derived
 
 
 def _shares(hw: Hardware, counters: dict[str, float], time_s: float) -> dict[str, float]:
@@ -56,6 +75,9 @@ def _shares(hw: Hardware, counters: dict[str, float], time_s: float) -> dict[str
         moved = counters.get(key, 0.0)
         if moved > 0 and level is not None and has_roof(hw, level):
             shares[LEVEL_LABELS[key]] = moved / time_s / machine.bandwidth_bytes_per_s(level)
+    if "compute" not in shares and counters.get("sm_throughput_pct", 0.0) > 0 and not any(
+            counters.get(k, 0.0) > 0 for k in COUNTER_DTYPES):
+        shares["sm"] = counters["sm_throughput_pct"] / 100.0
     compute_s = 0.0
     for key, dtype in COUNTER_DTYPES.items():
         peak = vector_peak(hw, dtype)
@@ -65,6 +87,8 @@ def _shares(hw: Hardware, counters: dict[str, float], time_s: float) -> dict[str
         shares["compute"] = compute_s / time_s
     if counters.get("tensor_active_pct", 0.0) > 0:
         shares["tensor"] = counters["tensor_active_pct"] / 100.0
+    if "compute" in shares:
+        shares.pop("sm", None)
     return shares
 
 
@@ -82,9 +106,14 @@ def counter_points(hw: Hardware, kernels: Iterable[KernelRecord]) -> list[Counte
     points = []
     for name, t in time_s.items():
         counters = totals[name].result()
+        derived = _sol_bytes(hw, counters, t)
+        counters.update(derived)
         flops = sum(counters.get(key, 0.0) for key in COUNTER_DTYPES)
         moved = {LEVEL_LABELS[key]: counters[key] for key in LEVEL_LABELS if counters.get(key, 0.0) > 0}
-        points.append(CounterPoint(name, launches[name], t, flops, moved, _shares(hw, counters, t)))
+        notes = tuple(f"{LEVEL_LABELS[k]} bytes = {SOL_SHARES[k]} x spec bandwidth x time" for k in derived)
+        if "sm_throughput_pct" in counters and not flops:
+            notes += ("sm share = SM throughput % (busiest pipe), no FLOP counter",)
+        points.append(CounterPoint(name, launches[name], t, flops, moved, _shares(hw, counters, t), notes))
     points.sort(key=lambda p: -p.time_s)
     return points
 

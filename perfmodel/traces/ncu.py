@@ -36,6 +36,15 @@ class _Kernel:
     metrics: dict[str, float] = field(default_factory=dict)
 
 
+def _sol_warning(records: list[KernelRecord], warnings: list[str]) -> None:
+    """Name what a full roofline point lacks when only Speed-of-Light percentages were collected."""
+    partial = sum(1 for r in records if ncu_metrics.sol_only(dict(r.counters)))
+    if partial:
+        warnings.append(f"{partial} of {len(records)} kernels have Speed-of-Light percentages only (the default "
+                        "set): their roofline points are shares of peak, bytes derived from the device's "
+                        "bandwidth, no FLOPs; for a full point collect " + ", ".join(ncu_metrics.FULL_POINT_METRICS))
+
+
 def _record(kernel: _Kernel, source_format: str, warnings: list[str]) -> KernelRecord | None:
     duration, counters = ncu_metrics.counters(kernel.metrics)
     if duration is None:
@@ -71,9 +80,12 @@ def parse_long(stream: BinaryIO, header_line: int, max_records: int = MAX_RECORD
         grid, block = column_index(header, "Grid Size"), column_index(header, "Block Size")
         if names is None or metric_col is None or value_col is None:
             raise TraceError("Nsight Compute CSV without 'Kernel Name', 'Metric Name' or 'Metric Value' columns")
+        needed = max(c for c in (ids, names, metric_col, value_col) if c is not None)
         for row in rows:
+            if len(row) <= needed:
+                continue  # program output or profiler messages after the CSV
             key = cell(row, ids) or cell(row, names)
-            if not row or not key:
+            if not key:
                 continue
             kernel = kernels.get(key)
             if kernel is None:
@@ -84,17 +96,19 @@ def parse_long(stream: BinaryIO, header_line: int, max_records: int = MAX_RECORD
                                                 as_int(cell(row, stream_col)), dim3(cell(row, grid)) if grid
                                                 is not None else None, dim3(cell(row, block)) if block
                                                 is not None else None)
-            metric = ncu_metrics.metric_name(cell(row, metric_col))
+            unit = cell(row, unit_col)
+            metric = ncu_metrics.metric_name(cell(row, metric_col), unit)
             raw = cell(row, value_col)
             if metric == "Grid Size":
                 kernel.grid = kernel.grid or dim3(raw)
             elif metric == "Block Size":
                 kernel.block = kernel.block or dim3(raw)
             elif metric in ncu_metrics.WANTED:
-                value = _value(raw, cell(row, unit_col), metric, warnings)
+                value = _value(raw, unit, metric, warnings)
                 if value is not None:
                     kernel.metrics[metric] = value
     records = [r for k in kernels.values() if (r := _record(k, LONG_FORMAT, warnings)) is not None]
+    _sol_warning(records, warnings)
     return ParsedTrace(LONG_FORMAT, records, warnings)
 
 
@@ -155,4 +169,5 @@ def parse_raw(stream: BinaryIO, header_line: int, max_records: int = MAX_RECORDS
             record = _record(kernel, RAW_FORMAT, warnings)
             if record is not None:
                 records.append(record)
+    _sol_warning(records, warnings)
     return ParsedTrace(RAW_FORMAT, records, warnings)

@@ -22,7 +22,15 @@ LABELS = {
     "dram throughput": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
     "compute (sm) throughput": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
     "memory throughput": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "l1/tex cache throughput": "l1tex__throughput.avg.pct_of_peak_sustained_active",
+    "l2 cache throughput": "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    "l1/tex hit rate": "l1tex__t_sector_hit_rate.pct",
+    "l2 hit rate": "lts__t_sector_hit_rate.pct",
+    "sm active cycles": "sm__cycles_active.avg",
+    "dram frequency": "dram__cycles_elapsed.avg.per_second",
 }
+# 'Memory Throughput' in byte/s (the Memory Workload Analysis section) is the DRAM rate, not the SOL percentage
+RATE_LABELS = {"memory throughput": "dram__bytes.sum.per_second", "dram bandwidth": "dram__bytes.sum.per_second"}
 
 _DIRECT = {
     "dram__bytes.sum": "dram_bytes",
@@ -40,22 +48,38 @@ _DIRECT = {
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": "memory_throughput_pct",
     "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy_pct",
     "launch__registers_per_thread": "registers_per_thread",
+    "l1tex__throughput.avg.pct_of_peak_sustained_active": "l1_throughput_pct",
+    "lts__throughput.avg.pct_of_peak_sustained_elapsed": "l2_throughput_pct",
+    "l1tex__t_sector_hit_rate.pct": "l1_hit_rate_pct",
+    "lts__t_sector_hit_rate.pct": "l2_hit_rate_pct",
+    "sm__cycles_active.avg": "sm_active_cycles",
+    "gpc__cycles_elapsed.max": "elapsed_cycles",
+    "dram__cycles_elapsed.avg.per_second": "dram_clock_hz",
 }
+# Speed-of-Light shares of peak per level: a roofline point when the level's byte counter is missing
+SOL_SHARES = {"dram_bytes": "dram_throughput_pct", "l2_bytes": "l2_throughput_pct", "l1_bytes": "l1_throughput_pct"}
+FULL_POINT_METRICS = ("dram__bytes.sum", "lts__t_bytes.sum", "l1tex__t_bytes.sum",
+                      "sm__sass_thread_inst_executed_op_{fadd,fmul,ffma,dadd,dmul,dfma,hadd,hmul,hfma}_pred_on.sum")
 _FLOP_OPS = {"fp32": ("fadd", "fmul", "ffma"), "fp64": ("dadd", "dmul", "dfma"), "fp16": ("hadd", "hmul", "hfma")}
 DURATION_METRICS = ("gpu__time_duration.sum", "gpu__time_duration.avg")
-WANTED = set(_DIRECT) | set(DURATION_METRICS) | {"dram__bytes_read.sum", "dram__bytes_write.sum"} | {
+WANTED = set(_DIRECT) | set(DURATION_METRICS) | {"dram__bytes_read.sum", "dram__bytes_write.sum",
+                                                  "dram__bytes.sum.per_second"} | {
     f"{unit}__sass_thread_inst_executed_op_{op}_pred_on.sum"
     for unit in ("sm", "smsp") for ops in _FLOP_OPS.values() for op in ops}
 
 
-def metric_name(label: str) -> str:
-    """The metric name of a column or row label ('Duration', 'Duration (gpu__time_duration.sum)', a name)."""
+def metric_name(label: str, unit: str = "") -> str:
+    """The metric name of a column or row label ('Duration', 'Duration (gpu__time_duration.sum)', a name);
+    ``unit`` tells a section's rate ('Memory Throughput' in Gbyte/second) from its percentage."""
     text = label.strip()
     if text.endswith(")") and "(" in text:
         inner = text[text.rindex("(") + 1 : -1]
         if "__" in inner:
             return inner
-    return LABELS.get(text.lower(), text)
+    key = text.lower()
+    if key in RATE_LABELS and "byte/" in unit:
+        return RATE_LABELS[key]
+    return LABELS.get(key, text)
 
 
 def unit_scale(unit: str) -> float | None:
@@ -93,7 +117,15 @@ def counters(metrics: dict[str, float]) -> tuple[float | None, dict[str, float]]
     duration = next((metrics[n] for n in DURATION_METRICS if n in metrics), None)
     if duration is None and out.get("sm_cycles") and out.get("sm_clock_hz"):
         duration = out["sm_cycles"] / out["sm_clock_hz"]
+    if "dram_bytes" not in out and duration and metrics.get("dram__bytes.sum.per_second"):
+        out["dram_bytes"] = metrics["dram__bytes.sum.per_second"] * duration  # measured rate x measured time
     return duration, out
+
+
+def sol_only(counters: dict[str, float]) -> bool:
+    """Speed-of-Light percentages but no byte or FLOP counter: a point from shares of peak, not a full one."""
+    measured = ("dram_bytes", "l2_bytes", "l1_bytes", "flops_fp32", "flops_fp64", "flops_fp16")
+    return any(k in counters for k in SOL_SHARES.values()) and not any(k in counters for k in measured)
 
 
 def _sass(metrics: dict[str, float], op: str) -> float | None:

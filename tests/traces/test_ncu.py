@@ -104,3 +104,63 @@ def test_kernel_without_any_time_metric_is_skipped_with_a_warning() -> None:
     parsed = parse_trace(csv_text(NEW_HEADER, [[*info, "dram__bytes.sum", "byte", "10"]]))
     assert parsed.kernels == []
     assert any("no_time_kernel" in w for w in parsed.warnings)
+
+
+SOL_LOG = DATA / "superbench__cublaslt_gemm_b200__ncu_default_set.log"
+
+
+def _sol_rows() -> list[dict[str, str]]:
+    """The log's CSV rows read independently: from the header line on, csv module, rows with a metric value."""
+    lines = SOL_LOG.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith('"ID",'))
+    return [r for r in csv.DictReader(lines[start:]) if r.get("Metric Value")]
+
+
+def test_default_set_log_with_program_output_gives_duration_and_sol_counters() -> None:
+    rows = {r["Metric Name"]: r for r in _sol_rows() if r["Section Name"] == "GPU Speed Of Light Throughput"}
+    parsed = parse_trace(SOL_LOG)
+    assert parsed.format == "ncu_csv"
+    (kernel,) = parsed.kernels
+    assert kernel.name.startswith("cutlass3x_sm100_tensorop_s64x256x32gemm_f8_f8_f32")
+    assert rows["Duration"]["Metric Unit"] == "ns"
+    assert kernel.duration_s == pytest.approx(_num(rows["Duration"]["Metric Value"]) * 1e-9)
+    assert kernel.grid == (9, 32, 1) and kernel.block == (384, 1, 1)
+    for label, key in (("DRAM Throughput", "dram_throughput_pct"), ("L2 Cache Throughput", "l2_throughput_pct"),
+                       ("L1/TEX Cache Throughput", "l1_throughput_pct"), ("Memory Throughput", "memory_throughput_pct"),
+                       ("Compute (SM) Throughput", "sm_throughput_pct"), ("SM Frequency", "sm_clock_hz"),
+                       ("Elapsed Cycles", "elapsed_cycles"), ("SM Active Cycles", "sm_active_cycles")):
+        assert kernel.counters[key] == pytest.approx(_num(rows[label]["Metric Value"])), label
+    assert "dram_bytes" not in kernel.counters  # nothing counted bytes: only shares of peak
+    (warning,) = parsed.warnings
+    assert "Speed-of-Light percentages only" in warning and "dram__bytes.sum" in warning
+
+
+def test_default_set_gives_a_roofline_point_from_shares_of_peak() -> None:
+    import perfmodel
+    from perfmodel.machine import tables
+    from perfmodel.traces.measured_roofline import counter_points
+
+    hw = perfmodel.load_hardware("nvidia-b200")
+    (kernel,) = parse_trace(SOL_LOG).kernels
+    (point,) = counter_points(hw, [kernel])
+    assert point.share_of_roof["dram"] == pytest.approx(0.0074)
+    assert point.share_of_roof["l2"] == pytest.approx(0.1512)
+    assert point.share_of_roof["sm"] == pytest.approx(0.2359)
+    assert point.nearest == "sm"
+    dram_bw = tables(hw).bandwidth_bytes_per_s(tables(hw).dram)
+    assert point.bytes_by_level["dram"] == pytest.approx(0.0074 * dram_bw * kernel.duration_s)
+    assert any("dram bytes = dram_throughput_pct" in d for d in point.derived)
+    assert point.flops == 0.0
+
+
+def test_memory_throughput_in_bytes_per_second_is_the_dram_rate(tmp_path: Path) -> None:
+    header = ["ID", "Kernel Name", "Section Name", "Metric Name", "Metric Unit", "Metric Value"]
+    rows = [["0", "k", "GPU Speed Of Light Throughput", "Duration", "usecond", "2.00"],
+            ["0", "k", "GPU Speed Of Light Throughput", "Memory Throughput", "%", "40.0"],
+            ["0", "k", "Memory Workload Analysis", "Memory Throughput", "Gbyte/second", "1,000.00"]]
+    path = tmp_path / "mwa.csv"
+    path.write_bytes(csv_text(header, rows, "==PROF== Connected to process 1\n") + b"==PROF== Disconnected\nbye\n")
+    (kernel,) = parse_trace(path).kernels
+    assert kernel.counters["memory_throughput_pct"] == pytest.approx(40.0)
+    assert kernel.counters["dram_bytes"] == pytest.approx(1e12 * 2e-6)  # measured rate x measured duration
+    assert not parse_trace(path).warnings
