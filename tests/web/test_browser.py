@@ -234,8 +234,14 @@ def test_upload_then_fit_a_calibration_on_its_runs(watched: Watched, server: str
     page.wait_for_selector("#calibrate-button", timeout=60_000)
     assert page.locator("#calibrate-button").inner_text().startswith("Fit a calibration on its ")
     page.locator("#calibrate-button").click()
+    # the job's progress, polled while the page stays usable: the bar and the stage, then the report
+    page.wait_for_selector("#calibrate-progress:not([hidden])", timeout=30_000)
+    page.wait_for_function("document.getElementById('calibrate-status').textContent.startsWith('Fitting: ')",
+                           timeout=60_000)
+    assert page.locator("#calibrate-button").is_disabled() and page.locator("#calibrate-cancel").is_visible()
     page.wait_for_selector("#link-calibrated", timeout=120_000)
     assert "stored: the latest of " + A100 in page.locator("#calibrate-status").inner_text()
+    assert page.locator("#calibrate-progress").is_hidden() and not page.locator("#calibrate-button").is_disabled()
     assert page.locator("#calibration-result-table tbody tr").count() >= 1
     assert page.locator("#calibration-trees").inner_text().startswith("Residual trees over the fitted classes: ")
     page.locator("#link-calibrated").click()
@@ -250,6 +256,12 @@ def test_runs_page_fits_a_calibration_on_the_runs_it_shows(watched: Watched, ser
     _save_token(page)
     button = page.locator("#fit-calibration #calibrate-button")
     assert button.inner_text().startswith("Fit a calibration on these ")
+    button.click()  # cancelled while it runs: says so, stores nothing
+    page.wait_for_selector("#calibrate-cancel:not([hidden])", timeout=30_000)
+    page.locator("#calibrate-cancel").click()
+    page.wait_for_function("/ cancelled/.test(document.getElementById('calibrate-status').textContent)",
+                           timeout=60_000)
+    assert page.locator("#link-calibrated").count() == 0 and not button.is_disabled()
     button.click()
     page.wait_for_selector("#link-calibrated", timeout=120_000)
     classes = page.locator("#calibration-result-table tbody th").all_inner_texts()

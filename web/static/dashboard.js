@@ -145,13 +145,32 @@ function calibrationTable(report) {
   return table;
 }
 
+const JOB_POLL_MS = 500;
+const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
+
+function errorText(response, answer) {
+  if (response.status === 401) return "Fitting needs a valid API token: enter it at the top of the page.";
+  return "Not fitted (" + response.status + "): " + (typeof answer.detail === "string" ? answer.detail : JSON.stringify(answer.detail || ""));
+}
+
+/* POST /api/v1/calibrations answers 202 with a job; poll it (GET /api/v1/jobs/{id}), showing its stage and
+   progress, until it ends: the page stays responsive, and the fit can be cancelled (DELETE). */
 function calibrateButton(box, hardware, filter, label, notes, compareHref) {
   const button = el("button", label, { type: "button", id: "calibrate-button" });
+  const cancel = el("button", "Cancel", { type: "button", id: "calibrate-cancel", hidden: "" });
+  const bar = el("progress", null, { id: "calibrate-progress", max: "1", value: "0", hidden: "" });
   const status = el("span", "", { id: "calibrate-status", role: "status", "aria-live": "polite" });
-  box.append(button, document.createTextNode(" "), status);
+  box.append(button, document.createTextNode(" "), cancel, document.createTextNode(" "), bar,
+    document.createTextNode(" "), status);
+  let jobUrl = null;
+  cancel.addEventListener("click", async () => {
+    if (!jobUrl) return;
+    cancel.disabled = true;
+    await fetch(jobUrl, { method: "DELETE", headers: authHeaders() }).catch(() => null);
+  });
   button.addEventListener("click", async () => {
     button.disabled = true;
-    status.textContent = "Fitting…";
+    status.textContent = "Queued…";
     box.querySelector("#calibration-result-table")?.remove();
     try {
       const response = await fetch("/api/v1/calibrations", {
@@ -159,20 +178,43 @@ function calibrateButton(box, hardware, filter, label, notes, compareHref) {
         body: JSON.stringify({ hardware: hardware, filter: filter, notes: notes }),
       });
       const answer = await response.json().catch(() => ({}));
-      if (response.status === 401) {
-        status.textContent = "Fitting needs a valid API token: enter it at the top of the page.";
-      } else if (!response.ok) {
-        status.textContent = "Not fitted (" + response.status + "): " + (typeof answer.detail === "string" ? answer.detail : JSON.stringify(answer.detail || ""));
+      if (response.status !== 202) {
+        status.textContent = errorText(response, answer);
       } else {
-        status.textContent = "Calibration " + answer.id + " stored: the latest of " + hardware + ". ";
-        status.append(el("a", "Compare it with the model", { href: compareHref, id: "link-calibrated" }));
-        box.append(calibrationTable(answer.report || {}));
+        jobUrl = response.headers.get("Location") || answer.url;
+        bar.hidden = false; cancel.hidden = false; cancel.disabled = false;
+        await followJob(jobUrl, bar, status, hardware, compareHref, box);
       }
     } catch (err) {
       status.textContent = "Not fitted: network error.";
     }
+    jobUrl = null;
+    bar.hidden = true; cancel.hidden = true;
     button.disabled = false;
   });
+}
+
+async function followJob(url, bar, status, hardware, compareHref, box) {
+  for (;;) {
+    const response = await fetch(url, { headers: authHeaders() });
+    const job = await response.json().catch(() => ({}));
+    if (!response.ok) { status.textContent = errorText(response, job); return; }
+    bar.value = job.progress || 0;
+    const pct = Math.round(100 * (job.progress || 0));
+    if (job.status === "queued") status.textContent = "Queued (job " + job.id + ")…";
+    else if (job.status === "running") status.textContent = "Fitting: " + (job.stage || "starting") + ", " + pct + " %";
+    else if (job.status === "succeeded") {
+      const calibration = await (await fetch(job.result.url, { headers: authHeaders() })).json();
+      status.textContent = "Calibration " + calibration.id + " stored: the latest of " + hardware + ". ";
+      status.append(el("a", "Compare it with the model", { href: compareHref, id: "link-calibrated" }));
+      box.append(calibrationTable(calibration.report || {}));
+      return;
+    } else {
+      status.textContent = "Not fitted: job " + job.id + " " + job.status + (job.error ? ": " + job.error : "") + ".";
+      return;
+    }
+    await sleep(JOB_POLL_MS);
+  }
 }
 
 function showCalibrate(body, hardware) {
