@@ -8,6 +8,9 @@ import pytest
 from trace_builders import DATA, csv_text
 
 from perfmodel.traces import parse_trace
+from perfmodel.traces.records import TraceError
+
+SHARED_ROCPROF = DATA.parents[3] / "shared" / "data" / "traces" / "rocprof"
 
 
 @pytest.mark.parametrize("name", ["vcopy__MI100__timestamps.csv", "vcopy__MI200__timestamps.csv",
@@ -58,3 +61,119 @@ def test_stats_file() -> None:
     assert parsed.format == "rocprof_stats"
     assert [(k.name, k.instances) for k in parsed.kernels] == [("gemm_kernel", 10), ("copy_kernel", 4)]
     assert parsed.total_kernel_time_s == pytest.approx(60e-6)
+
+
+def _rows(name: str) -> list[dict[str, str]]:
+    with (DATA / name).open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_omniperf_counters_become_bytes_and_instructions() -> None:
+    """vecCopy of 1,048,576 doubles: DRAM and L1->L2 traffic from the raw TCC/TCP requests (rocprof's formulas)."""
+    rows = _rows("vcopy__MI100__pmc_perf.csv")
+    parsed = parse_trace(DATA / "vcopy__MI100__pmc_perf.csv")
+    for kernel, row in zip(parsed.kernels, rows, strict=True):
+        rd, rd32 = float(row["TCC_EA_RDREQ_sum"]), float(row["TCC_EA_RDREQ_32B_sum"])
+        wr, wr64 = float(row["TCC_EA_WRREQ_sum"]), float(row["TCC_EA_WRREQ_64B_sum"])
+        assert kernel.counters["dram_bytes"] == pytest.approx(32 * rd32 + 64 * (rd - rd32) + 64 * wr64
+                                                              + 32 * (wr - wr64))
+        requests = sum(float(row[c]) for c in ("TCP_TCC_READ_REQ_sum", "TCP_TCC_WRITE_REQ_sum",
+                                               "TCP_TCC_ATOMIC_WITH_RET_REQ_sum", "TCP_TCC_ATOMIC_WITHOUT_RET_REQ_sum"))
+        assert kernel.counters["l2_bytes"] == pytest.approx(64 * requests)
+        assert kernel.counters["valu_inst"] == float(row["SQ_INSTS_VALU"])
+        assert kernel.counters["gpu_cycles"] == float(row["GRBM_GUI_ACTIVE"])
+        # the copy reads 8 MiB; its 8 MiB of writes reach DRAM in full only in the first launch (later ones
+        # leave part in L2 when they end)
+        assert 8 * 2**20 <= kernel.counters["dram_bytes"] <= 16.2 * 2**20
+    assert parsed.kernels[0].counters["dram_bytes"] == pytest.approx(16 * 2**20, rel=0.01)
+
+
+def test_omniperf_counters_give_a_roofline_point_for_a_plain_hip_kernel() -> None:
+    import perfmodel
+    from perfmodel.machine import tables
+    from perfmodel.traces.measured_roofline import counter_points
+
+    hw = perfmodel.load_hardware("amd-mi100")
+    parsed = parse_trace(DATA / "vcopy__MI100__pmc_perf.csv")
+    (point,) = counter_points(hw, parsed.kernels)
+    moved = sum(k.counters["dram_bytes"] for k in parsed.kernels)
+    dram_bw = tables(hw).bandwidth_bytes_per_s(tables(hw).dram)
+    assert point.launches == 3 and point.time_s == pytest.approx(parsed.total_kernel_time_s)
+    assert point.share_of_roof["dram"] == pytest.approx(moved / parsed.total_kernel_time_s / dram_bw)
+    assert point.nearest == "dram" and not point.derived
+    assert all(k.grid == (4096, 1, 1) and k.block == (256, 1, 1) for k in parsed.kernels)
+
+
+def test_mi200_counters_include_flops_by_dtype() -> None:
+    parsed = parse_trace(SHARED_ROCPROF / "vcopy__MI200__pmc_perf.csv") if SHARED_ROCPROF.exists() else None
+    if parsed is None:
+        pytest.skip("../shared/data not present")
+    for kernel in parsed.kernels:
+        assert kernel.counters["flops_fp64"] == 0.0 and kernel.counters["mfma_flops"] == 0.0  # a copy
+        assert kernel.counters["l2_bytes"] == pytest.approx(16 * 2**20)  # 8 MiB read + 8 MiB written by L1
+
+
+def test_one_omniperf_pass_file() -> None:
+    rows = _rows("vcopy__MI100__pmc_perf_0.csv")
+    parsed = parse_trace(DATA / "vcopy__MI100__pmc_perf_0.csv")
+    assert len(parsed.kernels) == 3
+    assert parsed.total_kernel_time_s == pytest.approx(
+        sum(int(r["End_Timestamp"]) - int(r["Start_Timestamp"]) for r in rows) * 1e-9)
+    assert [k.counters["waves"] for k in parsed.kernels] == [float(r["SQ_WAVES"]) for r in rows]
+    assert "dram_bytes" not in parsed.kernels[0].counters  # this pass counted no memory requests
+
+
+def test_rocprofv3_counter_collection_is_one_record_per_dispatch() -> None:
+    name = "rocprofiler-sdk__docs__pass_1__312_counter_collection.csv"
+    rows = _rows(name)
+    parsed = parse_trace(DATA / name)
+    assert parsed.format == "rocprofv3_counter_csv"
+    assert len(parsed.kernels) == len({r["Dispatch_Id"] for r in rows}) == 4
+    assert parsed.total_kernel_time_s == pytest.approx(
+        sum(int(r["End_Timestamp"]) - int(r["Start_Timestamp"]) for r in rows) * 1e-9)
+    first = parsed.kernels[0]
+    assert first.name == "void addition_kernel<float>(float*, float const*, float const*, int, int)"
+    assert first.counters["waves"] == 16384.0 and first.device == 4
+    assert first.grid == (16384, 1, 1) and first.block == (64, 1, 1)
+
+
+def test_rocprofv3_counter_rows_of_one_dispatch_are_not_counted_twice() -> None:
+    header = ["Correlation_Id", "Dispatch_Id", "Agent_Id", "Queue_Id", "Grid_Size", "Kernel_Name", "Workgroup_Size",
+              "Counter_Name", "Counter_Value", "Start_Timestamp", "End_Timestamp"]
+    rows = [[1, 1, "Agent 2", 1, 1024, "Cijk_tile", 256, "FETCH_SIZE", 2048, 100, 1100],
+            [1, 1, "Agent 2", 1, 1024, "Cijk_tile", 256, "WRITE_SIZE", 1024, 100, 1100],
+            [1, 1, "Agent 2", 1, 1024, "Cijk_tile", 256, "SQ_INSTS_VALU_FMA_F32", 10, 100, 1100],
+            [1, 1, "Agent 2", 1, 1024, "Cijk_tile", 256, "SQ_INSTS_VALU_MFMA_MOPS_F16", 3, 100, 1100],
+            [2, 2, "Agent 2", 1, 1024, "Cijk_tile", 256, "FETCH_SIZE", 4096, 2000, 2500]]
+    parsed = parse_trace(csv_text(header, rows))
+    assert [k.duration_s for k in parsed.kernels] == pytest.approx([1e-6, 0.5e-6])
+    first = parsed.kernels[0]
+    assert first.device == 2 and first.grid == (4, 1, 1)
+    assert first.counters["dram_bytes"] == (2048 + 1024) * 1024  # rocprof's kilobytes
+    assert first.counters["flops_fp32"] == 64 * 2 * 10 and first.counters["mfma_flops"] == 512 * 3
+
+
+def test_rounded_timestamps_are_flagged() -> None:
+    parsed = parse_trace(DATA / "vcopy__MI300X_A1__timestamps.csv")
+    assert len(parsed.kernels) == 3 and parsed.total_kernel_time_s == 0.0
+    assert any("rounded scientific notation" in w for w in parsed.warnings)
+
+
+@pytest.mark.parametrize("bad", [
+    [[1, 1, "k", "FETCH_SIZE", "1", "soon", "later"]],  # timestamps that are not numbers
+])
+def test_counter_collection_with_wrong_types_is_a_clear_error(bad: list[list[object]]) -> None:
+    header = ["Correlation_Id", "Dispatch_Id", "Kernel_Name", "Counter_Name", "Counter_Value", "Start_Timestamp",
+              "End_Timestamp"]
+    with pytest.raises(TraceError, match="not times in ns"):
+        parse_trace(csv_text(header, bad))
+
+
+def test_truncated_counter_collection_keeps_the_whole_dispatches() -> None:
+    name = "rocprofiler-sdk__docs__pass_1__312_counter_collection.csv"
+    text = (DATA / name).read_bytes()
+    cut = text[: text.rindex(b'"divide_kernel') + 5]  # the last row cut inside its quoted kernel name
+    with pytest.raises(TraceError):
+        parse_trace(cut)
+    cut_at_row = text[: text.rindex(b"\n4,4,") + 1]
+    assert len(parse_trace(cut_at_row).kernels) == 3
