@@ -304,15 +304,19 @@ def calibrate_command(
     version, its latest: then `perfmodel predict ... --calibration latest`, `perfmodel trace ... --calibration
     latest`, or "calibration": "latest" in the API."""
     from perfmodel.calibration.stored import NoSuchCalibration, fit_stored, format_calibration_report
+    from perfmodel.measure.command import StderrProgress
 
     store = _store()
+    progress = StderrProgress()  # on stderr: a bar with the stage on a terminal, a line per 10 % in a log
     try:
         hw = resolve_hardware(hardware_id)
         calibration_id = fit_stored(store, hw, {"trace_upload_id": trace, "op_kind": op_kind, "source": source},
-                                    folds=folds, base_calibration=base, notes=notes)
+                                    folds=folds, base_calibration=base, notes=notes, progress=progress)
     except (KeyError, NoSuchCalibration, ValueError) as exc:
+        progress.end()
         _fail(str(exc.args[0]) if exc.args else str(exc))
         return
+    progress.end()
     row = store.get_calibration(calibration_id)
     if as_json:
         typer.echo(json.dumps({"id": calibration_id, "hardware": hw.id, "report": row.fit_report}, indent=1,
@@ -331,14 +335,19 @@ def measure(
 ) -> None:
     """Measure this machine (ERT-style sweep, BLAS peaks), register it as a device, time the op suite under
     the PyTorch profiler, upload the trace and calibrate: fit on half the shapes, score on the rest."""
-    from perfmodel.measure.command import measure_command
+    from perfmodel.measure.command import StderrProgress, measure_command
     from perfmodel.measure.loop import format_report, run_loop
 
     specs: list[dict[str, Any]] = []
 
     def on_trace(trace: Path) -> None:
         typer.echo(f"registering {host_id!r}, uploading the trace and calibrating ...", err=True)
-        typer.echo(format_report(run_loop(_store(), specs[-1], trace)))
+        progress = StderrProgress()
+        try:
+            report = run_loop(_store(), specs[-1], trace, progress)
+        finally:
+            progress.end()
+        typer.echo(format_report(report))
         typer.echo(f"try: perfmodel predict {host_id} matmul m=1024 n=1024 k=1024 dtype=fp32 --calibration latest")
 
     measure_command(on_spec=specs.append, on_trace=on_trace)(out=out, host_id=host_id, quick=quick, suite=True)

@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 import typer
 import yaml
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
 from perfmodel.measure.host import measure_host
 from perfmodel.measure.report import format_measurement
@@ -25,17 +27,25 @@ TraceCallback = Callable[[Path], None]
 
 
 class StderrProgress:
-    """Progress on stderr: one line rewritten in place on a terminal; elsewhere (a log, CI) a line per
-    ``step`` of the fraction and per new stage, so a redirected run is not one long line of updates."""
+    """``progress(stage, fraction)`` on stderr: a rich progress bar with the stage on a terminal; elsewhere (a
+    log, CI) a line per ``step`` of the fraction and per new stage, so a redirected run is not one long line."""
 
     def __init__(self, terminal: bool | None = None, step: float = 0.1) -> None:
         self.terminal = sys.stderr.isatty() if terminal is None else terminal
         self.step = step
         self.last: tuple[str, int] | None = None
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
 
     def __call__(self, stage: str, fraction: float) -> None:
         if self.terminal:
-            typer.echo(f"\r{stage}: {fraction:4.0%}", nl=False, err=True)
+            if self._bar is None:
+                self._bar = Progress(TextColumn("{task.description:<14}"), BarColumn(), TaskProgressColumn(),
+                                     TimeElapsedColumn(), console=Console(file=sys.stderr, force_terminal=True))
+                self._task = self._bar.add_task(stage, total=1.0)
+                self._bar.start()
+            assert self._task is not None
+            self._bar.update(self._task, description=stage, completed=min(max(fraction, 0.0), 1.0))
             return
         mark = (stage, int(fraction / self.step + 1e-9))
         if mark != self.last:
@@ -43,9 +53,11 @@ class StderrProgress:
             typer.echo(f"{stage}: {fraction:4.0%}", err=True)
 
     def end(self) -> None:
-        """Close the rewritten line (nothing to close in a log)."""
-        if self.terminal:
-            typer.echo("", err=True)
+        """Draw the bar a last time and leave it on screen (nothing to close in a log)."""
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar, self._task = None, None
+        self.last = None
 
 
 def measure_command(on_spec: SpecCallback | None = None,

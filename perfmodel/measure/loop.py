@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from perfmodel.calibration import Calibration, class_key, fit_calibration, predict_calibrated
+from perfmodel.calibration.build import Progress
 from perfmodel.hardware import Hardware
 from perfmodel.ops import make_op
 from perfmodel.roofline import SpaceName, predict_many
@@ -100,18 +101,28 @@ def best_of_repeats(runs: list[RunRow]) -> tuple[list[dict[str, Any]], np.ndarra
     return [g[0].op for g in groups], np.array([min(r.measured_time_s for r in g) for g in groups])
 
 
-def _fit(hardware: Hardware, ops: list[dict[str, Any]], seconds: np.ndarray[Any, Any]) -> Calibration:
+def _fit(hardware: Hardware, ops: list[dict[str, Any]], seconds: np.ndarray[Any, Any],
+         progress: Progress | None = None) -> Calibration:
     """The host calibration from one run per op (``best_of_repeats``)."""
     return fit_calibration(hardware, list(zip(ops, seconds.tolist(), strict=True)), space=HOST_SPACE,
-                           min_runs=HOST_MIN_SHAPES)
+                           min_runs=HOST_MIN_SHAPES, progress=progress)
 
 
-def score_split(hardware: Hardware, runs: list[RunRow]) -> tuple[list[ClassScore], float, float]:
+def _part(progress: Progress | None, name: str, start: float, end: float) -> Progress | None:
+    """``progress`` for one part of the loop: its stages named ``name: stage``, fractions mapped to start..end."""
+    if progress is None:
+        return None
+    outer = progress
+    return lambda stage, fraction: outer(f"{name}: {stage}", start + (end - start) * fraction)
+
+
+def score_split(hardware: Hardware, runs: list[RunRow],
+                progress: Progress | None = None) -> tuple[list[ClassScore], float, float]:
     """Fit on half the shapes, score the other half (fastest of each op's repeats on both sides): per
     class and overall median absolute % error."""
     fit, score = split_by_shape(runs)
     fit_ops, fit_seconds = best_of_repeats(fit)
-    calibration = _fit(hardware, fit_ops, fit_seconds)
+    calibration = _fit(hardware, fit_ops, fit_seconds, progress)
     op_dicts, measured = best_of_repeats(score)
     ops = [make_op(op) for op in op_dicts]
     calibrated = _abs_pct(predict_calibrated(hardware, ops, calibration).time_s, measured)
@@ -127,16 +138,21 @@ def score_split(hardware: Hardware, runs: list[RunRow]) -> tuple[list[ClassScore
     return scores, float(np.median(calibrated)), float(np.median(uncalibrated))
 
 
-def run_loop(store: Store, spec: dict[str, Any], trace: Path) -> LoopReport:
-    """Register, upload, score the split, store the calibration fitted on every run of this trace."""
+def run_loop(store: Store, spec: dict[str, Any], trace: Path, progress: Progress | None = None) -> LoopReport:
+    """Register, upload, score the split, store the calibration fitted on every run of this trace.
+    ``progress(stage, fraction)``: uploading, the half fit (``split fit: ...``), the full fit, storing."""
+    if progress is not None:
+        progress("uploading", 0.0)
     hardware = register_host(store, spec)
     with trace.open("rb") as stream:
         done = ingest_trace(store, hardware, stream, trace.name, source="perfmodel measure")
     runs, _ = store.list_runs(hardware_id=hardware.id, trace_upload_id=done.upload_id, limit=MAX_SUITE_RUNS)
     if not runs:
         raise ValueError(f"no op of {trace.name} could be matched: nothing to calibrate")
-    scores, scored, uncalibrated = score_split(hardware, runs)
-    calibration = _fit(hardware, *best_of_repeats(runs))
+    scores, scored, uncalibrated = score_split(hardware, runs, _part(progress, "split fit", 0.05, 0.5))
+    calibration = _fit(hardware, *best_of_repeats(runs), progress=_part(progress, "fit", 0.5, 1.0))
+    if progress is not None:
+        progress("storing", 1.0)
     report = {**calibration.report, "runs_used": len(runs), "filter": {"trace_upload_id": done.upload_id},
               "held_out_median_abs_pct": scored}
     calibration_id = store.add_calibration(hardware.id, calibration.params, report, "perfmodel measure")

@@ -18,6 +18,10 @@ def test_measure_registers_uploads_and_calibrates(tmp_path: Path, monkeypatch: p
     result = runner.invoke(app, ["measure", "--quick", "--out", str(tmp_path / "measure")])
     assert result.exit_code == 0, result.output
     assert "all scored shapes" in result.output and "is now the latest of 'host'" in result.output
+    calibrating = result.stderr.split("uploading the trace and calibrating ...", 1)[1].splitlines()
+    stages = [line.rsplit(":", 1)[0] for line in calibrating if line.endswith("%")]
+    assert stages[0] == "uploading" and stages[-1] == "storing"
+    assert "split fit: classes" in stages and "fit: classes" in stages  # the two fits' stages, in the bar
     store = Store(f"sqlite:///{tmp_path / 'var' / 'perfmodel.sqlite3'}")
     try:
         host = store.get_hardware("host")

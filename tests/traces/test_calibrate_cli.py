@@ -40,10 +40,17 @@ def test_store_calibrate_then_predict_with_the_latest(db: Path) -> None:
     fitted = runner.invoke(app, ["calibrate", "--hardware", A100, "--trace", "1", "--notes", "test"])
     assert fitted.exit_code == 0, fitted.output
     assert "calibration 1 of 'nvidia-a100-sxm4-80gb' stored" in fitted.output
+    # progress on stderr (a log here, not a terminal): each stage once, a line per 10 % step, in order
+    stages = [line.rsplit(":", 1)[0] for line in fitted.stderr.splitlines() if line.endswith("%")]
+    assert stages[0] == "loading runs" and stages[-2:] == ["done", "storing"], fitted.stderr
+    assert {"model", "hardware", "classes"} <= set(stages)
+    fractions = [int(line.rsplit(" ", 1)[1][:-1]) for line in fitted.stderr.splitlines() if line.endswith("%")]
+    assert fractions == sorted(fractions) and fractions[-1] == 100
+    assert "loading runs" not in fitted.stdout  # stdout keeps the report alone
     assert "residual trees over the fitted classes (24 distinct ops): not kept: fewer than 50" in fitted.output
     gemm_line = next(line for line in fitted.output.splitlines() if line.startswith("gemm:fp32"))
     assert gemm_line.split()[1] == "24" and "fitted" in gemm_line
-    report = json.loads(runner.invoke(app, ["calibrate", "--hardware", A100, "--trace", "1", "--json"]).output)
+    report = json.loads(runner.invoke(app, ["calibrate", "--hardware", A100, "--trace", "1", "--json"]).stdout)
     assert report["id"] == 2 and report["report"]["runs_used"] == 24
     assert report["report"]["filter"] == {"trace_upload_id": 1}
     gemm = report["report"]["classes"]["gemm:fp32"]
