@@ -45,8 +45,9 @@ GRIDS: dict[str, tuple[float, ...]] = {
     "kernel_overhead_s": (1e-6, 1.5e-6, 2e-6, 2.5e-6, 3e-6, 4e-6, 5e-6),
     "host_overhead_s": (5e-6, 8e-6, 12e-6, 16e-6, 20e-6, 30e-6, 40e-6),
     "link_efficiency": (0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
-    "link_step_latency_s": (0.5e-6, 1e-6, 2e-6, 4e-6, 8e-6),
+    "link_step_latency_s": (0.5e-6, 1e-6, 2e-6, 4e-6, 8e-6),  # the alpha-beta collectives (before NCCL's)
     "network_step_latency_s": (2e-6, 4e-6, 6e-6, 10e-6, 20e-6),
+    "collective_latency_scale": (0.5, 1.0, 1.5, 2.0, 3.0),  # x NCCL's published latencies
 }
 COVERAGE_QUANTILES = (0.05, 0.95)
 FIT_ROWS_PER_CELL = 200

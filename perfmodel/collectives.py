@@ -1,16 +1,26 @@
-"""Alpha-beta model of collectives: ring and tree within a node, hierarchical across nodes.
+"""Collectives as NCCL/RCCL run them: algorithms x protocols, each a latency plus bytes over a bandwidth.
 
-With p devices, S bytes per device, link bandwidth B per direction and per-step latency α:
+NCCL (``src/graph/tuning.cc``, v2.19, NVIDIA/nccl@b6475625) predicts every (algorithm, protocol) pair as
 
-    all-reduce ring      2(p−1)/p · S/B + 2(p−1)·α
-    all-reduce tree      2·S/B + 2·⌈log2 p⌉·α        (reduce then broadcast, pipelined)
-    all-gather, reduce-scatter   (p−1)/p · S/B + (p−1)·α
-    all-to-all           (p−1)/p · S/B + (p−1)·α      (pairwise exchange)
+    time = latency + bytes / algorithm bandwidth
 
-Across nodes (p > devices per node, q): reduce-scatter inside the node, the inter-node
-collective on S/q over the network between p/q nodes, all-gather inside the node. All-to-all
-sends the off-node share (p−q)/p · S over the network. A send/recv moves S once over the tier
-its pair shares: S/B + α.
+and runs the fastest. We follow its model (docs/model.md §3, "Collectives", derives each term):
+
+- **Bus bandwidth** B: the device's links per direction x the sustained share (NCCL's own per-link figures,
+  20 GB/s per 25 GB/s NVLink, are 0.8); across nodes min(B, q x the per-device NIC bandwidth) (q devices
+  per node, one NIC each, the channels spread over them); two cards joined by a bridge use the bridge.
+- **Protocols** scale B: Simple 1; LL128 0.92 (120 of 128 bytes are data; 0.7 with one device per node;
+  NVLink only); LL 1/4 for rings (8-byte stores carry 4 bytes and a flag), 1/3.8 for trees, capped at
+  NCCL's per-architecture LL ceiling.
+- **Algorithm bandwidth**: ring all-reduce B x p / (2(p-1)), all-gather / reduce-scatter B x p / (p-1);
+  tree B x 0.92 x 0.5; NVLS (NVSwitch reduction) B x 5/6.
+- **Latency** (NCCL's base + per-hop tables, NVLink / PCIe / network): ring base + (steps - inter-node
+  steps) x intra hop + inter-node steps x network hop, steps 2(p-1) for all-reduce (p-1 otherwise);
+  tree base + 2((p/n - 1) x intra hop + log2(n) x network hop); NVLS one NVLS hop (+ network hop).
+
+All-to-all and send/recv are point-to-point (Simple): the pairwise exchange sends (p-1)/p of the buffer
+within the node and the off-node share (p-q)/p over the node's NICs; send/recv moves its bytes once.
+``bytes`` is the per-device buffer (all-gather: its output), as NCCL's ``nBytes``.
 """
 
 from __future__ import annotations
@@ -26,15 +36,33 @@ from perfmodel.ops.collective import ALGORITHMS, COMM_KINDS
 
 ALLREDUCE, ALLGATHER, REDUCESCATTER, ALLTOALL, SENDRECV = (
     COMM_KINDS.index(k) for k in ("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv"))
-RING, TREE = ALGORITHMS.index("ring"), ALGORITHMS.index("tree")
+AUTO, RING, TREE = (ALGORITHMS.index(k) for k in ("auto", "ring", "tree"))
+LL, LL128, SIMPLE = 0, 1, 2
+PROTOCOLS = ("LL", "LL128", "Simple")
+
+# NCCL tuning.cc (v2.19): base latency (µs) per algorithm x protocol (LL, LL128, Simple).
+_BASE_US = {"ring": (6.6, 14.0, 8.4), "tree": (6.8, 14.0, 0.0), "nvls": (0.0, 0.0, 0.0)}
+# NCCL tuning.cc hwLat (µs per hop): NVLink, PCIe, network; algorithm x protocol.
+_HOP_US = {
+    "nvlink": {"ring": (0.6, 1.9, 3.4), "tree": (0.6, 1.25, 28.0), "nvls": (0.0, 0.0, 23.0)},
+    "pcie": {"ring": (1.0, 2.5, 5.7), "tree": (1.0, 1.9, 28.0), "nvls": (0.0, 0.0, 0.0)},
+    "net": {"ring": (2.7, 4.0, 14.0), "tree": (5.0, 8.5, 28.0), "nvls": (0.0, 0.0, 18.0)},
+}
+# NCCL tuning.cc llMaxBws (GB/s): LL's ceiling on one node (Volta, Ampere, Hopper), two nodes, more.
+_LL_MAX_GBPS_ONE_NODE = {"volta": 39.0, "ampere": 87.7, "hopper": 87.7}
+_LL_MAX_GBPS_MULTI_NODE = (39.0, 20.4)  # two nodes, more than two (x86 hosts)
+_TREE_SHARE = 0.92  # NCCL: tree bus bandwidth x .92
+_NVLS_RATIO = 5.0 / 6.0  # NCCL: NVLS bus -> algorithm bandwidth
+_NET_OVERHEAD_US = 1.0  # NCCL getNetOverhead: per-step host post on x86 (x3 for Simple), multi-node rings
+P2P_BASE_US = _BASE_US["ring"][SIMPLE]  # a send/recv runs the Simple protocol's kernel
 
 
 @dataclass(frozen=True)
 class Fabric:
-    """One tier: bandwidth per device per direction (sustained) and per-step latency."""
+    """One tier: bus bandwidth per device per direction (sustained) and its kind of hop ("nvlink", "pcie", "net")."""
 
     bandwidth_bytes_per_s: float
-    step_latency_s: float
+    hop: str
 
 
 DEFAULT_DEVICES_PER_NODE = 8  # a server's accelerators, where the spec does not say
@@ -46,55 +74,143 @@ def devices_per_node(hardware: Hardware) -> int:
     return int((ic.devices_per_node if ic else None) or DEFAULT_DEVICES_PER_NODE)
 
 
+def _topology(hardware: Hardware) -> str:
+    ic = hardware.interconnect
+    if ic is not None and ic.topology is not None:
+        return ic.topology
+    return "switch" if ic is not None and ic.devices_per_node else "pcie"
+
+
+def _generation(hardware: Hardware) -> str:
+    """NCCL's architecture index for LL ceilings: by the newest dtype the matrix engine has."""
+    dtypes = {d.value for e in hardware.engines_of("matrix") for d in e.peak_flops_per_s}
+    if dtypes & {"fp8_e4m3", "fp8_e5m2"}:
+        return "hopper"
+    return "ampere" if dtypes & {"bf16", "tf32"} else "volta"
+
+
 def fabrics(t: MachineTables) -> tuple[Fabric, Fabric, float]:
-    """(within node, across nodes, default devices per node) for a device."""
+    """(within node, one NIC across nodes, default devices per node) for a device."""
     d = t.defaults
     ic = t.hardware.interconnect
     link_bw = (ic.link_bandwidth_bytes_per_s if ic else None) or 25e9  # PCIe 4.0 x16 per direction
     net_bw = (ic.network_bandwidth_bytes_per_s if ic else None) or min(link_bw, 25e9)
-    link_lat = (ic.link_latency_s if ic else None) or d.link_step_latency_s
-    net_lat = (ic.network_latency_s if ic else None) or d.network_step_latency_s
-    per_node = float(devices_per_node(t.hardware))
-    return (Fabric(link_bw * d.link_efficiency, link_lat),
-            Fabric(net_bw * d.link_efficiency, net_lat), per_node)
+    hop = "pcie" if _topology(t.hardware) == "pcie" else "nvlink"
+    return (Fabric(link_bw * d.link_efficiency, hop), Fabric(net_bw * d.link_efficiency, "net"),
+            float(devices_per_node(t.hardware)))
 
 
-def _ring_allreduce(size: FloatArray, p: FloatArray, f: Fabric) -> FloatArray:
-    return 2.0 * (p - 1.0) / p * size / f.bandwidth_bytes_per_s + 2.0 * (p - 1.0) * f.step_latency_s
+def _hop_s(t: MachineTables, hop: str, algo: str, proto: int) -> float:
+    """One hop's latency: the spec's own figure for its tier where it gives one, else NCCL's table."""
+    ic = t.hardware.interconnect
+    given = (ic.network_latency_s if hop == "net" else ic.link_latency_s) if ic is not None else None
+    if given is not None:
+        return given
+    return _HOP_US[hop][algo][proto] * 1e-6 * t.defaults.collective_latency_scale
 
 
-def _tree_allreduce(size: FloatArray, p: FloatArray, f: Fabric) -> FloatArray:
-    return 2.0 * size / f.bandwidth_bytes_per_s + 2.0 * np.ceil(np.log2(np.maximum(p, 2.0))) * f.step_latency_s
+def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArray, q: FloatArray,
+                nodes: FloatArray) -> dict[tuple[str, int], FloatArray]:
+    """Seconds of every (algorithm, protocol) NCCL could run, inf where it cannot."""
+    intra, nic, _ = fabrics(t)
+    ic = t.hardware.interconnect
+    bus = np.full(p.shape, intra.bandwidth_bytes_per_s)
+    hop = np.full(p.shape, intra.hop, dtype=object)
+    if ic is not None and ic.bridge_bandwidth_bytes_per_s:  # a bridged pair talks over the bridge
+        pair = (p == 2) & (nodes == 1)
+        bus = np.where(pair, ic.bridge_bandwidth_bytes_per_s * t.defaults.link_efficiency, bus)
+        hop = np.where(pair, "nvlink", hop)
+    multi = nodes > 1
+    bus = np.where(multi, np.minimum(bus, q * nic.bandwidth_bytes_per_s), bus)
+    nvlink = hop == "nvlink"
+    ll_max = np.where(multi, np.where(nodes <= 2, _LL_MAX_GBPS_MULTI_NODE[0], _LL_MAX_GBPS_MULTI_NODE[1]),
+                      _LL_MAX_GBPS_ONE_NODE[_generation(t.hardware)]) * 1e9
+    reduce_all = kind == ALLREDUCE
+    steps = np.where(reduce_all, 2.0 * (p - 1.0), p - 1.0)
+    inter_steps = np.where(multi, np.where(reduce_all, 2.0 * nodes, nodes - 1.0), 0.0)
+    scale = t.defaults.collective_latency_scale
+    out: dict[tuple[str, int], FloatArray] = {}
+    for proto in (LL, LL128, SIMPLE):
+        # ring
+        if proto == LL:
+            ring_bus = np.minimum(ll_max, bus * np.where(multi | reduce_all, 1.0 / 4.0, 1.0 / 3.0))
+        elif proto == LL128:
+            ring_bus = np.where(nvlink, bus * np.where(q < 2, 0.7, 0.92), 0.0)
+        else:
+            ring_bus = bus
+        intra_hop = np.where(nvlink, _hop_s(t, "nvlink", "ring", proto), _hop_s(t, "pcie", "ring", proto))
+        net_overhead = _NET_OVERHEAD_US * 1e-6 * (3.0 if proto == SIMPLE else 1.0) * scale
+        intra_hop = np.where(multi, np.maximum(intra_hop, net_overhead), intra_hop)
+        latency = _BASE_US["ring"][proto] * 1e-6 * scale + (steps - inter_steps) * intra_hop + \
+            inter_steps * _hop_s(t, "net", "ring", proto)
+        algbw = ring_bus * p / np.maximum(steps, 1.0)
+        out[("ring", proto)] = np.where(algbw > 0, latency + size / np.maximum(algbw, 1e-30), np.inf)
+        # tree (all-reduce only): a chain inside the node, a double binary tree across nodes
+        tree_bus = bus * _TREE_SHARE
+        if proto == LL:
+            tree_bus = np.minimum(tree_bus / 3.8, ll_max)
+        elif proto == LL128:
+            tree_bus = np.where(nvlink, tree_bus * np.where(multi, 120.0 / 128.0, 7.0 / 9.0), 0.0)
+        intra_tree = np.where(nvlink, _hop_s(t, "nvlink", "tree", proto), _hop_s(t, "pcie", "tree", proto))
+        latency = _BASE_US["tree"][proto] * 1e-6 * scale + 2.0 * ((p / nodes - 1.0) * intra_tree + np.log2(
+            np.maximum(nodes, 1.0)) * _hop_s(t, "net", "tree", proto))
+        algbw = tree_bus * 0.5
+        ok = reduce_all & (algbw > 0)
+        out[("tree", proto)] = np.where(ok, latency + size / np.maximum(algbw, 1e-30), np.inf)
+    # NVLS: the switch reduces (NVLink SHARP), one node, Simple only
+    nvls_ok = bool(ic is not None and ic.in_network_reduction) & ~multi & nvlink & (kind != ALLTOALL)
+    nvls_latency = _hop_s(t, "nvlink", "nvls", SIMPLE)
+    out[("nvls", SIMPLE)] = np.where(nvls_ok, nvls_latency + size / (bus * _NVLS_RATIO), np.inf)
+    return out
 
 
-def _one_way(size: FloatArray, p: FloatArray, f: Fabric) -> FloatArray:
-    return (p - 1.0) / p * size / f.bandwidth_bytes_per_s + (p - 1.0) * f.step_latency_s
-
-
-def _allreduce(size: FloatArray, p: FloatArray, f: Fabric, algo: IntArray) -> FloatArray:
-    ring, tree = _ring_allreduce(size, p, f), _tree_allreduce(size, p, f)
-    return np.where(algo == RING, ring, np.where(algo == TREE, tree, np.minimum(ring, tree)))
+def _point_to_point(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArray, q: FloatArray,
+                    nodes: FloatArray) -> FloatArray:
+    """All-to-all (pairwise exchange) and send/recv on the Simple protocol."""
+    intra, nic, _ = fabrics(t)
+    ic = t.hardware.interconnect
+    link = np.full(p.shape, intra.bandwidth_bytes_per_s)
+    if ic is not None and ic.bridge_bandwidth_bytes_per_s:
+        link = np.where((p == 2) & (nodes == 1), ic.bridge_bandwidth_bytes_per_s * t.defaults.link_efficiency, link)
+    hop = _hop_s(t, "pcie" if intra.hop == "pcie" else "nvlink", "ring", SIMPLE)
+    net_hop = _hop_s(t, "net", "ring", SIMPLE)
+    multi = nodes > 1
+    base = P2P_BASE_US * 1e-6 * t.defaults.collective_latency_scale
+    send = base + np.where(multi, net_hop + size / nic.bandwidth_bytes_per_s, hop + size / link)
+    # all-to-all: each device keeps 1/p, sends (q-1)/p to its node and (p-q)/p over its own NIC, all at once
+    on_node = size * (np.minimum(q, p) - 1.0) / p / link
+    off_node = size * (p - q) / p / nic.bandwidth_bytes_per_s
+    a2a = base + (np.minimum(q, p) - 1.0) * hop + np.where(multi, (nodes - 1.0) * net_hop, 0.0) + \
+        np.maximum(on_node, np.where(multi, off_node, 0.0))
+    return np.where(kind == SENDRECV, send, a2a)
 
 
 def collective_time(t: MachineTables, kind: IntArray, size: FloatArray, devices: FloatArray,
                     per_node_given: FloatArray, algo: IntArray) -> FloatArray:
     """Seconds per collective (0 where ``kind`` is 0: not a collective)."""
-    intra, inter, per_node_default = fabrics(t)
     p = np.maximum(devices, 1.0)
+    per_node_default = float(devices_per_node(t.hardware))
     q = np.minimum(np.where(per_node_given > 0, per_node_given, per_node_default), p)
     nodes = np.ceil(p / q)
-    one_node = nodes <= 1.0
-    chunk = size / q
-    ar = np.where(one_node, _allreduce(size, p, intra, algo),
-                  _one_way(size, q, intra) + _allreduce(chunk, nodes, inter, algo) + _one_way(size, q, intra))
-    gather = np.where(one_node, _one_way(size, p, intra),
-                      _one_way(size / nodes, q, intra) + _one_way(size, nodes, inter))
-    off_node = (p - q) / p * size
-    a2a = _one_way(size * q / p, q, intra) + np.where(
-        one_node, 0.0, off_node / inter.bandwidth_bytes_per_s + (nodes - 1.0) * inter.step_latency_s)
-    a2a = np.where(one_node, _one_way(size, p, intra), a2a)
-    p2p = np.where(one_node, size / intra.bandwidth_bytes_per_s + intra.step_latency_s,
-                   size / inter.bandwidth_bytes_per_s + inter.step_latency_s)
-    out = np.select([kind == ALLREDUCE, (kind == ALLGATHER) | (kind == REDUCESCATTER), kind == ALLTOALL,
-                     kind == SENDRECV], [ar, gather, a2a, p2p], default=0.0)
-    return np.where(p <= 1.0, 0.0, out)
+    cands = _candidates(t, kind, size, p, q, nodes)
+    inf = np.full(p.shape, np.inf)
+    ring = np.minimum.reduce([cands[("ring", proto)] for proto in (LL, LL128, SIMPLE)])
+    tree = np.minimum.reduce([cands[("tree", proto)] for proto in (LL, LL128, SIMPLE)])
+    best = np.minimum.reduce([ring, tree, cands[("nvls", SIMPLE)]])
+    chosen = np.where(algo == RING, ring, np.where((algo == TREE) & (kind == ALLREDUCE), tree, best))
+    chosen = np.where(np.isfinite(chosen), chosen, inf)
+    p2p = _point_to_point(t, kind, size, p, q, nodes)
+    out = np.where((kind == ALLTOALL) | (kind == SENDRECV), p2p, chosen)
+    out = np.where((kind == SENDRECV) & (p > 1.0), p2p, np.where(p <= 1.0, 0.0, out))
+    return np.where(kind == 0, 0.0, out)
+
+
+def nccl_choice(t: MachineTables, kind: str, size_bytes: float, devices: int,
+                per_node: int | None = None) -> tuple[str, str, float]:
+    """(algorithm, protocol, seconds) NCCL's model would pick for one collective (all-reduce,
+    all-gather, reduce-scatter): what ``collective_time`` charges, named."""
+    p = np.array([float(devices)])
+    q = np.minimum(np.array([float(per_node or devices_per_node(t.hardware))]), p)
+    cands = _candidates(t, np.array([COMM_KINDS.index(kind)]), np.array([size_bytes]), p, q, np.ceil(p / q))
+    (algo, proto), seconds = min(cands.items(), key=lambda item: float(item[1][0]))
+    return algo, PROTOCOLS[proto], float(seconds[0])

@@ -25,8 +25,6 @@ class ModelDefaults:
     dram_efficiency: float  # sustained share of DRAM peak bandwidth for large streams
     onchip_efficiency: float  # sustained share of on-chip cache bandwidth
     link_efficiency: float  # sustained share of link bandwidth in collectives (NCCL-style)
-    link_step_latency_s: float  # alpha: per-step latency of a collective within a node
-    network_step_latency_s: float  # alpha across nodes
     blocks_per_unit_for_bandwidth: float  # resident blocks one unit needs to pull its share of DRAM
     llc_resident_fraction: float  # share of the last-level cache a working set can count on
     loaded_latency_factor: float  # DRAM latency under a saturating load / idle latency
@@ -34,6 +32,8 @@ class ModelDefaults:
     # outputs this large get fresh pages from the OS on every call (page faults and zeroing) ...
     fresh_output_threshold_bytes: float = float("inf")
     fresh_output_bytes_per_s: float = float("inf")  # ... at this rate, on top of the op's own time
+    # NCCL's published base and per-hop latencies (collectives.py) x this; 0: none (a spec's hop latency stays)
+    collective_latency_scale: float = 1.0
 
 
 _GPU = ModelDefaults(
@@ -53,10 +53,9 @@ _GPU = ModelDefaults(
     # STREAM-like copies reach ~85-92 % of HBM peak and ~80-90 % of GDDR peak.
     dram_efficiency=0.87,
     onchip_efficiency=0.75,
-    # NCCL bus bandwidth on NVLink reaches ~75-85 % of the per-direction link figure.
+    # NCCL's topology model counts 20 GB/s per 25 GB/s NVLink (topo.h SM70/SM80_NVLINK_BW 20.0) and
+    # caps Ampere at 235 of 300 GB/s (tuning.cc v2.8): 0.8 of the per-direction link figure.
     link_efficiency=0.8,
-    link_step_latency_s=1.0e-6,
-    network_step_latency_s=6.0e-6,
     blocks_per_unit_for_bandwidth=2.0,
     # A100/H100 split L2 into two partitions and copy lines across them; other data competes:
     # count on half of the LLC for a working set to stay resident between kernels.
@@ -73,8 +72,7 @@ _GPU = ModelDefaults(
 _NPU = ModelDefaults(
     kernel_overhead_s=5.0e-6, host_overhead_s=20e-6, dram_latency_s=1.0e-6, onchip_latency_s=0.5e-6,
     matrix_efficiency=0.85, vector_efficiency=0.8, dram_efficiency=0.85, onchip_efficiency=0.8,
-    link_efficiency=0.8, link_step_latency_s=3.0e-6, network_step_latency_s=8.0e-6,
-    blocks_per_unit_for_bandwidth=1.0, llc_resident_fraction=0.5, loaded_latency_factor=3.0,
+    link_efficiency=0.8, blocks_per_unit_for_bandwidth=1.0, llc_resident_fraction=0.5, loaded_latency_factor=3.0,
     llc_to_dram_bandwidth=3.0,
 )
 
@@ -82,8 +80,7 @@ _CPU = ModelDefaults(
     # A function call into a BLAS/ufunc loop costs about a microsecond; no device launch.
     kernel_overhead_s=1.0e-6, host_overhead_s=1.0e-6, dram_latency_s=0.1e-6,
     onchip_latency_s=0.02e-6, matrix_efficiency=0.8, vector_efficiency=0.7, dram_efficiency=0.75,
-    onchip_efficiency=0.7, link_efficiency=0.8, link_step_latency_s=5.0e-6,
-    network_step_latency_s=10.0e-6, blocks_per_unit_for_bandwidth=1.0, llc_resident_fraction=0.5,
+    onchip_efficiency=0.7, link_efficiency=0.8, blocks_per_unit_for_bandwidth=1.0, llc_resident_fraction=0.5,
     loaded_latency_factor=3.0,
     llc_to_dram_bandwidth=3.0,
     # glibc serves allocations above its mmap threshold (dynamic, at most 32 MiB on 64-bit:
@@ -106,8 +103,7 @@ def defaults_for(hardware: Hardware) -> ModelDefaults:
 IDEAL = ModelDefaults(
     kernel_overhead_s=0.0, host_overhead_s=0.0, dram_latency_s=0.0, onchip_latency_s=0.0,
     matrix_efficiency=1.0, vector_efficiency=1.0, dram_efficiency=1.0, onchip_efficiency=1.0,
-    link_efficiency=1.0, link_step_latency_s=0.0, network_step_latency_s=0.0,
-    blocks_per_unit_for_bandwidth=1.0, llc_resident_fraction=1.0, loaded_latency_factor=1.0,
-    llc_to_dram_bandwidth=3.0,
+    link_efficiency=1.0, blocks_per_unit_for_bandwidth=1.0, llc_resident_fraction=1.0, loaded_latency_factor=1.0,
+    llc_to_dram_bandwidth=3.0, collective_latency_scale=0.0,
 )
 """A pure speed-of-light roofline: no overheads, no latencies, every peak reached."""

@@ -83,11 +83,12 @@ H100_CASES: list[tuple[dict[str, Any], float, str]] = [
     # embedding 4096 x 4096 bf16 rows (8192 B): 33,554,432 read + 32,768 indices + 33,554,432 out.
     ({"kind": "embedding", "num_embeddings": 128256, "embedding_dim": 4096, "num_indices": 4096,
       "dtype": "bf16"}, 67_141_632 / 3.35e12, "HBM3"),
-    # all-reduce 1 GB on 8 GPUs, ring: 2 x 7/8 x 1e9 / 450e9 = 3.889 ms (tree: 2e9/450e9 = 4.44 ms).
-    ({"kind": "allreduce", "bytes": 1e9, "devices": 8}, 2 * 7 / 8 * 1e9 / 450e9, "interconnect"),
-    # all-gather 1 GB on 16 GPUs (2 nodes): in-node 7/8 x 0.5e9 / 450e9 = 0.972 ms, then across
-    # nodes 1/2 x 1e9 / 50e9 = 10 ms: 10.972 ms.
-    ({"kind": "allgather", "bytes": 1e9, "devices": 16}, 7 / 8 * 0.5e9 / 450e9 + 0.5 * 1e9 / 50e9, "interconnect"),
+    # all-reduce 1 GB on 8 GPUs: the NVSwitch reduces in the network (NCCL's NVLS), algorithm bandwidth
+    # 5/6 of the bus: 1e9 / (450e9 x 5/6) = 2.667 ms (ring 2 x 7/8 x 1e9 / 450e9 = 3.889 ms).
+    ({"kind": "allreduce", "bytes": 1e9, "devices": 8}, 1e9 / (450e9 * 5 / 6), "interconnect"),
+    # all-gather 1 GB on 16 GPUs (2 nodes): NCCL's ring over both nodes, its channels on the 8 NICs of a
+    # node: bus bandwidth min(450e9, 8 x 50e9) = 400e9; 15/16 x 1e9 / 400e9 = 2.344 ms.
+    ({"kind": "allgather", "bytes": 1e9, "devices": 16}, 15 / 16 * 1e9 / 400e9, "interconnect"),
     # matmul 8192^3 bf16 from the compact space (CUTLASS tiles, BK 32, 3 stages). 256x256 tiles
     # need 256 KiB of fp32 accumulators (x2 with operands): more than the 256 KiB register file.
     # 256x128, BK 32, 3 stages: 2048 tiles, 16 on the

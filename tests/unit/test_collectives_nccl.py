@@ -1,0 +1,97 @@
+"""Collectives as NCCL runs them: protocol and algorithm choice, bridges, NVLS, nodes and NICs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import perfmodel
+from perfmodel.collectives import nccl_choice
+from perfmodel.machine import tables
+from perfmodel.specs import load_hardware
+
+A100 = tables(load_hardware("nvidia-a100-sxm4-80gb"))
+
+
+def _time(hw: str, **op: object) -> float:
+    return perfmodel.predict(hw, {"kind": "allreduce", "dtype": "fp16", **op}).time_s
+
+
+def test_small_messages_run_ll_and_pay_its_latency() -> None:
+    """8 B on 8 A100s: LL wins; ring LL latency is 6.6 µs + 14 hops x 0.6 µs = 15 µs, tree LL
+    6.8 + 2 x 7 x 0.6 = 15.2 µs (NCCL tuning.cc): the time sits on that floor, not on the bytes."""
+    algo, proto, seconds = nccl_choice(A100, "allreduce", 8.0, 8)
+    assert proto == "LL"
+    assert algo == "ring"
+    assert seconds == pytest.approx(15.0e-6, rel=1e-3)
+
+
+def test_large_messages_run_simple_at_the_link_bandwidth() -> None:
+    """1 GiB on 8 A100s: Simple ring, 2 x 7/8 x S / (300 GB/s x 0.8) plus 8.4 + 14 x 3.4 µs."""
+    size = 2.0**30
+    algo, proto, seconds = nccl_choice(A100, "allreduce", size, 8)
+    assert (algo, proto) == ("ring", "Simple")
+    assert seconds == pytest.approx(2 * 7 / 8 * size / 240e9 + 8.4e-6 + 14 * 3.4e-6)
+
+
+def test_mid_sizes_pass_through_ll128() -> None:
+    protocols = [nccl_choice(A100, "allreduce", 2.0**e, 8)[1] for e in range(3, 31)]
+    assert protocols[0] == "LL" and protocols[-1] == "Simple"
+    assert "LL128" in protocols
+    # the choice moves one way with size: LL, then LL128, then Simple
+    order = {"LL": 0, "LL128": 1, "Simple": 2}
+    assert [order[p] for p in protocols] == sorted(order[p] for p in protocols)
+
+
+def test_time_grows_with_size_and_devices() -> None:
+    sizes = [2.0**e for e in range(3, 34, 2)]
+    times = [_time("nvidia-a100-sxm4-80gb", bytes=s, devices=8) for s in sizes]
+    assert times == sorted(times)
+    assert _time("nvidia-a100-sxm4-80gb", bytes=2e5, devices=8) > _time("nvidia-a100-sxm4-80gb", bytes=2e5, devices=2)
+
+
+def test_a_bridged_pcie_pair_uses_the_bridge() -> None:
+    """Two A100 PCIe cards joined by an NVLink bridge (300 GB/s per direction) against four cards, whose
+    ring crosses the host's PCIe (32 GB/s): per byte the pair is ~9x faster (7x too slow before)."""
+    size = 512 * 2**20
+    pair = _time("nvidia-a100-pcie-80gb", bytes=size, devices=2)
+    four = _time("nvidia-a100-pcie-80gb", bytes=size, devices=4)
+    assert pair == pytest.approx(size / 240e9, rel=0.02)
+    assert four == pytest.approx(1.5 * size / 25.6e9, rel=0.02)
+
+
+def test_pcie_rings_do_not_run_ll128() -> None:
+    t4 = tables(load_hardware("nvidia-t4"))
+    assert {nccl_choice(t4, "allreduce", 2.0**e, 4)[1] for e in range(3, 31)} == {"LL", "Simple"}
+
+
+def test_nvls_reduces_in_the_switch_for_large_messages_only() -> None:
+    h100 = tables(load_hardware("nvidia-h100-sxm5-80gb"))
+    assert nccl_choice(h100, "allreduce", 2.0**30, 8)[0] == "nvls"
+    assert nccl_choice(h100, "allreduce", 2.0**12, 8)[0] != "nvls"  # 23 µs NVLS latency loses
+    assert nccl_choice(h100, "allreduce", 2.0**30, 16, per_node=8)[0] != "nvls"  # one node only
+    link = h100.hardware.interconnect
+    assert link is not None
+    no_sharp = dataclasses.replace(h100, hardware=h100.hardware.model_copy(update={
+        "interconnect": link.model_copy(update={"in_network_reduction": False})}))
+    assert nccl_choice(no_sharp, "allreduce", 2.0**30, 8)[0] == "ring"
+
+
+def test_across_nodes_the_nics_of_a_node_share_the_ring() -> None:
+    """Two nodes: bus bandwidth min(links, q x NIC): 1 device per node gets one NIC, 4 get four."""
+    size = 2.0**30
+    one = _time("nvidia-a100-sxm4-80gb", bytes=size, devices=2, devices_per_node=1)
+    four = _time("nvidia-a100-sxm4-80gb", bytes=size, devices=8, devices_per_node=4)
+    nic = 25e9 * 0.8
+    assert one == pytest.approx(size / nic, rel=0.01)
+    assert four == pytest.approx(2 * 7 / 8 * size / (4 * nic), rel=0.01)
+    assert four < one
+
+
+def test_forced_algorithms() -> None:
+    ring = _time("nvidia-a100-sxm4-80gb", bytes=1e9, devices=8, algorithm="ring")
+    tree = _time("nvidia-a100-sxm4-80gb", bytes=1e9, devices=8, algorithm="tree")
+    auto = _time("nvidia-a100-sxm4-80gb", bytes=1e9, devices=8)
+    assert auto == min(ring, tree)
+    assert tree > ring  # a chain in the node moves 2 S at 0.46 of the bus; the ring 2(p-1)/p S at all of it
