@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 
+from perfmodel.traces.nsys_text import find_kern_sum
 from perfmodel.traces.records import TraceError
 from perfmodel.traces.source import SQLITE_MAGIC, Opened
 
@@ -85,6 +86,9 @@ def detect(opened: Opened) -> Detected:
         found = _csv_format(row) if len(row) >= 2 else None
         if found:
             return Detected(found, index)
+    table = find_kern_sum(text.splitlines())  # nsys's printed table, or its CSV after other reports
+    if table is not None:
+        return Detected("nsys_kern_sum_csv", table)
     raise TraceError(f"unrecognised content (no known header in the first {HEADER_SEARCH_LINES} lines): "
                      f"expected {EXPECTED}")
 

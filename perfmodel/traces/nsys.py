@@ -1,4 +1,5 @@
-"""Nsight Systems: ``nsys stats`` CSV reports and the SQLite export.
+"""Nsight Systems: ``nsys stats`` CSV reports (and the printed kernel summary table, ``nsys_text``) and the
+SQLite export.
 
 Layouts follow NVIDIA's documentation: the stats reports in the Nsight Systems Post-Collection
 Analysis Guide (https://docs.nvidia.com/nsight-systems/AnalysisGuide/index.html: ``cuda_gpu_kern_sum``,
@@ -11,7 +12,6 @@ the unit is in each header), and the SQLite schema in the exporter reference
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 import tempfile
 from collections.abc import Iterator
@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import BinaryIO
 
 from perfmodel.traces.csvrows import cell, column_index, csv_rows, time_scale_s
+from perfmodel.traces.nsys_text import category_of, parse_kern_sum_text
 from perfmodel.traces.records import (
     MAX_RECORDS,
     Category,
@@ -29,7 +30,6 @@ from perfmodel.traces.records import (
     as_int,
     clip_name,
 )
-from perfmodel.traces.summary_csv import parse_summary_csv
 
 SUM_FORMAT = "nsys_kern_sum_csv"
 TRACE_FORMAT = "nsys_gpu_trace_csv"
@@ -37,20 +37,12 @@ SQLITE_FORMAT = "nsys_sqlite"
 _MEMCPY_KINDS = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD",
                  9: "HtoH", 10: "PtoP"}
 _NAME_COLUMNS = ("demangledName", "shortName", "mangledName", "name")  # preferred first
-_MEM_NAME = re.compile(r"^\[CUDA (memcpy|memset)", re.IGNORECASE)
-
-
-def _category(name: str) -> Category:
-    found = _MEM_NAME.match(name)
-    if not found:
-        return "kernel"
-    return "memcpy" if found.group(1).lower() == "memcpy" else "memset"
 
 
 def parse_kern_sum(stream: BinaryIO, header_line: int, max_records: int = MAX_RECORDS) -> ParsedTrace:
-    """``cuda_gpu_kern_sum`` / ``gpukernsum``: one record per kernel name, ``instances`` launches."""
-    return parse_summary_csv(stream, header_line, max_records, SUM_FORMAT, "nsys kernel summary", "Name",
-                             "Instances", "Total Time", _category)
+    """``cuda_gpu_kern_sum`` / ``gpukernsum`` (CSV or the printed table): one record per kernel name,
+    ``instances`` launches; the table ends at a blank line or the next report's banner."""
+    return parse_kern_sum_text(stream, header_line, max_records, SUM_FORMAT)
 
 
 def parse_gpu_trace(stream: BinaryIO, header_line: int, max_records: int = MAX_RECORDS) -> ParsedTrace:
@@ -77,7 +69,7 @@ def parse_gpu_trace(stream: BinaryIO, header_line: int, max_records: int = MAX_R
                 break
             kernel_name = clip_name(cell(row, name))
             records.append(KernelRecord(
-                name=kernel_name, category=_category(kernel_name), duration_s=value * duration_scale,
+                name=kernel_name, category=category_of(kernel_name), duration_s=value * duration_scale,
                 source_format=TRACE_FORMAT, start_s=_scaled(cell(row, start), start_scale),
                 device=as_int(cell(row, device).split(" ")[-1].strip("()")) if device is not None else None,
                 stream=as_int(cell(row, stream_col)), correlation=as_int(cell(row, corr)),

@@ -61,3 +61,65 @@ def test_sqlite_without_kernel_table_is_rejected(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(TraceError, match="CUPTI_ACTIVITY_KIND_KERNEL"):
         parse_trace(path)
+
+
+# The printed (column-format) report, laid out as nsys 2023+ prints it under `nsys profile --stats=true`: the
+# header, a dashed rule giving the column extents, right-aligned numbers with thousands separators, the name
+# last (cut at 100 characters with '…'); then the next report. Generated here in that layout.
+_MATMUL = "matmul_gpu(float *, float *, float *, int, int, int)"
+_LONG = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::A…"
+PRINTED = f"""Generating '/tmp/nsys-report-2ee6.qdstrm'
+[1/8] [========================100%] report1.nsys-rep
+[6/8] Executing 'cuda_gpu_kern_sum' stats report
+
+ Time (%)  Total Time (ns)  Instances  Avg (ns)   Med (ns)   Min (ns)  Max (ns)  StdDev (ns)  {"Name":<100}
+ --------  ---------------  ---------  ---------  ---------  --------  --------  -----------  {"-" * 100}
+     92.1        2,554,738      2,046    1,248.7    1,216.0       960     2,080        119.0  {_MATMUL:<100}
+      7.9          219,225          3   73,075.0   73,000.0    72,000    74,225        500.0  {_LONG}
+
+[7/8] Executing 'cuda_gpu_mem_time_sum' stats report
+
+ Time (%)  Total Time (ns)  Count  Avg (ns)   Med (ns)   Min (ns)  Max (ns)  StdDev (ns)           Operation
+ --------  ---------------  -----  ---------  ---------  --------  --------  -----------  ----------------------------
+     63.1          1166531      1  1166531.0  1166531.0   1166531   1166531          0.0  [CUDA memcpy Device-to-Host]
+"""
+
+
+def test_printed_kernel_summary_table() -> None:
+    parsed = parse_trace(PRINTED.encode())
+    assert parsed.format == "nsys_kern_sum_csv"
+    assert [(k.name, k.instances) for k in parsed.kernels] == [
+        ("matmul_gpu(float *, float *, float *, int, int, int)", 2046), (_LONG, 3)]
+    assert parsed.total_kernel_time_s == pytest.approx((2_554_738 + 219_225) * 1e-9)  # not the memcpy after it
+    assert any("cut by nsys's column format" in w for w in parsed.warnings)
+
+
+def test_csv_kernel_summary_after_other_reports_stops_at_its_end() -> None:
+    """`nsys stats --format csv` to stdout: every report after its banner; the API and memory tables around the
+    kernel summary are not kernels (the API summary alone runs past the detector's first 40 lines)."""
+    api_rows = "".join(f'"{0.5:.1f}","{1000 + i}","{i + 1}","1.0","1.0","1","1","0.0","cudaCall{i}"\n'
+                       for i in range(60))
+    text = ("Generating SQLite file report.sqlite from report.nsys-rep\n"
+            "Processing [report.sqlite] with [/opt/nvidia/reports/cuda_api_sum.py]... \n\n"
+            " ** CUDA API Summary (cuda_api_sum):\n\n"
+            '"Time (%)","Total Time (ns)","Num Calls","Avg (ns)","Med (ns)","Min (ns)","Max (ns)","StdDev (ns)",'
+            '"Name"\n' + api_rows +
+            "\nProcessing [report.sqlite] with [/opt/nvidia/reports/cuda_gpu_kern_sum.py]... \n\n"
+            " ** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):\n\n"
+            '"Time (%)","Total Time (ns)","Instances","Avg (ns)","Med (ns)","Min (ns)","Max (ns)","StdDev (ns)",'
+            '"Name"\n'
+            '"88.7","10650240","24","443760.0","443520","441120","449280","2048.5","gemm_fp64_kernel(double *, int)"\n'
+            '"11.3","1357824","24","56576.0","56512","56320","57344","301.2","scale_kernel(double *, int)"\n'
+            "\n ** CUDA GPU MemOps Summary (by Size) (cuda_gpu_mem_size_sum):\n\n"
+            '"Total (MB)","Count","Avg (MB)","Med (MB)","Min (MB)","Max (MB)","StdDev (MB)","Operation"\n'
+            '"402.653","48","8.389","8.389","8.389","8.389","0.000","[CUDA memcpy Host-to-Device]"\n')
+    parsed = parse_trace(text.encode())
+    assert [k.name for k in parsed.kernels] == ["gemm_fp64_kernel(double *, int)", "scale_kernel(double *, int)"]
+    assert parsed.total_kernel_time_s == pytest.approx((10650240 + 1357824) * 1e-9)
+
+
+def test_printed_table_cut_mid_row_keeps_the_whole_rows() -> None:
+    cut = PRINTED[: PRINTED.index("73,075.0")]
+    parsed = parse_trace(cut.encode())
+    assert [k.instances for k in parsed.kernels] == [2046]
+    assert any("without a name" in w for w in parsed.warnings)
