@@ -37,7 +37,7 @@ def _looks_binary(head: bytes) -> bool:
 def _csv_format(cells: list[str]) -> str | None:
     names = {c.strip() for c in cells}
     lower = {c.lower() for c in names}
-    if {"Kernel Name", "Metric Name", "Metric Value"} <= names:
+    if {"Kernel Name", "Metric Name"} <= names and ("Metric Value" in names or {"Invocations", "Average"} <= names):
         return "ncu_csv"
     metric_like = sum(1 for c in names if "__" in c and "." in c)
     if ("Kernel Name" in names and ("ID" in names or metric_like)) or (cells and cells[0] == "Metric Name"

@@ -1,4 +1,5 @@
-"""Nsight Compute ``--csv`` exports: the long form (one row per kernel x metric) and the wide
+"""Nsight Compute ``--csv`` exports: the long form (one row per kernel x metric), its ``--print-summary
+per-kernel`` variant (one row per launch shape x metric: Invocations, Minimum/Maximum/Average), and the wide
 ``--page raw`` form (one row per kernel, one column per metric, an optional units row)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from perfmodel.traces import ncu_metrics
 from perfmodel.traces.csvrows import cell, column_index, csv_rows
 from perfmodel.traces.records import (
     MAX_RECORDS,
+    CounterTotals,
     KernelRecord,
     ParsedTrace,
     TraceError,
@@ -34,6 +36,7 @@ class _Kernel:
     grid: tuple[int, int, int] | None = None
     block: tuple[int, int, int] | None = None
     metrics: dict[str, float] = field(default_factory=dict)
+    invocations: int = 1  # launches a per-kernel summary row stands for (its metrics are their averages)
 
 
 def _sol_warning(records: list[KernelRecord], warnings: list[str]) -> None:
@@ -50,9 +53,12 @@ def _record(kernel: _Kernel, source_format: str, warnings: list[str]) -> KernelR
     if duration is None:
         warnings.append(f"kernel {kernel.name[:80]!r}: no gpu__time_duration or sm cycles and clock: skipped")
         return None
-    return KernelRecord(name=kernel.name, category="kernel", duration_s=duration, source_format=source_format,
+    n = kernel.invocations
+    if n > 1:  # averages of n launches: totals are n times them, rates and settings stay
+        counters = {k: v * n if CounterTotals.additive(k) else v for k, v in counters.items()}
+    return KernelRecord(name=kernel.name, category="kernel", duration_s=duration * n, source_format=source_format,
                         device=kernel.device, stream=kernel.stream, grid=kernel.grid, block=kernel.block,
-                        counters=counters)
+                        counters=counters, instances=n)
 
 
 def _value(raw: str, unit: str, metric: str, warnings: list[str]) -> float | None:
@@ -68,7 +74,8 @@ def _value(raw: str, unit: str, metric: str, warnings: list[str]) -> float | Non
 
 
 def parse_long(stream: BinaryIO, header_line: int, max_records: int = MAX_RECORDS) -> ParsedTrace:
-    """The long ``--csv`` form: rows grouped by kernel ``ID``."""
+    """The long ``--csv`` form: rows grouped by kernel ``ID`` (a per-kernel summary: by name and launch shape,
+    the ``Average`` column its value)."""
     warnings: list[str] = []
     kernels: dict[str, _Kernel] = {}
     with csv_rows(stream, header_line) as rows:
@@ -76,16 +83,20 @@ def parse_long(stream: BinaryIO, header_line: int, max_records: int = MAX_RECORD
         ids, names = column_index(header, "ID"), column_index(header, "Kernel Name")
         metric_col, unit_col = column_index(header, "Metric Name"), column_index(header, "Metric Unit")
         value_col = column_index(header, "Metric Value")
+        invocations = column_index(header, "Invocations") if value_col is None else None
+        if invocations is not None:
+            value_col = column_index(header, "Average")
         device, stream_col = column_index(header, "Device"), column_index(header, "Stream")
         grid, block = column_index(header, "Grid Size"), column_index(header, "Block Size")
         if names is None or metric_col is None or value_col is None:
-            raise TraceError("Nsight Compute CSV without 'Kernel Name', 'Metric Name' or 'Metric Value' columns")
+            raise TraceError("Nsight Compute CSV without 'Kernel Name', 'Metric Name' or 'Metric Value' "
+                             "('Average' in a per-kernel summary) columns")
         needed = max(c for c in (ids, names, metric_col, value_col) if c is not None)
         for row in rows:
             if len(row) <= needed:
                 continue  # program output or profiler messages after the CSV
-            key = cell(row, ids) or cell(row, names)
-            if not key:
+            key = cell(row, ids) or "\x00".join(cell(row, c) for c in (names, block, grid, device) if c is not None)
+            if not key.strip("\x00"):
                 continue
             kernel = kernels.get(key)
             if kernel is None:
@@ -96,6 +107,7 @@ def parse_long(stream: BinaryIO, header_line: int, max_records: int = MAX_RECORD
                                                 as_int(cell(row, stream_col)), dim3(cell(row, grid)) if grid
                                                 is not None else None, dim3(cell(row, block)) if block
                                                 is not None else None)
+                kernel.invocations = max(1, as_int(cell(row, invocations)) or 1) if invocations is not None else 1
             unit = cell(row, unit_col)
             metric = ncu_metrics.metric_name(cell(row, metric_col), unit)
             raw = cell(row, value_col)

@@ -164,3 +164,27 @@ def test_memory_throughput_in_bytes_per_second_is_the_dram_rate(tmp_path: Path) 
     assert kernel.counters["memory_throughput_pct"] == pytest.approx(40.0)
     assert kernel.counters["dram_bytes"] == pytest.approx(1e12 * 2e-6)  # measured rate x measured duration
     assert not parse_trace(path).warnings
+
+
+def test_per_kernel_summary_is_one_record_per_launch_shape() -> None:
+    """``ncu --csv --print-summary per-kernel`` (layout as ncu 2024 prints it): Average is the value, Invocations the
+    launches; totals (duration, bytes) scale with the launches, percentages stay averages."""
+    header = ["Process ID", "Process Name", "Host Name", "Kernel Name", "Block Size", "Grid Size", "Device", "CC",
+              "Invocations", "Section Name", "Metric Name", "Metric Unit", "Minimum", "Maximum", "Average"]
+    common = ["109199", "bench", "127.0.0.1", "saxpyKernel(float, const float *, float *, unsigned long)"]
+    rows = [[*common, "(256, 1, 1)", "(4096, 1, 1)", "0", "11.0", "14", "GPU Speed Of Light Throughput", "Duration",
+             "us", "4.10", "4.35", "4.20"],
+            [*common, "(256, 1, 1)", "(4096, 1, 1)", "0", "11.0", "14", "GPU Speed Of Light Throughput",
+             "DRAM Throughput", "%", "80.1", "85.3", "83.0"],
+            [*common, "(256, 1, 1)", "(4096, 1, 1)", "0", "11.0", "14", "Memory Workload Analysis", "dram__bytes.sum",
+             "Mbyte", "12.58", "12.58", "12.58"],
+            [*common, "(128, 1, 1)", "(64, 1, 1)", "0", "11.0", "2", "GPU Speed Of Light Throughput", "Duration", "us",
+             "1.50", "1.70", "1.60"]]
+    parsed = parse_trace(csv_text(header, rows, "==PROF== Disconnected from process 109199\n"))
+    assert parsed.format == "ncu_csv"
+    big, small = parsed.kernels
+    assert (big.instances, big.block, big.grid) == (14, (256, 1, 1), (4096, 1, 1))
+    assert big.duration_s == pytest.approx(14 * 4.20e-6)
+    assert big.counters["dram_bytes"] == pytest.approx(14 * 12.58e6)
+    assert big.counters["dram_throughput_pct"] == pytest.approx(83.0)
+    assert (small.instances, small.duration_s) == (2, pytest.approx(2 * 1.60e-6))
