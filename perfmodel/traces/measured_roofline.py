@@ -21,7 +21,7 @@ from perfmodel.hardware import Hardware
 from perfmodel.machine import tables
 from perfmodel.traces.ncu_metrics import SOL_SHARES
 from perfmodel.traces.records import CounterTotals, KernelRecord
-from perfmodel.traces.roof import COUNTER_DTYPES, counter_levels, has_roof, vector_peak
+from perfmodel.traces.roof import COUNTER_DTYPES, MATRIX_COUNTER_DTYPES, counter_levels, has_roof, vector_peak
 
 LEVEL_LABELS = {"dram_bytes": "dram", "l2_bytes": "l2", "l1_bytes": "l1"}
 AT_ROOF = 0.8  # a kernel at >= 80 % of a roof runs at it
@@ -35,7 +35,7 @@ class CounterPoint:
     name: str
     launches: int
     time_s: float
-    flops: float  # SIMT FLOPs counted (fp16 + fp32 + fp64); tensor-core work has no FLOP counter here
+    flops: float  # FLOPs counted: SIMT (fp16 + fp32 + fp64) and, where counted (AMD MFMA), matrix-core
     bytes_by_level: dict[str, float]  # 'dram', 'l2', 'l1' -> bytes moved
     share_of_roof: dict[str, float]  # 'dram', 'l2', 'l1', 'compute', 'tensor', 'sm' -> attained / roof
     derived: tuple[str, ...] = ()  # what came from Speed-of-Light percentages, not from counted bytes/FLOPs
@@ -85,7 +85,11 @@ def _shares(hw: Hardware, counters: dict[str, float], time_s: float) -> dict[str
             compute_s += counters[key] / peak
     if compute_s > 0:
         shares["compute"] = compute_s / time_s
-    if counters.get("tensor_active_pct", 0.0) > 0:
+    matrix_s = sum(counters[key] / peak for key, dtype in MATRIX_COUNTER_DTYPES.items()
+                   if counters.get(key, 0.0) > 0 and (peak := hw.peak_flops_per_s(dtype, "matrix")))
+    if matrix_s > 0:
+        shares["tensor"] = matrix_s / time_s  # the matrix FLOPs' times at their dtypes' peaks, over the time
+    elif counters.get("tensor_active_pct", 0.0) > 0:
         shares["tensor"] = counters["tensor_active_pct"] / 100.0
     if "compute" in shares:
         shares.pop("sm", None)
@@ -108,7 +112,7 @@ def counter_points(hw: Hardware, kernels: Iterable[KernelRecord]) -> list[Counte
         counters = totals[name].result()
         derived = _sol_bytes(hw, counters, t)
         counters.update(derived)
-        flops = sum(counters.get(key, 0.0) for key in COUNTER_DTYPES)
+        flops = sum(counters.get(key, 0.0) for key in (*COUNTER_DTYPES, *MATRIX_COUNTER_DTYPES))
         moved = {LEVEL_LABELS[key]: counters[key] for key in LEVEL_LABELS if counters.get(key, 0.0) > 0}
         notes = tuple(f"{LEVEL_LABELS[k]} bytes = {SOL_SHARES[k]} x spec bandwidth x time" for k in derived)
         if "sm_throughput_pct" in counters and not flops:

@@ -6,8 +6,8 @@ Bytes and FLOPs follow the formulas of rocprof's derived metrics and omniperf's 
   ``TCC_EA[0]_RDREQ`` (64 B; ``_32B`` ones 32 B; ``TCC_BUBBLE`` 128 B on MI300) and ``TCC_EA[0]_WRREQ`` (32 B;
   ``_64B`` ones 64 B);
 - L2 bytes: the vector L1's requests to L2 (``TCP_TCC_{READ,WRITE,ATOMIC_*}_REQ``), 64 B each;
-- FLOPs: per-wave VALU instruction counts x the wave's lanes (an FMA counts 2), MFMA ``MOPS`` x 512 — both count
-  every lane as active, so they are upper bounds for kernels with masked lanes.
+- FLOPs: per-wave VALU instruction counts x the wave's lanes (an FMA counts 2; an upper bound for kernels with
+  masked lanes), and matrix-core FLOPs per dtype as ``SQ_INSTS_VALU_MFMA_MOPS_<dtype>`` x 512.
 """
 
 from __future__ import annotations
@@ -36,9 +36,10 @@ _L1_TO_L2 = ("TCP_TCC_READ_REQ_sum", "TCP_TCC_WRITE_REQ_sum", "TCP_TCC_ATOMIC_WI
              "TCP_TCC_ATOMIC_WITHOUT_RET_REQ_sum")
 _VALU_DTYPES = {"fp16": "F16", "fp32": "F32", "fp64": "F64"}
 _VALU_OPS = ("ADD", "MUL", "TRANS", "FMA")
-_MOPS = tuple(f"SQ_INSTS_VALU_MFMA_MOPS_{t}" for t in ("F16", "BF16", "F32", "F64", "F8", "I8"))
+_MOPS = {"F16": "fp16", "BF16": "bf16", "F32": "fp32", "F64": "fp64", "F8": "fp8", "I8": "int8"}
 WANTED = frozenset(
-    set(_DIRECT) | set(_FETCH_WRITE) | set(_EA) | set(_L1_TO_L2) | set(_MOPS) | {"TCC_BUBBLE_sum"}
+    set(_DIRECT) | set(_FETCH_WRITE) | set(_EA) | set(_L1_TO_L2) | {"TCC_BUBBLE_sum"}
+    | {f"SQ_INSTS_VALU_MFMA_MOPS_{t}" for t in _MOPS}
     | {f"SQ_INSTS_VALU_{op}_{suffix}" for op in _VALU_OPS for suffix in _VALU_DTYPES.values()})
 
 
@@ -72,8 +73,10 @@ def normalise(values: Mapping[str, float], wave_size: int | None = None) -> dict
         if any(c is not None for c in counts):
             add, mul, trans, fma = (c or 0.0 for c in counts)
             out[f"flops_{dtype}"] = lanes * (add + mul + trans + 2.0 * fma)
-    if any(name in values for name in _MOPS):
-        out["mfma_flops"] = MFMA_FLOPS_PER_MOP * sum(values.get(name, 0.0) for name in _MOPS)
+    for suffix, dtype in _MOPS.items():
+        mops = values.get(f"SQ_INSTS_VALU_MFMA_MOPS_{suffix}")
+        if mops is not None:
+            out[f"matrix_flops_{dtype}"] = MFMA_FLOPS_PER_MOP * mops
     return out
 
 

@@ -22,6 +22,10 @@ from perfmodel.traces.records import KernelRecord
 AlarmKind = Literal["wrong_peak", "wrong_bytes_level", "missing_flop_counter"]
 DEFAULT_TOLERANCE = 0.05
 COUNTER_DTYPES = {"flops_fp32": DType.FP32, "flops_fp64": DType.FP64, "flops_fp16": DType.FP16}
+# matrix-core FLOPs counted per dtype (AMD MFMA MOPS), against the device's matrix peaks
+MATRIX_COUNTER_DTYPES = {"matrix_flops_fp16": DType.FP16, "matrix_flops_bf16": DType.BF16,
+                         "matrix_flops_fp32": DType.FP32, "matrix_flops_fp64": DType.FP64,
+                         "matrix_flops_fp8": DType.FP8_E4M3, "matrix_flops_int8": DType.INT8}
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,14 @@ def kernel_alarms(hw: Hardware, kernel: KernelRecord, tolerance: float = DEFAULT
                                     f"{rate:.3g} FLOP/s of {dtype.value} SIMT work exceeds the {peak:.3g} "
                                     f"FLOP/s peak of {hw.id}: the spec's {dtype.value} peak or clock is wrong, "
                                     "or the kernel ran on another device"))
+    for key, dtype in MATRIX_COUNTER_DTYPES.items():
+        flops, peak = counters.get(key), hw.peak_flops_per_s(dtype, "matrix")
+        if flops and peak and flops / kernel.duration_s > peak * (1 + tolerance):
+            rate = flops / kernel.duration_s
+            alarms.append(RoofAlarm(kernel.name, key, rate, peak, "wrong_peak",
+                                    f"{rate:.3g} FLOP/s of {dtype.value} matrix work exceeds the {peak:.3g} FLOP/s "
+                                    f"matrix peak of {hw.id}: the spec's peak or clock is wrong, or the kernel ran "
+                                    "on another device"))
     for key, level in counter_levels(hw).items():
         moved = counters.get(key)
         if moved and level is not None and has_roof(hw, level):

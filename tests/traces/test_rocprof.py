@@ -109,7 +109,7 @@ def test_mi200_counters_include_flops_by_dtype() -> None:
     if parsed is None:
         pytest.skip("../shared/data not present")
     for kernel in parsed.kernels:
-        assert kernel.counters["flops_fp64"] == 0.0 and kernel.counters["mfma_flops"] == 0.0  # a copy
+        assert kernel.counters["flops_fp64"] == 0.0 and kernel.counters["matrix_flops_fp16"] == 0.0  # a copy
         assert kernel.counters["l2_bytes"] == pytest.approx(16 * 2**20)  # 8 MiB read + 8 MiB written by L1
 
 
@@ -150,7 +150,31 @@ def test_rocprofv3_counter_rows_of_one_dispatch_are_not_counted_twice() -> None:
     first = parsed.kernels[0]
     assert first.device == 2 and first.grid == (4, 1, 1)
     assert first.counters["dram_bytes"] == (2048 + 1024) * 1024  # rocprof's kilobytes
-    assert first.counters["flops_fp32"] == 64 * 2 * 10 and first.counters["mfma_flops"] == 512 * 3
+    assert first.counters["flops_fp32"] == 64 * 2 * 10 and first.counters["matrix_flops_fp16"] == 512 * 3
+
+
+def test_mfma_flops_give_a_matrix_roof_share() -> None:
+    import perfmodel
+    from perfmodel.dtypes import DType
+    from perfmodel.traces.measured_roofline import counter_points
+    from perfmodel.traces.roof import kernel_alarms
+
+    hw = perfmodel.load_hardware("amd-mi300x")
+    peak = hw.peak_flops_per_s(DType.BF16, "matrix")
+    assert peak
+    header = ["Dispatch_Id", "Kernel_Name", "Counter_Name", "Counter_Value", "Start_Timestamp", "End_Timestamp"]
+    duration_ns = 100_000
+    mops = 0.4 * peak * duration_ns * 1e-9 / 512  # 40 % of the bf16 matrix peak
+    rows = [[1, "Cijk_Alik_Bljk_BBS_BH_MT256x256x64", "SQ_INSTS_VALU_MFMA_MOPS_BF16", mops, 0, duration_ns]]
+    (kernel,) = parse_trace(csv_text(header, rows)).kernels
+    (point,) = counter_points(hw, [kernel])
+    assert point.share_of_roof["tensor"] == pytest.approx(0.4)
+    assert point.flops == pytest.approx(512 * mops)
+    assert not kernel_alarms(hw, kernel)
+    rows[0][3] = 1.5 * mops / 0.4  # 150 % of the peak: a wrong spec or another device
+    (too_fast,) = parse_trace(csv_text(header, rows)).kernels
+    (alarm,) = kernel_alarms(hw, too_fast)
+    assert alarm.quantity == "matrix_flops_bf16" and alarm.ratio == pytest.approx(1.5)
 
 
 def test_rounded_timestamps_are_flagged() -> None:
