@@ -201,3 +201,18 @@ def test_truncated_counter_collection_keeps_the_whole_dispatches() -> None:
         parse_trace(cut)
     cut_at_row = text[: text.rindex(b"\n4,4,") + 1]
     assert len(parse_trace(cut_at_row).kernels) == 3
+
+
+def test_counter_columns_with_wrong_types_are_left_out() -> None:
+    header = ["Index", "KernelName", "grd", "wgr", "BeginNs", "EndNs", "FETCH_SIZE", "WRITE_SIZE", "SQ_WAVES"]
+    rows = [[0, "k", 1024, 256, 100, 1100, "n/a", "", "16"], [1, "k", 1024, 256, 2000, 3000, "8.0", "4.0", "x"]]
+    first, second = parse_trace(csv_text(header, rows)).kernels
+    assert "dram_bytes" not in first.counters and first.counters["waves"] == 16
+    assert second.counters["dram_bytes"] == (8 + 4) * 1024 and "waves" not in second.counters
+
+
+def test_truncated_pmc_file_keeps_its_whole_rows() -> None:
+    text = (DATA / "vcopy__MI100__pmc_perf.csv").read_bytes()
+    cut = text[: text.rindex(b"\n2,") + 400]  # the third dispatch cut long before its timestamps
+    parsed = parse_trace(cut)
+    assert len(parsed.kernels) == 2 and all("dram_bytes" in k.counters for k in parsed.kernels)
