@@ -16,7 +16,9 @@ raster group G), with Mt = ⌈M/BM⌉, Nt = ⌈N/BN⌉, Ks = ⌈K/S⌉:
 Scratchpad machines (TPU, NPU) have no LLC: every tile panel is DMA'd from DRAM, the step is
 max(compute, DMA) when double-buffered and their sum (plus the descriptor latency) when not, and
 a weight-stationary array pays its weight load per weight tile: max(BM, rows) / BM cycles per
-streamed row when double-buffered, (BM + rows + cols) / BM when not.
+streamed row when double-buffered (the next weights shift in while BM rows stream, and successive
+folds overlap their skews), (BM + 2·rows + cols − 2) / BM when not (``perfmodel.systolic``: load,
+input skew and output drain of every fold, as SCALE-Sim counts them).
 ``tests/unit/test_gemm_simulator.py`` checks the traffic against a loop-nest simulator.
 """
 
@@ -30,6 +32,7 @@ import numpy as np
 from perfmodel.machine import MachineTables
 from perfmodel.ops.base import FloatArray
 from perfmodel.search.gemm_space import GemmCandidates, is_systolic
+from perfmodel.systolic import fold_cycles
 
 PARTIAL_BYTES = 4.0  # split-K partial sums are fp32
 ACCUMULATOR_BYTES = 4.0  # fp32 accumulators per output element of a tile
@@ -101,9 +104,9 @@ def gemm_costs(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: Fl
     compute_step = 2.0 * bm * bn * bk / peak_unit
     if systolic:
         # weight-stationary array: each weight tile is loaded (array-rows cycles), BM rows stream
-        # through, the last result drains (rows + cols). Double-buffered weights overlap the load
-        # with the previous stream: max(BM, rows) cycles; unbuffered: BM + rows + cols.
-        per_tile = np.where(stages > 1, np.maximum(bm, t.mma_m), bm + t.mma_m + t.mma_n)
+        # through, the last result drains. Double-buffered weights overlap the load with the previous
+        # stream: max(BM, rows) cycles; unbuffered: the whole fold, BM + 2·rows + cols − 2.
+        per_tile = np.where(stages > 1, np.maximum(bm, t.mma_m), fold_cycles(bm, t.mma_m, t.mma_n, "ws"))
         compute_step = compute_step * per_tile / bm
     active = np.minimum(tiles, units)
     busy = np.clip(tiles / (units * d.blocks_per_unit_for_bandwidth), 1.0 / units, 1.0)
