@@ -28,6 +28,16 @@ LABELS = {
     "l2 hit rate": "lts__t_sector_hit_rate.pct",
     "sm active cycles": "sm__cycles_active.avg",
     "dram frequency": "dram__cycles_elapsed.avg.per_second",
+    # the Speed-of-Light labels of Nsight Compute 2019-2020
+    "sm [%]": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "compute (sm) [%]": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "memory [%]": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "sol fb": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "sol dram": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "sol l2": "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    "sol tex": "l1tex__throughput.avg.pct_of_peak_sustained_active",
+    "sol l1/tex": "l1tex__throughput.avg.pct_of_peak_sustained_active",
+    "memory frequency": "dram__cycles_elapsed.avg.per_second",
 }
 # 'Memory Throughput' in byte/s (the Memory Workload Analysis section) is the DRAM rate, not the SOL percentage
 RATE_LABELS = {"memory throughput": "dram__bytes.sum.per_second", "dram bandwidth": "dram__bytes.sum.per_second"}

@@ -188,3 +188,24 @@ def test_per_kernel_summary_is_one_record_per_launch_shape() -> None:
     assert big.counters["dram_bytes"] == pytest.approx(14 * 12.58e6)
     assert big.counters["dram_throughput_pct"] == pytest.approx(83.0)
     assert (small.instances, small.duration_s) == (2, pytest.approx(2 * 1.60e-6))
+
+
+def test_speed_of_light_labels_of_ncu_2020() -> None:
+    """Nsight Compute 2019-2020 printed 'SM [%]', 'Memory [%]', 'SOL FB' (DRAM), 'SOL L2', 'SOL TEX' and clocks
+    in cycle/second (layout as those versions wrote it, 'Kernel Time' before 'Context')."""
+    header = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time", "Context", "Stream",
+              "Section Name", "Metric Name", "Metric Unit", "Metric Value"]
+    common = ["0", "28439", "cfd", "127.0.0.1", "cuda_compute_step_factor(int,float*,float*,float*)",
+              "2020-May-29 12:02:46", "1", "7", "GPU Speed Of Light"]
+    values = [("Memory Frequency", "cycle/second", "768683274.02"), ("SOL FB", "%", "46.47"),
+              ("SM Frequency", "cycle/second", "1138271055.75"), ("Memory [%]", "%", "46.47"),
+              ("Duration", "nsecond", "8992"), ("SOL L2", "%", "13.61"), ("SM [%]", "%", "22.48"),
+              ("SOL TEX", "%", "11.33")]
+    (kernel,) = parse_trace(csv_text(header, [[*common, *v] for v in values])).kernels
+    assert kernel.duration_s == pytest.approx(8992e-9)
+    assert kernel.counters["dram_throughput_pct"] == pytest.approx(46.47)
+    assert kernel.counters["l2_throughput_pct"] == pytest.approx(13.61)
+    assert kernel.counters["l1_throughput_pct"] == pytest.approx(11.33)
+    assert kernel.counters["sm_throughput_pct"] == pytest.approx(22.48)
+    assert kernel.counters["memory_throughput_pct"] == pytest.approx(46.47)
+    assert kernel.counters["sm_clock_hz"] == pytest.approx(1138271055.75)
