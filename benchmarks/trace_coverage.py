@@ -41,7 +41,8 @@ FOLDERS = ("tests/data/traces", "benchmarks/data")
 SHARED = "../shared/data/traces"
 DEVICE_CATEGORIES = ("kernel", "memcpy", "memset", "device")
 # the device of files that do not name theirs, from the hardware column of the data READMEs
-README_DEVICES = (("mi100", "amd-mi100"), ("mi200", "amd-mi250x"), ("mi250", "amd-mi250x"),
+README_DEVICES: tuple[tuple[str, str | None], ...] = (
+    ("mtia", None), ("mi100", "amd-mi100"), ("mi200", "amd-mi250x"), ("mi250", "amd-mi250x"),
                   ("resnet50", "nvidia-v100-sxm2-32gb"), ("sampled_rank", "nvidia-a100-sxm4-80gb"),
                   ("nsight", "nvidia-a100-sxm4-80gb"), ("", "nvidia-a100-sxm4-80gb"))
 # a device name a Kineto trace records -> hardware id (first match, case-insensitive)
@@ -132,9 +133,9 @@ def measure(path: Path) -> FileRow | None:
         result = match_runs(parsed)
     except TraceError:
         return None
-    device = [k.category in DEVICE_CATEGORIES for k in parsed.kernels]
+    device = [k.category in DEVICE_CATEGORIES for k in parsed.kernels]  # "device": an accelerator's own events
     hardware = named_device(path, parsed) or next(hw for token, hw in README_DEVICES if token in path.name.lower())
-    row = FileRow(path.name, parsed.format, hardware, 0.0, 0.0)
+    row = FileRow(path.name, parsed.format, hardware or "no spec", 0.0, 0.0)
     if not any(device):
         row.note = "no device timing (CPU ops only)"
     for i, kernel in enumerate(parsed.kernels):
@@ -148,7 +149,7 @@ def measure(path: Path) -> FileRow | None:
         else:
             key = _category(result, i)
             row.by_reason[key] = row.by_reason.get(key, 0.0) + kernel.duration_s
-    if row.device_s > 0:
+    if row.device_s > 0 and hardware is not None:
         report = trace_report(load_hardware(hardware), parsed, result)
         row.errors = [(abs(r.error_pct), r.measured_s) for r in report.ops]
     return row

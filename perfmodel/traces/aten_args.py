@@ -29,6 +29,7 @@ class Args:
     def __init__(self, call: OpCall) -> None:
         self.call = call
         self.name = call.name
+        self.notes: list[str] = []  # what a builder inferred rather than read (joined to its own notes)
 
     def shape(self, index: int) -> tuple[int, ...]:
         dims = self.call.input_dims

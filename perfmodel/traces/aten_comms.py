@@ -30,6 +30,7 @@ KIND_OF_COLLECTIVE = {
     "allreduce": "allreduce", "allreduce_coalesced": "allreduce", "all_reduce": "allreduce",
     "allgather": "allgather", "_allgather_base": "allgather", "allgather_into_tensor_coalesced": "allgather",
     "allgather_coalesced": "allgather", "all_gather": "allgather", "all_gather_into_tensor": "allgather",
+    "_all_gather_base": "allgather",
     "reduce_scatter": "reducescatter", "_reduce_scatter_base": "reducescatter",
     "reduce_scatter_tensor_coalesced": "reducescatter", "reduce_scatter_tensor": "reducescatter",
     "all_to_all": "alltoall", "alltoall": "alltoall", "alltoall_base": "alltoall", "all_to_all_single": "alltoall",
@@ -109,3 +110,32 @@ BUILDERS = {
     "c10d::_reduce_scatter_base_": reduce_scatter_base, "c10d::_allgather_base_": allgather_base,
     "c10d::allreduce_": size_preserving, "c10d::alltoall_base_": size_preserving,
 }
+
+
+# ProcessGroupNCCL's ``nccl:<collective>`` user annotation -> the ``Collective name`` it stands for
+ANNOTATION_PREFIX = "nccl:"
+
+
+def annotation_op(a: Args, world_size: int | None) -> tuple[OpDict, list[str]]:
+    """A ``nccl:all_reduce`` / ``nccl:all_to_all`` / ... annotation (PyTorch 1.13-2.0): its tensor's shape and
+    dtype, and the group size from the file's ``distributedInfo.world_size`` (the default process group: a
+    collective on a smaller group is then over-counted, so it is noted). All-to-all runs as NCCL send/recv
+    pairs: modelled as perfmodel's all-to-all of the input bytes (each rank sends (n-1)/n of it)."""
+    collective = a.name.removeprefix(ANNOTATION_PREFIX)
+    kind = KIND_OF_COLLECTIVE.get(collective)
+    if kind is None:
+        raise Unbuildable(f"{a.name}: not a modelled collective")
+    if world_size is None:
+        raise Unbuildable(f"{a.name}: the group size is not recorded (no 'Group size', no distributedInfo)")
+    shape = a.shape(0)
+    op = _collective(kind, numel(shape), a.dtype(0), world_size)
+    if kind == "allgather":
+        op["bytes"] *= world_size  # the annotation records one rank's input; perfmodel counts the output
+    return op, [f"group size {world_size} from distributedInfo.world_size (the default process group)"]
+
+
+def group_from_world(comm: CommArgs, world_size: int | None) -> CommArgs:
+    """``comm`` with the file's world size where record_param_comms did not record a group size."""
+    if comm.group_size is not None or world_size is None:
+        return comm
+    return CommArgs(comm.collective, comm.in_elements, comm.out_elements, world_size, comm.dtype)

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from perfmodel.traces.aten_args import Args, Unbuildable
+from perfmodel.traces.aten_nn import conv_geometry
 
 OpDict = dict[str, Any]
 
@@ -101,13 +102,18 @@ def _conv(a: Args, first: int, where: tuple[int, int, int, int, int | None], bia
     stride_i, pad_i, dil_i, groups_i, transposed_i = where
     if transposed_i is not None and a.flag(transposed_i):
         raise Unbuildable(f"{a.name}: transposed convolution is not modelled")
+    op: OpDict = {"kind": "conv2d", "batch": x[0], "in_channels": x[1], "height": x[2], "width": x[3],
+                  "out_channels": w[0], "kernel_h": w[2], "kernel_w": w[3], "dtype": a.dtype(first), "bias": bias}
+    if a.concrete(stride_i) is None and a.call.output_dims and a.call.output_dims[0]:
+        # an older trace: no scalar arguments, but the backward node linked to the call gives its output shape
+        fields, note = conv_geometry(x, w, a.call.output_dims[0])
+        a.notes.append(f"{note} (output shape from its backward node)")
+        if x[1] % w[1]:
+            raise Unbuildable(f"{a.name}: input channels {x[1]} are not a multiple of the weight's {w[1]}")
+        return {**op, **fields, "groups": x[1] // w[1]}
     stride, padding = _pair(a.int_list(stride_i, "stride")), _pair(a.int_list(pad_i, "padding"))
     dilation = _pair(a.int_list(dil_i, "dilation"))
-    groups = a.int_list(groups_i, "groups")[0]
-    op: OpDict = {"kind": "conv2d", "batch": x[0], "in_channels": x[1], "height": x[2], "width": x[3],
-                  "out_channels": w[0], "kernel_h": w[2], "kernel_w": w[3], "dtype": a.dtype(first),
-                  "stride": stride[0], "padding": padding[0], "dilation": dilation[0], "groups": groups,
-                  "bias": bias}
+    op.update(stride=stride[0], padding=padding[0], dilation=dilation[0], groups=a.int_list(groups_i, "groups")[0])
     for name, pair in (("stride", stride), ("padding", padding), ("dilation", dilation)):
         if pair[1] != pair[0]:
             op[f"{name}_w"] = pair[1]

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from perfmodel.ops import OpError, make_op
-from perfmodel.traces import aten_comms, aten_gemm, aten_simple
+from perfmodel.traces import aten_comms, aten_gemm, aten_nn, aten_simple
 from perfmodel.traces.aten_args import Args, Unbuildable
 from perfmodel.traces.records import OpCall
 
@@ -31,6 +31,8 @@ BUILDERS.update(dict.fromkeys(
     [f"aten::{op}{suffix}" for op in ("add", "sub", "mul", "div") for suffix in ("", "_")], aten_simple.binary))
 BUILDERS.update(dict.fromkeys(aten_simple.ACTIVATION_NAMES, aten_simple.activation))
 BUILDERS.update(aten_comms.BUILDERS)
+BUILDERS.update(aten_nn.BUILDERS)
+BUILDERS.update(dict.fromkeys(("aten::_log_softmax", "aten::log_softmax"), aten_simple.softmax))
 
 
 def recognised(name: str) -> bool:
@@ -48,6 +50,7 @@ def build(call: OpCall) -> tuple[OpDict, list[str]]:
     builder: Builder = aten_gemm.attention if _is_sdpa(call.name) else BUILDERS[call.name]
     result = builder(args)
     op, notes = result if isinstance(result, tuple) else (result, [])
+    notes = [*args.notes, *notes]
     try:
         make_op(op)
     except OpError as exc:

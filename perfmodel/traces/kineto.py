@@ -11,6 +11,7 @@ Times in the trace are microseconds. Without device kernels (a CPU-only profile)
 from __future__ import annotations
 
 import bisect
+import re
 from array import array
 from collections import defaultdict
 from collections.abc import Iterator
@@ -43,9 +44,13 @@ US = 1e-6
 DEVICE_CATEGORIES: dict[str, Category] = {
     "kernel": "kernel", "gpu_memcpy": "memcpy", "memcpy": "memcpy", "gpu_memset": "memset", "memset": "memset",
 }
+# device work that is not a GPU kernel: counted as device time, with what ran it
+OTHER_DEVICE_CATEGORIES = {"mtia_ccp_events": "mtia", "cuda_profiler_range": "cupti range profiler",
+                           "hpu_op": "hpu"}
 OP_CATEGORIES = {"cpu_op", "operator"}
 LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver", "runtime", "driver", "hip runtime", "hip_runtime",
-                     "hip_driver", "hip driver"}
+                     "hip_driver", "hip driver", "mtia_runtime", "xpu_runtime", "privateuse1_runtime"}
+COLLECTIVE_ANNOTATION = "nccl:"  # ProcessGroupNCCL's user annotation of a collective, with its tensor's shape
 MAX_CONCRETE_CHARS = 256
 MAX_CPU_CHAIN = 16  # ops followed down from a top-level CPU op
 _NO_ID = -(2**63)  # no External id, in the launches' id array
@@ -64,6 +69,8 @@ class _Kernel:
     grid: tuple[int, int, int] | None
     block: tuple[int, int, int] | None
     comm: CommArgs | None
+    nbytes: int | None = None
+    device_kind: str | None = None
 
 
 @dataclass(slots=True)
@@ -80,6 +87,9 @@ class _Op:
     strides: tuple[tuple[int, ...] | None, ...] | None = None  # Input Strides (elements), where recorded
     parent: int = -1
     call: OpCall | None = None
+    sequence: int | None = None  # autograd sequence number: a forward op and its backward node share it
+    backward: bool = False  # an autograd backward node (its Input Dims: the gradients of the forward outputs)
+    outputs: tuple[tuple[int, ...] | None, ...] | None = None  # from the backward node, where linked
 
 
 def _shapes(value: object) -> tuple[tuple[int, ...] | None, ...] | None:
@@ -168,7 +178,10 @@ class _Collector:
         args = args if isinstance(args, dict) else {}
         if cat in DEVICE_CATEGORIES:
             self._add_kernel(event, DEVICE_CATEGORIES[cat], args)
-        elif cat in OP_CATEGORIES:
+        elif cat in OTHER_DEVICE_CATEGORIES:
+            self._add_kernel(event, "device", args, OTHER_DEVICE_CATEGORIES[cat])
+        elif cat in OP_CATEGORIES or (cat == "user_annotation" and str(event.get("name")).startswith(
+                COLLECTIVE_ANNOTATION)):
             self._add_op(event, args)
         elif cat in LAUNCH_CATEGORIES:
             correlation = as_int(args.get("correlation"))
@@ -176,7 +189,8 @@ class _Collector:
             if correlation is not None and ts is not None and len(self.launches) < 4 * self.max_records:
                 self.launches.add(correlation, self.share(_thread(event)), ts, as_int(args.get("External id")))
 
-    def _add_kernel(self, event: dict[str, Any], category: Category, args: dict[str, Any]) -> None:
+    def _add_kernel(self, event: dict[str, Any], category: Category, args: dict[str, Any],
+                    device_kind: str | None = None) -> None:
         ts, dur = as_float(event.get("ts")), as_float(event.get("dur"))
         if ts is None or dur is None or dur < 0:
             self.skipped += 1
@@ -189,18 +203,22 @@ class _Collector:
             as_int(args.get("stream")), as_int(args.get("correlation")), as_int(args.get("External id")),
             self.share(dim3(args["grid"])) if "grid" in args else None,
             self.share(dim3(args["block"])) if "block" in args else None,
-            comm_args(args)))
+            comm_args(args), as_int(args.get("bytes", args.get("size"))), device_kind))
 
     def _add_op(self, event: dict[str, Any], args: dict[str, Any]) -> None:
         ts, dur = as_float(event.get("ts")), as_float(event.get("dur"))
         if ts is None or dur is None or dur < 0 or len(self.ops) >= 4 * self.max_records:
             return
+        name = event.get("name")
+        sequence = args.get("Sequence number")
+        backward = isinstance(name, str) and "Backward" in name and not name.startswith("aten::")
         self.ops.append(_Op(
             self.share(_thread(event)), ts, ts + dur, self.share(clip_name(event.get("name"))),
             as_int(args.get("External id")), self.share(_shapes(args.get("Input Dims"))),
             self.share(_strings(args.get("Input type"), 64)),
             self.share(_strings(args.get("Concrete Inputs"), MAX_CONCRETE_CHARS)),
-            comm_args(args), self.share(_shapes(args.get("Input Strides")))))
+            comm_args(args), self.share(_shapes(args.get("Input Strides"))),
+            sequence=sequence if type(sequence) is int else None, backward=backward))
 
 
 def _nest(ops: list[_Op]) -> None:
@@ -218,6 +236,21 @@ def _nest(ops: list[_Op]) -> None:
             stack.append(i)
 
 
+def _link_backward(ops: list[_Op]) -> None:
+    """Give each forward op the output shapes its backward node records: the node (``CudnnConvolutionBackward``,
+    ``autograd::engine::evaluate_function: ConvolutionBackward0``) shares the forward op's sequence number and
+    its Input Dims are the gradients of the forward outputs, shaped like them."""
+    gradients: dict[int, tuple[tuple[int, ...] | None, ...]] = {}
+    for op in ops:
+        if op.backward and op.sequence is not None and op.dims and op.sequence not in gradients:
+            gradients[op.sequence] = op.dims
+    if not gradients:
+        return
+    for op in ops:
+        if not op.backward and op.sequence is not None:
+            op.outputs = gradients.get(op.sequence)
+
+
 def _calls(ops: list[_Op]) -> None:
     """Build the immutable ``OpCall`` chain of every op (parents first)."""
     order = sorted(range(len(ops)), key=lambda i: (ops[i].ts_us, -ops[i].end_us))
@@ -225,7 +258,7 @@ def _calls(ops: list[_Op]) -> None:
         op = ops[i]
         parent = ops[op.parent].call if op.parent >= 0 else None
         op.call = OpCall(call_id, op.name, op.ts_us * US, (op.end_us - op.ts_us) * US, op.dims, op.types,
-                         op.concrete, parent, op.strides)
+                         op.concrete, parent, op.strides, op.outputs)
 
 
 class _Locator:
@@ -279,6 +312,7 @@ def _comm(ops: list[_Op], op: _Op | None) -> CommArgs | None:
 def _records(collected: _Collector) -> list[KernelRecord]:
     ops = collected.ops
     _nest(ops)
+    _link_backward(ops)
     _calls(ops)
     locator = _Locator(ops)
     by_external: dict[int, _Op | None] = {}
@@ -300,7 +334,8 @@ def _records(collected: _Collector) -> list[KernelRecord]:
             name=k.name, category=k.category, duration_s=k.dur_us * US, source_format=FORMAT,
             start_s=k.ts_us * US, device=k.device, stream=k.stream, correlation=k.correlation, grid=k.grid,
             block=k.block, op_name=inner.name if inner else None, input_dims=inner.input_dims if inner else None,
-            input_types=inner.input_types if inner else None, ops=chain, collective=k.comm or _comm(ops, op)))
+            input_types=inner.input_types if inner else None, ops=chain, collective=k.comm or _comm(ops, op),
+            transfer_bytes=k.nbytes, device_kind=k.device_kind))
     return records
 
 
@@ -312,6 +347,7 @@ def _cpu_records(collected: _Collector) -> list[KernelRecord]:
     split into its children, each its own record, and the node's own time outside them (``SELF_SUFFIX``):
     every microsecond stays in exactly one record."""
     _nest(collected.ops)
+    _link_backward(collected.ops)
     _calls(collected.ops)
     tree = _CpuTree(collected)
     records: list[KernelRecord] = []
@@ -389,8 +425,24 @@ def _events(stream: BinaryIO, top_level_list: bool) -> Iterator[object]:
         raise TraceError(f"the Kineto trace is truncated ({exc})") from None
 
 
-def parse_kineto(stream: BinaryIO, top_level_list: bool = False, max_records: int = MAX_RECORDS) -> ParsedTrace:
-    """Kernels (and memcpy/memset) of a Kineto trace with their ops; CPU ops where there are no kernels."""
+_DEVICE_NAME = re.compile(rb'"deviceProperties"\s*:\s*\[\s*\{[^}]*?"name"\s*:\s*"([^"]{1,200})"')
+_WORLD_SIZE = re.compile(rb'"distributedInfo"\s*:\s*\{[^}]*?"world_size"\s*:\s*(\d{1,9})')
+
+
+def head_metadata(head: bytes) -> tuple[str | None, int | None]:
+    """(device name, world size) from the trace's head: Kineto writes ``deviceProperties`` and
+    ``distributedInfo`` before ``traceEvents``; None where the head does not hold them."""
+    cut = head.find(b'"traceEvents"')
+    head = head if cut < 0 else head[:cut]
+    name, world = _DEVICE_NAME.search(head), _WORLD_SIZE.search(head)
+    return (name.group(1).decode("utf-8", "replace") if name else None,
+            int(world.group(1)) if world else None)
+
+
+def parse_kineto(stream: BinaryIO, top_level_list: bool = False, max_records: int = MAX_RECORDS,
+                 head: bytes = b"") -> ParsedTrace:
+    """Kernels (and memcpy/memset) of a Kineto trace with their ops; CPU ops where there are no kernels.
+    ``head``: the file's first decompressed bytes, read for the device name and world size."""
     collected = _Collector(max_records)
     seen = 0
     for event in _events(stream, top_level_list):
@@ -402,11 +454,13 @@ def parse_kineto(stream: BinaryIO, top_level_list: bool = False, max_records: in
         records = _records(collected)
     elif collected.ops:
         records = _cpu_records(collected)
-        collected.warnings.append("no device kernels: the top-level cpu_op events are the measured records")
+        collected.warnings.insert(0, "no device timing in this file (a CPU-only profile): the records are the "
+                                     "top-level cpu_op times, framework time on the host, not kernel time")
     else:
         raise TraceError("the Kineto trace has neither device kernels nor cpu_op events")
     if collected.skipped:
         collected.warnings.append(f"{collected.skipped} device events without a valid ts/dur were skipped")
     if collected.truncated:
         collected.warnings.append(f"more than {max_records} kernels: the rest were not read")
-    return ParsedTrace(FORMAT, records, collected.warnings)
+    device_name, world_size = head_metadata(head)
+    return ParsedTrace(FORMAT, records, collected.warnings, device_name=device_name, world_size=world_size)

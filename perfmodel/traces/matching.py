@@ -1,5 +1,15 @@
-"""Kernels -> measured runs: each kernel is summed into the run of the outermost op perfmodel models
-that enclosed its launch; a kernel with no such op is kept as *unmodelled* with its time and why."""
+"""Device activities -> measured runs, kernels first: each activity gets the op of the first source that knows
+its work, and records which source and how sure:
+
+1. ``collective metadata``: what ``record_param_comms`` recorded for an NCCL/RCCL kernel (group size from
+   ``distributedInfo.world_size`` where it recorded none), or a ``nccl:<collective>`` annotation;
+2. ``framework shapes``: the outermost op perfmodel models that enclosed its launch (``Input Dims``,
+   ``Concrete Inputs``), ``fwd/bwd link`` where the op's output shape came from its backward node;
+3. ``memcpy/memset``: an on-device copy or fill with its recorded bytes;
+4. ``grid/block``: an elementwise or copy kernel sized by its grid and block (``kernel_ops``).
+
+Kernels of one op call are summed into one run; an activity no source explains is kept as *unmodelled* with
+its time, its reason and a reason category: never dropped silently."""
 
 from __future__ import annotations
 
@@ -9,12 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfmodel.ops import OpError, make_op
-from perfmodel.traces import aten_comms, aten_ops
-from perfmodel.traces.aten_args import Unbuildable
+from perfmodel.traces import aten_comms, aten_ops, kernel_ops
+from perfmodel.traces.aten_args import Args, Unbuildable
 from perfmodel.traces.kernel_names import kernel_family
-from perfmodel.traces.records import SELF_SUFFIX, KernelRecord, OpCall, ParsedTrace
+from perfmodel.traces.records import DEVICE_TIME_CATEGORIES, SELF_SUFFIX, KernelRecord, OpCall, ParsedTrace
 
 MAX_KERNEL_NAMES = 16  # distinct kernel names kept per run
+SHAPES, LINK, COLLECTIVE = "framework shapes", "fwd/bwd link", "collective metadata"
+SOURCES = (SHAPES, LINK, COLLECTIVE, "memcpy/memset", "grid/block")
 
 
 @dataclass(frozen=True)
@@ -27,6 +39,8 @@ class MatchedRun:
     kernel_count: int
     op_name: str
     notes: tuple[str, ...] = ()
+    source: str = SHAPES  # which source of the file gave the op (``SOURCES``)
+    confidence: str = "high"  # high: read from the file; medium / low: bounded or assumed (see notes)
 
 
 @dataclass(frozen=True)
@@ -37,6 +51,7 @@ class UnmodelledKernel:
     time_s: float
     count: int
     reason: str
+    category: str = "other"  # the reason's category (``reason_category``)
 
 
 @dataclass
@@ -48,6 +63,23 @@ class MatchResult:
     notes: list[str] = field(default_factory=list)
     kernel_runs: list[int | None] = field(default_factory=list)  # per input kernel: index into runs, or None
     kernel_reasons: list[str | None] = field(default_factory=list)  # per input kernel: why unmodelled, or None
+    kernel_sources: list[str | None] = field(default_factory=list)  # per input kernel: its run's source, or None
+    kernel_categories: list[str | None] = field(default_factory=list)  # per input kernel: reason category
+    has_device_time: bool = True  # False: a CPU-only profile (its records are host op times)
+
+    def time_by_source(self) -> dict[str, float]:
+        """Matched time (s) per source, largest first."""
+        out: dict[str, float] = {}
+        for run in self.runs:
+            out[run.source] = out.get(run.source, 0.0) + run.measured_time_s
+        return dict(sorted(out.items(), key=lambda item: -item[1]))
+
+    def time_by_category(self) -> dict[str, float]:
+        """Unmodelled time (s) per reason category, largest first."""
+        out: dict[str, float] = {}
+        for u in self.unmodelled:
+            out[u.category] = out.get(u.category, 0.0) + u.time_s
+        return dict(sorted(out.items(), key=lambda item: -item[1]))
 
     @property
     def unmodelled_time_s(self) -> float:
@@ -67,45 +99,83 @@ class _Run:
     time_s: float = 0.0
     count: int = 0
     names: dict[str, None] = field(default_factory=dict)
+    source: str = SHAPES
+    confidence: str = "high"
 
 
-def _collective_op(kernel: KernelRecord, index: int) -> tuple[OpCall, dict[str, Any], list[str]] | str | None:
+Found = tuple[OpCall, dict[str, Any], list[str], str, str]  # call, op, notes, source, confidence
+Missed = tuple[str, str]  # reason, category
+_Cache = dict[tuple[Any, ...], tuple[dict[str, Any], list[str]] | str]
+
+
+def reason_category(reason: str) -> str:
+    """A short, stable category of an unmodelled reason (the report and the benchmarks sum time by it)."""
+    lowered = reason.lower()
+    for keys, category in ((("group size", "no message size", "collective"), "collective metadata missing"),
+                           (("input dims", "not recorded", "no recorded shape", "shapes unknown", "no input type",
+                             "record_shapes"), "shapes not recorded"),
+                           (("dtype",), "dtype not modelled"),
+                           (("returns a view",), "view: no data moved"),
+                           (("own time", "cpu op"), "framework time (CPU)"),
+                           (("unrecognised",), "unrecognised kernel"),
+                           (("is not modelled", "not modelled", "only the"), "op not modelled")):
+        if any(key in lowered for key in keys):
+            return category
+    return "shapes give no valid op"
+
+
+def _collective_op(kernel: KernelRecord, index: int, world_size: int | None) -> Found | Missed | None:
     """The collective ``record_param_comms`` recorded for this kernel (one run per kernel: its launching op,
     else a call of its own), the reason it cannot be modelled, or None where nothing was recorded."""
     comm = kernel.collective
     if comm is None:
         return None
+    notes = [] if comm.group_size is not None or world_size is None else [
+        f"group size {world_size} from distributedInfo.world_size (the default process group)"]
     try:
-        op = aten_comms.from_comm_args(comm)
+        op = aten_comms.from_comm_args(aten_comms.group_from_world(comm, world_size))
     except Unbuildable as exc:
-        return str(exc)
+        return str(exc), "collective metadata missing"
     call = kernel.innermost_op or OpCall(-1 - index, f"nccl:{comm.collective}", kernel.start_s or 0.0,
                                          kernel.duration_s)
-    return call, op, []
+    return call, op, notes, COLLECTIVE, "high"
 
 
-def _modelled_op(kernel: KernelRecord, cache: dict[tuple[Any, ...], tuple[dict[str, Any], list[str]] | str]
-                 ) -> tuple[OpCall, dict[str, Any], list[str]] | str:
+def _build(call: OpCall, world_size: int | None, cache: _Cache) -> tuple[dict[str, Any], list[str]] | str:
+    signature = (call.name, call.input_dims, call.input_types, call.concrete_inputs, call.input_strides,
+                 call.output_dims)
+    built = cache.get(signature)
+    if built is None:
+        try:
+            if call.name.startswith(aten_comms.ANNOTATION_PREFIX):
+                built = aten_comms.annotation_op(Args(call), world_size)
+            else:
+                built = aten_ops.build(call)
+        except Unbuildable as exc:
+            built = str(exc)
+        cache[signature] = built
+    return built
+
+
+def _modelled_op(kernel: KernelRecord, cache: _Cache, world_size: int | None) -> Found | Missed:
     """The outermost recognised op that builds, or the reason none does."""
     first_reason: str | None = None
     for call in kernel.ops:
-        if not aten_ops.recognised(call.name):
+        annotation = call.name.startswith(aten_comms.ANNOTATION_PREFIX)
+        if not (annotation or aten_ops.recognised(call.name)):
             continue
-        signature = (call.name, call.input_dims, call.input_types, call.concrete_inputs, call.input_strides)
-        built = cache.get(signature)
-        if built is None:
-            try:
-                built = aten_ops.build(call)
-            except Unbuildable as exc:
-                built = str(exc)
-            cache[signature] = built
+        built = _build(call, world_size, cache)
         if isinstance(built, str):
             first_reason = first_reason or built
             continue
-        return call, built[0], built[1]
+        op, notes = built
+        linked = any("backward node" in note for note in notes)
+        source = COLLECTIVE if annotation or call.name.startswith("c10d::") else LINK if linked else SHAPES
+        return call, op, notes, source, "medium" if linked else "high"
     if first_reason is not None:
-        return first_reason
-    return _reason_without_op(kernel)
+        return first_reason, reason_category(first_reason)
+    reason = _reason_without_op(kernel)
+    return reason, reason_category(reason)
 
 
 def _reason_without_op(kernel: KernelRecord) -> str:
@@ -117,6 +187,8 @@ def _reason_without_op(kernel: KernelRecord) -> str:
         return f"CPU op {kernel.ops[-1].name if kernel.ops else kernel.name} is not modelled"
     family = kernel_family(kernel.name)
     where = f"op {kernel.ops[-1].name} is not modelled" if kernel.ops else "no op recorded for it"
+    if kernel.category == "device":
+        return f"{kernel.device_kind or 'device'} activity {kernel.name[:60]!r}: {where}"
     if family is None:
         return f"unrecognised kernel, {where}"
     return f"{family} kernel (recognised by name), {where}: shapes unknown"
@@ -160,33 +232,68 @@ def _conv_algorithm(names: str, op: dict[str, Any]) -> str | None:
     return "fft_tiling" if size is not None and int(size.group(1)) < padded else "fft"
 
 
+def _kernel_op(kernel: KernelRecord, index: int, cache: _Cache, grid_cache: dict[Any, Any],
+               world_size: int | None) -> Found | Missed:
+    """The first source that knows this activity's work (module docstring), or why none does."""
+    found = _collective_op(kernel, index, world_size)
+    if found is not None:
+        return found
+    if kernel.category in ("memcpy", "memset"):
+        copied = kernel_ops.copy_op(kernel)
+        if len(copied) == 2:
+            return copied
+        op, notes, source, confidence = copied
+        return _own_call(kernel, index), op, notes, source, confidence
+    found = _modelled_op(kernel, cache, world_size)
+    if len(found) == 5 or kernel.category == "cpu_op":
+        return found
+    key = (kernel.name, kernel.grid, kernel.block)
+    inferred = grid_cache.get(key, False)
+    if inferred is False:
+        inferred = grid_cache[key] = kernel_ops.grid_op(kernel)
+    if inferred is None:
+        return found
+    op, notes, source, confidence = inferred
+    return _own_call(kernel, index), op, list(notes), source, confidence
+
+
+def _own_call(kernel: KernelRecord, index: int) -> OpCall:
+    """A call of its own for an activity matched without a framework op (one run per activity)."""
+    return OpCall(-1 - index, kernel.innermost_op.name if kernel.innermost_op else kernel.name,
+                  kernel.start_s or 0.0, kernel.duration_s)
+
+
 def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:
-    """Group the kernels of a parsed trace into measured runs of perfmodel ops."""
+    """Group the device activities of a parsed trace into measured runs of perfmodel ops."""
     kernels = parsed.kernels if isinstance(parsed, ParsedTrace) else list(parsed)
-    cache: dict[tuple[Any, ...], tuple[dict[str, Any], list[str]] | str] = {}
+    world_size = parsed.world_size if isinstance(parsed, ParsedTrace) else None
+    cache: _Cache = {}
+    grid_cache: dict[Any, Any] = {}
     runs: dict[int, _Run] = {}
-    unmodelled: dict[tuple[str, str], list[float]] = {}
+    unmodelled: dict[tuple[str, str, str], list[float]] = {}
     total = 0.0
     call_of_kernel: list[int | None] = []
     reasons: list[str | None] = []
+    categories: list[str | None] = []
     for index, kernel in enumerate(kernels):
         total += kernel.duration_s
-        call_of_kernel.append(None)
-        found = _collective_op(kernel, index)
-        if found is None:
-            found = _modelled_op(kernel, cache) if kernel.category != "memcpy" and kernel.category != "memset" \
-                else _reason_without_op(kernel)
-        reasons.append(found if isinstance(found, str) else None)
-        if isinstance(found, str):
-            entry = unmodelled.setdefault((kernel.name, found), [0.0, 0])
+        found = _kernel_op(kernel, index, cache, grid_cache, world_size)
+        if len(found) == 2:
+            reason, category = found
+            call_of_kernel.append(None)
+            reasons.append(reason)
+            categories.append(category)
+            entry = unmodelled.setdefault((kernel.name, reason, category), [0.0, 0])
             entry[0] += kernel.duration_s
             entry[1] += kernel.instances
             continue
-        call, op, notes = found
-        call_of_kernel[-1] = call.call_id
+        call, op, notes, source, confidence = found
+        call_of_kernel.append(call.call_id)
+        reasons.append(None)
+        categories.append(None)
         run = runs.get(call.call_id)
         if run is None:
-            run = runs[call.call_id] = _Run(call, dict(op), list(notes))
+            run = runs[call.call_id] = _Run(call, dict(op), list(notes), source=source, confidence=confidence)
         run.time_s += kernel.duration_s
         run.count += kernel.instances
         if len(run.names) < MAX_KERNEL_NAMES:
@@ -194,11 +301,14 @@ def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:
     ordered = sorted(runs.values(), key=lambda r: r.call.start_s)
     for r in ordered:
         _kernel_choices(r)
-    matched = [MatchedRun(r.op, r.time_s, tuple(r.names), r.count, r.call.name, tuple(r.notes)) for r in ordered]
+    matched = [MatchedRun(r.op, r.time_s, tuple(r.names), r.count, r.call.name, tuple(r.notes), r.source,
+                          r.confidence) for r in ordered]
     index_of_call = {r.call.call_id: i for i, r in enumerate(ordered)}
     kernel_runs = [None if c is None else index_of_call[c] for c in call_of_kernel]
-    leftovers = [UnmodelledKernel(name, time_s, int(count), reason)
-                 for (name, reason), (time_s, count) in unmodelled.items()]
+    sources = [None if i is None else matched[i].source for i in kernel_runs]
+    leftovers = [UnmodelledKernel(name, time_s, int(count), reason, category)
+                 for (name, reason, category), (time_s, count) in unmodelled.items()]
     leftovers.sort(key=lambda u: -u.time_s)
     return MatchResult(matched, leftovers, total, sum(r.measured_time_s for r in matched), kernel_runs=kernel_runs,
-                       kernel_reasons=reasons)
+                       kernel_reasons=reasons, kernel_sources=sources, kernel_categories=categories,
+                       has_device_time=any(k.category in DEVICE_TIME_CATEGORIES for k in kernels))

@@ -27,7 +27,7 @@ def parse_trace(source: Source, filename: str | None = None, *, max_records: int
                 parsed = nsys.parse_sqlite(None, stream, max_records)
             elif fmt == "pytorch_kineto":
                 top_list = opened.head.decode("utf-8", "replace").lstrip("\ufeff \t\r\n").startswith("[")
-                parsed = kineto.parse_kineto(stream, top_list, max_records)
+                parsed = kineto.parse_kineto(stream, top_list, max_records, opened.head)
             else:
                 parser = {
                     "ncu_csv": ncu.parse_long, "ncu_raw_csv": ncu.parse_raw,

@@ -7,7 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-Category = Literal["kernel", "memcpy", "memset", "cpu_op"]
+# "device": device work that is not a GPU kernel (an accelerator's own events, a CUPTI range): see device_kind
+Category = Literal["kernel", "memcpy", "memset", "cpu_op", "device"]
+DEVICE_TIME_CATEGORIES = frozenset({"kernel", "memcpy", "memset", "device"})
 
 MAX_RECORDS = 5_000_000  # kernels kept from one trace; beyond it the parser stops with a warning
 SELF_SUFFIX = " [self]"  # name suffix of a CPU op's own time outside the child ops split from it
@@ -35,6 +37,9 @@ class OpCall:
     concrete_inputs: tuple[str, ...] | None = None  # scalar argument values (newer PyTorch)
     parent: OpCall | None = None  # the enclosing op on the same thread
     input_strides: tuple[tuple[int, ...] | None, ...] | None = None  # per argument, in elements (newer PyTorch)
+    # shapes of the outputs, where the trace tells them: the gradients its backward node receives (linked by
+    # the autograd sequence number); None where unknown
+    output_dims: tuple[tuple[int, ...] | None, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +79,8 @@ class KernelRecord:
     instances: int = 1
     ops: tuple[OpCall, ...] = ()
     collective: CommArgs | None = None  # what record_param_comms recorded for an NCCL/RCCL kernel
+    transfer_bytes: int | None = None  # bytes a memcpy/memset moved or filled, where recorded
+    device_kind: str | None = None  # what ran it where not a GPU kernel ("mtia", "cupti range"); None: GPU
 
     @property
     def innermost_op(self) -> OpCall | None:
@@ -87,10 +94,17 @@ class ParsedTrace:
     format: str
     kernels: list[KernelRecord]
     warnings: list[str] = field(default_factory=list)
+    device_name: str | None = None  # the device the file names (Kineto deviceProperties), where it does
+    world_size: int | None = None  # ranks of the default process group (Kineto distributedInfo)
 
     @property
     def total_kernel_time_s(self) -> float:
         return sum(k.duration_s for k in self.kernels)
+
+    @property
+    def has_device_time(self) -> bool:
+        """False for a CPU-only profile: its records are framework op times, not device time."""
+        return any(k.category in DEVICE_TIME_CATEGORIES for k in self.kernels)
 
 
 class CounterTotals:

@@ -49,15 +49,26 @@ def test_hta_reduce_scatter_and_all_gather_become_runs(op_name: str, kind: str, 
     assert {r.op["bytes"] for r in runs} == {float(b) for b in shards}
 
 
-def test_hta_all_reduce_and_all_to_all_say_why_they_are_unmodelled() -> None:
-    result = match_runs(parse_trace(HTA))
-    reasons = {u.reason: u.count for u in result.unmodelled if "c10d::" in u.reason}
-    assert reasons == {
-        "c10d::allreduce_: the group size is not recorded (PyTorch >= 2.1 records it as 'Group size' in "
-        "record_param_comms)": 10,
-        "c10d::alltoall_base_: the group size is not recorded (PyTorch >= 2.1 records it as 'Group size' in "
-        "record_param_comms)": 45,
-    }
+def test_hta_all_reduce_and_all_to_all_take_the_world_size_from_distributed_info() -> None:
+    """PyTorch 2.0 records no group size, but its ``nccl:all_reduce`` / ``nccl:all_to_all`` annotations hold the
+    tensor and the file's ``distributedInfo`` the world size (16): the NCCL SendRecv kernels become runs."""
+    parsed = parse_trace(HTA)
+    assert parsed.world_size == 16
+    result = match_runs(parsed)
+    assert not [u for u in result.unmodelled if "c10d::" in u.reason or "nccl:" in u.reason]
+    by_kind: dict[str, list[Any]] = {}
+    for run in result.runs:
+        if run.op_name.startswith("nccl:all"):
+            by_kind.setdefault(run.op["kind"], []).append(run)
+    assert {k: len(v) for k, v in by_kind.items()} == {"allreduce": 10, "alltoall": 45}
+    for runs in by_kind.values():
+        assert {r.op["devices"] for r in runs} == {16}
+        assert {r.source for r in runs} == {"collective metadata"}
+        assert all(any("distributedInfo.world_size" in n for n in r.notes) for r in runs)
+    events = load_events(HTA)
+    expected = [e for e in events if e.get("cat") == "user_annotation" and e["name"] == "nccl:all_reduce"]
+    first = expected[0]["args"]
+    assert by_kind["allreduce"][0].op["bytes"] == first["Input Dims"][0][0] * 4.0  # fp32
 
 
 def _comm(name: str, nelems: int, group: Any = 8, dtype: str = "BFloat16", out: int | None = None) -> dict[str, Any]:

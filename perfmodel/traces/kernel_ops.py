@@ -1,0 +1,105 @@
+"""A device activity's op from the activity alone, where no framework op gives its shapes.
+
+- memcpy / memset with their recorded bytes: an on-device copy is a read and a write of every byte (``reshape``,
+  non-contiguous), a fill one write (``elementwise`` with no input). A host transfer (PCIe, NVLink-C2C) has no
+  modelled path: the device specs hold no host-link bandwidth, so it stays unmatched and says so.
+- elementwise and copy kernels from grid x block: PyTorch's ``vectorized_elementwise_kernel<vec, ...>`` and
+  ``unrolled_elementwise_kernel`` give each of their 128 threads per block 4 elements
+  (``block_work_size = num_threads * thread_work_size``), the legacy ``elementwise_kernel<nt, vt, ...>``
+  ``nt * vt`` per block; the tensor count is ``Array<char*, N>`` (N - 1 inputs, one output); a plain copy
+  kernel (``vecCopy(double*, ...)``) one element of its pointer type per thread. The element count is an upper
+  bound (the last block may be partly idle): confidence "medium"/"low".
+Each result: (op dict, notes, source, confidence).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from perfmodel.traces.records import KernelRecord
+
+OpDict = dict[str, Any]
+Inferred = tuple[OpDict, list[str], str, str]
+PYTORCH_THREAD_WORK = 4  # elements per thread of PyTorch's vectorized/unrolled elementwise kernels
+
+_VECTORIZED = re.compile(r"(?:vectorized|unrolled)_elementwise_kernel<")
+_LEGACY = re.compile(r"\belementwise_kernel<(\d+), (\d+),")
+_TENSORS = re.compile(r"Array<char\s?\*, (\d+)>")
+_PLAIN_COPY = re.compile(r"^(?:void )?\w*copy\w*\((\w[\w:]*)\s?\*", re.IGNORECASE)
+# C++ element types in a kernel's template arguments -> perfmodel dtypes (first found wins)
+_CPP_DTYPES = (("c10::BFloat16", "bf16"), ("c10::Half", "fp16"), ("__half", "fp16"), ("double", "fp64"),
+               ("float", "fp32"), ("c10::Float8_e4m3fn", "fp8_e4m3"), ("long", "int64"), ("int", "int32"),
+               ("bool", "int8"), ("unsigned char", "int8"), ("signed char", "int8"))
+_POINTER_DTYPES = {"double": "fp64", "float": "fp32", "int": "int32", "long": "int64", "half": "fp16",
+                   "__half": "fp16", "char": "int8"}
+HOST_TRANSFER = "host transfer"
+
+
+def transfer_direction(name: str) -> str:
+    """'h2d', 'd2h', 'd2d', 'p2p' or 'memset' from a Kineto/CUPTI memcpy or memset name."""
+    lowered = name.lower()
+    for token, direction in (("htod", "h2d"), ("dtoh", "d2h"), ("dtod", "d2d"), ("ptop", "p2p"),
+                             ("memset", "memset"), ("host -> device", "h2d"), ("device -> host", "d2h"),
+                             ("device -> device", "d2d")):
+        if token in lowered:
+            return direction
+    return "unknown"
+
+
+def copy_op(kernel: KernelRecord) -> Inferred | tuple[str, str]:
+    """The op of a memcpy/memset record, or (reason, category) where it has none."""
+    direction = transfer_direction(kernel.name)
+    size = kernel.transfer_bytes
+    if direction in ("h2d", "d2h", "p2p"):
+        return (f"{direction} memcpy over the host or peer link: the device spec has no host-link (PCIe, "
+                "NVLink-C2C) bandwidth", HOST_TRANSFER)
+    if size is None or size <= 0:
+        return f"{kernel.category} without its byte count", "size not recorded"
+    if direction == "memset" or kernel.category == "memset":
+        return ({"kind": "elementwise", "shape": [size], "dtype": "int8", "inputs": 0, "outputs": 1,
+                 "flops_per_element": 0.0}, [f"memset of {size} B: one write"], "memcpy/memset", "high")
+    if direction == "d2d":
+        return ({"kind": "reshape", "shape": [size], "new_shape": [size], "dtype": "int8", "contiguous": False},
+                [f"device-to-device memcpy of {size} B: a read and a write"], "memcpy/memset", "high")
+    return f"memcpy of unknown direction ({kernel.name[:60]})", HOST_TRANSFER
+
+
+def _cpp_dtype(name: str) -> str | None:
+    for token, dtype in _CPP_DTYPES:
+        if re.search(rf"(?<![\w:]){re.escape(token)}(?!\w)", name):
+            return dtype
+    return None
+
+
+def grid_op(kernel: KernelRecord) -> Inferred | None:
+    """An elementwise or copy kernel's op from its grid and block, None where the name is not one of them."""
+    if kernel.grid is None or kernel.block is None:
+        return None
+    blocks = kernel.grid[0] * kernel.grid[1] * kernel.grid[2]
+    threads = kernel.block[0] * kernel.block[1] * kernel.block[2]
+    if blocks <= 0 or threads <= 0:
+        return None
+    name = kernel.name
+    legacy = _LEGACY.search(name)
+    if _VECTORIZED.search(name) or legacy:
+        per_block = int(legacy.group(1)) * int(legacy.group(2)) if legacy else threads * PYTORCH_THREAD_WORK
+        tensors = _TENSORS.search(name)
+        count = int(tensors.group(1)) if tensors else 2
+        dtype = _cpp_dtype(name)
+        notes = [f"{blocks} blocks x {per_block} elements (grid x block x items per thread): an upper bound"]
+        if dtype is None:
+            dtype = "fp32"
+            notes.append("element type not in the kernel name: fp32 assumed")
+        op = {"kind": "elementwise", "shape": [blocks * per_block], "dtype": dtype, "inputs": max(count - 1, 0),
+              "outputs": 1, "flops_per_element": 1.0 if count > 2 else 0.0}
+        return op, notes, "grid/block", "medium" if tensors and dtype else "low"
+    plain = _PLAIN_COPY.search(name)
+    if plain and plain.group(1).split("::")[-1] in _POINTER_DTYPES:
+        dtype = _POINTER_DTYPES[plain.group(1).split("::")[-1]]
+        elements = blocks * threads
+        return ({"kind": "reshape", "shape": [elements], "new_shape": [elements], "dtype": dtype,
+                 "contiguous": False},
+                [f"a copy kernel by name: one {dtype} element per thread ({blocks} x {threads} threads)"],
+                "grid/block", "low")
+    return None
