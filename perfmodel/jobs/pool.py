@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import queue
+import re
 import secrets
 import socket
 import subprocess
@@ -160,10 +161,10 @@ class JobPool:
                     self.store.finish_job(job_id, "interrupted", STOPPED)
                 else:
                     errors.seek(0)
-                    tail = errors.read()[-2000:].decode("utf-8", "replace").strip()
+                    last = _last_error(errors.read()[-20_000:].decode("utf-8", "replace"))
                     why = "killed by the system (out of memory?)" if code < 0 else f"exit code {code}"
                     self.store.finish_job(job_id, "failed", f"the fit process ended without a result ({why})"
-                                                            + (f": {tail}" if tail else ""))
+                                                            + (f": {last}" if last else ""))
 
     def _spawn(self, job_id: int, errors: IO[bytes]) -> subprocess.Popen[bytes]:
         config = {"database_url": self.store.url, "job_id": job_id, "memory_bytes": self.memory_bytes}
@@ -201,6 +202,14 @@ class JobPool:
                     self.sweep()
             except Exception:
                 log.exception("job heartbeat")
+
+
+def _last_error(stderr: str) -> str:
+    """The exception line of a traceback on ``stderr`` (``ValueError: ...``), else its last line; at most 500
+    characters."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b", line)]
+    return (errors or lines or [""])[-1][:500]
 
 
 def _terminate(child: subprocess.Popen[bytes], grace_s: float = 3.0) -> None:

@@ -43,14 +43,14 @@ def selection(run_filter: dict[str, Any]) -> dict[str, Any]:
 def run_calibration_job(store: Store, job_id: int, *, memory_bytes: int | None = None) -> str:
     """Fit the calibration job ``job_id`` (claimed: status running) and record the outcome; the job's final
     status (``succeeded``, ``failed``, or what a cancel or restart made it)."""
-    from perfmodel.calibration.stored import fit_selected
-
     job = store.get_job(job_id)
     if job is None:
         raise ValueError(f"no job {job_id}")
     request: dict[str, Any] = job.request
     progress = StoredProgress(store, job_id)
     try:
+        from perfmodel.calibration.stored import fit_selected
+
         hardware = stored_hardware(store, str(request.get("hardware")))
         fitted = fit_selected(store, hardware, selection(request.get("filter") or {}),
                               folds=int(request.get("folds", 5)), base_calibration=request.get("base_calibration"),

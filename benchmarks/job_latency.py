@@ -1,0 +1,176 @@
+"""/predict latency while calibrations are fitted, on the real server (uvicorn, SQLite, one worker).
+
+Seeds the Vidur A100 kernel rows (``measured_data.vidur``, up to ``--runs``) as stored runs, then times
+sequential /predict requests (one keep-alive client, ops never asked before, so no cache hits) for
+``--seconds`` with the server idle, and again while ``--fits`` calibrations of those runs are in flight:
+202 jobs polled to their end (this tree), or requests that block until the fit is done (an older tree that
+fits inside the request: ``--server-root /tmp/pm-base``, POSTs sent from threads). Prints p50 / p99 latency
+of both phases, the POSTs' answer times, the time until every fit ended, and the peak RSS of the server
+with its worker processes.
+
+    python benchmarks/job_latency.py [--runs 2000] [--fits 2] [--seconds 8] [--server-root PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+
+sys.path.insert(0, os.path.dirname(__file__))
+from api_load import distinct_ops
+from measured_data import vidur
+
+from web.testing import free_port
+
+HW = "nvidia-a100-sxm4-80gb"
+TOKEN = "bench-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+PREDICT_HW = "nvidia-h100-sxm5-80gb"
+
+
+def start_server(port: int, data_dir: str, root: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PERFMODEL_DATA_DIR": data_dir, "PERFMODEL_API_TOKEN": TOKEN, "PYTHONPATH": str(root)}
+    env.pop("PERFMODEL_DATABASE_URL", None)
+    command = [sys.executable, "-m", "uvicorn", "--factory", "api.main:create_app", "--host", "127.0.0.1",
+               "--port", str(port), "--workers", "1", "--log-level", "warning", "--no-access-log"]
+    server = subprocess.Popen(command, env=env, cwd=root)
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=1).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    server.kill()
+    raise RuntimeError("server did not start")
+
+
+def seed(http: httpx.Client, count: int) -> int:
+    rows = [r for r in vidur() if r.hardware == HW and r.timing == "kernel"][:count]
+    runs = [{"hardware": HW, "op": r.op, "measured_time_s": r.measured_s, "source": "vidur"} for r in rows]
+    for start in range(0, len(runs), 5000):
+        http.post("/api/v1/runs/bulk", json=runs[start:start + 5000], headers=AUTH, timeout=300).raise_for_status()
+    return len(runs)
+
+
+def predict_latencies(http: httpx.Client, ops: list[dict[str, Any]], until: float) -> list[float]:
+    out: list[float] = []
+    while time.perf_counter() < until and ops:
+        op = ops.pop()
+        start = time.perf_counter()
+        http.post("/api/v1/predict", json={"hardware": PREDICT_HW, "op": op}).raise_for_status()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def summary(name: str, latencies: list[float]) -> str:
+    ordered = sorted(latencies)
+    p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+    return (f"{name:<28}{len(ordered):>7} requests   p50 {statistics.median(ordered) * 1e3:7.2f} ms   "
+            f"p99 {p99 * 1e3:8.2f} ms   max {ordered[-1] * 1e3:8.1f} ms")
+
+
+class PeakRss:
+    """Peak RSS (MB) of a process and its children, sampled every 0.2 s."""
+
+    def __init__(self, pid: int) -> None:
+        self.process, self.peak_mb, self._stop = psutil.Process(pid), 0.0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            try:
+                total = self.process.memory_info().rss + sum(
+                    c.memory_info().rss for c in self.process.children(recursive=True))
+            except psutil.Error:
+                continue
+            self.peak_mb = max(self.peak_mb, total / 1e6)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.peak_mb
+
+
+def fits_in_flight(base: str, fits: int, http: httpx.Client, ops: list[dict[str, Any]]) -> None:
+    answers_s: list[float] = []
+    done = threading.Event()
+    urls: list[str] = []
+
+    def post() -> None:
+        with httpx.Client(base_url=base, timeout=3600) as own:
+            start = time.perf_counter()
+            response = own.post("/api/v1/calibrations", json={"hardware": HW, "filter": {"source": "vidur"}},
+                                headers=AUTH)
+            answers_s.append(time.perf_counter() - start)
+            response.raise_for_status()
+            if response.status_code == 202:
+                urls.append(response.headers["location"])
+
+    start = time.perf_counter()
+    posters = [threading.Thread(target=post) for _ in range(fits)]
+    for thread in posters:
+        thread.start()
+
+    def wait_all() -> None:
+        for thread in posters:
+            thread.join()
+        with httpx.Client(base_url=base, timeout=60) as own:
+            for url in urls:
+                while own.get(url).json()["status"] in ("queued", "running"):
+                    time.sleep(0.2)
+        done.set()
+
+    threading.Thread(target=wait_all, daemon=True).start()
+    latencies: list[float] = []
+    while not done.is_set() and ops:
+        latencies += predict_latencies(http, ops, time.perf_counter() + 0.5)
+    elapsed_s = time.perf_counter() - start
+    print(summary(f"/predict during {fits} fit(s)", latencies))
+    print(f"POST /calibrations answered in {', '.join(f'{s:.2f}' for s in sorted(answers_s))} s; "
+          f"every fit ended after {elapsed_s:.1f} s")
+    if urls:
+        jobs = [http.get(u).json() for u in urls]
+        print("jobs: " + ", ".join(f"{j['id']} {j['status']}" for j in jobs))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--fits", type=int, default=2)
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--server-root", type=Path, default=Path(__file__).resolve().parents[1])
+    args = parser.parse_args()
+    port = free_port()
+    with tempfile.TemporaryDirectory() as data_dir:
+        server = start_server(port, data_dir, args.server_root.resolve())
+        base = f"http://127.0.0.1:{port}"
+        try:
+            with httpx.Client(base_url=base, timeout=60) as http:
+                print(f"server: {args.server_root}; {seed(http, args.runs)} stored runs of {HW}")
+                ops = distinct_ops(60_000)
+                predict_latencies(http, ops, time.perf_counter() + 1.0)  # warm up
+                print(summary("/predict, server idle", predict_latencies(http, ops, time.perf_counter()
+                                                                           + args.seconds)))
+                rss = PeakRss(server.pid)
+                fits_in_flight(base, args.fits, http, ops)
+                print(f"peak RSS of the server and its workers: {rss.stop():.0f} MB")
+        finally:
+            server.terminate()
+            server.wait(30)
+
+
+if __name__ == "__main__":
+    main()

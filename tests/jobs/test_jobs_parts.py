@@ -1,0 +1,74 @@
+"""The job pool's parts: the address-space cap, progress written at a bounded rate (and a cancel noticed),
+who counts as a dead owner, the reason a crashed worker gives."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from perfmodel.jobs import JobCancelled, StoredProgress, owner_id
+from perfmodel.jobs.pool import _last_error, dead_owner
+from perfmodel.store import Store
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store(f"sqlite:///{tmp_path / 'jobs.sqlite3'}")
+    s.migrate()
+    yield s
+    s.dispose()
+
+
+def test_the_cap_turns_a_large_allocation_into_a_memory_error() -> None:
+    code = ("import numpy as np, resource\n"
+            "from perfmodel.jobs.run import cap_memory\n"
+            "used = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()\n"
+            "cap_memory(used + 200 * 2**20)\n"
+            "small = np.ones(2**20)\n"  # 8 MB fits under the cap
+            "try:\n    np.ones(2**27)\nexcept MemoryError:\n    print('MemoryError')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "MemoryError", out.stderr  # 1 GiB refused
+
+
+def test_progress_is_written_at_a_bounded_rate_and_a_cancel_stops_the_work(store: Store) -> None:
+    job_id = store.add_job("calibration", {}, "o")
+    assert store.claim_job(job_id, "o", 1)
+    now = [0.0]
+    progress = StoredProgress(store, job_id, min_interval_s=0.5, clock=lambda: now[0])
+    for i in range(100):  # 100 calls over 10 s of one stage: at most 2 writes per second
+        now[0] = i * 0.1
+        progress("classes", i / 100)
+    assert progress.writes == 20
+    progress("trees", 0.995)  # a new stage is written at once
+    job = store.get_job(job_id)
+    assert job is not None and (job.stage, job.progress) == ("trees", 0.995) and progress.writes == 21
+    store.cancel_job(job_id)
+    now[0] += 1.0
+    with pytest.raises(JobCancelled):
+        progress("trees", 0.999)
+
+
+def test_dead_owners() -> None:
+    me = owner_id("mine")
+    host = socket.gethostname()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    assert dead_owner(f"{host}:{int(gone.stdout)}:x", me)  # its process is gone
+    assert dead_owner(f"{host}:{os.getpid()}:earlier", me)  # our pid, another pool: a restart reused the pid
+    assert not dead_owner(me, me)
+    assert not dead_owner(f"{host}:{os.getppid()}:x", me)  # alive
+    assert not dead_owner(f"other-host:{int(gone.stdout)}:x", me)  # another machine: its heartbeat tells
+
+
+def test_a_crashed_worker_names_its_exception() -> None:
+    traceback = ('Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n'
+                 "sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) disk I/O error\n"
+                 "(Background on this error at: https://sqlalche.me/e/21/e3q8)\n")
+    assert _last_error(traceback) == "sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) disk I/O error"
+    assert _last_error("Killed\n") == "Killed" and _last_error("") == ""
