@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil
 
 sys.path.insert(0, os.path.dirname(__file__))
 from api_load import distinct_ops
@@ -81,22 +80,40 @@ def summary(name: str, latencies: list[float]) -> str:
             f"p99 {p99 * 1e3:8.2f} ms   max {ordered[-1] * 1e3:8.1f} ms")
 
 
+def tree_rss_bytes(root: int) -> int:
+    """RSS of process ``root`` and all its descendants (from /proc)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    tree, grew = {root}, True
+    while grew:
+        more = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grew = bool(more)
+    total = 0
+    for pid in tree:
+        try:
+            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except OSError:
+            continue
+    return total
+
+
 class PeakRss:
     """Peak RSS (MB) of a process and its children, sampled every 0.2 s."""
 
     def __init__(self, pid: int) -> None:
-        self.process, self.peak_mb, self._stop = psutil.Process(pid), 0.0, threading.Event()
+        self.pid, self.peak_mb, self._stop = pid, 0.0, threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.wait(0.2):
-            try:
-                total = self.process.memory_info().rss + sum(
-                    c.memory_info().rss for c in self.process.children(recursive=True))
-            except psutil.Error:
-                continue
-            self.peak_mb = max(self.peak_mb, total / 1e6)
+            self.peak_mb = max(self.peak_mb, tree_rss_bytes(self.pid) / 1e6)
 
     def stop(self) -> float:
         self._stop.set()
