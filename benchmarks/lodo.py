@@ -29,10 +29,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from measured_data import Row, all_rows
+from measured_data import Row, _read, all_rows
 
 import perfmodel
+from perfmodel.collectives import devices_per_node
 from perfmodel.efficiency import ModelDefaults, defaults_for
+from perfmodel.ops import make_op
 from perfmodel.specs import load_hardware
 
 # Defaults that measured data set (or could have set): each moves over a physically plausible grid.
@@ -52,6 +54,25 @@ GRIDS: dict[str, tuple[float, ...]] = {
 COVERAGE_QUANTILES = (0.05, 0.95)
 FIT_ROWS_PER_CELL = 200
 FIT_PASSES = 2
+
+
+VIDUR_TOPOLOGY_HW = {"a100_dgx": "nvidia-a100-sxm4-80gb", "a100_pairwise_nvlink": "nvidia-a100-pcie-80gb"}
+BANDS = (("< 1 MiB", 0.0, 2.0**20), ("1-64 MiB", 2.0**20, 2.0**26 + 1), ("> 64 MiB", 2.0**26 + 1, float("inf")))
+
+
+def extra_collectives() -> list[Row]:
+    """Vidur's collectives that ``measured_data`` leaves out: all-reduce on 4 A100 PCIe cards joined in
+    NVLink-bridged pairs, and NCCL send/recv (within a node and across two) on both clusters."""
+    out = []
+    for r in _read("vidur_collectives_a100.csv"):
+        hw = VIDUR_TOPOLOGY_HW[r["topology"]]
+        if r["collective"] == "all_reduce" and r["topology"] == "a100_dgx":
+            continue  # already in measured_data
+        kind = "allreduce" if r["collective"] == "all_reduce" else "sendrecv"
+        op = {"kind": kind, "bytes": float(r["size_bytes"]), "devices": int(r["num_workers"]),
+              "devices_per_node": int(r["devices_per_node"]), "dtype": "fp16"}
+        out.append(Row("vidur", hw, op, float(r["time_median_ms"]) * 1e-3, "kernel", kind, kind))
+    return out
 
 
 def vendor(hardware: str) -> str:
@@ -181,16 +202,54 @@ def table(rows: Sequence[Row], folds: Folds, fold_of: np.ndarray, markdown: bool
     return out
 
 
+def bands(rows: Sequence[Row], folds: Folds) -> list[str]:
+    """All-reduce and send/recv by message size: shipped and leave-one-out median |error| and bias."""
+    measured = np.array([r.measured_s for r in rows])
+    out = ["", f"{'collective':<10} {'rows':<22} {'band':<9} {'n':>4} {'shipped med %':>13} {'bias':>5} "
+               f"{'LODO med %':>10} {'bias':>5}"]
+    for kind in ("allreduce", "sendrecv"):
+        for scope in ("all", "one node", "across nodes"):
+            for band, low, high in BANDS:
+                sel = np.array([r.label == kind and low <= float(r.op["bytes"]) < high and _in_scope(r, scope)
+                                for r in rows])
+                if not sel.any():
+                    continue
+                s, p, m = folds.shipped[sel], folds.predicted[sel], measured[sel]
+                out.append(f"{kind:<10} {scope:<22} {band:<9} {int(sel.sum()):>4} "
+                           f"{np.median(np.abs(s / m - 1)) * 100:>13.1f} {np.median(s / m):>5.2f} "
+                           f"{np.median(np.abs(p / m - 1)) * 100:>10.1f} {np.median(p / m):>5.2f}")
+    return out
+
+
+def _in_scope(row: Row, scope: str) -> bool:
+    if scope == "all":
+        return True
+    per_node = row.op.get("devices_per_node") or devices_per_node(load_hardware(row.hardware))
+    across = int(per_node) < int(row.op["devices"])
+    return across if scope == "across nodes" else not across
+
+
+
+def _buildable(row: Row) -> bool:
+    """Whether this perfmodel has the row's op (an older checkout, run for "before" figures, may not)."""
+    try:
+        make_op(row.op)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--vendor", action="store_true", help="leave one vendor out instead of one device")
     parser.add_argument("--markdown", action="store_true", help="print the table as markdown")
     args = parser.parse_args()
     known = set(perfmodel.list_hardware())
-    rows = [r for r in all_rows() if r.hardware in known]
+    rows = [r for r in [*all_rows(), *extra_collectives()] if r.hardware in known and _buildable(r)]
     fold_of = np.array([vendor(r.hardware) if args.vendor else r.hardware for r in rows])
     folds = run_folds(rows, fold_of)
     print("\n".join(table(rows, folds, fold_of, args.markdown)))
+    print("\n".join(bands(rows, folds)))
     print("\nfitted defaults per left-out " + ("vendor" if args.vendor else "device") + ":")
     for fold, values in folds.fitted.items():
         print(f"  {fold:<24} " + ", ".join(f"{k}={v:g}" for k, v in values.items()))

@@ -17,6 +17,8 @@ and runs the fastest. We follow its model (docs/model.md §3, "Collectives", der
 - **Latency** (NCCL's base + per-hop tables, NVLink / PCIe / network): ring base + (steps - inter-node
   steps) x intra hop + inter-node steps x network hop, steps 2(p-1) for all-reduce (p-1 otherwise);
   tree base + 2((p/n - 1) x intra hop + log2(n) x network hop); NVLS one NVLS hop (+ network hop).
+  NCCL's base includes launching its kernel, which the model charges per kernel already: the base here
+  is NCCL's less the device's kernel overhead.
 
 All-to-all and send/recv are point-to-point (Simple): the pairwise exchange sends (p-1)/p of the buffer
 within the node and the off-node share (p-q)/p over the node's NICs; send/recv moves its bytes once.
@@ -100,6 +102,11 @@ def fabrics(t: MachineTables) -> tuple[Fabric, Fabric, float]:
             float(devices_per_node(t.hardware)))
 
 
+def _base_s(t: MachineTables, base_us: float) -> float:
+    """NCCL's base latency without the kernel launch, which the model already charges per kernel."""
+    return max(base_us * 1e-6 * t.defaults.collective_latency_scale - t.kernel_overhead_s, 0.0)
+
+
 def _hop_s(t: MachineTables, hop: str, algo: str, proto: int) -> float:
     """One hop's latency: the spec's own figure for its tier where it gives one, else NCCL's table."""
     ic = t.hardware.interconnect
@@ -141,7 +148,7 @@ def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArra
         intra_hop = np.where(nvlink, _hop_s(t, "nvlink", "ring", proto), _hop_s(t, "pcie", "ring", proto))
         net_overhead = _NET_OVERHEAD_US * 1e-6 * (3.0 if proto == SIMPLE else 1.0) * scale
         intra_hop = np.where(multi, np.maximum(intra_hop, net_overhead), intra_hop)
-        latency = _BASE_US["ring"][proto] * 1e-6 * scale + (steps - inter_steps) * intra_hop + \
+        latency = _base_s(t, _BASE_US["ring"][proto]) + (steps - inter_steps) * intra_hop + \
             inter_steps * _hop_s(t, "net", "ring", proto)
         algbw = ring_bus * p / np.maximum(steps, 1.0)
         out[("ring", proto)] = np.where(algbw > 0, latency + size / np.maximum(algbw, 1e-30), np.inf)
@@ -152,7 +159,7 @@ def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArra
         elif proto == LL128:
             tree_bus = np.where(nvlink, tree_bus * np.where(multi, 120.0 / 128.0, 7.0 / 9.0), 0.0)
         intra_tree = np.where(nvlink, _hop_s(t, "nvlink", "tree", proto), _hop_s(t, "pcie", "tree", proto))
-        latency = _BASE_US["tree"][proto] * 1e-6 * scale + 2.0 * ((p / nodes - 1.0) * intra_tree + np.log2(
+        latency = _base_s(t, _BASE_US["tree"][proto]) + 2.0 * ((p / nodes - 1.0) * intra_tree + np.log2(
             np.maximum(nodes, 1.0)) * _hop_s(t, "net", "tree", proto))
         algbw = tree_bus * 0.5
         ok = reduce_all & (algbw > 0)
@@ -175,7 +182,7 @@ def _point_to_point(t: MachineTables, kind: IntArray, size: FloatArray, p: Float
     hop = _hop_s(t, "pcie" if intra.hop == "pcie" else "nvlink", "ring", SIMPLE)
     net_hop = _hop_s(t, "net", "ring", SIMPLE)
     multi = nodes > 1
-    base = P2P_BASE_US * 1e-6 * t.defaults.collective_latency_scale
+    base = _base_s(t, P2P_BASE_US)
     send = base + np.where(multi, net_hop + size / nic.bandwidth_bytes_per_s, hop + size / link)
     # all-to-all: each device keeps 1/p, sends (q-1)/p to its node and (p-q)/p over its own NIC, all at once
     on_node = size * (np.minimum(q, p) - 1.0) / p / link
