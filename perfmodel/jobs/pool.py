@@ -29,7 +29,8 @@ log = logging.getLogger(__name__)
 DEFAULT_MEMORY_BYTES = 2 * 2**30  # address space per fit (numpy, the store's driver, the runs)
 RESTARTED = "the service restarted: a previous process left this job queued or running"
 STOPPED = "the service stopped before the job finished"
-STALE = "its worker stopped answering (no heartbeat): the process was killed or the machine restarted"
+DEAD = "the service process that ran it ended (killed or restarted) before the job finished"
+STALE = "no heartbeat from the service process that ran it for {:.0f} s (killed, or its machine restarted)"
 CHILD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
@@ -103,10 +104,13 @@ class JobPool:
             thread.join(timeout_s)
         self.store.interrupt_jobs(STOPPED, owners=[self.owner])
 
-    def sweep(self, reason: str = STALE) -> int:
-        """Mark interrupted the unfinished jobs of dead pools on this host and those without a recent heartbeat."""
+    def sweep(self, reason: str | None = None) -> int:
+        """Mark interrupted the unfinished jobs of dead pools on this host (``reason``, else DEAD) and those
+        without a heartbeat for ``stale_after_s`` (``reason``, else STALE); how many."""
         dead = [o for o in self.store.active_owners() if dead_owner(o, self.owner)]
-        return self.store.interrupt_jobs(reason, owners=dead, stale_after_s=self.stale_after_s)
+        count = self.store.interrupt_jobs(reason or DEAD, owners=dead) if dead else 0
+        return count + self.store.interrupt_jobs(reason or STALE.format(self.stale_after_s),
+                                                 stale_after_s=self.stale_after_s)
 
     # --- jobs ---
     def submit(self, kind: str, request: dict[str, Any]) -> int:
