@@ -36,7 +36,6 @@ def test_numbers_are_plausible(measured: HostMeasurement) -> None:
         assert (measured.peak_flops_per_s(dtype) or 0.0) > 1e9
     assert 0 < measured.dispatch_overhead.value < 1e-3
     assert all(lv.bandwidth.method for lv in measured.levels if lv.bandwidth)
-    assert measured.duration_s < 20
 
 
 def test_spec_validates_and_predicts(measured: HostMeasurement) -> None:
