@@ -1,4 +1,4 @@
-"""Pure ASGI middleware: 413 for oversized bodies; version and Server-Timing headers."""
+"""Pure ASGI middleware: 413 for oversized bodies; version and Server-Timing headers; security headers."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ class BodyTooLarge(Exception):
 
 
 class BodySizeLimit:
-    """413 for a declared Content-Length over the limit, or a streamed body that grows past it.
+    """413 for a declared Content-Length over the limit, or a streamed (chunked) body that grows past it,
+    whatever the app made of the cut body.
 
     ``upload_limits`` maps path prefixes (file uploads such as traces) to their own, larger limit.
     """
@@ -34,25 +35,36 @@ class BodySizeLimit:
             await self.app(scope, receive, send)
             return
         path = scope.get("path", "")
-        limit = next((v for k, v in self.upload_limits.items() if path.startswith(k)), self.default_max_bytes)
+        upload = next((v for k, v in self.upload_limits.items() if path.startswith(k)), None)
+        limit = self.default_max_bytes if upload is None else upload
+        setting = "PERFMODEL_MAX_BODY_BYTES" if upload is None else "PERFMODEL_MAX_UPLOAD_BYTES"
         declared = dict(scope.get("headers", [])).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await self._reject(send, limit)
+            await self._reject(send, limit, setting)
             return
         seen = 0
         started = False
+        exceeded = False
 
         async def limited_receive() -> Message:
-            nonlocal seen
+            nonlocal seen, exceeded
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > limit:
+                    exceeded = True
                     raise BodyTooLarge
             return message
 
         async def tracking_send(message: Message) -> None:
             nonlocal started
+            if exceeded:
+                # the app may turn the cut body into its own error (FastAPI answers a failed form or JSON
+                # read with 400): the client gets the 413 that says why instead
+                if message["type"] == "http.response.start" and not started:
+                    started = True
+                    await self._reject(send, limit, setting)
+                return
             if message["type"] == "http.response.start":
                 started = True
             await send(message)
@@ -61,10 +73,9 @@ class BodySizeLimit:
             await self.app(scope, limited_receive, tracking_send)
         except BodyTooLarge:
             if not started:
-                await self._reject(send, limit)
+                await self._reject(send, limit, setting)
 
-    async def _reject(self, send: Send, limit: int) -> None:
-        setting = "PERFMODEL_MAX_BODY_BYTES" if limit == self.default_max_bytes else "PERFMODEL_MAX_UPLOAD_BYTES"
+    async def _reject(self, send: Send, limit: int, setting: str) -> None:
         body = json.dumps({"detail": f"request body larger than {limit} bytes ({setting})", "field": None})
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"), (b"connection", b"close")]})
@@ -92,3 +103,45 @@ class VersionHeaders:
             await send(message)
 
         await self.app(scope, receive, stamped_send)
+
+
+# the dashboard: scripts and styles from this origin only (plotly.js is served locally; its charts set inline
+# styles), data: images (plotly's modebar, PNG export), no plugins, no framing, no foreign form targets
+DASHBOARD_CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+                 "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; "
+                 "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'")
+# FastAPI's /docs and /redoc pages: an inline bootstrap script and their assets from jsDelivr
+DOCS_CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
+            "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net https://fonts.googleapis.com; "
+            "img-src 'self' data: https://fastapi.tiangolo.com https://cdn.redoc.ly; "
+            "font-src 'self' data: https://fonts.gstatic.com; worker-src 'self' blob:; connect-src 'self'; "
+            "object-src 'none'; base-uri 'self'; frame-ancestors 'none'")
+DOCS_PATHS = ("/docs", "/redoc")
+
+
+class SecurityHeaders:
+    """``X-Content-Type-Options: nosniff``, ``Referrer-Policy`` and ``X-Frame-Options`` on every response; a
+    Content-Security-Policy (with ``frame-ancestors 'none'``) on every HTML page."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        policy = (DOCS_CSP if scope.get("path", "").startswith(DOCS_PATHS) else DASHBOARD_CSP).encode()
+
+        async def secured_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                names = {name.lower() for name, _ in headers}
+                added = [(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"same-origin"),
+                         (b"x-frame-options", b"DENY")]
+                content_type = next((v for k, v in headers if k.lower() == b"content-type"), b"")
+                if content_type.startswith(b"text/html"):
+                    added.append((b"content-security-policy", policy))
+                message["headers"] = headers + [(k, v) for k, v in added if k not in names]
+            await send(message)
+
+        await self.app(scope, receive, secured_send)

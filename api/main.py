@@ -11,7 +11,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from api.limits import BodySizeLimit, VersionHeaders
+from api.deps import READ_SCHEME
+from api.limits import BodySizeLimit, SecurityHeaders, VersionHeaders
 from api.routers import calibrations, comparisons, graphs, hardware, jobs, predict, runs, traces
 from api.schemas import ErrorOut
 from api.settings import Settings
@@ -64,7 +65,43 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                        upload_limits={f"{API_PREFIX}/traces": settings.max_upload_bytes,
                                       f"{API_PREFIX}/graphs/estimate/onnx": settings.max_upload_bytes})
     app.add_middleware(VersionHeaders, version=__version__)
+    app.add_middleware(SecurityHeaders)
+    _document_access(app, settings)
     return app
+
+
+def _document_access(app: FastAPI, settings: Settings) -> None:
+    """Make the OpenAPI say what the service does: a body that is not JSON or form data is a 400; writes (bearer
+    security) can get 401 and the read-only 403; reads declare bearer security and 401 only when
+    PERFMODEL_READ_REQUIRES_TOKEN=1."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = build()
+        error = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}}}
+        for item in schema.get("paths", {}).values():
+            for operation in item.values():
+                responses = operation.setdefault("responses", {})
+                if "requestBody" in operation:
+                    responses["400"] = {"description": "malformed body: not parseable as JSON or form data", **error}
+                schemes = {name for requirement in operation.get("security", []) for name in requirement}
+                if READ_SCHEME in schemes and settings.read_requires_token:
+                    operation["security"] = [{"HTTPBearer": []}]
+                elif schemes and READ_SCHEME not in schemes:
+                    responses["403"] = {"description": "the service is read-only (PERFMODEL_READ_ONLY=1)", **error}
+                else:
+                    operation.pop("security", None)
+                    responses.pop("401", None)
+        schemes_defined = schema.get("components", {}).get("securitySchemes", {})
+        read_scheme = schemes_defined.pop(READ_SCHEME, None)
+        if read_scheme is not None:
+            schemes_defined.setdefault("HTTPBearer", read_scheme)
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _errors(app: FastAPI) -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from perfmodel import __version__
+from perfmodel.store.base import storable
 
 OpJson = dict[str, Any]
 
@@ -147,13 +148,25 @@ class SearchOut(Versioned):
     notes: list[str]
 
 
+def _storable_text(value: str) -> str:
+    if not storable(value):
+        raise ValueError("NUL characters and invalid UTF-8 (lone surrogates) are not allowed")
+    return value
+
+
+TagKey = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_storable_text)]
+TagValue = Annotated[str, Field(max_length=400), AfterValidator(_storable_text)]
+
+
 class RunCreate(BaseModel):
+    """What the store can hold is checked here (422), not found out by the database (was 409 for a NUL)."""
+
     model_config = ConfigDict(extra="forbid")
     hardware: str
     op: OpJson
     measured_time_s: float = Field(gt=0, lt=1e6)
-    source: str = Field(min_length=1, max_length=200)
-    tags: dict[str, str] = Field(default_factory=dict)
+    source: Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_storable_text)]
+    tags: dict[TagKey, TagValue] = Field(default_factory=dict)
 
 
 class RunOut(Versioned):

@@ -17,9 +17,17 @@ class Settings(BaseSettings):
     database_url: str | None = Field(default=None, description="SQLAlchemy URL; default sqlite in data_dir")
     api_token: str | None = Field(default=None, description="A token accepted for writes (besides stored ones)")
     read_requires_token: bool = False
+    read_only: bool = Field(default=False, description="Refuse every write (403) and say so on the dashboard")
     max_body_bytes: int = Field(default=16 * 1024 * 1024, gt=0, description="Larger request bodies get 413")
     max_upload_bytes: int = Field(default=256 * 1024 * 1024, gt=0,
                                   description="Trace and model uploads larger than this get 413")
+    max_trace_bytes: int = Field(default=1 << 30, gt=0,
+                                 description="A trace larger than this once decompressed gets 413")
+    max_trace_gzip_ratio: float = Field(
+        default=100.0, gt=0, description="A gzip upload that inflates more than this many times its size (past "
+                                         "64 MiB) gets 413: gzip bombs; real traces inflate 7-19x")
+    max_parse_s: float = Field(default=120.0, gt=0,
+                               description="A trace whose reading takes longer than this (seconds) gets 422")
     max_batch_ops: int = Field(default=10_000, gt=0, description="Larger /predict/batch requests get 422")
     prediction_cache_size: int = Field(default=65_536, ge=0)
     gc_thresholds: tuple[int, int, int] = Field(

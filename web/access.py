@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import hmac
 from dataclasses import dataclass
 
 from fastapi import Request
 
+from api.deps import bearer_token, token_valid
 from api.state import AppState, UnknownHardware
 from perfmodel.hardware import Hardware
 from perfmodel.specs import SpecError, library
@@ -25,14 +25,7 @@ def can_read(request: Request) -> bool:
     state = app_state(request)
     if not state.settings.read_requires_token:
         return True
-    header = request.headers.get("authorization", "")
-    token = header[7:] if header.lower().startswith("bearer ") else request.cookies.get(TOKEN_COOKIE, "")
-    if not token:
-        return False
-    configured = state.settings.api_token
-    if configured and hmac.compare_digest(token.encode(), configured.encode()):
-        return True
-    return state.store.verify_token(token) is not None
+    return token_valid(state, bearer_token(request) or request.cookies.get(TOKEN_COOKIE))
 
 
 @dataclass(frozen=True)

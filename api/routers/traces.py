@@ -20,11 +20,14 @@ from perfmodel.store import TraceKernelRow, TraceTotals, TraceUploadRow
 from perfmodel.traces import KernelRecord, MatchResult, TraceError
 from perfmodel.traces.ingest import alarms_json, ingest_trace, stored_counter_kernels
 from perfmodel.traces.measured_roofline import counter_points, measured_roofline_json
+from perfmodel.traces.source import ParseLimits, TraceLimitExceeded, parse_limits
 
 router = APIRouter(tags=["traces"])
 UPLOAD_ID = Path(ge=1, le=2**31 - 1)
 MAX_LISTED_UNMODELLED = 50
 MAX_LISTED_COUNTER_POINTS = 100
+LIMIT_SETTINGS = {"max_bytes": "PERFMODEL_MAX_TRACE_BYTES", "max_gzip_ratio": "PERFMODEL_MAX_TRACE_GZIP_RATIO",
+                  "max_s": "PERFMODEL_MAX_PARSE_S"}
 
 
 class UnmodelledOut(BaseModel):
@@ -146,8 +149,15 @@ def upload_trace(response: Response, file: UploadFile = File(description="a prof
     """Store the upload, parse it (format from content), create measured runs; 200 for a known file."""
     device, _ = state.hardware(hardware)
     filename = (file.filename or "upload")[-255:]
+    settings = state.settings
+    limits = ParseLimits(max_bytes=settings.max_trace_bytes, max_gzip_ratio=settings.max_trace_gzip_ratio,
+                         max_s=settings.max_parse_s)
     try:
-        done = ingest_trace(state.store, device, file.file, filename, source)
+        with parse_limits(limits):
+            done = ingest_trace(state.store, device, file.file, filename, source)
+    except TraceLimitExceeded as exc:
+        setting = LIMIT_SETTINGS[exc.limit]
+        raise HTTPException(422 if exc.limit == "max_s" else 413, f"file: {exc} ({setting})") from exc
     except TraceError as exc:
         raise HTTPException(422, f"file: {exc}") from exc
     upload = state.store.get_trace_upload(done.upload_id)

@@ -1,5 +1,5 @@
 """20 uploads of one real trace at once, at a live server (uvicorn, 2 workers, thread pools), on SQLite and
-PostgreSQL: the trace and its runs are stored once, every answer names the same trace."""
+PostgreSQL: the trace and its runs (31 when written) are stored once, every answer names the same trace."""
 
 from __future__ import annotations
 
@@ -40,12 +40,14 @@ def test_twenty_concurrent_uploads_store_one_trace(database_url: str) -> None:
         assert [r.status_code for r in responses].count(201) == 1
         assert sum(not b["duplicate"] for b in bodies) == 1
         assert {b["id"] for b in bodies} == {sequential["id"]}
-        assert {b["runs_created"] for b in bodies} == {sequential["runs_created"]} == {31}
+        runs_created = sequential["runs_created"]
+        assert isinstance(runs_created, int) and runs_created > 0
+        assert {b["runs_created"] for b in bodies} == {runs_created}
         assert {b["kernels"] for b in bodies} == {sequential["kernels"]}
         uploads = store.list_trace_uploads(DEVICE)
         assert [(u.id, u.status) for u in uploads] == [(sequential["id"], "parsed")]
         runs, total = store.list_runs(hardware_id=DEVICE, limit=1000)
-        assert total == 31 and {r.trace_upload_id for r in runs} == {sequential["id"]}
+        assert total == runs_created and {r.trace_upload_id for r in runs} == {sequential["id"]}
     finally:
         store.dispose()
 
