@@ -89,7 +89,7 @@ def watched(context: Any, server: str) -> Iterator[Watched]:
 
 
 def charts_rendered(page: Any) -> None:
-    page.wait_for_function("Array.from(document.querySelectorAll('.chart[data-figure]'))"
+    page.wait_for_function("() => Array.from(document.querySelectorAll('.chart[data-figure]'))"
                            ".every(d => d.dataset.rendered === 'true')", timeout=20_000)
 
 
@@ -150,13 +150,13 @@ def test_markup_names_render_as_text(watched: Watched, server: str) -> None:
 def test_whatif_slider_changes_the_number(watched: Watched, server: str) -> None:
     page = watched.page
     page.goto(f"{server}/whatif?hardware={H100}&workload=llama3-8b-decode")
-    page.wait_for_function("document.getElementById('whatif-chart').dataset.rendered === 'true'")
+    page.wait_for_function("() => document.getElementById('whatif-chart').dataset.rendered === 'true'")
     before = page.locator("#variant-total").text_content()
     assert before == page.locator("#base-total").text_content()
     slider = page.locator("#knob-hbm")
     slider.focus()
     page.keyboard.press("End")  # keyboard only: ×10 HBM bandwidth
-    page.wait_for_function(f"document.getElementById('variant-total').textContent !== {before!r}")
+    page.wait_for_function(f"() => document.getElementById('variant-total').textContent !== {before!r}")
     assert page.locator("#knob-hbm-value").text_content() == "×10.00"
     speedup = float((page.locator("#speedup").text_content() or "×0").lstrip("×"))
     assert speedup > 1.5  # decode is HBM-bound
@@ -166,17 +166,17 @@ def test_whatif_slider_changes_the_number(watched: Watched, server: str) -> None
 def test_whatif_variant_saved_with_the_token(watched: Watched, server: str) -> None:
     page = watched.page
     page.goto(f"{server}/whatif?hardware={H100}")
-    page.wait_for_function("document.getElementById('whatif-chart').dataset.rendered === 'true'")
+    page.wait_for_function("() => document.getElementById('whatif-chart').dataset.rendered === 'true'")
     page.locator("#knob-sram").fill("0.3")
-    page.wait_for_function("document.getElementById('speedup').textContent !== '×1.00' || "
+    page.wait_for_function("() => document.getElementById('speedup').textContent !== '×1.00' || "
                            "document.getElementById('whatif-status').textContent.includes('overrides')")
     page.locator("#variant-id").fill("h100-browser-test")
     page.locator("#save-variant button").click()
-    page.wait_for_function("document.getElementById('save-status').textContent.length > 0")
+    page.wait_for_function("() => document.getElementById('save-status').textContent.length > 0")
     assert "token" in (page.locator("#save-status").text_content() or "")  # no token yet: refused
     _save_token(page)
     page.locator("#save-variant button").click()
-    page.wait_for_function("document.getElementById('save-status').textContent.startsWith('Saved')")
+    page.wait_for_function("() => document.getElementById('save-status').textContent.startsWith('Saved')")
     spec = httpx.get(f"{server}/api/v1/hardware/h100-browser-test").json()["spec"]
     assert spec["derived_from"] == H100 and "levels.sram.capacity_bytes" in spec["overrides"]
     assert [e for e in watched.errors if "401" not in e] == []  # the refused attempt logs its 401
@@ -236,7 +236,7 @@ def test_upload_then_fit_a_calibration_on_its_runs(watched: Watched, server: str
     page.locator("#calibrate-button").click()
     # the job's progress, polled while the page stays usable: the bar and the stage, then the report
     page.wait_for_selector("#calibrate-progress:not([hidden])", timeout=30_000)
-    page.wait_for_function("document.getElementById('calibrate-status').textContent.startsWith('Fitting: ')",
+    page.wait_for_function("() => document.getElementById('calibrate-status').textContent.startsWith('Fitting: ')",
                            timeout=60_000)
     assert page.locator("#calibrate-button").is_disabled() and page.locator("#calibrate-cancel").is_visible()
     page.wait_for_selector("#link-calibrated", timeout=120_000)
@@ -259,7 +259,7 @@ def test_runs_page_fits_a_calibration_on_the_runs_it_shows(watched: Watched, ser
     button.click()  # cancelled while it runs: says so, stores nothing
     page.wait_for_selector("#calibrate-cancel:not([hidden])", timeout=30_000)
     page.locator("#calibrate-cancel").click()
-    page.wait_for_function("/ cancelled/.test(document.getElementById('calibrate-status').textContent)",
+    page.wait_for_function("() => / cancelled/.test(document.getElementById('calibrate-status').textContent)",
                            timeout=60_000)
     assert page.locator("#link-calibrated").count() == 0 and not button.is_disabled()
     button.click()
