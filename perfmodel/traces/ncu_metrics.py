@@ -39,6 +39,10 @@ LABELS = {
     "sol l1/tex": "l1tex__throughput.avg.pct_of_peak_sustained_active",
     "memory frequency": "dram__cycles_elapsed.avg.per_second",
 }
+# the Roofline Chart sections' achieved values: thread instructions per elapsed cycle, by op
+LABELS.update({f"predicated-on {op} thread instructions executed per cycle":
+               f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed"
+               for op in ("fadd", "fmul", "ffma", "dadd", "dmul", "dfma", "hadd", "hmul", "hfma")})
 # 'Memory Throughput' in byte/s (the Memory Workload Analysis section) is the DRAM rate, not the SOL percentage
 RATE_LABELS = {"memory throughput": "dram__bytes.sum.per_second", "dram bandwidth": "dram__bytes.sum.per_second"}
 
@@ -75,7 +79,9 @@ DURATION_METRICS = ("gpu__time_duration.sum", "gpu__time_duration.avg")
 WANTED = set(_DIRECT) | set(DURATION_METRICS) | {"dram__bytes_read.sum", "dram__bytes_write.sum",
                                                   "dram__bytes.sum.per_second"} | {
     f"{unit}__sass_thread_inst_executed_op_{op}_pred_on.sum"
-    for unit in ("sm", "smsp") for ops in _FLOP_OPS.values() for op in ops}
+    for unit in ("sm", "smsp") for ops in _FLOP_OPS.values() for op in ops} | {
+    f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed"
+    for ops in _FLOP_OPS.values() for op in ops}
 
 
 def metric_name(label: str, unit: str = "") -> str:
@@ -119,14 +125,16 @@ def counters(metrics: dict[str, float]) -> tuple[float | None, dict[str, float]]
             out[key] = metrics[name]
     if "dram_bytes" not in out and "dram__bytes_read.sum" in metrics:
         out["dram_bytes"] = metrics["dram__bytes_read.sum"] + metrics.get("dram__bytes_write.sum", 0.0)
-    for precision, (add, mul, fma) in _FLOP_OPS.items():
-        values = [_sass(metrics, op) for op in (add, mul, fma)]
-        if any(v is not None for v in values):
-            a, m, f = (v or 0.0 for v in values)
-            out[f"flops_{precision}"] = a + m + 2.0 * f
     duration = next((metrics[n] for n in DURATION_METRICS if n in metrics), None)
     if duration is None and out.get("sm_cycles") and out.get("sm_clock_hz"):
         duration = out["sm_cycles"] / out["sm_clock_hz"]
+    # per elapsed cycle (the Roofline Chart sections) x the SM clock x the duration = the instructions
+    cycles = duration * out["sm_clock_hz"] if duration and out.get("sm_clock_hz") else None
+    for precision, (add, mul, fma) in _FLOP_OPS.items():
+        values = [_sass(metrics, op, cycles) for op in (add, mul, fma)]
+        if any(v is not None for v in values):
+            a, m, f = (v or 0.0 for v in values)
+            out[f"flops_{precision}"] = a + m + 2.0 * f
     if "dram_bytes" not in out and duration and metrics.get("dram__bytes.sum.per_second"):
         out["dram_bytes"] = metrics["dram__bytes.sum.per_second"] * duration  # measured rate x measured time
     return duration, out
@@ -138,9 +146,11 @@ def sol_only(counters: dict[str, float]) -> bool:
     return any(k in counters for k in SOL_SHARES.values()) and not any(k in counters for k in measured)
 
 
-def _sass(metrics: dict[str, float], op: str) -> float | None:
+def _sass(metrics: dict[str, float], op: str, cycles: float | None) -> float | None:
+    """Thread instructions of one op: counted, or the rate per elapsed cycle x the kernel's cycles."""
     for unit in ("sm", "smsp"):
         value = metrics.get(f"{unit}__sass_thread_inst_executed_op_{op}_pred_on.sum")
         if value is not None:
             return value
-    return None
+    rate = metrics.get(f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed")
+    return rate * cycles if rate is not None and cycles else None

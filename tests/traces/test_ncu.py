@@ -209,3 +209,27 @@ def test_speed_of_light_labels_of_ncu_2020() -> None:
     assert kernel.counters["sm_throughput_pct"] == pytest.approx(22.48)
     assert kernel.counters["memory_throughput_pct"] == pytest.approx(46.47)
     assert kernel.counters["sm_clock_hz"] == pytest.approx(1138271055.75)
+
+
+def test_roofline_chart_section_gives_flops_and_dram_bytes() -> None:
+    """The Roofline Chart section (ncu 2024 layout, with its 'Body Item Label' column): thread instructions per
+    elapsed cycle x SM clock x duration are the FLOPs, the DRAM Bandwidth x duration the bytes: a full point."""
+    header = ["ID", "Kernel Name", "Block Size", "Grid Size", "Section Name", "Body Item Label", "Metric Name",
+              "Metric Unit", "Metric Value"]
+    k = ["0", "gemv_kernel", "(32, 4, 1)", "(224, 1, 1)"]
+    sol, chart = "GPU Speed Of Light Throughput", "GPU Speed Of Light Roofline Chart"
+    rows = [[*k, sol, "", "Duration", "us", "6.75"], [*k, sol, "", "DRAM Throughput", "%", "19.66"],
+            [*k, chart, "", "Theoretical Predicated-On FFMA Thread Instructions Executed", "inst/cycle", "21,760"],
+            [*k, chart, "", "Predicated-On FFMA Thread Instructions Executed Per Cycle", "inst/cycle", "79.06"],
+            [*k, chart, "Single Precision Achieved Value", "SM Frequency", "Ghz", "2.15"],
+            [*k, chart, "Single Precision Achieved Value", "Predicated-On FADD Thread Instructions Executed Per Cycle",
+             "inst/cycle", "1.97"],
+            [*k, chart, "Single Precision Achieved Value", "Predicated-On FMUL Thread Instructions Executed Per Cycle",
+             "inst/cycle", "0"],
+            [*k, chart, "Single Precision Achieved Value", "DRAM Bandwidth", "Gbyte/s", "345.14"]]
+    parsed = parse_trace(csv_text(header, rows))
+    (kernel,) = parsed.kernels
+    cycles = 2.15e9 * 6.75e-6
+    assert kernel.counters["flops_fp32"] == pytest.approx((1.97 + 0 + 2 * 79.06) * cycles)
+    assert kernel.counters["dram_bytes"] == pytest.approx(345.14e9 * 6.75e-6)
+    assert not parsed.warnings  # counted bytes and FLOPs: not a Speed-of-Light-only point
