@@ -45,7 +45,8 @@ def _sol_warning(records: list[KernelRecord], warnings: list[str]) -> None:
     if partial:
         warnings.append(f"{partial} of {len(records)} kernels have Speed-of-Light percentages only (the default "
                         "set): their roofline points are shares of peak, bytes derived from the device's "
-                        "bandwidth, no FLOPs; for a full point collect " + ", ".join(ncu_metrics.FULL_POINT_METRICS))
+                        "bandwidth, no FLOPs; for a full point add --section SpeedOfLight_RooflineChart (FLOPs, DRAM "
+                        "bytes) or collect " + ", ".join(ncu_metrics.FULL_POINT_METRICS))
 
 
 def _record(kernel: _Kernel, source_format: str, warnings: list[str]) -> KernelRecord | None:
