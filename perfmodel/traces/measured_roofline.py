@@ -101,9 +101,12 @@ def counter_points(hw: Hardware, kernels: Iterable[KernelRecord]) -> list[Counte
     time_s: dict[str, float] = defaultdict(float)
     launches: dict[str, int] = defaultdict(int)
     totals: dict[str, CounterTotals] = defaultdict(CounterTotals)
+    wave_counted: set[str] = set()  # names whose SIMT FLOPs count whole waves (rocprof VALU instructions)
     for k in kernels:
         if not k.counters or k.duration_s <= 0:
             continue
+        if k.source_format.startswith("rocprof"):
+            wave_counted.add(k.name)
         time_s[k.name] += k.duration_s
         launches[k.name] += k.instances
         totals[k.name].add(k.counters, k.duration_s)
@@ -117,6 +120,8 @@ def counter_points(hw: Hardware, kernels: Iterable[KernelRecord]) -> list[Counte
         notes = tuple(f"{LEVEL_LABELS[k]} bytes = {SOL_SHARES[k]} x spec bandwidth x time" for k in derived)
         if "sm_throughput_pct" in counters and not flops:
             notes += ("sm share = SM throughput % (busiest pipe), no FLOP counter",)
+        if name in wave_counted and any(counters.get(key, 0.0) > 0 for key in COUNTER_DTYPES):
+            notes += ("SIMT FLOPs = VALU instructions x wave lanes: every lane counted, an upper bound",)
         points.append(CounterPoint(name, launches[name], t, flops, moved, _shares(hw, counters, t), notes))
     points.sort(key=lambda p: -p.time_s)
     return points

@@ -151,6 +151,11 @@ def test_rocprofv3_counter_rows_of_one_dispatch_are_not_counted_twice() -> None:
     assert first.device == 2 and first.grid == (4, 1, 1)
     assert first.counters["dram_bytes"] == (2048 + 1024) * 1024  # rocprof's kilobytes
     assert first.counters["flops_fp32"] == 64 * 2 * 10 and first.counters["matrix_flops_fp16"] == 512 * 3
+    import perfmodel
+    from perfmodel.traces.measured_roofline import counter_points
+
+    point = counter_points(perfmodel.load_hardware("amd-mi300x"), [first])[0]
+    assert any("upper bound" in note for note in point.derived)
 
 
 def test_mfma_flops_give_a_matrix_roof_share() -> None:
