@@ -221,3 +221,12 @@ def test_truncated_pmc_file_keeps_its_whole_rows() -> None:
     cut = text[: text.rindex(b"\n2,") + 400]  # the third dispatch cut long before its timestamps
     parsed = parse_trace(cut)
     assert len(parsed.kernels) == 2 and all("dram_bytes" in k.counters for k in parsed.kernels)
+
+
+def test_rocprofv3_kernel_trace_with_agent_names() -> None:
+    """rocprofv3 writes 'Agent 7' as the agent id and sizes per dimension in work-items."""
+    (row,) = _rows("rocprofiler-sdk__docs__kernel_trace.csv")
+    (kernel,) = parse_trace(DATA / "rocprofiler-sdk__docs__kernel_trace.csv").kernels
+    assert kernel.device == 7 and kernel.stream == int(row["Queue_Id"]) and kernel.correlation == 101
+    assert kernel.duration_s == pytest.approx((int(row["End_Timestamp"]) - int(row["Start_Timestamp"])) * 1e-9)
+    assert kernel.grid == (1024 // 64, 1024, 1) and kernel.block == (64, 1, 1)
