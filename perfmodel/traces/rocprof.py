@@ -66,8 +66,8 @@ class _Columns:
         return start, None
 
     def device_of(self, row: list[str]) -> int | None:
-        text = cell(row, self.device)
-        return as_int(text.removeprefix("Agent ").strip()) if text else None  # rocprofv3 writes "Agent 1"
+        text = cell(row, self.device).strip()
+        return as_int(text.split()[-1]) if text else None  # rocprofv3 writes "Agent 1" (or "GPU 0", type-relative)
 
     def launch(self, row: list[str]) -> tuple[tuple[int, int, int] | None, tuple[int, int, int] | None]:
         return _grid_blocks([as_int(cell(row, c)) for c in self.grid], [as_int(cell(row, c)) for c in self.block])

@@ -149,6 +149,8 @@ def test_rocprofv3_counter_rows_of_one_dispatch_are_not_counted_twice() -> None:
     assert [k.duration_s for k in parsed.kernels] == pytest.approx([1e-6, 0.5e-6])
     first = parsed.kernels[0]
     assert first.device == 2 and first.grid == (4, 1, 1)
+    rows[0][2] = "GPU 3"  # --agent-index=type-relative
+    assert parse_trace(csv_text(header, rows)).kernels[0].device == 3
     assert first.counters["dram_bytes"] == (2048 + 1024) * 1024  # rocprof's kilobytes
     assert first.counters["flops_fp32"] == 64 * 2 * 10 and first.counters["matrix_flops_fp16"] == 512 * 3
     import perfmodel
