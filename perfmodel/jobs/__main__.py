@@ -1,4 +1,6 @@
-"""``python -m perfmodel.jobs``: the worker process of ``JobPool`` (one job; its config as JSON on stdin)."""
+"""``python -m perfmodel.jobs``: a worker process of ``JobPool``. Its first stdin line is its config
+(``{"database_url", "memory_bytes"}``); then one ``{"job_id"}`` line per job, answered by one stdout line
+once the job's outcome is recorded."""
 
 from __future__ import annotations
 
@@ -11,14 +13,17 @@ from perfmodel.store import Store
 
 
 def main() -> int:
-    """stdin: ``{"database_url": ..., "job_id": ..., "memory_bytes": ...}``; exit 0 once the job is recorded."""
-    config = json.loads(sys.stdin.read())
+    config = json.loads(sys.stdin.readline())
     memory_bytes = config.get("memory_bytes")
     store = Store(config["database_url"])
     try:
-        store.get_job(int(config["job_id"]))  # connect first: the driver's own mappings are not the fit's
+        store.count_jobs("calibration")  # connect first: the driver's own mappings are not the fit's
         cap_memory(memory_bytes)
-        run_calibration_job(store, int(config["job_id"]), memory_bytes=memory_bytes)
+        while line := sys.stdin.readline():
+            job_id = int(json.loads(line)["job_id"])
+            status = run_calibration_job(store, job_id, memory_bytes=memory_bytes)
+            sys.stdout.write(json.dumps({"job_id": job_id, "status": status}) + "\n")
+            sys.stdout.flush()
     finally:
         store.dispose()
     return 0

@@ -8,20 +8,16 @@ the GIL to the requests. A job whose owner stops beating (a process killed, a re
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import queue
-import re
 import secrets
 import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
-from typing import IO, Any
+from typing import Any
 
+from perfmodel.jobs.worker import WorkerProcess
 from perfmodel.store import Store
 
 log = logging.getLogger(__name__)
@@ -31,7 +27,6 @@ RESTARTED = "the service restarted: a previous process left this job queued or r
 STOPPED = "the service stopped before the job finished"
 DEAD = "the service process that ran it ended (killed or restarted) before the job finished"
 STALE = "no heartbeat from the service process that ran it for {:.0f} s (killed, or its machine restarted)"
-CHILD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 class QueueFull(Exception):
@@ -64,16 +59,17 @@ def dead_owner(owner: str, me: str) -> bool:
 
 
 class JobPool:
-    """``submit`` queues a job and returns its id; ``workers`` threads each run one job at a time in a child
-    process (``python -m perfmodel.jobs``) capped at ``memory_bytes`` of address space (None: no cap)."""
+    """``submit`` queues a job and returns its id; ``workers`` threads each run one job at a time in their warm
+    worker process (``WorkerProcess``: started at the first job, stopped after ``idle_s`` idle), capped at
+    ``memory_bytes`` of address space (None: no cap)."""
 
     def __init__(self, store: Store, *, workers: int = 1, memory_bytes: int | None = DEFAULT_MEMORY_BYTES,
                  max_active: int = 32, heartbeat_s: float = 2.0, stale_after_s: float = 30.0,
-                 poll_s: float = 0.2) -> None:
+                 poll_s: float = 0.2, idle_s: float = 600.0) -> None:
         if workers < 1 or max_active < 1:
             raise ValueError(f"workers ({workers}) and max_active ({max_active}) must be at least 1")
         self.store, self.workers, self.memory_bytes, self.max_active = store, workers, memory_bytes, max_active
-        self.heartbeat_s, self.stale_after_s, self.poll_s = heartbeat_s, stale_after_s, poll_s
+        self.heartbeat_s, self.stale_after_s, self.poll_s, self.idle_s = heartbeat_s, stale_after_s, poll_s, idle_s
         self.owner = owner_id(secrets.token_hex(4))
         self._queue: queue.Queue[int] = queue.Queue()
         self._mine: set[int] = set()
@@ -127,18 +123,25 @@ class JobPool:
         return job_id
 
     def _work(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                job_id = self._queue.get(timeout=self.poll_s)
-            except queue.Empty:
-                continue
-            try:
-                self._run(job_id)
-            except Exception:  # a store error must not kill the worker thread
-                log.exception("job %s", job_id)
-            finally:
-                with self._lock:
-                    self._mine.discard(job_id)
+        worker = WorkerProcess(self.store.url, self.memory_bytes)
+        try:
+            while not self._stopping.is_set():
+                try:
+                    job_id = self._queue.get(timeout=self.poll_s)
+                except queue.Empty:
+                    if worker.running and time.monotonic() - worker.last_used_s > self.idle_s:
+                        worker.stop()  # an idle worker gives its memory back
+                    continue
+                try:
+                    self._run(worker, job_id)
+                except Exception:  # a store error must not kill the pool's thread
+                    log.exception("job %s", job_id)
+                    worker.stop()
+                finally:
+                    with self._lock:
+                        self._mine.discard(job_id)
+        finally:
+            worker.stop()
 
     def _claim(self, job_id: int) -> bool:
         """Wait for a free slot; False if the job no longer waits (cancelled) or the pool stops."""
@@ -152,46 +155,37 @@ class JobPool:
             return False
         return False
 
-    def _run(self, job_id: int) -> None:
+    def _run(self, worker: WorkerProcess, job_id: int) -> None:
         if not self._claim(job_id):
             return
-        with tempfile.TemporaryFile() as errors:
-            child = self._spawn(job_id, errors)
-            self._watch(job_id, child)
-            code = child.wait()
-            job = self.store.get_job(job_id)
-            if job is not None and job.status == "running":  # the child ended without recording an outcome
-                if self._stopping.is_set():
-                    self.store.finish_job(job_id, "interrupted", STOPPED)
-                else:
-                    errors.seek(0)
-                    last = _last_error(errors.read()[-20_000:].decode("utf-8", "replace"))
-                    why = "killed by the system (out of memory?)" if code < 0 else f"exit code {code}"
-                    self.store.finish_job(job_id, "failed", f"the fit process ended without a result ({why})"
-                                                            + (f": {last}" if last else ""))
+        worker.send(job_id)
+        outcome = self._watch(job_id, worker)
+        if outcome == "recorded":
+            return
+        # the worker died, or is stopped (cancelled, the pool stopping); a job it left running ends here
+        reason = worker.crash_reason() if outcome == "died" else "stopped"
+        worker.stop()
+        job = self.store.get_job(job_id)
+        if job is not None and job.status == "running":
+            if self._stopping.is_set():
+                self.store.finish_job(job_id, "interrupted", STOPPED)
+            else:
+                self.store.finish_job(job_id, "failed", f"the fit process ended without a result ({reason})")
 
-    def _spawn(self, job_id: int, errors: IO[bytes]) -> subprocess.Popen[bytes]:
-        config = {"database_url": self.store.url, "job_id": job_id, "memory_bytes": self.memory_bytes}
-        child = subprocess.Popen([sys.executable, "-m", "perfmodel.jobs"], stdin=subprocess.PIPE,
-                                 stdout=subprocess.DEVNULL, stderr=errors, env={**os.environ, **CHILD_ENV})
-        assert child.stdin is not None
-        child.stdin.write(json.dumps(config).encode())
-        child.stdin.close()
-        return child
-
-    def _watch(self, job_id: int, child: subprocess.Popen[bytes]) -> None:
-        """Until the child exits: stop it when the job was cancelled (in any process) or the pool stops."""
+    def _watch(self, job_id: int, worker: WorkerProcess) -> str:
+        """Until the worker says the job is recorded (``recorded``) or dies (``died``), or is to be stopped
+        (``stop``): the job was cancelled (in any process), or the pool stops."""
         next_check_s = time.monotonic() + 1.0
-        while child.poll() is None:
-            if self._stopping.wait(self.poll_s):
-                _terminate(child)
-                return
+        while not self._stopping.is_set():
+            done = worker.wait_done(self.poll_s)
+            if done is not False:
+                return "recorded" if done else "died"
             if time.monotonic() >= next_check_s:
                 next_check_s = time.monotonic() + 1.0
                 job = self.store.get_job(job_id)
                 if job is None or job.status != "running":
-                    _terminate(child)
-                    return
+                    return "stop"
+        return "stop"
 
     def _beat(self) -> None:
         sweep_every = max(1, int(self.stale_after_s / self.heartbeat_s / 3))
@@ -206,20 +200,3 @@ class JobPool:
                     self.sweep()
             except Exception:
                 log.exception("job heartbeat")
-
-
-def _last_error(stderr: str) -> str:
-    """The exception line of a traceback on ``stderr`` (``ValueError: ...``), else its last line; at most 500
-    characters."""
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    errors = [line for line in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b", line)]
-    return (errors or lines or [""])[-1][:500]
-
-
-def _terminate(child: subprocess.Popen[bytes], grace_s: float = 3.0) -> None:
-    child.terminate()
-    try:
-        child.wait(grace_s)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()

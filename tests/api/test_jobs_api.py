@@ -3,10 +3,13 @@ the pool's bound, jobs left by a dead process marked interrupted at start-up (SQ
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -152,3 +155,32 @@ def test_jobs_left_by_a_dead_process_are_interrupted_at_start_up(database_url: s
         assert job is not None and job.status == "interrupted" and job.error and "stopped" in job.error, job
     finally:
         store.dispose()
+
+
+def _worker_pids() -> list[int]:
+    """This process's job worker processes (``python -m perfmodel.jobs``)."""
+    pids = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (proc / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and b"perfmodel.jobs" in command:
+            pids.append(int(proc.name))
+    return pids
+
+
+def test_a_worker_killed_mid_fit_fails_its_job_and_the_next_gets_a_fresh_one(database_url: str) -> None:
+    with _client(database_url, job_workers=1) as client:
+        _runs(client)
+        url = client.post("/api/v1/calibrations", json={"hardware": H100}, headers=AUTH).headers["location"]
+        while client.get(url).json()["status"] == "queued":
+            time.sleep(0.02)
+        (pid,) = _worker_pids()
+        os.kill(pid, signal.SIGKILL)
+        job = wait_for_job(client, url)
+        assert job["status"] == "failed" and "killed" in job["error"] and job["result"] is None, job
+        assert client.get("/api/v1/calibrations").json()["items"] == []
+        assert calibrate(client, {"hardware": H100}, AUTH)["runs_used"] == 12
+        assert len(_worker_pids()) == 1  # the warm worker stays for the next job

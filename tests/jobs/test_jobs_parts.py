@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from perfmodel.jobs import JobCancelled, StoredProgress, owner_id
-from perfmodel.jobs.pool import _last_error, dead_owner
+from perfmodel.jobs.pool import dead_owner
+from perfmodel.jobs.worker import last_error
 from perfmodel.store import Store
 
 
@@ -70,5 +71,5 @@ def test_a_crashed_worker_names_its_exception() -> None:
     traceback = ('Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n'
                  "sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) disk I/O error\n"
                  "(Background on this error at: https://sqlalche.me/e/21/e3q8)\n")
-    assert _last_error(traceback) == "sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) disk I/O error"
-    assert _last_error("Killed\n") == "Killed" and _last_error("") == ""
+    assert last_error(traceback) == "sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) disk I/O error"
+    assert last_error("Killed\n") == "Killed" and last_error("") == ""
