@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import BinaryIO
 
 from perfmodel.traces import rocprof_counters
@@ -79,6 +80,29 @@ def _rounded_warning(rounded: int, warnings: list[str]) -> None:
                         "their durations are lost (0 ns); use the file as rocprof wrote it, not re-saved")
 
 
+class _Shared:
+    """Kernel names and launch sizes seen before, kept once (a trace repeats a few of them many times)."""
+
+    def __init__(self, cols: _Columns) -> None:
+        self.cols = cols
+        self.names: dict[str, str] = {}
+        self.launches: dict[tuple[str, ...], tuple[tuple[int, int, int] | None, tuple[int, int, int] | None]] = {}
+
+    def name(self, row: list[str]) -> str:
+        text = cell(row, self.cols.name)
+        found = self.names.get(text)
+        if found is None:
+            found = self.names[text] = clip_name(text)
+        return found
+
+    def launch(self, row: list[str]) -> tuple[tuple[int, int, int] | None, tuple[int, int, int] | None]:
+        key = tuple(cell(row, c) for c in (*self.cols.grid, *self.cols.block))
+        found = self.launches.get(key)
+        if found is None:
+            found = self.launches[key] = self.cols.launch(row)
+        return found
+
+
 def _counter_collection(header: list[str], rows: Iterator[list[str]], max_records: int) -> ParsedTrace:
     """rocprofv3 ``counter_collection.csv``: rows of one dispatch (same Dispatch_Id) are one kernel launch."""
     cols = _Columns(header)
@@ -87,7 +111,8 @@ def _counter_collection(header: list[str], rows: Iterator[list[str]], max_record
         raise TraceError("rocprofv3 counter collection without Kernel_Name, Dispatch_Id or Start_Timestamp/"
                          "End_Timestamp columns: collect with --kernel-trace too and upload kernel_trace.csv")
     warnings: list[str] = []
-    dispatches: dict[str, tuple[list[str], dict[str, float]]] = {}
+    shared = _Shared(cols)
+    dispatches: dict[str, tuple[KernelRecord, dict[str, float]]] = {}
     rounded = [0]
     for row in rows:
         key = cell(row, cols.dispatch)
@@ -98,24 +123,22 @@ def _counter_collection(header: list[str], rows: Iterator[list[str]], max_record
             if len(dispatches) >= max_records:
                 warnings.append(f"more than {max_records} dispatches: the rest were not read")
                 break
-            entry = dispatches[key] = (row, {})
+            start, elapsed = cols.times_ns(row, rounded)
+            if elapsed is None:
+                raise TraceError(f"dispatch {key!r}: Start_Timestamp/End_Timestamp {cell(row, cols.begin)!r}/"
+                                 f"{cell(row, cols.end)!r} are not times in ns")
+            grid, block = shared.launch(row)
+            entry = dispatches[key] = (KernelRecord(
+                name=shared.name(row), category="kernel", duration_s=elapsed * NS, source_format=COUNTER_FORMAT,
+                start_s=start * NS if start is not None else None, device=cols.device_of(row),
+                stream=as_int(cell(row, cols.queue)), correlation=as_int(cell(row, cols.correlation)),
+                grid=grid, block=block), {})
         name, value = cell(row, counter_name).strip(), as_float(cell(row, counter_value))
         values = entry[1]
         if value is not None and name in rocprof_counters.WANTED and len(values) < MAX_COUNTERS_PER_DISPATCH:
             values[name] = values.get(name, 0.0) + value  # one counter's instances (XCDs, dimensions) add up
-    records = []
-    for first, values in dispatches.values():
-        start, elapsed = cols.times_ns(first, rounded)
-        if elapsed is None:
-            raise TraceError(f"dispatch {cell(first, cols.dispatch)!r}: Start_Timestamp/End_Timestamp "
-                             f"{cell(first, cols.begin)!r}/{cell(first, cols.end)!r} are not times in ns")
-        grid, block = cols.launch(first)
-        records.append(KernelRecord(
-            name=clip_name(cell(first, cols.name)), category="kernel", duration_s=elapsed * NS,
-            source_format=COUNTER_FORMAT, start_s=start * NS if start is not None else None,
-            device=cols.device_of(first), stream=as_int(cell(first, cols.queue)),
-            correlation=as_int(cell(first, cols.correlation)), grid=grid, block=block,
-            counters=rocprof_counters.normalise(values)))
+    records = [replace(record, counters=rocprof_counters.normalise(values)) if values else record
+               for record, values in dispatches.values()]
     _rounded_warning(rounded[0], warnings)
     return ParsedTrace(COUNTER_FORMAT, records, warnings)
 
@@ -133,6 +156,7 @@ def parse_trace_csv(stream: BinaryIO, header_line: int, max_records: int = MAX_R
             raise TraceError("rocprof CSV without a kernel name and BeginNs/EndNs, DurationNs or "
                              "Start_Timestamp/End_Timestamp columns")
         counter_cols = {i: h.strip() for i, h in enumerate(header) if h.strip() in rocprof_counters.WANTED}
+        shared = _Shared(cols)
         rounded = [0]
         for row in rows:
             start, elapsed = cols.times_ns(row, rounded)
@@ -141,10 +165,10 @@ def parse_trace_csv(stream: BinaryIO, header_line: int, max_records: int = MAX_R
             if len(records) >= max_records:
                 warnings.append(f"more than {max_records} kernels: the rest were not read")
                 break
-            grid, block = cols.launch(row)
+            grid, block = shared.launch(row)
             values = {name: v for i, name in counter_cols.items() if (v := as_float(cell(row, i))) is not None}
             records.append(KernelRecord(
-                name=clip_name(cell(row, cols.name)), category="kernel", duration_s=elapsed * NS,
+                name=shared.name(row), category="kernel", duration_s=elapsed * NS,
                 source_format=TRACE_FORMAT, start_s=start * NS if start is not None else None,
                 device=cols.device_of(row), stream=as_int(cell(row, cols.queue)),
                 correlation=as_int(cell(row, cols.correlation)), grid=grid, block=block,
