@@ -83,6 +83,9 @@ class TraceReport:
     notes: list[str] = field(default_factory=list)
     alarms: list[dict[str, Any]] = field(default_factory=list)
     counter_points: list[CounterPoint] = field(default_factory=list)  # kernels with profiler counters, by name
+    by_source: dict[str, float] = field(default_factory=dict)  # matched time (s) per match source
+    by_category: dict[str, float] = field(default_factory=dict)  # unmodelled time (s) per reason category
+    has_device_time: bool = True  # False: a CPU-only profile, its times are host op times
 
     @property
     def unmodelled_share(self) -> float:
@@ -103,6 +106,9 @@ class TraceReport:
         out["alarms"] = self.alarms[:top]
         out["measured_roofline"] = measured_roofline_json(self.counter_points, top)
         out["unmodelled_share"] = self.unmodelled_share
+        total = self.total_kernel_time_s
+        out["matched_share_by_source"] = {k: v / total for k, v in self.by_source.items()} if total > 0 else {}
+        out["unmodelled_share_by_category"] = {k: v / total for k, v in self.by_category.items()} if total > 0 else {}
         return out
 
 
@@ -173,7 +179,23 @@ def trace_report(hardware: Hardware, parsed: ParsedTrace, matched: MatchResult,
         ops=_op_rows(matched.runs, index, predicted, interval),
         kinds=_kind_rows(matched.runs, index, predicted, matched.total_kernel_time_s),
         unmodelled=list(matched.unmodelled), rejected=rejected, warnings=list(parsed.warnings), notes=notes,
-        alarms=alarms_json(hardware, parsed.kernels, matched), counter_points=counter_points(hardware, parsed.kernels))
+        alarms=alarms_json(hardware, parsed.kernels, matched), counter_points=counter_points(hardware, parsed.kernels),
+        by_source=matched.time_by_source(), by_category=matched.time_by_category(),
+        has_device_time=parsed.has_device_time)
+
+
+def _source_lines(report: TraceReport) -> list[str]:
+    """Matched share by source and unmodelled share by reason category, of the total time."""
+    total = report.total_kernel_time_s
+    if total <= 0:
+        return []
+    lines = []
+    if report.by_source:
+        lines.append("matched by source: " + ", ".join(f"{s} {t / total:.1%}" for s, t in report.by_source.items()))
+    if report.by_category:
+        lines.append("unmodelled by reason: " + ", ".join(f"{c} {t / total:.1%}"
+                                                         for c, t in report.by_category.items()))
+    return lines
 
 
 def _short(op: dict[str, Any]) -> str:
@@ -269,9 +291,15 @@ def _counter_lines(report: TraceReport, top: int) -> list[str]:
 def format_trace_report(report: TraceReport, top: int = 15) -> str:
     """The report as text: totals, per op kind, the ``top`` ops by measured time, the unmodelled kernels."""
     model = f"calibration {report.calibration}" if report.calibration else "the uncalibrated model"
-    lines = [f"{report.format} trace on {report.hardware_id}: {report.kernels:,} kernels, "
-             f"{format_time_s(report.total_kernel_time_s)} of kernel time; {report.unmodelled_share:.1%} of it "
-             f"unmodelled. Predictions: {model}.", ""]
+    if report.has_device_time:
+        head = (f"{report.format} trace on {report.hardware_id}: {report.kernels:,} device activities, "
+                f"{format_time_s(report.total_kernel_time_s)} of device time; {report.unmodelled_share:.1%} of it "
+                f"unmodelled. Predictions: {model}.")
+    else:
+        head = (f"NO DEVICE TIMING: this {report.format} file is a CPU-only profile; its {report.kernels:,} records "
+                f"are host op times ({format_time_s(report.total_kernel_time_s)}), not kernel time; "
+                f"{report.unmodelled_share:.1%} of it unmodelled. Predictions: {model}, device time of the ops.")
+    lines = [head, *_source_lines(report), ""]
     if report.kinds:
         lines += [*_kind_lines(report), "", *_op_lines(report, top)]
     else:

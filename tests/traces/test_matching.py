@@ -6,6 +6,7 @@ import pytest
 from trace_builders import DATA, KinetoTrace, load_events
 
 from perfmodel.ops import make_op
+from perfmodel.ops.conv import Conv2d
 from perfmodel.traces import MatchResult, match_runs, parse_trace
 from perfmodel.traces.matching import MatchedRun
 
@@ -224,7 +225,8 @@ def test_conv_backward_is_one_backward_run_of_its_gradient_kernels() -> None:
                       "out_channels": 32, "kernel_h": 3, "kernel_w": 3, "dtype": "fp32", "stride": 2,
                       "padding": 1, "dilation": 1, "groups": 1, "bias": True, "pass": "backward"}
     assert run.kernel_count == 3 and run.measured_time_s == pytest.approx(95e-6)
-    assert make_op(run.op).out_h == 28  # the recorded grad_output's 28 x 28
+    conv = make_op(run.op)
+    assert isinstance(conv, Conv2d) and conv.out_h == 28  # the recorded grad_output's 28 x 28
 
 
 def test_conv_backward_of_a_first_layer_is_unmodelled_with_the_reason() -> None:

@@ -1,0 +1,216 @@
+"""The kernel-first matcher: each source of work (fwd/bwd link, memcpy/memset, grid/block, collective metadata,
+other devices' events), the reason categories, and real traces where the shapes come from those sources."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from trace_builders import DATA, KinetoTrace
+
+from perfmodel.specs import load_hardware
+from perfmodel.traces import match_runs, parse_trace
+from perfmodel.traces.aten_args import Unbuildable
+from perfmodel.traces.aten_nn import infer_stride_padding
+from perfmodel.traces.kineto import head_metadata
+from perfmodel.traces.matching import SOURCES
+from perfmodel.traces.report import format_trace_report, trace_report
+
+RESNET = DATA / "kineto_resnet50_num_workers_0__worker0.1623143566756.pt.trace.json.gz"
+SAMPLED_RANK = DATA / "timeline_analysis__sampled_rank-0.json.gz"
+ADD = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+       "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)")
+
+
+@pytest.mark.parametrize(("size", "out", "kernel", "expected"), [
+    (224, 112, 7, (2, 3)), (56, 28, 1, (2, 0)), (56, 56, 3, (1, 1)), (56, 28, 3, (2, 1)), (7, 7, 1, (1, 0)),
+    (32, 30, 3, (1, 0)),
+])
+def test_stride_and_padding_follow_from_input_and_output_sizes(size: int, out: int, kernel: int,
+                                                                 expected: tuple[int, int]) -> None:
+    assert infer_stride_padding(size, out, kernel) == expected
+
+
+def test_an_output_larger_than_any_padding_allows_is_unbuildable() -> None:
+    with pytest.raises(Unbuildable, match="no stride"):
+        infer_stride_padding(10, 20, 3)
+
+
+def _old_conv_trace() -> KinetoTrace:
+    """PyTorch 1.9: the forward conv records shapes but no scalars; its backward node (same sequence number, on
+    the autograd thread) records the output gradient's shape; the backward op records all three tensors."""
+    t = KinetoTrace()
+    seq = {"Sequence number": 7, "Fwd thread id": 0}
+    t.op("aten::cudnn_convolution", 0, 50, [[32, 64, 56, 56], [128, 64, 3, 3], [], [], []],
+         ["float", "float", "GenericList", "GenericList", "GenericList"], extra=seq)
+    t.kernel("void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1, false>(int)", 10, 60, 100)
+    t.op("aten::cudnn_batch_norm", 60, 20, [[32, 128, 28, 28], [128], [128], [128], [128], [], [], []],
+         ["float"] * 5 + ["Bool", "Double", "Double"], extra={"Sequence number": 8, "Fwd thread id": 0})
+    t.kernel("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1>(float)", 65, 170, 30)
+    t.op("CudnnBatchNormBackward", 300, 40, [[32, 128, 28, 28]], ["float"], tid=2,
+         extra={"Sequence number": 8, "Fwd thread id": 1})
+    t.op("aten::cudnn_batch_norm_backward", 305, 30, [[32, 128, 28, 28], [32, 128, 28, 28], [128]],
+         ["float", "float", "float"], tid=2)
+    t.kernel("void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 512, true, 1>(float)", 310, 350, 40, tid=2)
+    t.op("CudnnConvolutionBackward", 400, 90, [[32, 128, 28, 28]], ["float"], tid=2,
+         extra={"Sequence number": 7, "Fwd thread id": 1})
+    t.op("aten::cudnn_convolution_backward", 405, 80, [[32, 64, 56, 56], [32, 128, 28, 28], [128, 64, 3, 3]],
+         ["float", "float", "float"], tid=2)
+    t.kernel("void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int)", 410, 500, 150, tid=2)
+    t.kernel("void cudnn::cnn::wgrad_alg0_engine<float, 128, 6, 7, 3, 3, 5, false, 512>(int)", 420, 650, 120,
+             tid=2)
+    return t
+
+
+def test_a_forward_conv_takes_its_output_shape_from_its_backward_node() -> None:
+    result = match_runs(parse_trace(_old_conv_trace().to_bytes()))
+    runs = {r.op_name: r for r in result.runs}
+    forward = runs["aten::cudnn_convolution"]
+    assert forward.op == {"kind": "conv2d", "batch": 32, "in_channels": 64, "height": 56, "width": 56,
+                          "out_channels": 128, "kernel_h": 3, "kernel_w": 3, "dtype": "fp32", "bias": False,
+                          "stride": 2, "padding": 1, "groups": 1}
+    assert forward.source == "fwd/bwd link" and forward.confidence == "medium"
+    assert any("inferred from the input and output shapes" in n for n in forward.notes)
+    backward = runs["aten::cudnn_convolution_backward"]
+    assert backward.source == "framework shapes"
+    assert {k: backward.op[k] for k in ("stride", "padding", "pass")} == {"stride": 2, "padding": 1,
+                                                                          "pass": "backward"}
+    assert backward.kernel_count == 2 and backward.measured_time_s == pytest.approx(270e-6)
+    norm = runs["aten::cudnn_batch_norm"]
+    assert norm.op == {"kind": "batchnorm", "shape": [32 * 28 * 28, 128], "dtype": "fp32", "training": True}
+    assert runs["aten::cudnn_batch_norm_backward"].op["pass"] == "backward"
+    assert result.unmodelled == [] and result.matched_time_s == pytest.approx(result.total_kernel_time_s)
+
+
+def test_without_the_backward_node_the_stride_stays_unknown() -> None:
+    trace = _old_conv_trace()
+    trace.events = [e for e in trace.events if e["name"] != "CudnnConvolutionBackward"]
+    result = match_runs(parse_trace(trace.to_bytes()))
+    (missed,) = [u for u in result.unmodelled if "implicit_convolve" in u.name]
+    assert "stride not recorded" in missed.reason and missed.category == "shapes not recorded"
+
+
+def test_copies_and_fills_use_their_recorded_bytes_and_host_transfers_say_why_not() -> None:
+    t = KinetoTrace()
+    t.kernel("Memcpy DtoD (Device -> Device)", 0, 10, 5, cat="gpu_memcpy", extra={"bytes": 1 << 20})
+    t.kernel("Memset (Device)", 1, 20, 2, cat="gpu_memset", extra={"bytes": 4096})
+    t.kernel("Memcpy HtoD (Pinned -> Device)", 2, 30, 50, cat="gpu_memcpy", extra={"bytes": 1 << 20})
+    t.kernel("Memcpy DtoD (Device -> Device)", 3, 90, 1, cat="gpu_memcpy")
+    result = match_runs(parse_trace(t.to_bytes()))
+    copy, fill = result.runs
+    assert copy.op == {"kind": "reshape", "shape": [1 << 20], "new_shape": [1 << 20], "dtype": "int8",
+                       "contiguous": False}
+    assert fill.op["kind"] == "elementwise" and fill.op["inputs"] == 0 and fill.op["shape"] == [4096]
+    assert {copy.source, fill.source} == {"memcpy/memset"}
+    categories = {u.name: u.category for u in result.unmodelled}
+    assert categories == {"Memcpy HtoD (Pinned -> Device)": "host transfer",
+                          "Memcpy DtoD (Device -> Device)": "size not recorded"}
+
+
+def test_an_elementwise_kernel_without_an_op_is_sized_by_grid_and_block() -> None:
+    t = KinetoTrace()
+    t.kernel(ADD, 0, 10, 20, extra={"grid": [100, 1, 1], "block": [128, 1, 1]})
+    t.kernel("ampere_sgemm_128x64_nn", 1, 40, 30)
+    result = match_runs(parse_trace(t.to_bytes()))
+    (run,) = result.runs
+    assert run.op == {"kind": "elementwise", "shape": [100 * 128 * 4], "dtype": "fp32", "inputs": 2, "outputs": 1,
+                      "flops_per_element": 1.0}
+    assert (run.source, run.confidence) == ("grid/block", "medium")
+    (gemm,) = result.unmodelled
+    assert gemm.reason.startswith("gemm kernel (recognised by name), no op recorded")
+
+
+def test_an_op_that_cannot_be_built_falls_back_to_its_kernels_grid() -> None:
+    t = KinetoTrace()
+    t.op("aten::add", 0, 30, None, None)  # record_shapes=False
+    t.kernel(ADD, 5, 10, 20, extra={"grid": [8, 1, 1], "block": [128, 1, 1]})
+    (run,) = match_runs(parse_trace(t.to_bytes())).runs
+    assert run.source == "grid/block" and run.op["shape"] == [8 * 512]
+
+
+def test_a_rocprof_copy_kernel_is_sized_by_grid_and_block() -> None:
+    result = match_runs(parse_trace(DATA / "vcopy__MI100__timestamps.csv"))
+    assert result.unmodelled == []
+    assert {(r.op["kind"], r.op["dtype"], r.source) for r in result.runs} == {("reshape", "fp64", "grid/block")}
+
+
+def _distributed(world_size: int) -> bytes:
+    t = KinetoTrace()
+    t.op("c10d::allreduce_", 0, 100, [[], [], [], []], ["TensorList", "", "", "Scalar"])
+    t.op("record_param_comms", 5, 90, [[], [], []], ["TensorList", "Scalar", "Scalar"])
+    t.events.append({"ph": "X", "cat": "user_annotation", "name": "nccl:all_reduce", "pid": 100, "tid": 1,
+                     "ts": 10, "dur": 80, "args": {"Input Dims": [[1024]], "Input type": ["float"]}})
+    t.kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, ncclWorkElem)", 20, 150, 60)
+    head = {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": world_size},
+            "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}]}
+    return json.dumps({**head, "traceEvents": t.events}).encode()
+
+
+def test_a_collective_annotation_takes_the_group_size_from_distributed_info() -> None:
+    parsed = parse_trace(_distributed(4))
+    assert (parsed.device_name, parsed.world_size) == ("NVIDIA A100-SXM4-80GB", 4)
+    (run,) = match_runs(parsed).runs
+    assert run.op == {"kind": "allreduce", "bytes": 4096.0, "devices": 4, "dtype": "fp32"}
+    assert run.source == "collective metadata"
+
+
+def test_a_single_rank_collective_is_unmodelled_with_its_category() -> None:
+    result = match_runs(parse_trace(_distributed(1)))
+    assert result.runs == []
+    assert [u.category for u in result.unmodelled] == ["collective metadata missing"]
+
+
+def test_head_metadata_reads_only_before_the_events() -> None:
+    assert head_metadata(b'{"traceEvents": [{"name": "x", "args": {"world_size": 8}}]}') == (None, None)
+
+
+def test_another_accelerators_events_are_device_time_with_their_kind() -> None:
+    t = KinetoTrace()
+    t.op("aten::add", 0, 30, [[64, 64], [64, 64], []], ["float", "float", "Scalar"])
+    t.events.append({"ph": "X", "cat": "mtia_runtime", "name": "runFunction", "pid": 100, "tid": 1, "ts": 5,
+                     "dur": 3, "args": {"correlation": 99}})
+    t.events.append({"ph": "X", "cat": "mtia_ccp_events", "name": "add-dtype_Float", "pid": 9, "tid": 801,
+                     "ts": 12, "dur": 7, "args": {"correlation": 99}})
+    parsed = parse_trace(t.to_bytes())
+    (record,) = parsed.kernels
+    assert (record.category, record.device_kind, record.op_name) == ("device", "mtia", "aten::add")
+    assert parsed.has_device_time and not parsed.warnings
+    assert match_runs(parsed).runs[0].op["kind"] == "elementwise"
+
+
+def test_a_cpu_only_profile_says_first_that_it_has_no_device_timing() -> None:
+    parsed = parse_trace(DATA / "host_cpu_conv_train.pt.trace.json.gz")
+    assert not parsed.has_device_time
+    assert parsed.warnings[0].startswith("no device timing in this file")
+    report = trace_report(load_hardware("intel-xeon-platinum-8480"), parsed, match_runs(parsed))
+    text = format_trace_report(report)
+    assert text.startswith("NO DEVICE TIMING") and "not kernel time" in text.splitlines()[0]
+
+
+def test_real_resnet50_without_concrete_inputs_is_matched_by_shapes_and_links() -> None:
+    """PyTorch 1.9, V100: convolutions, batch norm and their backwards; strides from the backward nodes."""
+    parsed = parse_trace(RESNET)
+    assert parsed.device_name == "Tesla V100-DGXS-32GB"
+    result = match_runs(parsed)
+    assert result.matched_time_s > 0.95 * result.total_kernel_time_s
+    by_source = result.time_by_source()
+    assert by_source["fwd/bwd link"] > 0.2 * result.total_kernel_time_s
+    assert set(by_source) <= set(SOURCES)
+    first = next(r for r in result.runs if r.op.get("kind") == "conv2d" and r.op["kernel_h"] == 7)
+    assert (first.op["stride"], first.op["padding"], first.op["height"]) == (2, 3, 224)
+    report = trace_report(load_hardware("nvidia-v100-sxm2-32gb"), parsed, result).to_json()
+    shares = report["matched_share_by_source"]
+    assert sum(shares.values()) + sum(report["unmodelled_share_by_category"].values()) == pytest.approx(1.0)
+
+
+def test_real_sampled_rank_collectives_become_runs() -> None:
+    parsed = parse_trace(SAMPLED_RANK)
+    assert parsed.world_size == 128
+    result = match_runs(parsed)
+    nccl = [r for r in result.runs if r.source == "collective metadata"]
+    assert {r.op["kind"] for r in nccl} == {"allreduce", "alltoall", "allgather"}
+    assert {r.op["devices"] for r in nccl if r.op_name.startswith("nccl:")} == {128}
+    assert sum(r.measured_time_s for r in nccl) > 0.5 * result.total_kernel_time_s
+    assert all(any("SendRecv" in n for n in r.kernel_names) for r in nccl if r.op["kind"] == "alltoall")
+
+
