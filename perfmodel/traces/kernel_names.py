@@ -27,3 +27,26 @@ def kernel_family(name: str) -> str | None:
         if pattern.search(head):
             return family
     return None
+
+
+# fp32 GEMMs/convolutions on tensor cores: TF32 math. CUTLASS names ``<accumulator><MMA shape>gemm_<input>``:
+# ``tensorop_s1688gemm_256x64_...`` (fp32 accumulator, the m16n8k8 instruction, no 16-bit input named) is TF32;
+# ``s16816gemm_bf16`` is bf16 input. cuDNN / cuBLASLt / xmma names say ``tf32``.
+_TF32 = re.compile(r"tf32|_s1688(?:gemm|fprop|dgrad|wgrad)_(?!f16|bf16|e4m3|e5m2)", re.IGNORECASE)
+_FP8 = re.compile(r"e4m3|e5m2|_f8_|fp8", re.IGNORECASE)
+_SPLIT_K = re.compile(r"split_?k", re.IGNORECASE)
+
+
+def math_dtype(name: str) -> str | None:
+    """The math a library kernel's name says it runs: 'tf32' (fp32 data on tensor cores), 'fp8', else None."""
+    head = name[:512]
+    if _TF32.search(head):
+        return "tf32"
+    if _FP8.search(head):
+        return "fp8"
+    return None
+
+
+def split_k(name: str) -> bool:
+    """Whether a GEMM kernel's name says it splits K across blocks (a reduction kernel follows)."""
+    return _SPLIT_K.search(name[:512]) is not None

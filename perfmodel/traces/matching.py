@@ -21,7 +21,7 @@ from typing import Any
 from perfmodel.ops import OpError, make_op
 from perfmodel.traces import aten_comms, aten_ops, kernel_ops
 from perfmodel.traces.aten_args import Args, Unbuildable
-from perfmodel.traces.kernel_names import kernel_family
+from perfmodel.traces.kernel_names import kernel_family, math_dtype, split_k
 from perfmodel.traces.records import DEVICE_TIME_CATEGORIES, SELF_SUFFIX, KernelRecord, OpCall, ParsedTrace
 
 MAX_KERNEL_NAMES = 16  # distinct kernel names kept per run
@@ -196,15 +196,18 @@ def _reason_without_op(kernel: KernelRecord) -> str:
 
 def _kernel_choices(run: _Run) -> None:
     """What the library chose, read from the run's kernel names: TF32 math for an fp32 GEMM or convolution
-    (``..._tf32f32_...``, ``ampere_tf32_s1688gemm...``: PyTorch's cuDNN default on Ampere and newer), and a
+    (``..._tf32f32_...``, ``ampere_tf32_s1688gemm...``, CUTLASS ``cutlass_80_tensorop_s1688gemm_...``: PyTorch's
+    cuDNN default on Ampere and newer, see ``kernel_names.math_dtype``), split-K, and a
     convolution's algorithm (``_conv_algorithm``). The library's choice is part of the measurement, so the
     model runs the same one."""
     names = " ".join(run.names).lower()
     kind = run.op.get("kind")
     if kind in ("matmul", "conv2d") and run.op.get("dtype") == "fp32" and "compute_dtype" not in run.op \
-            and "tf32" in names:
+            and any(math_dtype(name) == "tf32" for name in run.names):
         run.op["compute_dtype"] = "tf32"
         run.notes.append("tf32 math, from its kernel names")
+    if kind == "matmul" and any(split_k(name) for name in run.names):
+        run.notes.append("split-K GEMM (from its kernel names): its partial sums are reduced by a second kernel")
     algorithm = _conv_algorithm(names, run.op) if kind == "conv2d" else None
     if algorithm is None:
         return

@@ -12,6 +12,7 @@ from perfmodel.specs import load_hardware
 from perfmodel.traces import match_runs, parse_trace
 from perfmodel.traces.aten_args import Unbuildable
 from perfmodel.traces.aten_nn import infer_stride_padding
+from perfmodel.traces.kernel_names import math_dtype
 from perfmodel.traces.kineto import head_metadata
 from perfmodel.traces.matching import SOURCES
 from perfmodel.traces.report import format_trace_report, trace_report
@@ -214,3 +215,22 @@ def test_real_sampled_rank_collectives_become_runs() -> None:
     assert all(any("SendRecv" in n for n in r.kernel_names) for r in nccl if r.op["kind"] == "alltoall")
 
 
+
+
+@pytest.mark.parametrize(("name", "math"), [
+    ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align4>(Params)", "tf32"),
+    ("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw", "tf32"),
+    ("ampere_sgemm_128x64_nn", None), ("cutlass_80_tensorop_s16816gemm_bf16_128x64_32x3_tn_align8", None),
+    ("cutlass_80_tensorop_s1688gemm_f16_64x64_32x4_nt_align8", None),
+    ("sm90_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tilesize128x128x64", "fp8"),
+])
+def test_library_kernel_names_say_their_math(name: str, math: str | None) -> None:
+    assert math_dtype(name) == math
+
+
+def test_an_fp32_gemm_on_a_cutlass_tf32_kernel_is_predicted_on_tensor_cores() -> None:
+    t = KinetoTrace()
+    t.op("aten::mm", 0, 30, [[4096, 1024], [1024, 4096]], ["float", "float"])
+    t.kernel("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align4>(Params)", 5, 10, 400)
+    (run,) = match_runs(parse_trace(t.to_bytes())).runs
+    assert run.op["compute_dtype"] == "tf32" and "tf32 math, from its kernel names" in run.notes
