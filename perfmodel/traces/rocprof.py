@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import replace
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from perfmodel.traces import rocprof_counters
 from perfmodel.traces.csvrows import cell, column_index, csv_rows
@@ -112,7 +111,7 @@ def _counter_collection(header: list[str], rows: Iterator[list[str]], max_record
                          "End_Timestamp columns: collect with --kernel-trace too and upload kernel_trace.csv")
     warnings: list[str] = []
     shared = _Shared(cols)
-    dispatches: dict[str, tuple[KernelRecord, dict[str, float]]] = {}
+    dispatches: dict[str, tuple[dict[str, Any], dict[str, float]]] = {}  # record fields, counter values
     rounded = [0]
     for row in rows:
         key = cell(row, cols.dispatch)
@@ -128,17 +127,19 @@ def _counter_collection(header: list[str], rows: Iterator[list[str]], max_record
                 raise TraceError(f"dispatch {key!r}: Start_Timestamp/End_Timestamp {cell(row, cols.begin)!r}/"
                                  f"{cell(row, cols.end)!r} are not times in ns")
             grid, block = shared.launch(row)
-            entry = dispatches[key] = (KernelRecord(
-                name=shared.name(row), category="kernel", duration_s=elapsed * NS, source_format=COUNTER_FORMAT,
-                start_s=start * NS if start is not None else None, device=cols.device_of(row),
-                stream=as_int(cell(row, cols.queue)), correlation=as_int(cell(row, cols.correlation)),
-                grid=grid, block=block), {})
-        name, value = cell(row, counter_name).strip(), as_float(cell(row, counter_value))
-        values = entry[1]
-        if value is not None and name in rocprof_counters.WANTED and len(values) < MAX_COUNTERS_PER_DISPATCH:
-            values[name] = values.get(name, 0.0) + value  # one counter's instances (XCDs, dimensions) add up
-    records = [replace(record, counters=rocprof_counters.normalise(values)) if values else record
-               for record, values in dispatches.values()]
+            entry = dispatches[key] = ({
+                "name": shared.name(row), "duration_s": elapsed * NS,
+                "start_s": start * NS if start is not None else None, "device": cols.device_of(row),
+                "stream": as_int(cell(row, cols.queue)), "correlation": as_int(cell(row, cols.correlation)),
+                "grid": grid, "block": block}, {})
+        name, values = cell(row, counter_name).strip(), entry[1]
+        if name in rocprof_counters.WANTED and len(values) < MAX_COUNTERS_PER_DISPATCH:
+            value = as_float(cell(row, counter_value))
+            if value is not None:
+                values[name] = values.get(name, 0.0) + value  # one counter's instances (XCDs, dimensions) add up
+    records = [KernelRecord(category="kernel", source_format=COUNTER_FORMAT, **fields,
+                            counters=rocprof_counters.normalise(values) if values else {})
+               for fields, values in dispatches.values()]
     _rounded_warning(rounded[0], warnings)
     return ParsedTrace(COUNTER_FORMAT, records, warnings)
 

@@ -59,24 +59,31 @@ def _dram_bytes(values: Mapping[str, float]) -> float | None:
     return None
 
 
+_VALU_NAMES = frozenset(f"SQ_INSTS_VALU_{op}_{suffix}" for op in _VALU_OPS for suffix in _VALU_DTYPES.values())
+_MOPS_NAMES = frozenset(f"SQ_INSTS_VALU_MFMA_MOPS_{t}" for t in _MOPS)
+
+
 def normalise(values: Mapping[str, float], wave_size: int | None = None) -> dict[str, float]:
     """Normalised counters from raw AMD counter values by name (names outside ``WANTED`` are ignored)."""
-    out = {key: values[name] for name, key in _DIRECT.items() if name in values}
+    out = {_DIRECT[name]: value for name, value in values.items() if name in _DIRECT}
+    present = values.keys()
     dram = _dram_bytes(values)
     if dram is not None:
         out["dram_bytes"] = dram
-    if any(name in values for name in _L1_TO_L2):
+    if not present.isdisjoint(_L1_TO_L2):
         out["l2_bytes"] = sum(values.get(name, 0.0) for name in _L1_TO_L2) * L1_TO_L2_REQUEST_BYTES
-    lanes = wave_size or DEFAULT_WAVE_SIZE
-    for dtype, suffix in _VALU_DTYPES.items():
-        counts = [values.get(f"SQ_INSTS_VALU_{op}_{suffix}") for op in _VALU_OPS]
-        if any(c is not None for c in counts):
-            add, mul, trans, fma = (c or 0.0 for c in counts)
-            out[f"flops_{dtype}"] = lanes * (add + mul + trans + 2.0 * fma)
-    for suffix, dtype in _MOPS.items():
-        mops = values.get(f"SQ_INSTS_VALU_MFMA_MOPS_{suffix}")
-        if mops is not None:
-            out[f"matrix_flops_{dtype}"] = MFMA_FLOPS_PER_MOP * mops
+    if not present.isdisjoint(_VALU_NAMES):
+        lanes = wave_size or DEFAULT_WAVE_SIZE
+        for dtype, suffix in _VALU_DTYPES.items():
+            counts = [values.get(f"SQ_INSTS_VALU_{op}_{suffix}") for op in _VALU_OPS]
+            if any(c is not None for c in counts):
+                add, mul, trans, fma = (c or 0.0 for c in counts)
+                out[f"flops_{dtype}"] = lanes * (add + mul + trans + 2.0 * fma)
+    if not present.isdisjoint(_MOPS_NAMES):
+        for suffix, dtype in _MOPS.items():
+            mops = values.get(f"SQ_INSTS_VALU_MFMA_MOPS_{suffix}")
+            if mops is not None:
+                out[f"matrix_flops_{dtype}"] = MFMA_FLOPS_PER_MOP * mops
     return out
 
 
