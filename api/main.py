@@ -43,6 +43,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             jobs.stop()
+            store.dispose()  # no pooled connection outlives the app (tests drop their databases after it)
 
     app = FastAPI(title="perfmodel", version=__version__, lifespan=lifespan,
                   description="Roofline performance model: predictions, schedule search, hardware, measured runs.")

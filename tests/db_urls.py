@@ -2,7 +2,8 @@
 
 PostgreSQL: a fresh database ``perfmodel_test_<random>`` on the server at ``PERFMODEL_TEST_POSTGRES``
 (default ``postgresql://postgres@127.0.0.1:5432/test``, trust auth), dropped afterwards. An unreachable
-server FAILS the test (CI has one); it is never skipped.
+server FAILS the test (CI has one); it is never skipped. A test that leaves a connection open (an engine not
+disposed) fails at teardown: pg_stat_activity is counted before the drop.
 
     from db_urls import BACKENDS, database_url
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -26,6 +28,7 @@ from psycopg import sql
 from sqlalchemy.engine import make_url
 
 BACKENDS = ("sqlite", "postgresql")
+CLOSE_WAIT_S = 5.0  # a backend leaves pg_stat_activity shortly after its client disconnects
 POSTGRES_ADMIN_URL = os.environ.get("PERFMODEL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 
 
@@ -53,7 +56,24 @@ def postgresql_url() -> Iterator[str]:
         yield url.render_as_string(hide_password=False)
     finally:
         with _admin() as admin:
+            left_open = _open_connections(admin, name)
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    if left_open:
+        # dropping WITH (FORCE) would cut them, leaving the test process's sockets in CLOSE-WAIT
+        pytest.fail(f"{left_open} connection(s) to {name} still open after the test: dispose every engine "
+                    "(Store.dispose(), or run the app's lifespan: `with TestClient(app)`)")
+
+
+def _open_connections(admin: psycopg.Connection[tuple[object, ...]], name: str) -> int:
+    """Backends still connected to database ``name`` (pg_stat_activity), waiting up to CLOSE_WAIT_S for ones
+    whose client has just closed its socket."""
+    deadline_s = time.monotonic() + CLOSE_WAIT_S
+    while True:
+        row = admin.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s", (name,)).fetchone()
+        count = int(row[0]) if row else 0  # type: ignore[call-overload]
+        if count == 0 or time.monotonic() > deadline_s:
+            return count
+        time.sleep(0.05)
 
 
 @contextmanager
