@@ -56,6 +56,8 @@ def find_kern_sum(lines: list[str]) -> int | None:
         if _BANNER.search(line):
             after_banner = True
         elif after_banner and line.strip():
+            if line.lstrip().startswith("SKIPPED"):  # "SKIPPED: ... does not contain CUDA kernel data."
+                raise TraceError(f"nsys skipped its kernel summary: {line.strip()[:200]}")
             return index
     return None
 

@@ -123,3 +123,11 @@ def test_printed_table_cut_mid_row_keeps_the_whole_rows() -> None:
     parsed = parse_trace(cut.encode())
     assert [k.instances for k in parsed.kernels] == [2046]
     assert any("without a name" in w for w in parsed.warnings)
+
+
+def test_skipped_kernel_summary_says_so() -> None:
+    text = ("Processing [report.sqlite] with [/opt/nvidia/reports/cuda_gpu_kern_sum.py]... \n\n"
+            " ** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):\n\n"
+            "SKIPPED: report.sqlite does not contain CUDA kernel data.\n")
+    with pytest.raises(TraceError, match="does not contain CUDA kernel data"):
+        parse_trace(text.encode())
