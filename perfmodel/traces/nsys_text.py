@@ -50,8 +50,8 @@ def find_kern_sum(lines: list[str]) -> int | None:
     """Index of the kernel summary's header line: a column-format table anywhere in ``lines``, or the first
     header after a ``(cuda_gpu_kern_sum):`` banner; None when there is neither."""
     after_banner = False
-    for index, line in enumerate(lines[:-1]):
-        if _is_table_header(line, lines[index + 1]):
+    for index, line in enumerate(lines):
+        if _is_table_header(line, lines[index + 1] if index + 1 < len(lines) else ""):
             return index
         if _BANNER.search(line):
             after_banner = True
