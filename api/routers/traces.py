@@ -17,6 +17,7 @@ from api.schemas import Versioned
 from api.state import AppState
 from perfmodel.hardware import Hardware
 from perfmodel.store import TraceKernelRow, TraceTotals, TraceUploadRow
+from perfmodel.store.base import storable
 from perfmodel.traces import KernelRecord, MatchResult, TraceError
 from perfmodel.traces.ingest import alarms_json, ingest_trace, stored_counter_kernels
 from perfmodel.traces.measured_roofline import counter_points, measured_roofline_json
@@ -148,7 +149,11 @@ def upload_trace(response: Response, file: UploadFile = File(description="a prof
                  state: AppState = Depends(get_state)) -> dict[str, Any]:
     """Store the upload, parse it (format from content), create measured runs; 200 for a known file."""
     device, _ = state.hardware(hardware)
-    filename = (file.filename or "upload")[-255:]
+    if source is not None and not storable(source):
+        raise HTTPException(422, "source: NUL characters and invalid UTF-8 (lone surrogates) are not allowed")
+    # the file name is only a label: what the store cannot hold is replaced, never a reason to refuse
+    label = (file.filename or "upload").replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+    filename = label[-255:]
     settings = state.settings
     limits = ParseLimits(max_bytes=settings.max_trace_bytes, max_gzip_ratio=settings.max_trace_gzip_ratio,
                          max_s=settings.max_parse_s)

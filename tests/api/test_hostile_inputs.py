@@ -191,3 +191,19 @@ def test_read_only_mode_refuses_every_write_and_says_so(database_url: str) -> No
         assert page.status_code == 200 and "read-only-notice" in page.text and "PERFMODEL_READ_ONLY=1" in page.text
     with make_client(database_url) as client:
         assert "read-only-notice" not in client.get("/upload").text
+
+
+def test_trace_form_text_the_store_cannot_hold(seeded: Seeded) -> None:
+    """A NUL in ``source`` is a 422; in the file name (only a label) it is replaced and the trace stored."""
+    content = (TRACE.parent / "host_cpu_conv_train.pt.trace.json.gz").read_bytes()
+    response = seeded.client.post("/api/v1/traces", files={"file": ("x.json.gz", content, "application/gzip")},
+                                  data={"hardware": A100, "source": "prof\x00iler"}, headers=AUTH)
+    assert response.status_code == 422 and response.json()["detail"].startswith("source:")
+    assert _stored(seeded.client) == seeded.stored
+    body = (b'--b\r\nContent-Disposition: form-data; name="hardware"\r\n\r\n' + A100.encode() + b'\r\n--b\r\n'
+            b'Content-Disposition: form-data; name="file"; filename="a\x00b.json.gz"\r\n\r\n' + content
+            + b"\r\n--b--\r\n")
+    named = seeded.client.post("/api/v1/traces", content=body,
+                               headers={**AUTH, "Content-Type": "multipart/form-data; boundary=b"})
+    assert named.status_code == 201, named.text
+    assert named.json()["filename"] == "a\ufffdb.json.gz"
