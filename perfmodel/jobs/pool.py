@@ -84,7 +84,10 @@ class JobPool:
             if self._threads:
                 return
             self._stopping.clear()
-            self.sweep(RESTARTED)
+            try:
+                self.sweep(RESTARTED)
+            except Exception:  # a database this process cannot write must not stop the service from starting
+                log.exception("marking jobs left by a previous process interrupted")
             self._threads = [threading.Thread(target=self._work, name=f"job-worker-{i}", daemon=True)
                              for i in range(self.workers)]
             self._threads.append(threading.Thread(target=self._beat, name="job-heartbeat", daemon=True))
@@ -98,7 +101,10 @@ class JobPool:
             threads, self._threads = self._threads, []
         for thread in threads:
             thread.join(timeout_s)
-        self.store.interrupt_jobs(STOPPED, owners=[self.owner])
+        try:
+            self.store.interrupt_jobs(STOPPED, owners=[self.owner])
+        except Exception:
+            log.exception("marking this pool's unfinished jobs interrupted")
 
     def sweep(self, reason: str | None = None) -> int:
         """Mark interrupted the unfinished jobs of dead pools on this host (``reason``, else DEAD) and those
