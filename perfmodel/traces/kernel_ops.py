@@ -9,6 +9,9 @@
   ``nt * vt`` per block; the tensor count is ``Array<char*, N>`` (N - 1 inputs, one output); a plain copy
   kernel (``vecCopy(double*, ...)``) one element of its pointer type per thread. The element count is an upper
   bound (the last block may be partly idle): confidence "medium"/"low".
+- foreach / fused optimizer kernels (``multi_tensor_apply_kernel<TensorListMetadata<D>, Functor>``, PyTorch's and
+  apex's): each block handles one chunk of 65,536 elements (``kChunkSize``) of the parameter list, over D tensor
+  lists; an optimizer functor (Adam, LAMB, SGD, Adagrad) writes all lists but the gradient, others write one.
 Each result: (op dict, notes, source, confidence).
 """
 
@@ -34,6 +37,9 @@ _CPP_DTYPES = (("c10::BFloat16", "bf16"), ("c10::Half", "fp16"), ("__half", "fp1
 _POINTER_DTYPES = {"double": "fp64", "float": "fp32", "int": "int32", "long": "int64", "half": "fp16",
                    "__half": "fp16", "char": "int8"}
 HOST_TRANSFER = "host transfer"
+CHUNK_ELEMENTS = 65536  # multi_tensor_apply's kChunkSize (PyTorch) / chunk_size (apex): elements per block
+_MULTI_TENSOR = re.compile(r"multi_tensor_apply_kernel<[\w:() ]*?TensorListMetadata<(\d+)>")
+_OPTIMIZER = re.compile(r"adam|lamb|sgd|adagrad|momentum", re.IGNORECASE)
 
 
 def transfer_direction(name: str) -> str:
@@ -81,6 +87,9 @@ def grid_op(kernel: KernelRecord) -> Inferred | None:
     if blocks <= 0 or threads <= 0:
         return None
     name = kernel.name
+    lists = _MULTI_TENSOR.search(name)
+    if lists:
+        return _multi_tensor(name, int(lists.group(1)), blocks)
     legacy = _LEGACY.search(name)
     if _VECTORIZED.search(name) or legacy:
         per_block = int(legacy.group(1)) * int(legacy.group(2)) if legacy else threads * PYTORCH_THREAD_WORK
@@ -103,3 +112,15 @@ def grid_op(kernel: KernelRecord) -> Inferred | None:
                 [f"a copy kernel by name: one {dtype} element per thread ({blocks} x {threads} threads)"],
                 "grid/block", "low")
     return None
+
+
+def _multi_tensor(name: str, depth: int, blocks: int) -> Inferred:
+    """A foreach / fused optimizer kernel over ``depth`` tensor lists, one 65,536-element chunk per block."""
+    dtype = _cpp_dtype(name) or "fp32"
+    outputs = max(depth - 1, 1) if _OPTIMIZER.search(name) else 1
+    elements = blocks * CHUNK_ELEMENTS
+    op = {"kind": "elementwise", "shape": [elements], "dtype": dtype, "inputs": depth, "outputs": outputs,
+          "flops_per_element": 2.0 * depth}
+    notes = [f"multi_tensor_apply over {depth} tensor lists: {blocks} chunks x {CHUNK_ELEMENTS} elements, an upper "
+             f"bound (each tensor's last chunk may be partial); {outputs} list(s) written"]
+    return op, notes, "grid/block", "low"

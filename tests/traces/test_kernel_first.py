@@ -234,3 +234,15 @@ def test_an_fp32_gemm_on_a_cutlass_tf32_kernel_is_predicted_on_tensor_cores() ->
     t.kernel("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align4>(Params)", 5, 10, 400)
     (run,) = match_runs(parse_trace(t.to_bytes())).runs
     assert run.op["compute_dtype"] == "tf32" and "tf32 math, from its kernel names" in run.notes
+
+
+def test_a_fused_optimizer_kernel_is_sized_by_its_chunks() -> None:
+    """apex/PyTorch multi_tensor_apply: one 65,536-element chunk per block; Adam reads 4 lists, writes 3."""
+    t = KinetoTrace()
+    t.kernel("void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>, float, float>(int, "
+             "int volatile*, TensorListMetadata<4>, AdamFunctor<float>, float)", 0, 10, 400,
+             extra={"grid": [320, 1, 1], "block": [512, 1, 1]})
+    (run,) = match_runs(parse_trace(t.to_bytes())).runs
+    assert run.op == {"kind": "elementwise", "shape": [320 * 65536], "dtype": "fp32", "inputs": 4, "outputs": 3,
+                      "flops_per_element": 8.0}
+    assert (run.source, run.confidence) == ("grid/block", "low")
