@@ -41,8 +41,10 @@ FOLDERS = ("tests/data/traces", "benchmarks/data")
 SHARED = "../shared/data/traces"
 DEVICE_CATEGORIES = ("kernel", "memcpy", "memset", "device")
 # the device of files that do not name theirs, from the hardware column of the data READMEs
+# (None: no spec of that device; an AMD file naming no device is predicted on none: "no spec")
 README_DEVICES: tuple[tuple[str, str | None], ...] = (
     ("mtia", None), ("mi100", "amd-mi100"), ("mi200", "amd-mi250x"), ("mi250", "amd-mi250x"),
+    ("mi300", "amd-mi300x"), ("rocprof", None),
                   ("resnet50", "nvidia-v100-sxm2-32gb"), ("sampled_rank", "nvidia-a100-sxm4-80gb"),
                   ("nsight", "nvidia-a100-sxm4-80gb"), ("", "nvidia-a100-sxm4-80gb"))
 # a device name a Kineto trace records -> hardware id (first match, case-insensitive)
@@ -137,9 +139,11 @@ def measure(path: Path) -> FileRow | None:
     hardware = named_device(path, parsed) or next(hw for token, hw in README_DEVICES if token in path.name.lower())
     row = FileRow(path.name, parsed.format, hardware or "no spec", 0.0, 0.0)
     if not any(device):
-        row.note = "no device timing (CPU ops only)"
+        row.note = "no device timing (CPU ops only)" if parsed.kernels else "no records"
+    elif not any(k.duration_s > 0 for k in parsed.kernels):
+        row.note = "device activities without durations: " + "; ".join(parsed.warnings[:1])
     for i, kernel in enumerate(parsed.kernels):
-        if not device[i]:
+        if not device[i] or kernel.duration_s <= 0:
             continue
         row.device_s += kernel.duration_s
         if result.kernel_runs[i] is not None:

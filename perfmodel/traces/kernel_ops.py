@@ -6,8 +6,9 @@
 - elementwise and copy kernels from grid x block: PyTorch's ``vectorized_elementwise_kernel<vec, ...>`` and
   ``unrolled_elementwise_kernel`` give each of their 128 threads per block 4 elements
   (``block_work_size = num_threads * thread_work_size``), the legacy ``elementwise_kernel<nt, vt, ...>``
-  ``nt * vt`` per block; the tensor count is ``Array<char*, N>`` (N - 1 inputs, one output); a plain copy
-  kernel (``vecCopy(double*, ...)``) one element of its pointer type per thread. The element count is an upper
+  ``nt * vt`` per block; the tensor count is ``Array<char*, N>`` (N - 1 inputs, one output); a plain kernel
+  named for a streaming op (``vecCopy(double*, ...)``, ``addition_kernel<float>(float*, float const*, ...)``) one
+  element of its pointer type per thread. The element count is an upper
   bound (the last block may be partly idle): confidence "medium"/"low".
 - foreach / fused optimizer kernels (``multi_tensor_apply_kernel<TensorListMetadata<D>, Functor>``, PyTorch's and
   apex's): each block handles one chunk of 65,536 elements (``kChunkSize``) of the parameter list, over D tensor
@@ -29,7 +30,10 @@ PYTORCH_THREAD_WORK = 4  # elements per thread of PyTorch's vectorized/unrolled 
 _VECTORIZED = re.compile(r"(?:vectorized|unrolled)_elementwise_kernel<")
 _LEGACY = re.compile(r"\belementwise_kernel<(\d+), (\d+),")
 _TENSORS = re.compile(r"Array<char\s?\*, (\d+)>")
-_PLAIN_COPY = re.compile(r"^(?:void )?\w*copy\w*\((\w[\w:]*)\s?\*", re.IGNORECASE)
+# a plain (hand-written HIP/CUDA) kernel: ``[void ]name[<T>](pointer and scalar arguments)``
+_PLAIN = re.compile(r"^(?:void )?(\w+)(?:<[\w: ]+>)?\(([^()]*)\)")
+_PLAIN_OPS = re.compile(r"copy|add|addition|sub|subtract|mul|multiply|div|divide|scale|axpy|triad", re.IGNORECASE)
+_POINTER = re.compile(r"^(const )?(\w+)( const)?\s?\*$")
 # C++ element types in a kernel's template arguments -> perfmodel dtypes (first found wins)
 _CPP_DTYPES = (("c10::BFloat16", "bf16"), ("c10::Half", "fp16"), ("__half", "fp16"), ("double", "fp64"),
                ("float", "fp32"), ("c10::Float8_e4m3fn", "fp8_e4m3"), ("long", "int64"), ("int", "int32"),
@@ -103,15 +107,33 @@ def grid_op(kernel: KernelRecord) -> Inferred | None:
         op = {"kind": "elementwise", "shape": [blocks * per_block], "dtype": dtype, "inputs": max(count - 1, 0),
               "outputs": 1, "flops_per_element": 1.0 if count > 2 else 0.0}
         return op, notes, "grid/block", "medium" if tensors and dtype else "low"
-    plain = _PLAIN_COPY.search(name)
-    if plain and plain.group(1).split("::")[-1] in _POINTER_DTYPES:
-        dtype = _POINTER_DTYPES[plain.group(1).split("::")[-1]]
-        elements = blocks * threads
+    return _plain_kernel(name, blocks * threads)
+
+
+def _plain_kernel(name: str, elements: int) -> Inferred | None:
+    """A hand-written streaming kernel named for what it does (``vecCopy(double*, ...)``,
+    ``addition_kernel<float>(float*, float const*, float const*, int, int)``): one element per thread; const
+    pointers are read, the others written (a copy: one read, one write)."""
+    plain = _PLAIN.match(name)
+    if plain is None or not _PLAIN_OPS.search(plain.group(1)):
+        return None
+    pointers = [m for m in (_POINTER.match(a.strip()) for a in plain.group(2).split(",")) if m]
+    types = {m.group(2) for m in pointers}
+    if not pointers or len(types) != 1 or next(iter(types)) not in _POINTER_DTYPES:
+        return None
+    dtype = _POINTER_DTYPES[next(iter(types))]
+    if "copy" in plain.group(1).lower():
         return ({"kind": "reshape", "shape": [elements], "new_shape": [elements], "dtype": dtype,
                  "contiguous": False},
-                [f"a copy kernel by name: one {dtype} element per thread ({blocks} x {threads} threads)"],
-                "grid/block", "low")
-    return None
+                [f"a copy kernel by name: one {dtype} element per thread ({elements} threads)"], "grid/block", "low")
+    reads = sum(1 for m in pointers if m.group(1) or m.group(3))
+    writes = len(pointers) - reads
+    if reads == 0 or writes == 0:
+        return None
+    return ({"kind": "elementwise", "shape": [elements], "dtype": dtype, "inputs": reads, "outputs": writes,
+             "flops_per_element": 1.0},
+            [f"{plain.group(1)} by name: one {dtype} element per thread ({elements} threads), {reads} const "
+             f"pointer(s) read, {writes} written"], "grid/block", "low")
 
 
 def _multi_tensor(name: str, depth: int, blocks: int) -> Inferred:

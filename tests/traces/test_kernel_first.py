@@ -246,3 +246,22 @@ def test_a_fused_optimizer_kernel_is_sized_by_its_chunks() -> None:
     assert run.op == {"kind": "elementwise", "shape": [320 * 65536], "dtype": "fp32", "inputs": 4, "outputs": 3,
                       "flops_per_element": 8.0}
     assert (run.source, run.confidence) == ("grid/block", "low")
+
+
+@pytest.mark.parametrize(("name", "inputs", "outputs"), [
+    ("void addition_kernel<float>(float*, float const*, float const*, int, int)", 2, 1),
+    ("multiply_kernel(float*, float const*, float const*, int, int)", 2, 1),
+])
+def test_a_plain_hip_kernel_named_for_its_op_reads_its_const_pointers(name: str, inputs: int, outputs: int) -> None:
+    t = KinetoTrace()
+    t.kernel(name, 0, 10, 10, extra={"grid": [16384, 1, 1], "block": [64, 1, 1]})
+    (run,) = match_runs(parse_trace(t.to_bytes())).runs
+    assert run.op == {"kind": "elementwise", "shape": [16384 * 64], "dtype": "fp32", "inputs": inputs,
+                      "outputs": outputs, "flops_per_element": 1.0}
+
+
+def test_a_plain_kernel_of_another_purpose_stays_unmodelled() -> None:
+    t = KinetoTrace()
+    t.kernel("histogram_kernel(int*, float const*, int)", 0, 10, 10)
+    result = match_runs(parse_trace(t.to_bytes()))
+    assert result.runs == [] and result.unmodelled[0].category == "unrecognised kernel"
