@@ -61,7 +61,8 @@ def runs_and_kernels(hardware: Hardware, parsed: ParsedTrace, matched: MatchResu
         run_of_match[i] = len(runs)
         dtype = op.get("dtype")
         runs.append(RunIn(hardware_id=hardware.id, op=op, measured_time_s=max(run.measured_time_s, 1e-12),
-                          source=source, tags={"op_name": run.op_name[:400], "trace": filename[:400]},
+                          source=source, tags={"op_name": run.op_name[:400], "trace": filename[:400],
+                                               "match_source": run.source, "confidence": run.confidence},
                           dtype=dtype if isinstance(dtype, str) else None))
     # unmodelled kernels also by reason: one NCCL kernel name under record_param_comms serves several collectives
     groups: dict[tuple[str, str, int | None, str | None, str | None], list[Any]] = defaultdict(

@@ -265,3 +265,13 @@ def test_a_plain_kernel_of_another_purpose_stays_unmodelled() -> None:
     t.kernel("histogram_kernel(int*, float const*, int)", 0, 10, 10)
     result = match_runs(parse_trace(t.to_bytes()))
     assert result.runs == [] and result.unmodelled[0].category == "unrecognised kernel"
+
+
+def test_stored_runs_carry_their_match_source_and_confidence() -> None:
+    from perfmodel.traces.ingest import runs_and_kernels
+
+    parsed = parse_trace(_old_conv_trace().to_bytes())
+    runs, _ = runs_and_kernels(load_hardware("nvidia-v100-sxm2-32gb"), parsed, match_runs(parsed), "t", "f.json")
+    tags = {(r.tags["op_name"], r.tags["match_source"], r.tags["confidence"]) for r in runs}
+    assert ("aten::cudnn_convolution", "fwd/bwd link", "medium") in tags
+    assert ("aten::cudnn_convolution_backward", "framework shapes", "high") in tags
