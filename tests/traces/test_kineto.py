@@ -10,7 +10,9 @@ from trace_builders import DATA, KinetoTrace, load_events
 from perfmodel.traces import parse_trace
 
 KINETO_FILES = sorted(p.name for p in DATA.glob("*.json.gz"))
-DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+# Kineto device categories: PyTorch >= 1.10 writes gpu_memcpy / gpu_memset, PyTorch 1.9 Memcpy / Memset
+DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset", "memcpy": "memcpy",
+               "memset": "memset"}
 
 
 def _device_events(name: str) -> list[dict[str, object]]:
