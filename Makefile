@@ -3,6 +3,8 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH_WHEELS := $(wildcard /opt/wheels)
+# pytest-xdist workers (`make test TEST_WORKERS=0` runs in one process); the 25 slowest tests are listed
+TEST_WORKERS ?= auto
 
 .PHONY: setup run test lint typecheck unit bench schema clean
 
@@ -25,7 +27,7 @@ typecheck: setup
 	$(BIN)/mypy
 
 unit: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 test: lint typecheck unit
 

@@ -1,7 +1,10 @@
-"""Shared fixtures: a toy device with round numbers for golden tests worked out on paper."""
+"""Shared fixtures: a toy device with round numbers for golden tests worked out on paper, and an isolated
+data folder per pytest(-xdist) worker so parallel workers never share ./var or a developer's database."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -40,3 +43,21 @@ TOY: dict[str, Any] = {
 @pytest.fixture(scope="session")
 def toy() -> Hardware:
     return parse_spec(TOY, "toy fixture")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """``PERFMODEL_DATA_DIR`` in this worker's own temporary folder and no inherited ``PERFMODEL_DATABASE_URL``:
+    a command or app run with default settings uses a fresh SQLite file here, not ./var shared by all workers
+    (tests that need another database set their own with monkeypatch)."""
+    saved = {name: os.environ.get(name) for name in ("PERFMODEL_DATA_DIR", "PERFMODEL_DATABASE_URL")}
+    os.environ["PERFMODEL_DATA_DIR"] = str(tmp_path_factory.mktemp("var"))
+    os.environ.pop("PERFMODEL_DATABASE_URL", None)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
