@@ -197,19 +197,53 @@ def _print(rows: list[FileRow], top_reasons: int) -> None:
         f"{s} {v:.1%}" for s, v in sorted(by_reason.items(), key=lambda x: -x[1])))
 
 
+def _peer_wait_lines(paths: list[Path]) -> list[str]:
+    """NCCL waiting per rank for Kineto files of one job given together (same world size, overlapping spans)."""
+    try:
+        from perfmodel.traces.peer_wait import peer_wait
+    except ImportError:  # an older tree
+        return []
+    ranks: dict[int, list[tuple[Path, Any, float, float]]] = defaultdict(list)
+    for path in paths:
+        if ".json" not in path.name:
+            continue
+        try:
+            parsed = parse_trace(path)
+        except TraceError:
+            continue
+        starts = [k.start_s for k in parsed.kernels if k.start_s is not None]
+        world = getattr(parsed, "world_size", None)
+        if world and world > 1 and starts:
+            ranks[world].append((path, parsed, min(starts), max(starts)))
+    lines = []
+    for group in ranks.values():
+        group.sort(key=lambda item: item[2])
+        together = [g for g in group if g[2] < group[0][3] and g[3] > group[0][2]]
+        if len(together) < 2:
+            continue
+        waits, _ = peer_wait([g[1] for g in together])
+        lines.append("NCCL waiting for peers (ranks of one step given together): " + "; ".join(
+            f"{g[0].name[:40]} {w.wait_share:.0%} of {w.time_s * 1e3:.0f} ms" for g, w in zip(together, waits,
+                                                                                            strict=True)))
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reasons", type=int, default=3, help="reason categories shown per file")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead")
     parser.add_argument("--shared", type=Path, default=ROOT / SHARED, help="the shared traces folder")
     args = parser.parse_args()
-    rows = [row for path in trace_files(args.shared.resolve()) if (row := measure(path)) is not None]
+    paths = trace_files(args.shared.resolve())
+    rows = [row for path in paths if (row := measure(path)) is not None]
     if args.json:
         print(json.dumps([{**r.__dict__, "share": r.share, "median_abs_error_pct": weighted_median(r.errors)}
                           for r in rows], default=str, indent=1))
         return
     print(f"tree: {ROOT}")
     _print(rows, args.reasons)
+    for line in _peer_wait_lines(paths):
+        print(line)
 
 
 if __name__ == "__main__":
