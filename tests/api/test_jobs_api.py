@@ -3,12 +3,14 @@ the pool's bound, jobs left by a dead process marked interrupted at start-up (SQ
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +49,8 @@ def test_post_answers_202_and_the_job_reports_progress_then_the_calibration(data
         assert queued.status_code == 202, queued.text
         job = queued.json()
         assert queued.headers["location"] == job["url"] == f"/api/v1/jobs/{job['id']}"
-        assert (job["kind"], job["status"], job["progress"], job["result"]) == ("calibration", "queued", 0.0, None)
+        assert (job["kind"], job["progress"], job["result"]) == ("calibration", 0.0, None)
+        assert job["status"] in ("queued", "running")  # a free worker may have claimed it already
         assert job["request"]["filter"]["source"] == "synthetic"
         seen: list[tuple[str, str | None, float]] = []
         while True:
@@ -119,14 +122,11 @@ def test_the_pool_runs_one_fit_at_a_time_and_queues_the_rest(database_url: str) 
                 for _ in range(3)]
         full = client.post("/api/v1/calibrations", json={"hardware": H100}, headers=AUTH)
         assert full.status_code == 429 and "at most 3" in full.json()["detail"]
-        most_running = 0
-        while True:
-            jobs = [client.get(u).json() for u in urls]
-            most_running = max(most_running, sum(j["status"] == "running" for j in jobs))
-            if all(j["status"] not in ("queued", "running") for j in jobs):
-                break
-            time.sleep(0.05)
-        assert most_running == 1 and [j["status"] for j in jobs] == ["succeeded"] * 3
+        jobs = [wait_for_job(client, u) for u in urls]
+        assert [j["status"] for j in jobs] == ["succeeded"] * 3
+        # one at a time, in order: each started once the one before had finished
+        for before, after in itertools.pairwise(jobs):
+            assert datetime.fromisoformat(before["finished_at"]) <= datetime.fromisoformat(after["started_at"])
         assert [j["result"]["calibration_id"] for j in jobs] == sorted(j["result"]["calibration_id"] for j in jobs)
 
 
@@ -175,7 +175,7 @@ def test_a_worker_killed_mid_fit_fails_its_job_and_the_next_gets_a_fresh_one(dat
     with _client(database_url, job_workers=1) as client:
         _runs(client)
         url = client.post("/api/v1/calibrations", json={"hardware": H100}, headers=AUTH).headers["location"]
-        while client.get(url).json()["status"] == "queued":
+        while client.get(url).json()["status"] == "queued" or not _worker_pids():
             time.sleep(0.02)
         (pid,) = _worker_pids()
         os.kill(pid, signal.SIGKILL)
