@@ -224,9 +224,19 @@ def print_scoreboard(rows: Sequence[Row], scores: list[Score], swap: bool = Fals
     print("held-out rows by data set, calibrated:\n  " + "\n  ".join(_by_dataset(own)))
     inside = np.concatenate([s.inside for s in own])
     in_range = np.concatenate([s.in_range for s in own])
-    print(f"held-out rows inside their 10-90 % interval: {inside.mean():.2f} (aim 0.80); in calibrated range "
-          f"{inside[in_range].mean():.2f} of {int(in_range.sum())}, beyond the fitted sizes or shapes "
-          f"{inside[~in_range].mean():.2f} of {int((~in_range).sum())}")
+    split = "swapped" if swap else "default"
+    print(f"held-out rows inside their 10-90 % interval ({split} split): {inside.mean():.2f} (aim 0.75-0.85); "
+          f"in calibrated range {inside[in_range].mean():.2f} of {int(in_range.sum())}, beyond the fitted sizes or "
+          f"shapes {inside[~in_range].mean():.2f} of {int((~in_range).sum())}")
+    print("  coverage by data set: " + ", ".join(
+        f"{d} {np.concatenate([s.inside for s in own if s.setup.split(' ')[0] == d]).mean():.2f}"
+        for d in sorted({s.setup.split(" ")[0] for s in own})))
+    transferred = [s for s in scores if s.setup.startswith("vidur, A100")]
+    if transferred:
+        moved = np.concatenate([s.inside for s in transferred])
+        ape = np.concatenate([s.cal_ape for s in transferred])
+        print(f"transfer A100 -> A40 (no A40 data): {moved.size} rows inside their interval {moved.mean():.2f}, "
+              f"median {np.median(ape):.1f} %")
     for s in unseen:
         print(f"not in the fit rows at all (scored on a fallback, not counted above): {s.setup} {s.hardware} "
               f"{s.label}, {s.score_rows} rows, {s.source}: median {s.uncal[0]:.1f} -> {s.cal[0]:.1f} %")

@@ -76,15 +76,15 @@ def fallbacks(rows: list[Row], mask: np.ndarray[Any, np.dtype[np.bool_]], varian
     print("  error:  " + "  ".join(f"{v:>5.1f}" for v in errors.mean(axis=0)))
 
 
-def main() -> None:
-    rows = all_rows()
-    mask = fit_mask(rows)
-    if "--fallbacks" in sys.argv:
-        fallbacks(rows, mask, variants=False)
-        fallbacks(rows, mask, variants=True)
+GEMM_LABELS = ("matmul", "conv2d", "conv2d_bwd")
+
+
+def _transfer_rows(rows: list[Row], mask: np.ndarray[Any, np.dtype[np.bool_]]) -> dict[str, np.ndarray[Any, Any]]:
+    """Every transfer's held-out target rows at every weight: transfer id, label, GEMM-like, abs % error,
+    log(measured / predicted) and inside the interval (rows x weights for the last three)."""
     sources: dict[tuple[str, str], Calibration] = {}
-    medians: dict[tuple[tuple[str, str, str], str], list[float]] = {}
-    for dataset, source, target in TRANSFERS:
+    out: dict[str, list[Any]] = {"transfer": [], "label": [], "gemm": [], "ape": [], "log_residual": [], "inside": []}
+    for t, (dataset, source, target) in enumerate(TRANSFERS):
         if (dataset, source) not in sources:
             fit = [r for r, m in zip(rows, mask, strict=True)
                    if m and r.dataset == dataset and r.hardware == source and r.timing == "kernel"]
@@ -92,27 +92,85 @@ def main() -> None:
         test = [r for r, m in zip(rows, mask, strict=True)
                 if not m and r.dataset == dataset and r.hardware == target and r.timing == "kernel"]
         measured = np.array([r.measured_s for r in test])
-        labels = np.array([r.label for r in test])
+        ape, log_residual, inside = [], [], []
         for weight in WEIGHTS:
-            model.BORROWED_WEIGHT = weight
+            model.TRANSFER_WEIGHT = weight
             seeded = fit_calibration(target, [], base=sources[(dataset, source)])
-            predicted = predict_calibrated(target, [r.op for r in test], seeded).time_s
-            for label in sorted(set(labels)):
-                sel = labels == label
-                ape = np.abs(predicted[sel] / measured[sel] - 1.0) * 100.0
-                medians.setdefault(((dataset, source, target), label), []).append(float(np.median(ape)))
-    keys = list(medians)
-    table = np.array([medians[k] for k in keys])
-    print(f"{len(TRANSFERS)} transfers, {len(keys)} target classes: mean over classes of held-out median abs % error")
-    print("  weight: " + "  ".join(f"{w:>5.2f}" for w in WEIGHTS))
-    print("  error:  " + "  ".join(f"{v:>5.1f}" for v in table.mean(axis=0)))
-    print("leave one transfer out: the weight the others choose, and on the one left out (mean class median %)")
-    for transfer in TRANSFERS:
-        out = np.array([k[0] == transfer for k in keys])
-        chosen = int(np.argmin(table[~out].mean(axis=0)))
-        left = table[out]
-        print(f"  {transfer[1]:>22} -> {transfer[2]:<22} ({transfer[0]:<9}) w = {WEIGHTS[chosen]:.2f}: "
-              f"{left[:, chosen].mean():5.1f}   (model {left[:, 0].mean():5.1f}, all of it {left[:, -1].mean():5.1f})")
+            batch = predict_calibrated(target, [r.op for r in test], seeded)
+            assert batch.interval_s is not None
+            ape.append(np.abs(batch.time_s / measured - 1.0) * 100.0)
+            log_residual.append(np.log(measured / batch.time_s))
+            inside.append((measured >= batch.interval_s[:, 0]) & (measured <= batch.interval_s[:, 1]))
+        out["transfer"] += [t] * len(test)
+        out["label"] += [r.label for r in test]
+        out["gemm"] += [r.label in GEMM_LABELS for r in test]
+        for name, values in (("ape", ape), ("log_residual", log_residual), ("inside", inside)):
+            out[name].append(np.column_stack(values))
+    return {k: np.concatenate(v) if k in ("ape", "log_residual", "inside") else np.array(v) for k, v in out.items()}
+
+
+def main() -> None:
+    rows = all_rows()
+    mask = fit_mask(rows)
+    if "--fallbacks" in sys.argv:
+        fallbacks(rows, mask, variants=False)
+        fallbacks(rows, mask, variants=True)
+    stored = model.TRANSFER_WEIGHT
+    got = _transfer_rows(rows, mask)
+    model.TRANSFER_WEIGHT = stored
+    classes = sorted({(int(t), str(label)) for t, label in zip(got["transfer"], got["label"], strict=True)})
+    table = np.array([np.median(got["ape"][(got["transfer"] == t) & (got["label"] == label)], axis=0)
+                      for t, label in classes])
+    print(f"{len(TRANSFERS)} transfers, {len(classes)} target classes: mean over classes of held-out median abs % "
+          "error")
+    print("  weight:      " + "  ".join(f"{w:>5.2f}" for w in WEIGHTS))
+    print("  error:       " + "  ".join(f"{v:>5.1f}" for v in table.mean(axis=0)))
+    for part, sel in (("GEMM-like", got["gemm"]), ("other", ~got["gemm"])):
+        print(f"  {part:<9} rows: " + "  ".join(f"{v:>5.1f}" for v in np.median(got["ape"][sel], axis=0))
+              + f"   (median over {int(sel.sum())} rows)")
+    print("  inside 10-90 %: " + "  ".join(f"{v:>5.2f}" for v in got["inside"].mean(axis=0)))
+    print("leave one transfer out: the weight the others choose (the lowest mean class median among the weights no "
+          "worse than the model on the others' GEMM-like or other rows), and on the one left out:")
+    for t, transfer in enumerate(TRANSFERS):
+        others, one = got["transfer"] != t, got["transfer"] == t
+        allowed = [j for j in range(len(WEIGHTS)) if all(
+            np.median(got["ape"][others & part, j]) <= np.median(got["ape"][others & part, 0])
+            for part in (got["gemm"], ~got["gemm"]) if (others & part).any())]
+        rows_out = np.array([c[0] != t for c in classes])
+        chosen = min(allowed, key=lambda j: float(table[rows_out, j].mean()))
+        parts = "; ".join(f"{name} median {np.median(got['ape'][one & part, 0]):.1f} -> "
+                          f"{np.median(got['ape'][one & part, chosen]):.1f} %"
+                          for name, part in (("GEMM-like", got["gemm"]), ("other", ~got["gemm"])) if (one & part).any())
+        print(f"  {transfer[1]:>22} -> {transfer[2]:<22} ({transfer[0]:<9}) w = {WEIGHTS[chosen]:.2f}: {parts}; "
+              f"inside {got['inside'][one, chosen].mean():.2f}")
+    j = WEIGHTS.index(stored) if stored in WEIGHTS else 0
+    residual = got["log_residual"][:, j]
+    print(f"at the stored TRANSFER_WEIGHT {WEIGHTS[j]:.2f}: GEMM-like median "
+          f"{np.median(got['ape'][got['gemm'], 0]):.1f} % (no transfer) -> "
+          f"{np.median(got['ape'][got['gemm'], j]):.1f} %, "
+          f"other {np.median(got['ape'][~got['gemm'], 0]):.1f} -> {np.median(got['ape'][~got['gemm'], j]):.1f} %; "
+          f"rows inside their interval {got['inside'][:, j].mean():.2f}")
+    print("transfer band, leave one transfer out (10-90 % of the other transfers' log residuals, per transfer "
+          "equally weighted) and its coverage on the one left out:")
+    for t, transfer in enumerate(TRANSFERS):
+        others = got["transfer"] != t
+        band = _weighted_band(residual[others], got["transfer"][others])
+        one = residual[got["transfer"] == t]
+        print(f"  {transfer[1]:>22} -> {transfer[2]:<22} band [{band[0]:+.3f}, {band[1]:+.3f}]: inside "
+              f"{((one >= band[0]) & (one <= band[1])).mean():.2f}")
+    band = _weighted_band(residual, got["transfer"])
+    print(f"all transfers: TRANSFER_BAND_LOG = ({band[0]:.3f}, {band[1]:.3f})")
+
+
+def _weighted_band(residual: np.ndarray[Any, Any], transfer: np.ndarray[Any, Any]) -> tuple[float, float]:
+    """10 % and 90 % quantiles of ``residual``, each transfer's rows weighing the same in all."""
+    order = np.argsort(residual)
+    counts = np.bincount(transfer)
+    weight = (1.0 / counts[transfer])[order]
+    cumulative = np.cumsum(weight) / weight.sum()
+    values = residual[order]
+    low, high = (min(int(np.searchsorted(cumulative, q)), values.size - 1) for q in (0.1, 0.9))
+    return float(values[low]), float(values[high])
 
 
 if __name__ == "__main__":

@@ -19,14 +19,12 @@ import numpy as np
 
 from perfmodel.calibration import curve
 from perfmodel.calibration.boost import FOLDS as TREE_FOLDS
-from perfmodel.calibration.boost import MIN_OPS as TREE_MIN_OPS
 from perfmodel.calibration.boost import ResidualTrees, fit_residual_trees
 from perfmodel.calibration.classes import class_keys, parent_key, related, single_node_key
 from perfmodel.calibration.fit import FitResult, abs_pct, fit_with_cv, fold_ids
 from perfmodel.calibration.local import LocalCorrection, fit_local
-from perfmodel.calibration.model import DEFAULTS, Calibration, ClassParams, Range, borrowed, predict_calibrated
+from perfmodel.calibration.model import DEFAULTS, Calibration, ClassParams, Range, borrowed, transferred
 from perfmodel.collectives import devices_per_node
-from perfmodel.hardware import Hardware
 from perfmodel.ops import Op, make_op
 from perfmodel.ops.base import FloatArray, IntArray
 from perfmodel.roofline import HardwareLike, SpaceName, Timing, predict_many, resolve_hardware
@@ -55,7 +53,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
     ``progress``: called as ``progress(stage, fraction)`` (fraction of the whole fit done, 0..1, never
     decreasing) at each stage and inside its loops, a few hundred calls at most. Stages (``STAGES``): ``model``
     (the uncalibrated predictions), ``hardware`` (the pooled fit), ``classes`` (once per class key fitted),
-    ``trees`` (the residual trees: once per cross-validation fold), ``done`` (1.0).
+    ``trees`` (the residual trees: every ``trees.PROGRESS_ROUNDS`` boosting rounds of each fold), ``done`` (1.0).
     """
     report_progress = _reporter(progress)
     report_progress("model", 0.0)
@@ -101,6 +99,9 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
     classes: dict[str, ClassParams] = {}
     rows: dict[str, dict[str, Any]] = {}
     results: dict[str, FitResult] = {}  # each fitted class's own fit (the beyond band's factor)
+    held_out = np.full(len(ops), np.nan)  # per run of a fitted class: out-of-fold log residual (``_out_of_fold``)
+    tree_fold = fold_ids(groups, TREE_FOLDS, seed)  # the residual trees' folds (over distinct ops)
+    few_held_out: list[str] = []  # fitted classes with too few held-out runs for a band of their own
     parent_of = np.array([parent_key(k) or "" for k in keys.tolist()], dtype=str)
     parents = sorted(set(parent_of.tolist()) - {""})
     pooled_into = _few_multinode_runs(keys, usable, min_runs)
@@ -123,8 +124,13 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
                 parent.theta if parent is not None and parent.source == "fitted" else None)
             result = fit_with_cv(f.take(idx), measured[idx], groups[idx], folds, seed, prior)
             results[key] = result
-            local = fit_local(f.take(idx), result.residuals, groups[idx]) if local_correction else None
-            interval = _interval(result, local)
+            local = (fit_local(f.take(idx), result.residuals, groups[idx], tree_fold[idx]) if local_correction
+                     else None)
+            out_of_fold = _out_of_fold(result, local)
+            held_out[idx] = out_of_fold  # variants come later: their own fit overwrites theirs
+            interval = _interval(result, out_of_fold)
+            if np.isfinite(out_of_fold).sum() < MIN_CONFORMAL_RUNS:
+                few_held_out.append(key)
             entry = ClassParams("fitted", result.theta, int(idx.size), interval, *_ranges(f.take(idx)),
                                 shape_range=curve.shape_range(f.take(idx)), local=local)
         elif seeded is not None and base is not None:
@@ -146,6 +152,11 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
         rows[key] = _class_report(key, entry, f.take(idx) if f is not None and idx.size else None, measured[idx],
                                   model_s[idx], cv, int(members.sum()) - int(idx.size),
                                   result.folds if result else 0, result.form if result else None)
+    pooled_band = conformal_band(held_out[np.isin(keys, list(results))])
+    for key in few_held_out:  # the device's pooled held-out runs, over every class fitted here
+        if pooled_band is not None:
+            classes[key] = dataclasses.replace(classes[key], interval_log=pooled_band)
+            rows[key]["interval_ratio"] = _ratio(pooled_band)
     factor, beyond_runs = beyond_factor(list(results.values()))
     if factor is not None:
         for key, result in results.items():
@@ -160,11 +171,10 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
 
     trees, trees_report = None, None
     if residual_trees and f is not None:
-        options = {"folds": min(folds, TREE_FOLDS), "base": base, "timing": timing, "min_runs": min_runs,
-                   "space": space, "local_correction": local_correction}
         report_progress("trees", STAGES["trees"])
-        trees, trees_report = _residual_trees(hw, f, model_s, ops, keys, measured, groups, list(results), seed,
-                                              options, report_progress)
+        own = np.isin(keys, list(results))  # trees only for runs of a class fitted here (not borrowing its fit)
+        trees, trees_report = _residual_trees(f, model_s, ops, keys, measured, groups, tree_fold,
+                                              np.where(own, held_out, np.nan), seed, report_progress)
     level_report = _class_report("*", hardware_level, f.take(pooled_idx) if pooled is not None and f else None,
                                  measured[pooled_idx], model_s[pooled_idx],
                                  pooled.cv_residuals if pooled else None, 0, pooled.folds if pooled else 0,
@@ -196,35 +206,32 @@ def _reporter(progress: Progress | None) -> Progress:
     return report
 
 
-def _residual_trees(hw: Hardware, f: curve.Features, model_s: FloatArray, ops: Sequence[Op],
+def _residual_trees(f: curve.Features, model_s: FloatArray, ops: Sequence[Op],
                     keys: np.ndarray[Any, np.dtype[np.str_]], measured: FloatArray, groups: IntArray,
-                    fitted: Sequence[str], seed: int, options: dict[str, Any],
+                    fold: IntArray, held_out: FloatArray, seed: int,
                     progress: Progress) -> tuple[ResidualTrees | None, dict[str, Any]]:
-    """The device's residual trees (``boost``) on the runs whose own class was fitted here, judged against the
-    calibration without them under the same folds: for each fold, the calibration refitted on every other run
-    (``options``: ``fit_calibration``'s) predicts the fold's runs."""
-    rows = np.flatnonzero(np.isin(keys, list(fitted)) & (model_s > 0))
-    fold = fold_ids(np.unique(groups[rows], return_inverse=True)[1], TREE_FOLDS, seed)
-    held_out = np.full(rows.size, np.nan)
-    too_few = np.unique(groups[rows]).size < TREE_MIN_OPS  # no trees will be tried: no refits either
-    for j in range(0 if too_few else TREE_FOLDS):
-        progress("trees", STAGES["trees"] + (1.0 - STAGES["trees"]) * 0.8 * j / TREE_FOLDS)
-        test = rows[fold == j]
-        train = np.setdiff1d(np.arange(len(ops)), test)
-        if not test.size or not train.size:
-            continue
-        refit = fit_calibration(hw, [(ops[int(i)], float(measured[i])) for i in train], seed=seed,
-                                residual_trees=False, **options)
-        predicted = predict_calibrated(hw, [ops[int(i)] for i in test], refit).time_s
-        held_out[fold == j] = np.log(measured[test] / predicted)
-    progress("trees", STAGES["trees"] + (1.0 - STAGES["trees"]) * 0.8)
+    """The device's residual trees (``boost``) on the runs whose own class was fitted here (``held_out``
+    finite: each run's out-of-fold log residual of the calibration without trees), judged against it."""
+    rows = np.flatnonzero(np.isfinite(held_out) & (model_s > 0))
+    start, span = STAGES["trees"], 1.0 - STAGES["trees"]
     return fit_residual_trees(f.take(rows), model_s[rows], [ops[int(i)] for i in rows], keys[rows].tolist(),
-                              measured[rows], groups[rows], held_out, seed)
+                              measured[rows], groups[rows], held_out[rows], seed, fold=fold[rows],
+                              progress=lambda done: progress("trees", start + span * done))
+
+
+def _out_of_fold(result: FitResult, local: LocalCorrection | None) -> FloatArray:
+    """Each run's log(t_measured / t_cal) predicted without it: the curve refitted without its fold
+    (``cv_residuals``), less the local correction smoothed over the other tree folds' ops (nan: not held out)."""
+    cv = result.cv_residuals if result.cv_residuals is not None else np.full(result.residuals.size, math.nan)
+    if local is None or local.fold_residuals.size != cv.size:
+        return cv
+    out: FloatArray = cv - (result.residuals - local.fold_residuals)
+    return out
 
 
 def _belief(seeded: ClassParams, foreign: bool) -> FloatArray:
     """What a base entry predicts here before any run of this device: the prior of a fit."""
-    return (borrowed(seeded) if foreign else seeded).applied_theta
+    return (transferred(seeded) if foreign else seeded).applied_theta
 
 
 def _few_multinode_runs(keys: np.ndarray[Any, np.dtype[np.str_]], usable: np.ndarray[Any, np.dtype[np.bool_]],
@@ -246,7 +253,18 @@ def _carried(seeded: ClassParams, base: Calibration, foreign: bool) -> ClassPara
         return seeded
     return ClassParams("transferred", seeded.theta, 0, seeded.interval_log,
                        transferred_from=seeded.transferred_from or base.hardware_id, shape_range=seeded.shape_range,
-                       weight=borrowed(seeded).weight)
+                       weight=transferred(seeded).weight)
+
+
+LOG_BAND_LIMIT = math.log(1e4)  # a band edge is at most 10^4 or 10^-4 times the prediction: beyond, no information
+
+
+def _clamped(band: Range | None) -> Range | None:
+    """``band`` with each edge inside ±``LOG_BAND_LIMIT`` (so ``exp`` of it is finite and JSON can hold it)."""
+    if band is None:
+        return None
+    lo, hi = (min(max(float(v), -LOG_BAND_LIMIT), LOG_BAND_LIMIT) for v in band)
+    return lo, hi
 
 
 def _quantiles(log_residuals: FloatArray) -> Range | None:
@@ -254,17 +272,30 @@ def _quantiles(log_residuals: FloatArray) -> Range | None:
     if r.size < 2:
         return None
     lo, hi = np.quantile(r, [0.1, 0.9])
-    return float(lo), float(hi)
+    return _clamped((float(lo), float(hi)))
 
 
-def _interval(result: FitResult, local: LocalCorrection | None = None) -> Range | None:
-    """10-90 % band of the held-out log residuals (in-sample ones when too few were held out); with a
-    local correction, the band of its leave-one-op-out residuals (>= ``local.MIN_OPS`` ops left out)."""
-    if local is not None:
-        return _quantiles(local.loo_residuals)
-    cv = result.cv_residuals
+MIN_CONFORMAL_RUNS = 30  # held-out runs a class needs for a band of its own; fewer: the device's pooled band
+
+
+def conformal_band(log_residuals: FloatArray) -> Range | None:
+    """Split-conformal 10-90 % band of held-out log residuals: of the n finite ones sorted, the
+    ⌊0.1 (n + 1)⌋-th and the ⌈0.9 (n + 1)⌉-th (the extremes when n is small), so a new run exchangeable with
+    them falls inside with probability ≥ 0.8 (Vovk et al.; Lei et al. 2018). None below 2 residuals."""
+    r = np.sort(log_residuals[np.isfinite(log_residuals)])
+    if r.size < 2:
+        return None
+    low = max(math.floor(0.1 * (r.size + 1)), 1)
+    high = min(math.ceil(0.9 * (r.size + 1)), r.size)
+    return _clamped((float(r[low - 1]), float(r[high - 1])))
+
+
+def _interval(result: FitResult, held_out: FloatArray | None = None) -> Range | None:
+    """The conformal band (``conformal_band``) of ``held_out`` (each run's out-of-fold log residual, default
+    the fit's k-fold ones); the in-sample residuals' band when fewer than 5 were held out."""
+    cv = result.cv_residuals if held_out is None else held_out
     if cv is not None and np.isfinite(cv).sum() >= 5:
-        return _quantiles(cv)
+        return conformal_band(cv)
     return _quantiles(result.residuals)
 
 
@@ -309,11 +340,13 @@ def _beyond_band(result: FitResult, interval: Range | None, factor: float) -> Ra
     if band is None:
         return interval
     lo, hi = band[0] * factor, band[1] * factor
-    return (lo, hi) if interval is None else (min(lo, interval[0]), max(hi, interval[1]))
+    return _clamped((lo, hi) if interval is None else (min(lo, interval[0]), max(hi, interval[1])))
 
 
 def _ratio(band: Range | None) -> list[float] | None:
-    return None if band is None else [math.exp(band[0]), math.exp(band[1])]
+    """The band as ratios t / t_cal (edges clamped to ±``LOG_BAND_LIMIT``: never an overflow)."""
+    edges = _clamped(band)
+    return None if edges is None else [math.exp(edges[0]), math.exp(edges[1])]
 
 
 def _ranges(f: curve.Features) -> tuple[Range | None, Range]:

@@ -30,6 +30,7 @@ PRIOR_SD = np.array([1.5, 1.0, 1.0, 2.0, 0.7, 1.0, 1.0, 2.0, 0.7, *([SHAPE_PRIOR
 LOG_WIDTH_BOUNDS = (np.log(0.1), np.log(3.0))  # ramp width 0.1-3 decades
 HELD_OUT_CAP = 0.5  # |log residual| counted at most this much when forms are compared on held-out runs
 MAX_EVALUATIONS = 100  # per least-squares start: 400 gave the same scoreboard to 0.1 %, at 4x the fit time
+CV_MAX_RUNS = 4000  # runs of one class cross-validated at most (whole ops drawn at random); the final fit uses all
 
 
 @dataclass(frozen=True)
@@ -158,16 +159,31 @@ def held_out_loss(log_residuals: FloatArray) -> float:
     return float(np.mean(np.minimum(np.abs(log_residuals), HELD_OUT_CAP)))
 
 
+def cv_subset(groups: IntArray, max_runs: int, seed: int) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Runs that cross-validation holds out: all of them up to ``max_runs``, else whole distinct ops
+    (``groups``) drawn at random (``seed``) until ``max_runs`` runs."""
+    if groups.size <= max_runs:
+        return np.ones(groups.size, dtype=bool)
+    ids, group = np.unique(groups, return_inverse=True)
+    order = np.random.default_rng(seed).permutation(ids.size)
+    taken = np.cumsum(np.bincount(group, minlength=ids.size)[order]) <= max_runs
+    chosen = np.zeros(ids.size, dtype=bool)
+    chosen[order[taken]] = True
+    out: np.ndarray[Any, np.dtype[np.bool_]] = chosen[group]
+    return out
+
+
 def fit_with_cv(f: Features, measured_s: FloatArray, groups: IntArray, folds: int, seed: int,
                 prior_mean: FloatArray | None = None) -> FitResult:
     """For each form, refit ``folds`` times leaving one fold out to predict it; keep the form with
-    the lower ``held_out_loss`` and fit it on every run."""
+    the lower ``held_out_loss`` and fit it on every run. Above ``CV_MAX_RUNS`` runs the forms are
+    cross-validated on ``cv_subset`` (whole distinct ops): the other runs get no held-out residual (nan)."""
     groups = np.unique(groups, return_inverse=True)[1]
     k = min(folds, int(groups.max()) + 1 if groups.size else 0)
     if k < 2:
         theta = fit_theta(f, measured_s, prior_mean, "scale")
         return FitResult(theta, np.log(measured_s / curve.time_s(theta, f)), None, 0, "scale")
-    fold = fold_ids(groups, k, seed)
+    fold = np.where(cv_subset(groups, CV_MAX_RUNS, seed), fold_ids(groups, k, seed), -1)
     best: tuple[float, str, FloatArray] | None = None
     distinct = int(groups.max()) + 1
     forms = [form for form in FORMS if form in ("none", "scale") or distinct >= MIN_RAMP_SHAPES]
@@ -175,14 +191,14 @@ def fit_with_cv(f: Features, measured_s: FloatArray, groups: IntArray, folds: in
     beyond = np.zeros(measured_s.size, dtype=bool)
     for j in range(k):
         test = np.flatnonzero(fold == j)
-        train = np.flatnonzero(fold != j)
+        train = np.flatnonzero((fold != j) & (fold >= 0))
         fitted = f.take(train)
         beyond[test] = outside(f.take(test), fitted)
         held_out = curve.clip_shape(f.take(test), *map(np.array, curve.shape_range(fitted)))
         for form, theta_j in fit_forms(fitted, measured_s[train], prior_mean, forms).items():
             cvs[form][test] = np.log(measured_s[test] / curve.time_s(theta_j, held_out))
     for form, cv in cvs.items():
-        loss = held_out_loss(cv)
+        loss = held_out_loss(cv[fold >= 0])
         loss /= RAMP_MARGIN ** EXTENSIONS[form]  # a richer form must earn its keep
         if best is None or loss < best[0]:
             best = (loss, form, cv)

@@ -20,6 +20,7 @@ correction unless it has ``MIN_OPS`` distinct ops and the correction lowers that
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,7 +56,8 @@ class LocalCorrection:
     bandwidth: float
     shrink: float
     shape_scale: float
-    loo_residuals: FloatArray  # per fitted run: log(t_measured / t_corrected) with its op left out
+    loo_residuals: FloatArray  # per fitted run: log(t_measured / t_corrected) with its op left out (or not a point)
+    fold_residuals: FloatArray = dataclasses.field(default_factory=lambda: np.zeros(0))  # ``fit_local``'s ``fold``
 
     def log_factor(self, f: Features) -> FloatArray:
         """c(x) per row of ``f`` (0 far from every measured point)."""
@@ -103,14 +105,18 @@ def _weights(x: FloatArray, points: FloatArray, bandwidth: float) -> FloatArray:
     return out
 
 
-def fit_local(f: Features, residuals: FloatArray, groups: IntArray) -> LocalCorrection | None:
+def fit_local(f: Features, residuals: FloatArray, groups: IntArray,
+              fold: IntArray | None = None) -> LocalCorrection | None:
     """The (h, λ, s) with the lowest leave-one-op-out loss, or None if no choice beats no correction.
 
-    ``residuals``: log(t_measured / t_curve) per run; ``groups``: the distinct op of each run.
+    ``residuals``: log(t_measured / t_curve) per run; ``groups``: the distinct op of each run; ``fold``: a
+    fold per run (one per distinct op), for ``fold_residuals``: each run's residual after the correction
+    smoothed over the other folds' ops only (what the residual trees are judged against).
     """
     ids, group = np.unique(groups, return_inverse=True)
     if ids.size < MIN_OPS:
         return None
+    all_f, all_residuals, rows = f, residuals, np.arange(residuals.size)
     if ids.size > MAX_POINTS:  # the LOO matrices are points x points: keep a fixed random subset of ops
         kept = np.zeros(ids.size, dtype=bool)
         kept[np.random.default_rng(0).choice(ids.size, MAX_POINTS, replace=False)] = True
@@ -137,7 +143,28 @@ def fit_local(f: Features, residuals: FloatArray, groups: IntArray) -> LocalCorr
     if best is None:
         return None
     bandwidth, shrink, scale, left_out = best
-    return LocalCorrection(coordinates(f, scale)[first_run], mean_residual, runs, bandwidth, shrink, scale, left_out)
+    out = LocalCorrection(coordinates(f, scale)[first_run], mean_residual, runs, bandwidth, shrink, scale, left_out)
+    if rows.size != all_residuals.size:
+        every = all_residuals - out.log_factor(all_f)  # the ops left out of the points are held out already
+        every[rows] = left_out
+        out = dataclasses.replace(out, loo_residuals=every)
+    if fold is not None:
+        out = dataclasses.replace(out, fold_residuals=_fold_residuals(out, all_f, all_residuals, fold,
+                                                                      fold[rows][first_run]))
+    return out
+
+
+def _fold_residuals(correction: LocalCorrection, f: Features, residuals: FloatArray, fold: IntArray,
+                    point_fold: IntArray) -> FloatArray:
+    """Per run: its residual less the correction smoothed over the points of other folds only."""
+    x = coordinates(f, correction.shape_scale)
+    out = np.empty(len(x))
+    for start in range(0, len(x), CHUNK_ROWS):
+        rows = slice(start, start + CHUNK_ROWS)
+        weight = _weights(x[rows], correction.points, correction.bandwidth) * correction.runs
+        weight[fold[rows][:, None] == point_fold[None, :]] = 0.0
+        out[rows] = residuals[rows] - (weight @ correction.residuals) / (correction.shrink + weight.sum(axis=1))
+    return out
 
 
 __all__ = ["LocalCorrection", "coordinates", "fit_local"]

@@ -78,6 +78,16 @@ BEYOND_TAIL = "; the correction is extrapolated and the interval is the wider be
 # their class's fit 40.2 vs 29.3); 0.3 of it gave 26.9, 29.5 and 30.6 %: kernels differ, so a
 # correction only partly carries (``benchmarks/transfer_weight.py``, docs/accuracy.md).
 BORROWED_WEIGHT = 0.3
+# Share of a related device's correction a transferred class takes. ``benchmarks/transfer_weight.py``: over
+# eight leave-one-device-out transfers between measured devices (Vidur A100 <-> A40, DeepBench V100 / P100 / T4),
+# leaving each transfer out, the other seven pick 0.4 six times (0.5 twice), and on every transfer left out the
+# pick beats no transfer on GEMM-like and on other rows (pooled medians: GEMM-like 13.5 -> 12.2 %, other
+# 16.3 -> 12.4 %; docs/calibration.md).
+TRANSFER_WEIGHT = 0.4
+# 10-90 % band of log(t_measured / t_transferred) over those transfers' held-out rows at TRANSFER_WEIGHT, each
+# transfer weighing the same: a transferred class's interval (its source's band, fitted on other kernels of
+# another device, held 0.55 of the rows). Leaving each transfer out, the others' band held 0.63-0.90 of it.
+TRANSFER_BAND_LOG = (-0.249, 0.684)
 
 
 def borrowed(entry: ClassParams) -> ClassParams:
@@ -85,6 +95,13 @@ def borrowed(entry: ClassParams) -> ClassParams:
     if entry.source == "defaults":
         return entry
     return dataclasses.replace(entry, weight=entry.weight * BORROWED_WEIGHT)
+
+
+def transferred(entry: ClassParams) -> ClassParams:
+    """``entry`` of a related device as used on this one: ``TRANSFER_WEIGHT`` of its correction."""
+    if entry.source == "defaults":
+        return entry
+    return dataclasses.replace(entry, weight=entry.weight * TRANSFER_WEIGHT)
 
 
 class Calibration:
@@ -204,6 +221,8 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     bound = batch.bound.copy()
     bound[(overhead >= time - overhead) & (overhead > 0) & (bound != "none")] = "latency"
     interval_log = _borrowed_band(entries, inverse, f, time, batch.time_s, interval_log)
+    moved = np.array([e.source == "transferred" for e in entries], dtype=bool)[inverse]
+    interval_log[moved] = TRANSFER_BAND_LOG  # what transfers between measured devices missed by (above)
     interval = time[:, None] * np.exp(interval_log)
     rows = np.flatnonzero(beyond_fit)
     notes = _beyond_notes(batch, rows, outside[rows], unclipped.take(rows), low[rows], high[rows])
