@@ -8,7 +8,7 @@ the file names, else the device its data README gives), and the unmatched time b
 
     .venv/bin/python benchmarks/trace_coverage.py            # this tree
     cd /tmp/pm-base && PYTHONPATH=. /work/main/.venv/bin/python /work/main/benchmarks/trace_coverage.py \
-        --shared /work/shared/data/traces
+        --shared /work/shared/data/traces --data-root /work/main     # an older tree's code on today's files
 
 Works on older trees too: where the matcher records no source or reason category, they are derived
 from what it does record. Figures only, nothing asserted.
@@ -80,10 +80,10 @@ def weighted_median(pairs: list[tuple[float, float]]) -> float:
     return float(values[np.searchsorted(weights, weights[-1] / 2.0)])
 
 
-def trace_files(shared: Path) -> list[Path]:
+def trace_files(shared: Path, data_root: Path = ROOT) -> list[Path]:
     seen: set[str] = set()
     out = []
-    for base in [*(ROOT / folder for folder in FOLDERS), shared]:
+    for base in [*(data_root / folder for folder in FOLDERS), shared]:
         if not base.is_dir():
             continue
         for path in sorted(p for p in base.rglob("*") if p.is_file() and p.suffix.lower() != ".md"):
@@ -233,8 +233,10 @@ def main() -> None:
     parser.add_argument("--reasons", type=int, default=3, help="reason categories shown per file")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead")
     parser.add_argument("--shared", type=Path, default=ROOT / SHARED, help="the shared traces folder")
+    parser.add_argument("--data-root", type=Path, default=ROOT,
+                        help="the repo whose tests/data and benchmarks/data are read (default: the code's tree)")
     args = parser.parse_args()
-    paths = trace_files(args.shared.resolve())
+    paths = trace_files(args.shared.resolve(), args.data_root.resolve())
     rows = [row for path in paths if (row := measure(path)) is not None]
     if args.json:
         print(json.dumps([{**r.__dict__, "share": r.share, "median_abs_error_pct": weighted_median(r.errors)}
