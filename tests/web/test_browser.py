@@ -250,18 +250,25 @@ def test_upload_then_fit_a_calibration_on_its_runs(watched: Watched, server: str
     assert watched.errors == [] and watched.dialogs == []
 
 
-def test_runs_page_fits_a_calibration_on_the_runs_it_shows(watched: Watched, server: str) -> None:
+def test_runs_page_fits_a_calibration_on_the_runs_it_shows(watched: Watched, live: tuple[str, FastAPI]) -> None:
+    server, app = live
     page = watched.page
     page.goto(f"{server}/runs?hardware={H100}&op_kind=matmul")
     _save_token(page)
     button = page.locator("#fit-calibration #calibrate-button")
     assert button.inner_text().startswith("Fit a calibration on these ")
-    button.click()  # cancelled while it runs: says so, stores nothing
-    page.wait_for_selector("#calibrate-cancel:not([hidden])", timeout=30_000)
+    # the one fit slot is held by another job: this one waits in the queue, is cancelled there, says so
+    store, pool = app.state.perfmodel.store, app.state.perfmodel.jobs
+    blocker = store.add_job("calibration", {"hardware": H100}, pool.owner)
+    assert store.claim_job(blocker, pool.owner, pool.workers)
+    button.click()
+    page.wait_for_function("() => document.getElementById('calibrate-status').textContent.startsWith('Queued (job ')",
+                           timeout=30_000)
     page.locator("#calibrate-cancel").click()
     page.wait_for_function("() => / cancelled/.test(document.getElementById('calibrate-status').textContent)",
                            timeout=60_000)
     assert page.locator("#link-calibrated").count() == 0 and not button.is_disabled()
+    assert store.finish_job(blocker, "failed", "the test's slot holder")
     button.click()
     page.wait_for_selector("#link-calibrated", timeout=120_000)
     classes = page.locator("#calibration-result-table tbody th").all_inner_texts()
