@@ -433,6 +433,15 @@ def token_list() -> None:
 
 
 app.command("estimate")(estimate_command)
+
+
+@app.command("compare", add_help_option=False,
+             context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def compare_command(ctx: typer.Context) -> None:
+    """Compare two traces (files or trace:ID) per kernel / op: the CI regression gate (see --help)."""
+    from perfmodel.compare.cli import run
+
+    run(list(ctx.args))
 app.command("sweep")(sweep_command)
 
 

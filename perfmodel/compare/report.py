@@ -1,0 +1,138 @@
+"""A ``TraceDiff`` as JSON, a text table, a Markdown summary and JUnit XML (one testcase per group)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+from xml.etree import ElementTree as ET
+
+from perfmodel.compare.diff import GroupDiff, TraceDiff
+from perfmodel.compare.sides import Group
+from perfmodel.units import format_time_s
+
+
+def _num(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def group_json(g: GroupDiff) -> dict[str, Any]:
+    c = g.change
+    return {
+        "kind": g.kind, "name": g.name, "op": g.op, "kernel_names": g.kernel_names, "verdict": g.verdict,
+        "base_calls": g.base_calls, "new_calls": g.new_calls, "base_launches": g.base_launches,
+        "new_launches": g.new_launches, "base_total_s": g.base_total_s, "new_total_s": g.new_total_s,
+        "base_median_s": g.base_median_s, "new_median_s": g.new_median_s, "ratio": _num(g.ratio),
+        "change_pct": _num(g.change_pct), "ci_low": _num(c.ci_low) if c else None,
+        "ci_high": _num(c.ci_high) if c else None, "p_mann_whitney": c.p_mann_whitney if c else None,
+        "p_paired": c.p_paired if c else None,
+        "base_bound": g.base_prediction.bound if g.base_prediction else None,
+        "new_bound": g.new_prediction.bound if g.new_prediction else None,
+        "base_predicted_s": g.base_prediction.time_s if g.base_prediction else None,
+        "new_predicted_s": g.new_prediction.time_s if g.new_prediction else None,
+        "base_headroom": _num(g.headroom("base")), "new_headroom": _num(g.headroom("new")),
+        "expected_ratio": _num(g.expected_ratio), "unexpected_pct": _num(g.unexpected_pct),
+    }
+
+
+def _only_json(g: Group) -> dict[str, Any]:
+    return {"kind": g.kind, "name": g.key[1], "op": g.op, "calls": len(g.times_s), "total_s": g.total_s}
+
+
+def diff_json(d: TraceDiff, top: int | None = None) -> dict[str, Any]:
+    """Everything as JSON (``top`` limits the group and unmatched lists)."""
+    counts: dict[str, int] = {}
+    for g in d.groups:
+        counts[g.verdict] = counts.get(g.verdict, 0) + 1
+    return {
+        "base": d.base, "new": d.new, "format": d.format, "base_device": d.base_device, "new_device": d.new_device,
+        "base_hardware": d.base_hardware, "new_hardware": d.new_hardware, "threshold_pct": d.threshold_pct,
+        "alpha": d.alpha, "base_total_s": d.base_total_s, "new_total_s": d.new_total_s,
+        "verdicts": counts, "regressions": len(d.regressions),
+        "groups": [group_json(g) for g in d.groups[:top]], "only_base": [_only_json(g) for g in d.only_base[:top]],
+        "only_new": [_only_json(g) for g in d.only_new[:top]], "kinds": d.kinds, "layers": d.layers[:top],
+        "warnings": d.warnings,
+    }
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:+.1f}%"
+
+
+def _row(g: GroupDiff) -> list[str]:
+    ci = f"{(g.change.ci_low - 1) * 100:+.1f}..{(g.change.ci_high - 1) * 100:+.1f}%" if g.change else "-"
+    p = f"{g.change.p_value:.2g}" if g.change else "-"
+    head = g.headroom("new")
+    return [_clip(g.kind, 18), _clip(g.name, 34), f"{g.base_calls}/{g.new_calls}", format_time_s(g.base_median_s),
+            format_time_s(g.new_median_s), _pct(g.change_pct), ci, p,
+            _pct(None if g.expected_ratio is None else (g.expected_ratio - 1) * 100),
+            "-" if head is None else f"{head:.2f}", g.new_prediction.bound if g.new_prediction else "-", g.verdict]
+
+
+HEADER = ["kind", "name", "calls", "base med", "new med", "change", "95% CI", "p", "model", "headroom", "bound",
+          "verdict"]
+
+
+def format_diff(d: TraceDiff, top: int = 20) -> str:
+    """The text table: the groups whose total time changed most first, then totals and unmatched groups."""
+    devices = d.base_device or d.base_hardware or "?"
+    if (d.new_device or d.new_hardware) != (d.base_device or d.base_hardware):
+        devices += f" -> {d.new_device or d.new_hardware or '?'}"
+    lines = [f"compare {d.base} -> {d.new} ({d.format}, {devices})",
+             f"device time {format_time_s(d.base_total_s)} -> {format_time_s(d.new_total_s)} "
+             f"({_pct((d.new_total_s / d.base_total_s - 1) * 100 if d.base_total_s > 0 else None)}); "
+             f"{len(d.groups)} groups matched, {len(d.only_base)} only in base, {len(d.only_new)} only in new; "
+             f"threshold {d.threshold_pct:g}%, alpha {d.alpha:g} (Holm)", ""]
+    rows = [HEADER, *(_row(g) for g in d.groups[:top])]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines += ["", "by op kind (base -> new):"]
+    lines += [f"  {_clip(k['name'], 30):<30} {format_time_s(k['base_s']):>10} -> {format_time_s(k['new_s']):>10}"
+              for k in d.kinds[:top]]
+    for title, only in (("only in base", d.only_base), ("only in new", d.only_new)):
+        if only:
+            lines += ["", f"{title} ({len(only)}):"]
+            lines += [f"  {_clip(g.kind, 18):<18} {_clip(g.key[1], 50):<50} {len(g.times_s):>5} calls "
+                      f"{format_time_s(g.total_s):>10}" for g in only[:top]]
+    regressions = d.regressions
+    lines += ["", f"{len(regressions)} regression{'s' if len(regressions) != 1 else ''} beyond "
+              f"{d.threshold_pct:g}% (significant, not expected by the model)"]
+    return "\n".join(lines)
+
+
+def format_markdown(d: TraceDiff, top: int = 20) -> str:
+    """A Markdown summary for a CI system's job page."""
+    regressions = d.regressions
+    status = "❌" if regressions else "✅"
+    lines = [f"## {status} perfmodel compare: {len(regressions)} regression(s) beyond {d.threshold_pct:g}%", "",
+             f"`{d.base}` → `{d.new}` ({d.format}); device time {format_time_s(d.base_total_s)} → "
+             f"{format_time_s(d.new_total_s)}; {len(d.groups)} groups matched, {len(d.only_base)} only in base, "
+             f"{len(d.only_new)} only in new.", "",
+             "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    shown = regressions + [g for g in d.groups if g.verdict != "regression"][: max(top - len(regressions), 0)]
+    for g in shown:
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in _row(g)) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def junit_xml(d: TraceDiff) -> bytes:
+    """JUnit XML: one testcase per compared group, a failure for a regression, skipped for too few repeats."""
+    suite = ET.Element("testsuite", name="perfmodel compare", tests=str(len(d.groups)),
+                       failures=str(len(d.regressions)),
+                       skipped=str(sum(g.verdict == "too few repeats" for g in d.groups)))
+    for g in d.groups:
+        case = ET.SubElement(suite, "testcase", classname=f"compare.{g.kind}", name=_clip(g.name, 200),
+                             time=f"{g.new_total_s:.6f}")
+        detail = (f"{g.base_calls}/{g.new_calls} calls, median {format_time_s(g.base_median_s)} -> "
+                  f"{format_time_s(g.new_median_s)} ({_pct(g.change_pct)}), verdict {g.verdict}")
+        if g.verdict == "regression":
+            failure = ET.SubElement(case, "failure", message=f"{_pct(g.change_pct)} slower", type="regression")
+            failure.text = detail
+        elif g.verdict == "too few repeats":
+            ET.SubElement(case, "skipped", message="too few repeats for a verdict")
+        else:
+            ET.SubElement(case, "system-out").text = detail
+    return bytes(ET.tostring(suite, encoding="utf-8", xml_declaration=True))
