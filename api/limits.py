@@ -110,12 +110,8 @@ class VersionHeaders:
 DASHBOARD_CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
                  "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; "
                  "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'")
-# FastAPI's /docs and /redoc pages: an inline bootstrap script and their assets from jsDelivr
-DOCS_CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
-            "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net https://fonts.googleapis.com; "
-            "img-src 'self' data: https://fastapi.tiangolo.com https://cdn.redoc.ly; "
-            "font-src 'self' data: https://fonts.gstatic.com; worker-src 'self' blob:; connect-src 'self'; "
-            "object-src 'none'; base-uri 'self'; frame-ancestors 'none'")
+# /docs is Swagger UI served from this server (web/api_docs.py): the dashboard's policy, no CDN, no inline script
+DOCS_CSP = DASHBOARD_CSP
 DOCS_PATHS = ("/docs", "/redoc")
 
 

@@ -22,6 +22,7 @@ from perfmodel.ops import OpError
 from perfmodel.specs import SpecError, library
 from perfmodel.store import NotFound, Store, StoreError
 from web import mount_dashboard
+from web.api_docs import mount_api_docs
 
 API_PREFIX = "/api/v1"
 
@@ -45,7 +46,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             jobs.stop()
             store.dispose()  # no pooled connection outlives the app (tests drop their databases after it)
 
-    app = FastAPI(title="perfmodel", version=__version__, lifespan=lifespan,
+    app = FastAPI(title="perfmodel", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Roofline performance model: predictions, schedule search, hardware, measured runs.")
     app.state.perfmodel = AppState(settings=settings, store=store)
     errors: dict[int | str, dict[str, Any]] = {
@@ -57,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(module.router, prefix=API_PREFIX, responses=errors)
     _errors(app)
     mount_dashboard(app)
+    mount_api_docs(app)  # Swagger UI from the installed swagger-ui-bundle, offline
 
     @app.get(f"{API_PREFIX}/health", tags=["meta"])
     def health() -> dict[str, str]:
