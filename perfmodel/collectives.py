@@ -20,6 +20,7 @@ and runs the fastest. We follow its model (docs/model.md §3, "Collectives", der
   NCCL's base includes launching its kernel, which the model charges per kernel already: the base here
   is NCCL's less the device's kernel overhead.
 
+TPUs and NPUs run only the Simple-like bandwidth transfers (LL and LL128 are GPU protocols).
 All-to-all and send/recv are point-to-point (Simple): the pairwise exchange sends (p-1)/p of the buffer
 within the node and the off-node share (p-q)/p over the node's NICs; send/recv moves its bytes once.
 ``bytes`` is the per-device buffer (all-gather: its output), as NCCL's ``nBytes``.
@@ -137,7 +138,13 @@ def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArra
     inter_steps = np.where(multi, np.where(reduce_all, 2.0 * nodes, nodes - 1.0), 0.0)
     scale = t.defaults.collective_latency_scale
     out: dict[tuple[str, int], FloatArray] = {}
+    # LL and LL128 are NCCL/RCCL's GPU protocols (flag-polling stores from the GPU's threads); TPUs and NPUs
+    # stream their collectives through DMA engines: bandwidth-only (Simple-like) transfers
+    protocols = (LL, LL128, SIMPLE) if t.hardware.kind == "gpu" else (SIMPLE,)
     for proto in (LL, LL128, SIMPLE):
+        if proto not in protocols:
+            out[("ring", proto)] = out[("tree", proto)] = np.full(p.shape, np.inf)
+            continue
         # ring
         if proto == LL:
             ring_bus = np.minimum(ll_max, bus * np.where(multi | reduce_all, 1.0 / 4.0, 1.0 / 3.0))

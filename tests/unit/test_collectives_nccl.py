@@ -97,3 +97,8 @@ def test_forced_algorithms() -> None:
     auto = _time("nvidia-a100-sxm4-80gb", bytes=1e9, devices=8)
     assert auto == min(ring, tree)
     assert tree > ring  # a chain in the node moves 2 S at 0.46 of the bus; the ring 2(p-1)/p S at all of it
+
+
+def test_tpus_and_npus_run_no_gpu_protocols() -> None:
+    tpu = tables(load_hardware("google-tpu-v5e"))
+    assert {nccl_choice(tpu, "allreduce", 2.0**e, 8)[1] for e in range(3, 31, 3)} == {"Simple"}
