@@ -12,13 +12,6 @@ from typing import Annotated, Any
 
 import typer
 
-from perfmodel.graph.ir import GraphError
-from perfmodel.graph.llm_build import LlmWorkload
-from perfmodel.graph.loader import PhaseChoice, estimate_model
-from perfmodel.graph.parallel import Parallelism
-from perfmodel.graph.report import text_report
-from perfmodel.ops import OpError
-from perfmodel.specs import SpecError
 from perfmodel.units import format_time_s
 
 
@@ -61,6 +54,15 @@ def estimate_command(
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
     """Estimate a whole model: per-op and per-layer time, TTFT/TPOT, bottlenecks, memory."""
+    # imported here, not at the top: `perfmodel --help` and other commands start without the model code
+    from perfmodel.graph.ir import GraphError
+    from perfmodel.graph.llm_build import LlmWorkload
+    from perfmodel.graph.loader import PhaseChoice, estimate_model
+    from perfmodel.graph.parallel import Parallelism
+    from perfmodel.graph.report import text_report
+    from perfmodel.ops import OpError
+    from perfmodel.specs import SpecError
+
     if phase not in ("prefill", "decode", "both", "train"):
         _fail(f"--phase {phase!r}: expected prefill, decode, both or train")
     if attention not in ("flash", "unfused"):
@@ -104,7 +106,10 @@ def sweep_command(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Sweep hardware variants x workloads: a table, the Pareto front, stored in the database."""
+    from perfmodel.graph.ir import GraphError
     from perfmodel.graph.sweep import SweepSpec, run_sweep
+    from perfmodel.ops import OpError
+    from perfmodel.specs import SpecError
 
     try:
         spec = _sweep_spec(spec_file, hardware, model, vary, phase, batch, prompt_tokens, kv_len, samples, seed)
