@@ -17,7 +17,8 @@ from perfmodel.roofline import predict_many, predict_valid
 
 DEFAULT_THRESHOLD_PCT = 5.0
 DEFAULT_ALPHA = 0.01  # family-wise (Holm) over the groups with enough repeats
-Verdict = str  # "regression", "improvement", "expected", "within threshold", "no change", "too few repeats"
+# "regression", "improvement", "expected", "kernels changed", "within threshold", "no change", "too few repeats"
+Verdict = str
 
 
 class CompareError(ValueError):
@@ -38,6 +39,7 @@ class GroupDiff:
     kind: str
     op: dict[str, Any] | None
     kernel_names: list[str]
+    new_kernel_names: list[str]
     base_calls: int
     new_calls: int
     base_launches: int
@@ -54,6 +56,11 @@ class GroupDiff:
     @property
     def name(self) -> str:
         return self.key[1]
+
+    @property
+    def kernels_changed(self) -> bool:
+        """The library ran other kernels for the same op (an algorithm choice, e.g. cuDNN autotuning)."""
+        return set(self.kernel_names) != set(self.new_kernel_names)
 
     @property
     def ratio(self) -> float:
@@ -138,12 +145,20 @@ def _check(base: Side, new: Side, base_hw: Hardware | None, new_hw: Hardware | N
         raise CompareError(f"{empty} has no kernels or op calls to compare")
 
 
+def _candidate(g: GroupDiff, threshold_pct: float) -> bool:
+    """Beyond the threshold (after what the model expected) with the same kernels on both sides: only these
+    can fail the gate, so only these share the family-wise test (Holm)."""
+    return g.change is not None and not g.kernels_changed and abs(g.unexpected_pct) > threshold_pct
+
+
 def _verdict(g: GroupDiff, significant: bool, threshold_pct: float) -> Verdict:
     if g.change is None:
         return "too few repeats"
     ci_excludes_one = g.change.ci_low > 1.0 or g.change.ci_high < 1.0
     if not (significant and ci_excludes_one):
         return "no change"
+    if g.kernels_changed and abs(g.unexpected_pct) > threshold_pct:
+        return "kernels changed"
     if g.unexpected_pct > threshold_pct:
         return "regression"
     if g.unexpected_pct < -threshold_pct:
@@ -179,17 +194,23 @@ def diff_sides(base: Side, new: Side, base_hw: Hardware | None = None, new_hw: H
     groups: list[GroupDiff] = []
     for seed, key in enumerate(common):
         b, n = base.groups[key], new.groups[key]
-        groups.append(GroupDiff(key, b.kind, b.op, b.kernel_names, len(b.times_s), len(n.times_s), b.launches,
-                                n.launches, b.total_s, n.total_s, float(np.median(b.times_s)),
-                                float(np.median(n.times_s)), measure_change(b.times_s, n.times_s, seed)))
+        groups.append(GroupDiff(key, b.kind, b.op, b.kernel_names, n.kernel_names, len(b.times_s),
+                                len(n.times_s), b.launches, n.launches, b.total_s, n.total_s,
+                                float(np.median(b.times_s)), float(np.median(n.times_s)),
+                                measure_change(b.times_s, n.times_s, seed)))
     modelled = [g for g in groups if g.op is not None]
     ops = [g.op for g in modelled if g.op is not None]
     for g, pb, pn in zip(modelled, _predict(base_hw, ops), _predict(new_hw, ops), strict=True):
         g.base_prediction, g.new_prediction = pb, pn
-    tested = [g for g in groups if g.change is not None]
-    significant = holm_reject([g.change.p_value for g in tested if g.change is not None], alpha)
-    for g, sig in zip(tested, significant, strict=True):
-        g.verdict = _verdict(g, sig, threshold_pct)
+    candidates = [g for g in groups if _candidate(g, threshold_pct)]
+    switched = [g for g in groups if g.change is not None and g.kernels_changed
+                and abs(g.unexpected_pct) > threshold_pct]  # another algorithm: reported, never a regression
+    family_of = {id(g) for g in (*candidates, *switched)}
+    others = [g for g in groups if g.change is not None and id(g) not in family_of]
+    for family in (candidates, switched, others):
+        significant = holm_reject([g.change.p_value for g in family if g.change is not None], alpha)
+        for g, sig in zip(family, significant, strict=True):
+            g.verdict = _verdict(g, sig, threshold_pct)
     for g in groups:
         if g.change is None:
             g.verdict = "too few repeats"

@@ -18,7 +18,8 @@ def _num(value: float | None) -> float | None:
 def group_json(g: GroupDiff) -> dict[str, Any]:
     c = g.change
     return {
-        "kind": g.kind, "name": g.name, "op": g.op, "kernel_names": g.kernel_names, "verdict": g.verdict,
+        "kind": g.kind, "name": g.name, "op": g.op, "kernel_names": g.kernel_names,
+        "new_kernel_names": g.new_kernel_names, "verdict": g.verdict,
         "base_calls": g.base_calls, "new_calls": g.new_calls, "base_launches": g.base_launches,
         "new_launches": g.new_launches, "base_total_s": g.base_total_s, "new_total_s": g.new_total_s,
         "base_median_s": g.base_median_s, "new_median_s": g.new_median_s, "ratio": _num(g.ratio),

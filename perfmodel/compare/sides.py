@@ -23,7 +23,7 @@ GroupKey = tuple[str, str, str]  # ("op", op name, op JSON) or ("kernel", normal
 _STEP = re.compile(r"^ProfilerStep#\d+$")
 _PREFIX = "autograd::engine::evaluate_function: "
 _NUMBER = re.compile(r"#\d+")
-MAX_NAMES = 4  # kernel names kept per group
+MAX_NAMES = 16  # kernel names kept per group
 
 
 @dataclass
