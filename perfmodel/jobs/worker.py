@@ -35,12 +35,18 @@ class WorkerProcess:
 
     def send(self, job_id: int) -> None:
         """Hand ``job_id`` (claimed: running) to the worker, starting one if none is alive."""
-        if not self.running:
-            self.stop()
-            self._start()
-        assert self._child is not None and self._child.stdin is not None
-        self._child.stdin.write(json.dumps({"job_id": job_id}).encode() + b"\n")
-        self._child.stdin.flush()
+        message = json.dumps({"job_id": job_id}).encode() + b"\n"
+        for _attempt in range(2):
+            if not self.running:
+                self.stop()
+                self._start()
+            assert self._child is not None and self._child.stdin is not None
+            try:
+                self._child.stdin.write(message)
+                self._child.stdin.flush()
+                break
+            except BrokenPipeError:  # it was just retiring (MAX_JOBS, memory): start another
+                self._child.wait()
         self.last_used_s = time.monotonic()
 
     def wait_done(self, timeout_s: float) -> bool | None:
