@@ -1,6 +1,7 @@
 """A calibration fitted on the runs stored in the database, stored as a new version (never overwriting one).
 
-Serves ``POST /api/v1/calibrations`` and ``perfmodel calibrate``; ``format_calibration_report`` prints a
+Serves ``POST /api/v1/calibrations`` (a job: ``perfmodel.jobs`` runs ``fit_selected`` in a worker process and
+stores its result with the job's success) and ``perfmodel calibrate``; ``format_calibration_report`` prints a
 fit's report as a table (per class: runs, where its parameters came from, error before and after, k-fold CV).
 """
 
