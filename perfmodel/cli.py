@@ -10,17 +10,15 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from perfmodel import __version__
-from perfmodel.cost import Cost
 from perfmodel.graph.cli import estimate_command, sweep_command
-from perfmodel.hardware import Hardware
-from perfmodel.ops import OpError, make_op
-from perfmodel.roofline import predict_many
-from perfmodel.search.engine import search
-from perfmodel.specs import SpecError, library, load_hardware, parse_spec, schema_text
 from perfmodel.units import format_bytes, format_rate, format_time_s
 
+# The model code (numpy, pydantic, scipy) is imported inside the commands that use it, so `perfmodel --help`
+# starts in well under 0.3 s (benchmarks/cli_start.py).
 if TYPE_CHECKING:
     from perfmodel.calibration import Calibration
+    from perfmodel.cost import Cost
+    from perfmodel.hardware import Hardware
 
 app = typer.Typer(help="Roofline performance model for deep-learning operators.", no_args_is_help=True,
                   add_completion=False)
@@ -63,6 +61,8 @@ def hardware_list(
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """List the bundled devices."""
+    from perfmodel.specs import library
+
     devices = [h for h in library().values()
                if (vendor is None or h.vendor == vendor) and (kind is None or h.kind == kind)]
     devices.sort(key=lambda h: h.id)
@@ -94,6 +94,8 @@ def _matrix_dtypes(h: Any) -> list[Any]:
 @hardware_app.command("show")
 def hardware_show(hardware_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
     """Show one device with the source of every number."""
+    from perfmodel.specs import load_hardware
+
     try:
         h = load_hardware(hardware_id)
     except KeyError as exc:
@@ -125,6 +127,8 @@ def hardware_show(hardware_id: str, as_json: bool = typer.Option(False, "--json"
 @hardware_app.command("schema")
 def hardware_schema() -> None:
     """Print the JSON Schema of a spec file."""
+    from perfmodel.specs import schema_text
+
     typer.echo(schema_text(), nl=False)
 
 
@@ -159,6 +163,10 @@ def predict_command(
     calibration: str = typer.Option(None, help="a stored calibration id, or 'latest' (perfmodel measure makes one)"),
 ) -> None:
     """Predict one op, e.g. `perfmodel predict nvidia-h100-sxm5-80gb matmul m=4096 n=4096 k=4096 dtype=bf16`."""
+    from perfmodel.ops import OpError, make_op
+    from perfmodel.roofline import predict_many
+    from perfmodel.specs import SpecError
+
     op = {"kind": kind, **parse_assignments(fields or [])}
     if timing not in ("kernel", "host"):
         _fail("--timing is kernel or host")
@@ -193,6 +201,10 @@ def search_command(
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """Search the schedule space: `perfmodel search nvidia-h100-sxm5-80gb matmul m=8192 n=8192 k=8192 dtype=bf16`."""
+    from perfmodel.ops import OpError, make_op
+    from perfmodel.search.engine import search
+    from perfmodel.specs import SpecError
+
     op = {"kind": kind, **parse_assignments(fields or [])}
     try:
         result = search(hardware_id, make_op(op), top_k=top_k, budget=budget, seed=seed)
@@ -234,6 +246,9 @@ DEMO_HARDWARE = ["nvidia-a100-sxm4-80gb", "nvidia-h100-sxm5-80gb", "amd-mi300x",
 @app.command("demo")
 def demo() -> None:
     """A small table: five ops on four devices, to see the model at work."""
+    from perfmodel.roofline import predict_many
+    from perfmodel.specs import library
+
     known = set(library())
     devices = [h for h in DEMO_HARDWARE if h in known]
     labels = ["matmul 8192³", "matmul m=16 (decode)", "attention 4k causal GQA", "rmsnorm 16k×8k",
@@ -268,6 +283,8 @@ def serve(
 
 def resolve_hardware(hardware_id: str) -> Hardware:
     """A bundled device, else a custom one stored in the service's database (e.g. ``host``)."""
+    from perfmodel.specs import load_hardware, parse_spec
+
     try:
         return load_hardware(hardware_id)
     except KeyError:

@@ -1,0 +1,77 @@
+"""How fast the ``perfmodel`` command starts: wall time of ``--help``, ``hardware list`` and ``predict`` (median
+of N runs, each a fresh interpreter), as a ratio to ``python -c pass`` timed in the same run (so a busy machine
+inflates both), and the slowest top-level imports of each (``python -X importtime``).
+
+    .venv/bin/python benchmarks/cli_start.py [--runs 5] [--root /tmp/pm-base]
+
+``--root`` times another checkout (e.g. the starting commit) with the same interpreter. The target (issue 25) is
+≤ 0.3 s on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+COMMANDS = {
+    "--help": ["--help"],
+    "hardware list": ["hardware", "list"],
+    "predict": ["predict", "nvidia-h100-sxm5-80gb", "matmul", "m=4096", "n=4096", "k=4096", "dtype=bf16"],
+}
+HEAVY = ("numpy", "scipy", "pydantic", "yaml", "sqlalchemy", "fastapi", "plotly", "torch", "dask", "rich")
+ENTRY = "import sys; from perfmodel.cli import main; sys.argv[0] = 'perfmodel'; main()"
+
+
+def wall_s(argv: list[str], env: dict[str, str], cwd: Path, runs: int) -> float:
+    """Median wall time [s] of ``argv`` over ``runs`` fresh processes."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def imports(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, list[tuple[float, str]], list[str]]:
+    """(all imports [s], the 5 slowest top-level modules [(s, name)], the heavy libraries loaded)."""
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", ENTRY, *args], env=env, cwd=cwd,
+                         capture_output=True, text=True, check=True).stderr
+    top: list[tuple[float, str]] = []
+    loaded: set[str] = set()
+    for line in out.splitlines():
+        if not line.startswith("import time:") or "|" not in line or "cumulative" in line:
+            continue
+        _, cumulative_us, name = line.split("|")
+        module = name.strip()
+        loaded.add(module.split(".")[0])
+        if not name.startswith("  "):  # imported by the program itself, not by another module
+            top.append((int(cumulative_us) / 1e6, module))
+    return sum(s for s, _ in top), sorted(top, reverse=True)[:5], [m for m in HEAVY if m in loaded]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5, help="processes per command (median)")
+    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1],
+                        help="the checkout to time")
+    args = parser.parse_args()
+    root = args.root.resolve()
+    env = {**os.environ, "PYTHONPATH": str(root), "PERFMODEL_DATA_DIR": str(root / "var")}
+    base_s = wall_s([sys.executable, "-c", "pass"], env, root, args.runs)
+    print(f"checkout {root}; python -c pass: {base_s * 1e3:.0f} ms (median of {args.runs})")
+    print(f"{'command':<15} {'wall':>9} {'x pass':>7} {'imports':>9}  heavy libraries loaded; slowest imports")
+    for label, argv in COMMANDS.items():
+        t_s = wall_s([sys.executable, "-c", ENTRY, *argv], env, root, args.runs)
+        import_s, top, heavy = imports(argv, env, root)
+        slowest = ", ".join(f"{name} {s * 1e3:.0f} ms" for s, name in top[:3])
+        print(f"{label:<15} {t_s * 1e3:>6.0f} ms {t_s / base_s:>6.1f}x {import_s * 1e3:>6.0f} ms  "
+              f"{' '.join(heavy) or '-'}; {slowest}")
+
+
+if __name__ == "__main__":
+    main()
