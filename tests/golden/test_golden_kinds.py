@@ -213,6 +213,7 @@ def test_nchw_convolutions_on_nvidia_tensor_cores_convert_to_nhwc_first(hardware
     elem = 2 if dtype == "fp16" else 4
     converted = 2 * elem * (8 * 64 * 56 * 56 + 64 * 64 * 9)
     hw = perfmodel.load_hardware(hardware)
+    assert hw.dram.bandwidth_bytes_per_s is not None
     if converts:
         assert nchw.time_s - nhwc.time_s == pytest.approx(converted / hw.dram.bandwidth_bytes_per_s, rel=1e-9)
         assert nchw.bytes_by_level[hw.dram.name] - nhwc.bytes_by_level[hw.dram.name] == pytest.approx(converted)
