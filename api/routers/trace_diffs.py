@@ -1,0 +1,123 @@
+"""POST /trace-diffs: two stored traces compared op by op (``perfmodel.compare``), the CI gate's answer as
+JSON. Not GET /comparisons, which is predicted vs measured of stored runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, HTTPException
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.deps import get_state, require_read
+from api.state import AppState, UnknownHardware
+from perfmodel.compare import CompareError, diff_sides
+from perfmodel.compare.load import stored_side
+from perfmodel.compare.report import diff_json
+
+router = APIRouter(tags=["trace diffs"], dependencies=[Depends(require_read)])
+
+
+class TraceDiffIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    base_trace: int = Field(ge=1, description="the baseline: a stored trace upload id (GET /api/v1/traces)")
+    new_trace: int = Field(ge=1, description="the trace to check against it")
+    threshold_pct: float = Field(5.0, ge=0, le=1e6, description="a regression is a significant slowdown beyond it")
+    alpha: float = Field(0.01, gt=0, lt=1, description="family-wise significance level (Holm)")
+    top: int | None = Field(None, ge=1, le=100_000, description="at most this many groups and unmatched rows")
+
+
+class GroupOut(BaseModel):
+    kind: str
+    name: str
+    op: dict[str, Any] | None
+    kernel_names: list[str]
+    new_kernel_names: list[str]
+    verdict: str = Field(description="regression, improvement, expected, kernels changed, within threshold, "
+                                     "no change or too few repeats")
+    base_calls: int
+    new_calls: int
+    base_launches: int
+    new_launches: int
+    base_total_s: float
+    new_total_s: float
+    base_median_s: float
+    new_median_s: float
+    ratio: float | None = Field(description="new / base median per call")
+    change_pct: float | None
+    ci_low: float | None = Field(description="95% bootstrap CI of the ratio of medians")
+    ci_high: float | None
+    p_mann_whitney: float | None
+    p_paired: float | None = Field(description="Wilcoxon signed-rank, calls paired in order (equal counts)")
+    base_bound: str | None
+    new_bound: str | None
+    base_predicted_s: float | None
+    new_predicted_s: float | None
+    base_headroom: float | None = Field(description="predicted / measured median: 1 = at the roofline")
+    new_headroom: float | None
+    expected_ratio: float | None = Field(description="the model's new / base ratio (device or shape change)")
+    unexpected_pct: float | None = Field(description="the change beyond what the model expected")
+
+
+class OnlyOut(BaseModel):
+    kind: str
+    name: str
+    op: dict[str, Any] | None
+    calls: int
+    total_s: float
+
+
+class TotalOut(BaseModel):
+    name: str
+    base_s: float
+    new_s: float
+    change_s: float
+
+
+class TraceDiffOut(BaseModel):
+    base: str
+    new: str
+    format: str
+    base_device: str | None
+    new_device: str | None
+    base_hardware: str | None
+    new_hardware: str | None
+    threshold_pct: float
+    alpha: float
+    base_total_s: float
+    new_total_s: float
+    verdicts: dict[str, int]
+    regressions: int
+    groups: list[GroupOut]
+    only_base: list[OnlyOut]
+    only_new: list[OnlyOut]
+    kinds: list[TotalOut] = Field(description="device time by op kind")
+    layers: list[TotalOut] = Field(description="device time by the layer / module the trace names")
+    warnings: list[str]
+
+
+def trace_diff(state: AppState, body: TraceDiffIn) -> dict[str, Any]:
+    """What POST /trace-diffs answers (the dashboard calls it directly)."""
+    try:
+        base, base_hw_id = stored_side(state.store, body.base_trace)
+        new, new_hw_id = stored_side(state.store, body.new_trace)
+    except CompareError as exc:
+        raise HTTPException(404 if "no stored trace" in str(exc) else 422, str(exc)) from None
+    try:
+        base_hw, _ = state.hardware(base_hw_id)
+        new_hw, _ = state.hardware(new_hw_id)
+    except UnknownHardware as exc:
+        raise HTTPException(422, f"the trace's hardware {exc.args[0]!r} is no longer known") from None
+    try:
+        result = diff_sides(base, new, base_hw, new_hw, body.threshold_pct, body.alpha)
+    except CompareError as exc:
+        raise HTTPException(422, str(exc)) from None
+    return diff_json(result, body.top)
+
+
+@router.post("/trace-diffs", response_model=TraceDiffOut)
+def post_trace_diff(body: TraceDiffIn, state: AppState = Depends(get_state)) -> dict[str, Any]:
+    """Compare two stored traces op by op: per (name, op, shape) the change, its significance (Mann-Whitney U,
+    paired Wilcoxon, bootstrap CI), each side's roofs and the change the model expected; unmatched groups;
+    totals by op kind. 404 for an unknown trace, 422 for two that cannot be compared."""
+    return trace_diff(state, body)
