@@ -29,7 +29,7 @@ import numpy as np
 
 from perfmodel.calibration import curve, shape
 from perfmodel.calibration.fit import abs_pct, cv_subset, fold_ids, held_out_loss
-from perfmodel.calibration.trees import TreeEnsemble, fit_trees
+from perfmodel.calibration.trees import TreeEnsemble, fit_trees, held_out_predict
 from perfmodel.ops.base import FloatArray, IntArray, Op
 
 WEIGHT = 0.5  # share of the trees in the log-time average
@@ -161,8 +161,8 @@ def fit_residual_trees(f: curve.Features, model_s: FloatArray, ops: Sequence[Op]
         test = fold == j
         if test.all() or not test.any():
             continue
-        trees_cv[test] = target[test] - fit_trees(x[~test], target[~test], seed=seed,
-                                                  progress=step(j)).predict(x[test])
+        trees_cv[test] = target[test] - held_out_predict(x[~test], target[~test], x[test], seed=seed,
+                                                         progress=step(j))
     scored = np.isfinite(without_cv)
     both = (1.0 - WEIGHT) * without_cv + WEIGHT * trees_cv
     without_loss, both_loss = held_out_loss(without_cv[scored]), held_out_loss(both[scored])

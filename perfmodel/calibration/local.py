@@ -36,7 +36,7 @@ SHRINKS = (0.3, 1.0, 3.0, 10.0)  # λ, in runs
 SHAPE_SCALES = (0.0, 0.1, 0.3, 1.0)  # s: decades per unit of a shape number (0: size alone)
 MIN_OPS = MIN_RAMP_SHAPES  # distinct ops a class needs, as for the ramp: fewer, and the choice of (h, λ, s) is noise
 MARGIN = 0.95  # the held-out loss must drop by 5 % for a class to keep its correction
-MAX_POINTS = 3000  # distinct ops kept per class (memory of the fit: a few MAX_POINTS^2 float arrays, ~72 MB each)
+MAX_POINTS = 2500  # distinct ops kept per class (memory of the fit: a few MAX_POINTS^2 float arrays, 50 MB each)
 CHUNK_ROWS = 2048  # rows per block of the distance matrix when applying (memory: CHUNK_ROWS x points)
 
 

@@ -70,7 +70,8 @@ def _gemms(seed: int, count: int) -> list[dict[str, Any]]:
 def _measured(ops: list[dict[str, Any]]) -> np.ndarray:
     """The model's time, 1.8x where N = 96 (a library's odd kernel for one width, in both dtypes)."""
     model = perfmodel.predict_many(HW, ops).time_s
-    return model * np.array([1.8 if op["n"] == 96 else 1.0 for op in ops])
+    out: np.ndarray = model * np.array([1.8 if op["n"] == 96 else 1.0 for op in ops])
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +116,26 @@ def test_too_few_ops_try_no_trees() -> None:
     ops = _gemms(7, 30)
     report = fit_calibration(HW, list(zip(ops, _measured(ops).tolist(), strict=True))).report["residual_trees"]
     assert report["kept"] is False and "fewer than" in report["reason"]
+
+
+def test_lightgbm_export_predicts_as_lightgbm_in_chunks_and_after_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exported arrays give LightGBM's own predictions (nan rows included), walked in chunks or whole."""
+    import json
+
+    from perfmodel.calibration import trees as trees_module
+    from perfmodel.calibration.trees import held_out_predict
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(600, 4))
+    x[rng.random(600) < 0.3, 1] = np.nan
+    y = np.where(x[:, 0] > 0.2, 0.5, -0.1) + np.where(np.isnan(x[:, 1]), 0.3, 0.0) + 0.05 * rng.normal(size=600)
+    test = rng.normal(size=(300, 4))
+    test[rng.random(300) < 0.5, 1] = np.nan
+    test[rng.random(300) < 0.2, 2] = np.nan  # a column with no nan in training: LightGBM sends nan where 0 goes
+    ensemble = fit_trees(x, y)
+    expected = held_out_predict(x, y, test)
+    np.testing.assert_allclose(ensemble.predict(test), expected, rtol=0, atol=1e-12)
+    monkeypatch.setattr(trees_module, "PREDICT_ROWS", 7)
+    np.testing.assert_allclose(ensemble.predict(test), expected, rtol=0, atol=1e-12)
+    again = TreeEnsemble.from_json(json.loads(json.dumps(ensemble.to_json())))
+    np.testing.assert_allclose(again.predict(test), expected, rtol=0, atol=1e-12)
