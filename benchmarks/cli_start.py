@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -27,14 +28,18 @@ HEAVY = ("numpy", "scipy", "pydantic", "yaml", "sqlalchemy", "fastapi", "plotly"
 ENTRY = "import sys; from perfmodel.cli import main; sys.argv[0] = 'perfmodel'; main()"
 
 
-def wall_s(argv: list[str], env: dict[str, str], cwd: Path, runs: int) -> float:
-    """Median wall time [s] of ``argv`` over ``runs`` fresh processes."""
-    times = []
+def wall_s(argv: list[str], env: dict[str, str], cwd: Path, runs: int) -> tuple[float, float]:
+    """Median (wall time [s], CPU time [s], user + system) of ``argv`` over ``runs`` fresh processes; the CPU
+    time is what a quiet machine's wall time would be near (a busy one makes the process wait, not work more)."""
+    times, cpu = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(times), statistics.median(cpu)
 
 
 def imports(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, list[tuple[float, str]], list[str]]:
@@ -62,15 +67,16 @@ def main() -> None:
     args = parser.parse_args()
     root = args.root.resolve()
     env = {**os.environ, "PYTHONPATH": str(root), "PERFMODEL_DATA_DIR": str(root / "var")}
-    base_s = wall_s([sys.executable, "-c", "pass"], env, root, args.runs)
-    print(f"checkout {root}; python -c pass: {base_s * 1e3:.0f} ms (median of {args.runs})")
-    print(f"{'command':<15} {'wall':>9} {'x pass':>7} {'imports':>9}  heavy libraries loaded; slowest imports")
+    base_s, base_cpu_s = wall_s([sys.executable, "-c", "pass"], env, root, args.runs)
+    print(f"checkout {root}; python -c pass: {base_s * 1e3:.0f} ms wall, {base_cpu_s * 1e3:.0f} ms CPU "
+          f"(median of {args.runs}); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"{'command':<15} {'wall':>9} {'x pass':>7} {'CPU':>9} {'imports':>9}  heavy libraries; slowest imports")
     for label, argv in COMMANDS.items():
-        t_s = wall_s([sys.executable, "-c", ENTRY, *argv], env, root, args.runs)
+        t_s, cpu_s = wall_s([sys.executable, "-c", ENTRY, *argv], env, root, args.runs)
         import_s, top, heavy = imports(argv, env, root)
         slowest = ", ".join(f"{name} {s * 1e3:.0f} ms" for s, name in top[:3])
-        print(f"{label:<15} {t_s * 1e3:>6.0f} ms {t_s / base_s:>6.1f}x {import_s * 1e3:>6.0f} ms  "
-              f"{' '.join(heavy) or '-'}; {slowest}")
+        print(f"{label:<15} {t_s * 1e3:>6.0f} ms {t_s / base_s:>6.1f}x {cpu_s * 1e3:>6.0f} ms {import_s * 1e3:>6.0f} ms"
+              f"  {' '.join(heavy) or '-'}; {slowest}")
 
 
 if __name__ == "__main__":
