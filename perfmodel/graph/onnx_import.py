@@ -1,6 +1,10 @@
 """ONNX → graph: shapes from ``onnx.shape_inference``, one graph node per ONNX node (two for a
-com.microsoft ``Attention``, which includes its QKV projection). Initializers are weights: the
-first node that reads one holds its parameters. Symbolic dims bind through ``dims``.
+com.microsoft ``Attention``, which includes its QKV projection). Initializers are weights, and so are
+the float tensors of ``Constant`` nodes and of ``ConstantOfShape`` nodes whose shape is constant (the
+ONNX backend-test "light" models build every weight that way): the first node that reads one holds its
+parameters, and the constant-producing node itself is free (folded before the first run). Symbolic dims
+bind through ``dims``. A node whose handler cannot build a valid op (an unresolvable shape, sizes the op
+rejects) becomes an ``unsupported`` node with a bytes-bound fallback and the reason, never an abort.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import onnx
-from onnx import helper, numpy_helper, shape_inference
+from onnx import shape_inference
 
 from perfmodel.dtypes import parse_dtype
 from perfmodel.graph.ir import Graph, GraphError, Node
@@ -25,68 +29,11 @@ from perfmodel.graph.mapping import (
     storage,
     view,
 )
+from perfmodel.graph.onnx_ctx import INDEX_TYPES, ONNX_DTYPES, Ctx, Info, attrs, dtype_of
+from perfmodel.graph.onnx_vision import VISION_HANDLERS
+from perfmodel.ops import OpError, make_op
 
-ONNX_DTYPES = {"FLOAT": "fp32", "FLOAT16": "fp16", "BFLOAT16": "bf16", "DOUBLE": "fp64", "INT8": "int8",
-               "UINT8": "int8", "INT16": "int32", "UINT16": "int32", "INT32": "int32", "UINT32": "int32",
-               "INT64": "int64", "UINT64": "int64", "BOOL": "bool", "FLOAT8E4M3FN": "fp8_e4m3",
-               "FLOAT8E4M3FNUZ": "fp8_e4m3", "FLOAT8E5M2": "fp8_e5m2", "FLOAT8E5M2FNUZ": "fp8_e5m2",
-               "INT4": "int4", "UINT4": "int4"}
-_INDEX_TYPES = (onnx.TensorProto.INT64, onnx.TensorProto.INT32)  # shape constants and indices, not weights
-Shape = tuple[int, ...]
-Info = tuple[Shape, str]
-
-
-class _Ctx:
-    """Tensor shapes/dtypes, initializer values, and which initializers are already charged."""
-
-    def __init__(self, model: onnx.ModelProto, dims: dict[str, int]) -> None:
-        g = model.graph
-        self.dims = dims
-        self.info: dict[str, Info] = {}
-        self.init = {t.name: t for t in g.initializer}
-        self.charged: set[str] = set()
-        for vi in [*g.input, *g.value_info, *g.output]:
-            parsed = self._value_info(vi)
-            if parsed is not None:
-                self.info[vi.name] = parsed
-        for t in g.initializer:
-            self.info[t.name] = (tuple(int(d) for d in t.dims), _dtype(t.data_type, t.name))
-
-    def _value_info(self, vi: onnx.ValueInfoProto) -> Info | None:
-        tt = vi.type.tensor_type
-        if not tt.HasField("shape"):
-            return None
-        shape = []
-        for d in tt.shape.dim:
-            if d.HasField("dim_value"):
-                shape.append(int(d.dim_value))
-            elif d.dim_param in self.dims:
-                shape.append(int(self.dims[d.dim_param]))
-            else:
-                return None  # unresolved here; a node that needs it names it
-        return tuple(shape), _dtype(tt.elem_type, vi.name)
-
-    def get(self, name: str, node: str) -> Info:
-        if name not in self.info:
-            raise GraphError(node, f"shape or dtype of tensor {name!r} is unknown (shape inference could not "
-                                   "resolve it; bind symbolic dims with dims={'name': size} / --dim name=size)")
-        return self.info[name]
-
-    def ints(self, name: str) -> list[int] | None:
-        t = self.init.get(name)
-        return [int(v) for v in numpy_helper.to_array(t).reshape(-1)] if t is not None else None
-
-
-def _dtype(code: int, where: str) -> str:
-    name = onnx.TensorProto.DataType.Name(code)
-    if name not in ONNX_DTYPES:
-        raise GraphError(where, f"ONNX dtype {name} is not supported; known: {', '.join(ONNX_DTYPES)}")
-    return ONNX_DTYPES[name]
-
-
-def _attrs(node: onnx.NodeProto) -> dict[str, Any]:
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
-
+__all__ = ["ONNX_DTYPES", "import_onnx"]
 
 def import_onnx(source: str | Path | bytes | onnx.ModelProto, dims: dict[str, int] | None = None,
                 name: str | None = None) -> Graph:
@@ -102,7 +49,7 @@ def import_onnx(source: str | Path | bytes | onnx.ModelProto, dims: dict[str, in
         model = shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
     except Exception as exc:  # onnx raises its own InferenceError / ValidationError types
         raise GraphError("<model>", f"ONNX shape inference failed: {exc}") from exc
-    ctx = _Ctx(model, dims or {})
+    ctx = Ctx(model, dims or {})
     graph = Graph(name=name or model.graph.name or "onnx")
     for index, node in enumerate(model.graph.node):
         label = node.name or f"{node.op_type}_{index}"
@@ -114,17 +61,26 @@ def import_onnx(source: str | Path | bytes | onnx.ModelProto, dims: dict[str, in
     return graph
 
 
-def _map(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[Node]:
+def _map(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[Node]:
     """Graph nodes for one ONNX node (covered, view, or unsupported with a fallback)."""
     ins = [x for x in node.input if x]
     outs = [x for x in node.output if x]
     op_type = node.op_type
-    params, wbytes = _charge(ctx, ins)
+    params, wbytes = _charge(ctx, ins, buffers=ins[3:5] if op_type == "BatchNormalization" else [])
     base: dict[str, Any] = {"inputs": ins, "outputs": outs, "layer": layer_of(label), "source_op": op_type,
             "params": params, "weight_bytes": wbytes}
+    if outs and all(o in ctx.folded for o in outs):  # Constant / ConstantOfShape: folded, no kernel
+        shape, dtype = ctx.info.get(outs[0], ((1,), "fp32"))
+        return [Node(name=label, op=view(shape, dtype), **base)]
     handler = HANDLERS.get(op_type)
     if handler is not None:
-        ops = handler(ctx, node, label)
+        try:
+            ops = handler(ctx, node, label)
+            for built in ops:
+                make_op(built)  # sizes the op rejects fall back here, naming the node and field
+        except (GraphError, OpError, KeyError, IndexError) as exc:
+            return [_fallback_node(ctx, ins, outs, label, f"ONNX op {op_type} could not be costed by its "
+                                   f"model ({exc}); bounded by its bytes over DRAM bandwidth", base)]
         if len(ops) == 1:
             return [Node(name=label, op=ops[0], **base)]
         return [Node(name=f"{label}/{k}", op=op, **{**base, "params": params if k == 0 else 0,
@@ -133,6 +89,9 @@ def _map(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[Node]:
     if op_type.lower() in VIEWS:
         shape, dtype = ctx.get(outs[0], label) if outs and outs[0] in ctx.info else ((1,), "fp32")
         return [Node(name=label, op=view(shape, dtype), **base)]
+    unknown = [i for i in ins if i not in ctx.info]
+    if unknown:
+        return [_fallback_node(ctx, ins, outs, label, str(GraphError(label, ctx.missing(unknown[0]))), base)]
     in_info = [ctx.get(i, label) for i in ins]
     out_info = [ctx.info[o] for o in outs if o in ctx.info]
     if out_info and len(out_info) == len(outs):
@@ -142,15 +101,24 @@ def _map(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[Node]:
             return [Node(name=label, op=op, **base)]
     reason = (f"ONNX op {op_type} ({node.domain or 'ai.onnx'}) has no cost model; "
               "bounded by its bytes over DRAM bandwidth")
+    return [_fallback_node(ctx, ins, outs, label, reason, base)]
+
+
+def _fallback_node(ctx: Ctx, ins: list[str], outs: list[str], label: str, reason: str,
+                   base: dict[str, Any]) -> Node:
+    """An unsupported node: a zero-FLOP stream over the tensors whose shapes are known."""
+    in_info = [ctx.info[i] for i in ins if i in ctx.info]
+    out_info = [ctx.info[o] for o in outs if o in ctx.info]
+    if not in_info and not out_info:  # listed, with a one-element stream: its time is not bounded
+        return Node(name=label, op=None, unsupported=f"{reason} (no input or output shape is known: its time "
+                    "is not bounded)", fallback=fallback([(1,)], [(1,)], "fp32"), **base)
     if len(out_info) < len(outs):
-        if not in_info:
-            raise GraphError(label, f"{op_type}: neither input nor output shapes are known")
         largest = max(in_info, key=lambda i: numel(i[0]))
         out_info = [*out_info, *[largest] * (len(outs) - len(out_info))]
         reason += " (output shape unknown: assumed the size of its largest input)"
     dtype = (out_info or in_info)[0][1]
-    return [Node(name=label, op=None, unsupported=reason,
-                 fallback=fallback([s for s, _ in in_info], [s for s, _ in out_info], dtype), **base)]
+    return Node(name=label, op=None, unsupported=reason,
+                fallback=fallback([s for s, _ in in_info], [s for s, _ in out_info], dtype), **base)
 
 
 def _wider(infos: list[Info], default: str) -> str:
@@ -158,21 +126,27 @@ def _wider(infos: list[Info], default: str) -> str:
     return max(floats, key=lambda d: parse_dtype(d).bytes) if floats else default
 
 
-def _charge(ctx: _Ctx, ins: list[str]) -> tuple[int, float]:
+def _charge(ctx: Ctx, ins: list[str], buffers: list[str]) -> tuple[int, float]:
+    """Parameters and weight bytes of the constant inputs not yet charged (``buffers``, a BatchNorm's running
+    mean and variance, are stored bytes but not parameters)."""
     params, size = 0, 0.0
     for name in ins:
         t = ctx.init.get(name)
-        if t is not None and name not in ctx.charged and len(t.dims) >= 1 and t.data_type not in _INDEX_TYPES:
+        made = (tuple(int(d) for d in t.dims), t.data_type) if t is not None else ctx.made.get(name)
+        if made is None or name in ctx.charged:
+            continue
+        shape, code = made
+        if len(shape) >= 1 and code not in INDEX_TYPES and code != onnx.TensorProto.BOOL:
             ctx.charged.add(name)
-            n = numel(tuple(int(d) for d in t.dims))
-            params += n
-            size += n * parse_dtype(storage(_dtype(t.data_type, name))).bytes
+            n = numel(shape)
+            params += 0 if name in buffers else n
+            size += n * parse_dtype(storage(dtype_of(code, name))).bytes
     return params, size
 
 
 # --- handlers: each returns the op dicts of one ONNX node -------------------------------------
 
-def _matmul(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+def _matmul(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
     (a, da), (b, _) = ctx.get(node.input[0], label), ctx.get(node.input[1], label)
     if len(a) < 1 or len(b) < 2:
         raise GraphError(label, f"MatMul of shapes {list(a)} x {list(b)}: need a matrix operand B")
@@ -188,8 +162,8 @@ def _matmul(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]
     return [op]
 
 
-def _gemm(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
-    at = _attrs(node)
+def _gemm(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    at = attrs(node)
     (a, da), (b, _) = ctx.get(node.input[0], label), ctx.get(node.input[1], label)
     m, k = (a[1], a[0]) if at.get("transA") else (a[0], a[1])
     n = b[0] if at.get("transB") else b[1]
@@ -197,58 +171,43 @@ def _gemm(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
              "transpose_a": bool(at.get("transA")), "transpose_b": bool(at.get("transB"))}]
 
 
-def _conv(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
-    at = _attrs(node)
-    (x, dx), (w, _) = ctx.get(node.input[0], label), ctx.get(node.input[1], label)
-    if len(x) not in (3, 4):
-        raise GraphError(label, f"Conv of rank {len(x)}: only 1-D and 2-D convolutions are modelled")
-    if len(x) == 3:
-        x, w = (x[0], x[1], 1, x[2]), (w[0], w[1], 1, w[2])
-    strides, pads, dil = at.get("strides", [1, 1]), at.get("pads", [0, 0, 0, 0]), at.get("dilations", [1, 1])
-    return [{"kind": "conv2d", "batch": x[0], "in_channels": x[1], "out_channels": w[0], "height": x[2],
-             "width": x[3], "kernel_h": w[2], "kernel_w": w[3], "dtype": dx, "stride": int(strides[0]),
-             "stride_w": int(strides[-1]), "padding": int(pads[0]), "padding_w": int(pads[len(pads) // 2 - 1]),
-             "dilation": int(dil[0]), "dilation_w": int(dil[-1]), "groups": int(at.get("group", 1)),
-             "bias": len(node.input) > 2 and bool(node.input[2])}]
-
-
-def _norm(kind: str) -> Callable[[_Ctx, onnx.NodeProto, str], list[dict[str, Any]]]:
-    def handler(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+def _norm(kind: str) -> Callable[[Ctx, onnx.NodeProto, str], list[dict[str, Any]]]:
+    def handler(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
         x, dx = ctx.get(node.input[0], label)
-        return [{"kind": kind, "shape": as_2d(x, int(_attrs(node).get("axis", -1))), "dtype": dx}]
+        return [{"kind": kind, "shape": as_2d(x, int(attrs(node).get("axis", -1))), "dtype": dx}]
     return handler
 
 
-def _batchnorm(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+def _batchnorm(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
     x, dx = ctx.get(node.input[0], label)
     return [{"kind": "batchnorm", "shape": [x[0], *x[2:], x[1]] if len(x) > 1 else list(x), "dtype": dx}]
 
 
-def _softmax(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+def _softmax(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
     x, dx = ctx.get(node.input[0], label)
-    axis = int(_attrs(node).get("axis", -1)) % max(len(x), 1)
+    axis = int(attrs(node).get("axis", -1)) % max(len(x), 1)
     return [{"kind": "softmax", "shape": [max(numel(x[:axis]) * numel(x[axis + 1:]), 1), x[axis] if x else 1],
              "dtype": dx}]
 
 
-def _reduce(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+def _reduce(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
     x, dx = ctx.get(node.input[0], label)
-    at = _attrs(node)
+    at = attrs(node)
     axes = at.get("axes") or (ctx.ints(node.input[1]) if len(node.input) > 1 and node.input[1] else None)
     axes = [int(a) % len(x) for a in axes] if axes else list(range(len(x)))
     kind = {"ReduceMax": "max", "ReduceMin": "min", "ReduceMean": "mean"}.get(node.op_type, "sum")
     return [{"kind": "reduce", "shape": list(x) or [1], "axes": axes or [0], "dtype": dx, "op": kind}]
 
 
-def _transpose(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+def _transpose(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
     x, dx = ctx.get(node.input[0], label)
-    perm = _attrs(node).get("perm") or list(reversed(range(len(x))))
+    perm = attrs(node).get("perm") or list(reversed(range(len(x))))
     return [{"kind": "transpose", "shape": list(x), "perm": [int(p) for p in perm], "dtype": storage(dx)}]
 
 
-def _gather(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+def _gather(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
     (data, dd), (idx, di) = ctx.get(node.input[0], label), ctx.get(node.input[1], label)
-    if int(_attrs(node).get("axis", 0)) % max(len(data), 1) != 0:
+    if int(attrs(node).get("axis", 0)) % max(len(data), 1) != 0:
         return [fallback([data, idx], [ctx.get(node.output[0], label)[0]], dd)]
     table = [data[0], numel(data[1:])] if data else [1, 1]
     kind = "embedding" if node.input[0] in ctx.init and len(data) == 2 else "gather"
@@ -256,20 +215,20 @@ def _gather(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]
              "index_dtype": di if di in ("int32", "int64") else "int64"}]
 
 
-def _scatter(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+def _scatter(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
     (data, dd), (upd, _) = ctx.get(node.input[0], label), ctx.get(node.input[-1], label)
     row = numel(data[1:]) if len(data) > 1 else 1
-    reduction = _attrs(node).get("reduction", b"none")
+    reduction = attrs(node).get("reduction", b"none")
     reduction = reduction.decode() if isinstance(reduction, bytes) else str(reduction)
     return [{"kind": "scatter", "table_shape": [data[0] if data else 1, row], "dtype": storage(dd),
              "num_indices": max(numel(upd) // max(row, 1), 1), "reduce": "add" if reduction == "add" else "none"}]
 
 
-def _quant(kind: str) -> Callable[[_Ctx, onnx.NodeProto, str], list[dict[str, Any]]]:
-    def handler(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+def _quant(kind: str) -> Callable[[Ctx, onnx.NodeProto, str], list[dict[str, Any]]]:
+    def handler(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
         (x, dx), (scale, ds) = ctx.get(node.input[0], label), ctx.get(node.input[1], label)
         _, dy = ctx.get(node.output[0], label)
-        block = int(_attrs(node).get("block_size", 0))
+        block = int(attrs(node).get("block_size", 0))
         gran = "group" if block else ("tensor" if numel(scale) == 1 else "channel")
         op: dict[str, Any] = {"kind": kind, "shape": list(x) or [1], "from_dtype": dx, "to_dtype": dy,
                               "granularity": gran, "scale_dtype": ds}
@@ -279,9 +238,9 @@ def _quant(kind: str) -> Callable[[_Ctx, onnx.NodeProto, str], list[dict[str, An
     return handler
 
 
-def _attention(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+def _attention(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
     """ONNX (opset 23) ``Attention`` and com.microsoft ``MultiHeadAttention`` / ``Attention``."""
-    at = _attrs(node)
+    at = attrs(node)
     q, dq = ctx.get(node.input[0], label)
     ops: list[dict[str, Any]] = []
     if node.domain == "com.microsoft" and node.op_type == "Attention":  # input x, packed QKV weights
@@ -309,37 +268,37 @@ def _attn_op(b: int, h: int, kvh: int, sq: int, skv: int, d: int, dv: int, dtype
             "head_dim": d, "head_dim_v": dv, "dtype": dtype, "causal": causal}
 
 
-def _matmul_nbits(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+def _matmul_nbits(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
     """com.microsoft MatMulNBits: weight-only int4/int8 GEMM with block-wise scales."""
-    at = _attrs(node)
+    at = attrs(node)
     a, da = ctx.get(node.input[0], label)
     bits = int(at.get("bits", 4))
     return [{"kind": "matmul", "m": numel(a[:-1]), "k": int(at["K"]), "n": int(at["N"]), "dtype": da,
              "weight_dtype": "int4" if bits == 4 else "int8", "group_size": int(at.get("block_size", 128))}]
 
 
-def _concat(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+def _concat(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
     y, dy = ctx.get(node.output[0], label)
     op = elementwise("copy", y, dy, 1)
     assert op is not None
     return [op]
 
 
-def _split(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+def _split(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
     x, dx = ctx.get(node.input[0], label)
     op = elementwise("copy", x, dx, 1)
     assert op is not None
     return [op]
 
 
-def _fill(ctx: _Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+def _fill(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
     y, dy = ctx.get(node.output[0], label)
     return [{"kind": "elementwise", "shape": list(y) or [1], "dtype": storage(dy), "inputs": 0, "outputs": 1,
              "flops_per_element": 1.0}]
 
 
-HANDLERS: dict[str, Callable[[_Ctx, onnx.NodeProto, str], list[dict[str, Any]]]] = {
-    "MatMul": _matmul, "Gemm": _gemm, "Conv": _conv, "LayerNormalization": _norm("layernorm"),
+HANDLERS: dict[str, Callable[[Ctx, onnx.NodeProto, str], list[dict[str, Any]]]] = {
+    "MatMul": _matmul, "Gemm": _gemm, "LayerNormalization": _norm("layernorm"),
     "SimplifiedLayerNormalization": _norm("rmsnorm"), "RMSNormalization": _norm("rmsnorm"),
     "SkipSimplifiedLayerNormalization": _norm("rmsnorm"), "BatchNormalization": _batchnorm, "Softmax": _softmax,
     "ReduceSum": _reduce, "ReduceMean": _reduce, "ReduceMax": _reduce, "ReduceMin": _reduce,
@@ -348,5 +307,5 @@ HANDLERS: dict[str, Callable[[_Ctx, onnx.NodeProto, str], list[dict[str, Any]]]]
     "QuantizeLinear": _quant("quantize"), "DequantizeLinear": _quant("dequantize"),
     "Attention": _attention, "MultiHeadAttention": _attention, "MatMulNBits": _matmul_nbits,
     "Concat": _concat, "Slice": _concat, "Pad": _concat, "Tile": _concat, "Expand": _concat, "Split": _split,
-    "ConstantOfShape": _fill, "Range": _fill,
+    "ConstantOfShape": _fill, "Range": _fill, **VISION_HANDLERS,
 }

@@ -1,4 +1,7 @@
-"""2-D convolution: implicit GEMM (M = N·P·Q, N = K/g, K = C/g·R·S per group), direct when depthwise.
+"""2-D and 3-D convolution: implicit GEMM (M = N·P·Q, N = K/g, K = C/g·R·S per group), direct when depthwise.
+A 3-D convolution sets ``depth``/``kernel_d`` (and ``stride_d``, ``padding_d``, ``dilation_d``): M gains the
+output depth O and K the filter depth T (M = N·O·P·Q, K = C/g·T·R·S), x and y their depth; it runs as an
+implicit GEMM only (no Winograd or FFT form in the libraries).
 
 ``algorithm='winograd'`` (3x3, stride 1) computes F(2x2, 3x3): 16 GEMMs of
 (N·⌈P/2⌉·⌈Q/2⌉) x K x C, 2.25x fewer multiplies, plus input/output transforms on the vector
@@ -88,8 +91,20 @@ class Conv2d(Op):
     algorithm: Literal["implicit_gemm", "winograd", "winograd_nonfused", "fft", "fft_tiling"] = "implicit_gemm"
     bias: bool = False
     pass_: Pass = "forward"
+    depth: int = 1
+    kernel_d: int = 1
+    stride_d: int = 1
+    padding_d: int = 0
+    dilation_d: int = 1
 
     def __post_init__(self) -> None:
+        require_positive(self.kind, depth=self.depth, kernel_d=self.kernel_d, stride_d=self.stride_d,
+                         dilation_d=self.dilation_d)
+        require_non_negative(self.kind, padding_d=self.padding_d)
+        if self.out_d <= 0:
+            raise OpError(self.kind, "kernel_d", f"kernel deeper than the padded input: output depth {self.out_d}")
+        if (self.kernel_d > 1 or self.depth > 1) and self.algorithm != "implicit_gemm":
+            raise OpError(self.kind, "algorithm", "a 3-D convolution runs as an implicit GEMM only")
         require_positive(self.kind, batch=self.batch, in_channels=self.in_channels,
                          out_channels=self.out_channels, height=self.height, width=self.width,
                          kernel_h=self.kernel_h, kernel_w=self.kernel_w, stride=self.stride,
@@ -123,6 +138,10 @@ class Conv2d(Op):
                           f"would be {self.out_h}x{self.out_w}")
 
     @property
+    def out_d(self) -> int:
+        return (self.depth + 2 * self.padding_d - self.dilation_d * (self.kernel_d - 1) - 1) // self.stride_d + 1
+
+    @property
     def out_h(self) -> int:
         return (self.height + 2 * self.padding - self.dilation * (self.kernel_h - 1) - 1) // self.stride + 1
 
@@ -141,14 +160,24 @@ class Conv2d(Op):
         return self.groups > 1 and self.in_channels == self.groups
 
     def loop_dims(self) -> dict[str, int]:
-        return {"n": self.batch, "k": self.out_channels, "p": self.out_h, "q": self.out_w,
+        dims = {"n": self.batch, "k": self.out_channels, "p": self.out_h, "q": self.out_w,
                 "c": self.in_channels // self.groups, "r": self.kernel_h, "s": self.kernel_w,
                 "g": self.groups}
+        if self.depth > 1 or self.kernel_d > 1:
+            dims.update(o=self.out_d, t=self.kernel_d)
+        return dims
 
     @classmethod
     def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
         nb, c, k, h, w = (column(ops, f) for f in ("batch", "in_channels", "out_channels", "height", "width"))
         r, s, g = column(ops, "kernel_h"), column(ops, "kernel_w"), column(ops, "groups")
+        # 3-D: the output depth multiplies the rows (M = N·O·P·Q), the filter depth the taps (T·R·S); x holds D
+        # planes (so its bytes and the data gradient's rows are N·D·H·W), 2-D ops have O = T = D = 1
+        depth_in = column(ops, "depth")
+        out_d = np.array([o.out_d for o in ops], dtype=np.float64)
+        nb_x = nb * depth_in  # input planes
+        nb = nb * out_d  # output planes: every 2-D formula below runs per output plane
+        r = r * column(ops, "kernel_d")
         p = np.array([o.out_h for o in ops], dtype=np.float64)
         q = np.array([o.out_w for o in ops], dtype=np.float64)
         dw = np.array([o.depthwise for o in ops])
@@ -167,14 +196,14 @@ class Conv2d(Op):
         points = np.where(nonfused, float(NONFUSED_TILE**2), 16.0)  # transformed values per tile: GEMMs
         tiles = nb * np.ceil(p / out_tile) * np.ceil(q / out_tile)
         # the data gradient (dy -> dx, stride 1: a convolution onto the H x W input) runs the same algorithm
-        tiles_dx = nb * np.ceil(h / out_tile) * np.ceil(w / out_tile)
+        tiles_dx = nb_x * np.ceil(h / out_tile) * np.ceil(w / out_tile)
         # the weight gradient (x and dy -> dw: F(3x3, 4x4) on the forward's tiles) only in the non-fused form:
         # cuDNN's fused Winograd has no weight-gradient kernel
         wino_flops = 2.0 * points * (tiles * (fwd + bwd * nonfused) + tiles_dx * bwd) * k * (c / g)
         # fused transforms: input tile 4x4 (B^T d B, ~32 adds each per channel), output 2x2 (A^T m A, ~24 adds)
         wino_vector = np.where(fused, tiles * (32.0 * c + 24.0 * k) * fwd + tiles_dx * (32.0 * k + 24.0 * c) * bwd,
                                0.0)
-        x_bytes, w_bytes, y_bytes = nb * c * h * w * elem, k * (c / g) * r * s * elem, nb * k * p * q * elem
+        x_bytes, w_bytes, y_bytes = nb_x * c * h * w * elem, k * (c / g) * r * s * elem, nb * k * p * q * elem
         x_read = x_bytes * _touched_share(ops)
         # non-fused: data, filter and output transforms each read their source and write the other side
         transforms = (x_bytes + w_bytes + y_bytes) * passes + points * elem * (
@@ -207,7 +236,7 @@ class Conv2d(Op):
             (per_pass * fwd, np.where(wino, tiles, np.where(fft, fft_images, m_gemm)), k / g,
              np.where(wino | fft, c / g, (c / g) * r * s)),
             (per_pass * bwd,
-             np.where(wino, tiles_dx, np.where(thin, m_gemm, np.where(fft, fft_images, nb * h * w))),
+             np.where(wino, tiles_dx, np.where(thin, m_gemm, np.where(fft, fft_images, nb_x * h * w))),
              np.where(thin, (c / g) * r * s, c / g), np.where(wino | thin | fft, k / g, (k / g) * r * s)),
             (np.where(dw, 0.0, np.where(nonfused, points * g, np.where(fft, complex_gemms, g)) * bwd), k / g,
              np.where(nonfused | fft, c / g, (c / g) * r * s),

@@ -1,0 +1,104 @@
+"""ONNX import context: tensor shapes/dtypes after shape inference, constant tensors (initializers and the
+outputs of ``Constant`` / constant-shaped ``ConstantOfShape`` nodes), and which weights are already charged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import onnx
+from onnx import helper, numpy_helper
+
+from perfmodel.graph.ir import GraphError
+
+ONNX_DTYPES = {"FLOAT": "fp32", "FLOAT16": "fp16", "BFLOAT16": "bf16", "DOUBLE": "fp64", "INT8": "int8",
+               "UINT8": "int8", "INT16": "int32", "UINT16": "int32", "INT32": "int32", "UINT32": "int32",
+               "INT64": "int64", "UINT64": "int64", "BOOL": "bool", "FLOAT8E4M3FN": "fp8_e4m3",
+               "FLOAT8E4M3FNUZ": "fp8_e4m3", "FLOAT8E5M2": "fp8_e5m2", "FLOAT8E5M2FNUZ": "fp8_e5m2",
+               "INT4": "int4", "UINT4": "int4"}
+INDEX_TYPES = (onnx.TensorProto.INT64, onnx.TensorProto.INT32)  # shape constants and indices, not weights
+Shape = tuple[int, ...]
+Info = tuple[Shape, str]
+
+
+class Ctx:
+    """Tensor shapes/dtypes, initializer values, and which initializers are already charged."""
+
+    def __init__(self, model: onnx.ModelProto, dims: dict[str, int]) -> None:
+        g = model.graph
+        self.dims = dims
+        self.info: dict[str, Info] = {}
+        self.init = {t.name: t for t in g.initializer}
+        self.charged: set[str] = set()
+        for vi in [*g.input, *g.value_info, *g.output]:
+            parsed = self._value_info(vi)
+            if parsed is not None:
+                self.info[vi.name] = parsed
+        for t in g.initializer:
+            self.info[t.name] = (tuple(int(d) for d in t.dims), dtype_of(t.data_type, t.name))
+        self.folded: set[str] = set()  # outputs of constant-producing nodes (free at run time)
+        self.made: dict[str, tuple[Shape, int]] = {}  # ConstantOfShape weights: shape, ONNX dtype code
+        for node in g.node:
+            self._constant(node)
+
+    def _constant(self, node: onnx.NodeProto) -> None:
+        """Record the tensor a ``Constant`` / constant-shaped ``ConstantOfShape`` node makes."""
+        if not node.output:
+            return
+        out = node.output[0]
+        if node.op_type == "Constant":
+            value = next((a for a in node.attribute if a.name == "value"), None)
+            if value is not None:
+                tensor = onnx.TensorProto()
+                tensor.CopyFrom(value.t)
+                tensor.name = out
+                self.init[out] = tensor
+                self.info.setdefault(out, (tuple(int(d) for d in tensor.dims), dtype_of(tensor.data_type, out)))
+            self.folded.add(out)
+        elif node.op_type == "ConstantOfShape" and node.input and node.input[0]:
+            shape = self.ints(node.input[0])
+            if shape is None or any(d < 0 for d in shape):
+                return  # a run-time shape: costed as a fill
+            value = next((a for a in node.attribute if a.name == "value"), None)
+            code = value.t.data_type if value is not None else onnx.TensorProto.FLOAT
+            self.made[out] = (tuple(shape), code)
+            self.info.setdefault(out, (tuple(shape), dtype_of(code, out)))
+            self.folded.add(out)
+
+    def _value_info(self, vi: onnx.ValueInfoProto) -> Info | None:
+        tt = vi.type.tensor_type
+        if not tt.HasField("shape"):
+            return None
+        shape = []
+        for d in tt.shape.dim:
+            if d.HasField("dim_value"):
+                shape.append(int(d.dim_value))
+            elif d.dim_param in self.dims:
+                shape.append(int(self.dims[d.dim_param]))
+            else:
+                return None  # unresolved here; a node that needs it names it
+        return tuple(shape), dtype_of(tt.elem_type, vi.name)
+
+    def get(self, name: str, node: str) -> Info:
+        if name not in self.info:
+            raise GraphError(node, self.missing(name))
+        return self.info[name]
+
+    @staticmethod
+    def missing(name: str) -> str:
+        return (f"shape or dtype of tensor {name!r} is unknown (shape inference could not resolve it; bind "
+                "symbolic dims with dims={'name': size} / --dim name=size)")
+
+    def ints(self, name: str) -> list[int] | None:
+        t = self.init.get(name)
+        return [int(v) for v in numpy_helper.to_array(t).reshape(-1)] if t is not None else None
+
+
+def dtype_of(code: int, where: str) -> str:
+    name = onnx.TensorProto.DataType.Name(code)
+    if name not in ONNX_DTYPES:
+        raise GraphError(where, f"ONNX dtype {name} is not supported; known: {', '.join(ONNX_DTYPES)}")
+    return ONNX_DTYPES[name]
+
+
+def attrs(node: onnx.NodeProto) -> dict[str, Any]:
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}

@@ -1,0 +1,123 @@
+"""ONNX vision ops: convolution 1-3 D and transposed, pooling, LRN, n-ary Sum/Mean, Dropout/Identity.
+Each handler returns the op dicts of one ONNX node."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import onnx
+
+from perfmodel.graph.ir import GraphError
+from perfmodel.graph.mapping import full_size_inputs, numel, storage, view
+from perfmodel.graph.onnx_ctx import Ctx, Shape, attrs
+
+
+def _conv(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    """Conv 1-3 D: a 1-D conv is a 2-D one of height 1; a 3-D one fills ``conv2d``'s depth fields."""
+    at = attrs(node)
+    (x, dx), (w, _) = ctx.get(node.input[0], label), ctx.get(node.input[1], label)
+    rank = len(x) - 2
+    if rank not in (1, 2, 3) or len(w) != len(x):
+        raise GraphError(label, f"Conv of input {list(x)} and weight {list(w)}: 1-, 2- and 3-D convolutions "
+                                "are modelled")
+    strides = [int(v) for v in at.get("strides", [1] * rank)]
+    dil = [int(v) for v in at.get("dilations", [1] * rank)]
+    pads = _pads(at, x[2:], w[2:], strides, dil, label)
+    spatial, kernel = list(x[2:]), list(w[2:])
+    if rank == 1:
+        spatial, kernel, strides, dil, pads = [1, *spatial], [1, *kernel], [1, *strides], [1, *dil], [0, *pads]
+    depth: dict[str, Any] = {}
+    if rank == 3:
+        depth = {"depth": spatial[0], "kernel_d": kernel[0], "stride_d": strides[0], "padding_d": pads[0],
+                 "dilation_d": dil[0]}
+        spatial, kernel, strides, dil, pads = spatial[1:], kernel[1:], strides[1:], dil[1:], pads[1:]
+    return [{"kind": "conv2d", "batch": x[0], "in_channels": x[1], "out_channels": w[0], "height": spatial[0],
+             "width": spatial[1], "kernel_h": kernel[0], "kernel_w": kernel[1], "dtype": dx, "stride": strides[0],
+             "stride_w": strides[1], "padding": pads[0], "padding_w": pads[1], "dilation": dil[0],
+             "dilation_w": dil[1], "groups": int(at.get("group", 1)),
+             "bias": len(node.input) > 2 and bool(node.input[2]), **depth}]
+
+
+def _pads(at: dict[str, Any], spatial: Shape, kernel: Shape, strides: list[int], dil: list[int],
+          label: str) -> list[int]:
+    """Per-dim padding (the begin side; ``auto_pad`` SAME_* resolved to the padding that gives ceil(in/stride))."""
+    auto = at.get("auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else str(auto)
+    if auto.startswith("SAME"):
+        out = []
+        for size, k, st, dl in zip(spatial, kernel, strides, dil, strict=True):
+            total = max((-(-size // st) - 1) * st + dl * (k - 1) + 1 - size, 0)
+            out.append((total + 1) // 2)
+        return out
+    pads = [int(v) for v in at.get("pads", [0] * 2 * len(spatial))]
+    if len(pads) != 2 * len(spatial):
+        raise GraphError(label, f"pads {pads}: need {2 * len(spatial)} values for {len(spatial)} spatial dims")
+    return pads[:len(spatial)]
+
+
+def _conv_transpose(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    """ConvTranspose 1-3 D as the libraries run it: x[N·spatial, C/g] x w[C/g, K/g·kernel] per group (the
+    GEMM writes the columns), then col2im scatter-adds them into y (the columns read once more)."""
+    at = attrs(node)
+    (x, dx), (w, _) = ctx.get(node.input[0], label), ctx.get(node.input[1], label)
+    if len(x) < 3 or len(w) != len(x):
+        raise GraphError(label, f"ConvTranspose of input {list(x)} and weight {list(w)}: need [N, C, spatial...]")
+    groups = int(at.get("group", 1))
+    if x[1] % groups or w[0] != x[1]:
+        raise GraphError(label, f"ConvTranspose group={groups}: weight {list(w)} does not match {x[1]} channels")
+    rows, cols = x[0] * numel(x[2:]), w[1] * numel(w[2:])
+    ops: list[dict[str, Any]] = [{"kind": "matmul", "m": rows, "n": cols, "k": x[1] // groups, "dtype": dx,
+                                  "batch": groups}]
+    col2im = {"kind": "elementwise", "shape": [groups * rows * cols], "dtype": storage(dx), "inputs": 1,
+              "outputs": 0, "flops_per_element": 1.0}
+    y, _ = ctx.get(node.output[0], label)
+    write = {"kind": "elementwise", "shape": list(y), "dtype": storage(dx), "inputs": 0, "outputs": 1,
+             "flops_per_element": 1.0 if len(node.input) > 2 and node.input[2] else 0.0}
+    return [*ops, col2im, write]
+
+
+def _pool(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    """Max/Average/Lp pooling: a windowed reduction, bytes-bound: x read once (overlapping windows hit in
+    cache), y written once, one FLOP per window element of each output."""
+    at = attrs(node)
+    (x, dx), (y, _) = ctx.get(node.input[0], label), ctx.get(node.output[0], label)
+    if len(x) < 3:
+        raise GraphError(label, f"{node.op_type} of input {list(x)}: need [N, C, spatial...]")
+    if node.op_type.startswith("Global"):
+        return [{"kind": "reduce", "shape": list(x), "axes": list(range(2, len(x))), "dtype": dx,
+                 "op": "max" if "Max" in node.op_type else "mean"}]
+    window = numel(tuple(int(k) for k in at["kernel_shape"]))
+    reads = max(1, round(numel(x) / max(numel(y), 1)))  # x's elements per output: x streamed once
+    return [{"kind": "elementwise", "shape": list(y), "dtype": storage(dx), "inputs": reads, "outputs": 1,
+             "flops_per_element": float(window)}]
+
+
+def _lrn(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    """LRN: per element a sum of squares over ``size`` channels (2 FLOPs each), scale and a pow."""
+    x, dx = ctx.get(node.input[0], label)
+    size = int(attrs(node)["size"])
+    return [{"kind": "elementwise", "shape": list(x), "dtype": storage(dx), "inputs": 1, "outputs": 1,
+             "flops_per_element": 2.0 * size + 3.0, "transcendentals_per_element": 1.0}]
+
+
+def _sum(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    """Sum / Mean / Max / Min of n tensors: elementwise, n - 1 FLOPs per output element."""
+    y, dy = ctx.get(node.output[0], label)
+    shapes = [ctx.get(i, label)[0] for i in node.input if i]
+    return [{"kind": "elementwise", "shape": list(y) or [1], "dtype": storage(dy),
+             "inputs": full_size_inputs(shapes, y), "outputs": 1,
+             "flops_per_element": float(max(len(shapes) - 1, 1))}]
+
+
+def _identity(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    """Dropout at inference (and Identity): y is x, no kernel."""
+    x, dx = ctx.get(node.input[0], label)
+    return [view(x, dx)]
+
+
+VISION_HANDLERS: dict[str, Callable[[Ctx, onnx.NodeProto, str], list[dict[str, Any]]]] = {
+    "Conv": _conv, "ConvTranspose": _conv_transpose, "MaxPool": _pool, "AveragePool": _pool, "LpPool": _pool,
+    "GlobalAveragePool": _pool, "GlobalMaxPool": _pool, "LRN": _lrn, "Sum": _sum, "Mean": _sum,
+    "Dropout": _identity, "Identity": _identity,
+}
