@@ -102,3 +102,13 @@ async def runs_page(request: Request, hardware: str = "", op_kind: str = "", sou
         calibrations, calibration_note = cached
     return render(request, "runs.html", data=built, devices=devices(state), hardware=hardware, op_kind=op_kind,
                   source=source, trace=trace, calibrations=calibrations, calibration_note=calibration_note)
+
+
+@router.get("/trace-diff", response_class=HTMLResponse)
+async def trace_diff_page(request: Request, base: str = "", new: str = "", threshold: str = "5") -> HTMLResponse:
+    """Two stored traces compared: ``web/compare_view.py``."""
+    from web import compare_view
+
+    if not can_read(request):
+        return token_page(request)
+    return await run_in_threadpool(compare_view.page, request, base, new, threshold)
