@@ -68,10 +68,10 @@ def copy_op(kernel: KernelRecord) -> Inferred | tuple[str, str]:
         return f"{kernel.category} without its byte count", "size not recorded"
     if direction == "memset" or kernel.category == "memset":
         return ({"kind": "elementwise", "shape": [size], "dtype": "int8", "inputs": 0, "outputs": 1,
-                 "flops_per_element": 0.0}, [f"memset of {size} B: one write"], "memcpy/memset", "high")
+                 "flops_per_element": 0.0}, ["memset: one write of its recorded bytes"], "memcpy/memset", "high")
     if direction == "d2d":
         return ({"kind": "reshape", "shape": [size], "new_shape": [size], "dtype": "int8", "contiguous": False},
-                [f"device-to-device memcpy of {size} B: a read and a write"], "memcpy/memset", "high")
+                ["device-to-device memcpy: a read and a write of its recorded bytes"], "memcpy/memset", "high")
     return f"memcpy of unknown direction ({kernel.name[:60]})", HOST_TRANSFER
 
 
@@ -100,7 +100,7 @@ def grid_op(kernel: KernelRecord) -> Inferred | None:
         tensors = _TENSORS.search(name)
         count = int(tensors.group(1)) if tensors else 2
         dtype = _cpp_dtype(name)
-        notes = [f"{blocks} blocks x {per_block} elements (grid x block x items per thread): an upper bound"]
+        notes = ["elementwise kernel sized by grid x block x items per thread: an upper bound"]
         if dtype is None:
             dtype = "fp32"
             notes.append("element type not in the kernel name: fp32 assumed")
@@ -125,15 +125,15 @@ def _plain_kernel(name: str, elements: int) -> Inferred | None:
     if "copy" in plain.group(1).lower():
         return ({"kind": "reshape", "shape": [elements], "new_shape": [elements], "dtype": dtype,
                  "contiguous": False},
-                [f"a copy kernel by name: one {dtype} element per thread ({elements} threads)"], "grid/block", "low")
+                [f"a copy kernel by name: one {dtype} element per thread of its grid"], "grid/block", "low")
     reads = sum(1 for m in pointers if m.group(1) or m.group(3))
     writes = len(pointers) - reads
     if reads == 0 or writes == 0:
         return None
     return ({"kind": "elementwise", "shape": [elements], "dtype": dtype, "inputs": reads, "outputs": writes,
              "flops_per_element": 1.0},
-            [f"{plain.group(1)} by name: one {dtype} element per thread ({elements} threads), {reads} const "
-             f"pointer(s) read, {writes} written"], "grid/block", "low")
+            [f"{plain.group(1)} by name: one {dtype} element per thread of its grid, const pointers read, the "
+             "others written"], "grid/block", "low")
 
 
 def _multi_tensor(name: str, depth: int, blocks: int) -> Inferred:
@@ -143,6 +143,6 @@ def _multi_tensor(name: str, depth: int, blocks: int) -> Inferred:
     elements = blocks * CHUNK_ELEMENTS
     op = {"kind": "elementwise", "shape": [elements], "dtype": dtype, "inputs": depth, "outputs": outputs,
           "flops_per_element": 2.0 * depth}
-    notes = [f"multi_tensor_apply over {depth} tensor lists: {blocks} chunks x {CHUNK_ELEMENTS} elements, an upper "
-             f"bound (each tensor's last chunk may be partial); {outputs} list(s) written"]
+    notes = [f"multi_tensor_apply sized by grid x {CHUNK_ELEMENTS}-element chunks over {depth} tensor lists: an "
+             "upper bound (each tensor's last chunk may be partial)"]
     return op, notes, "grid/block", "low"
