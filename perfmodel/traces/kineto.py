@@ -425,8 +425,10 @@ def _events(stream: BinaryIO, top_level_list: bool) -> Iterator[object]:
         raise TraceError(f"the Kineto trace is truncated ({exc})") from None
 
 
-_DEVICE_NAME = re.compile(rb'"deviceProperties"\s*:\s*\[\s*\{[^}]*?"name"\s*:\s*"([^"]{1,200})"')
-_WORLD_SIZE = re.compile(rb'"distributedInfo"\s*:\s*\{[^}]*?"world_size"\s*:\s*(\d{1,9})')
+# bounded: a hostile head repeating the key without a closing brace must not cost quadratic time
+_DEVICE_NAME = re.compile(rb'"deviceProperties"\s{0,64}:\s{0,64}\[\s{0,64}\{[^}]{0,4096}?"name"\s{0,8}:\s{0,8}'
+                          rb'"([^"]{1,200})"')
+_WORLD_SIZE = re.compile(rb'"distributedInfo"\s{0,64}:\s{0,64}\{[^}]{0,4096}?"world_size"\s{0,8}:\s{0,8}(\d{1,9})')
 
 
 def head_metadata(head: bytes) -> tuple[str | None, int | None]:

@@ -275,3 +275,8 @@ def test_stored_runs_carry_their_match_source_and_confidence() -> None:
     tags = {(r.tags["op_name"], r.tags["match_source"], r.tags["confidence"]) for r in runs}
     assert ("aten::cudnn_convolution", "fwd/bwd link", "medium") in tags
     assert ("aten::cudnn_convolution_backward", "framework shapes", "high") in tags
+
+
+def test_a_hostile_head_gives_no_metadata() -> None:
+    """A head repeating the keys with no closing brace (the pattern is bounded, so this stays linear)."""
+    assert head_metadata(b'{"deviceProperties": [{' * 3000 + b'"distributedInfo": {' * 3000) == (None, None)
