@@ -70,6 +70,14 @@ class _Builder:
         self.gemm_dtype = gemm.value
         self.act = gemm.value if gemm.bytes >= 2 else DType.BF16.value  # fp8/int8 GEMMs keep 16-bit activations
         self.weight = parse_dtype(w.weight_dtype).value if w.weight_dtype else gemm.value
+        # the workload's own choice; the config's quantization_config applies where the workload leaves it
+        self.plain_gemm, self.plain_weight = self.gemm_dtype, self.weight
+        self.group_size, self.scale_bytes = 0, 0.0  # quantized weights: weights per scale, scale bytes per weight
+        q = cfg.quant
+        if q is not None and w.weight_dtype is None:
+            self.weight, self.group_size, self.scale_bytes = q.weight_dtype, q.group_size, q.scale_bytes_per_weight
+            if q.gemm_dtype and gemm.bytes >= 2:  # fp8 checkpoints: activations quantized on the fly (W8A8)
+                self.gemm_dtype = q.gemm_dtype
         self.batch = w.batch // par.microbatches
         if self.batch * par.microbatches != w.batch:
             raise GraphError("workload", f"batch {w.batch} does not split into {par.microbatches} microbatches")
@@ -81,30 +89,36 @@ class _Builder:
     # --- emission ---------------------------------------------------------------------------
     def emit(self, name: str, op: dict[str, Any], inputs: list[str], out_shape: tuple[int, ...] | None,
              params: int = 0, weight_dtype: str | None = None, stream: Stream = "compute",
-             out_dtype: str | None = None) -> str:
+             out_dtype: str | None = None, scale_bytes: float = 0.0) -> str:
+        """Add a node; its weights are ``params`` of ``weight_dtype`` plus ``scale_bytes`` per weight."""
         full = f"{self.layer}.{name}"
         outputs: list[str] = []
         if out_shape is not None:
             outputs = [self.graph.add_tensor(f"{full}:0", out_shape, out_dtype or self.act)]
-        wbytes = params * parse_dtype(weight_dtype or self.act).bytes
+        wbytes = params * (parse_dtype(weight_dtype or self.act).bytes + scale_bytes)
         self.graph.add(Node(name=full, op=op, inputs=[x for x in inputs if x], outputs=outputs, layer=self.layer,
                             source_op="llm", stream=stream, params=params, weight_bytes=wbytes, stage=self.stage))
         return outputs[0] if outputs else (inputs[0] if inputs else "")
 
     def linear(self, name: str, x: str, k: int, n: int, bias: bool = False, m: int | None = None,
-               batch: int = 1, per_batch_weights: bool = False) -> str:
-        """A GEMM against a weight matrix (k x n per batch entry when ``per_batch_weights``)."""
+               batch: int = 1, per_batch_weights: bool = False, quantized: bool = True) -> str:
+        """A GEMM against a weight matrix (k x n per batch entry when ``per_batch_weights``); ``quantized``:
+        the config's quantization_config applies (the LM head stays unquantized)."""
         m = self.tokens if m is None else m
-        op: dict[str, Any] = {"kind": "matmul", "m": m, "n": n, "k": k, "dtype": self.gemm_dtype, "bias": bias,
+        gemm, weight = (self.gemm_dtype, self.weight) if quantized else (self.plain_gemm, self.plain_weight)
+        op: dict[str, Any] = {"kind": "matmul", "m": m, "n": n, "k": k, "dtype": gemm, "bias": bias,
                               "pass": self.pass_}
-        if self.gemm_dtype != self.act:
+        if gemm != self.act:
             op["out_dtype"] = self.act
-        if self.weight != self.gemm_dtype:
-            op["weight_dtype"] = self.weight
+        if weight != gemm:
+            op["weight_dtype"] = weight
+            if quantized and self.group_size:
+                op["group_size"] = self.group_size
         if batch > 1:
             op.update(batch=batch, b_batched=per_batch_weights)
         params = k * n * (batch if per_batch_weights else 1) + (n if bias else 0)
-        return self.emit(name, op, [x], (batch * m, n) if batch > 1 else (m, n), params, self.weight)
+        return self.emit(name, op, [x], (batch * m, n) if batch > 1 else (m, n), params, weight,
+                         scale_bytes=self.scale_bytes if quantized else 0.0)
 
     def norm(self, name: str, x: str, width: int, rows: int | None = None) -> str:
         kind = self.cfg.norm
@@ -263,7 +277,10 @@ def _mlp_or_moe(b: _Builder, x: str, index: int, reduce: bool) -> str:
     if cfg.moe and index >= cfg.dense_layers:
         out = _moe(b, x)
         if cfg.shared_experts:
-            shared = _mlp(b, x, cfg.shared_experts * cfg.moe_ffn, "shared_")
+            shared = _mlp(b, x, cfg.shared_intermediate, "shared_")
+            if cfg.shared_gate:  # Qwen2-MoE: sigmoid(x · w_gate) scales the shared expert's output
+                gate = b.linear("shared_expert_gate", x, cfg.hidden, 1, quantized=False)
+                shared = b.eltwise("shared_gate_mul", [shared, gate], (b.tokens, cfg.hidden), 3.0, 1.0)
             shared = _tp_reduce(b, "shared_allreduce", shared) if reduce else shared
             out = b.eltwise("shared_add", [out, shared], (b.tokens, cfg.hidden))
         return out
@@ -329,7 +346,7 @@ def _fix_params(b: _Builder, params: int) -> None:
     """Experts that get no token still hold their weights: charge all local experts."""
     node = b.graph.nodes[-1]
     node.params = params
-    node.weight_bytes = params * parse_dtype(b.weight).bytes
+    node.weight_bytes = params * (parse_dtype(b.weight).bytes + b.scale_bytes)
 
 
 def _head(b: _Builder, x: str) -> None:
@@ -337,7 +354,7 @@ def _head(b: _Builder, x: str) -> None:
     x = b.norm("final_norm", x, cfg.hidden)
     rows = b.tokens if b.w.phase == "train" else b.batch  # inference computes the last token's logits
     vocab = math.ceil(cfg.vocab / t)
-    logits = b.linear("lm_head", x, cfg.hidden, vocab, m=rows)
+    logits = b.linear("lm_head", x, cfg.hidden, vocab, m=rows, quantized=False)
     if cfg.tied_embeddings and b.par.pp == 1:
         b.graph.nodes[-1].params, b.graph.nodes[-1].weight_bytes = 0, 0.0  # shares the embedding table
     if t > 1:
@@ -368,7 +385,9 @@ def _optimizer(b: _Builder) -> None:
 def _meta(cfg: LlmConfig, w: LlmWorkload, par: Parallelism) -> dict[str, Any]:
     return {"kind": "llm", "model": cfg.name, "phase": w.phase, "batch": w.batch,
             "prompt_tokens": w.prompt_tokens, "kv_len": w.kv_len, "dtype": w.dtype,
-            "weight_dtype": w.weight_dtype or w.dtype, "kv_dtype": w.kv_dtype or w.dtype,
+            "weight_dtype": w.weight_dtype or (cfg.quant.weight_dtype if cfg.quant else w.dtype),
+            "quantization": cfg.quant.method if cfg.quant and not w.weight_dtype else None,
+            "config_notes": list(cfg.notes), "kv_dtype": w.kv_dtype or w.dtype,
             "attention": w.attention, "tokens_per_step": w.batch * w.tokens_per_sequence,
             "parallelism": par.to_json(), "layers": cfg.layers, "hidden": cfg.hidden,
             "kv_elements_per_token_layer": cfg.kv_elements_per_token_layer(), "source": cfg.source}

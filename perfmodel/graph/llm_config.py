@@ -1,21 +1,30 @@
-"""Hugging Face ``config.json``-style LLM configs: Llama/Mistral/Qwen, GPT-2/NeoX, Mixtral, DeepSeek MLA.
+"""Hugging Face ``config.json``-style LLM configs: Llama/Mistral/Qwen, Gemma, GPT-2/NeoX, Mixtral, Qwen2-MoE,
+DeepSeek MLA.
 
 ``LlmConfig.from_hf(dict)`` normalises the field names of each family; ``bundled(name)`` loads a
-config shipped in ``perfmodel/graph/configs/`` (each cites its source in ``_source``).
+config shipped in ``perfmodel/graph/configs/`` (each cites its source in ``_source``). A multimodal config
+(``text_config`` / ``vision_config``: PaliGemma, LLaVA) builds its text model and notes what it leaves out;
+a ``quantization_config`` (``hf_quant``) sets how the linear weights are stored; a ``model_type`` the
+importer does not know is refused with the list it knows (set ``"model_type": "llama"`` to build it as one).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from perfmodel.graph.hf_quant import WeightQuant, parse_quantization
 from perfmodel.graph.ir import GraphError
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 Family = Literal["llama", "gpt2", "gpt_neox", "deepseek"]
+# decoder-only types with Llama's layer (pre-norm, GQA, gated MLP, RoPE); their differences are fields below
 _LLAMA_TYPES = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "gemma")
+_TIED_BY_DEFAULT = ("gemma",)  # types whose HF config class defaults tie_word_embeddings to True
+_TEXT_OF = {"paligemma": "gemma", "llava": "llama"}  # multimodal wrapper -> text model type when unstated
+KNOWN_TYPES = (*_LLAMA_TYPES, "gpt2", "gpt_neox", "deepseek_v2", "deepseek_v3", *_TEXT_OF)
 
 
 @dataclass(frozen=True)
@@ -45,13 +54,34 @@ class LlmConfig:
     top_k: int = 0
     moe_ffn: int = 0
     shared_experts: int = 0
+    shared_ffn: int = 0  # intermediate size of the shared expert(s) together (0: shared_experts x moe_ffn)
+    shared_gate: bool = False  # Qwen2-MoE: a sigmoid gate (hidden -> 1) scales the shared expert
     dense_layers: int = 0  # leading layers with a dense MLP in an MoE model
     q_lora_rank: int = 0  # MLA (DeepSeek-V2/V3); kv_lora_rank > 0 turns MLA on
     kv_lora_rank: int = 0
     qk_nope_dim: int = 0
     qk_rope_dim: int = 0
     v_head_dim: int = 0
+    quant: WeightQuant | None = None  # quantization_config: stored linear weights and the GEMM dtype
+    extra_params: int = 0  # parameters of parts not built (a vision tower), counted in notes only
+    notes: tuple[str, ...] = ()  # what the import left out or assumed
     source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.heads % self.kv_heads:
+            raise GraphError("config", f"num_key_value_heads: {self.kv_heads} does not divide "
+                                       f"num_attention_heads {self.heads}")
+        if self.experts and not 0 < self.top_k <= self.experts:
+            raise GraphError("config", f"num_experts_per_tok: {self.top_k} must be in 1..{self.experts} experts")
+        if self.experts and self.moe_ffn <= 0:
+            raise GraphError("config", "moe_intermediate_size: an MoE model needs a positive expert size")
+        if self.dense_layers > self.layers:
+            raise GraphError("config", f"first_k_dense_replace: {self.dense_layers} exceeds {self.layers} layers")
+
+    @property
+    def shared_intermediate(self) -> int:
+        """Intermediate width of the shared expert(s) together."""
+        return self.shared_ffn or self.shared_experts * self.moe_ffn
 
     @property
     def mla(self) -> bool:
@@ -74,16 +104,61 @@ class LlmConfig:
             raise GraphError("config", "expected a JSON object")
         model_type = str(data.get("model_type", "llama")).lower()
         label = name or str(data.get("_name_or_path") or model_type)
-        if model_type == "gpt2":
-            return _gpt2(data, label)
-        if model_type == "gpt_neox":
-            return _neox(data, label)
-        if model_type.startswith("deepseek"):
-            return _deepseek(data, label)
-        if model_type in _LLAMA_TYPES or "hidden_size" in data:
-            return _llama(data, label, model_type)
-        raise GraphError("config", f"model_type {model_type!r} is not supported; known: "
-                                   f"{', '.join((*_LLAMA_TYPES, 'gpt2', 'gpt_neox', 'deepseek_v2', 'deepseek_v3'))}")
+        notes: list[str] = []
+        extra = 0
+        if isinstance(data.get("text_config"), dict):  # multimodal: build the text model
+            data, model_type, extra = _text_model(data, model_type, notes)
+        quant = parse_quantization(data.get("quantization_config"))
+        if quant is not None:
+            notes.append(f"quantization_config {quant.method}: linear weights {quant.weight_dtype}, "
+                         f"{quant.scale_bytes_per_group:g} scale bytes per {quant.group_size} weights"
+                         + (f", GEMMs in {quant.gemm_dtype}" if quant.gemm_dtype else "")
+                         + "; embeddings and the LM head unquantized")
+        cfg = _build(data, label, model_type)
+        return replace(cfg, quant=quant, extra_params=extra, notes=(*cfg.notes, *notes))
+
+
+def _build(data: dict[str, Any], label: str, model_type: str) -> LlmConfig:
+    if model_type == "gpt2":
+        return _gpt2(data, label)
+    if model_type == "gpt_neox":
+        return _neox(data, label)
+    if model_type.startswith("deepseek"):
+        return _deepseek(data, label)
+    if model_type in _LLAMA_TYPES:
+        return _llama(data, label, model_type)
+    raise GraphError("config", f"model_type {model_type!r} is not supported; known: {', '.join(KNOWN_TYPES)} "
+                               "(a Llama-shaped model can be built as one with \"model_type\": \"llama\")")
+
+
+def _text_model(data: dict[str, Any], model_type: str, notes: list[str]) -> tuple[dict[str, Any], str, int]:
+    """The text config of a multimodal one (top-level quantization and tying carry over), its type, and the
+    parameters of the vision tower and projector that are not built."""
+    text = dict(data["text_config"])
+    for key in ("quantization_config", "tie_word_embeddings", "_source"):
+        if key in data and key not in text:
+            text[key] = data[key]
+    text_type = str(text.get("model_type") or _TEXT_OF.get(model_type, "")).lower()
+    if not text_type:
+        raise GraphError("config", f"text_config.model_type: missing, and {model_type!r} has no known text model")
+    text["model_type"] = text_type
+    vision = data.get("vision_config")
+    extra = 0
+    if isinstance(vision, dict):
+        extra = _vit_params(vision) + int(vision.get("hidden_size", 0)) * int(text.get("hidden_size", 0))
+        notes.append(f"{model_type}: the text model ({text_type}) is built; the vision tower "
+                     f"({vision.get('model_type', 'vision')}, {extra:,} parameters with its projector) is not")
+    return text, text_type, extra
+
+
+def _vit_params(v: dict[str, Any]) -> int:
+    """A ViT / SigLIP encoder's parameters: patch embedding, positions, layers (attention, MLP, 2 LayerNorms),
+    final LayerNorm."""
+    h, ffn = _need(v, "hidden_size"), _need(v, "intermediate_size")
+    layers, patch = _need(v, "num_hidden_layers"), _need(v, "patch_size")
+    image, channels = _opt(v, "image_size", 224), _opt(v, "num_channels", 3)
+    layer = 4 * (h * h + h) + (h * ffn + ffn) + (ffn * h + h) + 4 * h
+    return channels * patch * patch * h + h + (image // patch) ** 2 * h + layers * layer + 2 * h
 
 
 def _need(data: dict[str, Any], *keys: str) -> int:
@@ -103,8 +178,12 @@ def _opt(data: dict[str, Any], key: str, default: int) -> int:
 
 def _llama(data: dict[str, Any], name: str, model_type: str) -> LlmConfig:
     hidden, heads = _need(data, "hidden_size"), _need(data, "num_attention_heads")
+    if "head_dim" not in data and hidden % heads:
+        raise GraphError("config", f"hidden_size: {hidden} is not a multiple of num_attention_heads {heads} "
+                                   "and no head_dim is given")
     head_dim = _opt(data, "head_dim", hidden // heads)
     experts = _opt(data, "num_local_experts", _opt(data, "num_experts", 0))
+    shared_ffn = _opt(data, "shared_expert_intermediate_size", 0) if experts else 0
     return LlmConfig(
         name=name, family="llama", hidden=hidden, layers=_need(data, "num_hidden_layers"), heads=heads,
         kv_heads=_opt(data, "num_key_value_heads", heads), head_dim=head_dim,
@@ -112,10 +191,10 @@ def _llama(data: dict[str, Any], name: str, model_type: str) -> LlmConfig:
         max_positions=_opt(data, "max_position_embeddings", 4096),
         qkv_bias=bool(data.get("attention_bias", model_type.startswith("qwen2"))),
         out_bias=bool(data.get("attention_bias", False)), mlp_bias=bool(data.get("mlp_bias", False)),
-        tied_embeddings=bool(data.get("tie_word_embeddings", False)), rotary_dim=head_dim,
+        tied_embeddings=bool(data.get("tie_word_embeddings", model_type in _TIED_BY_DEFAULT)), rotary_dim=head_dim,
         experts=experts, top_k=_opt(data, "num_experts_per_tok", 2 if experts else 0),
         moe_ffn=_opt(data, "moe_intermediate_size", _need(data, "intermediate_size")) if experts else 0,
-        shared_experts=1 if data.get("shared_expert_intermediate_size") else 0,
+        shared_experts=1 if shared_ffn else 0, shared_ffn=shared_ffn, shared_gate=bool(shared_ffn),
         source=str(data.get("_source", "")),
     )
 

@@ -189,4 +189,5 @@ def text_report(data: dict[str, Any], top: int = 15) -> str:
     for d in data["diagnostics"]:
         lines.append(f"not modelled: {d['node']} ({d['source_op']}): {d['reason']}; fallback "
                      f"{d['fallback']['kind']} {format_time_s(d['fallback_time_s'])}")
+    lines.extend(f"config: {note}" for note in data["meta"].get("config_notes") or [])
     return "\n".join(lines)
