@@ -19,7 +19,7 @@ from perfmodel.traces.kernel_names import kernel_family
 from perfmodel.traces.matching import MatchResult, match_runs
 from perfmodel.traces.records import DEVICE_TIME_CATEGORIES, KernelRecord, ParsedTrace
 
-GroupKey = tuple[str, str, str]  # ("op", op name, op JSON) or ("kernel", normalised name, category)
+GroupKey = tuple[str, str, str]  # ("op", op name, op JSON) or ("kernel", normalised name, kernel_shape)
 _STEP = re.compile(r"^ProfilerStep#\d+$")
 _PREFIX = "autograd::engine::evaluate_function: "
 _NUMBER = re.compile(r"#\d+")
@@ -59,6 +59,18 @@ def op_key(op_name: str, op: dict[str, Any]) -> GroupKey:
     return ("op", op_name, json.dumps(op, sort_keys=True, separators=(",", ":"), default=str))
 
 
+def kernel_shape(kernel: KernelRecord) -> str:
+    """The shape of a kernel no op explains: its category, grid and block, bytes moved where recorded."""
+    parts = [kernel.category]
+    if kernel.grid is not None:
+        parts.append(f"grid={'x'.join(map(str, kernel.grid))}")
+    if kernel.block is not None:
+        parts.append(f"block={'x'.join(map(str, kernel.block))}")
+    if kernel.transfer_bytes is not None:
+        parts.append(f"bytes={kernel.transfer_bytes}")
+    return " ".join(parts)
+
+
 def layer_of(kernel: KernelRecord) -> str | None:
     """The outermost op the trace names around a kernel (a module, a forward / backward node), step numbers
     dropped; None where it names none."""
@@ -91,15 +103,18 @@ def side_from_parsed(parsed: ParsedTrace, label: str, matched: MatchResult | Non
         group.times_s.append(run.measured_time_s)
     total = 0.0
     device_only = matched.has_device_time
+    names: dict[str, str] = {}  # raw -> normalised: a trace repeats a few hundred names many times
     for kernel, run_index in zip(parsed.kernels, matched.kernel_runs, strict=True):
         if device_only and kernel.category not in DEVICE_TIME_CATEGORIES:
             continue
         total += kernel.duration_s
-        name = normalise_kernel_name(kernel.name)
+        name = names.get(kernel.name)
+        if name is None:
+            name = names[kernel.name] = normalise_kernel_name(kernel.name)
         if run_index is not None:
             _add(groups[run_keys[run_index]], name, kernel.instances, layer_of(kernel), kernel.duration_s)
             continue
-        key = ("kernel", name, kernel.category)
+        key = ("kernel", name, kernel_shape(kernel))
         group = groups.get(key)
         if group is None:
             group = groups[key] = Group(key, f"unmodelled: {kernel_family(kernel.name) or kernel.category}", None)
