@@ -61,7 +61,7 @@ def op_key(op_name: str, op: dict[str, Any]) -> GroupKey:
 
 def kernel_shape(kernel: KernelRecord) -> str:
     """The shape of a kernel no op explains: its category, grid and block, bytes moved where recorded."""
-    parts = [kernel.category]
+    parts: list[str] = [kernel.category]
     if kernel.grid is not None:
         parts.append(f"grid={'x'.join(map(str, kernel.grid))}")
     if kernel.block is not None:
