@@ -232,6 +232,9 @@ def _attention(b: _Builder, x: str) -> str:
 def _core_attention(b: _Builder, q: str, heads: int, kv: int, d: int, dv: int) -> str:
     w = b.w
     sq, skv = w.tokens_per_sequence, w.keys
+    window = b.cfg.sliding_window
+    if window and sq == 1:  # decode: the newest token attends to the last ``window`` keys
+        skv = min(skv, window)
     out_shape = (b.tokens, heads * dv)
     if w.attention == "unfused":
         bh = b.batch * heads
@@ -243,6 +246,12 @@ def _core_attention(b: _Builder, q: str, heads: int, kv: int, d: int, dv: int) -
                                     "pass": b.pass_}, [probs], out_shape)
     op = {"kind": "attention", "batch": b.batch, "heads": heads, "kv_heads": kv, "seq_q": sq, "seq_kv": skv,
           "head_dim": d, "head_dim_v": dv, "causal": True, "dtype": b.act, "pass": b.pass_}
+    if window and skv > window:
+        # a prompt longer than the window: its first ``window`` queries attend causally, each later one to
+        # exactly ``window`` keys (a band): the band runs as one unmasked (S - W) x W attention
+        head = b.emit("attention", {**op, "seq_q": window, "seq_kv": window}, [q], out_shape)
+        band = {**op, "seq_q": sq - window, "seq_kv": window, "causal": False}
+        return b.emit("attention_window_band", band, [q, head], out_shape)
     return b.emit("attention", op, [q], out_shape)
 
 

@@ -21,7 +21,7 @@ from perfmodel.graph.ir import GraphError
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 Family = Literal["llama", "gpt2", "gpt_neox", "deepseek"]
 # decoder-only types with Llama's layer (pre-norm, GQA, gated MLP, RoPE); their differences are fields below
-_LLAMA_TYPES = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "gemma")
+_LLAMA_TYPES = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "gemma", "phi3")
 _TIED_BY_DEFAULT = ("gemma",)  # types whose HF config class defaults tie_word_embeddings to True
 _TEXT_OF = {"paligemma": "gemma", "llava": "llama"}  # multimodal wrapper -> text model type when unstated
 KNOWN_TYPES = (*_LLAMA_TYPES, "gpt2", "gpt_neox", "deepseek_v2", "deepseek_v3", *_TEXT_OF)
@@ -50,6 +50,7 @@ class LlmConfig:
     learned_positions: bool = False
     parallel_residual: bool = False
     rotary_dim: int = 0  # per head; 0: no rotary embedding
+    sliding_window: int = 0  # keys each query attends to at most (Mistral v0.1); 0: full attention
     experts: int = 0  # routed experts (0: dense)
     top_k: int = 0
     moe_ffn: int = 0
@@ -75,6 +76,8 @@ class LlmConfig:
             raise GraphError("config", f"num_experts_per_tok: {self.top_k} must be in 1..{self.experts} experts")
         if self.experts and self.moe_ffn <= 0:
             raise GraphError("config", "moe_intermediate_size: an MoE model needs a positive expert size")
+        if self.sliding_window < 0:
+            raise GraphError("config", f"sliding_window: expected >= 0, got {self.sliding_window}")
         if self.dense_layers > self.layers:
             raise GraphError("config", f"first_k_dense_replace: {self.dense_layers} exceeds {self.layers} layers")
 
@@ -195,6 +198,7 @@ def _llama(data: dict[str, Any], name: str, model_type: str) -> LlmConfig:
         experts=experts, top_k=_opt(data, "num_experts_per_tok", 2 if experts else 0),
         moe_ffn=_opt(data, "moe_intermediate_size", _need(data, "intermediate_size")) if experts else 0,
         shared_experts=1 if shared_ffn else 0, shared_ffn=shared_ffn, shared_gate=bool(shared_ffn),
+        sliding_window=_opt(data, "sliding_window", 0) if data.get("use_sliding_window", True) else 0,
         source=str(data.get("_source", "")),
     )
 

@@ -29,10 +29,10 @@ def _build(name: str, **workload: Any) -> tuple[LlmConfig, Any]:
 
 # published totals: Qwen2-57B-A14B model card / safetensors index (57.4 B); DeepSeek-V3 README_WEIGHTS (671 B main
 # model, MTP excluded); Gemma-7B and PaliGemma-3B (keras-hub presets: 2,923,335,408); Llama-2-7B, Mistral-7B and
-# Llama-3-8B model cards (6,738,415,616; 7,241,732,096; 8,030,261,248)
+# Llama-3-8B model cards (6,738,415,616; 7,241,732,096; 8,030,261,248); Phi-3-mini (3,821,079,552: 3.8 B)
 PUBLISHED = {"qwen2-57b-a14b": 57.4e9, "deepseek-v3": 671e9, "gemma-7b": 8_537_680_896,
              "llama-2-7b-gptq": 6_738_415_616, "mistral-7b-v0.1-awq": 7_241_732_096,
-             "llama-3-8b-bnb-4bit": 8_030_261_248}
+             "llama-3-8b-bnb-4bit": 8_030_261_248, "phi-3-mini-4k-instruct": 3_821_079_552}
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
@@ -119,3 +119,34 @@ def test_unknown_model_type_is_refused_with_the_known_list() -> None:
 def test_impossible_sizes_name_the_field(patch: dict[str, Any], field: str) -> None:
     with pytest.raises(GraphError, match=field):
         LlmConfig.from_hf({**_load("qwen2-57b-a14b"), **patch})
+
+
+def test_sliding_window_bounds_the_keys_each_query_reads() -> None:
+    cfg, decode = _build("mistral-7b-v0.1-awq", kv_len=32768)
+    assert cfg.sliding_window == 4096
+    attn = next(n for n in decode.nodes if n.name == "layers.0.attention")
+    assert attn.op is not None and attn.op["seq_kv"] == 4096
+    prefill = build_llm(cfg, LlmWorkload(phase="prefill", batch=1, prompt_tokens=8192))
+    head = next(n for n in prefill.nodes if n.name == "layers.0.attention")
+    band = next(n for n in prefill.nodes if n.name == "layers.0.attention_window_band")
+    assert head.op is not None and (head.op["seq_q"], head.op["seq_kv"], head.op["causal"]) == (4096, 4096, True)
+    assert band.op is not None and (band.op["seq_q"], band.op["seq_kv"], band.op["causal"]) == (4096, 4096, False)
+    # Qwen2 configs carry a sliding_window but switch it off
+    assert LlmConfig.from_hf(_load("qwen2-57b-a14b")).sliding_window == 0
+
+
+def test_windowed_prefill_costs_less_attention_than_full() -> None:
+    data = _load("mistral-7b-v0.1-awq")
+    work = LlmWorkload(phase="prefill", batch=1, prompt_tokens=16384)
+
+    def attention_flops(config: dict[str, Any]) -> float:
+        graph = build_llm(LlmConfig.from_hf(config), work)
+        est = estimate(graph, H100, space="compact", fusion=False, check_memory=False)
+        rows = [i for i, n in enumerate(est.graph.nodes) if "attention" in n.name and n.op
+                and n.op["kind"] == "attention"]
+        return float(est.batch.flops_by_engine["matrix"][est.index[rows]].sum())
+
+    full, windowed = attention_flops({**data, "sliding_window": None}), attention_flops(data)
+    # scores: S^2/2 causal vs W^2/2 + (S - W) W: 134.2 M vs 58.7 M per head and layer
+    s, w = 16384, 4096
+    assert windowed / full == pytest.approx((w * w / 2 + (s - w) * w) / (s * s / 2), rel=0.01)
