@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from db_urls import BACKENDS
-from db_urls import database_url as fresh_database
 from fastapi.testclient import TestClient
 
 from api.main import create_app
 from api.settings import Settings
 from tests.compare.conftest import HTA_0, HTA_1, trace_path
+from tests.db_urls import BACKENDS
+from tests.db_urls import database_url as fresh_database
 
 TOKEN = "test-token-123"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
