@@ -23,8 +23,10 @@ def _conv(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
                                 "are modelled")
     strides = [int(v) for v in at.get("strides", [1] * rank)]
     dil = [int(v) for v in at.get("dilations", [1] * rank)]
-    pads = _pads(at, x[2:], w[2:], strides, dil, label)
-    spatial, kernel = list(x[2:]), list(w[2:])
+    totals = _pad_totals(at, x[2:], w[2:], strides, dil, label)
+    # the op pads both sides alike: an odd total puts its extra element on the input (exact output size)
+    pads = [t // 2 for t in totals]
+    spatial, kernel = [size + t % 2 for size, t in zip(x[2:], totals, strict=True)], list(w[2:])
     if rank == 1:
         spatial, kernel, strides, dil, pads = [1, *spatial], [1, *kernel], [1, *strides], [1, *dil], [0, *pads]
     depth: dict[str, Any] = {}
@@ -39,21 +41,20 @@ def _conv(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
              "bias": len(node.input) > 2 and bool(node.input[2]), **depth}]
 
 
-def _pads(at: dict[str, Any], spatial: Shape, kernel: Shape, strides: list[int], dil: list[int],
-          label: str) -> list[int]:
-    """Per-dim padding (the begin side; ``auto_pad`` SAME_* resolved to the padding that gives ceil(in/stride))."""
+def _pad_totals(at: dict[str, Any], spatial: Shape, kernel: Shape, strides: list[int], dil: list[int],
+                label: str) -> list[int]:
+    """Per-dim padding, begin + end: explicit ``pads``, or ``auto_pad`` SAME_* resolved to the padding that gives
+    ceil(in/stride) outputs (VALID / NOTSET without pads: none)."""
     auto = at.get("auto_pad", b"NOTSET")
     auto = auto.decode() if isinstance(auto, bytes) else str(auto)
     if auto.startswith("SAME"):
-        out = []
-        for size, k, st, dl in zip(spatial, kernel, strides, dil, strict=True):
-            total = max((-(-size // st) - 1) * st + dl * (k - 1) + 1 - size, 0)
-            out.append((total + 1) // 2)
-        return out
-    pads = [int(v) for v in at.get("pads", [0] * 2 * len(spatial))]
-    if len(pads) != 2 * len(spatial):
-        raise GraphError(label, f"pads {pads}: need {2 * len(spatial)} values for {len(spatial)} spatial dims")
-    return pads[:len(spatial)]
+        return [max((-(-size // st) - 1) * st + dl * (k - 1) + 1 - size, 0)
+                for size, k, st, dl in zip(spatial, kernel, strides, dil, strict=True)]
+    n = len(spatial)
+    pads = [int(v) for v in at.get("pads", [0] * 2 * n)]
+    if len(pads) != 2 * n:
+        raise GraphError(label, f"pads {pads}: need {2 * n} values for {n} spatial dims")
+    return [pads[i] + pads[i + n] for i in range(n)]
 
 
 def _conv_transpose(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@ pooling, LRN, Sum, Dropout, and ops that cannot be costed listed with their fall
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -150,3 +151,26 @@ def test_truncated_onnx_file_is_a_clear_error(tmp_path: Path) -> None:
     from perfmodel.graph import GraphError
     with pytest.raises(GraphError, match="not a readable ONNX model"):
         import_onnx(data[: len(data) // 3])
+
+
+@pytest.mark.parametrize(("x_shape", "w_shape", "attrs"), [
+    ([1, 3, 224, 224], [64, 3, 7, 7], {"strides": [2, 2], "auto_pad": "SAME_UPPER"}),
+    ([1, 8, 15, 15], [8, 8, 3, 3], {"pads": [0, 0, 1, 1]}),
+    ([2, 4, 9, 10, 11], [6, 2, 3, 3, 3], {"group": 2, "strides": [2, 1, 2], "pads": [1, 1, 1, 1, 1, 1]}),
+    ([1, 16, 50], [32, 16, 4], {"dilations": [2], "auto_pad": "VALID"}),
+])
+def test_conv_output_sizes_match_onnx_shape_inference(x_shape: list[int], w_shape: list[int],
+                                                      attrs: dict[str, Any]) -> None:
+    w = numpy_helper.from_array(np.zeros(w_shape, dtype=np.float32), "w")
+    model = _model([helper.make_node("Conv", ["x", "w"], ["y"], name="c", **attrs)], x_shape, inits=[w])
+    inferred = onnx.shape_inference.infer_shapes(model)
+    y = next(v for v in inferred.graph.output if v.name == "y")
+    y_dims = [d.dim_value for d in y.type.tensor_type.shape.dim]
+    graph = import_onnx(model)
+    conv = make_op(graph.nodes[0].op or {})
+    spatial = [conv.out_h, conv.out_w]  # type: ignore[attr-defined]
+    if len(x_shape) == 5:
+        spatial = [conv.out_d, *spatial]  # type: ignore[attr-defined]
+    elif len(x_shape) == 3:
+        spatial = spatial[1:]
+    assert spatial == y_dims[2:]
