@@ -48,7 +48,7 @@ class GroupDiff:
     new_total_s: float
     base_median_s: float
     new_median_s: float
-    change: Change | None
+    change: Change | None  # of new against base x the model's expected ratio
     base_prediction: Prediction | None = None
     new_prediction: Prediction | None = None
     verdict: Verdict = "no change"
@@ -155,8 +155,9 @@ def _verdict(g: GroupDiff, significant: bool, threshold_pct: float) -> Verdict:
     if g.change is None:
         return "too few repeats"
     ci_excludes_one = g.change.ci_low > 1.0 or g.change.ci_high < 1.0
+    moved_as_expected = g.expected_ratio not in (None, 1.0) and abs(g.change_pct) > threshold_pct
     if not (significant and ci_excludes_one):
-        return "no change"
+        return "expected" if moved_as_expected and abs(g.unexpected_pct) <= threshold_pct else "no change"
     if g.kernels_changed and abs(g.unexpected_pct) > threshold_pct:
         return "kernels changed"
     if g.unexpected_pct > threshold_pct:
@@ -192,16 +193,20 @@ def diff_sides(base: Side, new: Side, base_hw: Hardware | None = None, new_hw: H
         raise CompareError(f"no kernel or op (name, op, shape) in common between {base.label} and {new.label}: "
                            "are they profiles of the same workload?")
     groups: list[GroupDiff] = []
-    for seed, key in enumerate(common):
+    for key in common:
         b, n = base.groups[key], new.groups[key]
         groups.append(GroupDiff(key, b.kind, b.op, b.kernel_names, n.kernel_names, len(b.times_s),
                                 len(n.times_s), b.launches, n.launches, b.total_s, n.total_s,
-                                float(np.median(b.times_s)), float(np.median(n.times_s)),
-                                measure_change(b.times_s, n.times_s, seed)))
+                                float(np.median(b.times_s)), float(np.median(n.times_s)), None))
     modelled = [g for g in groups if g.op is not None]
     ops = [g.op for g in modelled if g.op is not None]
     for g, pb, pn in zip(modelled, _predict(base_hw, ops), _predict(new_hw, ops), strict=True):
         g.base_prediction, g.new_prediction = pb, pn
+    for seed, g in enumerate(groups):  # tested against the model's expectation: new vs base x expected ratio
+        scale = g.expected_ratio or 1.0
+        base_s = base.groups[g.key].times_s
+        g.change = measure_change([t * scale for t in base_s] if scale != 1.0 else base_s,
+                                  new.groups[g.key].times_s, seed)
     candidates = [g for g in groups if _candidate(g, threshold_pct)]
     switched = [g for g in groups if g.change is not None and g.kernels_changed
                 and abs(g.unexpected_pct) > threshold_pct]  # another algorithm: reported, never a regression

@@ -120,3 +120,27 @@ def test_bad_input_is_a_clear_error(parsed: Get) -> None:
         diff_sides(resnet, dataclasses.replace(resnet, groups={}))
     with pytest.raises(CompareError, match="threshold"):
         diff_sides(resnet, resnet, threshold_pct=-1)
+
+
+def test_change_the_model_expected_is_not_a_regression(parsed: Get) -> None:
+    """The base on a V100, the 'new' run on an A100 made from it: every modelled op scaled by the model's predicted
+    V100 -> A100 ratio is 'expected'; one op 20 % slower than that is the one regression."""
+    base = parsed(RESNET_0)
+    v100, a100 = load_hardware(V100), load_hardware("nvidia-a100-sxm4-80gb")
+    _, target = _slowed(base, 1.0)
+    probe = diff_sides(side_from_parsed(base, "v100"), side_from_parsed(base, "a100"), v100, a100)
+    expected = {g.key: g.expected_ratio for g in probe.groups if g.expected_ratio is not None}
+    assert expected[target] < 0.9  # the A100 is predicted faster for this conv
+    matched = match_runs(base)
+    keys = [op_key(run.op_name, run.op) for run in matched.runs]
+    for extra in (1.0, 1.2):
+        factors = {k: r * (extra if k == target else 1.0) for k, r in expected.items()}
+        kernels = [k if r is None else dataclasses.replace(k, duration_s=k.duration_s * factors.get(keys[r], 1.0))
+                   for k, r in zip(base.kernels, matched.kernel_runs, strict=True)]
+        moved = ParsedTrace(base.format, kernels, [], "NVIDIA A100-SXM4-80GB", base.world_size)
+        d = diff_sides(side_from_parsed(base, "v100"), side_from_parsed(moved, "a100"), v100, a100)
+        group = next(g for g in d.groups if g.key == target)
+        assert group.unexpected_pct == pytest.approx((extra - 1) * 100, abs=0.5)
+        assert group.verdict == ("regression" if extra > 1 else "expected")
+        assert [g.key for g in d.regressions] == ([target] if extra > 1 else [])
+        assert sum(g.verdict == "expected" for g in d.groups) > 20
