@@ -92,6 +92,10 @@ class Ctx:
         t = self.init.get(name)
         return [int(v) for v in numpy_helper.to_array(t).reshape(-1)] if t is not None else None
 
+    def floats(self, name: str) -> list[float] | None:
+        t = self.init.get(name)
+        return [float(v) for v in numpy_helper.to_array(t).reshape(-1)] if t is not None else None
+
 
 def dtype_of(code: int, where: str) -> str:
     name = onnx.TensorProto.DataType.Name(code)

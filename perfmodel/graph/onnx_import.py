@@ -30,7 +30,7 @@ from perfmodel.graph.mapping import (
     view,
 )
 from perfmodel.graph.onnx_ctx import INDEX_TYPES, ONNX_DTYPES, Ctx, Info, attrs, dtype_of
-from perfmodel.graph.onnx_vision import VISION_HANDLERS
+from perfmodel.graph.onnx_vision import SHAPE_PRESERVING, VISION_HANDLERS
 from perfmodel.ops import OpError, make_op
 
 __all__ = ["ONNX_DTYPES", "import_onnx"]
@@ -73,6 +73,8 @@ def _map(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[Node]:
         shape, dtype = ctx.info.get(outs[0], ((1,), "fp32"))
         return [Node(name=label, op=view(shape, dtype), **base)]
     handler = HANDLERS.get(op_type)
+    if op_type in SHAPE_PRESERVING and ins and outs and ins[0] in ctx.info:
+        ctx.info.setdefault(outs[0], ctx.info[ins[0]])
     if handler is not None:
         try:
             ops = handler(ctx, node, label)

@@ -111,14 +111,69 @@ def _sum(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
              "flops_per_element": float(max(len(shapes) - 1, 1))}]
 
 
+def _instance_norm(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    """InstanceNormalization / GroupNormalization: a LayerNorm over rows of (N·groups) x (C/groups·spatial)."""
+    x, dx = ctx.get(node.input[0], label)
+    if len(x) < 3:
+        raise GraphError(label, f"{node.op_type} of input {list(x)}: need [N, C, spatial...]")
+    groups = int(attrs(node).get("num_groups", x[1])) if node.op_type == "GroupNormalization" else x[1]
+    if groups <= 0 or x[1] % groups:
+        raise GraphError(label, f"num_groups: {groups} does not divide {x[1]} channels")
+    return [{"kind": "layernorm", "shape": [x[0] * groups, numel(x) // (x[0] * groups)], "dtype": dx}]
+
+
+RESIZE_FLOPS_PER_OUTPUT = {"nearest": 0.0, "linear": 3.0, "cubic": 8.0}  # per interpolated spatial dim
+
+
+def _resize(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    """Resize / Upsample: each output element interpolates from its neighbours (in cache): x read and y written
+    once, a lerp (3 FLOPs) or cubic (8) per interpolated spatial dim."""
+    x, dx = ctx.get(node.input[0], label)
+    y = ctx.info[node.output[0]][0] if node.output[0] in ctx.info else _resized(ctx, node, x, label)
+    ctx.info.setdefault(node.output[0], (y, dx))
+    mode = attrs(node).get("mode", b"nearest")
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    dims = sum(1 for a, b in zip(x, y, strict=False) if a != b)
+    reads = round(numel(x) / max(numel(y), 1))  # downsampling: x's elements per output; upsampling: under 1
+    return [{"kind": "elementwise", "shape": list(y) or [1], "dtype": storage(dx), "inputs": reads, "outputs": 1,
+             "flops_per_element": RESIZE_FLOPS_PER_OUTPUT.get(mode, 3.0) * dims}]
+
+
+def _resized(ctx: Ctx, node: onnx.NodeProto, x: Shape, label: str) -> Shape:
+    """Resize's output shape from its constant ``sizes`` (input 3) or ``scales`` (input 2, floor(x·scale))."""
+    ins = list(node.input)
+    sizes = ctx.ints(ins[3]) if len(ins) > 3 and ins[3] else None
+    if sizes is not None and len(sizes) == len(x):
+        return tuple(sizes)
+    scales = ctx.floats(ins[2]) if len(ins) > 2 and ins[2] else None
+    if scales is not None and len(scales) == len(x):
+        return tuple(int(d * f) for d, f in zip(x, scales, strict=True))
+    raise GraphError(label, f"{node.op_type}: output shape unknown and neither sizes nor scales is a constant")
+
+
+def _arg_reduce(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    """ArgMax / ArgMin: a max/min reduction along ``axis``."""
+    x, dx = ctx.get(node.input[0], label)
+    axis = int(attrs(node).get("axis", 0)) % max(len(x), 1)
+    return [{"kind": "reduce", "shape": list(x) or [1], "axes": [axis], "dtype": dx,
+             "op": "max" if node.op_type == "ArgMax" else "min"}]
+
+
 def _identity(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
     """Dropout at inference (and Identity): y is x, no kernel."""
     x, dx = ctx.get(node.input[0], label)
     return [view(x, dx)]
 
 
+# ops whose first output has the first input's shape and dtype: shape inference that misses one (GroupNormalization
+# is an ONNX function op) gets it from the input, so the nodes after it still cost by their own models
+SHAPE_PRESERVING = frozenset({"InstanceNormalization", "GroupNormalization", "LRN", "Dropout", "Identity",
+                              "BatchNormalization", "LayerNormalization", "RMSNormalization", "Softmax"})
+
 VISION_HANDLERS: dict[str, Callable[[Ctx, onnx.NodeProto, str], list[dict[str, Any]]]] = {
     "Conv": _conv, "ConvTranspose": _conv_transpose, "MaxPool": _pool, "AveragePool": _pool, "LpPool": _pool,
     "GlobalAveragePool": _pool, "GlobalMaxPool": _pool, "LRN": _lrn, "Sum": _sum, "Mean": _sum,
-    "Dropout": _identity, "Identity": _identity,
+    "Dropout": _identity, "Identity": _identity, "InstanceNormalization": _instance_norm,
+    "GroupNormalization": _instance_norm, "Resize": _resize, "Upsample": _resize, "ArgMax": _arg_reduce,
+    "ArgMin": _arg_reduce,
 }

@@ -174,3 +174,27 @@ def test_conv_output_sizes_match_onnx_shape_inference(x_shape: list[int], w_shap
     elif len(x_shape) == 3:
         spatial = spatial[1:]
     assert spatial == y_dims[2:]
+
+
+def test_instance_norm_resize_and_argmax_have_their_own_models() -> None:
+    scale = numpy_helper.from_array(np.ones(8, dtype=np.float32), "s")
+    bias = numpy_helper.from_array(np.zeros(8, dtype=np.float32), "b")
+    sizes = numpy_helper.from_array(np.array([1, 8, 32, 32], dtype=np.int64), "sizes")
+    nodes = [helper.make_node("InstanceNormalization", ["x", "s", "b"], ["n"], name="inorm"),
+             helper.make_node("GroupNormalization", ["n", "s", "b"], ["g"], name="gnorm", num_groups=2),
+             helper.make_node("Resize", ["g", "", "", "sizes"], ["r"], name="up", mode="linear"),
+             helper.make_node("ArgMax", ["r"], ["y"], name="argmax", axis=1, keepdims=1)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, None)],
+                              initializer=[scale, bias, sizes])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    by_name = {n.name: n for n in import_onnx(model).nodes}
+    assert all(n.op is not None for n in by_name.values())
+    assert by_name["inorm"].op == {"kind": "layernorm", "shape": [8, 256], "dtype": "fp32"}
+    assert by_name["inorm"].params == 16
+    gnorm = by_name["gnorm"].op
+    assert gnorm is not None and gnorm["shape"] == [2, 4 * 256]
+    up = by_name["up"].op
+    assert up is not None and up["shape"] == [1, 8, 32, 32] and up["flops_per_element"] == 6.0
+    argmax = by_name["argmax"].op
+    assert argmax is not None and argmax["kind"] == "reduce" and argmax["axes"] == [1]
