@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+import pytest
 from typer.testing import CliRunner
 
 from perfmodel.cli import app
@@ -71,3 +72,19 @@ def test_bad_input_exit_2(tmp_path: Path) -> None:
         result = runner.invoke(app, ["compare", *args])
         assert result.exit_code == 2, (args, result.output)
         assert message in result.output
+
+
+def test_stored_traces_by_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``trace:ID`` reads a stored upload's runs and its device: two ranks stored for two devices."""
+    monkeypatch.setenv("PERFMODEL_DATABASE_URL", f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    for name, hw in ((HTA_0, "nvidia-h100-sxm5-80gb"), (HTA_1, "nvidia-a100-sxm4-80gb")):
+        stored = runner.invoke(app, ["trace", str(trace_path(name)), "--hardware", hw, "--store"])
+        assert stored.exit_code == 0, stored.output
+    result = runner.invoke(app, ["compare", "trace:1", "trace:2", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert (data["base_hardware"], data["new_hardware"]) == ("nvidia-h100-sxm5-80gb", "nvidia-a100-sxm4-80gb")
+    assert data["groups"] and data["regressions"] == 0
+    assert any(g["expected_ratio"] is not None and abs(g["expected_ratio"] - 1) > 0.05 for g in data["groups"])
+    missing = runner.invoke(app, ["compare", "trace:1", "trace:9"])
+    assert missing.exit_code == 2 and "no stored trace 9" in missing.output
