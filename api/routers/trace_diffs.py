@@ -121,3 +121,54 @@ def post_trace_diff(body: TraceDiffIn, state: AppState = Depends(get_state)) -> 
     paired Wilcoxon, bootstrap CI), each side's roofs and the change the model expected; unmatched groups;
     totals by op kind. 404 for an unknown trace, 422 for two that cannot be compared."""
     return trace_diff(state, body)
+
+
+class HistoryIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    traces: list[int] = Field(min_length=2, max_length=50, description="stored trace ids, oldest first")
+    threshold_pct: float = Field(5.0, ge=0, le=1e6)
+    alpha: float = Field(0.01, gt=0, lt=1)
+    changed_only: bool = Field(True, description="only the ops with a change point")
+
+
+class SeriesOut(BaseModel):
+    kind: str
+    name: str
+    shape: str = Field(description="the op's parameters (JSON) or the kernel's category, grid and block")
+    median_s: list[float | None] = Field(description="per trace, the median time per call")
+    predicted_s: list[float | None] = Field(description="per trace, the model's time on that trace's device")
+    change_points: list[dict[str, Any]] = Field(description="index of the later trace, verdict, change %")
+
+
+class HistoryOut(BaseModel):
+    traces: list[int]
+    series: list[SeriesOut]
+    notes: list[str]
+
+
+@router.post("/trace-diffs/history", response_model=HistoryOut)
+def post_history(body: HistoryIn, state: AppState = Depends(get_state)) -> dict[str, Any]:
+    """Per op, its median time across stored traces (oldest first) with the model's prediction beside it, and
+    change points where neighbouring traces differ significantly (the same rules as POST /trace-diffs)."""
+    from perfmodel.compare.history import history
+
+    sides = []
+    for trace_id in body.traces:
+        try:
+            side, hardware_id = stored_side(state.store, trace_id)
+        except CompareError as exc:
+            raise HTTPException(404 if "no stored trace" in str(exc) else 422, str(exc)) from None
+        try:
+            hw, _ = state.hardware(hardware_id)
+        except UnknownHardware:
+            hw = None
+        sides.append((side, hw))
+    try:
+        series, notes = history(sides, body.threshold_pct, body.alpha)
+    except CompareError as exc:
+        raise HTTPException(422, str(exc)) from None
+    return {"traces": body.traces, "notes": notes,
+            "series": [{"kind": s.kind, "name": s.key[1], "shape": s.key[2], "median_s": s.median_s,
+                        "predicted_s": s.predicted_s, "change_points": s.change_points}
+                       for s in series if s.change_points or not body.changed_only]}

@@ -59,3 +59,31 @@ def test_trace_diff_bad_input(client: TestClient) -> None:
                  {"base_trace": base, "new_trace": base, "alpha": 2}, {"base_trace": "x", "new_trace": base},
                  {"base_trace": base, "new_trace": base, "extra": 1}):
         assert client.post("/api/v1/trace-diffs", json=body).status_code == 422, body
+
+
+def test_history_flags_the_change_points(client: TestClient, tmp_path: Path) -> None:
+    """rank 0, the same with layer_norm kernels 30 % slower, rank 0 again: the layer_norm series has a regression
+    at the second trace and an improvement at the third; the ops that did not change have no change point."""
+    from tests.compare.test_cli import _slowed_copy
+
+    first = upload(client, HTA_0)
+    slowed_path = tmp_path / "slowed.json.gz"
+    _slowed_copy(trace_path(HTA_0), slowed_path, "aten::layer_norm", 1.3)
+    response = client.post("/api/v1/traces", files={"file": (slowed_path.name, slowed_path.read_bytes())},
+                           data={"hardware": A100}, headers=AUTH)
+    assert response.status_code == 201, response.text
+    second = int(response.json()["id"])
+    answer = client.post("/api/v1/trace-diffs/history", json={"traces": [first, second, first],
+                                                              "threshold_pct": 10})
+    assert answer.status_code == 200, answer.text
+    series = answer.json()["series"]
+    assert series and {s["name"] for s in series} == {"aten::layer_norm"}
+    for s in series:
+        assert [(c["index"], c["verdict"]) for c in s["change_points"]] == [(1, "regression"), (2, "improvement")]
+        assert s["median_s"][1] == pytest.approx(s["median_s"][0] * 1.3, rel=0.05)
+        assert s["predicted_s"][0] == s["predicted_s"][1] is not None
+    everything = client.post("/api/v1/trace-diffs/history", json={"traces": [first, second],
+                                                                  "changed_only": False}).json()["series"]
+    assert len(everything) > len(series)
+    assert client.post("/api/v1/trace-diffs/history", json={"traces": [first]}).status_code == 422
+    assert client.post("/api/v1/trace-diffs/history", json={"traces": [first, 999]}).status_code == 404
