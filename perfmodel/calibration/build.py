@@ -77,7 +77,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
         f, model_s = None, np.zeros(0)
     usable = model_s > 0  # an op the model calls free (a view) has nothing to scale
     keys = np.array(class_keys(ops, devices_per_node(hw)), dtype=str)
-    groups = np.unique(np.array([repr(op) for op in ops], dtype=str), return_inverse=True)[1]
+    groups = _distinct_ids([repr(op) for op in ops])
 
     pooled_idx = np.flatnonzero(usable)
     pooled: FitResult | None = None
@@ -192,6 +192,14 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
               "other_classes": hardware_level.source, "residual_trees": trees_report}
     report_progress("done", 1.0)
     return Calibration(identity, classes, hardware_level, report, timing=timing, space=space, residual_trees=trees)
+
+
+def _distinct_ids(names: list[str]) -> IntArray:
+    """Per name, the rank of its distinct value in sorted order (``np.unique``'s inverse, without a fixed-width
+    string array: 100,000 op reprs of ~150 characters made a 60 MB one)."""
+    rank = {name: i for i, name in enumerate(sorted(set(names)))}
+    out: IntArray = np.fromiter((rank[name] for name in names), dtype=np.int64, count=len(names))
+    return out
 
 
 def _reporter(progress: Progress | None) -> Progress:

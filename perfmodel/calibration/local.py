@@ -132,7 +132,9 @@ def fit_local(f: Features, residuals: FloatArray, groups: IntArray,
         points = coordinates(f, scale)[first_run]
         distance2 = _distance2(points, points)
         for bandwidth in BANDWIDTHS:
-            weight = np.exp(-0.5 * distance2 / bandwidth ** 2) * runs[None, :]
+            weight = np.multiply(distance2, -0.5 / bandwidth ** 2)  # in place below: two points^2 arrays at most
+            np.exp(weight, out=weight)
+            weight *= runs[None, :]
             np.fill_diagonal(weight, 0.0)  # leave the op itself out
             numerator, total = weight @ mean_residual, weight.sum(axis=1)
             for shrink in SHRINKS:
