@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 # (family, pattern), first match wins; patterns are searched case-insensitively in the name
@@ -37,6 +38,7 @@ _FP8 = re.compile(r"e4m3|e5m2|_f8_|fp8", re.IGNORECASE)
 _SPLIT_K = re.compile(r"split_?k", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=4096)  # a trace repeats a few hundred kernel names over millions of launches
 def math_dtype(name: str) -> str | None:
     """The math a library kernel's name says it runs: 'tf32' (fp32 data on tensor cores), 'fp8', else None."""
     head = name[:512]
@@ -47,6 +49,7 @@ def math_dtype(name: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def split_k(name: str) -> bool:
     """Whether a GEMM kernel's name says it splits K across blocks (a reduction kernel follows)."""
     return _SPLIT_K.search(name[:512]) is not None
