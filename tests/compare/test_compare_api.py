@@ -64,7 +64,7 @@ def test_trace_diff_bad_input(client: TestClient) -> None:
 def test_history_flags_the_change_points(client: TestClient, tmp_path: Path) -> None:
     """rank 0, the same with layer_norm kernels 30 % slower, rank 0 again: the layer_norm series has a regression
     at the second trace and an improvement at the third; the ops that did not change have no change point."""
-    from tests.compare.test_cli import _slowed_copy
+    from tests.compare.test_compare_cli import _slowed_copy
 
     first = upload(client, HTA_0)
     slowed_path = tmp_path / "slowed.json.gz"
