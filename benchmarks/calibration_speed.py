@@ -76,6 +76,22 @@ def _rss_mb() -> float:
         return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
+def traced_peak_mb(n: int) -> float:
+    """Peak MB the fit of ``n`` runs allocates (Python and numpy, ``tracemalloc``), the runs made before."""
+    import gc
+    import tracemalloc
+
+    from perfmodel.calibration import fit_calibration
+
+    data = runs(n)
+    gc.collect()
+    tracemalloc.start()
+    fit_calibration(HW, data)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak / 1e6
+
+
 def one(n: int) -> dict[str, Any]:
     """Fit ``n`` runs in this process: seconds, RSS before, peak RSS (MB), stages seen, what was kept."""
     from perfmodel.calibration import fit_calibration
@@ -101,7 +117,12 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per size before it is given up")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--profile", type=int, metavar="N", help="cProfile one fit of N runs, print the top 25")
+    parser.add_argument("--traced", type=int, metavar="N", help="peak MB the fit of N runs allocates (tracemalloc; "
+                        "slower): the process's peak RSS also holds the runs' own making")
     args = parser.parse_args()
+    if args.traced:
+        print(f"{args.traced} runs: the fit allocated at most {traced_peak_mb(args.traced):.0f} MB (tracemalloc)")
+        return
     if args.one:
         print(json.dumps(one(args.one)))
         return
