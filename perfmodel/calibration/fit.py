@@ -139,12 +139,15 @@ def fit_theta(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None
 
 
 def fit_forms(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None,
-              forms: list[str]) -> dict[str, FloatArray]:
-    """``fit_theta`` for each form; a ``+shape`` form starts from its base form's fit when that is in ``forms``."""
+              forms: list[str], warm: dict[str, FloatArray] | None = None) -> dict[str, FloatArray]:
+    """``fit_theta`` for each form; a form starts from ``warm[form]`` when given (one start: a cross-validation
+    fold starts from the fit on all runs), else a ``+shape`` form from its base form's fit when that is in
+    ``forms``."""
     out: dict[str, FloatArray] = {}
     for form in forms:
         base = out.get(form.removesuffix("+shape")) if form.endswith("+shape") else None
-        out[form] = fit_theta(f, measured_s, prior_mean, form, warm_start=base)
+        start = warm.get(form) if warm is not None else None
+        out[form] = fit_theta(f, measured_s, prior_mean, form, warm_start=base if start is None else start)
     return out
 
 
@@ -193,13 +196,15 @@ def fit_with_cv(f: Features, measured_s: FloatArray, groups: IntArray, folds: in
     forms = [form for form in FORMS if form in ("none", "scale") or distinct >= MIN_RAMP_SHAPES]
     cvs = {form: np.full(measured_s.size, np.nan) for form in forms}
     beyond = np.zeros(measured_s.size, dtype=bool)
+    # every form on all runs first (multi-start); each fold's fit starts from it (one start, few iterations)
+    full = fit_forms(f, measured_s, prior_mean, forms)
     for j in range(k):
         test = np.flatnonzero(fold == j)
         train = np.flatnonzero((fold != j) & (fold >= 0))
         fitted = f.take(train)
         beyond[test] = outside(f.take(test), fitted)
         held_out = curve.clip_shape(f.take(test), *map(np.array, curve.shape_range(fitted)))
-        for form, theta_j in fit_forms(fitted, measured_s[train], prior_mean, forms).items():
+        for form, theta_j in fit_forms(fitted, measured_s[train], prior_mean, forms, warm=full).items():
             cvs[form][test] = np.log(measured_s[test] / curve.time_s(theta_j, held_out))
     for form, cv in cvs.items():
         loss = held_out_loss(cv[fold >= 0])
@@ -208,7 +213,7 @@ def fit_with_cv(f: Features, measured_s: FloatArray, groups: IntArray, folds: in
             best = (loss, form, cv)
     assert best is not None
     _, form, cv = best
-    theta = fit_forms(f, measured_s, prior_mean, list(dict.fromkeys([form.removesuffix("+shape"), form])))[form]
+    theta = full[form]
     return FitResult(theta, np.log(measured_s / curve.time_s(theta, f)), cv, k, form, beyond)
 
 
