@@ -146,27 +146,37 @@ def fit_local(f: Features, residuals: FloatArray, groups: IntArray,
         return None
     bandwidth, shrink, scale, left_out = best
     out = LocalCorrection(coordinates(f, scale)[first_run], mean_residual, runs, bandwidth, shrink, scale, left_out)
-    if rows.size != all_residuals.size:
-        every = all_residuals - out.log_factor(all_f)  # the ops left out of the points are held out already
-        every[rows] = left_out
-        out = dataclasses.replace(out, loo_residuals=every)
-    if fold is not None:
-        out = dataclasses.replace(out, fold_residuals=_fold_residuals(out, all_f, all_residuals, fold,
-                                                                      fold[rows][first_run]))
+    subset = rows.size != all_residuals.size
+    if subset or fold is not None:
+        every, by_fold = _applied(out, all_f, all_residuals, fold, None if fold is None else fold[rows][first_run],
+                                  whole=subset)
+        if every is not None:  # the ops left out of the points are held out already
+            every[rows] = left_out
+            out = dataclasses.replace(out, loo_residuals=every)
+        if by_fold is not None:
+            out = dataclasses.replace(out, fold_residuals=by_fold)
     return out
 
 
-def _fold_residuals(correction: LocalCorrection, f: Features, residuals: FloatArray, fold: IntArray,
-                    point_fold: IntArray) -> FloatArray:
-    """Per run: its residual less the correction smoothed over the points of other folds only."""
+def _applied(correction: LocalCorrection, f: Features, residuals: FloatArray, fold: IntArray | None,
+             point_fold: IntArray | None, whole: bool) -> tuple[FloatArray | None, FloatArray | None]:
+    """Per run, from one pass over the weights (rows x points, ``CHUNK_ROWS`` rows at a time): its residual less
+    the correction over every point (if ``whole``), and less the correction smoothed over the points of other
+    folds only (if ``fold`` and ``point_fold`` are given)."""
     x = coordinates(f, correction.shape_scale)
-    out = np.empty(len(x))
+    every = np.empty(len(x)) if whole else None
+    by_fold = np.empty(len(x)) if fold is not None and point_fold is not None else None
     for start in range(0, len(x), CHUNK_ROWS):
         rows = slice(start, start + CHUNK_ROWS)
-        weight = _weights(x[rows], correction.points, correction.bandwidth) * correction.runs
-        weight[fold[rows][:, None] == point_fold[None, :]] = 0.0
-        out[rows] = residuals[rows] - (weight @ correction.residuals) / (correction.shrink + weight.sum(axis=1))
-    return out
+        weight = _weights(x[rows], correction.points, correction.bandwidth)
+        weight *= correction.runs
+        if every is not None:
+            every[rows] = residuals[rows] - (weight @ correction.residuals) / (correction.shrink + weight.sum(axis=1))
+        if by_fold is not None and fold is not None and point_fold is not None:
+            weight[fold[rows][:, None] == point_fold[None, :]] = 0.0
+            by_fold[rows] = residuals[rows] - (weight @ correction.residuals) / (correction.shrink
+                                                                                  + weight.sum(axis=1))
+    return every, by_fold
 
 
 __all__ = ["LocalCorrection", "coordinates", "fit_local"]
