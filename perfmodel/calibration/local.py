@@ -95,13 +95,18 @@ class LocalCorrection:
 
 def _distance2(x: FloatArray, points: FloatArray) -> FloatArray:
     """Squared distances, rows of ``x`` x ``points``."""
-    d2: FloatArray = np.maximum((x * x).sum(axis=1)[:, None] + (points * points).sum(axis=1)[None, :]
-                                - 2.0 * x @ points.T, 0.0)
+    d2: FloatArray = x @ points.T  # then in place: one rows x points array
+    d2 *= -2.0
+    d2 += (x * x).sum(axis=1)[:, None]
+    d2 += (points * points).sum(axis=1)[None, :]
+    np.maximum(d2, 0.0, out=d2)
     return d2
 
 
 def _weights(x: FloatArray, points: FloatArray, bandwidth: float) -> FloatArray:
-    out: FloatArray = np.exp(-0.5 * _distance2(x, points) / bandwidth ** 2)
+    out = _distance2(x, points)
+    out *= -0.5 / bandwidth ** 2
+    np.exp(out, out=out)
     return out
 
 
