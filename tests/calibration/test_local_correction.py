@@ -174,3 +174,29 @@ def test_a_variant_never_measured_gets_its_class_curve_without_the_points() -> N
     assert parent.shape_range is not None
     f = curve.clip_shape(curve.features(perfmodel.predict_many(HW, unseen)), *map(np.array, parent.shape_range))
     np.testing.assert_allclose(got, curve.time_s(curve.share(parent.theta, BORROWED_WEIGHT), f), rtol=1e-9)
+
+
+def test_one_pass_residuals_match_their_definitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs of ops left out of the points: residual less the correction over every point; every run's fold
+    residual: less the correction smoothed over the other folds' points only (computed here directly)."""
+    monkeypatch.setattr(local_module, "MAX_POINTS", 50)
+    monkeypatch.setattr(local_module, "CHUNK_ROWS", 13)
+    rng = np.random.default_rng(14)
+    ops = _gemms(rng, 120)
+    f = curve.features(perfmodel.predict_many(HW, ops))
+    residuals = 0.3 * np.sin(2.0 * f.log10_flops) + 0.01 * rng.standard_normal(len(ops))
+    fold = np.arange(len(ops)) % 3
+    correction = fit_local(f, residuals, np.arange(len(ops)), fold=fold)
+    assert correction is not None
+    x = local_module.coordinates(f, correction.shape_scale)
+    point_of = {tuple(p): i for i, p in enumerate(correction.points)}
+    is_point = np.array([tuple(row) in point_of for row in x])
+    assert is_point.sum() == 50
+    weight = np.exp(-0.5 * ((x[:, None, :] - correction.points[None]) ** 2).sum(axis=2)
+                    / correction.bandwidth ** 2) * correction.runs
+    every = residuals - weight @ correction.residuals / (correction.shrink + weight.sum(axis=1))
+    np.testing.assert_allclose(correction.loo_residuals[~is_point], every[~is_point], rtol=1e-9, atol=1e-12)
+    point_fold = np.array([fold[int(np.flatnonzero((x == p).all(axis=1))[0])] for p in correction.points])
+    weight[fold[:, None] == point_fold[None, :]] = 0.0
+    by_fold = residuals - weight @ correction.residuals / (correction.shrink + weight.sum(axis=1))
+    np.testing.assert_allclose(correction.fold_residuals, by_fold, rtol=1e-9, atol=1e-12)
