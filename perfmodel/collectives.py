@@ -37,8 +37,9 @@ from perfmodel.machine import MachineTables
 from perfmodel.ops.base import FloatArray, IntArray
 from perfmodel.ops.collective import ALGORITHMS, COMM_KINDS
 
-ALLREDUCE, ALLGATHER, REDUCESCATTER, ALLTOALL, SENDRECV = (
-    COMM_KINDS.index(k) for k in ("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv"))
+ALLREDUCE, ALLGATHER, REDUCESCATTER, ALLTOALL, SENDRECV, HOSTCOPY = (
+    COMM_KINDS.index(k) for k in ("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv", "hostcopy"))
+HOST_LINK_DEFAULT_BYTES_PER_S = 25e9  # PCIe 4.0 x16 per direction, where the spec gives no host link
 AUTO, RING, TREE = (ALGORITHMS.index(k) for k in ("auto", "ring", "tree"))
 LL, LL128, SIMPLE = 0, 1, 2
 PROTOCOLS = ("LL", "LL128", "Simple")
@@ -216,7 +217,14 @@ def collective_time(t: MachineTables, kind: IntArray, size: FloatArray, devices:
     p2p = _point_to_point(t, kind, size, p, q, nodes)
     out = np.where((kind == ALLTOALL) | (kind == SENDRECV), p2p, chosen)
     out = np.where((kind == SENDRECV) & (p > 1.0), p2p, np.where(p <= 1.0, 0.0, out))
+    out = np.where(kind == HOSTCOPY, size / (host_link_bytes_per_s(t.hardware) * t.defaults.link_efficiency), out)
     return np.where(kind == 0, 0.0, out)
+
+
+def host_link_bytes_per_s(hardware: Hardware) -> float:
+    """The host link's bandwidth per direction (PCIe, NVLink-C2C): the spec's, else PCIe 4.0 x16."""
+    ic = hardware.interconnect
+    return (ic.host_link_bandwidth_bytes_per_s if ic else None) or HOST_LINK_DEFAULT_BYTES_PER_S
 
 
 def nccl_choice(t: MachineTables, kind: str, size_bytes: float, devices: int,

@@ -118,6 +118,9 @@ class Interconnect(Sourced):
         "cube-mesh, xGMI, ICI) or the host's PCIe; null: a switch where devices_per_node is given, else PCIe")
     bridge_bandwidth_bytes_per_s: float | None = Field(
         default=None, gt=0, description="Per device, per direction: a bridge (NVLink bridge) joining pairs of cards")
+    host_link_bandwidth_bytes_per_s: float | None = Field(
+        default=None, gt=0, description="Per direction: the link to the host's memory (PCIe x16, NVLink-C2C) that "
+        "memcpy HtoD/DtoH crosses; null: PCIe 4.0 x16 (25e9) is assumed")
     in_network_reduction: bool = Field(
         default=False, description="The switch reduces in the network (NVLink SHARP: NCCL's NVLS algorithm)")
 

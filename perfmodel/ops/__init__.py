@@ -2,7 +2,7 @@
 
 from perfmodel.ops.attention import Attention
 from perfmodel.ops.base import ENGINE_CLASSES, ROLES, Op, OpError, Work, op_class, op_kinds
-from perfmodel.ops.collective import AllGather, AllReduce, AllToAll, Collective, ReduceScatter, SendRecv
+from perfmodel.ops.collective import AllGather, AllReduce, AllToAll, Collective, HostCopy, ReduceScatter, SendRecv
 from perfmodel.ops.conv import Conv2d
 from perfmodel.ops.elementwise import Elementwise, Reduce, Reshape, Transpose
 from perfmodel.ops.indexing import Embedding, Gather, Scatter
@@ -18,7 +18,7 @@ def make_op(op: Op | dict[str, object]) -> Op:
 
 __all__ = [
     "ENGINE_CLASSES", "ROLES", "AllGather", "AllReduce", "AllToAll", "Attention", "BatchNorm",
-    "Collective", "Conv2d", "Dequantize", "Elementwise", "Embedding", "Gather", "LayerNorm",
+    "Collective", "Conv2d", "Dequantize", "Elementwise", "Embedding", "Gather", "HostCopy", "LayerNorm",
     "Matmul", "Op", "OpError", "Quantize", "Reduce", "ReduceScatter", "Reshape", "RmsNorm",
     "Scatter", "SendRecv", "Softmax", "Transpose", "Work", "make_op", "op_class", "op_kinds",
 ]

@@ -1,4 +1,4 @@
-"""Collectives across devices: all-reduce, all-gather, reduce-scatter, all-to-all.
+"""Collectives across devices: all-reduce, all-gather, reduce-scatter, all-to-all; a host <-> device copy.
 
 ``bytes`` is the per-device buffer: the input of all-reduce and reduce-scatter, the output of
 all-gather, the send buffer of all-to-all, the message of a send/recv.
@@ -15,7 +15,7 @@ import numpy as np
 from perfmodel.dtypes import DType
 from perfmodel.ops.base import Op, OpError, Work, dtype_codes, register, require_positive
 
-COMM_KINDS = ("none", "allreduce", "allgather", "reducescatter", "alltoall", "sendrecv")
+COMM_KINDS = ("none", "allreduce", "allgather", "reducescatter", "alltoall", "sendrecv", "hostcopy")
 ALGORITHMS = ("auto", "ring", "tree")
 
 
@@ -104,3 +104,45 @@ class SendRecv(Collective):
 
     kind = "sendrecv"
     devices: int = 2
+
+
+@register
+@dataclass(frozen=True)
+class HostCopy(Op):
+    """A ``bytes`` copy between host memory and the device over the host link (PCIe, NVLink-C2C): its time is
+    the bytes over the link's per-direction bandwidth (``Interconnect.host_link_bandwidth_bytes_per_s``) plus
+    the per-copy overhead; the device side writes (``h2d``) or reads (``d2h``) the bytes once.
+
+    ``pageable``: a pageable host buffer, which the CUDA driver stages through a pinned buffer in chunks (CUDA C++
+    Best Practices Guide, "Pinned Memory" / "Data Transfer Between Host and Device"); the staging is pipelined
+    with the DMA, so the model bounds it by the same link (a lower bound: the host memcpy can be slower).
+    """
+
+    kind = "hostcopy"
+    size_bytes: float
+    direction: Literal["h2d", "d2h"] = "h2d"
+    pageable: bool = False
+    dtype: DType = DType.INT8  # bytes, untyped
+    aliases: ClassVar[dict[str, str]] = {"bytes": "size_bytes"}
+
+    def __post_init__(self) -> None:
+        require_positive(self.kind, bytes=self.size_bytes)
+        if self.direction not in ("h2d", "d2h"):
+            raise OpError(self.kind, "direction", "must be 'h2d' or 'd2h'")
+
+    def loop_dims(self) -> dict[str, int]:
+        return {"bytes": int(self.size_bytes)}
+
+    @classmethod
+    def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
+        size = np.array([o.size_bytes for o in ops], dtype=np.float64)
+        h2d = np.array([o.direction == "h2d" for o in ops])
+        zeros = np.zeros(len(ops))
+        codes = dtype_codes([o.dtype for o in ops])
+        return Work(
+            n=len(ops), flops_matrix=zeros, flops_vector=zeros, flops_special=zeros,
+            bytes_by_role={"activations_in": np.where(h2d, 0.0, size), "activations_out": np.where(h2d, size, 0.0)},
+            matrix_dtype=codes, vector_dtype=codes, parallel_items=np.full(len(ops), np.inf),
+            kernels=np.ones(len(ops)), comm_kind=np.full(len(ops), COMM_KINDS.index(cls.kind), dtype=np.int64),
+            comm_bytes=size, comm_devices=np.ones(len(ops)),
+        )

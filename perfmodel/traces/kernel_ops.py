@@ -1,8 +1,8 @@
 """A device activity's op from the activity alone, where no framework op gives its shapes.
 
 - memcpy / memset with their recorded bytes: an on-device copy is a read and a write of every byte (``reshape``,
-  non-contiguous), a fill one write (``elementwise`` with no input). A host transfer (PCIe, NVLink-C2C) has no
-  modelled path: the device specs hold no host-link bandwidth, so it stays unmatched and says so.
+  non-contiguous), a fill one write (``elementwise`` with no input), a host transfer (HtoD / DtoH, pinned or
+  pageable) a ``hostcopy`` over the device's host link (PCIe, NVLink-C2C); a peer copy stays unmatched.
 - elementwise and copy kernels from grid x block: PyTorch's ``vectorized_elementwise_kernel<vec, ...>`` and
   ``unrolled_elementwise_kernel`` give each of their 128 threads per block 4 elements
   (``block_work_size = num_threads * thread_work_size``), the legacy ``elementwise_kernel<nt, vt, ...>``
@@ -61,11 +61,18 @@ def copy_op(kernel: KernelRecord) -> Inferred | tuple[str, str]:
     """The op of a memcpy/memset record, or (reason, category) where it has none."""
     direction = transfer_direction(kernel.name)
     size = kernel.transfer_bytes
-    if direction in ("h2d", "d2h", "p2p"):
-        return (f"{direction} memcpy over the host or peer link: the device spec has no host-link (PCIe, "
-                "NVLink-C2C) bandwidth", HOST_TRANSFER)
+    if direction == "p2p":
+        return "peer-to-peer memcpy: the peer's link is not known from the record", HOST_TRANSFER
     if size is None or size <= 0:
         return f"{kernel.category} without its byte count", "size not recorded"
+    if direction in ("h2d", "d2h"):
+        pageable = "pageable" in kernel.name.lower()
+        notes = [f"{direction} memcpy over the host link (PCIe / NVLink-C2C) of its recorded bytes"]
+        if pageable:
+            notes.append("pageable host memory: staged through a pinned buffer, modelled as pipelined with the "
+                         "link (a lower bound)")
+        return ({"kind": "hostcopy", "bytes": size, "direction": direction, "pageable": pageable}, notes,
+                "memcpy/memset", "high" if not pageable else "medium")
     if direction == "memset" or kernel.category == "memset":
         return ({"kind": "elementwise", "shape": [size], "dtype": "int8", "inputs": 0, "outputs": 1,
                  "flops_per_element": 0.0}, ["memset: one write of its recorded bytes"], "memcpy/memset", "high")

@@ -103,6 +103,9 @@ class _Run:
     confidence: str = "high"
 
 
+# a run measured as 0 s would be predicted "infinitely" slow (the calibration saw 1e6x on ResNet-50's fills)
+ZERO_DURATION = ("recorded duration 0: shorter than the trace's timer resolution (Kineto: 1 us), nothing to "
+                 "compare a prediction with")
 Found = tuple[OpCall, dict[str, Any], list[str], str, str]  # call, op, notes, source, confidence
 Missed = tuple[str, str]  # reason, category
 _Cache = dict[tuple[Any, ...], tuple[dict[str, Any], list[str]] | str]
@@ -280,7 +283,8 @@ def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:
     categories: list[str | None] = []
     for index, kernel in enumerate(kernels):
         total += kernel.duration_s
-        found = _kernel_op(kernel, index, cache, grid_cache, world_size)
+        found = (ZERO_DURATION, "below timer resolution") if kernel.duration_s <= 0 else _kernel_op(
+            kernel, index, cache, grid_cache, world_size)
         if len(found) == 2:
             reason, category = found
             call_of_kernel.append(None)

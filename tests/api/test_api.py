@@ -334,17 +334,17 @@ def test_trace_upload_runs_kernels_and_duplicates(client: TestClient) -> None:
 
 def test_trace_without_shapes_matches_only_what_its_kernels_tell(client: TestClient) -> None:
     """No Input Dims: GEMMs and convolutions stay unmodelled (saying record_shapes), while elementwise kernels sized
-    by grid x block and on-device copies become runs that say where their work came from."""
+    by grid x block, fills and host copies become runs that say where their work came from."""
     path = TRACES / "critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
     response = client.post("/api/v1/traces", files={"file": (path.name, path.read_bytes(), "application/gzip")},
                            data={"hardware": "nvidia-a100-sxm4-80gb"}, headers=AUTH)
     summary = response.json()
     assert response.status_code == 201 and summary["runs_created"] > 0
-    assert summary["unmodelled_time_share"] > 0.9  # a pageable host-to-device copy and the unshaped GEMMs
+    assert 0.05 < summary["unmodelled_time_share"] < 0.3  # the unshaped GEMMs/convs; the pageable copies are runs
     assert any("record_shapes" in u["reason"] for u in summary["unmodelled"])
     runs = client.get("/api/v1/runs", params={"hardware": "nvidia-a100-sxm4-80gb", "limit": 1000}).json()["items"]
     assert len(runs) == summary["runs_created"]
-    assert {r["op_kind"] for r in runs} == {"elementwise"}
+    assert {r["op_kind"] for r in runs} == {"elementwise", "hostcopy"}
     assert {r["tags"]["match_source"] for r in runs} <= {"grid/block", "memcpy/memset"}
 
 

@@ -91,21 +91,52 @@ def test_without_the_backward_node_the_stride_stays_unknown() -> None:
     assert "stride not recorded" in missed.reason and missed.category == "shapes not recorded"
 
 
-def test_copies_and_fills_use_their_recorded_bytes_and_host_transfers_say_why_not() -> None:
+def test_copies_fills_and_host_transfers_use_their_recorded_bytes() -> None:
     t = KinetoTrace()
     t.kernel("Memcpy DtoD (Device -> Device)", 0, 10, 5, cat="gpu_memcpy", extra={"bytes": 1 << 20})
     t.kernel("Memset (Device)", 1, 20, 2, cat="gpu_memset", extra={"bytes": 4096})
     t.kernel("Memcpy HtoD (Pinned -> Device)", 2, 30, 50, cat="gpu_memcpy", extra={"bytes": 1 << 20})
+    t.kernel("Memcpy DtoH (Device -> Pageable)", 4, 85, 60, cat="gpu_memcpy", extra={"bytes": 1 << 20})
     t.kernel("Memcpy DtoD (Device -> Device)", 3, 90, 1, cat="gpu_memcpy")
+    t.kernel("Memcpy PtoP (Device -> Device)", 5, 95, 3, cat="gpu_memcpy", extra={"bytes": 1 << 20})
     result = match_runs(parse_trace(t.to_bytes()))
-    copy, fill = result.runs
+    copy, fill, h2d, d2h = result.runs
     assert copy.op == {"kind": "reshape", "shape": [1 << 20], "new_shape": [1 << 20], "dtype": "int8",
                        "contiguous": False}
     assert fill.op["kind"] == "elementwise" and fill.op["inputs"] == 0 and fill.op["shape"] == [4096]
-    assert {copy.source, fill.source} == {"memcpy/memset"}
+    assert h2d.op == {"kind": "hostcopy", "bytes": 1 << 20, "direction": "h2d", "pageable": False}
+    assert d2h.op == {"kind": "hostcopy", "bytes": 1 << 20, "direction": "d2h", "pageable": True}
+    assert (h2d.confidence, d2h.confidence) == ("high", "medium")
+    assert {copy.source, fill.source, h2d.source, d2h.source} == {"memcpy/memset"}
     categories = {u.name: u.category for u in result.unmodelled}
-    assert categories == {"Memcpy HtoD (Pinned -> Device)": "host transfer",
+    assert categories == {"Memcpy PtoP (Device -> Device)": "host transfer",
                           "Memcpy DtoD (Device -> Device)": "size not recorded"}
+
+
+def test_a_host_copy_takes_its_bytes_over_the_devices_host_link() -> None:
+    """PCIe 3.0 x16 (V100) vs NVLink-C2C (GH200): the same 64 MiB copy, bytes / link bandwidth + overhead."""
+    from perfmodel.roofline import predict
+
+    op = {"kind": "hostcopy", "bytes": 64 << 20, "direction": "h2d"}
+    v100, gh200 = load_hardware("nvidia-v100-sxm2-32gb"), load_hardware("nvidia-gh200-96gb")
+    slow, fast = predict(v100, op), predict(gh200, op)
+    assert slow.bound == fast.bound == "interconnect"
+    assert v100.interconnect is not None and v100.interconnect.host_link_bandwidth_bytes_per_s == 15.75e9
+    assert (64 << 20) / 15.75e9 < slow.time_s < (64 << 20) / 15.75e9 * 1.5
+    assert slow.time_s / fast.time_s > 20  # 450 GB/s vs 15.75 GB/s per direction
+
+
+def test_kernels_recorded_with_zero_duration_make_no_run_to_compare() -> None:
+    """Kineto rounds to 1 us: a fill of 0 us measured would be predicted infinitely slower (a calibration
+    saw 1e6x on ResNet-50's FillFunctor kernels)."""
+    t = KinetoTrace()
+    t.kernel("Memset (Device)", 1, 20, 0, cat="gpu_memset", extra={"bytes": 4096})
+    t.kernel("Memset (Device)", 2, 30, 2, cat="gpu_memset", extra={"bytes": 4096})
+    result = match_runs(parse_trace(t.to_bytes()))
+    (run,) = result.runs
+    assert run.measured_time_s > 0
+    (zero,) = result.unmodelled
+    assert zero.category == "below timer resolution" and zero.time_s == 0
 
 
 def test_an_elementwise_kernel_without_an_op_is_sized_by_grid_and_block() -> None:
