@@ -50,7 +50,15 @@ README_DEVICES: tuple[tuple[str, str | None], ...] = (
 # a device name a Kineto trace records -> hardware id (first match, case-insensitive)
 DEVICE_NAMES = (("a100-sxm4-80gb", "nvidia-a100-sxm4-80gb"), ("a100-pg509", "nvidia-a100-sxm4-40gb"),
                 ("a100-sxm4-40gb", "nvidia-a100-sxm4-40gb"), ("a100", "nvidia-a100-sxm4-80gb"),
-                ("h100", "nvidia-h100-sxm5-80gb"), ("v100", "nvidia-v100-sxm2-32gb"), ("mi300", "amd-mi300x"))
+                ("gh200", "nvidia-gh200-96gb"), ("h200", "nvidia-h200-sxm-141gb"), ("h100", "nvidia-h100-sxm5-80gb"),
+                ("gb200", "nvidia-gb200"), ("b200", "nvidia-b200"), ("v100", "nvidia-v100-sxm2-32gb"),
+                ("mi300", "amd-mi300x"), ("mi250", "amd-mi250x"), ("mi210", "amd-mi210"), ("mi100", "amd-mi100"),
+                # AMD gfx architectures (rocprof sysinfo, rocminfo): one spec per arch
+                ("gfx942", "amd-mi300x"), ("gfx90a", "amd-mi250x"), ("gfx908", "amd-mi100"))
+# where a file's device name is read: Kineto deviceProperties, ncu's display name / Device column, gfx arch
+_HEAD_NAMES = (re.compile(r'"deviceProperties"\s*:\s*\[\s*\{[^}]*?"name"\s*:\s*"([^"]+)"'),
+               re.compile(r'"device__attribute_display_name"(?:,"[^"]*"){0,3},"([^"]+)"'),
+               re.compile(r"\b(gfx9[0-9a-f]{2})\b"))
 
 
 @dataclass
@@ -94,18 +102,49 @@ def trace_files(shared: Path, data_root: Path = ROOT) -> list[Path]:
     return out
 
 
-def named_device(path: Path, parsed: Any) -> str | None:
-    """The hardware id of the device the file names (parsed metadata, else a Kineto head's deviceProperties)."""
-    name = getattr(parsed, "device_name", None)
-    if not name and ".json" in path.name:
-        opener = gzip.open if path.name.endswith(".gz") else open
-        with opener(path, "rb") as stream:
-            head = stream.read(1 << 20).decode("utf-8", "replace")
-        found = re.search(r'"deviceProperties"\s*:\s*\[\s*\{[^}]*?"name"\s*:\s*"([^"]+)"', head)
-        name = found.group(1) if found else None
+def _device_id(name: str | None) -> str | None:
     if not name:
         return None
     return next((hw for token, hw in DEVICE_NAMES if token in name.lower()), None)
+
+
+def _head(path: Path) -> str:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as stream:
+        return str(stream.read(1 << 20).decode("utf-8", "replace"))
+
+
+def _readme_device(path: Path) -> str | None:
+    """The hardware column of the file's row in a data README next to it (``| `name` | format | hardware |``)."""
+    readme = path.parent / "README.md"
+    if not readme.is_file():
+        return None
+    for line in readme.read_text(encoding="utf-8", errors="replace").splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) > 4 and cells[1].strip("`") == path.name:
+            return _device_id(cells[3])
+    return None
+
+
+def named_device(path: Path, parsed: Any) -> tuple[str | None, str]:
+    """(hardware id, where it came from) of the device the file names: parsed metadata; the file's head
+    (Kineto deviceProperties, ncu display name / Device column, gfx arch) or its rocprof sysinfo sibling;
+    the README row of the file; else (None, "")."""
+    found = _device_id(getattr(parsed, "device_name", None))
+    if found:
+        return found, "file"
+    sysinfo = path.with_name(path.name.split("__")[0] + "__" + path.name.split("__")[1] + "__sysinfo.csv") \
+        if path.name.count("__") >= 2 else None
+    for candidate in (path, sysinfo):
+        if candidate is None or not candidate.is_file():
+            continue
+        head = _head(candidate)
+        for pattern in _HEAD_NAMES:
+            match = pattern.search(head)
+            if match and (found := _device_id(match.group(1))):
+                return found, "file" if candidate == path else "sysinfo"
+    found = _readme_device(path)
+    return (found, "README") if found else (None, "")
 
 
 def _source(result: Any, parsed: Any, index: int) -> str:
@@ -136,8 +175,10 @@ def measure(path: Path) -> FileRow | None:
     except TraceError:
         return None
     device = [k.category in DEVICE_CATEGORIES for k in parsed.kernels]  # "device": an accelerator's own events
-    hardware = named_device(path, parsed) or next(hw for token, hw in README_DEVICES if token in path.name.lower())
-    row = FileRow(path.name, parsed.format, hardware or "no spec", 0.0, 0.0)
+    hardware, where = named_device(path, parsed)
+    if hardware is None:  # fallback: the device of the file's data set, by name (README_DEVICES)
+        hardware, where = next(hw for token, hw in README_DEVICES if token in path.name.lower()), "by name"
+    row = FileRow(path.name, parsed.format, f"{hardware} ({where})" if hardware else "no spec", 0.0, 0.0)
     if not any(device):
         row.note = "no device timing (CPU ops only)" if parsed.kernels else "no records"
     elif not any(k.duration_s > 0 for k in parsed.kernels):
@@ -162,17 +203,17 @@ def measure(path: Path) -> FileRow | None:
 def _print(rows: list[FileRow], top_reasons: int) -> None:
     gpu = [r for r in rows if r.device_s > 0]
     sources = sorted({s for r in gpu for s in r.by_source}, key=lambda s: -sum(r.by_source.get(s, 0) for r in gpu))
-    print(f"{'file':<46}{'format':<15}{'device':<24}{'device time':>12}{'matched':>8}{'|err| med':>10}  "
+    print(f"{'file':<46}{'format':<15}{'device':<34}{'device time':>12}{'matched':>8}{'|err| med':>10}  "
           "by source / unmatched by reason (share of the file's device time)")
     for r in rows:
         if r.device_s <= 0:
-            print(f"{r.name[:45]:<46}{r.fmt:<15}{'-':<24}{'-':>12}{'-':>8}{'-':>10}  {r.note}")
+            print(f"{r.name[:45]:<46}{r.fmt:<15}{'-':<34}{'-':>12}{'-':>8}{'-':>10}  {r.note}")
             continue
         err = weighted_median(r.errors)
         src = ", ".join(f"{s} {v / r.device_s:.0%}" for s, v in sorted(r.by_source.items(), key=lambda x: -x[1]))
         why = ", ".join(f"{s} {v / r.device_s:.0%}" for s, v in
                         sorted(r.by_reason.items(), key=lambda x: -x[1])[:top_reasons])
-        print(f"{r.name[:45]:<46}{r.fmt:<15}{r.hardware[:23]:<24}{r.device_s * 1e3:>10.2f}ms{r.share:>8.1%}"
+        print(f"{r.name[:45]:<46}{r.fmt:<15}{r.hardware[:33]:<34}{r.device_s * 1e3:>10.2f}ms{r.share:>8.1%}"
               f"{err:>9.1f}%  [{src or '-'}] unmatched: [{why or '-'}]")
     if not gpu:
         return
