@@ -203,8 +203,10 @@ def _kernel_choices(run: _Run) -> None:
     cuDNN default on Ampere and newer, see ``kernel_names.math_dtype``), split-K, and a
     convolution's algorithm (``_conv_algorithm``). The library's choice is part of the measurement, so the
     model runs the same one."""
-    names = " ".join(run.names).lower()
     kind = run.op.get("kind")
+    if kind not in ("matmul", "conv2d"):  # most runs (elementwise, norms, copies): nothing to read, no join
+        return
+    names = " ".join(run.names).lower()
     if kind in ("matmul", "conv2d") and run.op.get("dtype") == "fp32" and "compute_dtype" not in run.op \
             and any(math_dtype(name) == "tf32" for name in run.names):
         run.op["compute_dtype"] = "tf32"
