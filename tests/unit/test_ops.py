@@ -46,6 +46,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "reducescatter": {"kind": "reducescatter", "bytes": 4e6, "devices": 16, "dtype": "fp32"},
     "alltoall": {"kind": "alltoall", "bytes": 1e5, "devices": 2, "algorithm": "tree"},
     "sendrecv": {"kind": "sendrecv", "bytes": 3e6, "devices_per_node": 1},
+    "hostcopy": {"kind": "hostcopy", "bytes": 3e6, "direction": "d2h", "pageable": True},
 }
 
 
