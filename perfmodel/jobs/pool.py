@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any
 
-from perfmodel.jobs.worker import WorkerProcess
+from perfmodel.jobs.worker import WorkerDied, WorkerProcess
 from perfmodel.store import Store
 
 log = logging.getLogger(__name__)
@@ -164,8 +164,12 @@ class JobPool:
     def _run(self, worker: WorkerProcess, job_id: int) -> None:
         if not self._claim(job_id):
             return
-        worker.send(job_id)
-        outcome = self._watch(job_id, worker)
+        try:
+            worker.send(job_id)
+        except WorkerDied:
+            outcome = "died"
+        else:
+            outcome = self._watch(job_id, worker)
         if outcome == "recorded":
             return
         # the worker died, or is stopped (cancelled, the pool stopping); a job it left running ends here

@@ -7,6 +7,7 @@ stopping, a crash) is killing it; the next job starts a fresh one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -39,14 +40,18 @@ class WorkerProcess:
         for _attempt in range(2):
             if not self.running:
                 self.stop()
-                self._start()
+                try:
+                    self._start()
+                except BrokenPipeError:  # it died before it could read its configuration
+                    raise WorkerDied(self.crash_reason()) from None
             assert self._child is not None and self._child.stdin is not None
             try:
                 self._child.stdin.write(message)
                 self._child.stdin.flush()
                 break
-            except BrokenPipeError:  # it was just retiring (MAX_JOBS, memory): start another
-                self._child.wait()
+            except BrokenPipeError:  # it was just retiring (MAX_JOBS, memory: exit 0): start another
+                if self._child.wait() != 0:
+                    raise WorkerDied(self.crash_reason()) from None
         self.last_used_s = time.monotonic()
 
     def wait_done(self, timeout_s: float) -> bool | None:
@@ -83,7 +88,8 @@ class WorkerProcess:
                     child.wait()
             for stream in (child.stdin, child.stdout):
                 if stream is not None:
-                    stream.close()
+                    with contextlib.suppress(OSError):  # a pipe to a killed worker may not flush
+                        stream.close()
         if errors is not None:
             errors.close()
 
@@ -95,6 +101,10 @@ class WorkerProcess:
         config = {"database_url": self.database_url, "memory_bytes": self.memory_bytes}
         self._child.stdin.write(json.dumps(config).encode() + b"\n")
         self._child.stdin.flush()
+
+
+class WorkerDied(RuntimeError):
+    """The worker process ended before it took the job; the message says why (its exit status, its error)."""
 
 
 def last_error(stderr: str) -> str:

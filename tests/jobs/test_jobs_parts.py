@@ -73,3 +73,26 @@ def test_a_crashed_worker_names_its_exception() -> None:
                  "(Background on this error at: https://sqlalche.me/e/21/e3q8)\n")
     assert last_error(traceback) == "sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) disk I/O error"
     assert last_error("Killed\n") == "Killed" and last_error("") == ""
+
+
+def test_a_worker_killed_before_it_takes_the_job_is_reported_not_raised_as_a_broken_pipe(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that dies while it is being started (killed between its spawn and its configuration) makes
+    ``send`` raise WorkerDied with the reason, which the pool records as the job's failure; before, the
+    BrokenPipeError escaped and ended the pool's thread with the job left running."""
+    from perfmodel.jobs import worker as worker_module
+
+    real_popen = subprocess.Popen
+
+    def popen_that_dies(args: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
+        child = real_popen([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"],
+                           **kwargs)  # type: ignore[call-overload]
+        child.wait()  # dead before the pool writes its configuration
+        return child  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(worker_module.subprocess, "Popen", popen_that_dies)
+    process = worker_module.WorkerProcess("sqlite://", None)
+    with pytest.raises(worker_module.WorkerDied, match="killed"):
+        process.send(1)
+    process.stop()  # closing pipes to a dead worker does not raise either
+    assert not process.running
