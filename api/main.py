@@ -136,6 +136,12 @@ def _errors(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+        if first.get("type") == "json_invalid":  # its loc is ("body", character position), not a field
+            position = [p for p in first.get("loc", ()) if isinstance(p, int)]
+            at = f" at character {position[0]}" if position else ""
+            ctx = first.get("ctx")
+            why = ctx.get("error") if isinstance(ctx, dict) else None
+            return reply(422, f"body: malformed JSON{at}" + (f" ({why})" if why else ""), "body")
         field = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or None
         return reply(422, f"{field or 'body'}: {first.get('msg')}", field)
 

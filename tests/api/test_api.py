@@ -79,6 +79,9 @@ def test_bad_predict_input_is_a_4xx_naming_the_field(client: TestClient, payload
 def test_malformed_json_is_a_422(client: TestClient) -> None:
     response = client.post("/api/v1/predict", content=b"{not json", headers={"content-type": "application/json"})
     assert response.status_code == 422
+    # the position is where the JSON breaks, not a field name (it said "field": "1")
+    assert response.json()["field"] == "body"
+    assert response.json()["detail"].startswith("body: malformed JSON at character 1")
 
 
 def test_batch_keeps_order_and_limits(database_url: str) -> None:
