@@ -76,15 +76,9 @@ def hardware_list(
     typer.echo(f"{'id':<28} {'kind':<4} {'units':>5} {'DRAM BW':>11} {'best 16-bit matrix':>19}")
     for h in devices:
         bw = h.dram.bandwidth_bytes_per_s
-        peak = max((h.peak_flops_per_s(d) or 0.0) for d in _sixteen_bit())
+        peak = h.best_sixteen_bit_flops_per_s()
         typer.echo(f"{h.id:<28} {h.kind:<4} {h.units:>5} {format_rate(bw, 'B/s') if bw else '?':>11} "
                    f"{format_rate(peak, 'FLOP/s') if peak else '-':>19}")
-
-
-def _sixteen_bit() -> list[Any]:
-    from perfmodel.dtypes import DType
-
-    return [DType.FP16, DType.BF16]
 
 
 def _matrix_dtypes(h: Any) -> list[Any]:

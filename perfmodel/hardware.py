@@ -222,6 +222,12 @@ class Hardware(Sourced):
         peaks = [e.peak_flops_per_s[dtype] for e in self.engines_of(engine_class) if dtype in e.peak_flops_per_s]
         return max(peaks) if peaks else None
 
+    def best_sixteen_bit_flops_per_s(self) -> float | None:
+        """The best dense 16-bit matrix peak, FLOP/s: the larger of fp16 and bf16 (they differ on some parts, e.g.
+        MI100's fp16 184.6 vs bf16 92.3 TFLOP/s); one definition for the CLI and the dashboard."""
+        peaks = [p for p in (self.peak_flops_per_s(DType.FP16), self.peak_flops_per_s(DType.BF16)) if p]
+        return max(peaks) if peaks else None
+
     @functools.cached_property
     def content_hash(self) -> str:
         """Short sha256 of the canonical JSON, for provenance."""

@@ -22,7 +22,7 @@ MAX_COMPARED = 8
 def _headline(hw: Hardware) -> dict[str, Any]:
     roofs = {r.dtype: r.peak_flops_per_s for r in compute_roofs(hw)}
     dram = hw.levels[0]
-    return {"bf16": roofs.get("bf16") or roofs.get("fp16"), "fp32": roofs.get("fp32"),
+    return {"sixteen_bit": hw.best_sixteen_bit_flops_per_s(), "fp32": roofs.get("fp32"),
             "dram_bw": dram.bandwidth_bytes_per_s, "dram_bytes": dram.capacity_bytes}
 
 

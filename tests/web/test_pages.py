@@ -167,3 +167,24 @@ def test_reads_need_the_token_when_configured(tmp_path: Path) -> None:
         assert c.get("/runs").status_code == 200
         c.cookies.set("perfmodel_token", "wrong")
         assert c.get("/runs").status_code == 401
+
+
+def test_best_sixteen_bit_peak_is_one_number_on_the_pages_and_in_the_cli(client: TestClient) -> None:
+    """MI100: fp16 184.6, bf16 92.3 TFLOP/s. The catalog and device page said 'Peak bf16/fp16' 92.3 while
+    `perfmodel hardware list` said 'best 16-bit matrix' 185: both now show the larger, under one name."""
+    from typer.testing import CliRunner
+
+    from perfmodel.cli import app
+    from perfmodel.specs import load_hardware
+    from perfmodel.units import format_rate
+
+    best = load_hardware("amd-mi100").best_sixteen_bit_flops_per_s()
+    assert best == pytest.approx(184.6e12)
+    shown = format_rate(best, "FLOP/s")
+    listed = CliRunner().invoke(app, ["hardware", "list"]).output
+    assert any(line.startswith("amd-mi100 ") and shown in line for line in listed.splitlines())
+    for path in ("/hardware", "/hardware/amd-mi100"):
+        html = client.get(path).text
+        assert "Best 16-bit matrix" in html and "Peak bf16/fp16" not in html
+    device = client.get("/hardware/amd-mi100").text
+    assert shown in device.split("Best 16-bit matrix", 1)[1][:200]
