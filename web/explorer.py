@@ -25,8 +25,8 @@ LEVEL_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "pentagon")
 class ExplorerView:
     figure: go.Figure
     rows: list[dict[str, Any]]
-    total_s: float
-    measured_total_s: float | None
+    predicted_total_s: float  # the model's time of the whole workload (every op, repeats counted)
+    measured_total_s: float | None  # the measured time of the ops that have a measurement
     undrawn: int
     problems: list[str]
     counter_points: list[CounterPoint]  # a trace's kernels with profiler counters (by name, longest first)
@@ -87,7 +87,8 @@ def explorer(hw: Hardware, work: Workload) -> ExplorerView:
                                  marker={"color": colour_of[b], "size": 10}, hoverinfo="skip"))
     undrawn = int((~drawable).sum())
     measured_total = float((measured * counts)[has_measured].sum()) if has_measured.any() else None
-    return ExplorerView(fig, rows, float(time_s.sum()), measured_total, undrawn, problems, points,
+    predicted_total = float((m.predicted_s * counts).sum())
+    return ExplorerView(fig, rows, predicted_total, measured_total, undrawn, problems, points,
                         time_by_headroom(points) if points else {})
 
 

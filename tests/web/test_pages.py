@@ -188,3 +188,22 @@ def test_best_sixteen_bit_peak_is_one_number_on_the_pages_and_in_the_cli(client:
         assert "Best 16-bit matrix" in html and "Peak bf16/fp16" not in html
     device = client.get("/hardware/amd-mi100").text
     assert shown in device.split("Best 16-bit matrix", 1)[1][:200]
+
+
+def test_roofline_workload_time_is_the_models_and_measured_is_apart() -> None:
+    """'Workload time (model)' showed the measured total where ops had measurements (issue 25): it is the
+    model's time of every op; the measured total stands beside it."""
+    from perfmodel.ops import make_op
+    from perfmodel.roofline import predict_many
+    from perfmodel.specs import load_hardware
+    from web.explorer import explorer
+    from web.workloads import Workload
+
+    hw = load_hardware("nvidia-a100-sxm4-80gb")
+    op = {"kind": "matmul", "m": 2048, "n": 2048, "k": 2048, "dtype": "bf16"}
+    predicted_s = float(predict_many(hw, [make_op(op)]).time_s[0])
+    work = Workload("one GEMM measured 3x slower")
+    work.add("gemm", op, count=2, measured_s=3 * predicted_s)
+    view = explorer(hw, work)
+    assert view.predicted_total_s == pytest.approx(2 * predicted_s)
+    assert view.measured_total_s == pytest.approx(6 * predicted_s)
