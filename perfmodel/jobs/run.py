@@ -58,7 +58,7 @@ def run_calibration_job(store: Store, job_id: int, *, memory_bytes: int | None =
         progress("storing", 1.0)
         store.finish_calibration_job(job_id, fitted.hardware_id, fitted.params, fitted.report, fitted.notes)
     except JobCancelled:
-        pass
+        pass  # cancelled or marked interrupted mid-fit: its row already says so, nothing is stored; read below
     except MemoryError:
         cap = f"{memory_bytes / 2**20:.0f} MiB" if memory_bytes else "the memory available"
         store.finish_job(job_id, "failed", f"the fit needed more than {cap} (PERFMODEL_JOB_MEMORY_BYTES); "

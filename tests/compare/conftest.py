@@ -8,8 +8,9 @@ import pytest
 
 from perfmodel.traces import ParsedTrace, parse_trace
 
-REPO = Path(__file__).resolve().parents[2] / "tests" / "data" / "traces"
-SHARED = Path("/work/shared/data/traces/pytorch_kineto")
+ROOT = Path(__file__).resolve().parents[2]
+REPO = ROOT / "tests" / "data" / "traces"
+SHARED = ROOT.parent / "shared" / "data" / "traces" / "pytorch_kineto"  # shared/ beside the clone, as CI lays it
 RESNET_0 = "kineto_resnet50_num_workers_0__worker0.1623143566756.pt.trace.json.gz"
 RESNET_4 = "kineto_resnet50_num_workers_4__worker0.1623212756351.pt.trace.json.gz"
 HTA_0 = "timeline_analysis__sampled_rank-0.json.gz"

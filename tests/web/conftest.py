@@ -24,7 +24,7 @@ XSS_DEVICE = "xss-device"
 H100 = "nvidia-h100-sxm5-80gb"
 A100 = "nvidia-a100-sxm4-80gb"
 TRACE_DIRS = (Path(__file__).resolve().parents[1] / "data" / "traces",
-              Path("/work/shared/data/traces/pytorch_kineto"))
+              Path(__file__).resolve().parents[2].parent / "shared" / "data" / "traces" / "pytorch_kineto")
 
 
 def real_traces() -> list[Path]:

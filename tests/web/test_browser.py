@@ -210,7 +210,7 @@ def _upload(page: Any, server: str, trace: Path) -> None:
 
 def test_upload_flow_end_to_end(watched: Watched, server: str) -> None:
     traces = real_traces()
-    assert traces, "no Kineto trace in tests/data/traces or /work/shared/data/traces/pytorch_kineto"
+    assert traces, "no Kineto trace in tests/data/traces or ../shared/data/traces/pytorch_kineto"
     trace = min(traces, key=lambda p: p.stat().st_size)
     page = watched.page
     _upload(page, server, trace)
