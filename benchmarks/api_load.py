@@ -30,13 +30,16 @@ from web.testing import free_port
 HARDWARE = "nvidia-h100-sxm5-80gb"
 
 
-def start_server(port: int, workers: int, data_dir: str, cache_size: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PERFMODEL_DATA_DIR": data_dir, "PERFMODEL_PREDICTION_CACHE_SIZE": str(cache_size)}
+def start_server(port: int, workers: int, data_dir: str, settings: dict[str, str] | None = None,
+                 cwd: str | None = None, start_timeout_s: float = 60) -> subprocess.Popen[bytes]:
+    """uvicorn serving the app on 127.0.0.1:``port`` (SQLite in ``data_dir``; ``settings``: extra environment,
+    e.g. PERFMODEL_* values), once /health answers."""
+    env = {**os.environ, "PERFMODEL_DATA_DIR": data_dir, **(settings or {})}
     env.pop("PERFMODEL_DATABASE_URL", None)
     command = [sys.executable, "-m", "uvicorn", "--factory", "api.main:create_app", "--host", "127.0.0.1",
                "--port", str(port), "--workers", str(workers), "--log-level", "warning", "--no-access-log"]
-    server = subprocess.Popen(command, env=env)
-    deadline = time.time() + 60
+    server = subprocess.Popen(command, env=env, cwd=cwd)
+    deadline = time.time() + start_timeout_s
     while time.time() < deadline:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=1).status_code == 200:
@@ -128,7 +131,7 @@ def main() -> None:
     args = parser.parse_args()
     port = free_port()
     with tempfile.TemporaryDirectory() as data_dir:
-        server = start_server(port, args.workers, data_dir, args.cache_size)
+        server = start_server(port, args.workers, data_dir, {"PERFMODEL_PREDICTION_CACHE_SIZE": str(args.cache_size)})
         base = f"http://127.0.0.1:{port}"
         try:
             ops = mixed_ops(200, seed=1)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -27,7 +26,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, os.path.dirname(__file__))
-from api_load import distinct_ops
+from api_load import distinct_ops, start_server
 from measured_data import vidur
 
 from web.testing import free_port
@@ -36,23 +35,6 @@ HW = "nvidia-a100-sxm4-80gb"
 TOKEN = "bench-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 PREDICT_HW = "nvidia-h100-sxm5-80gb"
-
-
-def start_server(port: int, data_dir: str, root: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PERFMODEL_DATA_DIR": data_dir, "PERFMODEL_API_TOKEN": TOKEN, "PYTHONPATH": str(root)}
-    env.pop("PERFMODEL_DATABASE_URL", None)
-    command = [sys.executable, "-m", "uvicorn", "--factory", "api.main:create_app", "--host", "127.0.0.1",
-               "--port", str(port), "--workers", "1", "--log-level", "warning", "--no-access-log"]
-    server = subprocess.Popen(command, env=env, cwd=root)
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=1).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    server.kill()
-    raise RuntimeError("server did not start")
 
 
 def seed(http: httpx.Client, count: int) -> int:
@@ -172,7 +154,9 @@ def main() -> None:
     args = parser.parse_args()
     port = free_port()
     with tempfile.TemporaryDirectory() as data_dir:
-        server = start_server(port, data_dir, args.server_root.resolve())
+        root = args.server_root.resolve()
+        server = start_server(port, 1, data_dir, {"PERFMODEL_API_TOKEN": TOKEN, "PYTHONPATH": str(root)},
+                              cwd=str(root), start_timeout_s=90)
         base = f"http://127.0.0.1:{port}"
         try:
             with httpx.Client(base_url=base, timeout=60) as http:
