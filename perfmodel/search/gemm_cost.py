@@ -31,6 +31,7 @@ import numpy as np
 
 from perfmodel.machine import MachineTables
 from perfmodel.ops.base import FloatArray
+from perfmodel.search import gemm_kernel
 from perfmodel.search.gemm_space import GemmCandidates, is_systolic
 from perfmodel.systolic import fold_cycles
 
@@ -62,7 +63,20 @@ class GemmCosts:
 
 def gemm_costs(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: FloatArray, n: FloatArray,
                k: FloatArray, elem_bytes: FloatArray, peak: FloatArray, compulsory_bytes: FloatArray) -> GemmCosts:
-    """Cost every candidate of ``space`` for every GEMM (arrays of length ops)."""
+    """Cost every candidate of ``space`` for every GEMM (arrays of length ops): the compiled kernel
+    for large grids, else numpy (``gemm_costs_numpy``, the reference; both give the same numbers)."""
+    if not gemm_kernel.use_kernel(batch.size * space.size):
+        return gemm_costs_numpy(t, space, batch, m, n, k, elem_bytes, peak, compulsory_bytes)
+    block, reject = gemm_kernel.cost_grid(gemm_kernel.device_vector(t), space, batch, m, n, k, elem_bytes, peak,
+                                          compulsory_bytes)
+    fields = dict(zip(gemm_kernel.FIELDS, block, strict=True))
+    return GemmCosts(**fields, reject=reject)
+
+
+def gemm_costs_numpy(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: FloatArray, n: FloatArray,
+                     k: FloatArray, elem_bytes: FloatArray, peak: FloatArray,
+                     compulsory_bytes: FloatArray) -> GemmCosts:
+    """Cost every candidate of ``space`` for every GEMM in numpy: the reference formula."""
     d = t.defaults
 
     def col(a: FloatArray) -> FloatArray:  # ops down, candidates across
@@ -202,7 +216,12 @@ class GemmChoice:
 
 def best_gemms(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: FloatArray, n: FloatArray,
                k: FloatArray, elem_bytes: FloatArray, peak: FloatArray, compulsory_bytes: FloatArray) -> GemmChoice:
-    """The cheapest schedule of ``space`` for each GEMM, costed in chunks of ops."""
+    """The cheapest schedule of ``space`` for each GEMM: the compiled kernel keeps only each op's
+    cheapest candidate; numpy costs the grid in chunks of ops."""
+    if gemm_kernel.use_kernel(batch.size * space.size):
+        index, block = gemm_kernel.best_per_op(gemm_kernel.device_vector(t), space, batch, m, n, k, elem_bytes,
+                                               peak, compulsory_bytes)
+        return GemmChoice(index, *block)
     rows = max(1, CHUNK_ELEMENTS // max(space.size, 1))
     parts: list[GemmChoice] = []
     for start in range(0, batch.size, rows):

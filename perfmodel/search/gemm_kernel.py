@@ -1,0 +1,127 @@
+"""Compiled (numba) GEMM schedule costing: the arithmetic of ``gemm_cost.gemm_costs``, one candidate at a time.
+
+``gemm_cost`` keeps the numpy implementation as the reference and the fallback; this module
+computes the same figures in one loop over (op, candidate) with the operations in the same
+order, so the answers are bit-for-bit those of numpy (``tests/unit/test_gemm_kernel.py``
+checks them on many shapes and devices). numba is imported on first use only (it costs ~0.4 s
+of CPU), and ``PERFMODEL_NO_JIT=1`` or a missing numba selects the numpy path.
+
+Device constants travel as one float64 vector (``device_vector``), indexed by the ``D_*``
+positions below, so the kernel has a single compiled signature cached on disk.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from perfmodel.machine import MachineTables
+from perfmodel.ops.base import FloatArray
+from perfmodel.search.gemm_space import GemmCandidates, is_systolic
+
+# positions in the device vector
+(D_SYSTOLIC, D_HAS_LLC, D_UNITS, D_MMA_M, D_MMA_N, D_MMA_K, D_SCRATCHPAD, D_REGISTERS, D_MAX_RESIDENT,
+ D_MATRIX_EFF, D_BLOCKS_PER_UNIT, D_LOAD_BW, D_SMEM_BW, D_LATENCY, D_REDUCE_BW, D_FILL, D_LLC_HALF, D_DRAM_BW,
+ D_DRAM_LATENCY, D_LLC_BW, D_LLC_LATENCY, D_OVERHEAD, D_SIZE) = range(23)
+
+# rows of the float output block of ``cost_grid``
+FIELDS = ("compute_s", "dram_s", "reuse_s", "body_s", "judged_s", "dram_bytes", "reuse_bytes", "smem_bytes",
+          "footprint_bytes", "resident", "waves", "tiles", "busy")
+# rows of the output block of ``best_per_op`` (the candidate index is returned apart)
+CHOICE_FIELDS = ("compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes", "reuse_bytes", "busy", "waves", "tiles",
+                 "resident", "footprint_bytes")
+
+MIN_ELEMENTS = 4096  # below this many (op, candidate) pairs numpy is as fast and numba's import is not worth it
+
+
+def device_vector(t: MachineTables) -> FloatArray:
+    """The device constants the kernel reads, in the units ``gemm_costs`` uses (s, bytes, bytes/s)."""
+    d = t.defaults
+    systolic = is_systolic(t)
+    v = np.zeros(D_SIZE)
+    v[D_SYSTOLIC] = 1.0 if systolic else 0.0
+    v[D_HAS_LLC] = 1.0 if t.llc is not None else 0.0
+    v[D_UNITS] = float(t.units)
+    v[D_MMA_M], v[D_MMA_N], v[D_MMA_K] = float(t.mma_m), float(t.mma_n), float(t.mma_k)
+    v[D_SCRATCHPAD] = t.scratchpad_bytes_per_unit
+    v[D_REGISTERS] = t.register_bytes_per_unit
+    v[D_MAX_RESIDENT] = float(t.max_resident_tiles)
+    v[D_MATRIX_EFF] = d.matrix_efficiency
+    v[D_BLOCKS_PER_UNIT] = d.blocks_per_unit_for_bandwidth
+    if systolic:
+        v[D_LOAD_BW] = (t.dma_bandwidth_bytes_per_s or t.bandwidth_bytes_per_s(t.dram)) * d.dram_efficiency
+        v[D_SMEM_BW] = np.inf
+        v[D_LATENCY] = t.dma_latency_s
+    else:
+        reuse_bw = t.bandwidth_bytes_per_s(t.llc) if t.llc is not None else t.bandwidth_bytes_per_s(t.dram)
+        v[D_LOAD_BW] = reuse_bw * d.onchip_efficiency
+        v[D_SMEM_BW] = t.scratchpad_bandwidth_per_unit or np.inf
+        v[D_LATENCY] = t.latency_s(t.llc) if t.llc is not None else t.latency_s(t.dram)
+    v[D_REDUCE_BW] = t.bandwidth_bytes_per_s(t.llc if t.llc is not None else t.dram) * d.onchip_efficiency
+    v[D_FILL] = t.latency_s(t.dram)
+    v[D_LLC_HALF] = ((t.hardware.level_capacity_bytes(t.llc) or 0.0) * d.llc_resident_fraction
+                     if t.llc is not None else 0.0)
+    v[D_DRAM_BW] = t.bandwidth_bytes_per_s(t.dram) * d.dram_efficiency
+    v[D_DRAM_LATENCY] = t.latency_s(t.dram)
+    if t.llc is not None:
+        v[D_LLC_BW] = t.bandwidth_bytes_per_s(t.llc) * d.onchip_efficiency
+        v[D_LLC_LATENCY] = t.latency_s(t.llc)
+    v[D_OVERHEAD] = t.kernel_overhead_s
+    return v
+
+
+def jit_enabled() -> bool:
+    """True unless ``PERFMODEL_NO_JIT`` is set (to 1/true/yes) or numba does not import."""
+    if os.environ.get("PERFMODEL_NO_JIT", "").lower() in ("1", "true", "yes"):
+        return False
+    return _kernels() is not None
+
+
+def use_kernel(elements: int) -> bool:
+    """Whether ``elements`` (op, candidate) pairs go through the compiled kernel: large grids always, small
+    ones once the kernel is loaded (a one-op ``predict`` does not import numba)."""
+    if elements < MIN_ELEMENTS and "perfmodel.search.gemm_jit" not in sys.modules:
+        return False
+    return jit_enabled()
+
+
+def cost_grid(v: FloatArray, space: GemmCandidates, batch: FloatArray, m: FloatArray, n: FloatArray,
+              k: FloatArray, elem_bytes: FloatArray, peak: FloatArray,
+              compulsory_bytes: FloatArray) -> tuple[FloatArray, np.ndarray[Any, np.dtype[np.int64]]]:
+    """Every field of ``FIELDS`` for every (op, candidate): a (fields, ops, candidates) block and the reject codes."""
+    kernels = _kernels()
+    assert kernels is not None
+    out = np.empty((len(FIELDS), batch.size, space.size))
+    reject = np.empty((batch.size, space.size), dtype=np.int64)
+    kernels[0](v, space.bm, space.bn, space.bk_bytes, space.stages, space.split, space.group,
+               *(np.ascontiguousarray(a, dtype=np.float64) for a in (batch, m, n, k, elem_bytes, peak,
+                                                                     compulsory_bytes)), out, reject)
+    return out, reject
+
+
+def best_per_op(v: FloatArray, space: GemmCandidates, batch: FloatArray, m: FloatArray, n: FloatArray,
+                k: FloatArray, elem_bytes: FloatArray, peak: FloatArray,
+                compulsory_bytes: FloatArray) -> tuple[np.ndarray[Any, np.dtype[np.intp]], FloatArray]:
+    """The cheapest candidate of each op (first of equals, as ``np.argmin``) and its ``CHOICE_FIELDS``."""
+    kernels = _kernels()
+    assert kernels is not None
+    index = np.empty(batch.size, dtype=np.intp)
+    out = np.empty((len(CHOICE_FIELDS), batch.size))
+    kernels[1](v, space.bm, space.bn, space.bk_bytes, space.stages, space.split, space.group,
+               *(np.ascontiguousarray(a, dtype=np.float64) for a in (batch, m, n, k, elem_bytes, peak,
+                                                                     compulsory_bytes)), index, out)
+    return index, out
+
+
+@cache
+def _kernels() -> tuple[Callable[..., None], Callable[..., None]] | None:
+    try:
+        from perfmodel.search import gemm_jit
+    except ImportError:  # pragma: no cover - numba is a dependency; the numpy path covers its absence
+        return None
+    return gemm_jit.grid, gemm_jit.best

@@ -1,0 +1,72 @@
+"""The compiled GEMM costing kernel gives numpy's numbers exactly (numpy is the reference)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import perfmodel
+from perfmodel.machine import tables
+from perfmodel.search import gemm_kernel
+from perfmodel.search.gemm_cost import GemmChoice, GemmCosts, best_gemms, gemm_costs, gemm_costs_numpy
+from perfmodel.search.gemm_space import compact_space, full_space
+
+DEVICES = ["nvidia-h100-sxm5-80gb", "nvidia-a100-sxm4-80gb", "nvidia-t4", "amd-mi300x", "google-tpu-v5p",
+           "generic-npu", "aws-trainium2", "intel-xeon-platinum-8480"]
+
+pytestmark = pytest.mark.skipif(not gemm_kernel.jit_enabled(), reason="numba kernel disabled or not installed")
+
+
+def _shapes(t: perfmodel.machine.MachineTables, ops: int, seed: int) -> tuple[np.ndarray, ...]:
+    """Random GEMMs: odd and round dims from 1 to 20,000, batches, every element size, real peaks."""
+    rng = np.random.default_rng(seed)
+    dims = np.concatenate([rng.integers(1, 20_000, ops // 2), 2 ** rng.integers(0, 15, ops - ops // 2)]) * 1.0
+    m, n, k = (rng.permutation(dims) for _ in range(3))
+    elem = rng.choice([0.5, 1.0, 2.0, 4.0], ops)
+    peak = rng.choice(t.matrix_peak[t.matrix_peak > 0], ops)
+    return rng.integers(1, 5, ops) * 1.0, m, n, k, elem, peak, rng.random(ops) * 1e9
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_every_field_of_every_candidate_equals_numpy(device: str) -> None:
+    t = tables(perfmodel.load_hardware(device))
+    space = full_space(t)
+    args = _shapes(t, 6, seed=len(device))
+    fast, reference = gemm_costs(t, space, *args), gemm_costs_numpy(t, space, *args)
+    shape = reference.judged_s.shape
+    for name in GemmCosts.__dataclass_fields__:
+        np.testing.assert_array_equal(np.broadcast_to(getattr(fast, name), shape),
+                                      np.broadcast_to(getattr(reference, name), shape), err_msg=name)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("which", ["compact", "full"])
+def test_best_schedule_per_op_equals_numpy(device: str, which: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    t = tables(perfmodel.load_hardware(device))
+    space = compact_space(t) if which == "compact" else full_space(t)
+    args = _shapes(t, 400 if which == "compact" else 20, seed=7)
+    fast = best_gemms(t, space, *args)
+    monkeypatch.setenv("PERFMODEL_NO_JIT", "1")
+    reference = best_gemms(t, space, *args)
+    for name in GemmChoice.__dataclass_fields__:
+        np.testing.assert_array_equal(getattr(fast, name), getattr(reference, name), err_msg=name)
+
+
+def test_no_jit_selects_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PERFMODEL_NO_JIT", "1")
+    assert not gemm_kernel.jit_enabled()
+    assert not gemm_kernel.use_kernel(10**9)
+    monkeypatch.delenv("PERFMODEL_NO_JIT")
+    assert gemm_kernel.use_kernel(gemm_kernel.MIN_ELEMENTS)
+
+
+def test_all_rejected_picks_the_first_candidate_as_argmin_does() -> None:
+    t = tables(perfmodel.load_hardware("nvidia-h100-sxm5-80gb"))
+    space = full_space(t)
+    one = np.ones(3)
+    # a device with 1 byte of registers rejects every candidate
+    regs = gemm_kernel.device_vector(t)
+    regs[gemm_kernel.D_REGISTERS] = 1.0
+    index, _ = gemm_kernel.best_per_op(regs, space, one, one * 64, one * 64, one * 64, one * 2.0,
+                                       one * t.matrix_peak[4], one)
+    assert list(index) == [0, 0, 0]
