@@ -1,0 +1,154 @@
+"""Per-layer costs of one micro-batch from the op model, once per (tp, cp, micro-batch, ep).
+
+A probe builds the training graph of the model cut to its distinct layers (a dense layer, and an
+MoE layer where the config has both) on one device of a tp (and ep) group, for a micro-batch of
+``micro_batch`` sequences of seq/cp tokens, and costs every node with ``predict_many`` — all
+probes' distinct ops in one call. Attention under context parallelism (ring attention, load
+balanced): each rank's s/cp queries attend over all s keys, causal work s²/(2·cp), cp times the
+probe's (s/cp)²/2, so the probe's attention time is multiplied by cp.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from perfmodel.graph.ir import Graph, GraphError, Node
+from perfmodel.graph.llm_build import ADAM_FLOPS_PER_PARAM, LlmWorkload, build_llm
+from perfmodel.graph.llm_config import LlmConfig
+from perfmodel.graph.parallel import Parallelism
+from perfmodel.hardware import Hardware
+from perfmodel.roofline import predict_many
+
+ATTENTION_KINDS = ("attention",)
+ATTENTION_NAMES = ("qk_matmul", "softmax", "av_matmul", "attention", "attention_window_band")
+VOCAB_GATHER = "logits_allgather"  # training keeps logits vocab-parallel (Megatron's cross-entropy): no gather
+ADAM_PROBE_PARAMS = 100_000_000  # one Adam step of this many fp32 parameters gives seconds per parameter
+
+
+@dataclass(frozen=True)
+class ProbeKey:
+    tp: int
+    cp: int
+    micro_batch: int
+    ep: int = 1
+
+
+@dataclass(frozen=True)
+class LayerCosts:
+    """One micro-batch on one device, seconds (per layer: averaged over the model's layers)."""
+
+    layer_s: float  # compute of forward + backward
+    layer_forward_s: float  # compute of the forward (what full recomputation repeats)
+    attention_s: float  # core attention forward + backward (cp-scaled)
+    attention_forward_s: float  # what selective recomputation repeats
+    tp_comm_s: float  # blocking collectives (tp all-reduces, ep all-to-alls), forward + backward
+    tp_comm_forward_s: float
+    layer_params: float  # parameters of one layer on this device
+    embed_s: float
+    head_s: float  # final norm, LM head and its all-gather, forward + backward
+    embed_params: float
+    head_params: float
+
+
+@dataclass(frozen=True)
+class CostTable:
+    """Every probe's ``LayerCosts`` plus the device's Adam seconds per parameter."""
+
+    probes: dict[ProbeKey, LayerCosts | str]  # a string: why the probe cannot be built
+    adam_s_per_param: float
+
+
+def probe_config(cfg: LlmConfig) -> tuple[LlmConfig, list[float]]:
+    """The config cut to its distinct layers and each kept layer's share of the full model's layers."""
+    if cfg.moe and 0 < cfg.dense_layers < cfg.layers:
+        cut = replace(cfg, layers=cfg.dense_layers + 1)
+        shares = [0.0] * cfg.dense_layers + [(cfg.layers - cfg.dense_layers) / cfg.layers]
+        shares[0] = cfg.dense_layers / cfg.layers
+        return cut, shares
+    return replace(cfg, layers=1, dense_layers=0), [1.0]
+
+
+def _probe_graph(cfg: LlmConfig, key: ProbeKey, seq_len: int, dtype: str, flash: bool) -> Graph:
+    cut, _ = probe_config(cfg)
+    if seq_len % key.cp:
+        raise GraphError("layout", f"sequence length {seq_len} is not divisible by cp={key.cp}")
+    dp = key.ep if key.ep > 1 and key.tp == 1 else 1
+    par = Parallelism(tp=key.tp, dp=dp, ep=key.ep)
+    work = LlmWorkload(phase="train", batch=key.micro_batch, prompt_tokens=seq_len // key.cp, dtype=dtype,
+                       attention="flash" if flash else "unfused")
+    return build_llm(cut, work, par)
+
+
+def _forward(op: dict[str, Any]) -> dict[str, Any]:
+    return {**op, "pass": "forward"} if op.get("pass") == "forward_backward" else op
+
+
+def _is_attention(node: Node) -> bool:
+    return node.name.rsplit(".", 1)[-1] in ATTENTION_NAMES
+
+
+def cost_table(cfg: LlmConfig, hardware: Hardware, keys: list[ProbeKey], seq_len: int, dtype: str = "bf16",
+               flash: bool = True) -> CostTable:
+    """Cost every probe in ``keys`` with one ``predict_many`` over their distinct ops."""
+    graphs: dict[ProbeKey, Graph | str] = {}
+    slots: dict[str, int] = {}
+    ops: list[dict[str, Any]] = []
+
+    def slot(op: dict[str, Any]) -> int:
+        text = json.dumps(op, sort_keys=True, default=str)
+        if text not in slots:
+            slots[text] = len(ops)
+            ops.append(op)
+        return slots[text]
+
+    rows: dict[ProbeKey, list[tuple[Node, int, int]]] = {}
+    for key in keys:
+        try:
+            graph = _probe_graph(cfg, key, seq_len, dtype, flash)
+        except GraphError as exc:
+            graphs[key] = str(exc)
+            continue
+        graphs[key] = graph
+        rows[key] = [(n, slot(op), slot(_forward(op))) for n in graph.nodes if (op := n.cost_op) is not None
+                     and n.stream != "comm_overlap" and not n.layer.startswith("optimizer")]
+    adam = slot({"kind": "elementwise", "shape": [ADAM_PROBE_PARAMS], "dtype": "fp32", "inputs": 4, "outputs": 3,
+                 "flops_per_element": ADAM_FLOPS_PER_PARAM, "transcendentals_per_element": 1.0})
+    times = predict_many(hardware, ops).time_s
+    _, shares = probe_config(cfg)
+    probes: dict[ProbeKey, LayerCosts | str] = {}
+    for key, built in graphs.items():
+        probes[key] = built if isinstance(built, str) else _layer_costs(rows[key], times, shares, key.cp)
+    return CostTable(probes, float(times[adam]) / ADAM_PROBE_PARAMS)
+
+
+def _layer_costs(rows: list[tuple[Node, int, int]], times: np.ndarray[Any, Any], shares: list[float],
+                 cp: int) -> LayerCosts:
+    acc = {k: 0.0 for k in ("layer", "fwd", "attn", "attn_fwd", "comm", "comm_fwd", "params",
+                            "embed", "head", "embed_params", "head_params")}
+    for node, both, fwd in rows:
+        t, tf = float(times[both]), float(times[fwd])
+        if node.layer.startswith("layers."):
+            w = shares[int(node.layer.split(".")[1])]
+            acc["params"] += w * node.params
+            if node.stream == "comm":
+                acc["comm"] += w * t
+                acc["comm_fwd"] += 0.0 if node.name.endswith("_backward") else w * t
+                continue
+            scale = float(cp) if _is_attention(node) else 1.0
+            acc["layer"] += w * t * scale
+            acc["fwd"] += w * tf * scale
+            if _is_attention(node):
+                acc["attn"] += w * t * scale
+                acc["attn_fwd"] += w * tf * scale
+        elif node.layer == "embed":
+            acc["embed"] += t
+            acc["embed_params"] += node.params
+        elif node.layer == "head" and not node.name.endswith(VOCAB_GATHER):
+            acc["head"] += t
+            acc["head_params"] += node.params
+    return LayerCosts(acc["layer"], acc["fwd"], acc["attn"], acc["attn_fwd"], acc["comm"], acc["comm_fwd"],
+                      acc["params"], acc["embed"], acc["head"], acc["embed_params"], acc["head_params"])

@@ -1,0 +1,80 @@
+"""Memory per device of many layouts (numpy over layouts): the fuller of the first pipeline stage
+(embedding, the most micro-batches in flight) and the last (LM head, logits), from the ZeRO and
+Korthikanti formulas in ``memory``. ZeRO-3 also holds two gathered layers (the one running and
+the one prefetched)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from perfmodel.ops.base import FloatArray
+from perfmodel.training.layout import TrainingSetup
+from perfmodel.training.memory import (
+    MASK_BYTES,
+    ActivationShape,
+    in_flight_microbatches,
+    layer_activation_bytes,
+    layer_working_bytes,
+    model_state_bytes,
+    output_layer_bytes,
+)
+from perfmodel.training.step import LayoutArrays
+
+GATHERED_LAYERS = 2.0
+
+
+@dataclass
+class Footprint:
+    """Bytes per device by part (the fuller stage's), one entry per layout."""
+
+    weights_bytes: FloatArray
+    gradients_bytes: FloatArray
+    optimizer_bytes: FloatArray
+    activations_bytes: FloatArray
+    params_per_device: FloatArray  # before ZeRO sharding, the fuller stage
+
+    @property
+    def total_bytes(self) -> FloatArray:
+        out: FloatArray = self.weights_bytes + self.gradients_bytes + self.optimizer_bytes + self.activations_bytes
+        return out
+
+
+def footprint(shape: ActivationShape, costs: dict[str, FloatArray], lay: LayoutArrays, setup: TrainingSetup,
+              layers: int) -> Footprint:
+    """Per-device bytes of every layout (``costs``: probe arrays indexed by ``lay.probe``)."""
+    c = {k: v[lay.probe] for k, v in costs.items()}
+    tp, pp, dp, cp, v = (x.astype(float) for x in (lay.tp, lay.pp, lay.dp, lay.cp, lay.virtual_stages))
+    m = setup.global_batch / (dp * lay.micro_batch)
+    layers_stage = np.ceil(layers / pp)
+    tokens = lay.micro_batch * setup.seq_len / cp
+    sp = setup.sequence_parallel
+    per_layer = layer_activation_bytes(shape, tokens, setup.seq_len, tp, sp, lay.recompute)
+    working = layer_working_bytes(shape, tokens, setup.seq_len, tp, sp, lay.recompute)
+    held = in_flight_microbatches(pp, m, v)
+    embed_mask = tokens * shape.hidden * MASK_BYTES / (tp if sp else 1.0) if setup.dropout else 0.0 * tp
+    output = output_layer_bytes(shape, tokens, tp)
+    single = pp <= 1
+    acts_first = layers_stage * per_layer * held + working + embed_mask * held + np.where(single, output, 0.0)
+    acts_last = layers_stage * per_layer + working + output
+    body = layers_stage * c["layer_params"]
+    params_first = body + c["embed_params"] + np.where(single, c["head_params"], 0.0)
+    params_last = body + c["head_params"]
+    shards = dp * cp
+
+    def states(params: Any) -> tuple[Any, Any, Any]:
+        w, g, o = model_state_bytes(params, lay.zero, shards, setup.weight_bytes, setup.grad_bytes,
+                                    offload=setup.offload == "optimizer")
+        gathered = np.where(lay.zero >= 3, GATHERED_LAYERS * c["layer_params"] * setup.weight_bytes, 0.0)
+        return w + gathered, g, o
+
+    first, last = states(params_first), states(params_last)
+    total_first = sum(first) + acts_first
+    total_last = sum(last) + acts_last
+    pick = total_first >= total_last
+    return Footprint(weights_bytes=np.where(pick, first[0], last[0]), gradients_bytes=np.where(pick, first[1], last[1]),
+                     optimizer_bytes=np.where(pick, first[2], last[2]),
+                     activations_bytes=np.where(pick, acts_first, acts_last),
+                     params_per_device=np.where(pick, params_first, params_last))

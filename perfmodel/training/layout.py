@@ -1,0 +1,99 @@
+"""One training run's choices (``Layout``) and the workload every layout shares (``TrainingSetup``).
+
+Devices = tp · cp · pp · dp (Megatron's order: tensor, context, pipeline, data); expert
+parallelism reuses tp or dp ranks (``Parallelism``'s rule). ZeRO stage 3 is FSDP's full sharding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from perfmodel.graph.ir import GraphError
+
+Recompute = Literal["none", "selective", "full"]
+RECOMPUTE_MODES: tuple[Recompute, ...] = ("none", "selective", "full")
+Offload = Literal["none", "optimizer"]
+ZERO_STAGES = (0, 1, 2, 3)
+ADAM_STATE_BYTES_PER_PARAM = 12.0  # fp32 master weights, first and second moments: the ZeRO paper's K = 12
+
+
+def _positive(owner: str, **values: int) -> None:
+    for name, value in values.items():
+        if int(value) < 1:
+            raise GraphError(owner, f"{name} must be >= 1, got {value}")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Parallel degrees, ZeRO stage (3 = FSDP), recomputation, sequences per micro-batch and
+    virtual pipeline stages per device (interleaved 1F1B when > 1)."""
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    cp: int = 1
+    ep: int = 1
+    zero: int = 0
+    recompute: Recompute = "none"
+    micro_batch: int = 1
+    virtual_stages: int = 1
+
+    def __post_init__(self) -> None:
+        _positive("layout", tp=self.tp, pp=self.pp, dp=self.dp, cp=self.cp, ep=self.ep,
+                  micro_batch=self.micro_batch, virtual_stages=self.virtual_stages)
+        if self.zero not in ZERO_STAGES:
+            raise GraphError("layout", f"zero must be one of 0, 1, 2, 3 (3 = FSDP), got {self.zero}")
+        if self.recompute not in RECOMPUTE_MODES:
+            raise GraphError("layout", f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, "
+                                       f"got {self.recompute!r}")
+
+    @property
+    def devices(self) -> int:
+        return self.tp * self.cp * self.pp * self.dp
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "devices": self.devices}
+
+
+@dataclass(frozen=True)
+class TrainingSetup:
+    """What every layout shares: sequence length (tokens), global batch (sequences per optimizer
+    step), GEMM precision, and the memory conventions.
+
+    ``grad_bytes`` per parameter (2: bf16 gradients as in the ZeRO paper; 4: fp32 accumulation);
+    ``sequence_parallel``: LayerNorm/dropout activations sharded over tp (Korthikanti et al. 2022);
+    ``dropout``: attention and hidden dropout masks are stored (GPT-3 style; Llama trains without);
+    ``flash_attention``: the attention scores are never stored (only a log-sum-exp per row);
+    ``offload``: ``optimizer`` keeps the fp32 master weights and Adam moments in host memory.
+    """
+
+    seq_len: int = 2048
+    global_batch: int = 512
+    precision: Literal["bf16", "fp8"] = "bf16"
+    grad_bytes: float = 2.0
+    sequence_parallel: bool = True
+    dropout: bool = False
+    flash_attention: bool = True
+    offload: Offload = "none"
+    host_memory_bytes_per_s: float = 100e9  # host DRAM for the CPU Adam step (a two-socket server, sustained)
+
+    def __post_init__(self) -> None:
+        _positive("training", seq_len=self.seq_len, global_batch=self.global_batch)
+        if self.precision not in ("bf16", "fp8"):
+            raise GraphError("training", f"precision must be bf16 or fp8, got {self.precision!r}")
+        if self.grad_bytes not in (2.0, 4.0):
+            raise GraphError("training", f"grad_bytes must be 2 (bf16) or 4 (fp32), got {self.grad_bytes}")
+        if self.offload not in ("none", "optimizer"):
+            raise GraphError("training", f"offload must be none or optimizer, got {self.offload!r}")
+        if self.host_memory_bytes_per_s <= 0:
+            raise GraphError("training", "host_memory_bytes_per_s must be positive")
+
+    @property
+    def weight_bytes(self) -> float:
+        """Bytes per parameter on the device for the weights: bf16, plus an fp8 copy under fp8 training
+        (Transformer Engine keeps the 16-bit weights and casts them once per step)."""
+        return 2.0 + (1.0 if self.precision == "fp8" else 0.0)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)

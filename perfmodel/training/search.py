@@ -1,0 +1,222 @@
+"""Every parallel layout of a model on N devices, costed at once and ranked by step time.
+
+Layouts: tp (powers of two up to a node), cp (powers of two up to ``max_cp``), pp (every degree
+up to the layer count that leaves an integer dp), ZeRO 0–3, recompute none/selective/full,
+micro-batch sizes, virtual pipeline stages (interleaved 1F1B, pp > 1), and ep for MoE models.
+Per-layer costs come from ``costs`` once per (tp, cp, micro-batch, ep); memory and step time
+are numpy expressions over all layouts. A layout that cannot run gets a reason; one that does
+not fit says how many bytes it needs.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from perfmodel.collectives import devices_per_node
+from perfmodel.dtypes import DType
+from perfmodel.graph.ir import GraphError
+from perfmodel.graph.llm_config import LlmConfig
+from perfmodel.hardware import Hardware
+from perfmodel.training.costs import LayerCosts, ProbeKey, cost_table
+from perfmodel.training.footprint import Footprint, footprint
+from perfmodel.training.layout import RECOMPUTE_MODES, Layout, TrainingSetup
+from perfmodel.training.memory import ActivationShape
+from perfmodel.training.step import LayoutArrays, StepTimes, probe_arrays, step_times
+from perfmodel.units import format_bytes
+
+DEFAULT_MICRO_BATCHES = (1, 2, 4, 8)
+DEFAULT_VIRTUAL_STAGES = (1, 2, 4)
+DEFAULT_MAX_CP = 16
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """The choices to enumerate; None: the defaults above (tp up to the devices of a node)."""
+
+    tp: tuple[int, ...] | None = None
+    pp: tuple[int, ...] | None = None
+    cp: tuple[int, ...] | None = None
+    ep: tuple[int, ...] | None = None
+    zero: tuple[int, ...] = (0, 1, 2, 3)
+    recompute: tuple[str, ...] = RECOMPUTE_MODES
+    micro_batch: tuple[int, ...] = DEFAULT_MICRO_BATCHES
+    virtual_stages: tuple[int, ...] = DEFAULT_VIRTUAL_STAGES
+
+
+@dataclass
+class SearchResult:
+    """All layouts (arrays), their step times, footprints and reasons (empty string: it runs and fits)."""
+
+    cfg: LlmConfig
+    hardware: Hardware
+    setup: TrainingSetup
+    devices: int
+    layouts: LayoutArrays
+    times: StepTimes
+    memory: Footprint
+    capacity_bytes: float
+    reasons: list[str]
+    model_flops_per_step: float
+
+    @property
+    def count(self) -> int:
+        return len(self.reasons)
+
+    def ranked(self) -> list[int]:
+        """Indices of the layouts that fit, fastest first."""
+        ok = np.array([not r for r in self.reasons], dtype=bool)
+        idx = np.nonzero(ok)[0]
+        return [int(i) for i in idx[np.argsort(self.times.step_s[idx], kind="stable")]]
+
+    def layout(self, i: int) -> Layout:
+        a = self.layouts
+        return Layout(tp=int(a.tp[i]), pp=int(a.pp[i]), dp=int(a.dp[i]), cp=int(a.cp[i]), ep=int(a.ep[i]),
+                      zero=int(a.zero[i]), recompute=RECOMPUTE_MODES[int(a.recompute[i])],
+                      micro_batch=int(a.micro_batch[i]), virtual_stages=int(a.virtual_stages[i]))
+
+    def row(self, i: int) -> dict[str, Any]:
+        """One layout: choices, step time by part, memory by part, throughput and MFU (6N + attention)."""
+        t, mem = self.times, self.memory
+        step = float(t.step_s[i])
+        tokens = self.setup.global_batch * self.setup.seq_len
+        peak = self.hardware.peak_flops_per_s(DType.BF16 if self.setup.precision == "bf16" else DType.FP8_E4M3)
+        mfu = self.model_flops_per_step / (step * self.devices * peak) if peak and np.isfinite(step) else None
+        achieved = self.model_flops_per_step / (step * self.devices)
+        return {"layout": self.layout(i).to_json(), "step_s": step, "tokens_per_s": tokens / step,
+                "microbatches": float(t.microbatches[i]), "mfu": mfu, "tflops_per_device": achieved / 1e12,
+                "time_s": {k: float(getattr(t, k)[i]) for k in (
+                    "compute_s", "recompute_s", "tp_comm_s", "cp_exposed_s", "zero3_exposed_s", "pipeline_send_s",
+                    "bubble_s", "dp_exposed_s", "dp_hidden_s", "optimizer_s")},
+                "memory_bytes": {"weights": float(mem.weights_bytes[i]), "gradients": float(mem.gradients_bytes[i]),
+                                 "optimizer": float(mem.optimizer_bytes[i]),
+                                 "activations": float(mem.activations_bytes[i]), "total": float(mem.total_bytes[i]),
+                                 "capacity": self.capacity_bytes},
+                "fits": not self.reasons[i], "reason": self.reasons[i]}
+
+    def reason_counts(self) -> dict[str, int]:
+        """How many layouts each kind of reason rules out (the reason's text before its first colon)."""
+        out: dict[str, int] = {}
+        for r in self.reasons:
+            if r:
+                head = r.split(":", 1)[0]
+                out[head] = out.get(head, 0) + 1
+        return out
+
+
+def model_flops_per_step(cfg: LlmConfig, params_active: float, setup: TrainingSetup) -> float:
+    """Model FLOPs of one step in the PaLM convention (Chowdhery et al. 2022, App. B): 6 FLOPs per
+    active non-embedding parameter per token plus 12·L·H·Q·T of attention (no recomputation)."""
+    tokens = setup.global_batch * setup.seq_len
+    attention = 12.0 * cfg.layers * cfg.heads * cfg.head_dim * setup.seq_len
+    return tokens * (6.0 * params_active + attention)
+
+
+def _powers(limit: int) -> tuple[int, ...]:
+    return tuple(2 ** k for k in range(0, max(limit, 1).bit_length()) if 2 ** k <= limit)
+
+
+def enumerate_layouts(cfg: LlmConfig, devices: int, space: SearchSpace, per_node: int) -> list[tuple[int, ...]]:
+    """(tp, pp, dp, cp, ep, zero, recompute code, micro-batch, v) of every layout whose degrees make ``devices``."""
+    tps = space.tp or _powers(min(per_node, devices))
+    cps = space.cp or _powers(min(DEFAULT_MAX_CP, devices))
+    eps = space.ep or ((1, *(e for e in _powers(min(cfg.experts, devices)) if e > 1)) if cfg.moe else (1,))
+    out = []
+    for tp, cp in itertools.product(tps, cps):
+        rest = devices // (tp * cp)
+        if rest * tp * cp != devices:
+            continue
+        pps = space.pp or tuple(p for p in range(1, min(cfg.layers, rest) + 1) if rest % p == 0)
+        for pp in pps:
+            dp = rest // pp
+            if dp * pp != rest:
+                continue
+            for ep in eps:
+                if ep > 1 and not (ep == tp or (tp == 1 and dp % ep == 0)):
+                    continue
+                vs = [v for v in space.virtual_stages if v == 1 or pp > 1]
+                for zero, rc, mb, v in itertools.product(space.zero, range(len(space.recompute)),
+                                                         space.micro_batch, vs):
+                    out.append((tp, pp, dp, cp, ep, zero, RECOMPUTE_MODES.index(space.recompute[rc]), mb, v))
+    return out
+
+
+def search_layouts(cfg: LlmConfig, hardware: Hardware, devices: int, setup: TrainingSetup,
+                   space: SearchSpace | None = None) -> SearchResult:
+    """Cost every layout of ``devices`` devices; ``SearchResult.ranked()`` lists those that fit, fastest first."""
+    if devices < 1:
+        raise GraphError("training", f"devices must be >= 1, got {devices}")
+    space = space or SearchSpace()
+    rows = enumerate_layouts(cfg, devices, space, devices_per_node(hardware))
+    if not rows:
+        raise GraphError("training", f"no layout of tp x cp x pp x dp makes {devices} devices in the search space")
+    table = np.array(rows, dtype=np.int64)
+    keys = sorted({ProbeKey(int(r[0]), int(r[3]), int(r[7]), int(r[4])) for r in rows},
+                  key=lambda k: (k.tp, k.cp, k.micro_batch, k.ep))
+    costs = cost_table(cfg, hardware, keys, setup.seq_len, "fp8_e4m3" if setup.precision == "fp8" else "bf16",
+                       setup.flash_attention)
+    position = {k: i for i, k in enumerate(keys)}
+    built = [c if isinstance(c, LayerCosts) else _EMPTY for c in (costs.probes[k] for k in keys)]
+    probe_idx = np.array([position[ProbeKey(int(r[0]), int(r[3]), int(r[7]), int(r[4]))] for r in rows])
+    lay = LayoutArrays(*table.T, probe=probe_idx)
+    arrays = probe_arrays(built)
+    times = step_times(cfg, hardware, costs, arrays, lay, setup.seq_len, setup.global_batch,
+                       setup.sequence_parallel, setup.grad_bytes, setup.offload == "optimizer",
+                       setup.host_memory_bytes_per_s)
+    shape = ActivationShape.of(cfg, setup.dropout, setup.flash_attention)
+    mem = footprint(shape, arrays, lay, setup, cfg.layers)
+    capacity = float(hardware.level_capacity_bytes(hardware.dram) or np.inf)
+    probe_errors = [None if isinstance(costs.probes[k], LayerCosts) else str(costs.probes[k]) for k in keys]
+    reasons = _reasons(cfg, setup, lay, mem, capacity, [probe_errors[i] for i in probe_idx])
+    params_active = _active_params(cfg)
+    return SearchResult(cfg, hardware, setup, devices, lay, times, mem, capacity, reasons,
+                        model_flops_per_step(cfg, params_active, setup))
+
+
+_EMPTY = LayerCosts(*([0.0] * 11))
+
+
+def _active_params(cfg: LlmConfig) -> float:
+    """Non-embedding parameters a token passes through (MoE: top-k and shared experts)."""
+    from perfmodel.training.flops import active_layer_params
+
+    return active_layer_params(cfg) * cfg.layers
+
+
+def _reasons(cfg: LlmConfig, setup: TrainingSetup, lay: LayoutArrays, mem: Footprint, capacity: float,
+             probe_errors: list[str | None]) -> list[str]:
+    """Why each layout cannot run ('' where it runs and fits); the first reason found."""
+    layers_stage = -(-cfg.layers // lay.pp)
+    per_step = lay.dp * lay.micro_batch
+    micro = np.where(setup.global_batch % per_step == 0, setup.global_batch // np.maximum(per_step, 1), 0)
+    total = mem.total_bytes
+    out = []
+    for i in range(len(lay.tp)):
+        pp, dp, cp, zero, v = (int(x[i]) for x in (lay.pp, lay.dp, lay.cp, lay.zero, lay.virtual_stages))
+        if probe_errors[i]:
+            out.append(f"cannot build: {probe_errors[i]}")
+        elif micro[i] == 0:
+            out.append(f"batch: global batch {setup.global_batch} is not a multiple of dp x micro-batch "
+                       f"({dp} x {int(lay.micro_batch[i])})")
+        elif setup.seq_len % (2 * cp) and cp > 1:
+            out.append(f"context parallel: sequence {setup.seq_len} does not split into 2 x cp={cp} balanced chunks")
+        elif zero > 0 and dp * cp == 1:
+            out.append("ZeRO: nothing to shard over (dp x cp = 1)")
+        elif v > 1 and int(layers_stage[i]) % v:
+            out.append(f"interleaving: {int(layers_stage[i])} layers per stage do not split into {v} chunks")
+        elif v > 1 and int(micro[i]) % pp:
+            out.append(f"interleaving: {int(micro[i])} micro-batches are not a multiple of pp={pp}")
+        elif total[i] > capacity:
+            out.append(f"does not fit: needs {format_bytes(float(total[i]))} per device, has {format_bytes(capacity)}")
+        else:
+            out.append("")
+    return out
+
+
+def fastest(result: SearchResult, count: int = 10) -> list[dict[str, Any]]:
+    """The ``count`` fastest layouts that fit, as rows."""
+    return [result.row(i) for i in result.ranked()[:count]]
+

@@ -1,0 +1,169 @@
+"""Step time of many layouts at once (numpy over layouts), from the per-layer probe costs.
+
+Per micro-batch a layer costs its forward + backward compute, its blocking tensor-parallel
+collectives, the recomputation (selective: the core attention's forward; full: the layer's
+forward and its tp collectives again), the exposed part of ring attention's send/recv under
+context parallelism (cp−1 KV blocks forward, KV and their gradients backward, hidden behind the
+attention compute of the same pass) and, under ZeRO-3/FSDP, the exposed part of the layer's
+parameter all-gather (forward and backward) and gradient reduce-scatter, per micro-batch.
+
+A stage runs ceil(L/pp) layers (+ embedding on the first, LM head on the last) and sends its
+activations and gradients to its neighbours (2·v sends per micro-batch with v model chunks).
+The pipeline takes (m + (pp−1)/v) stage times for m micro-batches: the interleaved 1F1B
+bubble (pp−1)/(v·m). The data-parallel gradient reduction over dp·cp ranks (all-reduce, or under
+ZeRO-1/2 a reduce-scatter and a parameter all-gather), bucketed by layer, overlaps the last
+micro-batch's backward; what outlasts it and the last bucket are exposed. Then Adam runs over
+the device's (sharded) parameters, or on the host over the host link with ``offload``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from perfmodel.collectives import (
+    ALLGATHER,
+    ALLREDUCE,
+    AUTO,
+    REDUCESCATTER,
+    SENDRECV,
+    collective_time,
+    devices_per_node,
+    host_link_bytes_per_s,
+)
+from perfmodel.graph.llm_config import LlmConfig
+from perfmodel.hardware import Hardware
+from perfmodel.machine import tables
+from perfmodel.ops.base import FloatArray
+from perfmodel.training.costs import CostTable, LayerCosts
+from perfmodel.training.memory import ACT_BYTES, FULL, SELECTIVE
+
+HOST_ADAM_BYTES_PER_PARAM = 28.0  # CPU Adam: reads fp32 master, m, v (12) and a bf16 gradient (2), writes 12 + 2
+HOST_COPY_BYTES_PER_PARAM = 4.0  # bf16 gradient to the host, bf16 weight back
+
+
+@dataclass
+class LayoutArrays:
+    """One entry per layout: degrees, ZeRO stage, recompute code, micro-batch, virtual stages, and the
+    index of its probe in the cost arrays."""
+
+    tp: Any
+    pp: Any
+    dp: Any
+    cp: Any
+    ep: Any
+    zero: Any
+    recompute: Any
+    micro_batch: Any
+    virtual_stages: Any
+    probe: Any
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            setattr(self, f.name, np.asarray(getattr(self, f.name), dtype=np.int64))
+
+
+def probe_arrays(costs: list[LayerCosts]) -> dict[str, FloatArray]:
+    """``LayerCosts`` fields as arrays indexed by probe."""
+    return {f.name: np.array([getattr(c, f.name) for c in costs], dtype=float) for f in fields(LayerCosts)}
+
+
+@dataclass
+class StepTimes:
+    """Seconds per optimizer step, by part, one entry per layout."""
+
+    step_s: FloatArray
+    compute_s: FloatArray  # forward + backward compute of all micro-batches (no bubble)
+    recompute_s: FloatArray
+    tp_comm_s: FloatArray
+    cp_exposed_s: FloatArray
+    zero3_exposed_s: FloatArray
+    pipeline_send_s: FloatArray
+    bubble_s: FloatArray
+    dp_exposed_s: FloatArray
+    dp_hidden_s: FloatArray
+    optimizer_s: FloatArray
+    microbatches: FloatArray
+
+
+def _stride_per_node(per_node: int, stride: Any, size: Any) -> Any:
+    """Devices of a group (ranks ``stride`` apart) that share a node."""
+    return np.clip(per_node // np.maximum(stride, 1), 1, np.maximum(size, 1)).astype(float)
+
+
+def step_times(cfg: LlmConfig, hardware: Hardware, table: CostTable, costs: dict[str, FloatArray],
+               lay: LayoutArrays, seq_len: int, global_batch: int, sequence_parallel: bool,
+               grad_bytes: float, offload: bool, host_memory_bytes_per_s: float) -> StepTimes:
+    """Step time of every layout in ``lay`` (``costs``: ``probe_arrays`` of the probes ``lay.probe`` indexes)."""
+    t = tables(hardware)
+    per_node = devices_per_node(hardware)
+    launch = t.kernel_overhead_s
+
+    def coll(kind: int, size: Any, devices: Any, q: Any) -> Any:
+        size = np.asarray(size, dtype=float)
+        n = np.broadcast_shapes(size.shape, np.shape(devices), np.shape(q))
+        out = collective_time(t, np.full(n, kind), np.broadcast_to(size, n).astype(float),
+                              np.broadcast_to(np.asarray(devices, dtype=float), n),
+                              np.broadcast_to(np.asarray(q, dtype=float), n), np.full(n, AUTO))
+        return np.where(np.broadcast_to(np.asarray(devices), n) > 1, out + launch, 0.0)
+
+    c = {k: v[lay.probe] for k, v in costs.items()}
+    tp, pp, dp, cp, v = (x.astype(float) for x in (lay.tp, lay.pp, lay.dp, lay.cp, lay.virtual_stages))
+    m = global_batch / (dp * lay.micro_batch)
+    layers_stage = np.ceil(cfg.layers / pp)
+    rc = lay.recompute
+    recompute = np.where(rc == FULL, c["layer_forward_s"] + c["tp_comm_forward_s"],
+                         np.where(rc == SELECTIVE, c["attention_forward_s"], 0.0))
+    # ring attention: per layer (cp−1) KV blocks forward, KV and their gradients backward
+    tokens = lay.micro_batch * seq_len / cp
+    kv_width = 2.0 * max(cfg.kv_heads * cfg.head_dim, 1) if not cfg.mla else float(cfg.kv_lora_rank + cfg.qk_rope_dim)
+    kv_block = tokens * kv_width / np.where(cfg.mla, 1.0, np.minimum(tp, max(cfg.kv_heads, 1))) * ACT_BYTES
+    q_cp = _stride_per_node(per_node, tp, cp)
+    ring_fwd = (cp - 1.0) * coll(SENDRECV, kv_block, np.minimum(cp, 2.0), np.minimum(q_cp, 2.0))
+    attn_fwd = c["attention_forward_s"]
+    attn_bwd = c["attention_s"] - attn_fwd
+    cp_exposed = np.maximum(ring_fwd - attn_fwd, 0.0) + np.maximum(2.0 * ring_fwd - attn_bwd, 0.0)
+    cp_exposed += np.where(rc == FULL, np.maximum(ring_fwd - attn_fwd, 0.0), 0.0)
+    # ZeRO-3 / FSDP: gather each layer's weights in the forward and the backward, reduce-scatter its gradients
+    shards = dp * cp
+    q_dp = _stride_per_node(per_node, tp, shards)
+    gather = coll(ALLGATHER, c["layer_params"] * 2.0, shards, q_dp)
+    scatter = coll(REDUCESCATTER, c["layer_params"] * grad_bytes, shards, q_dp)
+    fwd_layer = c["layer_forward_s"] + c["tp_comm_forward_s"]
+    bwd_layer = c["layer_s"] + c["tp_comm_s"] - fwd_layer + recompute
+    zero3 = np.where(lay.zero >= 3, np.maximum(gather - fwd_layer, 0.0) + np.maximum(gather + scatter - bwd_layer, 0.0),
+                     0.0)
+    layer = c["layer_s"] + c["tp_comm_s"] + recompute + cp_exposed + zero3
+    ends = np.where(pp > 1, np.maximum(c["embed_s"], c["head_s"]), c["embed_s"] + c["head_s"])
+    act_bytes = tokens * cfg.hidden * ACT_BYTES / (tp if sequence_parallel else 1.0)
+    across = tp * cp * dp >= per_node
+    send = coll(SENDRECV, act_bytes, np.where(pp > 1, 2.0, 1.0), np.where(across, 1.0, 2.0))
+    sends = np.where(pp > 1, 2.0 * v * send, 0.0)
+    stage = layers_stage * layer + ends + sends
+    pipeline = (m + (pp - 1.0) / v) * stage
+    # data-parallel gradient reduction, one bucket per layer, hidden behind the last micro-batch's backward
+    stage_params = layers_stage * c["layer_params"] + np.maximum(c["embed_params"], c["head_params"])
+    buckets = layers_stage + 1.0
+    bucket = stage_params / buckets
+    reduce_all = buckets * coll(ALLREDUCE, bucket * grad_bytes, shards, q_dp)
+    split = buckets * (coll(REDUCESCATTER, bucket * grad_bytes, shards, q_dp)
+                       + coll(ALLGATHER, bucket * 2.0, shards, q_dp))
+    dp_total = np.where(lay.zero == 0, reduce_all, np.where(lay.zero >= 3, 0.0, split))
+    window = layers_stage * bwd_layer
+    dp_exposed = np.where(dp_total > 0, np.maximum(dp_total - window, 0.0) + dp_total / buckets, 0.0)
+    local_params = stage_params / np.where(lay.zero >= 1, shards, 1.0)
+    if offload:
+        host = HOST_COPY_BYTES_PER_PARAM * local_params
+        link = host_link_bytes_per_s(hardware) * t.defaults.link_efficiency
+        optimizer = host / link + local_params * HOST_ADAM_BYTES_PER_PARAM / host_memory_bytes_per_s
+    else:
+        optimizer = local_params * table.adam_s_per_param
+    step = pipeline + dp_exposed + optimizer
+    return StepTimes(step_s=step, compute_s=m * layers_stage * c["layer_s"], recompute_s=m * layers_stage * recompute,
+                     tp_comm_s=m * layers_stage * c["tp_comm_s"], cp_exposed_s=m * layers_stage * cp_exposed,
+                     zero3_exposed_s=m * layers_stage * zero3, pipeline_send_s=m * sends,
+                     bubble_s=(pp - 1.0) / v * stage, dp_exposed_s=dp_exposed,
+                     dp_hidden_s=np.maximum(dp_total - dp_exposed, 0.0), optimizer_s=optimizer, microbatches=m)
+
