@@ -124,7 +124,7 @@ def enumerate_layouts(cfg: LlmConfig, devices: int, space: SearchSpace, per_node
     tps = space.tp or _powers(min(per_node, devices))
     cps = space.cp or _powers(min(DEFAULT_MAX_CP, devices))
     eps = space.ep or ((1, *(e for e in _powers(min(cfg.experts, devices)) if e > 1)) if cfg.moe else (1,))
-    out = []
+    out: list[tuple[int, ...]] = []
     for tp, cp in itertools.product(tps, cps):
         rest = devices // (tp * cp)
         if rest * tp * cp != devices:
@@ -161,7 +161,9 @@ def search_layouts(cfg: LlmConfig, hardware: Hardware, devices: int, setup: Trai
     position = {k: i for i, k in enumerate(keys)}
     built = [c if isinstance(c, LayerCosts) else _EMPTY for c in (costs.probes[k] for k in keys)]
     probe_idx = np.array([position[ProbeKey(int(r[0]), int(r[3]), int(r[7]), int(r[4]))] for r in rows])
-    lay = LayoutArrays(*table.T, probe=probe_idx)
+    cols = table.T
+    lay = LayoutArrays(tp=cols[0], pp=cols[1], dp=cols[2], cp=cols[3], ep=cols[4], zero=cols[5], recompute=cols[6],
+                       micro_batch=cols[7], virtual_stages=cols[8], probe=probe_idx)
     arrays = probe_arrays(built)
     times = step_times(cfg, hardware, costs, arrays, lay, setup.seq_len, setup.global_batch,
                        setup.sequence_parallel, setup.grad_bytes, setup.offload == "optimizer",

@@ -1,0 +1,63 @@
+"""The smallest change that makes a layout fit: each single change (a higher ZeRO stage, more
+recomputation, a smaller micro-batch, tp or pp doubled with dp halved, optimizer offload) is
+costed with the layout search's model; those that fit are ranked by the step time they give."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from perfmodel.graph.ir import GraphError
+from perfmodel.graph.llm_config import LlmConfig
+from perfmodel.hardware import Hardware
+from perfmodel.training.layout import RECOMPUTE_MODES, Layout, TrainingSetup
+from perfmodel.training.search import SearchResult, SearchSpace, search_layouts
+
+
+def evaluate(cfg: LlmConfig, hardware: Hardware, layout: Layout, setup: TrainingSetup) -> SearchResult:
+    """The search's model on exactly one layout."""
+    space = SearchSpace(tp=(layout.tp,), pp=(layout.pp,), cp=(layout.cp,), ep=(layout.ep,), zero=(layout.zero,),
+                        recompute=(layout.recompute,), micro_batch=(layout.micro_batch,),
+                        virtual_stages=(layout.virtual_stages,))
+    result = search_layouts(cfg, hardware, layout.devices, setup, space)
+    if result.count != 1:
+        raise GraphError("layout", f"{layout} is not a layout of {layout.devices} devices")
+    return result
+
+
+def _changes(layout: Layout) -> list[tuple[str, Layout, bool]]:
+    """(what changed, the new layout, offload the optimizer) for every single change that saves memory."""
+    out: list[tuple[str, Layout, bool]] = []
+    for zero in range(layout.zero + 1, 4):
+        out.append((f"ZeRO stage {layout.zero} -> {zero}", replace(layout, zero=zero), False))
+    at = RECOMPUTE_MODES.index(layout.recompute)
+    for mode in RECOMPUTE_MODES[at + 1:]:
+        out.append((f"recompute {layout.recompute} -> {mode}", replace(layout, recompute=mode), False))
+    mb = layout.micro_batch
+    while mb > 1:
+        mb //= 2
+        out.append((f"micro-batch {layout.micro_batch} -> {mb}", replace(layout, micro_batch=mb), False))
+    if layout.dp % 2 == 0:
+        out.append((f"tp {layout.tp} -> {layout.tp * 2} (dp {layout.dp} -> {layout.dp // 2})",
+                    replace(layout, tp=layout.tp * 2, dp=layout.dp // 2), False))
+        out.append((f"pp {layout.pp} -> {layout.pp * 2} (dp {layout.dp} -> {layout.dp // 2})",
+                    replace(layout, pp=layout.pp * 2, dp=layout.dp // 2), False))
+    out.append(("offload the optimizer state to the host", layout, True))
+    return out
+
+
+def make_it_fit(cfg: LlmConfig, hardware: Hardware, layout: Layout, setup: TrainingSetup) -> dict[str, Any]:
+    """The layout's own row, and when it does not fit, every single change that makes it fit, fastest first."""
+    base = evaluate(cfg, hardware, layout, setup).row(0)
+    fixes: list[dict[str, Any]] = []
+    if not base["fits"]:
+        for what, changed, offload in _changes(layout):
+            trial = replace(setup, offload="optimizer") if offload else setup
+            try:
+                row = evaluate(cfg, hardware, changed, trial).row(0)
+            except GraphError:
+                continue
+            if row["fits"]:
+                fixes.append({"change": what, **row})
+        fixes.sort(key=lambda r: r["step_s"])
+    return {"layout": base, "fixes": fixes}

@@ -1,0 +1,75 @@
+"""Golden memory checks: the ZeRO paper's model-state formulas and Korthikanti et al. 2022's activations."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfmodel.graph.llm_config import LlmConfig, bundled
+from perfmodel.roofline import resolve_hardware
+from perfmodel.training.layout import TrainingSetup
+from perfmodel.training.memory import FULL, NONE, SELECTIVE, ActivationShape, layer_activation_bytes, model_state_bytes
+from perfmodel.training.search import SearchSpace, search_layouts
+
+GB = 1e9
+
+
+def test_zero_stages_match_the_zero_papers_figure_1() -> None:
+    """Rajbhandari et al. 2020, Fig. 1: Ψ = 7.5B, Nd = 64, K = 12 -> 120, 31.4, 16.6, 1.88 GB."""
+    expected = {0: 120.0, 1: 31.4, 2: 16.6, 3: 1.88}
+    for stage, gb in expected.items():
+        w, g, o = model_state_bytes(7.5e9, stage, 64)
+        assert float(w + g + o) / GB == pytest.approx(gb, rel=0.05)
+
+
+def test_offload_moves_the_optimizer_state_off_the_device() -> None:
+    w, g, o = model_state_bytes(1e9, 1, 8, offload=True)
+    assert float(o) == 0.0 and float(w + g) == 4e9
+
+
+def _gpt(h: int, a: int, layers: int, vocab: int = 51200) -> LlmConfig:
+    return LlmConfig.from_hf({"model_type": "gpt2", "n_embd": h, "n_head": a, "n_layer": layers, "n_inner": 4 * h,
+                              "vocab_size": vocab, "n_positions": 2048}, f"gpt-{h}")
+
+
+@pytest.mark.parametrize("t", [1, 8])
+def test_layer_activations_match_korthikanti_table_2(t: int) -> None:
+    """Korthikanti et al. 2022 Table 2 for GPT-3 175B's layer (s=2048, b=1, h=12288, a=96)."""
+    s, b, h, a = 2048, 1, 12288, 96
+    shape = ActivationShape.of(_gpt(h, a, 96), dropout=True, flash=False)
+    sbh = s * b * h
+    cases = {
+        (False, NONE): sbh * (10 + 24 / t + 5 * a * s / (h * t)),
+        (True, NONE): sbh / t * (34 + 5 * a * s / h),
+        (False, SELECTIVE): sbh * (10 + 24 / t),
+        (True, SELECTIVE): 34 * sbh / t,
+        (True, FULL): 2 * sbh / t,
+    }
+    for (sp, rc), want in cases.items():
+        got = float(layer_activation_bytes(shape, s * b, s, t, sp, rc))
+        assert got == pytest.approx(want, rel=0.05), (sp, rc)
+
+
+def test_flash_attention_stores_no_scores() -> None:
+    shape = ActivationShape.of(_gpt(4096, 32, 2), dropout=False, flash=True)
+    short = float(layer_activation_bytes(shape, 2048, 2048, 1, True, NONE))
+    long = float(layer_activation_bytes(shape, 2048, 65536, 1, True, NONE))
+    assert short == long  # the keys do not enter: no s x s term
+
+
+def test_a_pipelined_gpt3_holds_the_papers_total_and_model_states() -> None:
+    """175B, t=8, p=8, selective + SP, 1F1B with m >= p: the first stage holds 34·s·b·h·L/t bytes of layer
+    activations (Korthikanti §4.2.3, independent of p), plus the embedding's; its parameters are the
+    ZeRO-0 16Ψ of one eighth of the layers (12·h² each) and the embedding over 8 tp ranks."""
+    cfg = bundled("gpt3-175b")
+    setup = TrainingSetup(seq_len=2048, global_batch=64, dropout=True, flash_attention=False)
+    space = SearchSpace(tp=(8,), pp=(8,), cp=(1,), zero=(0,), recompute=("selective",), micro_batch=(1,),
+                        virtual_stages=(1,))
+    result = search_layouts(cfg, resolve_hardware("nvidia-a100-sxm4-80gb"), 64, setup, space)
+    assert result.count == 1
+    s, h, layers = 2048, 12288, 96
+    want_acts = 34 * s * h * layers / 8
+    assert float(result.memory.activations_bytes[0]) == pytest.approx(want_acts, rel=0.05)
+    psi = (12 * h * h * layers / 8 + 50257 * h) / 8
+    assert float(result.memory.params_per_device[0]) == pytest.approx(psi, rel=0.05)
+    states = result.memory.weights_bytes + result.memory.gradients_bytes + result.memory.optimizer_bytes
+    assert float(states[0]) == pytest.approx(16 * psi, rel=0.05)

@@ -1,0 +1,82 @@
+"""Layout search: step-time parts behave as their formulas say, impossible layouts say why, the
+smallest change makes a layout fit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from perfmodel.graph.llm_config import LlmConfig, bundled
+from perfmodel.roofline import resolve_hardware
+from perfmodel.training.fit import evaluate, make_it_fit
+from perfmodel.training.layout import Layout, TrainingSetup
+from perfmodel.training.search import SearchSpace, search_layouts
+
+H100 = "nvidia-h100-sxm5-80gb"
+
+
+@pytest.fixture(scope="module")
+def llama70() -> LlmConfig:
+    return bundled("llama-3-70b")
+
+
+def _one(cfg: LlmConfig, layout: Layout, setup: TrainingSetup) -> dict[str, Any]:
+    return evaluate(cfg, resolve_hardware(H100), layout, setup).row(0)
+
+
+def test_the_interleaved_bubble_is_pp_minus_one_over_v_m(llama70: LlmConfig) -> None:
+    setup = TrainingSetup(seq_len=4096, global_batch=64)
+    space = SearchSpace(tp=(8,), pp=(4,), cp=(1,), zero=(1,), recompute=("selective",), micro_batch=(1,),
+                        virtual_stages=(1, 2, 4))
+    r = search_layouts(llama70, resolve_hardware(H100), 64, setup, space)
+    t = r.times
+    m = t.microbatches
+    pipeline = t.step_s - t.dp_exposed_s - t.optimizer_s
+    stage = pipeline / (m + 3.0 / r.layouts.virtual_stages)
+    assert np.allclose(t.bubble_s / (m * stage), 3.0 / (r.layouts.virtual_stages * m))
+    assert t.bubble_s[1] < t.bubble_s[0] and t.bubble_s[2] < t.bubble_s[1]
+
+
+def test_recomputation_costs_time_and_saves_memory(llama70: LlmConfig) -> None:
+    setup = TrainingSetup(seq_len=4096, global_batch=64)
+    rows = {mode: _one(llama70, Layout(tp=8, pp=4, dp=2, zero=1, recompute=mode), setup)
+            for mode in ("none", "selective", "full")}
+    steps = [rows[m]["step_s"] for m in ("none", "selective", "full")]
+    acts = [rows[m]["memory_bytes"]["activations"] for m in ("none", "selective", "full")]
+    assert steps[0] <= steps[1] < steps[2]
+    assert acts[0] >= acts[1] > acts[2]
+
+
+def test_zero3_gathers_weights_every_micro_batch(llama70: LlmConfig) -> None:
+    setup = TrainingSetup(seq_len=4096, global_batch=256)
+    z1 = _one(llama70, Layout(tp=8, dp=16, zero=1, recompute="full"), setup)
+    z3 = _one(llama70, Layout(tp=8, dp=16, zero=3, recompute="full"), setup)
+    assert z3["memory_bytes"]["weights"] < z1["memory_bytes"]["weights"] / 4
+    assert z3["time_s"]["dp_exposed_s"] == 0.0  # reduced per micro-batch instead
+
+
+def test_impossible_layouts_say_why() -> None:
+    cfg = LlmConfig.from_hf({"model_type": "llama", "hidden_size": 768, "intermediate_size": 3072,
+                             "num_hidden_layers": 6, "num_attention_heads": 12, "num_key_value_heads": 12,
+                             "vocab_size": 32000}, "tiny")
+    setup = TrainingSetup(seq_len=1024, global_batch=12)
+    r = search_layouts(cfg, resolve_hardware(H100), 8, setup, SearchSpace(micro_batch=(1, 4)))
+    reasons = set(r.reasons)
+    assert any("attention heads (12) is not divisible by 8" in x for x in reasons)
+    assert any(x.startswith("batch: global batch 12 is not a multiple of dp x micro-batch") for x in reasons)
+    assert any(x.startswith("ZeRO: nothing to shard") for x in reasons)
+    assert r.ranked()  # some layouts run
+
+
+def test_a_layout_that_does_not_fit_gets_the_changes_that_make_it_fit(llama70: LlmConfig) -> None:
+    setup = TrainingSetup(seq_len=8192, global_batch=32)
+    layout = Layout(tp=8, dp=4, zero=1, recompute="none", micro_batch=4)
+    out = make_it_fit(llama70, resolve_hardware(H100), layout, setup)
+    assert not out["layout"]["fits"] and out["layout"]["reason"].startswith("does not fit: needs")
+    assert out["fixes"] and all(f["fits"] for f in out["fixes"])
+    steps = [f["step_s"] for f in out["fixes"]]
+    assert steps == sorted(steps)
+    assert any(f["change"] == "recompute none -> full" for f in out["fixes"])
+    assert out["fixes"][0]["memory_bytes"]["total"] <= out["fixes"][0]["memory_bytes"]["capacity"]
