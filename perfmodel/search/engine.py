@@ -21,10 +21,12 @@ from perfmodel.cost import Cost
 from perfmodel.hardware import Hardware
 from perfmodel.machine import MachineTables, tables
 from perfmodel.ops import Op, make_op
-from perfmodel.ops.base import DTYPES, FloatArray, Work
+from perfmodel.ops.base import DTYPES, Work
 from perfmodel.roofline import HardwareLike, OpLike, evaluate, resolve_hardware, work_of
+from perfmodel.search import gemm_kernel
 from perfmodel.search.attention_cost import attention_costs, attention_space
-from perfmodel.search.gemm_cost import REJECT_REASONS, GemmCosts, gemm_costs
+from perfmodel.search.gemm_cost import GemmCosts, gemm_costs
+from perfmodel.search.gemm_scoring import GemmScores, pareto, prune, score_compiled, score_numpy, scores_of
 from perfmodel.search.gemm_space import GemmCandidates, full_space
 from perfmodel.search.stream_spaces import SPACES, describe
 from perfmodel.units import format_bytes, format_time_s
@@ -61,44 +63,16 @@ class SearchResult:
 _CACHE: OrderedDict[tuple[Any, ...], SearchResult] = OrderedDict()
 
 
-def _prune(space: GemmCandidates, m: float, n: float, k: float, elem: float,
-           t: MachineTables) -> np.ndarray[Any, np.dtype[np.intp]]:
-    """Candidates worth costing: no tile dimension beyond the smallest candidate that covers the
-    problem's (larger ones only add padding), no split-K slice shorter than one K-step."""
-    def cap(values: FloatArray, size: float) -> float:
-        covering = values[values >= size]
-        return float(covering.min()) if covering.size else float(values.max())
-
-    bk = np.maximum(np.ceil(space.bk_bytes / elem / t.mma_k) * t.mma_k, t.mma_k)
-    keep = (space.bm <= cap(space.bm, m)) & (space.bn <= cap(space.bn, n)) & (bk <= cap(bk, k))
-    keep &= (space.split == 1) | (np.ceil(k / space.split) >= bk)
-    return np.nonzero(keep)[0]
-
-
-def _pareto(time_s: FloatArray, footprint: FloatArray) -> np.ndarray[Any, np.dtype[np.intp]]:
-    """Indices on the front of (time, footprint), both minimised, sorted by footprint.
-
-    Footprints take few distinct values: the fastest candidate of each footprint first, then a
-    running minimum over footprints in increasing order."""
-    values, inverse = np.unique(footprint, return_inverse=True)
-    best_time = np.full(values.size, np.inf)
-    np.minimum.at(best_time, inverse, time_s)
-    winner = np.full(values.size, -1, dtype=np.intp)
-    is_best = time_s == best_time[inverse]
-    winner[inverse[is_best][::-1]] = np.nonzero(is_best)[0][::-1]  # first index reaching the minimum
-    before = np.concatenate(([np.inf], np.minimum.accumulate(best_time)[:-1]))
-    front: np.ndarray[Any, np.dtype[np.intp]] = winner[best_time < before]
-    return front
-
-
-def _distinct(space: GemmCandidates, ranked: np.ndarray[Any, np.dtype[np.intp]],
-              count: int) -> np.ndarray[Any, np.dtype[np.intp]]:
-    """The first ``count`` of ``ranked`` that differ in tile, stages or split (the raster group
-    changes nothing when the panels fit the cache, and would fill the list with ties)."""
+def _distinct(space: GemmCandidates, index: np.ndarray[Any, np.dtype[np.intp]],
+              ranked: np.ndarray[Any, np.dtype[np.intp]], count: int) -> np.ndarray[Any, np.dtype[np.intp]]:
+    """The first ``count`` of ``ranked`` (positions into ``index``, the candidates' space indices) that
+    differ in tile, stages or split (the raster group changes nothing when the panels fit the cache, and
+    would fill the list with ties)."""
     seen: set[tuple[float, ...]] = set()
     keep: list[int] = []
     for i in ranked:
-        key = (space.bm[i], space.bn[i], space.bk_bytes[i], space.stages[i], space.split[i])
+        j = index[i]
+        key = (space.bm[j], space.bn[j], space.bk_bytes[j], space.stages[j], space.split[j])
         if key not in seen:
             seen.add(key)
             keep.append(int(i))
@@ -142,7 +116,7 @@ def _search_attention(hw: Hardware, t: MachineTables, op: Op, work: Work, top_k:
 
     order = np.argsort(np.where(valid, judged, np.inf), kind="stable")
     idx = np.nonzero(valid)[0]
-    front = idx[_pareto(judged[idx], footprint[idx])]
+    front = idx[pareto(judged[idx], footprint[idx])]
     s = cost.schedule
     words = (f"{s['tile_m']:g}x{s['tile_n']:g} Q x KV tiles, {s['stages']:g} stages"
              + (f", KV split {s['split_k']:g}" if s.get("split_k", 1) > 1 else "")
@@ -173,7 +147,7 @@ def _search_stream(hw: Hardware, t: MachineTables, op: Op, work: Work, top_k: in
         return {**{k: float(v[i]) for k, v in space.params.items()}, "time_s": float(times[i]),
                 "footprint_bytes": float(space.footprint_bytes[i])}
 
-    front = _pareto(times, space.footprint_bytes)
+    front = pareto(times, space.footprint_bytes)
     return SearchResult(
         op_kind=op.kind, hardware_id=hw.id, hardware_hash=hw.content_hash, best=cost,
         top_k=[row(int(i)) for i in order[: max(top_k, 1)]], pareto=[row(int(i)) for i in front],
@@ -239,48 +213,55 @@ def _search(hw: Hardware, op: Op, top_k: int, budget: int | None, seed: int, sta
     slot = int(np.argmax(2.0 * work.gemm_batch[0] * work.gemm_m[0] * work.gemm_n[0] * work.gemm_k[0]))
     b, m, n, k = (float(getattr(work, f)[0, slot]) for f in ("gemm_batch", "gemm_m", "gemm_n", "gemm_k"))
     elem = DTYPES[int(work.matrix_dtype[0])].bytes
-    keep = _prune(space, m, n, k, elem, t)
-    pruned = space.size - keep.size
-    if budget is not None and keep.size > budget:
-        keep = np.sort(np.random.default_rng(seed).choice(keep, size=budget, replace=False))
-    if time_budget_s is not None:  # seeded order, then chunks until the time is spent
-        keep = np.random.default_rng(seed).permutation(keep)
-    candidates = space.take(keep)
-    one = np.ones(1)
-    args = (one * b, one * m, one * n, one * k, one * elem, one * t.matrix_peak[int(work.matrix_dtype[0])],
-            one * float(work.dram_bytes[0]))
-    if time_budget_s is None:
-        costs = gemm_costs(t, candidates, *args)
+    gemm_args = (b, m, n, k, elem, float(t.matrix_peak[int(work.matrix_dtype[0])]), float(work.dram_bytes[0]))
+    if budget is None and time_budget_s is None and gemm_kernel.use_kernel(space.size):
+        scores = score_compiled(t, space, *gemm_args)
     else:
-        done = 0
-        parts: list[GemmCosts] = []
-        while done < candidates.size and (not parts or time.perf_counter() - start < time_budget_s):
-            chunk = candidates.take(np.arange(done, min(done + TIME_CHUNK, candidates.size)))
-            parts.append(gemm_costs(t, chunk, *args))
-            done += chunk.size
-        candidates = candidates.take(np.arange(done))
-        costs = GemmCosts(*(np.concatenate([np.broadcast_to(getattr(p, f), (1, p.judged_s.shape[1]))
-                                            for p in parts], axis=1) for f in GemmCosts.__dataclass_fields__))
-    judged = costs.judged_s[0]
+        scores = _score_sampled(t, space, gemm_args, budget, seed, start, time_budget_s)
+    judged = scores.judged_s
     valid = np.isfinite(judged)
-    rejected = {REJECT_REASONS[r]: int((costs.reject[0] == r).sum()) for r in np.unique(costs.reject[0]) if r > 0}
     if not valid.any():
-        raise ValueError(f"no schedule of {op.kind} fits {hw.id}: rejected {rejected}")
+        raise ValueError(f"no schedule of {op.kind} fits {hw.id}: rejected {scores.rejected}")
     scored = np.where(valid, judged, np.inf)
     head = min(scored.size, max(top_k, 1) * 64)  # enough ties to fill top_k with distinct tiles
     shortlist = np.argpartition(scored, head - 1)[:head] if head < scored.size else np.arange(scored.size)
     ranked = shortlist[np.argsort(scored[shortlist], kind="stable")]
-    order = _distinct(candidates, ranked[valid[ranked]], max(top_k, 1))
-    best_space = candidates.take(order[:1])
+    order = _distinct(space, scores.keep, ranked[valid[ranked]], max(top_k, 1))
+    best_space = space.take(scores.keep[order[:1]])
     cost = evaluate(work, [op], hw, space=best_space if work.gemm_batch[0].astype(bool).sum() == 1 else space)[0]
-    footprint = costs.footprint_bytes[0]
-    waves = costs.tiles[0] / (t.units * costs.resident[0])
-    top = [_row(candidates, int(i), elem, t, judged[i], footprint[i], waves[i]) for i in order]
-    idx = np.nonzero(valid)[0]
-    front = idx[_pareto(judged[idx], footprint[idx])]
-    pareto = [_row(candidates, int(i), elem, t, judged[i], footprint[i], waves[i]) for i in front]
+
+    def row(i: int) -> dict[str, float]:
+        return _row(space, int(scores.keep[i]), elem, t, judged[i], scores.footprint_bytes[i], scores.waves[i])
+
+    evaluated = int(scores.keep.size)
     return SearchResult(
-        op_kind=op.kind, hardware_id=hw.id, hardware_hash=hw.content_hash, best=cost, top_k=top, pareto=pareto,
-        space_size=space.size, evaluated=int(candidates.size), pruned=int(pruned), rejected=rejected,
+        op_kind=op.kind, hardware_id=hw.id, hardware_hash=hw.content_hash, best=cost,
+        top_k=[row(int(i)) for i in order], pareto=[row(int(i)) for i in scores.front],
+        space_size=space.size, evaluated=evaluated, pruned=scores.pruned,
+        rejected=scores.rejected,
         search_time_s=time.perf_counter() - start, explanation=explain(cost, hw), seed=seed,
     )
+
+
+def _score_sampled(t: MachineTables, space: GemmCandidates, gemm_args: tuple[float, ...], budget: int | None,
+                   seed: int, start: float, time_budget_s: float | None) -> GemmScores:
+    """Prune, then at most ``budget`` candidates (a seeded sample) or, with ``time_budget_s``, chunks of a
+    seeded order until the time is spent; costed in numpy."""
+    m, n, k, elem = gemm_args[1:5]
+    keep = prune(space, m, n, k, elem, t)
+    pruned = space.size - keep.size
+    if budget is not None and keep.size > budget:
+        keep = np.sort(np.random.default_rng(seed).choice(keep, size=budget, replace=False))
+    if time_budget_s is None:
+        return score_numpy(t, space, keep, pruned, *gemm_args)
+    keep = np.random.default_rng(seed).permutation(keep)
+    done = 0
+    parts: list[GemmCosts] = []
+    one = np.ones(1)
+    while done < keep.size and (not parts or time.perf_counter() - start < time_budget_s):
+        chunk = space.take(keep[done:done + TIME_CHUNK])
+        parts.append(gemm_costs(t, chunk, *(one * x for x in gemm_args)))
+        done += chunk.size
+    costs = GemmCosts(*(np.concatenate([np.broadcast_to(getattr(p, f), (1, p.judged_s.shape[1])) for p in parts],
+                                       axis=1) for f in GemmCosts.__dataclass_fields__))
+    return scores_of(costs, keep[:done], t, pruned)

@@ -37,61 +37,87 @@ from perfmodel.search.gemm_kernel import (
     D_UNITS,
 )
 
+# columns of the per-candidate table (terms that depend on the device, the candidate, the element size
+# and the peak only: computed once per op dtype, not per op)
+(C_BK, C_FOOTPRINT, C_RESIDENT, C_REJECT, C_GRANULAR, C_COMPUTE_STEP, C_PANEL, C_SMEM_READS, C_SMEM_STEP,
+ C_HIDDEN, C_UNBUFFERED, C_SIZE) = range(12)
 
-@numba.njit(inline="always", cache=True)
-def element(v: Any, bm: float, bn: float, bk_bytes: float, stages: float, s: float, g: float, b: float,
-            mm: float, nn: float, kk: float, eb: float, peak: float, compulsory: float) -> Any:
+
+@numba.njit(cache=True)
+def fill_candidates(v: Any, bm: Any, bn: Any, bk_bytes: Any, stages: Any, eb: float, peak: float,
+                    table: Any) -> None:
+    """The per-candidate terms of ``gemm_costs`` for ``eb``-byte operands at ``peak`` FLOP/s."""
     systolic = v[D_SYSTOLIC] > 0.0
     units = v[D_UNITS]
     mma_m, mma_n, mma_k = v[D_MMA_M], v[D_MMA_N], v[D_MMA_K]
-    bk = max(np.ceil(bk_bytes / eb / mma_k) * mma_k, mma_k)
+    latency = v[D_LATENCY]
+    peak_unit = peak * v[D_MATRIX_EFF] / units
+    for j in range(bm.size):
+        bk = max(np.ceil(bk_bytes[j] / eb / mma_k) * mma_k, mma_k)
+        operands = (bm[j] + bn[j]) * bk * eb * stages[j]
+        accumulators = bm[j] * bn[j] * 4.0
+        reject = 0.0
+        if systolic:
+            footprint = operands + accumulators
+            resident = 1.0
+            if footprint > v[D_SCRATCHPAD]:
+                reject = 3.0
+        else:
+            footprint = operands + 0.0 * accumulators
+            by_smem = np.floor(v[D_SCRATCHPAD] / footprint)
+            by_regs = np.floor(v[D_REGISTERS] / (2.0 * accumulators))
+            resident = min(max(min(by_smem, by_regs), 1.0), v[D_MAX_RESIDENT])
+            if footprint > v[D_SCRATCHPAD]:
+                reject = 1.0
+            elif 2.0 * accumulators > v[D_REGISTERS]:
+                reject = 2.0
+        compute_step = 2.0 * bm[j] * bn[j] * bk / peak_unit
+        if systolic:
+            per_tile = max(bm[j], mma_m) if stages[j] > 1.0 else bm[j] + mma_m + mma_m + mma_n - 2.0
+            compute_step = compute_step * per_tile / bm[j]
+        smem_reads = 0.0 if systolic else bk * eb * 2.0 * (bm[j] + bn[j])
+        table[j, C_BK] = bk
+        table[j, C_FOOTPRINT] = footprint
+        table[j, C_RESIDENT] = resident
+        table[j, C_REJECT] = reject
+        table[j, C_GRANULAR] = 1.0 if (bm[j] % mma_m != 0.0 and bm[j] > mma_m) or bn[j] % mma_n != 0.0 else 0.0
+        table[j, C_COMPUTE_STEP] = compute_step
+        table[j, C_PANEL] = (bm[j] + bn[j]) * bk * eb
+        table[j, C_SMEM_READS] = smem_reads
+        table[j, C_SMEM_STEP] = smem_reads / v[D_SMEM_BW]
+        # pipelined, loads in flight cover the latency; unbuffered, each step waits for it
+        table[j, C_HIDDEN] = latency / (max(stages[j] - 1.0, 1.0) * resident)
+        table[j, C_UNBUFFERED] = latency / resident
+
+
+@numba.njit(inline="always", cache=True)
+def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: float, g: float, b: float, mm: float,
+            nn: float, kk: float, eb: float, compulsory: float) -> Any:
+    """Every figure of candidate ``j`` (row ``j`` of the table ``c``) for one GEMM, as ``gemm_costs``."""
+    systolic = v[D_SYSTOLIC] > 0.0
+    units = v[D_UNITS]
+    bk = c[j, C_BK]
+    resident = c[j, C_RESIDENT]
     mt = np.ceil(mm / bm)
     nt = np.ceil(nn / bn)
     ks = np.ceil(kk / s)
     steps = np.ceil(ks / bk)
     tiles = b * mt * nt * s
-    operands = (bm + bn) * bk * eb * stages
-    accumulators = bm * bn * 4.0
-    reject = 0
-    if systolic:
-        footprint = operands + accumulators
-        resident = 1.0
-        if footprint > v[D_SCRATCHPAD]:
-            reject = 3
-    else:
-        footprint = operands + 0.0 * accumulators
-        by_smem = np.floor(v[D_SCRATCHPAD] / footprint)
-        by_regs = np.floor(v[D_REGISTERS] / (2.0 * accumulators))
-        resident = min(max(min(by_smem, by_regs), 1.0), v[D_MAX_RESIDENT])
-        if footprint > v[D_SCRATCHPAD]:
-            reject = 1
-        elif 2.0 * accumulators > v[D_REGISTERS]:
-            reject = 2
-    if reject == 0 and s > 1.0 and ks < bk:
-        reject = 4
-    if reject == 0 and ((bm % mma_m != 0.0 and bm > mma_m) or bn % mma_n != 0.0):
-        reject = 5
+    reject = c[j, C_REJECT]
+    if reject == 0.0 and s > 1.0 and ks < bk:
+        reject = 4.0
+    if reject == 0.0 and c[j, C_GRANULAR] > 0.0:
+        reject = 5.0
 
-    peak_unit = peak * v[D_MATRIX_EFF] / units
-    compute_step = 2.0 * bm * bn * bk / peak_unit
-    if systolic:
-        per_tile = max(bm, mma_m) if stages > 1.0 else bm + mma_m + mma_m + mma_n - 2.0
-        compute_step = compute_step * per_tile / bm
+    compute_step = c[j, C_COMPUTE_STEP]
     active = min(tiles, units)
     busy = min(max(tiles / (units * v[D_BLOCKS_PER_UNIT]), 1.0 / units), 1.0)
-    panel_bytes = (bm + bn) * bk * eb
-    latency = v[D_LATENCY]
+    load_step = c[j, C_PANEL] / (v[D_LOAD_BW] / max(active, 1.0))
     if systolic:
-        load_step = panel_bytes / (v[D_LOAD_BW] / max(active, 1.0))
         step = max(compute_step, load_step) if stages > 1.0 else compute_step + load_step
-        smem_reads = 0.0
     else:
-        load_step = panel_bytes / (v[D_LOAD_BW] / max(active, 1.0))
-        smem_reads = bk * eb * 2.0 * (bm + bn)
-        smem_step = smem_reads / v[D_SMEM_BW]
-        step = max(max(compute_step, load_step), smem_step)
-    hidden = latency / (max(stages - 1.0, 1.0) * resident)  # pipelined: loads in flight cover the latency
-    per_step = max(step, hidden) if stages > 1.0 else step + latency / resident
+        step = max(max(compute_step, load_step), c[j, C_SMEM_STEP])
+    per_step = max(step, c[j, C_HIDDEN]) if stages > 1.0 else step + c[j, C_UNBUFFERED]
     t_tile = steps * per_step
     partials = 2.0 * s * b * mm * nn * 4.0 if s > 1.0 else 0.0
     compute = np.ceil(tiles / units) * t_tile + v[D_FILL] + partials / v[D_REDUCE_BW]
@@ -109,21 +135,25 @@ def element(v: Any, bm: float, bn: float, bk_bytes: float, stages: float, s: flo
     t_reuse = v[D_LLC_LATENCY] + reuse / v[D_LLC_BW] if v[D_HAS_LLC] > 0.0 and not systolic else 0.0
     body = max(max(compute, t_dram), t_reuse)
     judged = body + (v[D_OVERHEAD] if s > 1.0 else 0.0)
-    if reject > 0:
+    if reject > 0.0:
         judged = np.inf
-    smem = tile_loads if systolic else tiles * steps * smem_reads
+    smem = tile_loads if systolic else tiles * steps * c[j, C_SMEM_READS]
     waves = np.ceil(tiles / (units * resident))
-    return (compute, t_dram, t_reuse, body, judged, dram, reuse, smem, footprint, resident, waves, tiles, busy,
-            float(reject))
+    return (compute, t_dram, t_reuse, body, judged, dram, reuse, smem, c[j, C_FOOTPRINT], resident, waves, tiles,
+            busy, reject)
 
 
 @numba.njit(cache=True)
 def grid(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any, batch: Any, m: Any, n: Any,
          k: Any, elem: Any, peak: Any, compulsory: Any, out: Any, reject: Any) -> None:
+    """Every figure of every (op, candidate) into ``out`` (fields x ops x candidates) and ``reject``."""
+    c = np.empty((bm.size, C_SIZE))
     for i in range(batch.size):
+        if i == 0 or elem[i] != elem[i - 1] or peak[i] != peak[i - 1]:
+            fill_candidates(v, bm, bn, bk, stages, elem[i], peak[i], c)
         for j in range(bm.size):
-            r = element(v, bm[j], bn[j], bk[j], stages[j], split[j], group[j], batch[i], m[i], n[i], k[i],
-                        elem[i], peak[i], compulsory[i])
+            r = element(v, c, j, bm[j], bn[j], stages[j], split[j], group[j], batch[i], m[i], n[i], k[i], elem[i],
+                        compulsory[i])
             for f in range(13):
                 out[f, i, j] = r[f]
             reject[i, j] = int(r[13])
@@ -132,12 +162,16 @@ def grid(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any,
 @numba.njit(cache=True)
 def best(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any, batch: Any, m: Any, n: Any,
          k: Any, elem: Any, peak: Any, compulsory: Any, index: Any, out: Any) -> None:
+    """The cheapest candidate of each op (first of equals, as ``np.argmin``) and its figures."""
+    c = np.empty((bm.size, C_SIZE))
     for i in range(batch.size):
+        if i == 0 or elem[i] != elem[i - 1] or peak[i] != peak[i - 1]:
+            fill_candidates(v, bm, bn, bk, stages, elem[i], peak[i], c)
         chosen = 0
         lowest = np.inf
         for j in range(bm.size):
-            judged = element(v, bm[j], bn[j], bk[j], stages[j], split[j], group[j], batch[i], m[i], n[i],
-                             k[i], elem[i], peak[i], compulsory[i])[4]
+            judged = element(v, c, j, bm[j], bn[j], stages[j], split[j], group[j], batch[i], m[i], n[i], k[i],
+                             elem[i], compulsory[i])[4]
             if judged != judged:  # NaN: np.argmin stops at the first one
                 chosen = j
                 break
@@ -145,10 +179,47 @@ def best(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any,
                 chosen = j
                 lowest = judged
         j = chosen
-        r = element(v, bm[j], bn[j], bk[j], stages[j], split[j], group[j], batch[i], m[i], n[i], k[i],
-                    elem[i], peak[i], compulsory[i])
+        r = element(v, c, j, bm[j], bn[j], stages[j], split[j], group[j], batch[i], m[i], n[i], k[i], elem[i],
+                    compulsory[i])
         index[i] = j
         out[0, i], out[1, i], out[2, i], out[3, i] = r[0], r[1], r[2], r[3]
         out[4, i], out[5, i], out[6, i], out[7, i] = r[5], r[6], r[12], r[10]
         out[8, i], out[9, i], out[10, i] = r[11], r[9], r[8]
 
+
+@numba.njit(cache=True)
+def search(v: Any, c: Any, bm: Any, bn: Any, stages: Any, split: Any, group: Any, b: float, m: float, n: float,
+           k: float, eb: float, compulsory: float, caps: Any, footprint_group: Any, groups: int, kept: Any,
+           judged: Any, footprint: Any, waves: Any, reject_counts: Any, front: Any) -> tuple[int, int]:
+    """One GEMM against a whole space (``c``: its ``fill_candidates`` table): prune (a tile beyond ``caps``
+    = (M, N, K-step) caps, split-K slices shorter than a K-step), cost the rest, count rejects by reason
+    and find the (time, footprint) Pareto front. Writes the kept candidates' space index, time, footprint
+    and waves; returns (kept, front size)."""
+    group_best = np.full(groups, np.inf)
+    group_winner = np.zeros(groups, dtype=np.int64)
+    count = 0
+    for j in range(bm.size):
+        bk = c[j, C_BK]
+        if bm[j] > caps[0] or bn[j] > caps[1] or bk > caps[2]:
+            continue
+        if split[j] != 1.0 and not np.ceil(k / split[j]) >= bk:
+            continue
+        r = element(v, c, j, bm[j], bn[j], stages[j], split[j], group[j], b, m, n, k, eb, compulsory)
+        kept[count] = j
+        judged[count] = r[4]
+        footprint[count] = r[8]
+        waves[count] = r[11] / (v[D_UNITS] * r[9])
+        reject_counts[int(r[13])] += 1
+        g = footprint_group[j]
+        if r[4] < group_best[g]:  # finite only: rejected candidates are inf; first of equals wins
+            group_best[g] = r[4]
+            group_winner[g] = count
+        count += 1
+    on_front = 0
+    running = np.inf
+    for g in range(groups):
+        if group_best[g] < running:
+            front[on_front] = group_winner[g]
+            on_front += 1
+        running = min(running, group_best[g])
+    return count, on_front
