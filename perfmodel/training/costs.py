@@ -26,7 +26,10 @@ from perfmodel.roofline import predict_many
 ATTENTION_KINDS = ("attention",)
 ATTENTION_NAMES = ("qk_matmul", "softmax", "av_matmul", "attention", "attention_window_band")
 VOCAB_GATHER = "logits_allgather"  # training keeps logits vocab-parallel (Megatron's cross-entropy): no gather
-ADAM_PROBE_PARAMS = 100_000_000  # one Adam step of this many fp32 parameters gives seconds per parameter
+ADAM_PROBE_PARAMS = 100_000_000
+# an element-wise op's backward reads the output gradient and its saved inputs and writes the input gradients:
+# about twice the forward's traffic, so forward + backward = 3 x forward
+ELEMENTWISE_FORWARD_BACKWARD = 3.0  # one Adam step of this many fp32 parameters gives seconds per parameter
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,9 @@ def _layer_costs(rows: list[tuple[Node, int, int]], times: np.ndarray[Any, Any],
                             "embed", "head", "embed_params", "head_params")}
     for node, both, fwd in rows:
         t, tf = float(times[both]), float(times[fwd])
+        op = node.op or {}
+        if op.get("kind") == "elementwise" and "pass" not in op:
+            t = tf * ELEMENTWISE_FORWARD_BACKWARD  # the graph costs element-wise ops forward only
         if node.layer.startswith("layers."):
             w = shares[int(node.layer.split(".")[1])]
             acc["params"] += w * node.params

@@ -1,0 +1,36 @@
+"""Published end-to-end training throughputs against the model: achieved TFLOP/s per device, each in its
+source's FLOP convention (perfmodel/training/published.py lists the runs and sources).
+
+    .venv/bin/python benchmarks/training_throughput.py
+
+Prints a markdown table (docs/accuracy.md keeps the latest) and the median and worst |error|.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from perfmodel.training.published import RUNS, predict
+
+
+def main() -> None:
+    print("| run | device x count | convention | layout (searched: mb, v, recompute) | published TFLOP/s | "
+          "predicted | error |")
+    print("|---|---|---|---|---|---|---|")
+    errors = []
+    for run in RUNS:
+        p = predict(run)
+        lay = p["layout"]
+        errors.append(abs(p["error"]))
+        flag = "" if p["fits"] else " (does not fit in the model)"
+        print(f"| {p['name']} | {run.hardware} x {run.devices} | {run.convention} | tp{lay['tp']} pp{lay['pp']} "
+              f"cp{lay['cp']} dp{lay['dp']} ZeRO-{lay['zero']} {lay['recompute']} mb{lay['micro_batch']} "
+              f"v{lay['virtual_stages']}{flag} | {p['published_tflops']:.1f} | {p['predicted_tflops']:.1f} | "
+              f"{p['error']:+.1%} |")
+    within = sum(e <= 0.15 for e in errors)
+    print(f"\nmedian |error| {statistics.median(errors):.1%}, worst {max(errors):.1%}, "
+          f"within 15 %: {within} of {len(errors)}")
+
+
+if __name__ == "__main__":
+    main()

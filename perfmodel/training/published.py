@@ -1,0 +1,127 @@
+"""Published end-to-end training throughputs and the model's prediction of each.
+
+Each run gives its model, device, device count, global batch, sequence length and the layout the
+authors report; what they do not report (micro-batch size, interleaving) is searched and the
+fastest layout that fits is taken, as the authors tuned theirs. The predicted achieved TFLOP/s
+per device is the source's own FLOP count (its convention, ``flops``) over the predicted step time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from perfmodel.graph.llm_config import LlmConfig, bundled
+from perfmodel.roofline import resolve_hardware
+from perfmodel.training import flops
+from perfmodel.training.layout import RECOMPUTE_MODES, TrainingSetup
+from perfmodel.training.search import SearchSpace, search_layouts
+
+Convention = Literal["megatron", "model", "palm"]
+MEGATRON_2021 = ("Narayanan et al. 2021, 'Efficient Large-Scale Language Model Training on GPU Clusters Using "
+                 "Megatron-LM', arXiv:2104.04473, Table 1 (A100 80GB, Selene)")
+KORTHIKANTI_2022 = ("Korthikanti et al. 2022, 'Reducing Activation Recomputation in Large Transformer Models', "
+                    "arXiv:2205.05198, Tables 3 and 5 (MFU x 312 TFLOP/s A100 bf16 peak)")
+LLAMA3_2024 = "Llama Team 2024, 'The Llama 3 Herd of Models', arXiv:2407.21783, Table 4 (H100 80GB, BF16)"
+A100 = "nvidia-a100-sxm4-80gb"
+H100 = "nvidia-h100-sxm5-80gb"
+
+
+@dataclass(frozen=True)
+class PublishedRun:
+    """One published training run: model, layout, batch, and the TFLOP/s per device it achieved."""
+
+    name: str
+    source: str
+    convention: Convention
+    hardware: str
+    devices: int
+    tp: int
+    pp: int
+    cp: int
+    global_batch: int
+    seq_len: int
+    published_tflops: float
+    recompute: tuple[str, ...]  # what the source used, or the modes to search where it does not say
+    zero: int
+    model: str | dict[str, Any]
+    sequence_parallel: bool = False
+    dropout: bool = True
+    flash_attention: bool = False
+    grad_bytes: float = 4.0
+    micro_batch: tuple[int, ...] = (1, 2, 4, 8)
+    virtual_stages: tuple[int, ...] = (1, 2, 4)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def config(self) -> LlmConfig:
+        return bundled(self.model) if isinstance(self.model, str) else LlmConfig.from_hf(self.model, self.name)
+
+
+def _gpt(heads: int, hidden: int, layers: int) -> dict[str, Any]:
+    """Megatron's GPT: 4h MLP, vocabulary 51,200, sequence 2048 (Narayanan et al. 2021, §5.1)."""
+    return {"model_type": "gpt2", "n_embd": hidden, "n_head": heads, "n_layer": layers, "n_inner": 4 * hidden,
+            "vocab_size": 51200, "n_positions": 2048}
+
+
+_MEGATRON = (  # name, heads, hidden, layers, tp, pp, GPUs, batch, achieved TFLOP/s per GPU
+    ("1.7B", 24, 2304, 24, 1, 1, 32, 512, 137.0), ("3.6B", 32, 3072, 30, 2, 1, 64, 512, 138.0),
+    ("7.5B", 32, 4096, 36, 4, 1, 128, 512, 142.0), ("18.4B", 48, 6144, 40, 8, 1, 256, 1024, 135.0),
+    ("39.1B", 64, 8192, 48, 8, 2, 512, 1536, 138.0), ("76.1B", 80, 10240, 60, 8, 4, 1024, 1792, 140.0),
+    ("145.6B", 96, 12288, 80, 8, 8, 1536, 2304, 148.0), ("310.1B", 128, 16384, 96, 8, 16, 1920, 2160, 155.0),
+    ("529.6B", 128, 20480, 105, 8, 35, 2520, 2520, 163.0), ("1008.0B", 160, 25600, 128, 8, 64, 3072, 3072, 163.0),
+)
+_KORTHIKANTI = (  # name, heads, hidden, layers, tp, pp, GPUs, batch, MFU
+    ("22B", 64, 6144, 48, 8, 1, 8, 4, 0.415), ("175B", 96, 12288, 96, 8, 8, 64, 64, 0.514),
+    ("530B", 128, 20480, 105, 8, 35, 280, 280, 0.560), ("1T", 160, 25600, 128, 8, 64, 512, 512, 0.563),
+)
+A100_BF16_PEAK_TFLOPS = 312.0
+_LLAMA3 = (  # name, GPUs, cp, sequences per step (16M tokens), sequence length, achieved BF16 TFLOP/s per GPU
+    ("Llama 3 405B, 8K GPUs", 8192, 1, 2048, 8192, 430.0), ("Llama 3 405B, 16K GPUs", 16384, 1, 2048, 8192, 400.0),
+    ("Llama 3 405B, 16K GPUs, 131K context", 16384, 16, 128, 131072, 380.0),
+)
+
+RUNS: tuple[PublishedRun, ...] = (
+    *(PublishedRun(f"Megatron GPT {n}", MEGATRON_2021, "megatron", A100, g, tp, pp, 1, b, 2048, tf, ("full",), 0,
+                   _gpt(a, h, layers)) for n, a, h, layers, tp, pp, g, b, tf in _MEGATRON),
+    *(PublishedRun(f"Korthikanti GPT {n}", KORTHIKANTI_2022, "model", A100, g, tp, pp, 1, b, 2048,
+                   mfu * A100_BF16_PEAK_TFLOPS, ("selective",), 1, _gpt(a, h, layers), sequence_parallel=True,
+                   micro_batch=(1,)) for n, a, h, layers, tp, pp, g, b, mfu in _KORTHIKANTI),
+    *(PublishedRun(name, LLAMA3_2024, "palm", H100, gpus, 8, 16, cp, batch, seq, tf, RECOMPUTE_MODES, 2,
+                   "llama-3.1-405b", sequence_parallel=True, dropout=False, flash_attention=True,
+                   virtual_stages=(1, 2, 4, 8)) for name, gpus, cp, batch, seq, tf in _LLAMA3),
+)
+
+
+def source_flops(run: PublishedRun, cfg: LlmConfig) -> float:
+    """FLOPs of one step in the source's convention."""
+    if run.convention == "megatron":
+        return flops.megatron_flops(run.global_batch, run.seq_len, cfg.layers, cfg.hidden, cfg.vocab)
+    if run.convention == "model":
+        return flops.model_flops(run.global_batch, run.seq_len, cfg.layers, cfg.hidden, cfg.vocab)
+    return flops.palm_flops(cfg, run.global_batch, run.seq_len)
+
+
+def predict(run: PublishedRun) -> dict[str, Any]:
+    """The fastest fitting layout among the run's (searching what it leaves out), its predicted TFLOP/s per
+    device in the source's convention, and the error against the published figure."""
+    cfg = run.config()
+    dp = run.devices // (run.tp * run.pp * run.cp)
+    setup = TrainingSetup(seq_len=run.seq_len, global_batch=run.global_batch, grad_bytes=run.grad_bytes,
+                          sequence_parallel=run.sequence_parallel, dropout=run.dropout,
+                          flash_attention=run.flash_attention)
+    space = SearchSpace(tp=(run.tp,), pp=(run.pp,), cp=(run.cp,), ep=(1,), zero=(run.zero if dp > 1 else 0,),
+                        recompute=run.recompute, micro_batch=run.micro_batch, virtual_stages=run.virtual_stages)
+    result = search_layouts(cfg, resolve_hardware(run.hardware), run.devices, setup, space)
+    ranked = result.ranked()
+    fits = bool(ranked)
+    if not ranked:  # report the fastest that runs, flagged
+        ranked = sorted((i for i, r in enumerate(result.reasons) if r.startswith("does not fit")),
+                        key=lambda i: float(result.times.step_s[i]))
+    if not ranked:
+        raise ValueError(f"{run.name}: no layout runs: {sorted(set(result.reasons))[:3]}")
+    best = result.row(ranked[0])
+    predicted = source_flops(run, cfg) / (best["step_s"] * run.devices) / 1e12
+    return {"name": run.name, "source": run.source, "convention": run.convention, "hardware": run.hardware,
+            "devices": run.devices, "published_tflops": run.published_tflops, "predicted_tflops": predicted,
+            "error": predicted / run.published_tflops - 1.0, "fits": fits, "layout": best["layout"],
+            "step_s": best["step_s"], "time_s": best["time_s"]}
