@@ -1,0 +1,87 @@
+"""POST /schedules/rank: explicit candidate schedules of one op in, predicted time, rank and reason out.
+
+For compilers that are not Python (TVM MetaSchedule, IREE, MLIR pipelines): the schedules are costed
+vectorised by the search engine's costing functions (``perfmodel.tuners.ranking``); the answer is
+deterministic for a model version and hardware hash (both in the response).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from fastapi import APIRouter, Depends, Response
+from fastapi.responses import JSONResponse
+
+from api.deps import get_state, require_read
+from api.routers.convert import json_bytes, json_response
+from api.schedule_schemas import RankOut, RankRequest, ScheduleCandidate
+from api.state import AppState
+from perfmodel import __version__
+from perfmodel.tuners.candidates import ScheduleError
+from perfmodel.tuners.ranking import ScheduleRanking, rank_schedules
+
+router = APIRouter(tags=["schedules"], dependencies=[Depends(require_read)])
+FIELDS = tuple(ScheduleCandidate.__annotations__)
+TILE_FIELDS = ("tile_m", "tile_n", "tile_k", "tile_q", "tile_kv")
+
+
+@router.post("/schedules/rank", response_model=RankOut)
+def rank(body: RankRequest, state: AppState = Depends(get_state)) -> Response:
+    """Rank up to 100,000 explicit schedules of one GEMM-like or attention op on one device: per candidate
+    the predicted time, rank (null where it cannot run), bound, waves, on-chip footprint and a reason.
+    A malformed request (missing tile field, both or neither of candidates/columns) is a 422 naming the field."""
+    hardware, _ = state.hardware(body.hardware)
+    try:
+        columns = _columns(body)
+        ranking = rank_schedules(hardware, body.op, columns)
+    except ScheduleError as exc:
+        return JSONResponse({"detail": str(exc), "field": exc.field_name, "model_version": __version__},
+                            status_code=422)
+    return json_response(json_bytes(_body(ranking, body.layout)))
+
+
+def _columns(body: RankRequest) -> dict[str, list[float]]:
+    if (body.candidates is None) == (body.columns is None):
+        raise ScheduleError("candidates", "give the schedules either as candidates (objects) or as columns")
+    if body.columns is not None:
+        return {name: [float("nan") if v is None else v for v in values] for name, values in body.columns.items()}
+    rows = body.candidates or []
+    present = set().union(*rows) if rows else set()
+    out: dict[str, list[float]] = {}
+    for name in FIELDS:
+        if name not in present:
+            continue
+        values: list[float | None] = [row.get(name) for row in rows]  # type: ignore[misc]
+        if name in TILE_FIELDS and None in values:
+            raise ScheduleError(f"candidates.{values.index(None)}.{name}", "missing while other candidates give it")
+        out[name] = [float("nan") if v is None else v for v in values]
+    return out
+
+
+def _body(r: ScheduleRanking, layout: str) -> dict[str, Any]:
+    ok = r.valid
+    costed = np.array([not reason for reason in r.candidates.input_reason])
+
+    def where(mask: np.ndarray[Any, Any], values: np.ndarray[Any, Any]) -> list[float | None]:
+        return [float(v) if m else None for m, v in zip(mask, values, strict=True)]
+
+    columns: dict[str, list[Any]] = {
+        "index": list(range(r.time_s.size)),
+        "rank": [int(v) if v > 0 else None for v in r.rank],
+        "time_s": where(ok, r.time_s),
+        "bound": [b if m else None for m, b in zip(ok, r.bound, strict=True)],
+        "waves": where(costed, r.waves), "tiles": where(costed, r.tiles), "resident": where(costed, r.resident),
+        "footprint_bytes": where(costed, r.footprint_bytes), "reason": r.reasons,
+    }
+    out: dict[str, Any] = {
+        "model_version": r.model_version, "hardware_id": r.hardware_id, "hardware_hash": r.hardware_hash,
+        "family": r.family, "problem": r.problem, "sram_bytes_per_unit": r.sram_bytes_per_unit,
+        "count": int(r.time_s.size), "valid": int(ok.sum()), "order": r.order.tolist(),
+    }
+    if layout == "columns":
+        out["columns"] = columns
+    else:
+        names = list(columns)
+        out["results"] = [dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True)]
+    return out

@@ -1,0 +1,1 @@
+"""``perfmodel.tuners``: the cost model inside compilers' tuners — rank explicit schedules, Triton hooks."""
