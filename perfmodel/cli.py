@@ -11,6 +11,7 @@ import typer
 
 from perfmodel import __version__
 from perfmodel.graph.cli import estimate_command, sweep_command
+from perfmodel.training.cli import train_layouts_command
 from perfmodel.units import format_bytes, format_rate, format_time_s
 
 # The model code (numpy, pydantic, scipy) is imported inside the commands that use it, so `perfmodel --help`
@@ -454,6 +455,7 @@ def compare_command(ctx: typer.Context) -> None:
 
     run(list(ctx.args))
 app.command("sweep")(sweep_command)
+app.command("train-layouts")(train_layouts_command)
 
 
 def main() -> None:

@@ -6,7 +6,9 @@ its work, and records which source and how sure:
 2. ``framework shapes``: the outermost op perfmodel models that enclosed its launch (``Input Dims``,
    ``Concrete Inputs``), ``fwd/bwd link`` where the op's output shape came from its backward node;
 3. ``memcpy/memset``: an on-device copy or fill with its recorded bytes;
-4. ``grid/block``: an elementwise or copy kernel sized by its grid and block (``kernel_ops``).
+4. ``grid/block``: an elementwise or copy kernel sized by its grid and block (``kernel_ops``);
+5. ``counters``: the measured work of any other kernel with profiler counters (DRAM bytes, SIMT FLOPs:
+   ``counter_ops``).
 
 Kernels of one op call are summed into one run; an activity no source explains is kept as *unmodelled* with
 its time, its reason and a reason category: never dropped silently."""
@@ -19,14 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfmodel.ops import OpError, make_op
-from perfmodel.traces import aten_comms, aten_ops, kernel_ops
+from perfmodel.traces import aten_comms, aten_ops, counter_ops, kernel_ops
 from perfmodel.traces.aten_args import Args, Unbuildable
 from perfmodel.traces.kernel_names import kernel_family, math_dtype, split_k
 from perfmodel.traces.records import DEVICE_TIME_CATEGORIES, SELF_SUFFIX, KernelRecord, OpCall, ParsedTrace
 
 MAX_KERNEL_NAMES = 16  # distinct kernel names kept per run
 SHAPES, LINK, COLLECTIVE = "framework shapes", "fwd/bwd link", "collective metadata"
-SOURCES = (SHAPES, LINK, COLLECTIVE, "memcpy/memset", "grid/block")
+SOURCES = (SHAPES, LINK, COLLECTIVE, "memcpy/memset", "grid/block", counter_ops.COUNTERS)
 
 
 @dataclass(frozen=True)
@@ -259,6 +261,8 @@ def _kernel_op(kernel: KernelRecord, index: int, cache: _Cache, grid_cache: dict
     inferred = grid_cache.get(key, False)
     if inferred is False:
         inferred = grid_cache[key] = kernel_ops.grid_op(kernel)
+    if inferred is None and kernel.counters:
+        inferred = counter_ops.counter_op(kernel)
     if inferred is None:
         return found
     op, notes, source, confidence = inferred
