@@ -70,3 +70,19 @@ def test_all_rejected_picks_the_first_candidate_as_argmin_does() -> None:
     index, _ = gemm_kernel.best_per_op(regs, space, one, one * 64, one * 64, one * 64, one * 2.0,
                                        one * t.matrix_peak[4], one)
     assert list(index) == [0, 0, 0]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compiled_search_equals_the_numpy_search(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    hw = perfmodel.load_hardware(device)
+    rng = np.random.default_rng(len(device))
+    dims = [1, 8, 100, 333, 1000, 2048, 4096, 16384]
+    ops = [{"kind": "matmul", "m": int(rng.choice(dims)), "n": int(rng.choice(dims)), "k": int(rng.choice(dims)),
+            "dtype": dtype, "batch": int(rng.integers(1, 4))}
+           for dtype in ("bf16", "fp8_e4m3", "fp32", "int8", "fp16", "bf16")]
+    fast = [perfmodel.search(hw, op, cache=False).to_dict() for op in ops]
+    monkeypatch.setenv("PERFMODEL_NO_JIT", "1")
+    reference = [perfmodel.search(hw, op, cache=False).to_dict() for op in ops]
+    for a, b in zip(fast, reference, strict=True):
+        a.pop("search_time_s"), b.pop("search_time_s")
+        assert a == b
