@@ -88,6 +88,9 @@ class CostOut(BaseModel):
     notes: list[str]
     interval_s: list[float] | None = None
     in_calibrated_range: bool | None = None
+    uncalibrated_interval_s: list[float] | None = Field(
+        default=None, description="uncalibrated: 10-90 % interval from the op class's leave-one-device-out "
+        "residuals (null once a calibration gives interval_s)")
     calibration: str | int | None = None
     model_version: str = __version__
 
@@ -112,6 +115,9 @@ class CostColumns(BaseModel):
     interval_s: list[list[float | None]] | None = Field(
         default=None, description="calibrated: 10-90 % interval per op (null where the class has none)")
     in_calibrated_range: list[bool] | None = None
+    uncalibrated_interval_s: list[list[float]] | None = Field(
+        default=None, description="uncalibrated: 10-90 % interval per op from its class's leave-one-device-out "
+        "residuals (null with a calibration)")
 
 
 class BatchOut(Versioned):

@@ -10,10 +10,12 @@ the others at their current values, keeping the value with the lowest balanced s
 devices (the mean over (op class, device) cells of the median |log(pred/meas)|, at most 200 rows a
 cell). A held-out device's own rows never choose any value.
 
-Intervals: each prediction gets [pred·q05, pred·q95] where q are the quantiles of measured/predicted
-over the *other* folds' held-out residuals of its class; coverage is counted on the left-out device.
+Intervals: each prediction gets [pred·q10, pred·q90], the quantiles of measured/predicted of its class
+over the *other* folds' held-out rows, every device weighing the same; coverage is counted on the left-out
+device. ``--write-intervals`` stores the per-class bands of all held-out rows, which every uncalibrated
+prediction carries (``perfmodel/uncalibrated_interval.py``).
 
-    python benchmarks/lodo.py [--vendor] [--markdown]
+    python benchmarks/lodo.py [--vendor] [--markdown] [--write-intervals]
 """
 
 from __future__ import annotations
@@ -36,6 +38,13 @@ from perfmodel.collectives import devices_per_node
 from perfmodel.efficiency import ModelDefaults, defaults_for
 from perfmodel.ops import make_op
 from perfmodel.specs import load_hardware
+from perfmodel.uncalibrated_interval import (
+    TABLE_PATH,
+    band_key,
+    build_bands,
+    device_balanced_band,
+    write_bands,
+)
 
 # Defaults that measured data set (or could have set): each moves over a physically plausible grid.
 GRIDS: dict[str, tuple[float, ...]] = {
@@ -51,7 +60,6 @@ GRIDS: dict[str, tuple[float, ...]] = {
     "network_step_latency_s": (2e-6, 4e-6, 6e-6, 10e-6, 20e-6),
     "collective_latency_scale": (0.5, 1.0, 1.5, 2.0, 3.0),  # x NCCL's published latencies
 }
-COVERAGE_QUANTILES = (0.05, 0.95)
 FIT_ROWS_PER_CELL = 200
 FIT_PASSES = 2
 
@@ -151,8 +159,11 @@ def run_folds(rows: Sequence[Row], fold_of: np.ndarray) -> Folds:
 
 def intervals(rows: Sequence[Row], fold_of: np.ndarray, predicted: np.ndarray, measured: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, [low, high] from the other folds' held-out residuals of its class (nan: no other fold has it)."""
+    """Per row, [low, high]: its prediction times the 10-90 % band of its class over the *other* folds'
+    held-out rows, every device weighing the same (``perfmodel.uncalibrated_interval``); nan where no other
+    fold has the class."""
     labels = np.array([r.label for r in rows])
+    devices = np.array([r.hardware for r in rows])
     ratio = measured / predicted
     low, high = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
     for fold in set(fold_of):
@@ -160,10 +171,24 @@ def intervals(rows: Sequence[Row], fold_of: np.ndarray, predicted: np.ndarray, m
             others = (fold_of != fold) & (labels == label) & np.isfinite(ratio)
             if not others.any():
                 continue
-            q_lo, q_hi = np.quantile(ratio[others], COVERAGE_QUANTILES)
+            q_lo, q_hi = device_balanced_band(ratio[others], devices[others].tolist())
             mine = (fold_of == fold) & (labels == label)
             low[mine], high[mine] = predicted[mine] * q_lo, predicted[mine] * q_hi
     return low, high
+
+
+def write_intervals(rows: Sequence[Row], folds: Folds, path: Path) -> list[str]:
+    """Store the uncalibrated model's band table from the held-out predictions; lines saying what it holds."""
+    measured = np.array([r.measured_s for r in rows])
+    classes = [band_key(make_op(r.op)) for r in rows]
+    bands = build_bands(measured / folds.predicted, classes, [r.hardware for r in rows])
+    source = (f"benchmarks/lodo.py --write-intervals: {len(rows)} dev-set rows on "
+              f"{len({r.hardware for r in rows})} devices, each predicted with defaults fitted without its device")
+    write_bands(bands, source, path)
+    out = [f"\nwrote {path}: 10-90 % band of measured/predicted per class (coverage: leave-one-device-out)"]
+    out += [f"  {name:<12} x{b.low_ratio:.2f} .. x{b.high_ratio:.2f}  rows {b.rows:>5}  devices {b.devices}  "
+            f"coverage {'-' if b.coverage is None else f'{b.coverage * 100:.0f} %'}" for name, b in bands.items()]
+    return out
 
 
 def table(rows: Sequence[Row], folds: Folds, fold_of: np.ndarray, markdown: bool) -> list[str]:
@@ -173,7 +198,7 @@ def table(rows: Sequence[Row], folds: Folds, fold_of: np.ndarray, markdown: bool
     for i, row in enumerate(rows):
         cells[(row.label, row.hardware)].append(i)
     head = ("op class", "device", "rows", "shipped med %", "p90 %", "bias", "LODO med %", "p90 %", "bias",
-            "90% int. cov.")
+            "10-90% cov.")
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] if markdown else [
         f"{head[0]:<12} {head[1]:<24} {head[2]:>5} {head[3]:>13} {head[4]:>6} {head[5]:>5} {head[6]:>10} "
         f"{head[7]:>6} {head[8]:>5} {head[9]:>13}"]
@@ -198,7 +223,7 @@ def table(rows: Sequence[Row], folds: Folds, fold_of: np.ndarray, markdown: bool
         inside = (measured[known] >= low[known]) & (measured[known] <= high[known])
         share = float(np.mean(inside)) * 100 if known.any() else float("nan")
         out.append(f"{label:<12} all devices  rows {int(sel.sum()):>5}  LODO median {np.median(pe):5.1f} %  "
-                   f"p90 {np.percentile(pe, 90):6.1f} %  90 % interval coverage {share:5.1f} %")
+                   f"p90 {np.percentile(pe, 90):6.1f} %  10-90 % interval coverage {share:5.1f} %")
     return out
 
 
@@ -243,6 +268,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--vendor", action="store_true", help="leave one vendor out instead of one device")
     parser.add_argument("--markdown", action="store_true", help="print the table as markdown")
+    parser.add_argument("--write-intervals", action="store_true",
+                        help=f"store the per-class bands of the held-out residuals in {TABLE_PATH.name}")
     args = parser.parse_args()
     known = set(perfmodel.list_hardware())
     rows = [r for r in [*all_rows(), *extra_collectives()] if r.hardware in known and _buildable(r)]
@@ -253,6 +280,10 @@ def main() -> None:
     print("\nfitted defaults per left-out " + ("vendor" if args.vendor else "device") + ":")
     for fold, values in folds.fitted.items():
         print(f"  {fold:<24} " + ", ".join(f"{k}={v:g}" for k, v in values.items()))
+    if args.write_intervals:
+        if args.vendor:
+            parser.error("--write-intervals takes the leave-one-device-out residuals: drop --vendor")
+        print("\n".join(write_intervals(rows, folds, TABLE_PATH)))
 
 
 if __name__ == "__main__":

@@ -143,6 +143,10 @@ def render_cost(cost: Cost) -> str:
         inside = "inside" if cost.in_calibrated_range else "outside"
         lines.append(f"  calibrated {format_time_s(cost.interval_s[0])} to {format_time_s(cost.interval_s[1])} "
                      f"(10-90 %), {inside} the calibrated range")
+    elif cost.uncalibrated_interval_s is not None:
+        low, high = cost.uncalibrated_interval_s
+        lines.append(f"  interval   {format_time_s(low)} to {format_time_s(high)} (10-90 %, uncalibrated: "
+                     "its op class on devices the model was not fitted on)")
     lines.extend(f"  note: {note}" for note in cost.notes)
     return "\n".join(lines)
 

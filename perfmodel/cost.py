@@ -39,11 +39,14 @@ class Cost:
     notes: list[str] = field(default_factory=list)
     interval_s: tuple[float, float] | None = None
     in_calibrated_range: bool | None = None
+    # uncalibrated: time_s x the 10-90 % band of the op class's leave-one-device-out residuals
+    uncalibrated_interval_s: tuple[float, float] | None = None
     model_version: str = __version__
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
         out["interval_s"] = list(self.interval_s) if self.interval_s else None
+        out["uncalibrated_interval_s"] = list(self.uncalibrated_interval_s) if self.uncalibrated_interval_s else None
         return out
 
 
@@ -68,6 +71,9 @@ class CostBatch:
     # op's size lies inside the calibrated data's range (None: uncalibrated)
     interval_s: FloatArray | None = None
     in_calibrated_range: np.ndarray[Any, np.dtype[np.bool_]] | None = None
+    # uncalibrated: per row (low, high) seconds, time_s x its class's leave-one-device-out band (n x 2);
+    # None once a calibration replaced time_s (interval_s is then the band)
+    uncalibrated_interval_s: FloatArray | None = None
 
     def __len__(self) -> int:
         return int(self.time_s.size)
@@ -113,7 +119,9 @@ class CostBatch:
             "attained_flops_per_s": c["attained"], "utilization": c["utilization"],
             "schedule": _positive_dict_rows(self.schedule, n), "notes": notes,
             "interval_s": [list(v) if v else None for v in c["interval_s"]],
-            "in_calibrated_range": c["in_range"], "model_version": repeat(__version__),
+            "in_calibrated_range": c["in_range"],
+            "uncalibrated_interval_s": [list(v) if v else None for v in c["uncalibrated_interval_s"]],
+            "model_version": repeat(__version__),
         }
         keys = tuple(columns)
         return [dict(zip(keys, values, strict=False)) for values in zip(*columns.values(), strict=False)]
@@ -143,6 +151,8 @@ class CostBatch:
             "schedule": group(self.schedule), "notes": notes,
             "interval_s": None if self.interval_s is None else self.interval_s[pick],
             "in_calibrated_range": None if self.in_calibrated_range is None else self.in_calibrated_range[pick],
+            "uncalibrated_interval_s": None if self.uncalibrated_interval_s is None
+            else self.uncalibrated_interval_s[pick],
         }
 
     @functools.cached_property
@@ -160,6 +170,7 @@ class CostBatch:
             "schedule": listed(self.schedule),
             "interval_s": _interval_rows(self.interval_s, len(self)),
             "in_range": [None] * len(self) if self.in_calibrated_range is None else self.in_calibrated_range.tolist(),
+            "uncalibrated_interval_s": _interval_rows(self.uncalibrated_interval_s, len(self)),
         }
 
     def _row(self, i: int, c: dict[str, Any]) -> dict[str, Any]:
@@ -175,6 +186,7 @@ class CostBatch:
             "schedule": {k: v[i] for k, v in c["schedule"] if v[i] > 0},
             "notes": list(self.notes.get(i, ())), "interval_s": c["interval_s"][i],
             "in_calibrated_range": c["in_range"][i],
+            "uncalibrated_interval_s": c["uncalibrated_interval_s"][i],
             "model_version": __version__,
         }
 

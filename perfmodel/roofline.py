@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
+from perfmodel import uncalibrated_interval
 from perfmodel.collectives import collective_time
 from perfmodel.cost import Cost, CostBatch
 from perfmodel.efficiency import ModelDefaults
@@ -342,15 +343,18 @@ def predict_many(hardware: HardwareLike, ops: Iterable[OpLike], timing: Timing =
     """Predict many ops at once (vectorised with numpy); ops are ``Op`` or plain dicts.
 
     GEMM-like ops choose their schedule from the compact fixed space by default (fast for
-    thousands of ops); ``space="full"`` searches the whole schedule space for each.
+    thousands of ops); ``space="full"`` searches the whole schedule space for each. Every op carries
+    ``uncalibrated_interval_s``, the 10-90 % band of its class on devices the model was not fitted on.
     """
     hw = resolve_hardware(hardware)
     built = [make_op(op) for op in ops]
     granularity = float(hw.dram.access_granularity_bytes or 1)
     work = work_of(built, granularity)
     t = tables(hw)
-    return evaluate(work, built, hw, timing, warm_cache, defaults,
-                    full_space(t) if space == "full" else compact_space(t))
+    batch = evaluate(work, built, hw, timing, warm_cache, defaults,
+                     full_space(t) if space == "full" else compact_space(t))
+    batch.uncalibrated_interval_s = uncalibrated_interval.interval_s(built, batch.time_s)
+    return batch
 
 
 Predicted = TypeVar("Predicted")

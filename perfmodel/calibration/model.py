@@ -227,7 +227,8 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     rows = np.flatnonzero(beyond_fit)
     notes = _beyond_notes(batch, rows, outside[rows], unclipped.take(rows), low[rows], high[rows])
     return dataclasses.replace(batch, time_s=time, overhead_s=overhead, utilization=utilization, bound=bound,
-                               interval_s=interval, in_calibrated_range=in_range, notes=notes)
+                               interval_s=interval, in_calibrated_range=in_range, notes=notes,
+                               uncalibrated_interval_s=None)
 
 
 def _beyond_notes(batch: CostBatch, rows: IntArray, outside: np.ndarray[Any, np.dtype[np.bool_]],

@@ -55,6 +55,8 @@ def test_predict(client: TestClient) -> None:
     assert body["time_s"] > 0 and body["bound"] and body["flops"] == 2 * 1024**3
     assert body["model_version"] and body["hardware_hash"] and body["schedule"]["tile_m"] > 0
     assert set(body["bytes_by_level"]) >= {"HBM3"}
+    low, high = body["uncalibrated_interval_s"]  # the class's leave-one-device-out band; no calibration
+    assert 0 < low < high and body["interval_s"] is None
     again = client.post("/api/v1/predict", json={"hardware": H100, "op": MATMUL}).json()
     assert again == body  # cached, same answer
 
