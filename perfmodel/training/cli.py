@@ -1,0 +1,100 @@
+"""``perfmodel train-layouts``: rank the parallel layouts of a training run, or check one layout and
+list the smallest changes that make it fit. Register with ``app.command("train-layouts")(train_layouts_command)``."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _row_line(row: dict[str, Any]) -> str:
+    from perfmodel.units import format_bytes
+
+    lay = row["layout"]
+    mfu = f"{row['mfu']:.1%}" if row.get("mfu") is not None else "-"
+    return (f"tp={lay['tp']} cp={lay['cp']} pp={lay['pp']} dp={lay['dp']} ep={lay['ep']} ZeRO-{lay['zero']} "
+            f"recompute={lay['recompute']} mb={lay['micro_batch']} v={lay['virtual_stages']}: "
+            f"step {row['step_s']:.3f} s, {row['tokens_per_s']:,.0f} tokens/s, MFU {mfu}, "
+            f"memory {format_bytes(row['memory_bytes']['total'])}")
+
+
+def train_layouts_command(
+    model: Annotated[str, typer.Argument(help="bundled config name or a Hugging Face config.json")],
+    hardware: Annotated[str, typer.Option("--hardware", "-H", help="hardware id")],
+    devices: Annotated[int, typer.Option(help="devices in all (tp x cp x pp x dp)")],
+    global_batch: Annotated[int, typer.Option(help="sequences per optimizer step")] = 512,
+    seq_len: Annotated[int, typer.Option(help="tokens per sequence")] = 4096,
+    precision: Annotated[str, typer.Option(help="bf16 or fp8 GEMMs")] = "bf16",
+    offload: Annotated[bool, typer.Option("--offload", help="optimizer state in host memory")] = False,
+    tp: Annotated[int | None, typer.Option(help="fix tensor parallelism")] = None,
+    pp: Annotated[int | None, typer.Option(help="fix pipeline stages")] = None,
+    cp: Annotated[int | None, typer.Option(help="fix context parallelism")] = None,
+    dp: Annotated[int | None, typer.Option(help="with --tp and --pp: check this one layout")] = None,
+    zero: Annotated[int | None, typer.Option(help="fix the ZeRO stage (3 = FSDP)")] = None,
+    recompute: Annotated[str | None, typer.Option(help="fix recomputation: none, selective, full")] = None,
+    micro_batch: Annotated[int | None, typer.Option(help="fix sequences per micro-batch")] = None,
+    virtual_stages: Annotated[int | None, typer.Option(help="fix model chunks per pipeline stage")] = None,
+    top: Annotated[int, typer.Option(help="layouts to list")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+) -> None:
+    """Training layouts (tp, cp, pp, dp, ZeRO, recompute, micro-batch) ranked by step time among those that fit."""
+    from perfmodel.graph.ir import GraphError
+    from perfmodel.graph.llm_config import LlmConfig
+    from perfmodel.graph.loader import resolve_model
+    from perfmodel.roofline import resolve_hardware
+    from perfmodel.training.fit import make_it_fit
+    from perfmodel.training.layout import RECOMPUTE_MODES, Layout, TrainingSetup
+    from perfmodel.training.search import SearchSpace, fastest, search_layouts
+
+    try:
+        cfg = resolve_model(model)
+        if not isinstance(cfg, LlmConfig):
+            _fail(f"{model}: train-layouts needs an LLM config (bundled name or config.json)")
+        assert isinstance(cfg, LlmConfig)
+        hw = resolve_hardware(hardware)
+        setup = TrainingSetup(seq_len=seq_len, global_batch=global_batch, precision=precision,  # type: ignore[arg-type]
+                              offload="optimizer" if offload else "none")
+        if dp is not None:
+            layout = Layout(tp=tp or 1, pp=pp or 1, dp=dp, cp=cp or 1, zero=zero or 0,
+                            recompute=recompute or "none", micro_batch=micro_batch or 1,  # type: ignore[arg-type]
+                            virtual_stages=virtual_stages or 1)
+            if layout.devices != devices:
+                _fail(f"tp x cp x pp x dp = {layout.devices}, not --devices {devices}")
+            out = make_it_fit(cfg, hw, layout, setup)
+            if as_json:
+                typer.echo(json.dumps(out, indent=2))
+                return
+            row = out["layout"]
+            typer.echo(_row_line(row) + ("" if row["fits"] else f"\n  {row['reason']}"))
+            for fix in out["fixes"]:
+                typer.echo(f"  fits with {fix['change']}: {_row_line(fix)}")
+            if not row["fits"] and not out["fixes"]:
+                typer.echo("  no single change makes it fit: search with `perfmodel train-layouts` (no --dp)")
+            return
+        space = SearchSpace(tp=(tp,) if tp else None, pp=(pp,) if pp else None, cp=(cp,) if cp else None,
+                            zero=(zero,) if zero is not None else (0, 1, 2, 3),
+                            recompute=(recompute,) if recompute else RECOMPUTE_MODES,
+                            **({"micro_batch": (micro_batch,)} if micro_batch else {}),
+                            **({"virtual_stages": (virtual_stages,)} if virtual_stages else {}))
+        result = search_layouts(cfg, hw, devices, setup, space)
+    except (GraphError, KeyError, ValueError) as exc:
+        _fail(str(exc).strip("'\""))
+        return
+    rows = fastest(result, top)
+    if as_json:
+        typer.echo(json.dumps({"layouts_costed": result.count, "fit": len(result.ranked()),
+                               "ruled_out": result.reason_counts(), "fastest": rows}, indent=2))
+        return
+    typer.echo(f"{result.count} layouts, {len(result.ranked())} fit; ruled out: "
+               + (", ".join(f"{k} {v}" for k, v in result.reason_counts().items()) or "none"))
+    for row in rows:
+        typer.echo(_row_line(row))
+    if not rows:
+        typer.echo("no layout fits: more devices, a smaller global batch or a shorter sequence")

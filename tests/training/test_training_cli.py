@@ -1,0 +1,34 @@
+"""``perfmodel train-layouts``: a ranked search, one layout's check with its fixes, clear errors."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from perfmodel.cli import app
+
+RUNNER = CliRunner()
+BASE = ["train-layouts", "llama-3-8b", "-H", "nvidia-h100-sxm5-80gb", "--seq-len", "4096"]
+
+
+def test_the_search_lists_fitting_layouts_fastest_first() -> None:
+    out = RUNNER.invoke(app, [*BASE, "--devices", "16", "--global-batch", "64", "--top", "4", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    steps = [row["step_s"] for row in data["fastest"]]
+    assert len(steps) == 4 and steps == sorted(steps)
+    assert data["layouts_costed"] > data["fit"] > 0
+    assert all(row["memory_bytes"]["total"] <= row["memory_bytes"]["capacity"] for row in data["fastest"])
+
+
+def test_one_layout_that_does_not_fit_lists_the_changes() -> None:
+    out = RUNNER.invoke(app, [*BASE, "--devices", "8", "--global-batch", "64", "--tp", "1", "--pp", "1", "--dp", "8",
+                              "--zero", "1", "--micro-batch", "8"])
+    assert out.exit_code == 0, out.output
+    assert "does not fit: needs" in out.output and "fits with" in out.output
+
+
+def test_a_layout_of_other_devices_is_refused() -> None:
+    out = RUNNER.invoke(app, [*BASE, "--devices", "8", "--tp", "3", "--pp", "1", "--dp", "2"])
+    assert out.exit_code == 2 and "not --devices 8" in out.output
