@@ -13,7 +13,7 @@ from markupsafe import Markup
 from perfmodel.hardware import Hardware
 from perfmodel.units import format_rate
 from web.ceilings import memory_roofs, merged_roofs
-from web.templating import SCRIPT_SAFE
+from web.templating import script_safe
 
 X_AXIS = "Arithmetic intensity [FLOP/byte]"
 Y_AXIS = "Performance [FLOP/s]"
@@ -35,7 +35,7 @@ def esc(text: object, limit: int = MAX_LABEL) -> str:
 def figure_json(fig: go.Figure) -> Markup:
     """Figure JSON safe inside a ``<script type="application/json">`` block."""
     text = fig.to_json(validate=False, engine="orjson")
-    return Markup(text.translate(SCRIPT_SAFE))
+    return Markup(script_safe(text))
 
 
 def si_ticks(lo_exp: int = -12, hi_exp: int = 19, unit: str = "") -> dict[str, Any]:

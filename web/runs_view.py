@@ -1,108 +1,85 @@
-"""Runs and calibration: predicted vs measured for stored runs, error per op class, kernels to fix first."""
+"""Runs and calibration: predicted vs measured for stored runs, error per op class, kernels to fix first.
+
+Built from columns (``web/run_columns.py``) and aggregated on the server: the histogram arrives as binned
+counts, the per-class table as one row per class, the scatter as typed arrays (WebGL above a few thousand
+points) with a hover template instead of one hover string per point."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go  # type: ignore[import-untyped]
-from markupsafe import Markup
 
 from api.state import AppState
-from perfmodel.store import RunRow
-from perfmodel.units import format_time_s
-from web.access import device
-from web.metrics import op_metrics
 from web.plotting import PALETTE, base_layout, esc, figure_json
-from web.workloads import run_name
+from web.run_columns import (
+    FloatArray,
+    RunColumns,
+    RunPredictions,
+    codes,
+    predict_columns,
+    read_run_columns,
+    run_names,
+)
 
-MAX_RUNS = 100_000
 GL_THRESHOLD = 2000  # WebGL above this many points (SVG scatter slows down past a few thousand)
 TOP_KERNELS = 25
+ERROR_BIN_PERCENT = 5.0
+ERROR_RANGE_PERCENT = (-100.0, 200.0)  # the histogram's span; errors outside are counted in its end bins
 
 
-@dataclass
-class Compared:
-    """Runs that could be predicted, as columns."""
-
-    run_id: list[int] = field(default_factory=list)
-    name: list[str] = field(default_factory=list)
-    kind: list[str] = field(default_factory=list)
-    hardware: list[str] = field(default_factory=list)
-    measured: list[float] = field(default_factory=list)
-    predicted: list[float] = field(default_factory=list)
-    roof: list[float] = field(default_factory=list)
-    bound: list[str] = field(default_factory=list)
-    skipped: dict[str, int] = field(default_factory=dict)
-
-
-def compare(state: AppState, runs: list[RunRow]) -> Compared:
-    """Predict every run on its device (vectorised per device); runs that cannot be predicted are counted."""
-    out = Compared()
-    by_device: dict[str, list[RunRow]] = defaultdict(list)
-    for run in runs:
-        by_device[run.hardware_id].append(run)
-    for hardware_id, group in by_device.items():
-        hw = device(state, hardware_id)
-        if hw is None:
-            out.skipped[f"unknown device {hardware_id}"] = len(group)
-            continue
-        m = op_metrics(hw, [r.op for r in group])
-        if m.errors:
-            out.skipped[f"ops the model rejects on {hardware_id}"] = len(m.errors)
-        for j, i in enumerate(m.index):
-            run = group[i]
-            out.run_id.append(run.id)
-            out.name.append(run_name(run))
-            out.kind.append(run.op_kind)
-            out.hardware.append(hardware_id)
-            out.measured.append(run.measured_time_s)
-            out.predicted.append(float(m.predicted_s[j]))
-            out.roof.append(float(m.roof_s[j]))
-            out.bound.append(m.bound[j])
+def error_percent(predicted_s: FloatArray, measured_s: FloatArray) -> FloatArray:
+    """Signed error in %: predicted / measured − 1 (> 0: the model is slower than the silicon)."""
+    out: FloatArray = (predicted_s / measured_s - 1.0) * 100.0
     return out
 
 
-def error_percent(c: Compared) -> np.ndarray[Any, np.dtype[np.float64]]:
-    ratio: np.ndarray[Any, np.dtype[np.float64]] = np.asarray(c.predicted, dtype=float) / np.asarray(c.measured)
-    return (ratio - 1.0) * 100.0
+def summary(kinds: np.ndarray[Any, Any], errors: FloatArray) -> list[dict[str, Any]]:
+    """Per op class (and 'all' when there are several): count, median and p90 |error| [%], bias (median signed
+    error [%]; > 0: model slower). Grouped by one sort, not a Python loop over runs."""
+    names, inverse = codes(kinds)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(len(names) + 1))
+    groups = sorted((str(name), errors[order[bounds[g]:bounds[g + 1]]]) for g, name in enumerate(names))
+    if len(names) > 1:
+        groups.append(("all", errors))
+    return [{"op_kind": kind, "count": int(e.size), "median_abs_error_percent": float(np.median(np.abs(e))),
+             "p90_abs_error_percent": float(np.percentile(np.abs(e), 90)), "bias_percent": float(np.median(e))}
+            for kind, e in groups]
 
 
-def summary(kinds: list[str], errors: np.ndarray[Any, Any]) -> list[dict[str, Any]]:
-    """Per op class: count, median and p90 absolute error, bias (median signed error; > 0: model slower)."""
-    groups: dict[str, list[float]] = defaultdict(list)
-    for kind, err in zip(kinds, errors.tolist(), strict=True):
-        groups[kind].append(err)
-    if len(groups) > 1:
-        groups["all"] = errors.tolist()
+def fix_first(state: AppState, runs: RunColumns, pred: RunPredictions, errors: FloatArray) -> list[dict[str, Any]]:
+    """The top kernels by the time each would save at its roof (measured − roof); names read for those only."""
+    measured, roof = runs.measured_s, pred.roof_s
+    saved = np.maximum(measured - roof, 0.0)
+    total = float(measured.sum()) or 1.0
+    count = min(TOP_KERNELS, saved.size)
+    head = np.argpartition(-saved, count - 1)[:count] if count < saved.size else np.arange(saved.size)
+    order = head[np.argsort(-saved[head], kind="stable")]
+    names = run_names(state.store, [int(runs.run_id[i]) for i in order])
     rows = []
-    for kind, errs in sorted(groups.items(), key=lambda kv: (kv[0] == "all", kv[0])):
-        a = np.asarray(errs)
-        rows.append({"op_kind": kind, "count": a.size, "median_abs_error_percent": float(np.median(np.abs(a))),
-                     "p90_abs_error_percent": float(np.percentile(np.abs(a), 90)), "bias_percent": float(np.median(a))})
+    for i in order.tolist():
+        run_id = int(runs.run_id[i])
+        rows.append({"run_id": run_id, "name": names.get(run_id, f"{runs.op_kind[i]} run {run_id}"),
+                     "kind": runs.op_kind[i], "hardware": runs.hardware_id[i], "measured_s": float(measured[i]),
+                     "predicted_s": float(pred.predicted_s[i]), "bound": pred.bound[i],
+                     "pct_roof": 100.0 * float(roof[i] / measured[i]), "headroom_s": float(saved[i]),
+                     "error_percent": float(errors[i]), "share": 100.0 * float(measured[i]) / total})
     return rows
 
 
-def fix_first(c: Compared) -> list[dict[str, Any]]:
-    """Kernels by measured time × headroom to their roof, i.e. the time a kernel at its roof would save."""
-    measured, roof = np.asarray(c.measured), np.asarray(c.roof)
-    saved = np.maximum(measured - roof, 0.0)
-    total = float(measured.sum()) or 1.0
-    order = np.argsort(-saved, kind="stable")[:TOP_KERNELS]
-    return [{"run_id": c.run_id[i], "name": c.name[i], "kind": c.kind[i], "hardware": c.hardware[i],
-             "measured_s": c.measured[i], "predicted_s": c.predicted[i], "bound": c.bound[i],
-             "pct_roof": 100.0 * roof[i] / measured[i], "headroom_s": float(saved[i]),
-             "share": 100.0 * measured[i] / total} for i in order.tolist()]
+HOVER = ("run %{customdata[0]:d} (%{fullData.name})<br>measured %{x:.3s}s, predicted %{y:.3s}s"
+         "<br>error %{customdata[1]:+d} %<extra></extra>")
 
 
-def scatter_figure(c: Compared, errors: np.ndarray[Any, Any]) -> go.Figure:
-    """Predicted vs measured, log-log, with y = x and ±10 % / ±25 % bands; WebGL for many points."""
+def scatter_figure(runs: RunColumns, predicted_s: FloatArray, errors: FloatArray) -> go.Figure:
+    """Predicted vs measured, log-log, with y = x and ±10 % / ±25 % bands; one trace per op class, sent as
+    typed arrays; WebGL above ``GL_THRESHOLD`` points."""
     fig = go.Figure()
-    measured, predicted = np.asarray(c.measured), np.asarray(c.predicted)
-    lo = float(min(measured.min(), predicted.min())) / 1.5
-    hi = float(max(measured.max(), predicted.max())) * 1.5
+    measured = runs.measured_s
+    lo = float(min(measured.min(), predicted_s.min())) / 1.5
+    hi = float(max(measured.max(), predicted_s.max())) * 1.5
     for band, alpha in ((0.25, 0.10), (0.10, 0.16)):
         fig.add_trace(go.Scatter(x=[lo, hi, hi, lo, lo], y=[lo * (1 - band), hi * (1 - band), hi * (1 + band),
                                                              lo * (1 + band), lo * (1 - band)],
@@ -110,30 +87,39 @@ def scatter_figure(c: Compared, errors: np.ndarray[Any, Any]) -> go.Figure:
                                  name=f"±{band:.0%}".replace(" ", ""), hoverinfo="skip"))
     fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="y = x (exact)",
                              line={"color": "#333", "width": 1.2}, hoverinfo="skip"))
-    trace = go.Scattergl if len(measured) > GL_THRESHOLD else go.Scatter
-    kinds = sorted(set(c.kind))
-    kind_arr = np.asarray(c.kind)
-    for k, kind in enumerate(kinds):
-        idx = np.nonzero(kind_arr == kind)[0]
-        hover = [f"run {c.run_id[i]}: {esc(c.name[i])}<br>{esc(c.hardware[i])}<br>measured "
-                 f"{format_time_s(c.measured[i])}, predicted {format_time_s(c.predicted[i])}<br>error "
-                 f"{errors[i]:+.1f} %, bound {esc(c.bound[i])}" for i in idx.tolist()]
-        fig.add_trace(trace(x=measured[idx], y=predicted[idx], mode="markers", name=esc(kind), hovertext=hover,
-                            hoverinfo="text", marker={"size": 5, "color": PALETTE[k % len(PALETTE)], "opacity": 0.7}))
+    trace = go.Scattergl if runs.size > GL_THRESHOLD else go.Scatter
+    kinds, kind_of = codes(runs.op_kind)
+    for k, kind in sorted(enumerate(kinds), key=lambda pair: str(pair[1])):
+        idx = np.nonzero(kind_of == k)[0]
+        # float32 times (7 digits) and int32 (run id, error in whole %): a quarter of the JSON of float64 pairs
+        custom = np.column_stack([runs.run_id[idx], np.round(errors[idx])]).astype(np.int32)
+        fig.add_trace(trace(x=measured[idx].astype(np.float32), y=predicted_s[idx].astype(np.float32),
+                            mode="markers", name=esc(kind), customdata=custom,
+                            hovertemplate=HOVER,
+                            marker={"size": 5, "color": PALETTE[k % len(PALETTE)], "opacity": 0.7}))
     base_layout(fig, "Predicted vs measured", "Measured time", "Predicted time", x_unit="s", y_unit="s")
+    fig.update_layout(legend={"x": 0.01, "y": 0.99, "xanchor": "left", "yanchor": "top"})
     fig.update_xaxes(range=[np.log10(lo), np.log10(hi)])
     fig.update_yaxes(range=[np.log10(lo), np.log10(hi)], scaleanchor="x", scaleratio=1)
     return fig
 
 
-def histogram_figure(errors: np.ndarray[Any, Any]) -> go.Figure:
-    clipped = np.clip(errors, -100.0, 200.0)
-    fig = go.Figure(go.Histogram(x=clipped, xbins={"start": -100, "end": 200, "size": 5}, name="runs",
-                                 marker={"color": "#1f5fa8"}, hovertemplate="%{x} %: %{y} runs<extra></extra>"))
+def histogram_figure(errors: FloatArray) -> go.Figure:
+    """Error histogram binned on the server (``ERROR_BIN_PERCENT`` bins); errors outside the range land in
+    the end bins."""
+    lo, hi = ERROR_RANGE_PERCENT
+    edges = np.arange(lo, hi + ERROR_BIN_PERCENT, ERROR_BIN_PERCENT)
+    counts, _ = np.histogram(np.clip(errors, lo, hi - 1e-9), bins=edges)
+    fig = go.Figure(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=ERROR_BIN_PERCENT, name="runs",
+                           marker={"color": "#1f5fa8", "line": {"width": 0}},
+                           customdata=np.column_stack([edges[:-1], edges[1:]]),
+                           hovertemplate="%{customdata[0]:.0f} to %{customdata[1]:.0f} %: %{y} runs<extra></extra>"))
     for x, dash in ((-25, "dot"), (-10, "dash"), (0, "solid"), (10, "dash"), (25, "dot")):
         fig.add_vline(x=x, line={"color": "#2e8b57" if x else "#333", "dash": dash, "width": 1})
     base_layout(fig, "Error distribution (predicted / measured − 1; clipped to −100…200 %)",
                 "Error [%]", "Runs", log=False, height=520)
+    fig.update_layout(bargap=0)
+    fig.update_xaxes(range=[lo, hi], dtick=25)
     return fig
 
 
@@ -148,19 +134,27 @@ def unmodelled_share(state: AppState, hardware_id: str | None, trace_id: int | N
     return 100.0 * unmatched / total if total > 0 else None
 
 
+def _take(runs: RunColumns, keep: np.ndarray[Any, np.dtype[np.bool_]]) -> RunColumns:
+    return RunColumns(runs.run_id[keep], runs.hardware_id[keep], runs.op_kind[keep], runs.measured_s[keep],
+                      runs.op_text[keep])
+
+
 def build(state: AppState, hardware_id: str | None, op_kind: str | None, source: str | None,
           trace_id: int | None) -> dict[str, Any]:
     """Everything the runs page shows (figures as JSON), computed once per data version and filter."""
-    runs, total = state.store.list_runs(hardware_id=hardware_id, op_kind=op_kind, source=source,
-                                        trace_upload_id=trace_id, limit=MAX_RUNS)
-    c = compare(state, runs)
-    out: dict[str, Any] = {"total": total, "shown": len(c.run_id), "skipped": c.skipped,
+    every = read_run_columns(state.store, hardware_id, op_kind, source, trace_id)
+    pred = predict_columns(state, every)
+    runs = _take(every, pred.ok)
+    out: dict[str, Any] = {"total": every.size, "shown": runs.size, "skipped": pred.skipped,
                            "unmodelled": unmodelled_share(state, hardware_id, trace_id)}
-    if not c.run_id:
+    if not runs.size:
         return out
-    errors = error_percent(c)
-    scatter: Markup = figure_json(scatter_figure(c, errors))
-    out.update(scatter=scatter, histogram=figure_json(histogram_figure(errors)), summary=summary(c.kind, errors),
-               kernels=fix_first(c), webgl=len(c.run_id) > GL_THRESHOLD,
-               within10=float(np.mean(np.abs(errors) <= 10) * 100), within25=float(np.mean(np.abs(errors) <= 25) * 100))
+    predicted = pred.predicted_s[pred.ok]
+    kept = RunPredictions(predicted, pred.roof_s[pred.ok], pred.bound[pred.ok], pred.ok[pred.ok])
+    errors = error_percent(predicted, runs.measured_s)
+    absolute = np.abs(errors)
+    out.update(scatter=figure_json(scatter_figure(runs, predicted, errors)),
+               histogram=figure_json(histogram_figure(errors)), summary=summary(runs.op_kind, errors),
+               kernels=fix_first(state, runs, kept, errors), webgl=runs.size > GL_THRESHOLD,
+               within10=float(np.mean(absolute <= 10) * 100), within25=float(np.mean(absolute <= 25) * 100))
     return out

