@@ -161,6 +161,9 @@ class Hardware(Sourced):
         default=None, gt=0, description="Max threads resident on one unit (GPUs)"
     )
     tdp_w: float | None = Field(default=None, gt=0)
+    supported_ops: tuple[str, ...] | None = Field(
+        default=None, description="Ops the device's compiler runs: op kinds (matmul, conv2d, ...) or importer op "
+        "types (ONNX Conv, Gelu, ...), case-insensitive; null: all. Others fall back to the host (perfmodel.advice)")
     derived_from: str | None = None
     overrides: dict[str, Any] | None = None
 
@@ -231,5 +234,8 @@ class Hardware(Sourced):
     @functools.cached_property
     def content_hash(self) -> str:
         """Short sha256 of the canonical JSON, for provenance."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        data = self.model_dump(mode="json")
+        if data.get("supported_ops") is None:  # absent = all ops: the hash of specs without it is unchanged
+            data.pop("supported_ops", None)
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
