@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from api.deps import READ_SCHEME
 from api.limits import BodySizeLimit, SecurityHeaders, VersionHeaders
 from api.routers import calibrations, comparisons, graphs, hardware, jobs, predict, runs, schedules, trace_diffs, traces
+from api.routers import training as training_router
 from api.schemas import ErrorOut
 from api.settings import Settings
 from api.state import AppState, UnknownHardware
@@ -54,7 +55,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             (401, "missing or invalid bearer token"), (404, "unknown hardware or run"),
             (409, "conflict: the id exists or is a bundled device"), (413, "request body too large"),
             (422, "invalid input: the field and the reason"))}
-    for module in (hardware, predict, schedules, runs, comparisons, calibrations, jobs, graphs, traces, trace_diffs):
+    for module in (hardware, predict, schedules, runs, comparisons, calibrations, jobs, graphs, traces, trace_diffs,
+                   training_router):
         app.include_router(module.router, prefix=API_PREFIX, responses=errors)
     _errors(app)
     mount_dashboard(app)
