@@ -15,7 +15,9 @@ import numpy as np
 from perfmodel.dtypes import DType
 from perfmodel.ops.base import Op, OpError, Work, dtype_codes, register, require_positive
 
-COMM_KINDS = ("none", "allreduce", "allgather", "reducescatter", "alltoall", "sendrecv", "hostcopy")
+# "hostcopy_pageable": a host copy staged through the driver's pinned buffer (``HostCopy.pageable``)
+COMM_KINDS = ("none", "allreduce", "allgather", "reducescatter", "alltoall", "sendrecv", "hostcopy",
+              "hostcopy_pageable")
 ALGORITHMS = ("auto", "ring", "tree")
 
 
@@ -114,8 +116,9 @@ class HostCopy(Op):
     the per-copy overhead; the device side writes (``h2d``) or reads (``d2h``) the bytes once.
 
     ``pageable``: a pageable host buffer, which the CUDA driver stages through a pinned buffer in chunks (CUDA C++
-    Best Practices Guide, "Pinned Memory" / "Data Transfer Between Host and Device"); the staging is pipelined
-    with the DMA, so the model bounds it by the same link (a lower bound: the host memcpy can be slower).
+    Best Practices Guide, "Pinned Memory" / "Data Transfer Between Host and Device"): a host CPU copy into the
+    staging buffer, pipelined with the DMA, so the slower of the two sets the rate
+    (``collectives.PAGEABLE_STAGING_BYTES_PER_S``).
     """
 
     kind = "hostcopy"
@@ -143,6 +146,7 @@ class HostCopy(Op):
             n=len(ops), flops_matrix=zeros, flops_vector=zeros, flops_special=zeros,
             bytes_by_role={"activations_in": np.where(h2d, 0.0, size), "activations_out": np.where(h2d, size, 0.0)},
             matrix_dtype=codes, vector_dtype=codes, parallel_items=np.full(len(ops), np.inf),
-            kernels=np.ones(len(ops)), comm_kind=np.full(len(ops), COMM_KINDS.index(cls.kind), dtype=np.int64),
-            comm_bytes=size, comm_devices=np.ones(len(ops)),
+            kernels=np.ones(len(ops)), comm_bytes=size, comm_devices=np.ones(len(ops)),
+            comm_kind=np.array([COMM_KINDS.index("hostcopy_pageable" if o.pageable else cls.kind) for o in ops],
+                               dtype=np.int64),
         )

@@ -69,8 +69,8 @@ def copy_op(kernel: KernelRecord) -> Inferred | tuple[str, str]:
         pageable = "pageable" in kernel.name.lower()
         notes = [f"{direction} memcpy over the host link (PCIe / NVLink-C2C) of its recorded bytes"]
         if pageable:
-            notes.append("pageable host memory: staged through a pinned buffer, modelled as pipelined with the "
-                         "link (a lower bound)")
+            notes.append("pageable host memory: staged by a host copy into the driver's pinned buffer, pipelined "
+                         "with the link: the slower of the two sets the rate")
         return ({"kind": "hostcopy", "bytes": size, "direction": direction, "pageable": pageable}, notes,
                 "memcpy/memset", "high" if not pageable else "medium")
     if direction == "memset" or kernel.category == "memset":
