@@ -24,7 +24,8 @@ from perfmodel.hardware import Hardware
 from perfmodel.roofline import predict_many
 
 ATTENTION_KINDS = ("attention",)
-ATTENTION_NAMES = ("qk_matmul", "softmax", "av_matmul", "attention", "attention_window_band")
+ATTENTION_NAMES = ("qk_matmul", "softmax", "av_matmul", "attention", "attention_window_band", "attention_dropout")
+DROPOUT_FLOPS = 2.0  # compare a random number with the keep probability, scale the kept value
 VOCAB_GATHER = "logits_allgather"  # training keeps logits vocab-parallel (Megatron's cross-entropy): no gather
 ADAM_PROBE_PARAMS = 100_000_000
 # an element-wise op's backward reads the output gradient and its saved inputs and writes the input gradients:
@@ -94,9 +95,31 @@ def _is_attention(node: Node) -> bool:
     return node.name.rsplit(".", 1)[-1] in ATTENTION_NAMES
 
 
+def dropout_nodes(cfg: LlmConfig, key: ProbeKey, seq_len: int, flash: bool, sequence_parallel: bool) -> list[Node]:
+    """GPT-style dropout, which the inference graph has no node for: after the attention output and the MLP
+    (one row per token, sharded over tp with sequence parallelism) and, without flash attention, on the
+    attention probabilities (heads/tp x s x s per sequence; flash attention regenerates its mask in-kernel).
+    Each writes its output and its mask."""
+    tokens = key.micro_batch * (seq_len // key.cp)
+    width = cfg.hidden // key.tp if sequence_parallel else cfg.hidden
+    out = []
+    cut, _ = probe_config(cfg)
+    for i in range(cut.layers):
+        shapes = [("hidden_dropout_attention", [tokens, width]), ("hidden_dropout_mlp", [tokens, width])]
+        if not flash:
+            rows = key.micro_batch * max(cfg.heads // key.tp, 1) * (seq_len // key.cp)
+            shapes.append(("attention_dropout", [rows, seq_len // key.cp]))
+        for name, shape in shapes:
+            op = {"kind": "elementwise", "shape": shape, "dtype": "bf16", "inputs": 1, "outputs": 2,
+                  "flops_per_element": DROPOUT_FLOPS}
+            out.append(Node(name=f"layers.{i}.{name}", op=op, layer=f"layers.{i}"))
+    return out
+
+
 def cost_table(cfg: LlmConfig, hardware: Hardware, keys: list[ProbeKey], seq_len: int, dtype: str = "bf16",
-               flash: bool = True) -> CostTable:
-    """Cost every probe in ``keys`` with one ``predict_many`` over their distinct ops."""
+               flash: bool = True, dropout: bool = False, sequence_parallel: bool = True) -> CostTable:
+    """Cost every probe in ``keys`` with one ``predict_many`` over their distinct ops (with ``dropout``, the
+    dropout ops the graph leaves out)."""
     graphs: dict[ProbeKey, Graph | str] = {}
     slots: dict[str, int] = {}
     ops: list[dict[str, Any]] = []
@@ -116,8 +139,9 @@ def cost_table(cfg: LlmConfig, hardware: Hardware, keys: list[ProbeKey], seq_len
             graphs[key] = str(exc)
             continue
         graphs[key] = graph
-        rows[key] = [(n, slot(op), slot(_forward(op))) for n in graph.nodes if (op := n.cost_op) is not None
-                     and n.stream != "comm_overlap" and not n.layer.startswith("optimizer")]
+        extra = dropout_nodes(cfg, key, seq_len, flash, sequence_parallel) if dropout else []
+        rows[key] = [(n, slot(op), slot(_forward(op))) for n in [*graph.nodes, *extra] if (op := n.cost_op)
+                     is not None and n.stream != "comm_overlap" and not n.layer.startswith("optimizer")]
     adam = slot({"kind": "elementwise", "shape": [ADAM_PROBE_PARAMS], "dtype": "fp32", "inputs": 4, "outputs": 3,
                  "flops_per_element": ADAM_FLOPS_PER_PARAM, "transcendentals_per_element": 1.0})
     times = predict_many(hardware, ops).time_s
