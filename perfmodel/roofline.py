@@ -26,7 +26,7 @@ from perfmodel.efficiency import ModelDefaults
 from perfmodel.hardware import Hardware
 from perfmodel.machine import MachineTables, tables
 from perfmodel.ops import Op, OpError, Work, make_op
-from perfmodel.ops.base import DTYPES, FloatArray
+from perfmodel.ops.base import DTYPE_BYTES, FloatArray
 from perfmodel.search.attention_cost import (
     AttentionCandidates,
     attention_space,
@@ -204,7 +204,7 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
     op_rows = idx[rows]
     gemm_flops = 2.0 * batch * work.gemm_m[idx] * work.gemm_n[idx] * work.gemm_k[idx]
     share = gemm_flops[rows, slots] / np.maximum(gemm_flops.sum(axis=1)[rows], 1.0)
-    elem = np.array([DTYPES[c].bytes for c in work.matrix_dtype[op_rows]])
+    elem = DTYPE_BYTES[work.matrix_dtype[op_rows]]
     choice = best_gemms(t, space, batch[rows, slots], work.gemm_m[idx][rows, slots], work.gemm_n[idx][rows, slots],
                         work.gemm_k[idx][rows, slots], elem, m_peak[op_rows], compulsory[op_rows] * share)
     for name in ("compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes", "reuse_bytes"):
@@ -226,7 +226,7 @@ def _flash(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
            v_peak: FloatArray, compulsory: FloatArray, out: _GemmTotals, space: AttentionCandidates) -> None:
     """Choose Q and KV tiles for the flash-attention ops in ``idx``; write their figures to ``out``."""
     a = work.attention[idx]
-    elem = np.array([DTYPES[c].bytes for c in work.matrix_dtype[idx]])
+    elem = DTYPE_BYTES[work.matrix_dtype[idx]]
     choice = best_attention(t, space, bh=a[:, 0], group=a[:, 1], sq=a[:, 2], skv=a[:, 3], d=a[:, 4], dv=a[:, 5],
                             causal=a[:, 6], elem=elem, peak=m_peak[idx], vector_peak=v_peak[idx],
                             compulsory=compulsory[idx], kv_bytes=a[:, 7])
@@ -297,14 +297,12 @@ def _engine_names(t: MachineTables, work: Work) -> dict[str, np.ndarray[Any, np.
 def _notes(t: MachineTables, work: Work, resident: np.ndarray[Any, np.dtype[np.bool_]],
            has_llc: bool) -> dict[int, list[str]]:
     notes: dict[int, list[str]] = {}
-    for i in np.nonzero(work.flops_matrix > 0)[0]:
-        note = t.matrix_paths[work.matrix_dtype[i]].note
-        if note:
-            notes.setdefault(int(i), []).append(note)
-    for i in np.nonzero((work.flops_matrix == 0) & (work.flops_vector > 0))[0]:
-        note = t.vector_paths[work.vector_dtype[i]].note
-        if note:
-            notes.setdefault(int(i), []).append(note)
+    matrix_noted = np.array([bool(p.note) for p in t.matrix_paths])[work.matrix_dtype]  # only ops with a note
+    for i in np.nonzero((work.flops_matrix > 0) & matrix_noted)[0]:
+        notes.setdefault(int(i), []).append(t.matrix_paths[work.matrix_dtype[i]].note)
+    vector_noted = np.array([bool(p.note) for p in t.vector_paths])[work.vector_dtype]
+    for i in np.nonzero((work.flops_matrix == 0) & (work.flops_vector > 0) & vector_noted)[0]:
+        notes.setdefault(int(i), []).append(t.vector_paths[work.vector_dtype[i]].note)
     if has_llc and t.llc is not None:
         for i in np.nonzero(resident & (work.dram_bytes > 0))[0]:
             notes.setdefault(int(i), []).append(f"working set fits {t.llc.name}: served from it")

@@ -134,6 +134,71 @@ def dtype_codes(dtypes: Sequence[DType]) -> IntArray:
     return np.fromiter((DTYPE_INDEX[d] for d in dtypes), dtype=np.int64, count=len(dtypes))
 
 
+DTYPE_BYTES = np.array([d.bytes for d in DTYPES])  # element size in bytes by dtype code
+NO_DTYPE = -1  # code of an optional dtype field left unset, in ``OpColumns``
+
+
+@dataclass
+class OpColumns:
+    """``n`` ops of one class as columns instead of objects: what ``work`` reads, without building ``Op``s.
+
+    ``values`` maps each dataclass field to an array of length ``n``: numbers and flags as float64,
+    dtypes as int64 codes into ``DTYPES`` (``NO_DTYPE`` for an unset optional one), choices (``pass_``)
+    as str arrays, shapes as float64 ``n x rank`` arrays right-aligned (leading dims padded with 1).
+    """
+
+    cls: type[Op]
+    n: int
+    values: dict[str, np.ndarray[Any, Any]]
+
+    def __len__(self) -> int:
+        return self.n
+
+
+def dtype_column(ops: Sequence[Any] | OpColumns, name: str, fallback: str | None = None) -> IntArray:
+    """Dtype codes of field ``name``, or of ``fallback`` where it is unset (``out_dtype or dtype``)."""
+    if isinstance(ops, OpColumns):
+        codes: IntArray = ops.values[name]
+        if fallback is not None:
+            codes = np.where(codes == NO_DTYPE, ops.values[fallback], codes)
+        return codes
+    if fallback is None:
+        return np.fromiter((DTYPE_INDEX[getattr(o, name)] for o in ops), dtype=np.int64, count=len(ops))
+    return np.fromiter((DTYPE_INDEX[getattr(o, name) or getattr(o, fallback)] for o in ops), dtype=np.int64,
+                       count=len(ops))
+
+
+def dtype_bytes(ops: Sequence[Any] | OpColumns, name: str, fallback: str | None = None) -> FloatArray:
+    """Element size in bytes of field ``name`` (or ``fallback`` where unset)."""
+    out: FloatArray = DTYPE_BYTES[dtype_column(ops, name, fallback)]
+    return out
+
+
+def dtype_set(ops: Sequence[Any] | OpColumns, name: str) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Whether the optional dtype field ``name`` is set."""
+    if isinstance(ops, OpColumns):
+        out: np.ndarray[Any, np.dtype[np.bool_]] = ops.values[name] != NO_DTYPE
+        return out
+    return np.fromiter((getattr(o, name) is not None for o in ops), dtype=bool, count=len(ops))
+
+
+def shape_elements(ops: Sequence[Any] | OpColumns, name: str = "shape") -> FloatArray:
+    """Elements of the shape field ``name`` of each op."""
+    if isinstance(ops, OpColumns):
+        out: FloatArray = ops.values[name].prod(axis=1)
+        return out
+    return np.fromiter((float(np.prod(getattr(o, name), dtype=np.float64)) for o in ops), dtype=np.float64,
+                       count=len(ops))
+
+
+def last_dim(ops: Sequence[Any] | OpColumns, name: str = "shape") -> FloatArray:
+    """The last dimension of the shape field ``name`` of each op."""
+    if isinstance(ops, OpColumns):
+        out: FloatArray = ops.values[name][:, -1].astype(np.float64)
+        return out
+    return np.fromiter((float(getattr(o, name)[-1]) for o in ops), dtype=np.float64, count=len(ops))
+
+
 GemmArrays = tuple[FloatArray, FloatArray, FloatArray, FloatArray]
 
 
@@ -146,13 +211,19 @@ def gemm_slots(*slots: GemmArrays) -> GemmArrays:
     return b, m, n, k
 
 
-def column(ops: Sequence[Any], name: str) -> FloatArray:
-    """One numeric field of many ops as a float array."""
+def column(ops: Sequence[Any] | OpColumns, name: str) -> FloatArray:
+    """One numeric (or flag) field of many ops as a float array."""
+    if isinstance(ops, OpColumns):
+        values: FloatArray = ops.values[name].astype(np.float64, copy=False)
+        return values
     return np.fromiter((getattr(o, name) for o in ops), dtype=np.float64, count=len(ops))
 
 
-def pass_factors(ops: Sequence[Any]) -> tuple[FloatArray, FloatArray]:
+def pass_factors(ops: Sequence[Any] | OpColumns) -> tuple[FloatArray, FloatArray]:
     """(forward share, backward share) per op: 1/0, 0/1 or 1/1."""
+    if isinstance(ops, OpColumns):
+        passes = ops.values["pass_"]
+        return (passes != "backward").astype(np.float64), (passes != "forward").astype(np.float64)
     fwd = np.fromiter((o.pass_ != "backward" for o in ops), dtype=np.float64, count=len(ops))
     bwd = np.fromiter((o.pass_ != "forward" for o in ops), dtype=np.float64, count=len(ops))
     return fwd, bwd
@@ -183,6 +254,7 @@ class Op(ABC):
 
     kind: ClassVar[str] = "op"
     aliases: ClassVar[dict[str, str]] = {"pass": "pass_"}
+    columnar: ClassVar[bool] = False  # ``work`` also reads ``OpColumns`` (and ``check_columns`` validates them)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Op:
@@ -197,6 +269,18 @@ class Op(ABC):
 
     @classmethod
     def _build(cls, data: dict[str, Any]) -> Self:
+        values = cls.field_values(data)
+        try:
+            return cls(**values)
+        except OpError:
+            raise
+        except (ValueError, TypeError) as exc:
+            raise OpError(cls.kind, "<op>", str(exc)) from exc
+
+    @classmethod
+    def field_values(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """The fields given in ``data`` (JSON keys; ``kind`` is skipped), converted and checked one by one;
+        every required field present. The op's own checks (``__post_init__``) are not run."""
         converters, required = _converters(cls)
         values: dict[str, Any] = {}
         aliases = cls.aliases
@@ -204,6 +288,8 @@ class Op(ABC):
             name = aliases.get(key, key)
             convert = converters.get(name)
             if convert is None:
+                if key == "kind":
+                    continue
                 public = sorted({k for k in converters if k not in aliases.values()} | set(aliases))
                 raise OpError(cls.kind, key, f"unknown field; fields: {', '.join(public)}")
             values[name] = convert(key, raw)
@@ -211,12 +297,7 @@ class Op(ABC):
             for name in required:
                 if name not in values:
                     raise OpError(cls.kind, name, "missing required field")
-        try:
-            return cls(**values)
-        except OpError:
-            raise
-        except (ValueError, TypeError) as exc:
-            raise OpError(cls.kind, "<op>", str(exc)) from exc
+        return values
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
@@ -373,6 +454,29 @@ def require_positive(kind: str, **values: int | float) -> None:
             raise OpError(kind, name, f"must be > 0, got {value}")
         if value > MAX_DIMENSION:
             raise OpError(kind, name, f"{value:g} is larger than {MAX_DIMENSION:g}: not a real workload")
+
+
+def positive_invalid(cols: OpColumns, *names: str) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Rows where a field of ``names`` breaks ``require_positive`` (<= 0 or beyond ``MAX_DIMENSION``)."""
+    bad = np.zeros(cols.n, dtype=bool)
+    for name in names:
+        values = cols.values[name]
+        bad |= (values <= 0) | (values > MAX_DIMENSION)
+    return bad
+
+
+def pass_invalid(cols: OpColumns) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Rows whose ``pass_`` breaks ``check_pass``."""
+    out: np.ndarray[Any, np.dtype[np.bool_]] = ~np.isin(cols.values["pass_"], PASSES)
+    return out
+
+
+def shape_invalid(cols: OpColumns, name: str = "shape") -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Rows whose shape ``name`` breaks ``check_shape`` (rank 1..16, dims > 0, elements within bounds)."""
+    block = cols.values[name]
+    bad: np.ndarray[Any, np.dtype[np.bool_]] = ((block <= 0).any(axis=1) | (block.prod(axis=1) > MAX_DIMENSION)
+                                                | (block.shape[1] > 16))
+    return bad
 
 
 def require_non_negative(kind: str, **values: int | float) -> None:

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Self
+from typing import Any, Self
 
 import numpy as np
 
 from perfmodel.dtypes import DType
 from perfmodel.ops.base import (
     Op,
+    OpColumns,
     Pass,
     Work,
     check_pass,
     column,
-    dtype_codes,
+    dtype_bytes,
+    dtype_column,
+    dtype_set,
     gemm_slots,
     pass_factors,
+    pass_invalid,
+    positive_invalid,
     register,
     require_positive,
 )
@@ -39,6 +44,7 @@ class Matmul(Op):
     """
 
     kind = "matmul"
+    columnar = True
 
     m: int
     n: int
@@ -60,20 +66,26 @@ class Matmul(Op):
                          group_size=self.group_size)
         check_pass(self.kind, self.pass_)
 
+    @classmethod
+    def invalid_rows(cls, cols: OpColumns) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """The rows ``__post_init__`` rejects, found at once."""
+        return positive_invalid(cols, "m", "n", "k", "batch", "group_size") | pass_invalid(cols)
+
     def loop_dims(self) -> dict[str, int]:
         return {"batch": self.batch, "m": self.m, "n": self.n, "k": self.k}
 
     @classmethod
-    def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
+    def work(cls, ops: Sequence[Self] | OpColumns, granularity_bytes: float = 1.0) -> Work:
         m, n, k, b = (column(ops, name) for name in ("m", "n", "k", "batch"))
         fwd, bwd = pass_factors(ops)
-        a_bytes = np.array([o.dtype.bytes for o in ops])
-        out_bytes = np.array([(o.out_dtype or o.dtype).bytes for o in ops])
-        w_bytes = np.array([(o.weight_dtype or o.dtype).bytes for o in ops])
-        quantized = np.array([o.weight_dtype is not None and o.weight_dtype != o.dtype for o in ops])
+        a_bytes = dtype_bytes(ops, "dtype")
+        out_bytes = dtype_bytes(ops, "out_dtype", "dtype")
+        w_bytes = dtype_bytes(ops, "weight_dtype", "dtype")
+        quantized = dtype_set(ops, "weight_dtype") & (dtype_column(ops, "weight_dtype", "dtype")
+                                                      != dtype_column(ops, "dtype"))
         group = column(ops, "group_size")
-        b_count = np.where(np.array([o.b_batched for o in ops]), b, 1.0)
-        has_bias = np.array([o.bias for o in ops], dtype=np.float64)
+        b_count = np.where(column(ops, "b_batched") > 0, b, 1.0)
+        has_bias = column(ops, "bias")
 
         gemm = 2.0 * b * m * n * k
         weights = b_count * k * n * w_bytes
@@ -92,7 +104,7 @@ class Matmul(Op):
             "activations_in": act_in * fwd + bwd * (act_in + b * m * n * out_bytes),
             "activations_out": act_out * fwd + bwd * act_in,
         }
-        matrix_dtype = [o.compute_dtype or o.dtype for o in ops]
+        matrix_dtype = dtype_column(ops, "compute_dtype", "dtype")
         gemms = gemm_slots((b * fwd, m, n, k), (b * bwd, m, k, n), (b * bwd, k, n, m))
         return Work(
             n=len(ops),
@@ -100,8 +112,8 @@ class Matmul(Op):
             flops_vector=flops_vector,
             flops_special=np.zeros(len(ops)),
             bytes_by_role=roles,
-            matrix_dtype=dtype_codes(matrix_dtype),
-            vector_dtype=dtype_codes(matrix_dtype),
+            matrix_dtype=matrix_dtype,
+            vector_dtype=matrix_dtype.copy(),
             parallel_items=b * np.ceil(m / 128) * np.ceil(n / 128),
             kernels=fwd + 2.0 * bwd,
             # forward C = A B; data-gradient dA = dC Bᵀ (m x k, K = n); weight-gradient dB = Aᵀ dC

@@ -4,22 +4,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
 from perfmodel.dtypes import DType
 from perfmodel.ops.base import (
     Op,
+    OpColumns,
     Pass,
     Work,
     check_pass,
     check_shape,
     column,
-    dtype_codes,
+    dtype_bytes,
+    dtype_column,
+    last_dim,
     pass_factors,
+    pass_invalid,
+    positive_invalid,
     register,
     require_positive,
+    shape_elements,
+    shape_invalid,
 )
 
 STATS_BYTES = 4.0  # fp32 mean / rstd saved per row for the backward
@@ -39,6 +46,8 @@ class RowOp(Op):
     pass_: Pass = "forward"
     vector_width: int = 4
 
+    columnar: ClassVar[bool] = True
+
     # per element: vector FLOPs forward, per row: transcendentals, parameter vectors, saved stats
     vector_flops_per_element: ClassVar[float] = 1.0
     special_per_row: ClassVar[float] = 1.0
@@ -51,16 +60,23 @@ class RowOp(Op):
         check_pass(self.kind, self.pass_)
         require_positive(self.kind, vector_width=self.vector_width)
 
+    @classmethod
+    def invalid_rows(cls, cols: OpColumns) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """The rows ``__post_init__`` rejects, found at once."""
+        bad: np.ndarray[Any, np.dtype[np.bool_]] = (shape_invalid(cols) | pass_invalid(cols)
+                                                    | positive_invalid(cols, "vector_width"))
+        return bad
+
     def loop_dims(self) -> dict[str, int]:
         cols = self.shape[-1]
         return {"rows": int(np.prod(self.shape[:-1], dtype=np.int64)), "cols": cols}
 
     @classmethod
-    def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
-        elements = np.array([float(np.prod(o.shape, dtype=np.float64)) for o in ops])
-        cols = np.array([float(o.shape[-1]) for o in ops])
+    def work(cls, ops: Sequence[Self] | OpColumns, granularity_bytes: float = 1.0) -> Work:
+        elements = shape_elements(ops)
+        cols = last_dim(ops)
         rows = elements / cols
-        elem = np.array([o.dtype.bytes for o in ops])
+        elem = dtype_bytes(ops, "dtype")
         width = column(ops, "vector_width")
         fwd, bwd = pass_factors(ops)
         tensor = elements * elem
@@ -74,13 +90,13 @@ class RowOp(Op):
             "workspace": stats * (fwd + bwd),
         }
         special = (cls.special_per_row * rows + cls.special_per_element * elements) * (fwd + bwd)
-        dtypes = dtype_codes([o.dtype for o in ops])
+        dtypes = dtype_column(ops, "dtype")
         return Work(
             n=len(ops),
             flops_matrix=np.zeros(len(ops)),
             flops_vector=cls.vector_flops_per_element * elements * (fwd + 2.0 * bwd),
             flops_special=special,
-            bytes_by_role=roles, matrix_dtype=dtypes, vector_dtype=dtypes,
+            bytes_by_role=roles, matrix_dtype=dtypes, vector_dtype=dtypes.copy(),
             parallel_items=rows, kernels=fwd + bwd,
             # one block per row; each thread loads and stores ``vector_width`` elements at a time
             threads=rows * np.minimum(np.ceil(cols / width), THREADS_PER_ROW),
@@ -125,11 +141,11 @@ class BatchNorm(RowOp):
     param_vectors = 4.0
 
     @classmethod
-    def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
+    def work(cls, ops: Sequence[Self] | OpColumns, granularity_bytes: float = 1.0) -> Work:
         work = super().work(ops, granularity_bytes)
-        training = np.array([o.training for o in ops], dtype=np.float64)
-        elements = np.array([float(np.prod(o.shape, dtype=np.float64)) for o in ops])
-        elem = np.array([o.dtype.bytes for o in ops])
+        training = column(ops, "training")
+        elements = shape_elements(ops)
+        elem = dtype_bytes(ops, "dtype")
         work.bytes_by_role["activations_in"] = work.bytes_by_role["activations_in"] + training * elements * elem
         work.flops_vector = work.flops_vector + training * 3.0 * elements
         work.kernels = work.kernels + training
