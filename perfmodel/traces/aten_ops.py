@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from perfmodel.ops import OpError, make_op
-from perfmodel.traces import aten_comms, aten_gemm, aten_nn, aten_simple
+from perfmodel.traces import aten_comms, aten_gemm, aten_nn, aten_simple, triton_ops
 from perfmodel.traces.aten_args import Args, Unbuildable
 from perfmodel.traces.records import OpCall
 
@@ -36,8 +36,9 @@ BUILDERS.update(dict.fromkeys(("aten::_log_softmax", "aten::log_softmax"), aten_
 
 
 def recognised(name: str) -> bool:
-    """True for an op name perfmodel has a builder for (``aten::_scaled_dot_product_*`` included)."""
-    return name in BUILDERS or _is_sdpa(name)
+    """True for an op name perfmodel has a builder for (``aten::_scaled_dot_product_*`` and TorchInductor's
+    ``triton_poi_...`` kernel records included)."""
+    return name in BUILDERS or _is_sdpa(name) or triton_ops.is_inductor_kernel(name)
 
 
 def _is_sdpa(name: str) -> bool:
@@ -47,7 +48,8 @@ def _is_sdpa(name: str) -> bool:
 def build(call: OpCall) -> tuple[OpDict, list[str]]:
     """The perfmodel op dict of one call and notes on what was assumed; ``Unbuildable`` if impossible."""
     args = Args(call)
-    builder: Builder = aten_gemm.attention if _is_sdpa(call.name) else BUILDERS[call.name]
+    builder: Builder = aten_gemm.attention if _is_sdpa(call.name) else triton_ops.build \
+        if triton_ops.is_inductor_kernel(call.name) else BUILDERS[call.name]
     result = builder(args)
     op, notes = result if isinstance(result, tuple) else (result, [])
     notes = [*args.notes, *notes]

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfmodel.ops import OpError, make_op
-from perfmodel.traces import aten_comms, aten_ops, counter_ops, kernel_ops
+from perfmodel.traces import aten_comms, aten_ops, counter_ops, kernel_ops, triton_ops
 from perfmodel.traces.aten_args import Args, Unbuildable
 from perfmodel.traces.kernel_names import kernel_family, math_dtype, split_k
 from perfmodel.traces.records import DEVICE_TIME_CATEGORIES, SELF_SUFFIX, KernelRecord, OpCall, ParsedTrace
@@ -176,7 +176,8 @@ def _modelled_op(kernel: KernelRecord, cache: _Cache, world_size: int | None) ->
         op, notes = built
         linked = any("backward node" in note for note in notes)
         source = COLLECTIVE if annotation or call.name.startswith("c10d::") else LINK if linked else SHAPES
-        return call, op, notes, source, "medium" if linked else "high"
+        assumed = linked or triton_ops.is_inductor_kernel(call.name)  # outputs of an Inductor kernel: assumed
+        return call, op, notes, source, "medium" if assumed else "high"
     if first_reason is not None:
         return first_reason, reason_category(first_reason)
     reason = _reason_without_op(kernel)
