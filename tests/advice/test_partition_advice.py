@@ -1,0 +1,63 @@
+"""Partition advice: declared op support places nodes; crossings are host copies; totals add up."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfmodel.advice.partition import partition, supports
+from perfmodel.advice.source import with_supported_ops
+from perfmodel.graph.ir import Graph, Node
+from perfmodel.roofline import predict_many
+from perfmodel.specs import library
+
+GPU = "nvidia-h100-pcie-80gb"
+CPU = "intel-xeon-platinum-8480"
+ROWS, WIDTH = 2048, 4096
+
+
+def mlp() -> Graph:
+    """x -> up (matmul) -> Gelu (elementwise, ONNX type Gelu) -> down (matmul) -> y; bf16."""
+    g = Graph("mlp")
+    for name in ("x", "h", "a", "y"):
+        g.add_tensor(name, (ROWS, WIDTH), "bf16")
+    matmul = {"kind": "matmul", "m": ROWS, "n": WIDTH, "k": WIDTH, "dtype": "bf16", "b_batched": False}
+    g.add(Node("up", dict(matmul), ["x"], ["h"], layer="mlp", source_op="MatMul", params=WIDTH * WIDTH,
+               weight_bytes=2.0 * WIDTH * WIDTH))
+    g.add(Node("gelu", {"kind": "elementwise", "shape": [ROWS, WIDTH], "dtype": "bf16", "flops_per_element": 8},
+               ["h"], ["a"], layer="mlp", source_op="Gelu"))
+    g.add(Node("down", dict(matmul), ["a", "h"], ["y"], layer="mlp", source_op="MatMul", params=WIDTH * WIDTH,
+               weight_bytes=2.0 * WIDTH * WIDTH))
+    return g
+
+
+def test_everything_stays_on_a_device_without_declared_support() -> None:
+    report = partition(mlp(), GPU, CPU)
+    assert report.fallback_ops == [] and report.boundaries == []
+    assert report.totals["step_s"] == pytest.approx(report.totals["all_on_device_s"])
+
+
+def test_an_unsupported_op_falls_back_and_its_crossings_are_host_copies() -> None:
+    hw = with_supported_ops(GPU, ["matmul"])  # the ONNX type 'Gelu' and the kind 'elementwise' are not declared
+    report = partition(mlp(), hw, CPU)
+    assert [f["node"] for f in report.fallback_ops] == ["gelu"]
+    assert "not among" in report.fallback_ops[0]["reason"]
+    # h goes to the host once (gelu reads it), a comes back; 'down' also reads h, which never left the device
+    crossings = [(b["tensor"], b["direction"]) for b in report.boundaries]
+    assert crossings == [("h", "d2h"), ("a", "h2d")]
+    size = ROWS * WIDTH * 2.0
+    assert all(b["bytes"] == size for b in report.boundaries)
+    copy = predict_many(library()[GPU], [{"kind": "hostcopy", "size_bytes": size, "direction": "d2h"}],
+                        space="compact").time_s[0]
+    assert report.boundaries[0]["time_s"] == pytest.approx(copy)
+    assert copy >= size / 63e9  # PCIe 5.0 x16 per direction (the spec's host link)
+    t = report.totals
+    assert t["step_s"] == pytest.approx(t["device_s"] + t["fallback_s"] + t["transfer_s"] + t["launch_s"])
+    assert t["launch_s"] > 0 and t["transfer_bytes"] == 2 * size
+    assert t["step_s"] > t["all_on_device_s"]  # the round trip over PCIe costs more than the GELU saves
+
+
+def test_support_matches_op_kinds_or_importer_types_case_insensitively() -> None:
+    hw = with_supported_ops(GPU, ["MATMUL", "gelu"])
+    graph = mlp()
+    assert all(supports(hw, node) for node in graph.nodes)
+    assert partition(graph, hw, CPU).fallback_ops == []
