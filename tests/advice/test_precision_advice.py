@@ -42,6 +42,7 @@ def test_full_quantization_counts_its_quantize_op() -> None:
     q = next(r for r in report.ops if r["node"] == "q")
     full = q["schemes"]["fp8 full"]
     quantized, quantize, _ = variant(layer_graph(8192).nodes[0].op or {}, "fp8 full")
+    assert quantized is not None and (quantized["dtype"], quantized["out_dtype"]) == ("fp8_e4m3", "bf16")
     assert quantize == {"kind": "quantize", "shape": [8192, 4096], "from_dtype": "bf16", "to_dtype": "fp8_e4m3",
                         "granularity": "channel"}
     alone = predict_many(H100, [quantize], space="full").time_s[0]
