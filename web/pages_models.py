@@ -16,6 +16,7 @@ from web.models_view import CHARTS, MODEL_DTYPES, PHASES, WEIGHT_DTYPES, ModelQu
 from web.pages_analysis import DEFAULT_DEVICE, int_or_none, token_page, view_cache
 from web.sweeps_view import summarize, sweep_view
 from web.templating import render
+from web.training_view import PRECISIONS, TrainingQuery, parse_training_query, training_view
 
 router = APIRouter(include_in_schema=False)
 SWEEPS_PER_PAGE = 50
@@ -44,6 +45,28 @@ def models_page(request: Request, model: str = ModelQuery.model, hardware: str =
     except ValueError as exc:  # a bad field, a model that does not fit, tp x pp that does not make the devices...
         return render(request, "models.html", status_code=422, error=str(exc), hw=hw, **context)
     return render(request, "models.html", hw=hw, view=view, **context)
+
+
+@router.get("/models/training", response_class=HTMLResponse)
+def training_page(request: Request, model: str = TrainingQuery.model, hardware: str = DEFAULT_DEVICE,
+                  devices: str = str(TrainingQuery.devices), global_batch: str = str(TrainingQuery.global_batch),
+                  seq_len: str = str(TrainingQuery.seq_len), precision: str = TrainingQuery.precision) -> HTMLResponse:
+    """Training layouts ranked by step time; a bad field or a space with no layout is a message on the page."""
+    state = app_state(request)
+    form = {"model": model, "devices": devices, "global_batch": global_batch, "seq_len": seq_len,
+            "precision": precision}
+    context: dict[str, Any] = {"devices": all_devices(state), "hardware": hardware, "form": form,
+                               "models": bundled_names(), "precisions": PRECISIONS}
+    hw = device(state, hardware)
+    if hw is None:
+        return render(request, "training.html", status_code=404, error=f"unknown hardware {hardware!r}", **context)
+    try:
+        query = parse_training_query(form)
+        key = ("training", hw.content_hash, dataclasses.astuple(query))
+        view = view_cache(request).get(key, lambda: training_view(hw, query))
+    except ValueError as exc:
+        return render(request, "training.html", status_code=422, error=str(exc), hw=hw, **context)
+    return render(request, "training.html", hw=hw, view=view, **context)
 
 
 @router.get("/sweeps", response_class=HTMLResponse)
