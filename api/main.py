@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 
 from api.deps import READ_SCHEME
 from api.limits import BodySizeLimit, SecurityHeaders, VersionHeaders
+from api.routers import advice as advice_router
 from api.routers import calibrations, comparisons, graphs, hardware, jobs, predict, runs, schedules, trace_diffs, traces
 from api.routers import training as training_router
 from api.schemas import ErrorOut
@@ -56,7 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             (409, "conflict: the id exists or is a bundled device"), (413, "request body too large"),
             (422, "invalid input: the field and the reason"))}
     for module in (hardware, predict, schedules, runs, comparisons, calibrations, jobs, graphs, traces, trace_diffs,
-                   training_router):
+                   training_router, advice_router):
         app.include_router(module.router, prefix=API_PREFIX, responses=errors)
     _errors(app)
     mount_dashboard(app)
