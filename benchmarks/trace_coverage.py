@@ -4,7 +4,9 @@ Reads every real profiler file in the repo (``tests/data/traces``, ``benchmarks/
 ``../shared/data/traces`` (found relative to the repo; missing folders are skipped; files that are not
 traces, and copies of one file, are skipped). Per file: device time, the share matched to a modelled op,
 the share by match source, the time-weighted median |error| of the matched ops (uncalibrated, on the device
-the file names, else the device its data README gives), and the unmatched time by reason category.
+the file names, else the device its data README gives), and the unmatched time by reason category. Ranks of
+one job given together (Kineto files, same world size, overlapping spans): their collectives are scored net of
+the time they waited for their peers (``peer_wait``), the raw error shown beside it.
 
     .venv/bin/python benchmarks/trace_coverage.py            # this tree
     cd /tmp/pm-base && PYTHONPATH=. /work/main/.venv/bin/python /work/main/benchmarks/trace_coverage.py \
@@ -71,6 +73,7 @@ class FileRow:
     by_source: dict[str, float] = field(default_factory=dict)
     by_reason: dict[str, float] = field(default_factory=dict)
     errors: list[tuple[float, float]] = field(default_factory=list)  # (|error| %, measured s) per op row
+    raw_errors: list[tuple[float, float]] = field(default_factory=list)  # before taking peer waiting out
     note: str = ""
 
     @property
@@ -168,7 +171,9 @@ def _category(result: Any, index: int) -> str:
     return "other"
 
 
-def measure(path: Path) -> FileRow | None:
+def measure(path: Path, waits: dict[int, float] | None = None) -> FileRow | None:
+    """One file's row; ``waits`` (kernel index -> s waiting for peers, its ranks given together): its collective
+    runs are scored net of that waiting (the raw error is kept in ``raw_errors``)."""
     try:
         parsed = parse_trace(path)
         result = match_runs(parsed)
@@ -197,6 +202,11 @@ def measure(path: Path) -> FileRow | None:
     if row.device_s > 0 and hardware is not None:
         report = trace_report(load_hardware(hardware), parsed, result)
         row.errors = [(abs(r.error_pct), r.measured_s) for r in report.ops]
+        if waits:
+            from perfmodel.traces.peer_wait import net_of_waiting
+            row.raw_errors, row.note = row.errors, "collectives scored net of waiting for peers"
+            net = trace_report(load_hardware(hardware), parsed, net_of_waiting(result, waits))
+            row.errors = [(abs(r.error_pct), r.measured_s) for r in net.ops if r.measured_s > 0]
     return row
 
 
@@ -213,8 +223,9 @@ def _print(rows: list[FileRow], top_reasons: int) -> None:
         src = ", ".join(f"{s} {v / r.device_s:.0%}" for s, v in sorted(r.by_source.items(), key=lambda x: -x[1]))
         why = ", ".join(f"{s} {v / r.device_s:.0%}" for s, v in
                         sorted(r.by_reason.items(), key=lambda x: -x[1])[:top_reasons])
+        net = f" ({r.note}; raw |err| med {weighted_median(r.raw_errors):.1f}%)" if r.raw_errors else ""
         print(f"{r.name[:45]:<46}{r.fmt:<15}{r.hardware[:33]:<34}{r.device_s * 1e3:>10.2f}ms{r.share:>8.1%}"
-              f"{err:>9.1f}%  [{src or '-'}] unmatched: [{why or '-'}]")
+              f"{err:>9.1f}%  [{src or '-'}] unmatched: [{why or '-'}]{net}")
     if not gpu:
         return
     shares = [r.share for r in gpu]
@@ -238,12 +249,13 @@ def _print(rows: list[FileRow], top_reasons: int) -> None:
         f"{s} {v:.1%}" for s, v in sorted(by_reason.items(), key=lambda x: -x[1])))
 
 
-def _peer_wait_lines(paths: list[Path]) -> list[str]:
-    """NCCL waiting per rank for Kineto files of one job given together (same world size, overlapping spans)."""
+def _rank_groups(paths: list[Path]) -> tuple[list[str], dict[Path, dict[int, float]]]:
+    """NCCL waiting per rank for Kineto files of one job given together (same world size, overlapping spans):
+    the lines to print, and per file its kernels' waiting (kernel index -> s)."""
     try:
-        from perfmodel.traces.peer_wait import peer_wait
+        from perfmodel.traces.peer_wait import kernel_waits, peer_wait
     except ImportError:  # an older tree
-        return []
+        return [], {}
     ranks: dict[int, list[tuple[Path, Any, float, float]]] = defaultdict(list)
     for path in paths:
         if ".json" not in path.name:
@@ -257,16 +269,19 @@ def _peer_wait_lines(paths: list[Path]) -> list[str]:
         if world and world > 1 and starts:
             ranks[world].append((path, parsed, min(starts), max(starts)))
     lines = []
+    by_file: dict[Path, dict[int, float]] = {}
     for group in ranks.values():
         group.sort(key=lambda item: item[2])
         together = [g for g in group if g[2] < group[0][3] and g[3] > group[0][2]]
         if len(together) < 2:
             continue
         waits, _ = peer_wait([g[1] for g in together])
+        per_kernel, _ = kernel_waits([g[1] for g in together])
+        by_file.update({g[0]: w for g, w in zip(together, per_kernel, strict=True)})
         lines.append("NCCL waiting for peers (ranks of one step given together): " + "; ".join(
             f"{g[0].name[:40]} {w.wait_share:.0%} of {w.time_s * 1e3:.0f} ms" for g, w in zip(together, waits,
                                                                                             strict=True)))
-    return lines
+    return lines, by_file
 
 
 def main() -> None:
@@ -278,14 +293,15 @@ def main() -> None:
                         help="the repo whose tests/data and benchmarks/data are read (default: the code's tree)")
     args = parser.parse_args()
     paths = trace_files(args.shared.resolve(), args.data_root.resolve())
-    rows = [row for path in paths if (row := measure(path)) is not None]
+    wait_lines, waits = _rank_groups(paths)
+    rows = [row for path in paths if (row := measure(path, waits.get(path))) is not None]
     if args.json:
         print(json.dumps([{**r.__dict__, "share": r.share, "median_abs_error_pct": weighted_median(r.errors)}
                           for r in rows], default=str, indent=1))
         return
     print(f"tree: {ROOT}")
     _print(rows, args.reasons)
-    for line in _peer_wait_lines(paths):
+    for line in wait_lines:
         print(line)
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from trace_builders import DATA
 
 from perfmodel.traces import parse_trace
-from perfmodel.traces.peer_wait import peer_wait
-from perfmodel.traces.records import KernelRecord, ParsedTrace
+from perfmodel.traces.matching import match_runs
+from perfmodel.traces.peer_wait import kernel_waits, net_of_waiting, peer_wait
+from perfmodel.traces.records import CommArgs, KernelRecord, ParsedTrace
 
 ALLREDUCE = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, ncclWorkElem)"
 
@@ -46,3 +49,17 @@ def test_two_real_sampled_ranks_of_one_step() -> None:
     waits, notes = peer_wait(ranks)
     assert notes == [] and [w.kernels for w in waits] == [10, 10]
     assert all(0.2 < w.wait_share < 0.6 for w in waits)
+
+
+def test_a_ranks_collective_runs_are_scored_net_of_their_waiting() -> None:
+    ranks = [_rank((0.0, 5e-3)), _rank((3e-3, 2e-3))]
+    waits, _ = kernel_waits(ranks)
+    assert waits == [{0: pytest.approx(3e-3)}, {0: 0.0}]
+    kernels = [k for k in ranks[0].kernels if k.name == ALLREDUCE]
+    result = match_runs(ParsedTrace("test", [replace(kernels[0], collective=CommArgs("allreduce", 1024, 1024, 2,
+                                                                                     "Float"))]))
+    net = net_of_waiting(result, waits[0])
+    (run,) = net.runs
+    assert run.measured_time_s == pytest.approx(2e-3) and net.matched_time_s == pytest.approx(2e-3)
+    assert "net of 3000 us waiting for peers" in run.notes[-1]
+    assert result.runs[0].measured_time_s == pytest.approx(5e-3)  # the input is left as it was
