@@ -30,9 +30,9 @@ class TrainingRequest(BaseModel):
     hardware: str
     model: str | None = Field(default=None, description="bundled config name, e.g. llama-3.1-405b")
     config: dict[str, Any] | None = Field(default=None, description="a Hugging Face config.json object")
-    devices: int = Field(ge=1)
-    global_batch: int = Field(default=512, ge=1, description="sequences per optimizer step")
-    seq_len: int = Field(default=4096, ge=1)
+    devices: int = Field(ge=1, le=1 << 20)
+    global_batch: int = Field(default=512, ge=1, le=1 << 24, description="sequences per optimizer step")
+    seq_len: int = Field(default=4096, ge=1, le=1 << 22)
     precision: Literal["bf16", "fp8"] = "bf16"
     offload: bool = Field(default=False, description="optimizer state in host memory")
 
@@ -57,26 +57,26 @@ class TrainingRequest(BaseModel):
 class LayoutSearchRequest(TrainingRequest):
     """Fix any choice to narrow the search; ``top``: how many of the fastest fitting layouts to return."""
 
-    tp: int | None = Field(default=None, ge=1)
-    pp: int | None = Field(default=None, ge=1)
-    cp: int | None = Field(default=None, ge=1)
+    tp: int | None = Field(default=None, ge=1, le=1 << 20)
+    pp: int | None = Field(default=None, ge=1, le=1 << 20)
+    cp: int | None = Field(default=None, ge=1, le=1 << 20)
     zero: Literal[0, 1, 2, 3] | None = None
     recompute: Recompute | None = None
-    micro_batch: int | None = Field(default=None, ge=1)
+    micro_batch: int | None = Field(default=None, ge=1, le=1 << 16)
     top: int = Field(default=10, ge=1, le=1000)
 
 
 class LayoutCheckRequest(TrainingRequest):
     """One layout: its step time and memory, and when it does not fit the changes that make it fit."""
 
-    tp: int = Field(default=1, ge=1)
-    pp: int = Field(default=1, ge=1)
-    dp: int = Field(default=1, ge=1)
-    cp: int = Field(default=1, ge=1)
+    tp: int = Field(default=1, ge=1, le=1 << 20)
+    pp: int = Field(default=1, ge=1, le=1 << 20)
+    dp: int = Field(default=1, ge=1, le=1 << 20)
+    cp: int = Field(default=1, ge=1, le=1 << 20)
     zero: Literal[0, 1, 2, 3] = 0
     recompute: Recompute = "none"
-    micro_batch: int = Field(default=1, ge=1)
-    virtual_stages: int = Field(default=1, ge=1)
+    micro_batch: int = Field(default=1, ge=1, le=1 << 16)
+    virtual_stages: int = Field(default=1, ge=1, le=1024)
 
 
 def _search(hardware: Hardware, body: LayoutSearchRequest) -> bytes:

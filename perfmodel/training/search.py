@@ -84,9 +84,10 @@ class SearchResult:
         step = float(t.step_s[i])
         tokens = self.setup.global_batch * self.setup.seq_len
         peak = self.hardware.peak_flops_per_s(DType.BF16 if self.setup.precision == "bf16" else DType.FP8_E4M3)
-        mfu = self.model_flops_per_step / (step * self.devices * peak) if peak and np.isfinite(step) else None
-        achieved = self.model_flops_per_step / (step * self.devices)
-        return {"layout": self.layout(i).to_json(), "step_s": step, "tokens_per_s": tokens / step,
+        known = bool(np.isfinite(step) and step > 0)
+        mfu = self.model_flops_per_step / (step * self.devices * peak) if peak and known else None
+        achieved = self.model_flops_per_step / (step * self.devices) if known else float("nan")
+        return {"layout": self.layout(i).to_json(), "step_s": step, "tokens_per_s": tokens / step if known else None,
                 "microbatches": float(t.microbatches[i]), "mfu": mfu, "tflops_per_device": achieved / 1e12,
                 "time_s": {k: float(getattr(t, k)[i]) for k in (
                     "compute_s", "recompute_s", "tp_comm_s", "cp_exposed_s", "zero3_exposed_s", "pipeline_send_s",
@@ -137,7 +138,8 @@ def enumerate_layouts(cfg: LlmConfig, devices: int, space: SearchSpace, per_node
             for ep in eps:
                 if ep > 1 and not (ep == tp or (tp == 1 and dp % ep == 0)):
                     continue
-                vs = [v for v in space.virtual_stages if v == 1 or pp > 1]
+                default_vs = space.virtual_stages == DEFAULT_VIRTUAL_STAGES  # asked-for chunks get a reason instead
+                vs = [v for v in space.virtual_stages if v == 1 or pp > 1 or not default_vs]
                 for zero, rc, mb, v in itertools.product(space.zero, range(len(space.recompute)),
                                                          space.micro_batch, vs):
                     out.append((tp, pp, dp, cp, ep, zero, RECOMPUTE_MODES.index(space.recompute[rc]), mb, v))
@@ -172,7 +174,10 @@ def search_layouts(cfg: LlmConfig, hardware: Hardware, devices: int, setup: Trai
     mem = footprint(shape, arrays, lay, setup, cfg.layers)
     capacity = float(hardware.level_capacity_bytes(hardware.dram) or np.inf)
     probe_errors = [None if isinstance(costs.probes[k], LayerCosts) else str(costs.probes[k]) for k in keys]
-    reasons = _reasons(cfg, setup, lay, mem, capacity, [probe_errors[i] for i in probe_idx])
+    per_layout_errors = [probe_errors[i] for i in probe_idx]
+    reasons = _reasons(cfg, setup, lay, mem, capacity, per_layout_errors)
+    unbuilt = np.array([e is not None for e in per_layout_errors], dtype=bool)
+    times.step_s = np.where(unbuilt, np.nan, times.step_s)  # no costs for a layer that cannot be built
     params_active = _active_params(cfg)
     return SearchResult(cfg, hardware, setup, devices, lay, times, mem, capacity, reasons,
                         model_flops_per_step(cfg, params_active, setup))
@@ -200,6 +205,8 @@ def _reasons(cfg: LlmConfig, setup: TrainingSetup, lay: LayoutArrays, mem: Footp
         pp, dp, cp, zero, v = (int(x[i]) for x in (lay.pp, lay.dp, lay.cp, lay.zero, lay.virtual_stages))
         if probe_errors[i]:
             out.append(f"cannot build: {probe_errors[i]}")
+        elif pp > cfg.layers:
+            out.append(f"pipeline: pp={pp} exceeds the {cfg.layers} layers")
         elif micro[i] == 0:
             out.append(f"batch: global batch {setup.global_batch} is not a multiple of dp x micro-batch "
                        f"({dp} x {int(lay.micro_batch[i])})")
@@ -207,6 +214,8 @@ def _reasons(cfg: LlmConfig, setup: TrainingSetup, lay: LayoutArrays, mem: Footp
             out.append(f"context parallel: sequence {setup.seq_len} does not split into 2 x cp={cp} balanced chunks")
         elif zero > 0 and dp * cp == 1:
             out.append("ZeRO: nothing to shard over (dp x cp = 1)")
+        elif v > 1 and pp == 1:
+            out.append(f"interleaving: v={v} model chunks need pipeline stages (pp > 1)")
         elif v > 1 and int(layers_stage[i]) % v:
             out.append(f"interleaving: {int(layers_stage[i])} layers per stage do not split into {v} chunks")
         elif v > 1 and int(micro[i]) % pp:

@@ -80,3 +80,22 @@ def test_a_layout_that_does_not_fit_gets_the_changes_that_make_it_fit(llama70: L
     assert steps == sorted(steps)
     assert any(f["change"] == "recompute none -> full" for f in out["fixes"])
     assert out["fixes"][0]["memory_bytes"]["total"] <= out["fixes"][0]["memory_bytes"]["capacity"]
+
+
+def test_fixed_choices_that_cannot_run_say_why(llama70: LlmConfig) -> None:
+    hw = resolve_hardware(H100)
+    setup = TrainingSetup(seq_len=4096, global_batch=64)
+    cases = {Layout(pp=128): "pipeline: pp=128 exceeds the 80 layers",
+             Layout(cp=3): "cannot build: node 'layout': sequence length 4096 is not divisible by cp=3",
+             Layout(dp=4, virtual_stages=2): "interleaving: v=2 model chunks need pipeline stages (pp > 1)"}
+    for layout, reason in cases.items():
+        row = evaluate(llama70, hw, layout, setup).row(0)
+        assert row["reason"] == reason and not row["fits"]
+
+
+def test_offload_moves_adam_to_the_host_link(llama70: LlmConfig) -> None:
+    layout = Layout(tp=8, pp=4, dp=2, zero=1, recompute="full")
+    on_device = _one(llama70, layout, TrainingSetup(seq_len=4096, global_batch=64))
+    offloaded = _one(llama70, layout, TrainingSetup(seq_len=4096, global_batch=64, offload="optimizer"))
+    assert offloaded["memory_bytes"]["optimizer"] == 0.0 < on_device["memory_bytes"]["optimizer"]
+    assert offloaded["time_s"]["optimizer_s"] > 10 * on_device["time_s"]["optimizer_s"]

@@ -1,0 +1,28 @@
+"""Published training throughputs: each source's FLOP convention, and the predictions the docs report."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfmodel.training import flops
+from perfmodel.training.published import RUNS, predict
+
+
+def test_megatrons_count_is_four_thirds_of_the_model_count_without_the_logits() -> None:
+    """Narayanan eq. 3 counts one more forward (full recomputation): 96 vs 72 on the layers."""
+    b, s, layers, h = 8, 2048, 96, 12288
+    assert flops.megatron_flops(b, s, layers, h, 0) == pytest.approx(4 / 3 * flops.model_flops(b, s, layers, h, 0))
+
+
+def test_the_1t_model_reaches_the_papers_aggregate() -> None:
+    """Narayanan et al. 2021: the 1T model at 163 TFLOP/s per GPU on 3072 GPUs is 502 PFLOP/s in all."""
+    run = next(r for r in RUNS if r.name == "Megatron GPT 1008.0B")
+    assert run.published_tflops * run.devices / 1e3 == pytest.approx(502, rel=0.01)
+
+
+@pytest.mark.parametrize("name", ["Korthikanti GPT 175B", "Korthikanti GPT 1T", "Megatron GPT 145.6B"])
+def test_large_a100_runs_are_predicted_within_15_percent(name: str) -> None:
+    """A regression guard on the accuracy table (docs/accuracy.md, 'Training throughput')."""
+    out = predict(next(r for r in RUNS if r.name == name))
+    assert out["fits"]
+    assert abs(out["error"]) < 0.15, out
