@@ -19,6 +19,7 @@ from web.workloads import PRESETS, Workload, from_runs, parse_ops, preset
 
 router = APIRouter(include_in_schema=False)
 DEFAULT_DEVICE = "nvidia-h100-sxm5-80gb"
+OPS_PAGE_SIZE = 50  # rows of the roofline explorer's op table per page
 
 
 def view_cache(request: Request) -> ViewCache:
@@ -60,7 +61,7 @@ def workload_for(request: Request, hardware_id: str, workload: str, ops: str, tr
 
 @router.get("/roofline", response_class=HTMLResponse)
 def roofline_page(request: Request, hardware: str = DEFAULT_DEVICE, workload: str = "llama3-8b-decode",
-                  ops: str = "", trace: str | None = None) -> HTMLResponse:
+                  ops: str = "", trace: str | None = None, page: str = "1") -> HTMLResponse:
     state = app_state(request)
     stored = workload in ("trace", "runs")
     if stored and not can_read(request):
@@ -78,7 +79,9 @@ def roofline_page(request: Request, hardware: str = DEFAULT_DEVICE, workload: st
         return {"figure": figure_json(view.figure), "view": view}
 
     built = view_cache(request).get(key, compute)
-    return render(request, "roofline.html", hw=hw, **built, **context)
+    pages = max(1, -(-len(built["view"].rows) // OPS_PAGE_SIZE))
+    return render(request, "roofline.html", hw=hw, page=min(int_or_none(page) or 1, pages) or 1,
+                  page_size=OPS_PAGE_SIZE, **built, **context)
 
 
 @router.get("/runs", response_class=HTMLResponse)

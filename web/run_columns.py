@@ -9,9 +9,11 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import Text, cast, select
+from sqlalchemy.orm import Session
 
 from api.state import AppState
-from perfmodel.store import Store
+from perfmodel.store import Store, TraceKernelRow
+from perfmodel.store.kernels_repo import _kernel_row
 from perfmodel.store.models import RunModel, RunTagModel, TraceKernelModel
 from perfmodel.store.runs_repo import _filters
 from web.access import device
@@ -115,3 +117,12 @@ def run_names(store: Store, run_ids: list[int]) -> dict[int, str]:
             if kernel_run is not None:
                 names.setdefault(kernel_run, name)
     return names
+
+
+def counter_kernel_rows(store: Store, upload_id: int) -> list[TraceKernelRow]:
+    """The kernels of an upload that carry profiler counters, longest first (the others are not read)."""
+    stmt = (select(TraceKernelModel).where(TraceKernelModel.trace_upload_id == upload_id,
+                                           cast(TraceKernelModel.counters, Text) != "{}")
+            .order_by(TraceKernelModel.duration_s.desc(), TraceKernelModel.id))
+    with Session(store.engine) as session:
+        return [_kernel_row(m) for m in session.scalars(stmt)]

@@ -6,11 +6,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfmodel.store import RunRow, Store, TraceKernelRow
+import numpy as np
+
+from perfmodel.store import Store
 from perfmodel.traces import KernelRecord
 from perfmodel.traces.ingest import stored_counter_kernels
+from web.run_columns import codes, counter_kernel_rows, read_run_columns, run_names
 
 MAX_OPS = 5000
+NAME_CHUNK = 500  # run ids per name query (SQLite binds at most 32,766 variables)
 
 
 @dataclass
@@ -113,39 +117,33 @@ def parse_ops(text: str) -> Workload:
     return work
 
 
-def run_name(run: RunRow, kernel_names: dict[int, str] | None = None) -> str:
-    for key in ("name", "kernel", "op_name"):
-        if run.tags.get(key):
-            return run.tags[key]
-    if kernel_names and run.id in kernel_names:
-        return kernel_names[run.id]
-    return f"{run.op_kind} run {run.id}"
-
-
-def kernel_names(kernels: list[TraceKernelRow]) -> dict[int, str]:
-    """Run id -> the name of the (longest) kernel of a trace matched to it."""
-    names: dict[int, str] = {}
-    for kernel in kernels:
-        if kernel.run_id is not None:
-            names.setdefault(kernel.run_id, kernel.name)
-    return names
-
-
 def from_runs(store: Store, hardware_id: str, trace_id: int | None) -> Workload:
-    """The stored runs of a device (or of one uploaded trace), each with its measured time."""
-    runs, total = store.list_runs(hardware_id=hardware_id, trace_upload_id=trace_id, limit=MAX_OPS)
+    """The stored runs of a device (or of one uploaded trace), one entry per distinct op: its runs as the
+    count, their mean measured time per run; the ``MAX_OPS`` ops of most measured time when there are more."""
+    runs = read_run_columns(store, hardware_id=hardware_id, trace_id=trace_id)
     label = f"trace {trace_id}" if trace_id is not None else f"stored runs on {hardware_id}"
     work = Workload(label)
     upload = store.get_trace_upload(trace_id) if trace_id is not None else None
-    kernels = store.list_trace_kernels(upload.id) if upload is not None else []
-    names = kernel_names(kernels)
-    for run in runs:
-        work.add(run_name(run, names), run.op, 1, run.measured_time_s)
-    if total > len(runs):
-        work.problems.append(f"showing the first {len(runs)} of {total} runs")
+    texts, inverse = codes(runs.op_text)
+    counts = np.bincount(inverse, minlength=len(texts))
+    total_s = np.bincount(inverse, weights=runs.measured_s, minlength=len(texts))
+    first = np.zeros(len(texts), dtype=np.intp)
+    first[inverse[::-1]] = np.arange(runs.size)[::-1]  # each op's first run
+    kept = np.argsort(-total_s, kind="stable")[:MAX_OPS]
+    ids = [int(runs.run_id[first[o]]) for o in kept]
+    names: dict[int, str] = {}
+    for start in range(0, len(ids), NAME_CHUNK):
+        names.update(run_names(store, ids[start:start + NAME_CHUNK]))
+    for o, run_id in zip(kept.tolist(), ids, strict=True):
+        kind = runs.op_kind[first[o]]
+        work.add(names.get(run_id, f"{kind} run {run_id}"), json.loads(texts[o]), int(counts[o]),
+                 float(total_s[o] / counts[o]))
+    if len(texts) > len(kept):
+        work.problems.append(f"showing the {len(kept)} ops of most measured time of {len(texts)} distinct ops "
+                             f"({runs.size} runs)")
     if upload is not None:
-        work.counter_kernels = stored_counter_kernels(kernels, upload.format)
-    if not runs:
+        work.counter_kernels = stored_counter_kernels(counter_kernel_rows(store, upload.id), upload.format)
+    if not runs.size:
         also = (f"; its {len(work.counter_kernels)} kernels with profiler counters stand where their own counters "
                 "put them (the table below; those with counted FLOPs also on the chart)" if work.counter_kernels
                 else "")

@@ -72,7 +72,7 @@ def test_plotly_labels_get_markup_as_entities(client: TestClient) -> None:
     figure = orjson.loads(blob.group(1))
     assert XSS not in orjson.dumps(figure).decode()  # run names stay out of the scatter (hover: run id, error)
     assert ESCAPED in html.split('id="kernel-table"')[1]  # ... and are escaped in the kernel table
-    roofline = client.get(f"/roofline?hardware={H100}&workload=runs").text
+    roofline = client.get(f"/roofline?hardware={H100}&workload=trace&trace=1").text
     blob = re.search(r'id="roofline-chart-json">(.*?)</script>', roofline, re.S)
     assert blob is not None
     hover = " ".join(t for trace in orjson.loads(blob.group(1))["data"] for t in (trace.get("hovertext") or []))
