@@ -1,0 +1,93 @@
+"""``perfmodel advise partition|precision MODEL -H DEVICE``: partition and precision advice in the terminal.
+
+Only typer is imported at the top: the model code loads when a command runs (``perfmodel --help`` stays quick).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from perfmodel.units import format_bytes, format_time_s
+
+advise_app = typer.Typer(help="Compiler advice: which ops fall back to the host, where quantization pays.",
+                         no_args_is_help=True)
+
+ModelArg = Annotated[str, typer.Argument(help="bundled config name, config.json, .onnx file or graph JSON")]
+HardwareOpt = Annotated[str, typer.Option("--hardware", "-H", help="hardware id")]
+PhaseOpt = Annotated[str, typer.Option(help="LLM configs: prefill or decode")]
+TokensOpt = Annotated[int, typer.Option(help="LLM configs: prompt tokens per sequence")]
+BatchOpt = Annotated[int, typer.Option(help="LLM configs: sequences per step")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output")]
+
+
+def _graph(model: str, phase: str, batch: int, prompt_tokens: int) -> Any:
+    from perfmodel.advice.source import advice_graph
+
+    if phase not in ("prefill", "decode"):
+        _fail(f"--phase {phase!r}: expected prefill or decode")
+    return advice_graph(model, phase, batch, prompt_tokens)  # type: ignore[arg-type]
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+@advise_app.command("partition")
+def partition_command(model: ModelArg, hardware: HardwareOpt,
+                      fallback: Annotated[str, typer.Option(help="host that runs what the device cannot")] =
+                      "intel-xeon-platinum-8480",
+                      supported_ops: Annotated[str | None, typer.Option(
+                          help="comma-separated op kinds / importer op types the device runs (default: its spec)")]
+                      = None,
+                      phase: PhaseOpt = "prefill", batch: BatchOpt = 1, prompt_tokens: TokensOpt = 2048,
+                      as_json: JsonOpt = False) -> None:
+    """Which ops fall back to the host and what the partition boundaries cost."""
+    from perfmodel.advice.partition import partition
+    from perfmodel.advice.source import with_supported_ops
+
+    try:
+        declared = [s.strip() for s in supported_ops.split(",") if s.strip()] if supported_ops else None
+        report = partition(_graph(model, phase, batch, prompt_tokens), with_supported_ops(hardware, declared),
+                           fallback)
+    except (ValueError, KeyError) as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=2))
+        return
+    t = report.totals
+    typer.echo(f"{report.device_id} with fallback {report.fallback_id}: {len(report.fallback_ops)} ops fall back, "
+               f"{int(t['crossings'])} tensor copies ({format_bytes(t['transfer_bytes'])})")
+    typer.echo(f"  step {format_time_s(t['step_s'])} = device {format_time_s(t['device_s'])} + fallback "
+               f"{format_time_s(t['fallback_s'])} + copies {format_time_s(t['transfer_s'])} + launches "
+               f"{format_time_s(t['launch_s'])}; all on the device: {format_time_s(t['all_on_device_s'])}")
+    for op in report.fallback_ops[:20]:
+        typer.echo(f"  {op['node']:<40} {format_time_s(op['fallback_time_s']):>10} on the host "
+                   f"({format_time_s(op['device_time_s'])} on the device): {op['reason']}")
+    for note in report.notes:
+        typer.echo(f"  note: {note}")
+
+
+@advise_app.command("precision")
+def precision_command(model: ModelArg, hardware: HardwareOpt, phase: PhaseOpt = "prefill", batch: BatchOpt = 1,
+                      prompt_tokens: TokensOpt = 2048, as_json: JsonOpt = False) -> None:
+    """Where fp8 / int8 / int4 (weight-only and full) pay: per scheme, per layer and for the step."""
+    from perfmodel.advice.precision import precision_advice
+
+    try:
+        report = precision_advice(_graph(model, phase, batch, prompt_tokens), hardware)
+    except (ValueError, KeyError) as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=2))
+        return
+    typer.echo(f"{report.hardware_id}: step {format_time_s(report.graph_time_s)}, {len(report.ops)} quantizable ops")
+    typer.echo(f"  {'scheme':<18} {'step':>10} {'speedup':>8} {'gain':>10} {'added Q ops':>12}")
+    for scheme, total in report.totals.items():
+        typer.echo(f"  {scheme:<18} {format_time_s(total['graph_time_s']):>10} {total['speedup']:>7.2f}x "
+                   f"{format_time_s(total['gain_s']):>10} {format_time_s(total['quantize_time_s']):>12}")
