@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from perfmodel import __version__
+from perfmodel.advice.cli import advise_app
 from perfmodel.graph.cli import estimate_command, sweep_command
 from perfmodel.training.cli import train_layouts_command
 from perfmodel.units import format_bytes, format_rate, format_time_s
@@ -27,6 +28,7 @@ hardware_app = typer.Typer(help="The hardware library.", no_args_is_help=True)
 app.add_typer(hardware_app, name="hardware")
 token_app = typer.Typer(help="API tokens for writes (stored hashed, revocable).", no_args_is_help=True)
 app.add_typer(token_app, name="token")
+app.add_typer(advise_app, name="advise")
 
 
 def _fail(message: str) -> None:
