@@ -6,11 +6,12 @@ that does not parse is recorded as a failed upload and answered with a 422; noth
 
 from __future__ import annotations
 
+from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Path, Query, Response, UploadFile
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from api.deps import get_state, require_read, require_write
 from api.schemas import Versioned
@@ -20,6 +21,7 @@ from perfmodel.store import TraceKernelRow, TraceTotals, TraceUploadRow
 from perfmodel.store.base import storable
 from perfmodel.traces import KernelRecord, MatchResult, TraceError
 from perfmodel.traces.ingest import alarms_json, ingest_trace, stored_counter_kernels
+from perfmodel.traces.matching import reason_category
 from perfmodel.traces.measured_roofline import counter_points, measured_roofline_json
 from perfmodel.traces.source import ParseLimits, TraceLimitExceeded, parse_limits
 
@@ -75,6 +77,10 @@ class TraceOut(Versioned):
     total_kernel_time_s: float
     matched_time_s: float
     unmodelled_time_share: float
+    # shares of the kernel time: matched per match source (framework shapes, counters, grid/block...), unmodelled
+    # per reason category (shapes not recorded, unrecognised kernel...); empty in the list of uploads
+    matched_share_by_source: dict[str, float] = Field(default_factory=dict)
+    unmodelled_share_by_category: dict[str, float] = Field(default_factory=dict)
     unmodelled: list[UnmodelledOut]
     roof_alarms: list[AlarmOut]
     warnings: list[str]
@@ -120,6 +126,20 @@ def _unmodelled(rows: list[TraceKernelRow]) -> list[dict[str, Any]]:
     listed = sorted(grouped.items(), key=lambda item: -item[1][0])[:MAX_LISTED_UNMODELLED]
     return [{"name": name, "time_s": t, "count": int(n), "reason": reason or "not modelled"}
             for (name, reason), (t, n) in listed]
+
+
+def _shares(state: AppState, upload_id: int, rows: list[TraceKernelRow], total_s: float) -> dict[str, Any]:
+    """The kernel time's shares: matched per match source, unmodelled per reason category (largest first)."""
+    if total_s <= 0:
+        return {"matched_share_by_source": {}, "unmodelled_share_by_category": {}}
+    by_category: dict[str, float] = defaultdict(float)
+    for k in rows:
+        if k.run_id is None:
+            by_category[reason_category(k.reason or "not modelled")] += k.duration_s
+    by_source = state.store.trace_time_by_match_source(upload_id)
+    return {"matched_share_by_source": {k: v / total_s for k, v in sorted(by_source.items(), key=lambda i: -i[1])},
+            "unmodelled_share_by_category": {k: v / total_s for k, v in
+                                             sorted(by_category.items(), key=lambda i: -i[1])}}
 
 
 def _stored_alarms(hardware: Hardware, records: list[KernelRecord]) -> list[dict[str, Any]]:
@@ -171,8 +191,9 @@ def upload_trace(response: Response, file: UploadFile = File(description="a prof
     if done.duplicate:
         response.status_code = 200
     alarms = _stored_alarms(device, stored_counter_kernels(rows, upload.format)) if done.duplicate else done.roof_alarms
-    return _summary(upload, state.store.trace_totals([upload.id]).get(upload.id), _unmodelled(rows), alarms,
-                    done.warnings, done.duplicate)
+    out = _summary(upload, state.store.trace_totals([upload.id]).get(upload.id), _unmodelled(rows), alarms,
+                   done.warnings, done.duplicate)
+    return {**out, **_shares(state, upload.id, rows, out["total_kernel_time_s"])}
 
 
 @router.get("/traces", response_model=TraceList, dependencies=[Depends(require_read)])
@@ -200,6 +221,7 @@ def get_trace(upload_id: int = UPLOAD_ID, state: AppState = Depends(get_state),
     alarms = _stored_alarms(device, records) if device else []
     out = _summary(upload, state.store.trace_totals([upload_id]).get(upload_id), _unmodelled(rows), alarms,
                    [upload.error] if upload.error else [], False)
+    out.update(_shares(state, upload_id, rows, out["total_kernel_time_s"]))
     out["measured_roofline"] = (measured_roofline_json(counter_points(device, records), MAX_LISTED_COUNTER_POINTS)
                                 if device else None)
     out["kernel_rows"] = [{"name": k.name, "category": k.category, "duration_s": k.duration_s,

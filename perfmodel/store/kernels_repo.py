@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from perfmodel.store.base import OFFSET_MAX, StoreBase, as_dict, check_json, check_str, is_id, storable
 from perfmodel.store.errors import StoreError
-from perfmodel.store.models import RunModel, TraceKernelModel, TraceUploadModel
+from perfmodel.store.models import RunModel, RunTagModel, TraceKernelModel, TraceUploadModel
 from perfmodel.store.rows import RunIn, TraceKernelIn, TraceKernelRow, TraceTotals, TraceUploadRow
 from perfmodel.store.runs_repo import insert_runs, validate_runs
 from perfmodel.store.traces_repo import _check_count, _upload
@@ -130,6 +130,21 @@ class KernelsRepo(StoreBase):
                 .order_by(TraceKernelModel.duration_s.desc(), TraceKernelModel.id).limit(limit))
         with self._read() as session:
             return [_kernel_row(m) for m in session.scalars(stmt)]
+
+    def trace_time_by_match_source(self, upload_id: int) -> dict[str, float]:
+        """An upload's matched kernel time (s) per match source (its runs' ``match_source`` tag: framework
+        shapes, counters, grid/block...; 'untagged' for runs without one), in one aggregate query."""
+        if not is_id(upload_id):
+            return {}
+        source = func.coalesce(RunTagModel.value, "untagged")
+        stmt = (select(source, func.sum(TraceKernelModel.duration_s))
+                .select_from(TraceKernelModel)
+                .outerjoin(RunTagModel, (RunTagModel.run_id == TraceKernelModel.run_id)
+                           & (RunTagModel.key == "match_source"))
+                .where(TraceKernelModel.trace_upload_id == upload_id, TraceKernelModel.run_id.is_not(None))
+                .group_by(source))
+        with self._read() as session:
+            return {str(name): float(time_s) for name, time_s in session.execute(stmt)}
 
     def trace_totals(self, upload_ids: Sequence[int]) -> dict[int, TraceTotals]:
         """Per upload, in one aggregate query: kernel launches, kernel time, the time matched to runs and the
