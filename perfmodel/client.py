@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from datetime import datetime
 from types import TracebackType
 from typing import Any
@@ -14,6 +16,7 @@ from typing import Any
 import httpx
 
 JSON = dict[str, Any]
+JOB_ENDED = ("succeeded", "failed", "cancelled", "interrupted")
 
 
 class ApiError(RuntimeError):
@@ -133,4 +136,47 @@ class Client:
                     op_kind: str | None = None) -> JSON:
         params = {k: v for k, v in (("hardware", hardware), ("calibration", calibration), ("op_kind", op_kind)) if v}
         out: JSON = self._call("GET", "/comparisons", params=params)
+        return out
+
+    # calibrations (a job: POST answers 202 with its URL, the fit runs in the service's worker pool)
+    def calibrate(self, hardware: str, run_filter: JSON | None = None, *, base_calibration: int | None = None,
+                  folds: int = 5, notes: str | None = None,
+                  progress: Callable[[str, float], None] | None = None, poll_s: float = 0.5,
+                  timeout_s: float = 3600.0) -> JSON:
+        """Fit a calibration of ``hardware`` on its stored runs that ``run_filter`` picks (``trace_upload_id``,
+        ``op_kind``, ``source``, ``tags``, ...) and return it (``GET /calibrations/{id}``). POSTs the job, then
+        polls its URL every ``poll_s`` seconds, calling ``progress(stage, fraction 0..1)`` at each change.
+        ApiError: a refusal (4xx at once), or the job failed, was cancelled or interrupted (its reason), or did
+        not end within ``timeout_s`` seconds (status 504; the job goes on: ``job(id)`` shows it)."""
+        body = {"hardware": hardware, "filter": run_filter or {}, "base_calibration": base_calibration,
+                "folds": folds, "notes": notes}
+        job: JSON = self._call("POST", "/calibrations", json=body)
+        deadline_s = time.monotonic() + timeout_s
+        seen: tuple[str, float] | None = None
+        while True:
+            state = (str(job.get("stage") or job["status"]), float(job.get("progress") or 0.0))
+            if progress is not None and state != seen:
+                progress(*state)
+                seen = state
+            if job["status"] in JOB_ENDED:
+                break
+            if time.monotonic() >= deadline_s:
+                raise ApiError(504, f"calibration job {job['id']} still {job['status']} after {timeout_s:.0f} s")
+            time.sleep(poll_s)
+            job = self.job(int(job["id"]))
+        if job["status"] != "succeeded":
+            raise ApiError(422 if job["status"] == "failed" else 409,
+                           f"calibration job {job['id']} {job['status']}: {job.get('error') or 'no reason given'}")
+        return self.calibration(int(job["result"]["calibration_id"]))
+
+    def calibration(self, calibration_id: int) -> JSON:
+        out: JSON = self._call("GET", f"/calibrations/{calibration_id}")
+        return out
+
+    def job(self, job_id: int) -> JSON:
+        out: JSON = self._call("GET", f"/jobs/{job_id}")
+        return out
+
+    def cancel_job(self, job_id: int) -> JSON:
+        out: JSON = self._call("DELETE", f"/jobs/{job_id}")
         return out
