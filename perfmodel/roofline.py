@@ -145,14 +145,13 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         t_comm = collective_time(t, work.comm_kind, work.comm_bytes, work.comm_devices,
                                  work.comm_devices_per_node, work.comm_algorithm)
 
-    engine_names = _engine_names(t, work)
     engine_times = {"matrix": t_matrix, "vector": t_vector, "special": t_special}
     columns = [t_matrix, t_vector, t_special, *level_times.values(), t_comm]
     stack = np.vstack(columns)
     body = np.where(gemm, np.maximum(totals.body_s, np.maximum(t_vector, t_special)), stack.max(axis=0))
     # an algorithm's transform kernels (Winograd non-fused) stream through DRAM after the GEMMs: their time adds;
     # so do NVIDIA's NCHW -> NHWC conversions (cuDNN's nchwToNhwcKernel) before a tensor-core convolution
-    serial_bytes = work.serial_bytes + 2.0 * work.nhwc_bytes * _converts_to_nhwc(t, engine_names["matrix"])
+    serial_bytes = work.serial_bytes + 2.0 * work.nhwc_bytes * _converts_to_nhwc(t, work.matrix_dtype)
     serial_s = serial_bytes / (t.bandwidth_bytes_per_s(t.dram) * d.dram_efficiency)
     if serial_s.any():
         body = body + serial_s
@@ -170,19 +169,14 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         body = body + fresh_s
         level_times[t.dram.name] = level_times[t.dram.name] + fresh_s
     time_s = body + overhead
-    labels = np.array(["matrix", "vector", "special", *level_times.keys(), "interconnect"], dtype=object)
-    bound = labels[which]
-    for cls, names in engine_names.items():
-        mask = bound == cls
-        bound[mask] = names[mask]
-    bound[(overhead >= body) & (work.kernels > 0)] = "latency"
-    bound[work.kernels + extra_kernels == 0] = "none"
+    bound = _bound_names(t, work, which, ["matrix", "vector", "special", *level_times.keys(), "interconnect"],
+                         (overhead >= body) & (work.kernels > 0), work.kernels + extra_kernels == 0)
 
     peak_used = np.where(work.flops_matrix > 0, m_peak, v_peak)
     flops = work.flops
     utilization = np.where(time_s > 0, flops / np.maximum(time_s, 1e-30) / peak_used, 0.0)
     return CostBatch(
-        hardware=hardware, ops=ops, time_s=time_s, bound=bound.astype(str), overhead_s=overhead,
+        hardware=hardware, ops=ops, time_s=time_s, bound=bound, overhead_s=overhead,
         flops_by_engine={"matrix": work.flops_matrix, "vector": work.flops_vector,
                          "special": work.flops_special},
         bytes_by_level=levels, time_s_by_level=level_times,
@@ -280,18 +274,34 @@ def _check_supported(t: MachineTables, work: Work, ops: Sequence[Op]) -> None:
         raise OpError(ops[i].kind if i < len(ops) else "?", "dtype", path.note)
 
 
-def _converts_to_nhwc(t: MachineTables, matrix_engine: np.ndarray[Any, np.dtype[Any]]
+def _converts_to_nhwc(t: MachineTables, matrix_dtype: np.ndarray[Any, np.dtype[np.int64]]
                       ) -> np.ndarray[Any, np.dtype[np.bool_]]:
-    """Ops whose GEMMs run on an NVIDIA GPU's tensor cores, which read NHWC operands."""
+    """Ops whose GEMMs run on an NVIDIA GPU's tensor cores, which read NHWC operands (by matrix dtype code)."""
     nvidia_gpu = t.hardware.kind == "gpu" and t.hardware.vendor == "nvidia"
-    out: np.ndarray[Any, np.dtype[np.bool_]] = (matrix_engine == "tensor") & nvidia_gpu
+    on_tensor = np.array([p.engine == "tensor" for p in t.matrix_paths])
+    out: np.ndarray[Any, np.dtype[np.bool_]] = on_tensor[matrix_dtype] & nvidia_gpu
     return out
 
 
-def _engine_names(t: MachineTables, work: Work) -> dict[str, np.ndarray[Any, np.dtype[Any]]]:
-    matrix = np.array([p.engine for p in t.matrix_paths], dtype=object)[work.matrix_dtype]
-    vector = np.array([p.engine for p in t.vector_paths], dtype=object)[work.vector_dtype]
-    return {"matrix": matrix, "vector": vector, "special": np.full(work.n, t.special_engine, dtype=object)}
+def _bound_names(t: MachineTables, work: Work, which: np.ndarray[Any, np.dtype[np.intp]], labels: list[str],
+                 latency: np.ndarray[Any, np.dtype[np.bool_]],
+                 idle: np.ndarray[Any, np.dtype[np.bool_]]) -> np.ndarray[Any, np.dtype[np.str_]]:
+    """What bounds each op: ``labels[which]``, an engine class replaced by the engine running it, 'latency'
+    where the fixed overhead dominates, 'none' for an op without kernels (integer codes, one lookup)."""
+    names = [*labels, *(p.engine for p in t.matrix_paths), *(p.engine for p in t.vector_paths), t.special_engine,
+             "latency", "none"]
+    matrix_at, vector_at = len(labels), len(labels) + len(t.matrix_paths)
+    special_at = vector_at + len(t.vector_paths)
+    code = which.astype(np.intp)
+    # in turn, as string replacement would: an engine named 'vector' that ran matrix work becomes the vector engine
+    for cls, replacement in (("matrix", matrix_at + work.matrix_dtype), ("vector", vector_at + work.vector_dtype),
+                             ("special", np.full(code.size, special_at))):
+        named = np.array([name == cls for name in names])
+        code = np.where(named[code], replacement, code)
+    code[latency] = special_at + 1
+    code[idle] = special_at + 2
+    out: np.ndarray[Any, np.dtype[np.str_]] = np.array(names)[code]
+    return out
 
 
 def _notes(t: MachineTables, work: Work, resident: np.ndarray[Any, np.dtype[np.bool_]],

@@ -119,6 +119,22 @@ class Work:
         return Work(n=len(index), bytes_by_role=roles, **fields)
 
     @staticmethod
+    def interleave(parts: Sequence[Work], rows: Sequence[np.ndarray[Any, np.dtype[np.intp]]], n: int) -> Work:
+        """Join the works of several op groups, part ``p`` going to the rows ``rows[p]`` of the ``n`` ops
+        (``concat`` then ``take`` in one pass)."""
+        def place(name: str, arrays: Sequence[np.ndarray[Any, Any]]) -> np.ndarray[Any, Any]:
+            first = arrays[0]
+            out = np.empty((n, *first.shape[1:]), dtype=np.result_type(*arrays))
+            for values, where in zip(arrays, rows, strict=True):
+                out[where] = values
+            return out
+
+        names = [f.name for f in dataclasses.fields(Work) if f.name not in ("n", "bytes_by_role")]
+        joined = {name: place(name, [getattr(p, name) for p in parts]) for name in names}
+        roles = {r: place(r, [p.bytes_by_role[r] for p in parts]) for r in ROLES}
+        return Work(n=n, bytes_by_role=roles, **joined)
+
+    @staticmethod
     def concat(parts: Sequence[Work]) -> Work:
         """Join the works of several op groups (in the given order)."""
         def cat(name: str) -> Any:

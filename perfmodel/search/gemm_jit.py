@@ -90,6 +90,29 @@ def fill_candidates(v: Any, bm: Any, bn: Any, bk_bytes: Any, stages: Any, eb: fl
         table[j, C_UNBUFFERED] = latency / resident
 
 
+TABLES_KEPT = 8  # candidate tables kept per call, one per distinct (element size, peak) of the ops
+
+
+@numba.njit(inline="always", cache=True)
+def table_for(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, eb: float, peak: float, cache: Any, keys: Any) -> int:
+    """The slot of ``cache`` holding the candidate table of (``eb``, ``peak``), filled on a miss (slots
+    reused in turn once all are taken)."""
+    for slot in range(TABLES_KEPT):
+        if keys[slot, 0] == eb and keys[slot, 1] == peak:
+            return slot
+    slot = 0
+    while slot < TABLES_KEPT - 1 and keys[slot, 0] == keys[slot, 0]:  # first empty (NaN) slot, else the last
+        slot += 1
+    if keys[slot, 0] == keys[slot, 0]:  # all taken: shift the others down, newest last
+        for s in range(TABLES_KEPT - 1):
+            cache[s] = cache[s + 1]
+            keys[s] = keys[s + 1]
+    fill_candidates(v, bm, bn, bk, stages, eb, peak, cache[slot])
+    keys[slot, 0] = eb
+    keys[slot, 1] = peak
+    return slot
+
+
 @numba.njit(inline="always", cache=True)
 def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: float, g: float, b: float, mm: float,
             nn: float, kk: float, eb: float, compulsory: float) -> Any:
@@ -147,10 +170,10 @@ def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: floa
 def grid(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any, batch: Any, m: Any, n: Any,
          k: Any, elem: Any, peak: Any, compulsory: Any, out: Any, reject: Any) -> None:
     """Every figure of every (op, candidate) into ``out`` (fields x ops x candidates) and ``reject``."""
-    c = np.empty((bm.size, C_SIZE))
+    cache = np.empty((TABLES_KEPT, bm.size, C_SIZE))
+    keys = np.full((TABLES_KEPT, 2), np.nan)
     for i in range(batch.size):
-        if i == 0 or elem[i] != elem[i - 1] or peak[i] != peak[i - 1]:
-            fill_candidates(v, bm, bn, bk, stages, elem[i], peak[i], c)
+        c = cache[table_for(v, bm, bn, bk, stages, elem[i], peak[i], cache, keys)]
         for j in range(bm.size):
             r = element(v, c, j, bm[j], bn[j], stages[j], split[j], group[j], batch[i], m[i], n[i], k[i], elem[i],
                         compulsory[i])
@@ -163,10 +186,10 @@ def grid(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any,
 def best(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any, batch: Any, m: Any, n: Any,
          k: Any, elem: Any, peak: Any, compulsory: Any, index: Any, out: Any) -> None:
     """The cheapest candidate of each op (first of equals, as ``np.argmin``) and its figures."""
-    c = np.empty((bm.size, C_SIZE))
+    cache = np.empty((TABLES_KEPT, bm.size, C_SIZE))
+    keys = np.full((TABLES_KEPT, 2), np.nan)
     for i in range(batch.size):
-        if i == 0 or elem[i] != elem[i - 1] or peak[i] != peak[i - 1]:
-            fill_candidates(v, bm, bn, bk, stages, elem[i], peak[i], c)
+        c = cache[table_for(v, bm, bn, bk, stages, elem[i], peak[i], cache, keys)]
         chosen = 0
         lowest = np.inf
         for j in range(bm.size):

@@ -1,0 +1,168 @@
+"""Batch prediction from columns or JSON dicts, without an ``Op`` object per row where the kind allows.
+
+``predict_columns(hw, {"kind": [...], "m": [...], "n": [...], "k": [...], "dtype": [...]})`` takes a
+table (field name -> array, one row per op; a ``shape`` column is an ops x rank array), and
+``predict_dicts(hw, [{"kind": "matmul", ...}, ...])`` takes what ``predict_many`` takes. Kinds whose
+class reads ``OpColumns`` (``columnar``: matmul, the row ops) skip the per-op objects; the others are
+built with ``make_op``. The answers are ``predict_many``'s, and ``CostBatch.ops`` builds each row's
+``Op`` when it is asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from types import SimpleNamespace
+from typing import Any, overload
+
+import numpy as np
+
+from perfmodel import uncalibrated_interval
+from perfmodel.cost import CostBatch
+from perfmodel.efficiency import ModelDefaults
+from perfmodel.machine import tables
+from perfmodel.ops import Op, OpError, Work, make_op, op_class, op_kinds
+from perfmodel.ops.base import FloatArray, OpColumns
+from perfmodel.ops.columns import factorize, from_arrays, from_dicts, row_op
+from perfmodel.roofline import HardwareLike, SpaceName, Timing, evaluate, resolve_hardware
+from perfmodel.search.gemm_space import compact_space, full_space
+
+IntArray = np.ndarray[Any, np.dtype[np.intp]]
+Part = tuple[OpColumns | list[Op], IntArray]  # one kind's ops and their rows in the batch
+
+
+class RowOps(Sequence[Op]):
+    """The ops of a batch, each built when first asked for (from its columns)."""
+
+    def __init__(self, n: int, parts: list[Part]) -> None:
+        self._n = n
+        self._parts = [ops for ops, _ in parts]
+        self._part = np.zeros(n, dtype=np.intp)  # which part holds each row, and where in it
+        self._position = np.zeros(n, dtype=np.intp)
+        for p, (_, rows) in enumerate(parts):
+            self._part[rows] = p
+            self._position[rows] = np.arange(rows.size)
+        self._built: dict[int, Op] = {}
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> Op: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Op]: ...
+
+    def __getitem__(self, i: int | slice) -> Op | list[Op]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        op = self._built.get(i)
+        if op is None:
+            ops, j = self._parts[int(self._part[i])], int(self._position[i])
+            op = ops[j] if isinstance(ops, list) else row_op(ops, j)
+            self._built[i] = op
+        return op
+
+    def __iter__(self) -> Iterator[Op]:
+        return (self[i] for i in range(self._n))
+
+
+def _work(parts: list[Part], n: int, granularity: float) -> Work:
+    """The work of every part, in batch row order."""
+    works = [(ops.cls if isinstance(ops, OpColumns) else type(ops[0])).work(ops, granularity)  # type: ignore[arg-type]
+             for ops, _ in parts]
+    if len(parts) == 1 and np.array_equal(parts[0][1], np.arange(n)):
+        return works[0]
+    return Work.interleave(works, [rows for _, rows in parts], n)
+
+
+def _interval_ratios(parts: list[Part], n: int) -> FloatArray:
+    """Per row, the (low, high) ratios of its class's uncalibrated band (``uncalibrated_interval``)."""
+    ratios = np.empty((n, 2))
+    for ops, rows in parts:
+        if isinstance(ops, list):
+            ratios[rows] = uncalibrated_interval.interval_s(ops, np.ones(len(ops)))
+            continue
+        passes = ops.values.get("pass_", np.full(ops.n, "forward"))
+        names, inverse = np.unique(passes, return_inverse=True)
+        proxies = [SimpleNamespace(kind=ops.cls.kind, pass_=str(p)) for p in names.tolist()]
+        ratios[rows] = uncalibrated_interval.interval_s(proxies, np.ones(len(proxies)))[inverse.ravel()]  # type: ignore[arg-type]
+    return ratios
+
+
+def _predict(hardware: HardwareLike, parts: list[Part], n: int, timing: Timing, warm_cache: bool,
+             defaults: ModelDefaults | None, space: SpaceName) -> CostBatch:
+    hw = resolve_hardware(hardware)
+    work = _work(parts, n, float(hw.dram.access_granularity_bytes or 1))
+    t = tables(hw)
+    batch = evaluate(work, RowOps(n, parts), hw, timing, warm_cache, defaults,
+                     full_space(t) if space == "full" else compact_space(t))
+    batch.uncalibrated_interval_s = batch.time_s[:, None] * _interval_ratios(parts, n)
+    return batch
+
+
+def predict_dicts(hardware: HardwareLike, dicts: Sequence[Mapping[str, Any]], timing: Timing = "kernel",
+                  warm_cache: bool = False, defaults: ModelDefaults | None = None,
+                  space: SpaceName = "compact") -> CostBatch:
+    """``predict_many`` of JSON-style dicts; columnar kinds are read field by field into columns."""
+    groups: dict[str, list[int]] = {}
+    for i, d in enumerate(dicts):
+        kind = d.get("kind") if isinstance(d, Mapping) else None
+        if not isinstance(kind, str):
+            make_op(d)  # type: ignore[arg-type]  # raises make_op's error
+            raise OpError("?", "kind", "missing or not a string")
+        groups.setdefault(kind, []).append(i)
+    parts: list[Part] = []
+    for kind, rows in groups.items():
+        cls = op_class(kind)
+        picked = [dicts[i] for i in rows]
+        ops: OpColumns | list[Op] = (from_dicts(cls, picked) if cls.columnar
+                                     else [make_op(d) for d in picked])  # type: ignore[arg-type]
+        parts.append((ops, np.array(rows, dtype=np.intp)))
+    return _predict(hardware, parts, len(dicts), timing, warm_cache, defaults, space)
+
+
+def predict_columns(hardware: HardwareLike, columns: Mapping[str, Any], timing: Timing = "kernel",
+                    warm_cache: bool = False, defaults: ModelDefaults | None = None,
+                    space: SpaceName = "compact") -> CostBatch:
+    """Predict the ops of a table: ``columns["kind"]`` names each row's kind, the other columns its fields
+    (``dtype`` as names, a ``shape`` column as an ops x rank array; a kind ignores the columns it has no
+    field for). Rows of a kind whose class does not read columns are built as ``Op``s from their cells."""
+    if "kind" not in columns:
+        raise OpError("?", "kind", "the table has no 'kind' column")
+    kinds = np.asarray(columns["kind"]).astype(str)
+    names = op_kinds()
+    inverse = factorize(kinds, names)
+    if (inverse < 0).any():
+        op_class(str(kinds[inverse < 0][0]))  # raises: unknown kind, naming the known ones
+    for name, values in columns.items():
+        if len(values) != kinds.size:
+            raise OpError("?", name, f"column of {len(values)} rows; 'kind' has {kinds.size}")
+    parts: list[Part] = []
+    for code, kind in enumerate(names):
+        rows = np.nonzero(inverse == code)[0]
+        if rows.size == 0:
+            continue
+        cls = op_class(kind)
+        ops = from_arrays(cls, columns, rows) if cls.columnar else [_cell_op(kind, columns, int(i)) for i in rows]
+        parts.append((ops, rows))
+    return _predict(hardware, parts, int(kinds.size), timing, warm_cache, defaults, space)
+
+
+def _cell_op(kind: str, columns: Mapping[str, Any], i: int) -> Op:
+    """The op of row ``i`` built from its cells (missing cells — None or NaN — left to the defaults)."""
+    cls = op_class(kind)
+    known = set(cls.__dataclass_fields__) | set(cls.aliases)
+    row: dict[str, Any] = {"kind": kind}
+    for name, values in columns.items():
+        if name == "kind" or name not in known:
+            continue
+        value = values[i]
+        value = value.tolist() if isinstance(value, np.ndarray | np.generic) else value
+        if value is None or (isinstance(value, float) and np.isnan(value)):
+            continue
+        row[name] = value
+    return make_op(row)

@@ -1,0 +1,223 @@
+"""Ops as columns (``OpColumns``) built from plain dicts or from arrays, checked as ``make_op`` checks them.
+
+A class with ``columnar = True`` reads ``OpColumns`` in its ``work`` and says which rows its own checks
+reject (``invalid_rows``, the vectorised ``__post_init__``). A bad row is re-built as an ``Op`` so the
+error is the one ``make_op`` raises, word for word. ``row_op`` builds the ``Op`` of one row on demand.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from perfmodel.dtypes import DType, parse_dtype
+from perfmodel.ops.base import DTYPE_INDEX, DTYPES, NO_DTYPE, Op, OpColumns, OpError, _schema
+
+BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
+RANK_SUFFIX = "#rank"  # values[f"shape{RANK_SUFFIX}"]: each row's rank where the shapes came from dicts
+
+
+def _kind_of(hint: Any) -> tuple[str, bool]:
+    """('dtype' | 'number' | 'int' | 'flag' | 'choice' | 'shape' | 'other', optional) of a field's type hint."""
+    optional = False
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = typing.get_args(hint)
+        optional = type(None) in args
+        hint = next(a for a in args if a is not type(None))
+    if hint is DType:
+        return "dtype", optional
+    if hint is bool:
+        return "flag", optional
+    if hint is int:
+        return "int", optional
+    if hint is float:
+        return "number", optional
+    if typing.get_origin(hint) is tuple:
+        return "shape", optional
+    if typing.get_origin(hint) is Literal:
+        return "choice", optional
+    return "other", optional
+
+
+def _default(spec: dataclasses.Field[Any]) -> Any:
+    if spec.default is not dataclasses.MISSING:
+        return spec.default
+    if spec.default_factory is not dataclasses.MISSING:
+        return spec.default_factory()
+    return dataclasses.MISSING
+
+
+def _shape_block(shapes: Sequence[tuple[int, ...]]) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """Shapes as an n x rank float array, right-aligned, leading dims padded with 1."""
+    rank = max((len(s) for s in shapes), default=1)
+    block = np.ones((len(shapes), max(rank, 1)))
+    for i, shape in enumerate(shapes):
+        if shape:
+            block[i, rank - len(shape):] = shape
+    return block
+
+
+def from_dicts(cls: type[Op], dicts: Sequence[Mapping[str, Any]]) -> OpColumns:
+    """``OpColumns`` of ``cls`` from JSON-style dicts (each converted field by field as ``make_op`` does)."""
+    rows = [cls.field_values(d if isinstance(d, dict) else dict(d)) for d in dicts]
+    hints, fields, _ = _schema(cls)
+    values: dict[str, np.ndarray[Any, Any]] = {}
+    for name, spec in fields.items():
+        kind, _ = _kind_of(hints[name])
+        default = _default(spec)
+        column = [row.get(name, default) for row in rows]
+        if kind == "dtype":
+            values[name] = np.fromiter((NO_DTYPE if v is None else DTYPE_INDEX[v] for v in column), dtype=np.int64,
+                                       count=len(column))
+        elif kind in ("number", "int", "flag"):
+            values[name] = np.array(column, dtype=np.float64)
+        elif kind == "shape":
+            values[name] = _shape_block(column)
+            values[f"{name}{RANK_SUFFIX}"] = np.array([len(v) for v in column], dtype=np.int64)
+        else:
+            values[name] = np.array(column, dtype=object if kind == "other" else str)
+    cols = OpColumns(cls, len(rows), values)
+    _raise_first_invalid(cols)
+    return cols
+
+
+def from_arrays(cls: type[Op], data: Mapping[str, Any], rows: np.ndarray[Any, np.dtype[np.intp]]) -> OpColumns:
+    """``OpColumns`` of ``cls`` from the rows ``rows`` of a table of columns (field name -> array; ``dtype``
+    columns hold names; a ``shape`` column is an n x rank array, right-aligned). Columns of other kinds'
+    fields are ignored; a field this kind needs and the table lacks takes its default, else it is an error."""
+    hints, fields, _ = _schema(cls)
+    keys = {v: k for k, v in cls.aliases.items()}
+    values: dict[str, np.ndarray[Any, Any]] = {}
+    for name, spec in fields.items():
+        kind, optional = _kind_of(hints[name])
+        key = name if name in data else keys.get(name, name)
+        default = _default(spec)
+        if key not in data:
+            if default is dataclasses.MISSING:
+                raise OpError(cls.kind, key, "missing required field (no such column)")
+            values[name] = _default_column(kind, default, int(rows.size))
+            continue
+        values[name] = _convert(cls.kind, key, kind, optional, np.asarray(data[key])[rows])
+    cols = OpColumns(cls, int(rows.size), values)
+    _raise_first_invalid(cols)
+    return cols
+
+
+def factorize(values: np.ndarray[Any, Any], names: Sequence[str]) -> np.ndarray[Any, np.dtype[np.intp]]:
+    """Per element, its index in ``names`` (-1 for none): one vectorised comparison per name, not a sort."""
+    codes = np.full(values.shape[0], -1, dtype=np.intp)
+    for i, name in enumerate(names):
+        codes[values == name] = i
+    return codes
+
+
+def _dtype_codes(op_kind: str, key: str, optional: bool, raw: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Dtype names to codes: canonical names compared at once, the rest (aliases, None) parsed one distinct
+    name at a time."""
+    text = raw.astype(str)
+    canonical = [d.value for d in DTYPES]
+    codes = factorize(text, canonical)
+    other = np.nonzero(codes < 0)[0]
+    if other.size:
+        names, inverse = np.unique(text[other], return_inverse=True)
+        parsed = np.empty(names.size, dtype=np.intp)
+        for i, name in enumerate(names.tolist()):
+            if optional and name in ("None", "", "nan"):
+                parsed[i] = NO_DTYPE
+                continue
+            try:
+                parsed[i] = DTYPE_INDEX[parse_dtype(name)]
+            except ValueError as exc:
+                raise OpError(op_kind, key, str(exc)) from None
+        codes[other] = parsed[inverse.ravel()]
+    return codes.astype(np.int64)
+
+
+def _default_column(kind: str, default: Any, size: int) -> np.ndarray[Any, Any]:
+    """A field's default for ``size`` rows, in the ``OpColumns`` layout."""
+    if kind == "dtype":
+        return np.full(size, NO_DTYPE if default is None else DTYPE_INDEX[default], dtype=np.int64)
+    if kind in ("number", "int", "flag"):
+        return np.full(size, float(default))
+    if kind == "choice":
+        return np.full(size, default)
+    if kind == "shape":
+        return _shape_block([default] * size)
+    return np.full(size, default, dtype=object)
+
+
+def _convert(op_kind: str, key: str, kind: str, optional: bool, raw: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """One column converted to the ``OpColumns`` layout, with ``make_op``'s words for a bad value."""
+    if kind == "dtype":
+        return _dtype_codes(op_kind, key, optional, raw)
+    if kind in ("number", "int", "flag"):
+        try:
+            numbers: np.ndarray[Any, np.dtype[np.float64]] = raw.astype(np.float64)
+        except (TypeError, ValueError):
+            raise OpError(op_kind, key, "expected numbers") from None
+        if not np.isfinite(numbers).all():
+            bad = float(numbers[~np.isfinite(numbers)][0])
+            raise OpError(op_kind, key, "missing required field" if np.isnan(bad) else f"expected a finite number, "
+                          f"got {bad!r}")
+        if kind == "int" and not (numbers == np.floor(numbers)).all():
+            bad = float(numbers[numbers != np.floor(numbers)][0])
+            raise OpError(op_kind, key, f"expected an integer, got {bad!r}")
+        flags: np.ndarray[Any, np.dtype[np.float64]] = (numbers != 0).astype(np.float64)
+        return flags if kind == "flag" else numbers
+    if kind == "shape":
+        block = raw.astype(np.float64)
+        if block.ndim != 2:
+            raise OpError(op_kind, key, "a shape column is an ops x rank array")
+        return block
+    if kind == "choice":
+        return raw.astype(str)
+    return raw
+
+
+def _raise_first_invalid(cols: OpColumns) -> None:
+    """Raise ``make_op``'s error for the first row the class's own checks reject."""
+    check = getattr(cols.cls, "invalid_rows", None)
+    bad: BoolArray = check(cols) if check is not None else np.ones(cols.n, dtype=bool)
+    for i in np.nonzero(bad)[0]:
+        row_op(cols, int(i))  # raises for a bad row; a row only suspected bad builds and passes
+
+
+def row_values(cols: OpColumns, i: int) -> dict[str, Any]:
+    """Row ``i`` as the field values of its ``Op``."""
+    hints, fields, _ = _schema(cols.cls)
+    out: dict[str, Any] = {}
+    for name in fields:
+        kind, _ = _kind_of(hints[name])
+        value = cols.values[name][i]
+        if kind == "dtype":
+            out[name] = None if value == NO_DTYPE else DTYPES[int(value)]
+        elif kind == "int":
+            out[name] = int(value)
+        elif kind == "flag":
+            out[name] = bool(value)
+        elif kind == "number":
+            out[name] = float(value)
+        elif kind == "shape":
+            rank = cols.values.get(f"{name}{RANK_SUFFIX}")
+            dims = [int(d) for d in value]
+            out[name] = tuple(dims[len(dims) - int(rank[i]):] if rank is not None else dims)
+        elif kind == "choice":
+            out[name] = str(value)
+        else:
+            out[name] = value
+    return out
+
+
+def row_op(cols: OpColumns, i: int) -> Op:
+    """The ``Op`` of row ``i`` (its checks run: a bad row raises ``make_op``'s error)."""
+    try:
+        return cols.cls(**row_values(cols, i))
+    except OpError:
+        raise
+    except (ValueError, TypeError) as exc:
+        raise OpError(cols.cls.kind, "<op>", str(exc)) from exc
