@@ -18,9 +18,12 @@ Each result: (op dict, notes, source, confidence).
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
+from perfmodel.dtypes import DType
+from perfmodel.traces.aten_args import TORCH_DTYPES
 from perfmodel.traces.records import KernelRecord
 
 OpDict = dict[str, Any]
@@ -61,6 +64,10 @@ def copy_op(kernel: KernelRecord) -> Inferred | tuple[str, str]:
     """The op of a memcpy/memset record, or (reason, category) where it has none."""
     direction = transfer_direction(kernel.name)
     size = kernel.transfer_bytes
+    sized_by_op = False
+    if (size is None or size <= 0) and kernel.category == "memcpy":
+        size = _copy_op_bytes(kernel)
+        sized_by_op = size is not None
     if direction == "p2p":
         return "peer-to-peer memcpy: the peer's link is not known from the record", HOST_TRANSFER
     if size is None or size <= 0:
@@ -68,11 +75,14 @@ def copy_op(kernel: KernelRecord) -> Inferred | tuple[str, str]:
     if direction in ("h2d", "d2h"):
         pageable = "pageable" in kernel.name.lower()
         notes = [f"{direction} memcpy over the host link (PCIe / NVLink-C2C) of its recorded bytes"]
+        if sized_by_op:
+            notes[0] = (f"{direction} memcpy over the host link (PCIe / NVLink-C2C); no byte count recorded: "
+                        f"{size} bytes, the source tensor of its {kernel.ops[-1].name}")
         if pageable:
             notes.append("pageable host memory: staged by a host copy into the driver's pinned buffer, pipelined "
                          "with the link: the slower of the two sets the rate")
         return ({"kind": "hostcopy", "bytes": size, "direction": direction, "pageable": pageable}, notes,
-                "memcpy/memset", "high" if not pageable else "medium")
+                "memcpy/memset", "medium" if pageable or sized_by_op else "high")
     if direction == "memset" or kernel.category == "memset":
         return ({"kind": "elementwise", "shape": [size], "dtype": "int8", "inputs": 0, "outputs": 1,
                  "flops_per_element": 0.0}, ["memset: one write of its recorded bytes"], "memcpy/memset", "high")
@@ -80,6 +90,24 @@ def copy_op(kernel: KernelRecord) -> Inferred | tuple[str, str]:
         return ({"kind": "reshape", "shape": [size], "new_shape": [size], "dtype": "int8", "contiguous": False},
                 ["device-to-device memcpy: a read and a write of its recorded bytes"], "memcpy/memset", "high")
     return f"memcpy of unknown direction ({kernel.name[:60]})", HOST_TRANSFER
+
+
+_COPY_OPS = ("aten::copy_", "aten::_to_copy", "aten::to", "aten::_copy_from")
+
+
+def _copy_op_bytes(kernel: KernelRecord) -> int | None:
+    """A memcpy's bytes from the copy op that launched it (``aten::copy_(self, src)``: the source tensor, the
+    last tensor argument with a shape and a known dtype), where the record has no byte count (ROCm's Kineto)."""
+    call = next((c for c in reversed(kernel.ops) if c.name in _COPY_OPS and c.input_dims), None)
+    if call is None or call.input_dims is None or call.input_types is None:
+        return None
+    index = 1 if call.name in ("aten::copy_", "aten::_copy_from") else 0  # copy_(self, src); _to_copy(self, ...)
+    if index >= len(call.input_dims) or index >= len(call.input_types):
+        return None
+    shape, type_name = call.input_dims[index], call.input_types[index]
+    if not shape or type_name not in TORCH_DTYPES:
+        return None
+    return int(math.prod(shape) * DType(TORCH_DTYPES[type_name]).bytes)
 
 
 def _cpp_dtype(name: str) -> str | None:

@@ -36,3 +36,12 @@ def test_real_pageable_input_copies_are_predicted_near_their_measured_time() -> 
     for run in big:
         ratio = predict("nvidia-a100-sxm4-40gb", run.op).time_s / run.measured_time_s
         assert 0.5 < ratio < 2.0, (run.op["bytes"], ratio)
+
+
+def test_a_memcpy_without_its_byte_count_is_sized_by_the_copy_op_that_launched_it() -> None:
+    """ROCm's Kineto records no bytes on its memcpy events; aten::copy_(self, src) has the source's shape."""
+    result = match_runs(parse_trace(DATA / "amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"))
+    copies = [r for r in result.runs if r.op["kind"] == "hostcopy"]
+    assert copies and all(r.op["bytes"] == 5 * 128 * 4 and r.confidence == "medium" for r in copies)
+    assert "the source tensor of its aten::copy_" in copies[0].notes[0]
+    assert "size not recorded" not in result.time_by_category()
