@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse
 from perfmodel.graph.llm_config import bundled_names
 from web.access import app_state, can_read, device
 from web.access import devices as all_devices
+from web.advice_view import advice_view
 from web.models_view import CHARTS, MODEL_DTYPES, PHASES, WEIGHT_DTYPES, ModelQuery, estimate_view, parse_query
 from web.pages_analysis import DEFAULT_DEVICE, int_or_none, token_page, view_cache
 from web.sweeps_view import summarize, sweep_view
@@ -26,7 +27,8 @@ SWEEPS_PER_PAGE = 50
 def models_page(request: Request, model: str = ModelQuery.model, hardware: str = DEFAULT_DEVICE,
                 devices: str = "1", tp: str = "", pp: str = "1", batch: str = str(ModelQuery.batch),
                 prompt_tokens: str = str(ModelQuery.prompt_tokens), kv_len: str = "", dtype: str = ModelQuery.dtype,
-                weight_dtype: str = "", phase: str = ModelQuery.phase, chart: str = ModelQuery.chart) -> HTMLResponse:
+                weight_dtype: str = "", phase: str = ModelQuery.phase, chart: str = ModelQuery.chart,
+                advice: str = "") -> HTMLResponse:
     """Numbers arrive as strings so that a bad one is a message on the page, not FastAPI's JSON 422."""
     state = app_state(request)
     form = {"model": model, "devices": devices, "tp": tp, "pp": pp,
@@ -42,9 +44,10 @@ def models_page(request: Request, model: str = ModelQuery.model, hardware: str =
         query = parse_query(form)
         key = ("model", hw.content_hash, dataclasses.astuple(query))
         view = view_cache(request).get(key, lambda: estimate_view(hw, query))
+        tips = view_cache(request).get(("advice", *key[1:]), lambda: advice_view(hw, query)) if advice else None
     except ValueError as exc:  # a bad field, a model that does not fit, tp x pp that does not make the devices...
         return render(request, "models.html", status_code=422, error=str(exc), hw=hw, **context)
-    return render(request, "models.html", hw=hw, view=view, **context)
+    return render(request, "models.html", hw=hw, view=view, advice=tips, **context)
 
 
 @router.get("/models/training", response_class=HTMLResponse)
