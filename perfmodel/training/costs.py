@@ -21,7 +21,7 @@ from perfmodel.graph.llm_build import ADAM_FLOPS_PER_PARAM, LlmWorkload, build_l
 from perfmodel.graph.llm_config import LlmConfig
 from perfmodel.graph.parallel import Parallelism
 from perfmodel.hardware import Hardware
-from perfmodel.roofline import predict_many
+from perfmodel.roofline import predict_many, predict_valid
 
 ATTENTION_KINDS = ("attention",)
 ATTENTION_NAMES = ("qk_matmul", "softmax", "av_matmul", "attention", "attention_window_band", "attention_dropout")
@@ -141,14 +141,25 @@ def cost_table(cfg: LlmConfig, hardware: Hardware, keys: list[ProbeKey], seq_len
         graphs[key] = graph
         extra = dropout_nodes(cfg, key, seq_len, flash, sequence_parallel) if dropout else []
         rows[key] = [(n, slot(op), slot(_forward(op))) for n in [*graph.nodes, *extra] if (op := n.cost_op)
-                     is not None and n.stream != "comm_overlap" and not n.layer.startswith("optimizer")]
+                     is not None and n.stream != "comm_overlap" and not n.layer.startswith("optimizer")
+                     and not n.name.endswith(VOCAB_GATHER)]
     adam = slot({"kind": "elementwise", "shape": [ADAM_PROBE_PARAMS], "dtype": "fp32", "inputs": 4, "outputs": 3,
                  "flops_per_element": ADAM_FLOPS_PER_PARAM, "transcendentals_per_element": 1.0})
-    times = predict_many(hardware, ops).time_s
+    kept, batch, errors = predict_valid(ops, lambda built: predict_many(hardware, built))
+    times = np.full(len(ops), np.nan)
+    if batch is not None:
+        times[kept] = batch.time_s
     _, shares = probe_config(cfg)
     probes: dict[ProbeKey, LayerCosts | str] = {}
     for key, built in graphs.items():
-        probes[key] = built if isinstance(built, str) else _layer_costs(rows[key], times, shares, key.cp)
+        bad = None if isinstance(built, str) else next(
+            (f"{node.name}: {errors[i]}" for node, both, fwd in rows[key] for i in (both, fwd) if i in errors), None)
+        if isinstance(built, str) or bad is not None:
+            probes[key] = built if isinstance(built, str) else bad or ""
+        else:
+            probes[key] = _layer_costs(rows[key], times, shares, key.cp)
+    if adam in errors:
+        raise GraphError("optimizer", errors[adam])
     return CostTable(probes, float(times[adam]) / ADAM_PROBE_PARAMS)
 
 
@@ -177,7 +188,7 @@ def _layer_costs(rows: list[tuple[Node, int, int]], times: np.ndarray[Any, Any],
         elif node.layer == "embed":
             acc["embed"] += t
             acc["embed_params"] += node.params
-        elif node.layer == "head" and not node.name.endswith(VOCAB_GATHER):
+        elif node.layer == "head":
             acc["head"] += t
             acc["head_params"] += node.params
     return LayerCosts(acc["layer"], acc["fwd"], acc["attn"], acc["attn_fwd"], acc["comm"], acc["comm_fwd"],

@@ -99,3 +99,14 @@ def test_offload_moves_adam_to_the_host_link(llama70: LlmConfig) -> None:
     offloaded = _one(llama70, layout, TrainingSetup(seq_len=4096, global_batch=64, offload="optimizer"))
     assert offloaded["memory_bytes"]["optimizer"] == 0.0 < on_device["memory_bytes"]["optimizer"]
     assert offloaded["time_s"]["optimizer_s"] > 10 * on_device["time_s"]["optimizer_s"]
+
+
+def test_a_probe_the_op_model_refuses_rules_out_only_its_layouts() -> None:
+    """8 sequences of 4M tokens through 405B's unsharded MLP make an op the op model calls unreal; tp=8 still runs."""
+    cfg = bundled("llama-3.1-405b")
+    space = SearchSpace(tp=(1, 8), pp=(1,), cp=(1,), zero=(1,), recompute=("full",), micro_batch=(8,),
+                        virtual_stages=(1,))
+    r = search_layouts(cfg, resolve_hardware(H100), 64, TrainingSetup(seq_len=1 << 22, global_batch=512), space)
+    assert r.reasons[0].startswith("cannot build: layers.0.") and "not a real workload" in r.reasons[0]
+    assert np.isnan(r.times.step_s[0])
+    assert not r.reasons[1].startswith("cannot build") and np.isfinite(r.times.step_s[1])
