@@ -7,7 +7,8 @@
   training keeps every node output for the backward, for min(microbatches, pp) microbatches in
   flight (1F1B).
 - training state (mixed-precision Adam): 16-bit gradients, and fp32 master weights, first and
-  second moments (12 bytes per parameter), no ZeRO sharding.
+  second moments (12 bytes per parameter), no ZeRO sharding (``perfmodel.training`` models ZeRO/FSDP,
+  recomputation, sequence/context parallelism and offload for training layouts: docs/training.md).
 """
 
 from __future__ import annotations
