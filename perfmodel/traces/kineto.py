@@ -14,14 +14,15 @@ import bisect
 import re
 from array import array
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-import ijson  # type: ignore[import-untyped]
+import msgspec
 
 from perfmodel.traces import aten_ops
 from perfmodel.traces.aten_comms import comm_args
+from perfmodel.traces.kineto_events import Event, EventArgs, iter_event_batches
 from perfmodel.traces.records import (
     MAX_DIMS,
     MAX_RANK,
@@ -47,6 +48,10 @@ DEVICE_CATEGORIES: dict[str, Category] = {
 # device work that is not a GPU kernel: counted as device time, with what ran it
 OTHER_DEVICE_CATEGORIES = {"mtia_ccp_events": "mtia", "cuda_profiler_range": "cupti range profiler",
                            "hpu_op": "hpu"}
+# device category (lower case) -> the record's category and what ran it (None: a GPU)
+_DEVICE_ACTIONS: dict[str, tuple[Category, str | None]] = {
+    **{name: (category, None) for name, category in DEVICE_CATEGORIES.items()},
+    **{name: ("device", kind) for name, kind in OTHER_DEVICE_CATEGORIES.items()}}
 OP_CATEGORIES = {"cpu_op", "operator"}
 LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver", "runtime", "driver", "hip runtime", "hip_runtime",
                      "hip_driver", "hip driver", "mtia_runtime", "xpu_runtime", "privateuse1_runtime"}
@@ -54,6 +59,9 @@ COLLECTIVE_ANNOTATION = "nccl:"  # ProcessGroupNCCL's user annotation of a colle
 MAX_CONCRETE_CHARS = 256
 MAX_CPU_CHAIN = 16  # ops followed down from a top-level CPU op
 _NO_ID = -(2**63)  # no External id, in the launches' id array
+MAX_CACHED_VALUES = 100_000  # distinct raw shape / type lists remembered per field
+_NO_ARGS = EventArgs()
+_MISSING = object()
 
 
 @dataclass(slots=True)
@@ -111,9 +119,9 @@ def _strings(value: object, limit: int) -> tuple[str, ...] | None:
     return tuple(v[:limit] if isinstance(v, str) else "" for v in value[:MAX_DIMS])
 
 
-def _thread(event: dict[str, Any]) -> tuple[Any, Any]:
-    pid, tid = event.get("pid"), event.get("tid")
-    return (pid if isinstance(pid, int | str) else None, tid if isinstance(tid, int | str) else None)
+def _id(value: object) -> int | str | None:
+    """A process or thread id as the trace gives it (a number or a name); None for anything else."""
+    return value if isinstance(value, int | str) else None
 
 
 class _Launches:
@@ -160,6 +168,8 @@ class _Collector:
         self.truncated = False
         self.skipped = 0  # device events without a valid ts/dur
         self._shared: dict[object, Any] = {}  # one object per distinct name / shape list / type list
+        self._actions: dict[str, str] = {}  # event category -> what it is to the parser (see _action)
+        self._caches: tuple[dict[bytes, Any], ...] = ({}, {}, {}, {})  # raw JSON -> converted, per args field
 
     def share(self, value: Any) -> Any:
         """The stored equal object if there is one (names and shapes repeat thousands of times)."""
@@ -167,58 +177,102 @@ class _Collector:
             return None
         return self._shared.setdefault(value, value)
 
-    def add(self, event: object) -> None:
-        if not isinstance(event, dict) or event.get("ph") != "X":
+    def add(self, event: Event) -> None:
+        if event.ph != "X":
             return
-        category = event.get("cat")
+        category = event.cat
         if not isinstance(category, str):
             return
-        cat = category.lower()
-        args = event.get("args")
-        args = args if isinstance(args, dict) else {}
-        if cat in DEVICE_CATEGORIES:
-            self._add_kernel(event, DEVICE_CATEGORIES[cat], args)
-        elif cat in OTHER_DEVICE_CATEGORIES:
-            self._add_kernel(event, "device", args, OTHER_DEVICE_CATEGORIES[cat])
-        elif cat in OP_CATEGORIES or (cat == "user_annotation" and str(event.get("name")).startswith(
-                COLLECTIVE_ANNOTATION)):
-            self._add_op(event, args)
-        elif cat in LAUNCH_CATEGORIES:
-            correlation = as_int(args.get("correlation"))
-            ts = as_float(event.get("ts"))
+        action = self._actions.get(category)
+        if action is None:
+            action = self._actions[category] = _action(category)
+        args = event.args or _NO_ARGS
+        if action == "op" or action == "annotation":
+            if action == "op" or str(event.name).startswith(COLLECTIVE_ANNOTATION):
+                self._add_op(event, args)
+        elif action == "launch":
+            correlation = as_int(args.correlation)
+            ts = as_float(event.ts)
             if correlation is not None and ts is not None and len(self.launches) < 4 * self.max_records:
-                self.launches.add(correlation, self.share(_thread(event)), ts, as_int(args.get("External id")))
+                self.launches.add(correlation, self.share((_id(event.pid), _id(event.tid))), ts,
+                                  as_int(args.external_id))
+        elif action:
+            category_name, device_kind = _DEVICE_ACTIONS[action]
+            self._add_kernel(event, category_name, args, device_kind)
 
-    def _add_kernel(self, event: dict[str, Any], category: Category, args: dict[str, Any],
-                    device_kind: str | None = None) -> None:
-        ts, dur = as_float(event.get("ts")), as_float(event.get("dur"))
+    def _converted(self, raw: object, convert: Callable[[object], Any], cache: dict[bytes, Any]) -> Any:
+        """``convert`` of a raw JSON value (empty: absent), once per distinct text (shapes and type lists
+        repeat); a value already decoded is converted as it is."""
+        if not isinstance(raw, msgspec.Raw):
+            return self.share(convert(raw))
+        text = bytes(raw)
+        if not text:
+            return None
+        found = cache.get(text, _MISSING)
+        if found is _MISSING:
+            found = self.share(convert(msgspec.json.decode(text)))
+            if len(cache) < MAX_CACHED_VALUES:
+                cache[text] = found
+        return found
+
+    def _add_kernel(self, event: Event, category: Category, args: EventArgs, device_kind: str | None) -> None:
+        ts, dur = as_float(event.ts), as_float(event.dur)
         if ts is None or dur is None or dur < 0:
             self.skipped += 1
             return
         if len(self.kernels) >= self.max_records:
             self.truncated = True
             return
+        nbytes = args.size if args.bytes is msgspec.UNSET else args.bytes
         self.kernels.append(_Kernel(
-            self.share(clip_name(event.get("name"))), category, ts, dur, as_int(args.get("device")),
-            as_int(args.get("stream")), as_int(args.get("correlation")), as_int(args.get("External id")),
-            self.share(dim3(args["grid"])) if "grid" in args else None,
-            self.share(dim3(args["block"])) if "block" in args else None,
-            comm_args(args), as_int(args.get("bytes", args.get("size"))), device_kind))
+            self.share(clip_name(event.name)), category, ts, dur, as_int(args.device),
+            as_int(args.stream), as_int(args.correlation), as_int(args.external_id),
+            self.share(dim3(args.grid)) if args.grid is not None else None,
+            self.share(dim3(args.block)) if args.block is not None else None,
+            _comm_of(args), as_int(nbytes), device_kind))
 
-    def _add_op(self, event: dict[str, Any], args: dict[str, Any]) -> None:
-        ts, dur = as_float(event.get("ts")), as_float(event.get("dur"))
+    def _add_op(self, event: Event, args: EventArgs) -> None:
+        ts, dur = as_float(event.ts), as_float(event.dur)
         if ts is None or dur is None or dur < 0 or len(self.ops) >= 4 * self.max_records:
             return
-        name = event.get("name")
-        sequence = args.get("Sequence number")
+        name = event.name
+        sequence = args.sequence
         backward = isinstance(name, str) and "Backward" in name and not name.startswith("aten::")
+        cache = self._caches
         self.ops.append(_Op(
-            self.share(_thread(event)), ts, ts + dur, self.share(clip_name(event.get("name"))),
-            as_int(args.get("External id")), self.share(_shapes(args.get("Input Dims"))),
-            self.share(_strings(args.get("Input type"), 64)),
-            self.share(_strings(args.get("Concrete Inputs"), MAX_CONCRETE_CHARS)),
-            comm_args(args), self.share(_shapes(args.get("Input Strides"))),
+            self.share((_id(event.pid), _id(event.tid))), ts, ts + dur, self.share(clip_name(name)),
+            as_int(args.external_id), self._converted(args.input_dims, _shapes, cache[0]),
+            self._converted(args.input_types, _type_names, cache[1]),
+            self._converted(args.concrete_inputs, _concrete_values, cache[2]),
+            _comm_of(args), self._converted(args.input_strides, _shapes, cache[3]),
             sequence=sequence if type(sequence) is int else None, backward=backward))
+
+
+def _action(category: str) -> str:
+    """What an event category is to the parser: "op", "annotation" (an op if it names a collective), "launch",
+    a device category's name, or "" (not read)."""
+    cat = category.lower()
+    if cat in OP_CATEGORIES:
+        return "op"
+    if cat == "user_annotation":
+        return "annotation"
+    if cat in LAUNCH_CATEGORIES:
+        return "launch"
+    if cat in DEVICE_CATEGORIES or cat in OTHER_DEVICE_CATEGORIES:
+        return cat
+    return ""
+
+
+def _comm_of(args: EventArgs) -> CommArgs | None:
+    return None if args.collective_name is None else comm_args(args.comm_fields())
+
+
+def _type_names(value: object) -> tuple[str, ...] | None:
+    return _strings(value, 64)
+
+
+def _concrete_values(value: object) -> tuple[str, ...] | None:
+    return _strings(value, MAX_CONCRETE_CHARS)
 
 
 def _nest(ops: list[_Op]) -> None:
@@ -415,16 +469,6 @@ class _CpuTree:
                 input_types=node.types, ops=tuple(chain)))
 
 
-def _events(stream: BinaryIO, top_level_list: bool) -> Iterator[object]:
-    prefix = "item" if top_level_list else "traceEvents.item"
-    try:
-        yield from ijson.items(stream, prefix, use_float=True)
-    except ijson.JSONError as exc:
-        raise TraceError(f"the Kineto trace is not valid JSON ({exc}); expected a complete Chrome trace") from None
-    except (ijson.IncompleteJSONError, UnicodeDecodeError) as exc:  # pragma: no cover - subclass above
-        raise TraceError(f"the Kineto trace is truncated ({exc})") from None
-
-
 # bounded: a hostile head repeating the key without a closing brace must not cost quadratic time
 _DEVICE_NAME = re.compile(rb'"deviceProperties"\s{0,64}:\s{0,64}\[\s{0,64}\{[^}]{0,4096}?"name"\s{0,8}:\s{0,8}'
                           rb'"([^"]{1,200})"')
@@ -447,9 +491,11 @@ def parse_kineto(stream: BinaryIO, top_level_list: bool = False, max_records: in
     ``head``: the file's first decompressed bytes, read for the device name and world size."""
     collected = _Collector(max_records)
     seen = 0
-    for event in _events(stream, top_level_list):
-        seen += 1
-        collected.add(event)
+    add = collected.add
+    for batch in iter_event_batches(stream, top_level_list):
+        seen += len(batch)
+        for event in batch:
+            add(event)
     if seen == 0:
         raise TraceError("the Kineto trace has no events (empty 'traceEvents')")
     if collected.kernels:
