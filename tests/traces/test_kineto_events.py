@@ -69,9 +69,9 @@ def test_the_tail_after_the_array_is_read_and_checked(monkeypatch: pytest.Monkey
     events = [_kernel(i) for i in range(40)]
     text = json.dumps({"schemaVersion": 1, "traceEvents": events, "deviceProperties": [{"name": "A"}, {"id": 1}]})
     assert len(_events(text.encode())) == 40
-    with pytest.raises(TraceError, match="JSON|truncated"):
+    with pytest.raises(TraceError, match=r"JSON|truncated"):
         _events(text.encode()[:-1])  # the closing brace missing
-    with pytest.raises(TraceError, match="JSON|truncated"):
+    with pytest.raises(TraceError, match=r"JSON|truncated"):
         _events(text.encode()[: len(text) // 2])  # cut mid-array
 
 
