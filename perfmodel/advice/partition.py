@@ -4,7 +4,8 @@ A device whose spec declares ``supported_ops`` (op kinds such as ``conv2d`` or i
 ONNX ``Gelu``, case-insensitive; absent = all) runs the compute nodes it supports; the others run on the
 fallback device (the host CPU). Every tensor that crosses between the two is a ``hostcopy`` over the
 device's host link (bytes / link bandwidth + per-copy overhead; ``d2h`` towards the host, ``h2d`` back),
-copied once per direction however many nodes read it; every return from the host to the device
+copied once per direction however many nodes read it (graph inputs and weights are taken to be where
+their readers run); every return from the host to the device
 re-launches the device's work after a host synchronisation (one kernel overhead per crossing). The step
 is the serial sum: device ops + fallback ops + copies + launches (the host waits for its inputs, the
 device for the host's results), set beside the time of the whole graph on the device.

@@ -61,3 +61,21 @@ def test_support_matches_op_kinds_or_importer_types_case_insensitively() -> None
     graph = mlp()
     assert all(supports(hw, node) for node in graph.nodes)
     assert partition(graph, hw, CPU).fallback_ops == []
+
+
+def test_an_onnx_block_partitions_by_onnx_op_types() -> None:
+    from perfmodel.graph.onnx_import import import_onnx
+    from tests.graph.graph_models import transformer_block
+
+    graph = import_onnx(transformer_block().SerializeToString())
+    # an NPU compiler that takes the GEMMs, the reshapes and the adds but not Softmax, Gelu or LayerNormalization
+    hw = with_supported_ops(GPU, ["MatMul", "Reshape", "Transpose", "Add", "Div", "DequantizeLinear"])
+    report = partition(graph, hw, CPU)
+    fallen = sorted({f["source_op"] for f in report.fallback_ops})
+    assert fallen == ["Gelu", "LayerNormalization", "Softmax"]
+    assert len(report.fallback_ops) == 4  # two LayerNormalizations
+    # each fallback op's input comes from the device and its output goes back, except the first LayerNorm's
+    # input: the graph input x, which is taken to be where its first reader runs
+    directions = {b["direction"] for b in report.boundaries}
+    assert directions == {"d2h", "h2d"} and report.totals["crossings"] == 2 * len(report.fallback_ops) - 1
+    assert report.totals["step_s"] > report.totals["all_on_device_s"]
