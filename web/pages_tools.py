@@ -26,7 +26,10 @@ DTYPES = ("bf16", "fp16", "fp8_e4m3", "fp32", "tf32", "int8")
 def upload_page(request: Request, hardware: str = DEFAULT_DEVICE) -> HTMLResponse:
     state = app_state(request)
     uploads = list(reversed(state.store.list_trace_uploads()))[:20] if can_read(request) else []
-    return render(request, "upload.html", devices=devices(state), hardware=hardware, uploads=uploads)
+    totals = state.store.trace_totals([u.id for u in uploads])
+    launches = {upload_id: t.kernels for upload_id, t in totals.items()}
+    return render(request, "upload.html", devices=devices(state), hardware=hardware, uploads=uploads,
+                  launches=launches)
 
 
 @router.get("/tiling", response_class=HTMLResponse)

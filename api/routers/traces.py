@@ -71,7 +71,9 @@ class TraceOut(Versioned):
     status: str
     created_at: datetime
     duplicate: bool = False
-    kernels: int
+    kernels: int = Field(description="kernel launches: every GPU activity (kernel, copy, set) the trace timed")
+    distinct_kernels: int = Field(default=0, description="stored kernel rows: the launches grouped by name, "
+                                  "category, matched op and reason (the uploads table's 'Distinct kernels')")
     matched_ops: int
     runs_created: int
     total_kernel_time_s: float
@@ -155,6 +157,7 @@ def _summary(upload: TraceUploadRow, totals: TraceTotals | None, unmodelled: lis
         "id": upload.id, "hardware": upload.hardware_id, "filename": upload.filename, "format": upload.format,
         "size_bytes": upload.size_bytes, "sha256": upload.sha256, "status": upload.status,
         "created_at": upload.created_at, "duplicate": duplicate, "kernels": totals.kernels,
+        "distinct_kernels": upload.kernel_count or 0,
         "matched_ops": totals.matched_runs, "runs_created": totals.matched_runs,
         "total_kernel_time_s": totals.total_s, "matched_time_s": totals.matched_s,
         "unmodelled_time_share": totals.unmodelled_share, "unmodelled": unmodelled, "roof_alarms": alarms,

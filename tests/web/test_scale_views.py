@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from perfmodel.roofline import predict_many
 from perfmodel.store import RunIn
-from tests.web.conftest import A100, H100, make_app
+from tests.web.conftest import A100, H100, TOKEN, make_app
 from web import runs_view
 from web.run_columns import predict_columns, read_run_columns
 from web.testing import seed_runs, seed_trace
@@ -83,3 +84,26 @@ def test_op_table_is_paged_on_the_server(client: TestClient, monkeypatch: pytest
     assert f"Ops 5–8 of {ops}" in second and 'rel="prev"' in second
     last = client.get(path + "&page=999").text  # past the end: the last page
     assert f"of {ops}</span>" in last and 'rel="next"' not in last
+
+
+@pytest.mark.parametrize("name", ["critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz",
+                                  "activation__relu__nsight_result_first500.csv"])
+def test_upload_answer_and_uploads_table_count_the_same_two_things(client: TestClient, name: str) -> None:
+    """'kernels' are launches (every timed GPU activity), 'distinct_kernels' the stored rows they group into; the
+    uploads table shows both under those names (it showed the rows as 'Kernels' against the answer's launches)."""
+    traces = Path(__file__).resolve().parents[1] / "data" / "traces"
+    path = traces / name
+    if not path.is_file():
+        pytest.skip(f"no {path.name}")
+    with path.open("rb") as handle:
+        answer = client.post("/api/v1/traces", headers={"Authorization": f"Bearer {TOKEN}"},
+                             data={"hardware": A100}, files={"file": (path.name, handle)}).json()
+    detail = client.get(f"/api/v1/traces/{answer['id']}?kernel_limit=100000").json()
+    assert answer["kernels"] == sum(k["instances"] for k in detail["kernel_rows"])
+    assert answer["distinct_kernels"] == len(detail["kernel_rows"]) <= answer["kernels"]
+    html = client.get("/upload").text
+    row = re.search(rf"<tr><td>{answer['id']}</td>.*?</tr>", html, re.S)
+    assert row is not None
+    cells = re.findall(r'<td class="num">([\d,]+)</td>', row.group(0))
+    assert cells == [f"{answer['kernels']:,}", f"{answer['distinct_kernels']:,}"]
+    assert "Kernel launches" in html and "Distinct kernels" in html

@@ -90,8 +90,9 @@ function showUploadResult(body, hardware) {
   const summary = document.getElementById("result-summary");
   summary.replaceChildren();
   const share = body.unmodelled_time_share;
-  const kernels = Array.isArray(body.kernels) ? body.kernels.length : body.kernels;
-  const rows = [["Format", body.format], ["Kernels", kernels], ["Matched ops", body.matched_ops],
+  const count = (n) => (typeof n === "number" ? n.toLocaleString("en-US") : n);
+  const rows = [["Format", body.format], ["Kernel launches", count(body.kernels)],
+    ["Distinct kernels", count(body.distinct_kernels)], ["Matched ops", body.matched_ops],
     ["Runs created", body.runs_created],
     ["Unmodelled time", typeof share === "number" ? (share <= 1 ? share * 100 : share).toFixed(1) + " %" : "–"]];
   for (const [k, v] of rows) { summary.append(el("dt", k), el("dd", v === undefined || v === null ? "–" : v)); }
