@@ -320,21 +320,27 @@ def calibrate_command(
 ) -> None:
     """Fit a calibration on the stored runs of a device (as POST /api/v1/calibrations does) and store it as a new
     version, its latest: then `perfmodel predict ... --calibration latest`, `perfmodel trace ... --calibration
-    latest`, or "calibration": "latest" in the API."""
-    from perfmodel.calibration.stored import NoSuchCalibration, fit_stored, format_calibration_report
+    latest`, or "calibration": "latest" in the API. The fit is a job (GET /api/v1/jobs lists it, DELETE cancels
+    it), run in this process."""
+    from perfmodel.calibration.stored import format_calibration_report
+    from perfmodel.jobs.here import run_calibration_here
     from perfmodel.measure.command import StderrProgress
 
     store = _store()
     progress = StderrProgress()  # on stderr: a bar with the stage on a terminal, a line per 10 % in a log
     try:
         hw = resolve_hardware(hardware_id)
-        calibration_id = fit_stored(store, hw, {"trace_upload_id": trace, "op_kind": op_kind, "source": source},
-                                    folds=folds, base_calibration=base, notes=notes, progress=progress)
-    except (KeyError, NoSuchCalibration, ValueError) as exc:
-        progress.end()
+    except (KeyError, ValueError) as exc:
         _fail(str(exc.args[0]) if exc.args else str(exc))
         return
+    run_filter = {k: v for k, v in (("trace_upload_id", trace), ("op_kind", op_kind), ("source", source)) if v}
+    job = run_calibration_here(store, {"hardware": hw.id, "filter": run_filter, "base_calibration": base,
+                                       "folds": folds, "notes": notes}, observer=progress)
     progress.end()
+    if job.status != "succeeded" or job.result_id is None:
+        _fail(f"calibration job {job.id} {job.status}: {job.error}")
+        return
+    calibration_id = job.result_id
     row = store.get_calibration(calibration_id)
     if as_json:
         typer.echo(json.dumps({"id": calibration_id, "hardware": hw.id, "report": row.fit_report}, indent=1,

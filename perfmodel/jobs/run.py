@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import resource
 import traceback
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -40,14 +41,21 @@ def selection(run_filter: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_calibration_job(store: Store, job_id: int, *, memory_bytes: int | None = None) -> str:
+def run_calibration_job(store: Store, job_id: int, *, memory_bytes: int | None = None,
+                        observer: Callable[[str, float], None] | None = None) -> str:
     """Fit the calibration job ``job_id`` (claimed: status running) and record the outcome; the job's final
-    status (``succeeded``, ``failed``, or what a cancel or restart made it)."""
+    status (``succeeded``, ``failed``, or what a cancel or restart made it). ``observer(stage, fraction)``: also
+    told every progress step (a command's progress bar)."""
     job = store.get_job(job_id)
     if job is None:
         raise ValueError(f"no job {job_id}")
     request: dict[str, Any] = job.request
-    progress = StoredProgress(store, job_id)
+    stored = StoredProgress(store, job_id)
+
+    def progress(stage: str, fraction: float) -> None:
+        if observer is not None:
+            observer(stage, fraction)
+        stored(stage, fraction)
     try:
         from perfmodel.calibration.stored import fit_selected
 
