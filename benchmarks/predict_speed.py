@@ -1,7 +1,10 @@
-"""Prediction throughput: single calls and ``predict_many`` on 10,000 mixed ops (one core), and
-``predict_calibrated`` with a calibration fitted on Vidur's A100 runs (local correction included).
+"""Prediction throughput: single calls and ``predict_many`` on 10,000 mixed ops (one core), the
+columnar entry (``perfmodel.columnar.predict_columns``) on a table of matmuls and rmsnorms (``--rows``,
+1,000,000 by default) with its peak traced memory per row, and ``predict_calibrated`` with a
+calibration fitted on Vidur's A100 runs (local correction included). Rates are ops per CPU second
+(``time.process_time``).
 
-    python benchmarks/predict_speed.py [--hardware ID] [--ops 10000]
+    python benchmarks/predict_speed.py [--hardware ID] [--ops 10000] [--rows 1000000]
 """
 
 from __future__ import annotations
@@ -10,10 +13,14 @@ import argparse
 import json
 import random
 import time
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 import perfmodel
+from perfmodel.columnar import predict_columns
 from perfmodel.ops import make_op
 
 
@@ -43,6 +50,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--hardware", default="nvidia-h100-sxm5-80gb")
     parser.add_argument("--ops", type=int, default=10_000)
+    parser.add_argument("--rows", type=int, default=1_000_000)
     args = parser.parse_args()
     hw = perfmodel.load_hardware(args.hardware)
     dicts = mixed_ops(args.ops)
@@ -50,25 +58,51 @@ def main() -> None:
     perfmodel.predict_many(hw, ops[:100])  # warm the per-device tables
 
     singles = ops[:2000]
-    start = time.perf_counter()
+    start = time.process_time()
     for op in singles:
         perfmodel.predict(hw, op)
-    single_rate = len(singles) / (time.perf_counter() - start)
+    single_rate = len(singles) / (time.process_time() - start)
 
     best_ops, best_dicts = 0.0, 0.0
     for _ in range(5):
-        start = time.perf_counter()
+        start = time.process_time()
         perfmodel.predict_many(hw, ops)
-        best_ops = max(best_ops, len(ops) / (time.perf_counter() - start))
-        start = time.perf_counter()
+        best_ops = max(best_ops, len(ops) / (time.process_time() - start))
+        start = time.process_time()
         perfmodel.predict_many(hw, dicts)
-        best_dicts = max(best_dicts, len(dicts) / (time.perf_counter() - start))
+        best_dicts = max(best_dicts, len(dicts) / (time.process_time() - start))
 
     print(f"hardware {hw.id}, {len(ops)} mixed ops ({len({d['kind'] for d in dicts})} kinds)")
     print(f"predict (one op per call):          {single_rate:>10,.0f} ops/s")
     print(f"predict_many (Op objects, batched): {best_ops:>10,.0f} ops/s")
     print(f"predict_many (JSON dicts, batched): {best_dicts:>10,.0f} ops/s  (includes parsing)")
+    columnar_speed(hw, args.rows)
     calibrated_speed(args.ops)
+
+
+def table(rows: int, seed: int = 0) -> dict[str, Any]:
+    """A table of matmuls and rmsnorms (half each) over three dtypes, one row per op."""
+    rng = np.random.default_rng(seed)
+    dims = np.array([16, 64, 128, 512, 1024, 2048, 4096, 8192])
+    return {"kind": np.where(rng.random(rows) < 0.5, "matmul", "rmsnorm"), "m": rng.choice(dims, rows),
+            "n": rng.choice(dims, rows), "k": rng.choice(dims, rows),
+            "dtype": rng.choice(["bf16", "fp16", "fp8_e4m3"], rows),
+            "shape": np.stack([rng.choice(dims, rows), np.full(rows, 4096)], axis=1)}
+
+
+def columnar_speed(hw: perfmodel.Hardware, rows: int) -> None:
+    """``predict_columns`` on ``rows`` rows: ops per CPU second, then (a second run, traced) peak bytes per row."""
+    columns = table(rows)
+    predict_columns(hw, {k: v[:1000] for k, v in columns.items()})  # compile / load the kernels
+    start = time.process_time()
+    predict_columns(hw, columns)
+    rate = rows / (time.process_time() - start)
+    tracemalloc.start()
+    batch = predict_columns(hw, columns)
+    kept, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    print(f"predict_columns ({rows:,} rows, matmul + rmsnorm): {rate:>10,.0f} ops/s  (peak {peak / rows:,.0f} B/row "
+          f"while predicting, {kept / rows:,.0f} B/row kept with the result of {len(batch):,})")
 
 
 def calibrated_speed(count: int) -> None:
@@ -79,16 +113,16 @@ def calibrated_speed(count: int) -> None:
 
     hw = "nvidia-a100-sxm4-80gb"
     runs = [(r.op, r.measured_s) for r in vidur() if r.hardware == hw]
-    start = time.perf_counter()
+    start = time.process_time()
     cal = fit_calibration(hw, runs)
-    fit_s = time.perf_counter() - start
+    fit_s = time.process_time() - start
     points = sum(len(c.local.points) for c in cal.classes.values() if c.local is not None)
     ops = [make_op(d) for d in mixed_ops(count)]
     best = 0.0
     for _ in range(3):
-        start = time.perf_counter()
+        start = time.process_time()
         batch = predict_calibrated(hw, ops, cal)
-        best = max(best, len(ops) / (time.perf_counter() - start))
+        best = max(best, len(ops) / (time.process_time() - start))
     assert batch.in_calibrated_range is not None
     print(f"fit_calibration ({len(runs)} Vidur A100 runs):   {fit_s:>10.1f} s  "
           f"({points} local-correction points, {len(json.dumps(cal.params)) / 1e6:.1f} MB as JSON)")
