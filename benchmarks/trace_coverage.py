@@ -45,7 +45,8 @@ DEVICE_CATEGORIES = ("kernel", "memcpy", "memset", "device")
 # the device of files that do not name theirs, from the hardware column of the data READMEs
 # (None: no spec of that device; an AMD file naming no device is predicted on none: "no spec")
 README_DEVICES: tuple[tuple[str, str | None], ...] = (
-    ("mtia", None), ("mi100", "amd-mi100"), ("mi200", "amd-mi250x"), ("mi250", "amd-mi250x"),
+    # omniperf's "MI200" vcopy workload ran on an MI210 (its sysinfo.csv: gfx90a, 104 CUs, HBM 1638.4 GB/s)
+    ("mtia", None), ("mi100", "amd-mi100"), ("mi200", "amd-mi210"), ("mi250", "amd-mi250x"),
     ("mi300", "amd-mi300x"), ("rocprof", None),
                   ("resnet50", "nvidia-v100-sxm2-32gb"), ("sampled_rank", "nvidia-a100-sxm4-80gb"),
                   ("nsight", "nvidia-a100-sxm4-80gb"), ("", "nvidia-a100-sxm4-80gb"))
@@ -129,6 +130,24 @@ def _readme_device(path: Path) -> str | None:
     return None
 
 
+# AMD gfx architecture -> the specs of that architecture (told apart by their compute units)
+ARCH_SPECS = {"gfx908": ("amd-mi100",), "gfx90a": ("amd-mi210", "amd-mi250x"), "gfx942": ("amd-mi300x", "amd-mi325x")}
+
+
+def _sysinfo_device(sysinfo: Path) -> str | None:
+    """The spec of an omniperf/rocprof ``sysinfo.csv``: of its gfx arch's specs, the one whose compute units are
+    the file's ``cu_per_gpu`` (gfx90a: an MI210 has 104, an MI250X 220); None where none is."""
+    import csv
+
+    with open(sysinfo, encoding="utf-8", errors="replace", newline="") as handle:
+        row = next(csv.DictReader(handle), None)
+    units = (row or {}).get("cu_per_gpu") or ""
+    if not row or not units.isdigit():
+        return None
+    specs = [load_hardware(h) for h in ARCH_SPECS.get((row.get("gpu_arch") or "").strip().lower(), ())]
+    return next((h.id for h in specs if h.units == int(units)), None)
+
+
 def named_device(path: Path, parsed: Any) -> tuple[str | None, str]:
     """(hardware id, where it came from) of the device the file names: parsed metadata; the file's head
     (Kineto deviceProperties, ncu display name / Device column, gfx arch) or its rocprof sysinfo sibling;
@@ -138,6 +157,8 @@ def named_device(path: Path, parsed: Any) -> tuple[str | None, str]:
         return found, "file"
     sysinfo = path.with_name(path.name.split("__")[0] + "__" + path.name.split("__")[1] + "__sysinfo.csv") \
         if path.name.count("__") >= 2 else None
+    if sysinfo is not None and sysinfo.is_file() and (found := _sysinfo_device(sysinfo)):
+        return found, "sysinfo CUs"
     for candidate in (path, sysinfo):
         if candidate is None or not candidate.is_file():
             continue
