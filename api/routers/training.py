@@ -73,6 +73,7 @@ class LayoutCheckRequest(TrainingRequest):
     pp: int = Field(default=1, ge=1, le=1 << 20)
     dp: int = Field(default=1, ge=1, le=1 << 20)
     cp: int = Field(default=1, ge=1, le=1 << 20)
+    ep: int = Field(default=1, ge=1, le=1 << 20, description="expert parallelism: 1, tp, or dividing dp with tp=1")
     zero: Literal[0, 1, 2, 3] = 0
     recompute: Recompute = "none"
     micro_batch: int = Field(default=1, ge=1, le=1 << 16)
@@ -91,8 +92,8 @@ def _search(hardware: Hardware, body: LayoutSearchRequest) -> bytes:
 
 
 def _check(hardware: Hardware, body: LayoutCheckRequest) -> bytes:
-    layout = Layout(tp=body.tp, pp=body.pp, dp=body.dp, cp=body.cp, zero=body.zero, recompute=body.recompute,
-                    micro_batch=body.micro_batch, virtual_stages=body.virtual_stages)
+    layout = Layout(tp=body.tp, pp=body.pp, dp=body.dp, cp=body.cp, ep=body.ep, zero=body.zero,
+                    recompute=body.recompute, micro_batch=body.micro_batch, virtual_stages=body.virtual_stages)
     if layout.devices != body.devices:
         raise GraphError("devices", f"tp x cp x pp x dp = {layout.devices}, not devices = {body.devices}")
     return json_bytes(finite(make_it_fit(body.llm(), hardware, layout, body.setup())))

@@ -37,6 +37,7 @@ def train_layouts_command(
     pp: Annotated[int | None, typer.Option(help="fix pipeline stages")] = None,
     cp: Annotated[int | None, typer.Option(help="fix context parallelism")] = None,
     dp: Annotated[int | None, typer.Option(help="with --tp and --pp: check this one layout")] = None,
+    ep: Annotated[int | None, typer.Option(help="fix expert parallelism (1, tp, or dividing dp with tp=1)")] = None,
     zero: Annotated[int | None, typer.Option(help="fix the ZeRO stage (3 = FSDP)")] = None,
     recompute: Annotated[str | None, typer.Option(help="fix recomputation: none, selective, full")] = None,
     micro_batch: Annotated[int | None, typer.Option(help="fix sequences per micro-batch")] = None,
@@ -62,7 +63,7 @@ def train_layouts_command(
         setup = TrainingSetup(seq_len=seq_len, global_batch=global_batch, precision=precision,  # type: ignore[arg-type]
                               offload="optimizer" if offload else "none")
         if dp is not None:
-            layout = Layout(tp=tp or 1, pp=pp or 1, dp=dp, cp=cp or 1, zero=zero or 0,
+            layout = Layout(tp=tp or 1, pp=pp or 1, dp=dp, cp=cp or 1, ep=ep or 1, zero=zero or 0,
                             recompute=recompute or "none", micro_batch=micro_batch or 1,  # type: ignore[arg-type]
                             virtual_stages=virtual_stages or 1)
             if layout.devices != devices:
@@ -79,6 +80,7 @@ def train_layouts_command(
                 typer.echo("  no single change makes it fit: search with `perfmodel train-layouts` (no --dp)")
             return
         space = SearchSpace(tp=(tp,) if tp else None, pp=(pp,) if pp else None, cp=(cp,) if cp else None,
+                            ep=(ep,) if ep else None,
                             zero=(zero,) if zero is not None else (0, 1, 2, 3),
                             recompute=(recompute,) if recompute else RECOMPUTE_MODES,
                             **({"micro_batch": (micro_batch,)} if micro_batch else {}),

@@ -4,6 +4,7 @@ costed with the layout search's model; those that fit are ranked by the step tim
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 from typing import Any
 
@@ -26,23 +27,29 @@ def evaluate(cfg: LlmConfig, hardware: Hardware, layout: Layout, setup: Training
 
 
 def _changes(layout: Layout) -> list[tuple[str, Layout, bool]]:
-    """(what changed, the new layout, offload the optimizer) for every single change that saves memory."""
+    """(what changed, the new layout, offload the optimizer) for every single change that saves memory and
+    makes a valid layout."""
     out: list[tuple[str, Layout, bool]] = []
+
+    def add(what: str, offload: bool = False, **change: Any) -> None:
+        with contextlib.suppress(GraphError):  # e.g. tp doubled past an expert degree that must equal it
+            out.append((what, replace(layout, **change), offload))
+
     for zero in range(layout.zero + 1, 4):
-        out.append((f"ZeRO stage {layout.zero} -> {zero}", replace(layout, zero=zero), False))
+        add(f"ZeRO stage {layout.zero} -> {zero}", zero=zero)
     at = RECOMPUTE_MODES.index(layout.recompute)
     for mode in RECOMPUTE_MODES[at + 1:]:
-        out.append((f"recompute {layout.recompute} -> {mode}", replace(layout, recompute=mode), False))
+        add(f"recompute {layout.recompute} -> {mode}", recompute=mode)
     mb = layout.micro_batch
     while mb > 1:
         mb //= 2
-        out.append((f"micro-batch {layout.micro_batch} -> {mb}", replace(layout, micro_batch=mb), False))
+        add(f"micro-batch {layout.micro_batch} -> {mb}", micro_batch=mb)
     if layout.dp % 2 == 0:
-        out.append((f"tp {layout.tp} -> {layout.tp * 2} (dp {layout.dp} -> {layout.dp // 2})",
-                    replace(layout, tp=layout.tp * 2, dp=layout.dp // 2), False))
-        out.append((f"pp {layout.pp} -> {layout.pp * 2} (dp {layout.dp} -> {layout.dp // 2})",
-                    replace(layout, pp=layout.pp * 2, dp=layout.dp // 2), False))
-    out.append(("offload the optimizer state to the host", layout, True))
+        add(f"tp {layout.tp} -> {layout.tp * 2} (dp {layout.dp} -> {layout.dp // 2})", tp=layout.tp * 2,
+            dp=layout.dp // 2)
+        add(f"pp {layout.pp} -> {layout.pp * 2} (dp {layout.dp} -> {layout.dp // 2})", pp=layout.pp * 2,
+            dp=layout.dp // 2)
+    add("offload the optimizer state to the host", offload=True)
     return out
 
 

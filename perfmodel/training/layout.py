@@ -44,6 +44,9 @@ class Layout:
                   micro_batch=self.micro_batch, virtual_stages=self.virtual_stages)
         if self.zero not in ZERO_STAGES:
             raise GraphError("layout", f"zero must be one of 0, 1, 2, 3 (3 = FSDP), got {self.zero}")
+        if not (self.ep == 1 or self.ep == self.tp or (self.tp == 1 and self.dp % self.ep == 0)):
+            raise GraphError("layout", f"ep={self.ep} must be 1, equal tp ({self.tp}), or divide dp ({self.dp}) "
+                                       "with tp=1")
         if self.recompute not in RECOMPUTE_MODES:
             raise GraphError("layout", f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, "
                                        f"got {self.recompute!r}")

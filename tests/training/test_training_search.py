@@ -110,3 +110,8 @@ def test_a_probe_the_op_model_refuses_rules_out_only_its_layouts() -> None:
     assert r.reasons[0].startswith("cannot build: layers.0.") and "not a real workload" in r.reasons[0]
     assert np.isnan(r.times.step_s[0])
     assert not r.reasons[1].startswith("cannot build") and np.isfinite(r.times.step_s[1])
+
+
+def test_an_expert_degree_the_graph_cannot_lay_out_is_refused() -> None:
+    with pytest.raises(ValueError, match="ep=4 must be 1, equal tp"):
+        Layout(tp=2, dp=8, ep=4)
