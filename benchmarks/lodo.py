@@ -11,8 +11,8 @@ devices (the mean over (op class, device) cells of the median |log(pred/meas)|, 
 cell). A held-out device's own rows never choose any value.
 
 Intervals: each prediction gets [pred·q10, pred·q90], the quantiles of measured/predicted of its class
-over the *other* folds' held-out rows, every device weighing the same; coverage is counted on the left-out
-device. ``--write-intervals`` stores the per-class bands of all held-out rows, which every uncalibrated
+over the *other* folds' held-out rows, every device weighing the same (a class on fewer than three devices
+widened by the band pooled over all classes); coverage is counted on the left-out device. ``--write-intervals`` stores the per-class bands of all held-out rows, which every uncalibrated
 prediction carries (``perfmodel/uncalibrated_interval.py``).
 
     python benchmarks/lodo.py [--vendor] [--markdown] [--write-intervals]
@@ -42,7 +42,7 @@ from perfmodel.uncalibrated_interval import (
     TABLE_PATH,
     band_key,
     build_bands,
-    device_balanced_band,
+    class_band,
     write_bands,
 )
 
@@ -159,21 +159,22 @@ def run_folds(rows: Sequence[Row], fold_of: np.ndarray) -> Folds:
 
 def intervals(rows: Sequence[Row], fold_of: np.ndarray, predicted: np.ndarray, measured: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, [low, high]: its prediction times the 10-90 % band of its class over the *other* folds'
-    held-out rows, every device weighing the same (``perfmodel.uncalibrated_interval``); nan where no other
-    fold has the class."""
-    labels = np.array([r.label for r in rows])
-    devices = np.array([r.hardware for r in rows])
+    """Per row, [low, high]: its prediction times the 10-90 % band of its class built without its fold's rows
+    (``perfmodel.uncalibrated_interval.class_band``: devices weigh the same; nan where no other fold has it)."""
+    labels = [r.label for r in rows]
+    devices = [r.hardware for r in rows]
+    label_array = np.array(labels)
     ratio = measured / predicted
     low, high = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
     for fold in set(fold_of):
-        for label in np.unique(labels[fold_of == fold]):
-            others = (fold_of != fold) & (labels == label) & np.isfinite(ratio)
-            if not others.any():
+        for label in np.unique(label_array[fold_of == fold]):
+            if not ((fold_of != fold) & (label_array == label)).any():
                 continue
-            q_lo, q_hi = device_balanced_band(ratio[others], devices[others].tolist())
-            mine = (fold_of == fold) & (labels == label)
-            low[mine], high[mine] = predicted[mine] * q_lo, predicted[mine] * q_hi
+            band = class_band(ratio, labels, devices, str(label), left_out=fold_of == fold)
+            if band is None:
+                continue
+            mine = (fold_of == fold) & (label_array == label)
+            low[mine], high[mine] = predicted[mine] * band[0], predicted[mine] * band[1]
     return low, high
 
 

@@ -4,7 +4,9 @@ Each op class has a 10-90 % band of measured / predicted time taken from the lea
 residuals of the dev set (``benchmarks/lodo.py --write-intervals`` writes the table next to this module):
 every device's rows are predicted with defaults fitted on the other devices only, and the band's
 quantiles weigh each device equally. A prediction's interval is ``time_s`` times the band of its class;
-a class without measured rows gets the band pooled over all classes (``POOLED``).
+a class without measured rows gets the band pooled over all classes (``POOLED``), and a class measured on
+fewer than ``MIN_DEVICES`` devices the union of its band and the pooled one (one or two devices cannot show
+how far a new device lands).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +25,7 @@ from perfmodel.ops.base import FloatArray, Op
 TABLE_PATH = Path(__file__).with_name("uncalibrated_intervals.json")
 POOLED = "all"
 QUANTILES = (0.1, 0.9)
+MIN_DEVICES = 3  # a class band from fewer devices is widened by the pooled band
 
 
 @dataclass(frozen=True)
@@ -86,29 +90,48 @@ def device_balanced_band(ratio: FloatArray, devices: Sequence[str]) -> tuple[flo
     return float(np.exp(low)), float(np.exp(high))
 
 
+def class_band(ratio: FloatArray, classes: Sequence[str], devices: Sequence[str], name: str,
+               left_out: np.ndarray[Any, np.dtype[np.bool_]] | None = None) -> tuple[float, float, int] | None:
+    """The band of class ``name`` from the rows not ``left_out``, and how many devices it rests on (None: no rows).
+
+    A class measured on fewer than MIN_DEVICES devices cannot show how far devices differ: its band is widened
+    to cover the band pooled over all classes as well (the union of the two).
+    """
+    cls, dev = np.asarray(classes), np.asarray(devices)
+    kept = np.isfinite(ratio) & (ratio > 0) & (True if left_out is None else ~left_out)
+    mine = kept & ((cls == name) if name != POOLED else True)
+    if not mine.any():
+        return None
+    low, high = device_balanced_band(ratio[mine], dev[mine].tolist())
+    count = len(set(dev[mine].tolist()))
+    if count < MIN_DEVICES and name != POOLED:
+        pooled_low, pooled_high = device_balanced_band(ratio[kept], dev[kept].tolist())
+        low, high = min(low, pooled_low), max(high, pooled_high)
+    return low, high, count
+
+
 def build_bands(ratio: FloatArray, classes: Sequence[str], devices: Sequence[str]) -> dict[str, ClassBand]:
     """The table from held-out ratios (measured / predicted, each predicted without its own device).
 
-    Coverage is measured the same way the band is used: each device's rows against the band built from
-    the other devices' rows of its class (nan where no other device has the class).
+    Coverage is measured the same way the band is used: each device's rows against the band built without
+    that device (None where no other device has the class).
     """
     cls, dev = np.asarray(classes), np.asarray(devices)
     ok = np.isfinite(ratio) & (ratio > 0)
     out: dict[str, ClassBand] = {}
     for name in [*sorted(set(cls[ok].tolist())), POOLED]:
         mine = ok & ((cls == name) if name != POOLED else True)
-        low, high = device_balanced_band(ratio[mine], dev[mine].tolist())
+        band = class_band(ratio, classes, devices, name)
+        assert band is not None
         inside, counted = 0, 0
         for device in sorted(set(dev[mine].tolist())):
-            others = mine & (dev != device)
-            if not others.any():
+            without = class_band(ratio, classes, devices, name, left_out=dev == device)
+            if without is None or (name != POOLED and not (mine & (dev != device)).any()):
                 continue
-            lo, hi = device_balanced_band(ratio[others], dev[others].tolist())
             held = ratio[mine & (dev == device)]
-            inside += int(np.sum((held >= lo) & (held <= hi)))
+            inside += int(np.sum((held >= without[0]) & (held <= without[1])))
             counted += held.size
-        out[name] = ClassBand(low, high, int(mine.sum()), len(set(dev[mine].tolist())),
-                              inside / counted if counted else None)
+        out[name] = ClassBand(band[0], band[1], int(mine.sum()), band[2], inside / counted if counted else None)
     return out
 
 

@@ -10,6 +10,7 @@ import pytest
 import perfmodel
 from perfmodel.ops import make_op
 from perfmodel.uncalibrated_interval import (
+    MIN_DEVICES,
     POOLED,
     QUANTILES,
     ClassBand,
@@ -91,3 +92,18 @@ def test_predictions_carry_their_class_band_and_unknown_classes_the_pooled_one()
     assert one.to_dict()["uncalibrated_interval_s"] == list(one.uncalibrated_interval_s)
     assert batch.to_dicts()[1]["uncalibrated_interval_s"] == list(batch[1].uncalibrated_interval_s or ())
     assert batch.to_columns()["uncalibrated_interval_s"].shape == (2, 2)
+
+
+def test_a_class_on_fewer_devices_than_min_devices_is_widened_by_the_pooled_band() -> None:
+    # matmul on four devices lands anywhere in 0.5..2x; softmax, measured on two, agrees with itself (~1x)
+    rng = np.random.default_rng(1)
+    ratio = np.concatenate([np.exp(rng.uniform(np.log(0.5), np.log(2.0), 400)), rng.uniform(0.98, 1.02, 40)])
+    classes = ["matmul"] * 400 + ["softmax"] * 40
+    devices = [f"d{i % 4}" for i in range(400)] + ["d0"] * 20 + ["d1"] * 20
+    bands = build_bands(ratio, classes, devices)
+    own_low, own_high = device_balanced_band(ratio[400:], devices[400:])
+    assert bands["softmax"].devices == 2 < MIN_DEVICES
+    assert bands["softmax"].low_ratio == pytest.approx(min(own_low, bands[POOLED].low_ratio))
+    assert bands["softmax"].high_ratio == pytest.approx(max(own_high, bands[POOLED].high_ratio))
+    assert bands["softmax"].high_ratio > 1.5  # not the 1.02 its own two devices suggest
+    assert bands["matmul"].devices == 4 >= MIN_DEVICES
