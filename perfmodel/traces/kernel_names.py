@@ -53,3 +53,15 @@ def math_dtype(name: str) -> str | None:
 def split_k(name: str) -> bool:
     """Whether a GEMM kernel's name says it splits K across blocks (a reduction kernel follows)."""
     return _SPLIT_K.search(name[:512]) is not None
+
+
+# a GEMM kernel's block tile: ``sgemm_128x64_nn``, ``s1688gemm_256x64_16x4_tn``, CUTLASS 3 ``..._64x256x128_...``
+# (M x N x K), xmma ``tilesize128x128x16``: the first MxN after the word gemm / tilesize
+_TILE = re.compile(r"(?:gemm|tilesize).*?(?<![\dx])(\d{2,3})x(\d{2,3})(?:x\d+)?(?=_|$|>)", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=4096)
+def gemm_tile(name: str) -> tuple[int, int] | None:
+    """(tile M, tile N) a GEMM kernel's name gives, None where it names none."""
+    match = _TILE.search(name[:512])
+    return (int(match.group(1)), int(match.group(2))) if match else None

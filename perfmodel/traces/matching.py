@@ -23,7 +23,7 @@ from typing import Any
 from perfmodel.ops import OpError, make_op
 from perfmodel.traces import aten_comms, aten_ops, counter_ops, kernel_ops, triton_ops
 from perfmodel.traces.aten_args import Args, Unbuildable
-from perfmodel.traces.kernel_names import kernel_family, math_dtype, split_k
+from perfmodel.traces.kernel_names import gemm_tile, kernel_family, math_dtype, split_k
 from perfmodel.traces.records import DEVICE_TIME_CATEGORIES, SELF_SUFFIX, KernelRecord, OpCall, ParsedTrace
 
 MAX_KERNEL_NAMES = 16  # distinct kernel names kept per run
@@ -197,7 +197,19 @@ def _reason_without_op(kernel: KernelRecord) -> str:
         return f"{kernel.device_kind or 'device'} activity {kernel.name[:60]!r}: {where}"
     if family is None:
         return f"unrecognised kernel, {where}"
-    return f"{family} kernel (recognised by name), {where}: shapes unknown"
+    bound = _gemm_bound(kernel) if family == "gemm" else ""
+    return f"{family} kernel (recognised by name), {where}: shapes unknown{bound}"
+
+
+def _gemm_bound(kernel: KernelRecord) -> str:
+    """What a GEMM kernel's tile x grid says of its problem: M·N at most tile x grid.x·grid.y (grid.z: a batch or
+    split-K); K is in neither (its time would only give it circularly)."""
+    tile = gemm_tile(kernel.name)
+    if tile is None or kernel.grid is None:
+        return ""
+    x, y, z = kernel.grid
+    return (f" (tile {tile[0]}x{tile[1]} x grid ({x}, {y}, {z}): M·N <= {tile[0] * tile[1] * x * y:,}"
+            f"{f', z {z}: a batch or split-K' if z > 1 else ''}; K is not in the file)")
 
 
 def _kernel_choices(run: _Run) -> None:

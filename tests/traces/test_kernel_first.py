@@ -12,7 +12,7 @@ from perfmodel.specs import load_hardware
 from perfmodel.traces import match_runs, parse_trace
 from perfmodel.traces.aten_args import Unbuildable
 from perfmodel.traces.aten_nn import infer_stride_padding
-from perfmodel.traces.kernel_names import math_dtype
+from perfmodel.traces.kernel_names import gemm_tile, math_dtype
 from perfmodel.traces.kineto import head_metadata
 from perfmodel.traces.matching import SOURCES
 from perfmodel.traces.report import format_trace_report, trace_report
@@ -311,3 +311,21 @@ def test_stored_runs_carry_their_match_source_and_confidence() -> None:
 def test_a_hostile_head_gives_no_metadata() -> None:
     """A head repeating the keys with no closing brace (the pattern is bounded, so this stays linear)."""
     assert head_metadata(b'{"deviceProperties": [{' * 3000 + b'"distributedInfo": {' * 3000) == (None, None)
+
+
+@pytest.mark.parametrize(("name", "tile"), [
+    ("ampere_sgemm_128x64_nn", (128, 64)), ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align1>",
+                                            (256, 64)),
+    ("cutlass3x_sm100_tensorop_s64x256x32gemm_f8_f8_f32_f16_f16_64x256x128_1x1x1_0_tnn_align4_1sm", (64, 256)),
+    ("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16", (128, 128)),
+    ("void at::native::vectorized_elementwise_kernel<4, float>", None),
+])
+def test_a_gemm_kernel_names_its_block_tile(name: str, tile: tuple[int, int] | None) -> None:
+    assert gemm_tile(name) == tile
+
+
+def test_an_unshaped_gemm_kernel_says_what_its_tile_and_grid_bound() -> None:
+    """B200 cuBLASLt GEMM (ncu default set, no op, no byte counters): M·N <= tile x grid, K unknown."""
+    (unmodelled,) = match_runs(parse_trace(DATA / "superbench__cublaslt_gemm_b200__ncu_default_set.log")).unmodelled
+    assert "tile 64x256 x grid (9, 32, 1): M·N <= 4,718,592; K is not in the file" in unmodelled.reason
+    assert unmodelled.category == "shapes not recorded"
