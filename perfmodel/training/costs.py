@@ -26,6 +26,7 @@ from perfmodel.roofline import predict_many, predict_valid
 ATTENTION_KINDS = ("attention",)
 ATTENTION_NAMES = ("qk_matmul", "softmax", "av_matmul", "attention", "attention_window_band", "attention_dropout")
 DROPOUT_FLOPS = 2.0  # compare a random number with the keep probability, scale the kept value
+EXPERT_MARK = ".experts_"  # llm_build's routed-expert GEMMs (experts_gate_up, experts_down)
 VOCAB_GATHER = "logits_allgather"  # training keeps logits vocab-parallel (Megatron's cross-entropy): no gather
 ADAM_PROBE_PARAMS = 100_000_000
 # an element-wise op's backward reads the output gradient and its saved inputs and writes the input gradients:
@@ -56,6 +57,7 @@ class LayerCosts:
     head_s: float  # final norm, LM head and its all-gather, forward + backward
     embed_params: float
     head_params: float
+    expert_params: float = 0.0  # of layer_params: routed experts' (their data-parallel group is dp·cp / ep)
 
 
 @dataclass(frozen=True)
@@ -166,7 +168,7 @@ def cost_table(cfg: LlmConfig, hardware: Hardware, keys: list[ProbeKey], seq_len
 def _layer_costs(rows: list[tuple[Node, int, int]], times: np.ndarray[Any, Any], shares: list[float],
                  cp: int) -> LayerCosts:
     acc = {k: 0.0 for k in ("layer", "fwd", "attn", "attn_fwd", "comm", "comm_fwd", "params",
-                            "embed", "head", "embed_params", "head_params")}
+                            "embed", "head", "embed_params", "head_params", "expert_params")}
     for node, both, fwd in rows:
         t, tf = float(times[both]), float(times[fwd])
         op = node.op or {}
@@ -175,6 +177,7 @@ def _layer_costs(rows: list[tuple[Node, int, int]], times: np.ndarray[Any, Any],
         if node.layer.startswith("layers."):
             w = shares[int(node.layer.split(".")[1])]
             acc["params"] += w * node.params
+            acc["expert_params"] += w * node.params if EXPERT_MARK in node.name else 0.0
             if node.stream == "comm":
                 acc["comm"] += w * t
                 acc["comm_fwd"] += 0.0 if node.name.endswith("_backward") else w * t
@@ -192,4 +195,5 @@ def _layer_costs(rows: list[tuple[Node, int, int]], times: np.ndarray[Any, Any],
             acc["head"] += t
             acc["head_params"] += node.params
     return LayerCosts(acc["layer"], acc["fwd"], acc["attn"], acc["attn_fwd"], acc["comm"], acc["comm_fwd"],
-                      acc["params"], acc["embed"], acc["head"], acc["embed_params"], acc["head_params"])
+                      acc["params"], acc["embed"], acc["head"], acc["embed_params"], acc["head_params"],
+                      acc["expert_params"])

@@ -59,16 +59,21 @@ def footprint(shape: ActivationShape, costs: dict[str, FloatArray], lay: LayoutA
     single = pp <= 1
     acts_first = layers_stage * per_layer * held + working + embed_mask * held + np.where(single, output, 0.0)
     acts_last = layers_stage * per_layer + working + output
-    body = layers_stage * c["layer_params"]
+    experts = layers_stage * c["expert_params"]
+    body = layers_stage * c["layer_params"] - experts
     params_first = body + c["embed_params"] + np.where(single, c["head_params"], 0.0)
     params_last = body + c["head_params"]
     shards = dp * cp
+    expert_shards = np.maximum(shards / np.where(lay.tp == 1, lay.ep, 1), 1.0)  # ranks holding the same experts
+    offload = setup.offload == "optimizer"
 
     def states(params: Any) -> tuple[Any, Any, Any]:
-        w, g, o = model_state_bytes(params, lay.zero, shards, setup.weight_bytes, setup.grad_bytes,
-                                    offload=setup.offload == "optimizer")
+        """Dense parameters sharded over dp·cp, the stage's routed experts over dp·cp / ep (ZeRO)."""
+        w, g, o = model_state_bytes(params, lay.zero, shards, setup.weight_bytes, setup.grad_bytes, offload=offload)
+        we, ge, oe = model_state_bytes(experts, lay.zero, expert_shards, setup.weight_bytes, setup.grad_bytes,
+                                       offload=offload)
         gathered = np.where(lay.zero >= 3, GATHERED_LAYERS * c["layer_params"] * setup.weight_bytes, 0.0)
-        return w + gathered, g, o
+        return w + we + gathered, g + ge, o + oe
 
     first, last = states(params_first), states(params_last)
     total_first = sum(first) + acts_first
@@ -77,4 +82,4 @@ def footprint(shape: ActivationShape, costs: dict[str, FloatArray], lay: LayoutA
     return Footprint(weights_bytes=np.where(pick, first[0], last[0]), gradients_bytes=np.where(pick, first[1], last[1]),
                      optimizer_bytes=np.where(pick, first[2], last[2]),
                      activations_bytes=np.where(pick, acts_first, acts_last),
-                     params_per_device=np.where(pick, params_first, params_last))
+                     params_per_device=np.where(pick, params_first, params_last) + experts)

@@ -183,7 +183,7 @@ def search_layouts(cfg: LlmConfig, hardware: Hardware, devices: int, setup: Trai
                         model_flops_per_step(cfg, params_active, setup))
 
 
-_EMPTY = LayerCosts(*([0.0] * 11))
+_EMPTY = LayerCosts(*([0.0] * 12))
 
 
 def _active_params(cfg: LlmConfig) -> float:

@@ -126,11 +126,22 @@ def step_times(cfg: LlmConfig, hardware: Hardware, table: CostTable, costs: dict
     attn_bwd = c["attention_s"] - attn_fwd
     cp_exposed = np.maximum(ring_fwd - attn_fwd, 0.0) + np.maximum(2.0 * ring_fwd - attn_bwd, 0.0)
     cp_exposed += np.where(rc == FULL, np.maximum(ring_fwd - attn_fwd, 0.0), 0.0)
-    # ZeRO-3 / FSDP: gather each layer's weights in the forward and the backward, reduce-scatter its gradients
+    # ZeRO-3 / FSDP: gather each layer's weights in the forward and the backward, reduce-scatter its gradients.
+    # Dense weights are shared by the dp·cp ranks; routed experts (ep dividing dp) by dp·cp / ep of them.
     shards = dp * cp
     q_dp = _stride_per_node(per_node, tp, shards)
-    gather = coll(ALLGATHER, c["layer_params"] * 2.0, shards, q_dp)
-    scatter = coll(REDUCESCATTER, c["layer_params"] * grad_bytes, shards, q_dp)
+    ep_div = np.where(lay.tp == 1, lay.ep, 1).astype(float)
+    expert_shards = np.maximum(shards / ep_div, 1.0)
+    q_ep = _stride_per_node(per_node, tp * ep_div, expert_shards)
+    dense_params = c["layer_params"] - c["expert_params"]
+    has_experts = c["expert_params"] > 0
+
+    def grouped(kind: int, dense: Any, expert: Any) -> Any:
+        """One collective over the dense group plus one over the experts' group (where there are experts)."""
+        return coll(kind, dense, shards, q_dp) + np.where(has_experts, coll(kind, expert, expert_shards, q_ep), 0.0)
+
+    gather = grouped(ALLGATHER, dense_params * 2.0, c["expert_params"] * 2.0)
+    scatter = grouped(REDUCESCATTER, dense_params * grad_bytes, c["expert_params"] * grad_bytes)
     fwd_layer = c["layer_forward_s"] + c["tp_comm_forward_s"]
     bwd_layer = c["layer_s"] + c["tp_comm_s"] - fwd_layer + recompute
     zero3 = np.where(lay.zero >= 3, np.maximum(gather - fwd_layer, 0.0) + np.maximum(gather + scatter - bwd_layer, 0.0),
@@ -144,16 +155,18 @@ def step_times(cfg: LlmConfig, hardware: Hardware, table: CostTable, costs: dict
     stage = layers_stage * layer + ends + sends
     pipeline = (m + (pp - 1.0) / v) * stage
     # data-parallel gradient reduction, one bucket per layer, hidden behind the last micro-batch's backward
-    stage_params = layers_stage * c["layer_params"] + np.maximum(c["embed_params"], c["head_params"])
+    stage_expert = layers_stage * c["expert_params"]
+    stage_dense = layers_stage * dense_params + np.maximum(c["embed_params"], c["head_params"])
     buckets = layers_stage + 1.0
-    bucket = stage_params / buckets
-    reduce_all = buckets * coll(ALLREDUCE, bucket * grad_bytes, shards, q_dp)
-    split = buckets * (coll(REDUCESCATTER, bucket * grad_bytes, shards, q_dp)
-                       + coll(ALLGATHER, bucket * 2.0, shards, q_dp))
+    dense_bucket, expert_bucket = stage_dense / buckets, stage_expert / buckets
+    reduce_all = buckets * grouped(ALLREDUCE, dense_bucket * grad_bytes, expert_bucket * grad_bytes)
+    split = buckets * (grouped(REDUCESCATTER, dense_bucket * grad_bytes, expert_bucket * grad_bytes)
+                       + grouped(ALLGATHER, dense_bucket * 2.0, expert_bucket * 2.0))
     dp_total = np.where(lay.zero == 0, reduce_all, np.where(lay.zero >= 3, 0.0, split))
     window = layers_stage * bwd_layer
     dp_exposed = np.where(dp_total > 0, np.maximum(dp_total - window, 0.0) + dp_total / buckets, 0.0)
-    local_params = stage_params / np.where(lay.zero >= 1, shards, 1.0)
+    sharded = lay.zero >= 1
+    local_params = stage_dense / np.where(sharded, shards, 1.0) + stage_expert / np.where(sharded, expert_shards, 1.0)
     if offload:
         host = HOST_COPY_BYTES_PER_PARAM * local_params
         link = host_link_bytes_per_s(hardware) * t.defaults.link_efficiency

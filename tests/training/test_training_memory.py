@@ -73,3 +73,21 @@ def test_a_pipelined_gpt3_holds_the_papers_total_and_model_states() -> None:
     assert float(result.memory.params_per_device[0]) == pytest.approx(psi, rel=0.05)
     states = result.memory.weights_bytes + result.memory.gradients_bytes + result.memory.optimizer_bytes
     assert float(states[0]) == pytest.approx(16 * psi, rel=0.05)
+
+
+def test_routed_experts_shard_over_their_own_data_parallel_group() -> None:
+    """Mixtral on 64 devices, tp=1: under ZeRO-3 every parameter's gradient and optimizer state is spread over all
+    64 ranks whatever ep is (an expert held by 64/ep ranks is sharded over those), while without ZeRO ep=8 keeps
+    an eighth of the experts per device."""
+    cfg = bundled("mixtral-8x7b")
+    hw = resolve_hardware("nvidia-h100-sxm5-80gb")
+    setup = TrainingSetup(seq_len=4096, global_batch=64)
+
+    def states(ep: int, zero: int) -> float:
+        space = SearchSpace(tp=(1,), pp=(1,), cp=(1,), ep=(ep,), zero=(zero,), recompute=("full",), micro_batch=(1,),
+                            virtual_stages=(1,))
+        m = search_layouts(cfg, hw, 64, setup, space).memory
+        return float((m.gradients_bytes + m.optimizer_bytes)[0])
+
+    assert states(8, 3) == pytest.approx(states(1, 3), rel=0.01)
+    assert states(8, 0) < 0.3 * states(1, 0)
