@@ -22,6 +22,8 @@ MEGATRON_2021 = ("Narayanan et al. 2021, 'Efficient Large-Scale Language Model T
                  "Megatron-LM', arXiv:2104.04473, Table 1 (A100 80GB, Selene)")
 KORTHIKANTI_2022 = ("Korthikanti et al. 2022, 'Reducing Activation Recomputation in Large Transformer Models', "
                     "arXiv:2205.05198, Tables 3 and 5 (MFU x 312 TFLOP/s A100 bf16 peak)")
+KORTHIKANTI_2022_ABSTRACT = ("Korthikanti et al. 2022 (arXiv:2205.05198), abstract: 530B on 2240 A100s, MFU 54.2 % "
+                             "with sequence parallelism and selective recomputation, 42.1 % with full recomputation")
 LLAMA3_2024 = "Llama Team 2024, 'The Llama 3 Herd of Models', arXiv:2407.21783, Table 4 (H100 80GB, BF16)"
 A100 = "nvidia-a100-sxm4-80gb"
 H100 = "nvidia-h100-sxm5-80gb"
@@ -86,6 +88,11 @@ RUNS: tuple[PublishedRun, ...] = (
     *(PublishedRun(f"Korthikanti GPT {n}", KORTHIKANTI_2022, "model", A100, g, tp, pp, 1, b, 2048,
                    mfu * A100_BF16_PEAK_TFLOPS, ("selective",), 1, _gpt(a, h, layers), sequence_parallel=True,
                    micro_batch=(1,)) for n, a, h, layers, tp, pp, g, b, mfu in _KORTHIKANTI),
+    *(PublishedRun(f"Korthikanti GPT 530B, 2240 GPUs, {mode}", KORTHIKANTI_2022_ABSTRACT, "model", A100, 2240, 8, 35, 1,
+                   2240, 2048, mfu * A100_BF16_PEAK_TFLOPS, (mode,), 1, _gpt(128, 20480, 105),
+                   sequence_parallel=mode == "selective", micro_batch=(1,),
+                   notes=("global batch 2240 assumed: Table 3's one sequence per GPU at 280 GPUs, scaled with dp = 8",))
+      for mode, mfu in (("selective", 0.542), ("full", 0.421))),
     *(PublishedRun(name, LLAMA3_2024, "palm", H100, gpus, 8, 16, cp, batch, seq, tf, RECOMPUTE_MODES, 2,
                    "llama-3.1-405b", sequence_parallel=True, dropout=False, flash_attention=True,
                    virtual_stages=(1, 2, 4, 8)) for name, gpus, cp, batch, seq, tf in _LLAMA3),
