@@ -107,3 +107,12 @@ def test_a_class_on_fewer_devices_than_min_devices_is_widened_by_the_pooled_band
     assert bands["softmax"].high_ratio == pytest.approx(max(own_high, bands[POOLED].high_ratio))
     assert bands["softmax"].high_ratio > 1.5  # not the 1.02 its own two devices suggest
     assert bands["matmul"].devices == 4 >= MIN_DEVICES
+
+
+def test_the_cli_shows_the_uncalibrated_interval() -> None:
+    from perfmodel.cli import render_cost
+
+    cost = perfmodel.predict("nvidia-a100-sxm4-80gb", {"kind": "matmul", "m": 512, "n": 512, "k": 512,
+                                                       "dtype": "fp16"})
+    line = next(line for line in render_cost(cost).splitlines() if line.strip().startswith("interval"))
+    assert "uncalibrated" in line and "10-90 %" in line
