@@ -22,6 +22,7 @@ from perfmodel.graph.ir import GraphError
 from perfmodel.graph.llm_config import LlmConfig
 from perfmodel.hardware import Hardware
 from perfmodel.training.costs import LayerCosts, ProbeKey, cost_table
+from perfmodel.training.flops import palm_flops
 from perfmodel.training.footprint import Footprint, footprint
 from perfmodel.training.layout import RECOMPUTE_MODES, Layout, TrainingSetup
 from perfmodel.training.memory import ActivationShape
@@ -60,7 +61,7 @@ class SearchResult:
     memory: Footprint
     capacity_bytes: float
     reasons: list[str]
-    model_flops_per_step: float
+    model_flops_per_step: float  # PaLM's convention (``flops.palm_flops``): MFU and TFLOP/s per device
 
     @property
     def count(self) -> int:
@@ -106,14 +107,6 @@ class SearchResult:
                 head = r.split(":", 1)[0]
                 out[head] = out.get(head, 0) + 1
         return out
-
-
-def model_flops_per_step(cfg: LlmConfig, params_active: float, setup: TrainingSetup) -> float:
-    """Model FLOPs of one step in the PaLM convention (Chowdhery et al. 2022, App. B): 6 FLOPs per
-    active non-embedding parameter per token plus 12·L·H·Q·T of attention (no recomputation)."""
-    tokens = setup.global_batch * setup.seq_len
-    attention = 12.0 * cfg.layers * cfg.heads * cfg.head_dim * setup.seq_len
-    return tokens * (6.0 * params_active + attention)
 
 
 def _powers(limit: int) -> tuple[int, ...]:
@@ -178,19 +171,11 @@ def search_layouts(cfg: LlmConfig, hardware: Hardware, devices: int, setup: Trai
     reasons = _reasons(cfg, setup, lay, mem, capacity, per_layout_errors)
     unbuilt = np.array([e is not None for e in per_layout_errors], dtype=bool)
     times.step_s = np.where(unbuilt, np.nan, times.step_s)  # no costs for a layer that cannot be built
-    params_active = _active_params(cfg)
     return SearchResult(cfg, hardware, setup, devices, lay, times, mem, capacity, reasons,
-                        model_flops_per_step(cfg, params_active, setup))
+                        palm_flops(cfg, setup.global_batch, setup.seq_len))
 
 
 _EMPTY = LayerCosts(*([0.0] * 12))
-
-
-def _active_params(cfg: LlmConfig) -> float:
-    """Non-embedding parameters a token passes through (MoE: top-k and shared experts)."""
-    from perfmodel.training.flops import active_layer_params
-
-    return active_layer_params(cfg) * cfg.layers
 
 
 def _reasons(cfg: LlmConfig, setup: TrainingSetup, lay: LayoutArrays, mem: Footprint, capacity: float,
