@@ -22,7 +22,7 @@ import msgspec
 
 from perfmodel.traces import aten_ops
 from perfmodel.traces.aten_comms import comm_args
-from perfmodel.traces.kineto_events import Event, EventArgs, iter_event_batches
+from perfmodel.traces.kineto_events import NOT_RECORDED, Event, EventArgs, iter_event_batches
 from perfmodel.traces.records import (
     MAX_DIMS,
     MAX_RANK,
@@ -61,6 +61,7 @@ MAX_CPU_CHAIN = 16  # ops followed down from a top-level CPU op
 _NO_ID = -(2**63)  # no External id, in the launches' id array
 MAX_CACHED_VALUES = 100_000  # distinct raw shape / type lists remembered per field
 _NO_ARGS = EventArgs()
+_PLAIN_IDS = (int, str)  # process / thread id types kept as they are
 _MISSING = object()
 
 
@@ -119,6 +120,15 @@ def _strings(value: object, limit: int) -> tuple[str, ...] | None:
     return tuple(v[:limit] if isinstance(v, str) else "" for v in value[:MAX_DIMS])
 
 
+def _number(value: object) -> float | None:
+    """``as_float`` with the common cases first (a finite float, an int): the parser reads two per event."""
+    if type(value) is float:
+        return value if value - value == 0.0 else None  # inf - inf and nan - nan are nan
+    if type(value) is int:
+        return float(value)
+    return as_float(value)
+
+
 def _id(value: object) -> int | str | None:
     """A process or thread id as the trace gives it (a number or a name); None for anything else."""
     return value if isinstance(value, int | str) else None
@@ -170,12 +180,23 @@ class _Collector:
         self._shared: dict[object, Any] = {}  # one object per distinct name / shape list / type list
         self._actions: dict[str, str] = {}  # event category -> what it is to the parser (see _action)
         self._caches: tuple[dict[bytes, Any], ...] = ({}, {}, {}, {})  # raw JSON -> converted, per args field
+        self._threads: dict[tuple[Any, Any], tuple[Any, Any]] = {}  # plain (pid, tid) -> its shared tuple
 
     def share(self, value: Any) -> Any:
         """The stored equal object if there is one (names and shapes repeat thousands of times)."""
         if value is None:
             return None
         return self._shared.setdefault(value, value)
+
+    def thread(self, event: Event) -> tuple[Any, Any]:
+        """The (pid, tid) an event ran on, one shared tuple per thread."""
+        pid, tid = event.pid, event.tid
+        if type(pid) in _PLAIN_IDS and type(tid) in _PLAIN_IDS:  # the common case: no checks needed
+            found = self._threads.get((pid, tid))
+            if found is None:
+                found = self._threads[(pid, tid)] = self.share((pid, tid))
+            return found
+        return self.share((_id(pid), _id(tid)))  # type: ignore[no-any-return]
 
     def add(self, event: Event) -> None:
         if event.ph != "X":
@@ -191,11 +212,11 @@ class _Collector:
             if action == "op" or str(event.name).startswith(COLLECTIVE_ANNOTATION):
                 self._add_op(event, args)
         elif action == "launch":
-            correlation = as_int(args.correlation)
-            ts = as_float(event.ts)
+            correlation = args.correlation
+            correlation = correlation if type(correlation) is int else as_int(correlation)
+            ts = _number(event.ts)
             if correlation is not None and ts is not None and len(self.launches) < 4 * self.max_records:
-                self.launches.add(correlation, self.share((_id(event.pid), _id(event.tid))), ts,
-                                  as_int(args.external_id))
+                self.launches.add(correlation, self.thread(event), ts, as_int(args.external_id))
         elif action:
             category_name, device_kind = _DEVICE_ACTIONS[action]
             self._add_kernel(event, category_name, args, device_kind)
@@ -203,11 +224,11 @@ class _Collector:
     def _converted(self, raw: object, convert: Callable[[object], Any], cache: dict[bytes, Any]) -> Any:
         """``convert`` of a raw JSON value (empty: absent), once per distinct text (shapes and type lists
         repeat); a value already decoded is converted as it is."""
+        if raw is NOT_RECORDED:
+            return None
         if not isinstance(raw, msgspec.Raw):
             return self.share(convert(raw))
         text = bytes(raw)
-        if not text:
-            return None
         found = cache.get(text, _MISSING)
         if found is _MISSING:
             found = self.share(convert(msgspec.json.decode(text)))
@@ -216,7 +237,7 @@ class _Collector:
         return found
 
     def _add_kernel(self, event: Event, category: Category, args: EventArgs, device_kind: str | None) -> None:
-        ts, dur = as_float(event.ts), as_float(event.dur)
+        ts, dur = _number(event.ts), _number(event.dur)
         if ts is None or dur is None or dur < 0:
             self.skipped += 1
             return
@@ -232,7 +253,7 @@ class _Collector:
             _comm_of(args), as_int(nbytes), device_kind))
 
     def _add_op(self, event: Event, args: EventArgs) -> None:
-        ts, dur = as_float(event.ts), as_float(event.dur)
+        ts, dur = _number(event.ts), _number(event.dur)
         if ts is None or dur is None or dur < 0 or len(self.ops) >= 4 * self.max_records:
             return
         name = event.name
@@ -240,7 +261,7 @@ class _Collector:
         backward = isinstance(name, str) and "Backward" in name and not name.startswith("aten::")
         cache = self._caches
         self.ops.append(_Op(
-            self.share((_id(event.pid), _id(event.tid))), ts, ts + dur, self.share(clip_name(name)),
+            self.thread(event), ts, ts + dur, self.share(clip_name(name)),
             as_int(args.external_id), self._converted(args.input_dims, _shapes, cache[0]),
             self._converted(args.input_types, _type_names, cache[1]),
             self._converted(args.concrete_inputs, _concrete_values, cache[2]),
@@ -275,13 +296,23 @@ def _concrete_values(value: object) -> tuple[str, ...] | None:
     return _strings(value, MAX_CONCRETE_CHARS)
 
 
-def _nest(ops: list[_Op]) -> None:
+def _time_order(ops: list[_Op]) -> list[int]:
+    """Op indices by start, the longer of two starting together first (an enclosing op before what it holds);
+    ties in file order."""
+    return sorted(range(len(ops)), key=lambda i: (ops[i].ts_us, -ops[i].end_us))
+
+
+def _by_thread(ops: list[_Op], order: list[int]) -> dict[tuple[Any, Any], list[int]]:
+    """``order`` split by thread (each list keeps the order)."""
+    grouped: dict[tuple[Any, Any], list[int]] = defaultdict(list)
+    for i in order:
+        grouped[ops[i].thread].append(i)
+    return grouped
+
+
+def _nest(ops: list[_Op], by_thread: dict[tuple[Any, Any], list[int]]) -> None:
     """Set each op's parent: the innermost op of the same thread whose span holds it."""
-    by_thread: dict[tuple[Any, Any], list[int]] = defaultdict(list)
-    for index, op in enumerate(ops):
-        by_thread[op.thread].append(index)
     for indices in by_thread.values():
-        indices.sort(key=lambda i: (ops[i].ts_us, -ops[i].end_us))
         stack: list[int] = []
         for i in indices:
             while stack and ops[stack[-1]].end_us < ops[i].end_us:
@@ -305,9 +336,8 @@ def _link_backward(ops: list[_Op]) -> None:
             op.outputs = gradients.get(op.sequence)
 
 
-def _calls(ops: list[_Op]) -> None:
-    """Build the immutable ``OpCall`` chain of every op (parents first)."""
-    order = sorted(range(len(ops)), key=lambda i: (ops[i].ts_us, -ops[i].end_us))
+def _calls(ops: list[_Op], order: list[int]) -> None:
+    """Build the immutable ``OpCall`` chain of every op (parents first: ``order`` is ``_time_order``)."""
     for call_id, i in enumerate(order):
         op = ops[i]
         parent = ops[op.parent].call if op.parent >= 0 else None
@@ -318,15 +348,11 @@ def _calls(ops: list[_Op]) -> None:
 class _Locator:
     """Innermost op of a thread holding a time point."""
 
-    def __init__(self, ops: list[_Op]) -> None:
+    def __init__(self, ops: list[_Op], by_thread: dict[tuple[Any, Any], list[int]]) -> None:
         self.ops = ops
         self.starts: dict[tuple[Any, Any], list[float]] = {}
         self.order: dict[tuple[Any, Any], list[int]] = {}
-        grouped: dict[tuple[Any, Any], list[int]] = defaultdict(list)
-        for index, op in enumerate(ops):
-            grouped[op.thread].append(index)
-        for thread, indices in grouped.items():
-            indices.sort(key=lambda i: (ops[i].ts_us, -ops[i].end_us))
+        for thread, indices in by_thread.items():
             self.order[thread] = indices
             self.starts[thread] = [ops[i].ts_us for i in indices]
 
@@ -365,16 +391,19 @@ def _comm(ops: list[_Op], op: _Op | None) -> CommArgs | None:
 
 def _records(collected: _Collector) -> list[KernelRecord]:
     ops = collected.ops
-    _nest(ops)
+    order = _time_order(ops)
+    by_thread = _by_thread(ops, order)
+    _nest(ops, by_thread)
     _link_backward(ops)
-    _calls(ops)
-    locator = _Locator(ops)
+    _calls(ops, order)
+    locator = _Locator(ops, by_thread)
     by_external: dict[int, _Op | None] = {}
     for each in ops:
         if each.external_id is not None:
             by_external[each.external_id] = None if each.external_id in by_external else each
     records: list[KernelRecord] = []
     kernels = collected.kernels
+    chains: dict[int, tuple[tuple[OpCall, ...], CommArgs | None]] = {}  # per op call: its chain, collective
     for index, k in enumerate(kernels):
         kernels[index] = None  # type: ignore[call-overload]  # free each pending kernel as it is converted
         launch = collected.launches.get(k.correlation) if k.correlation is not None else None
@@ -382,13 +411,18 @@ def _records(collected: _Collector) -> list[KernelRecord]:
         if op is None:
             external = launch[2] if launch and launch[2] is not None else k.external_id
             op = by_external.get(external) if external is not None else None
-        chain = _chain(op.call if op else None)
+        call = op.call if op else None
+        call_id = -1 if call is None else call.call_id
+        known = chains.get(call_id)
+        if known is None:
+            known = chains[call_id] = (_chain(call), _comm(ops, op))
+        chain, comm = known
         inner = chain[-1] if chain else None
         records.append(KernelRecord(
             name=k.name, category=k.category, duration_s=k.dur_us * US, source_format=FORMAT,
             start_s=k.ts_us * US, device=k.device, stream=k.stream, correlation=k.correlation, grid=k.grid,
             block=k.block, op_name=inner.name if inner else None, input_dims=inner.input_dims if inner else None,
-            input_types=inner.input_types if inner else None, ops=chain, collective=k.comm or _comm(ops, op),
+            input_types=inner.input_types if inner else None, ops=chain, collective=k.comm or comm,
             transfer_bytes=k.nbytes, device_kind=k.device_kind))
     return records
 
@@ -400,9 +434,10 @@ def _cpu_records(collected: _Collector) -> list[KernelRecord]:
     holding modelled ops (an autograd node ``MmBackward0``: two ``aten::mm`` and the views between them), is
     split into its children, each its own record, and the node's own time outside them (``SELF_SUFFIX``):
     every microsecond stays in exactly one record."""
-    _nest(collected.ops)
+    order = _time_order(collected.ops)
+    _nest(collected.ops, _by_thread(collected.ops, order))
     _link_backward(collected.ops)
-    _calls(collected.ops)
+    _calls(collected.ops, order)
     tree = _CpuTree(collected)
     records: list[KernelRecord] = []
     for index, op in enumerate(collected.ops):
