@@ -4,8 +4,9 @@ with XLA's own count (``Lowered.cost_analysis()['flops']``, HloCostAnalysis).
     python benchmarks/stablehlo_golden.py            # print the table
     python benchmarks/stablehlo_golden.py --write    # refresh tests/data/stablehlo/*.mlir and golden.json
 
-Needs ``jax`` (CPU wheels). The test ``tests/graph/test_stablehlo_import.py`` reads the written files, so it
-runs without jax.
+XLA's cost analysis counts a ``while`` body once; the importer unrolls a counted loop, so ``fori_loop_fp32``
+(4 iterations) reads about 4x. Needs ``jax`` (CPU wheels). The test ``tests/graph/test_stablehlo_import.py``
+reads the written files, so it runs without jax.
 """
 
 from __future__ import annotations

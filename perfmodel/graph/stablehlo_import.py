@@ -5,12 +5,14 @@
   padding, dilation, feature groups); ``reduce`` → ``reduce`` (sum / max / min from the reducer);
   element-wise ops by the shared cost table (1 FLOP per element; exp, log, tanh... as transcendentals);
   ``transpose`` → ``transpose``; reshape, broadcast, slice, iota, constant → views (no bytes: XLA fuses them);
-  ``concatenate`` / ``pad`` → copies. ``call`` inlines the callee.
+  ``concatenate`` / ``pad`` → copies. ``call`` inlines the callee; a ``while`` with a constant trip count
+  (``fori_loop``, ``scan``) is unrolled (``perfmodel.graph.stablehlo_loops``; ``meta['loops']`` lists them).
 - Weights: arguments of ``main`` read as the right operand of a ``dot_general`` without batching dims, or as
-  a convolution's kernel (activations such as attention's K and V are batched operands).
-- Anything else (``while``, ``custom_call``, ``gather``, ``reduce_window``, a transposed convolution...) is an
-  ``unsupported`` node with a bytes-bound fallback and the reason; a dynamic ``?`` dimension or an unknown
-  element type is a ``GraphError`` naming the line. The estimate never aborts on one op.
+  a convolution's kernel (activations such as attention's K and V are batched operands; weights a loop
+  slices out of a stacked argument are not counted).
+- Anything else (a ``while`` whose count is not constant, ``custom_call``, ``gather``, ``reduce_window``, a
+  transposed convolution...) is an ``unsupported`` node with a bytes-bound fallback and the reason; a dynamic
+  ``?`` dimension or an unknown element type is a ``GraphError`` naming the line. The estimate never aborts.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 from perfmodel.dtypes import parse_dtype
 from perfmodel.graph.ir import Graph, Node
 from perfmodel.graph.mapping import elementwise, fallback, full_size_inputs, storage, view
+from perfmodel.graph.stablehlo_loops import body_function, scalar_constant, trip_count
 from perfmodel.graph.stablehlo_text import HloFunction, HloOp, TensorType, parse_stablehlo
 from perfmodel.ops import OpError, make_op
 
@@ -39,6 +42,7 @@ VIEW_NAMES = {"reshape", "broadcast_in_dim", "broadcast", "slice", "dynamic_slic
 COPY_NAMES = {"concatenate", "pad", "dynamic_update_slice", "reverse", "copy"}
 REDUCERS = {"add": "sum", "maximum": "max", "minimum": "min"}
 MAX_CALL_DEPTH = 16
+MAX_UNROLLED_NODES = 200_000
 
 
 def import_stablehlo(source: str | Path, name: str | None = None) -> Graph:
@@ -59,6 +63,7 @@ def import_stablehlo(source: str | Path, name: str | None = None) -> Graph:
 def _emit(graph: Graph, functions: dict[str, HloFunction], fn: HloFunction, prefix: str,
           values: dict[str, TensorType], weights: set[str], depth: int) -> None:
     layer = prefix.rstrip("/") or fn.name
+    constants: dict[str, float] = {}
     for op in fn.ops:
         names = [f"{prefix}{r}" for r in op.results]
         operands = [f"{prefix}{o}" for o in op.operands]
@@ -66,6 +71,11 @@ def _emit(graph: Graph, functions: dict[str, HloFunction], fn: HloFunction, pref
         for result, typ in zip(names, op.outputs, strict=False):
             values[result] = typ
             graph.add_tensor(result, typ.shape, storage(typ.dtype))
+        if (value := scalar_constant(op)) is not None:
+            constants[op.results[0]] = value
+        if op.name == "while" and depth < MAX_CALL_DEPTH and _unroll(graph, functions, op, prefix, values,
+                                                                     constants, depth):
+            continue
         if op.name == "call" and depth < MAX_CALL_DEPTH:
             callee = re.search(r"@([\w.$-]+)", op.attributes)
             if callee and callee.group(1) in functions:
@@ -78,6 +88,23 @@ def _emit(graph: Graph, functions: dict[str, HloFunction], fn: HloFunction, pref
         node = _node(op, label, ins, operands, weights if depth == 0 else set())
         node.inputs, node.outputs, node.layer = operands, names, layer
         graph.add(node)
+
+
+def _unroll(graph: Graph, functions: dict[str, HloFunction], op: HloOp, prefix: str,
+            values: dict[str, TensorType], constants: dict[str, float], depth: int) -> bool:
+    """Emit a counted while's body once per iteration; False (the loop is then reported) when the count or
+    the body cannot be read, or the unrolled graph would exceed ``MAX_UNROLLED_NODES``."""
+    count = trip_count(op, constants)
+    body = body_function(op)
+    if count is None or body is None or count * max(len(body.ops), 1) + len(graph.nodes) > MAX_UNROLLED_NODES:
+        return False
+    for i in range(count):
+        inner = f"{prefix}while{op.line}.{i}/"
+        for name, typ in body.args.items():
+            values[f"{inner}{name}"] = typ
+        _emit(graph, functions, body, inner, values, set(), depth + 1)
+    graph.meta.setdefault("loops", []).append({"line": op.line, "iterations": count, "body_ops": len(body.ops)})
+    return True
 
 
 def _inline(graph: Graph, functions: dict[str, HloFunction], callee: HloFunction, prefix: str,

@@ -40,6 +40,7 @@ class HloOp:
     outputs: list[TensorType]
     line: int
     has_region: bool = False
+    region_lines: list[str] = field(default_factory=list)  # the text of its regions (a while's cond and do)
 
 
 @dataclass
@@ -123,6 +124,9 @@ def parse_stablehlo(text: str) -> dict[str, HloFunction]:
         if depth == 1 and (match := _OP_LINE.match(line)):
             op = _add_op(current, match, number, opens > closes)
             pending = op if op.has_region and not op.outputs else None  # generic form: types after the region
+        elif current.ops and (depth > 1 or opens > closes):  # inside (or opening) the last op's regions
+            current.ops[-1].region_lines.append(line)
+            current.ops[-1].has_region = True
         depth += opens - closes
         if depth == 1 and pending is not None and pending.line != number:
             _, signature = _signature(stripped)

@@ -49,11 +49,22 @@ def test_the_convolution_layouts_and_groups_are_read() -> None:
     assert (conv["height"], conv["width"], conv["kernel_h"], conv["padding"]) == (32, 32, 3, 1)
 
 
-def test_an_uncovered_op_is_listed_and_the_rest_still_estimates() -> None:
+def test_a_counted_loop_is_unrolled() -> None:
+    # jax.lax.fori_loop(0, 4, tanh(h @ w)): XLA's cost analysis counts a while body once, the loop runs it 4 times
     graph = import_stablehlo(DATA / "fori_loop_fp32.mlir")
+    assert graph.meta["loops"] == [{"line": 4, "iterations": 4, "body_ops": 3}] and not graph.unsupported()
+    flops, _ = flops_of("fori_loop_fp32")
+    assert flops == pytest.approx(4 * GOLDEN["fori_loop_fp32"]["xla_flops"], rel=0.01)
+
+
+def test_a_loop_without_a_constant_count_is_listed_and_the_rest_still_estimates() -> None:
+    text = (DATA / "fori_loop_fp32.mlir").read_text().replace("compare LT, %iterArg_0, %c_2",
+                                                              "compare LT, %iterArg_0, %unknown_bound")
+    graph = import_stablehlo(text)
     unsupported = graph.unsupported()
     assert [n.source_op for n in unsupported] == ["stablehlo.while"]
     assert unsupported[0].fallback is not None and "not modelled" in (unsupported[0].unsupported or "")
+    assert "control flow" in (unsupported[0].unsupported or "")
     assert estimate(graph, H100).step_time_s > 0
 
 
