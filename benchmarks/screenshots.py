@@ -1,6 +1,7 @@
-"""Screenshots of every dashboard page at 1440×900 into docs/screenshots/ (PNG), with Debian's Chromium.
+"""Screenshots of every dashboard page (1400×900 by default) into docs/screenshots/ (PNG), with Debian's Chromium.
 
     python benchmarks/screenshots.py [--chromium /usr/bin/chromium] [--runs 3000] [--only models --only sweeps]
+                                     [--size 1920x1080] [--out /tmp/shots] [--full-page]
 
 Starts the real app on a temp SQLite database, stores demo data (runs on three devices, a what-if device,
 a trace when the trace API is there, a design-space sweep), and opens each page as a new user would.
@@ -65,11 +66,11 @@ def store_sweep(store: Any) -> int:
                                run_sweep(spec)))
 
 
-def shoot(page: Page, base: str, name: str, path: str) -> None:
+def shoot(page: Page, base: str, name: str, path: str, out: Path, full_page: bool) -> None:
     page.goto(base + path, wait_until="networkidle")
     page.wait_for_function("Array.from(document.querySelectorAll('.chart[data-figure]'))"
-                           ".every(d => d.dataset.rendered === 'true')", timeout=30_000)
-    page.screenshot(path=str(OUT / f"{name}.png"))
+                           ".every(d => d.dataset.rendered === 'true')", timeout=60_000)
+    page.screenshot(path=str(out / f"{name}.png"), full_page=full_page)
     print(f"{name}: {path}")
 
 
@@ -78,8 +79,12 @@ def main() -> None:
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--runs", type=int, default=3000)
     parser.add_argument("--only", action="append", help="shoot only this page (its file name, repeatable)")
+    parser.add_argument("--size", default="1400x900", help="viewport WIDTHxHEIGHT (check 1400x900 and 1920x1080)")
+    parser.add_argument("--out", type=Path, default=OUT, help="folder for the PNGs (default docs/screenshots)")
+    parser.add_argument("--full-page", action="store_true", help="the whole page, not the first screen")
     args = parser.parse_args()
-    OUT.mkdir(parents=True, exist_ok=True)
+    width, height = (int(v) for v in args.size.lower().split("x"))
+    args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, live_server(Path(tmp), TOKEN) as (base, app):
         seed_runs(app.state.perfmodel.store, args.runs)
         pages = list(PAGES)
@@ -93,9 +98,9 @@ def main() -> None:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=args.chromium,
                                         args=["--enable-unsafe-swiftshader", "--use-angle=swiftshader"])
-            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            page = browser.new_page(viewport={"width": width, "height": height})
             for name, path in pages:
-                shoot(page, base, name, path)
+                shoot(page, base, name, path, args.out, args.full_page)
             browser.close()
 
 

@@ -217,7 +217,9 @@ def breakdown_figure(hierarchy: dict[str, Any], colours: dict[str, str], kind: s
     else:
         trace = go.Sunburst(**common, insidetextorientation="radial", textinfo="label")
     title = f"Time by layer → op ({'treemap' if kind == 'treemap' else 'sunburst'}; click a layer to zoom)"
-    return _plain_layout(go.Figure(trace), title, BREAKDOWN_HEIGHT)
+    fig = _plain_layout(go.Figure(trace), title, BREAKDOWN_HEIGHT)
+    fig.update_layout(uniformtext={"minsize": 10, "mode": "hide"})  # no label in a sector too small to read
+    return fig
 
 
 def _lane(row: dict[str, Any], stages: int) -> str:

@@ -38,24 +38,32 @@ def figure_json(fig: go.Figure) -> Markup:
     return Markup(script_safe(text))
 
 
-def si_ticks(lo_exp: int = -12, hi_exp: int = 19, unit: str = "") -> dict[str, Any]:
-    """One labelled tick per decade, SI-prefixed ("1 T", "10 µs"): cleaner than plotly's 2-5 minor labels."""
+def si_ticks(lo_exp: int = -12, hi_exp: int = 19, unit: str = "",
+             mantissas: tuple[float, ...] = (1.0,)) -> dict[str, Any]:
+    """Labelled ticks at ``mantissas`` × each decade, SI-prefixed ("1 T", "10 µs", "200 µs"): one per decade
+    reads cleaner than plotly's minor labels on wide axes; (1, 2, 5) gives an axis spanning less than a decade
+    more than one tick."""
     prefixes = {-12: "p", -9: "n", -6: "µ", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
     vals, text = [], []
     for e in range(lo_exp, hi_exp):
         base = e - e % 3
-        vals.append(10.0**e)
-        text.append(f"{10 ** (e - base):g} {prefixes[base]}{unit}".strip())
+        for mantissa in mantissas:
+            vals.append(mantissa * 10.0**e)
+            text.append(f"{mantissa * 10 ** (e - base):g} {prefixes[base]}{unit}".strip())
     return {"tickvals": vals, "ticktext": text}
 
 
 def base_layout(fig: go.Figure, title: str, x: str, y: str, log: bool = True, height: int = 520,
-                x_unit: str = "", y_unit: str = "") -> go.Figure:
+                x_unit: str = "", y_unit: str = "", subtitle: str = "") -> go.Figure:
+    """The house style; ``subtitle`` (a second, smaller title line) carries what would make the title too long
+    for a half-width chart at 1400 px."""
     axis: dict[str, Any] = {"showgrid": True, "gridcolor": "#e4e7eb", "zeroline": False, "showline": True,
                             "linecolor": "#8a929b", "ticks": "outside", "exponentformat": "SI"}
     fig.update_layout(
-        template="none", title={"text": esc(title), "x": 0.01, "font": {"size": 15}}, height=height,
-        margin={"l": 70, "r": 20, "t": 44, "b": 56}, paper_bgcolor="white", plot_bgcolor="white",
+        template="none", height=height,
+        title={"text": esc(title), "x": 0.01, "font": {"size": 15},
+               **({"subtitle": {"text": esc(subtitle), "font": {"size": 12, "color": "#5b6572"}}} if subtitle else {})},
+        margin={"l": 70, "r": 20, "t": 64 if subtitle else 44, "b": 56}, paper_bgcolor="white", plot_bgcolor="white",
         font={"family": "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif", "size": 12},
         legend={"bgcolor": "rgba(255,255,255,0.85)", "bordercolor": "#d0d5db", "borderwidth": 1},
         hoverlabel={"align": "left"},
@@ -90,30 +98,55 @@ def add_ceilings(fig: go.Figure, devices: list[Hardware], dtypes: list[str] | No
             name = f"{prefix}{level.level} {format_rate(level.bandwidth_bytes_per_s, 'B/s')}"
             name += " (model default)" if level.assumed else ""
             fig.add_trace(go.Scatter(
-                x=[lo, end], y=[lo * level.bandwidth_bytes_per_s, top], mode="lines+text" if labels else "lines",
+                x=[lo, end], y=[lo * level.bandwidth_bytes_per_s, top], mode="lines",
                 name=esc(name), legendgroup=esc(hw.id), line={"color": colour, "dash": LEVEL_DASH[j % 5], "width": 1.6},
-                text=[esc(name), ""], textposition="top right", textfont={"color": colour, "size": 11},
                 hovertemplate=f"{esc(name)}<br>%{{x:.3g}} FLOP/B → %{{y:.3s}}FLOP/s<extra></extra>"))
-        labelled: set[float] = set()
+            if labels:  # above the top roof, where the diagonal ends: no line runs there
+                fig.add_annotation(x=math.log10(end), y=math.log10(top), text=esc(name), showarrow=False,
+                                   textangle=-MEMORY_LABEL_ANGLE, xanchor="left", yanchor="bottom", yshift=2,
+                                   font={"color": colour, "size": 11})
+        sides = label_sides([r.peak_flops_per_s for r in roofs])
         for r, roof in enumerate(roofs):
             if len(devices) == 1:
                 colour = PALETTE[(r + 1) % len(PALETTE)]
-            below = roof.peak_flops_per_s in labelled
-            labelled.add(roof.peak_flops_per_s)
             ridge = roof.peak_flops_per_s / (dram or levels[0].bandwidth_bytes_per_s)
             name = f"{prefix}{roof.dtype} {roof.engine} {format_rate(roof.peak_flops_per_s, 'FLOP/s')}"
             fig.add_trace(go.Scatter(
-                x=[ridge, hi], y=[roof.peak_flops_per_s] * 2, mode="lines+text" if labels else "lines",
+                x=[ridge, hi], y=[roof.peak_flops_per_s] * 2, mode="lines",
                 name=esc(name), legendgroup=esc(hw.id), line={"color": colour, "width": 2.2},
-                text=["", esc(name)], textposition="bottom left" if below else "top left",
-                textfont={"color": colour, "size": 11},
                 hovertemplate=f"{esc(name)}<extra></extra>"))
+            if labels:  # at the right edge, above the roof, or below it when the roof above is too close
+                above, shift = sides[r]
+                fig.add_annotation(x=math.log10(hi), y=math.log10(roof.peak_flops_per_s), text=esc(name),
+                                   showarrow=False, xanchor="right", yanchor="bottom" if above else "top",
+                                   yshift=2 if above else -2, xshift=-shift, font={"color": colour, "size": 11})
             fig.add_trace(go.Scatter(
                 x=[ridge], y=[roof.peak_flops_per_s], mode="markers", showlegend=False, legendgroup=esc(hw.id),
                 marker={"symbol": "diamond", "size": 9, "color": colour, "line": {"color": "white", "width": 1}},
                 name=esc(f"{prefix}ridge {roof.dtype}"),
                 hovertemplate=(f"{esc(prefix)}ridge point {roof.dtype}: %{{x:.3g}} FLOP/byte<br>"
                                f"below it memory-bound, above it compute-bound<extra></extra>")))
+
+
+MEMORY_LABEL_ANGLE = 35  # degrees above horizontal: neighbouring diagonals end ~0.5 decade apart
+LABEL_GAP_DECADES = 0.25  # two roof labels closer than this (in log10 FLOP/s) would overlap on one side
+LABEL_HEADROOM_DECADES = 1.0  # room above the top roof for the memory labels
+
+
+def label_sides(peaks: list[float]) -> list[tuple[bool, int]]:
+    """Where each compute roof's label goes, as (above the line?, px to the left of the right edge): above,
+    unless the label of a roof less than ``LABEL_GAP_DECADES`` higher is there (then below); a third roof in
+    the same band moves left of the others. Equal peaks are one band."""
+    placed: list[tuple[float, bool, int]] = []  # (log10 peak, above, shift) of labels already placed
+    out = []
+    for peak in peaks:
+        y = math.log10(peak)
+        near = [(above, shift) for py, above, shift in placed if abs(py - y) < LABEL_GAP_DECADES]
+        above = (True, 0) not in near
+        shift = 0 if (above, 0) not in near else 180 * sum(1 for a, _ in near if a == above)
+        placed.append((y, above, shift))
+        out.append((above, shift))
+    return out
 
 
 def roofline_figure(devices: list[Hardware], dtypes: list[str] | None, title: str,
@@ -123,4 +156,7 @@ def roofline_figure(devices: list[Hardware], dtypes: list[str] | None, title: st
     add_ceilings(fig, devices, dtypes, x_range, labels, per_engine)
     base_layout(fig, title, X_AXIS, Y_AXIS, height=height)
     fig.update_xaxes(range=[math.log10(x_range[0]), math.log10(x_range[1])])
+    tops = [r.peak_flops_per_s for hw in devices for r in merged_roofs(hw, dtypes, per_engine)]
+    if labels and tops:
+        fig.update_yaxes(autorange="min", range=[None, math.log10(max(tops)) + LABEL_HEADROOM_DECADES])
     return fig

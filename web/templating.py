@@ -47,6 +47,24 @@ def _fmt(fn: Any, value: Any, *args: Any) -> str:
     return str(fn(number, *args)) if math.isfinite(number) else "–"
 
 
+COLUMN_NAMES = {"time_s": "Predicted time", "footprint_bytes": "On-chip footprint", "split_k": "Split-K",
+                "split_kv": "KV split", "raster_group": "Raster group", "measured_time_s": "Measured time"}
+UNIT_SUFFIXES = {"s": "time", "bytes": "bytes", "percent": "%", "hz": "Hz"}
+
+
+def column_name(key: str) -> str:
+    """A data key as a column heading: known keys by name ('time_s' → 'Predicted time'), else words with one-letter
+    parts upper-cased and a unit suffix spelled out ('tile_m' → 'Tile M', 'dram_bytes' → 'Dram bytes')."""
+    if key in COLUMN_NAMES:
+        return COLUMN_NAMES[key]
+    parts = key.split("_")
+    if len(parts) > 1 and parts[-1] in UNIT_SUFFIXES:
+        parts[-1] = UNIT_SUFFIXES[parts[-1]]
+    words = [p.upper() if len(p) <= 2 and p.isalpha() and i else p for i, p in enumerate(parts)]
+    text = " ".join(words)
+    return text[:1].upper() + text[1:]
+
+
 _env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), autoescape=True,
                           trim_blocks=True, lstrip_blocks=True)
 templates = Jinja2Templates(env=_env)
@@ -58,6 +76,7 @@ templates.env.filters["pct"] = lambda v: _fmt(lambda x: f"{x:.1f} %", v)
 templates.env.filters["signed_pct"] = lambda v: _fmt(lambda x: f"{x:+.1f} %", v)
 templates.env.filters["num"] = lambda v: _fmt(lambda x: f"{x:.3g}", v)
 templates.env.filters["script_json"] = script_json
+templates.env.filters["column"] = column_name
 templates.env.filters["short"] = lambda v, n=160: v if len(str(v)) <= n else str(v)[: n - 1] + "…"
 
 

@@ -18,7 +18,7 @@ from perfmodel.search.engine import SearchResult, search
 from perfmodel.search.gemm_cost import gemm_costs
 from perfmodel.search.gemm_space import full_space
 from perfmodel.units import format_bytes, format_time_s
-from web.plotting import base_layout
+from web.plotting import base_layout, si_ticks
 
 MAX_PARETO_CLOUD = 4000
 
@@ -110,8 +110,8 @@ def _heatmap(best: np.ndarray[Any, Any], which: np.ndarray[Any, Any], footprint:
                                  marker={"symbol": "star", "size": 18, "color": "#d1492e",
                                          "line": {"color": "white", "width": 1.5}},
                                  hovertemplate="chosen schedule<extra></extra>"))
-    base_layout(fig, f"Best time per tile on {hw.id} (fastest stages / K-step / split-K per cell)",
-                "Tile N", "Tile M", log=False, height=460)
+    base_layout(fig, f"Best time per tile on {hw.id}", "Tile N", "Tile M", log=False, height=480,
+                subtitle="each cell: its fastest stages / K-step / split-K")
     fig.update_xaxes(type="category")
     fig.update_yaxes(type="category")
     return fig
@@ -123,10 +123,10 @@ def _footprint_map(best: np.ndarray[Any, Any], which: np.ndarray[Any, Any], foot
     z = np.where(which >= 0, footprint[np.maximum(which, 0)] / 1024.0, np.nan)
     fig = go.Figure(go.Heatmap(z=z, x=xlab, y=ylab, colorscale="Blues", colorbar={"title": {"text": "KiB"}},
                                hovertemplate="tile %{y} × %{x}<br>%{z:.0f} KiB on chip<extra></extra>"))
-    title = "On-chip footprint per tile (smallest among each cell's fastest)"
+    subtitle = "smallest among each cell's fastest schedules"
     if np.isfinite(capacity):
-        title += f" (capacity per unit {format_bytes(capacity)})"
-    base_layout(fig, title, "Tile N", "Tile M", log=False, height=460)
+        subtitle += f"; capacity per unit {format_bytes(capacity)}"
+    base_layout(fig, "On-chip footprint per tile", "Tile N", "Tile M", log=False, height=480, subtitle=subtitle)
     fig.update_xaxes(type="category")
     fig.update_yaxes(type="category")
     return fig
@@ -151,4 +151,6 @@ def _pareto_figure(result: SearchResult, times: np.ndarray[Any, Any] | None,
                                  hovertemplate="chosen: %{x:.3s}B, %{y:.3s}s<extra></extra>"))
     base_layout(fig, "Time vs on-chip footprint", "On-chip footprint per tile", "Predicted time", height=420,
                 x_unit="B", y_unit="s")
+    fig.update_yaxes(**si_ticks(unit="s", mantissas=(1.0, 2.0, 5.0)))  # times often span less than a decade
+    fig.update_xaxes(**si_ticks(unit="B", mantissas=(1.0, 2.0, 5.0)))
     return fig

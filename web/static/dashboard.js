@@ -45,8 +45,19 @@ function renderCharts() {
     }
     const fig = JSON.parse(source.textContent);
     div.textContent = "";
-    Plotly.newPlot(div, fig.data, fig.layout, PLOT_CONFIG).then(() => { div.dataset.rendered = "true"; });
+    Plotly.newPlot(div, fig.data, fig.layout, PLOT_CONFIG).then(() => withoutWebGL(div, fig))
+      .then(() => { div.dataset.rendered = "true"; });
   }
+}
+
+/* A browser without WebGL (or one that lost it) gets plotly's "WebGL is not supported" box instead of the
+   scatter: draw the same points as an SVG scatter (slower for very many points, but drawn). */
+function withoutWebGL(div, fig) {
+  if (!div.querySelector(".no-webgl")) return undefined;
+  const data = fig.data.map((t) => (t.type === "scattergl" ? { ...t, type: "scatter" } : t));
+  Plotly.purge(div);
+  div.textContent = "";
+  return Plotly.newPlot(div, data, fig.layout, PLOT_CONFIG).then(() => { div.dataset.webgl = "missing"; });
 }
 
 /* ---- token ---- */

@@ -1,0 +1,45 @@
+"""Charts legible at 1400 px (issue 25): roof labels placed apart and off the diagonals, human column names,
+axes with more than one tick, titles short enough for a half-width chart."""
+
+from __future__ import annotations
+
+
+import pytest
+
+from perfmodel.specs import library, load_hardware
+from web.plotting import LABEL_GAP_DECADES, label_sides, roofline_figure, si_ticks
+from web.templating import column_name
+
+
+def test_close_roof_labels_take_the_other_side_or_move_left() -> None:
+    assert label_sides([1e15, 1e14]) == [(True, 0), (True, 0)]  # a decade apart: both above
+    assert label_sides([1e15, 0.9e15]) == [(True, 0), (False, 0)]  # close: the second below its line
+    sides = label_sides([1e15, 0.95e15, 0.9e15])
+    assert sides[2] not in sides[:2]  # a third in the same band neither above nor below at the edge
+
+
+@pytest.mark.parametrize("hardware_id", sorted(library()))
+def test_no_two_compute_labels_share_a_place(hardware_id: str) -> None:
+    fig = roofline_figure([load_hardware(hardware_id)], None, "t")
+    compute = [a for a in fig.layout.annotations if a.xanchor == "right"]
+    memory = [a for a in fig.layout.annotations if a.xanchor == "left"]
+    assert compute and memory and all(a.textangle for a in memory)  # memory labels slanted above the top roof
+    top = max(a.y for a in compute)
+    assert all(a.y == pytest.approx(top) for a in memory)  # ... where no line runs, not on their diagonals
+    for i, a in enumerate(compute):
+        for b in compute[:i]:
+            same_place = a.yanchor == b.yanchor and a.xshift == b.xshift
+            assert not (same_place and abs(a.y - b.y) < LABEL_GAP_DECADES), (a.text, b.text)
+    assert fig.layout.yaxis.range[1] > top  # headroom for the slanted labels
+
+
+def test_dense_ticks_give_a_narrow_time_axis_several_labels() -> None:
+    ticks = si_ticks(unit="s", mantissas=(1.0, 2.0, 5.0))
+    within = [t for v, t in zip(ticks["tickvals"], ticks["ticktext"], strict=True) if 1.7e-4 <= v <= 1.1e-3]
+    assert within == ["200 µs", "500 µs", "1 ms"]
+
+
+def test_column_names_are_words() -> None:
+    assert [column_name(k) for k in ("tile_m", "time_s", "footprint_bytes", "split_k", "raster_group")] == [
+        "Tile M", "Predicted time", "On-chip footprint", "Split-K", "Raster group"]
+    assert "_" not in column_name("rows_per_block")
