@@ -3,7 +3,6 @@ axes with more than one tick, titles short enough for a half-width chart."""
 
 from __future__ import annotations
 
-
 import pytest
 
 from perfmodel.specs import library, load_hardware
