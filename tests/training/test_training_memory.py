@@ -91,3 +91,17 @@ def test_routed_experts_shard_over_their_own_data_parallel_group() -> None:
 
     assert states(8, 3) == pytest.approx(states(1, 3), rel=0.01)
     assert states(8, 0) < 0.3 * states(1, 0)
+
+
+def test_interleaving_holds_korthikantis_extra_share_of_activations() -> None:
+    """Korthikanti §4.2.3: interleaved 1F1B with v chunks makes the first stage hold (1 + (p−1)/(p·v)) times the
+    activations of plain 1F1B (which holds p micro-batches of L/p layers, L layers' worth)."""
+    cfg = bundled("gpt3-175b")
+    setup = TrainingSetup(seq_len=2048, global_batch=64, dropout=True, flash_attention=False)
+    space = SearchSpace(tp=(8,), pp=(8,), cp=(1,), zero=(0,), recompute=("selective",), micro_batch=(1,),
+                        virtual_stages=(1, 2, 4))
+    r = search_layouts(cfg, resolve_hardware("nvidia-a100-sxm4-80gb"), 64, setup, space)
+    layers_only = 34 * 2048 * 12288 * 96 / 8
+    for i, v in enumerate(r.layouts.virtual_stages):
+        want = layers_only * (1 + (8 - 1) / (8 * v)) if v > 1 else layers_only
+        assert float(r.memory.activations_bytes[i]) == pytest.approx(want, rel=0.05), v
