@@ -115,3 +115,23 @@ def test_a_probe_the_op_model_refuses_rules_out_only_its_layouts() -> None:
 def test_an_expert_degree_the_graph_cannot_lay_out_is_refused() -> None:
     with pytest.raises(ValueError, match="ep=4 must be 1, equal tp"):
         Layout(tp=2, dp=8, ep=4)
+
+
+def test_context_parallelism_splits_the_work_and_hides_the_ring_at_long_sequences() -> None:
+    """Llama 3 8B, 32K tokens: cp=2 halves each rank's tokens (and its share of the causal attention), dp halves
+    with it, so a step's compute per device stays the same; the KV ring hides behind the attention."""
+    cfg = bundled("llama-3-8b")
+    setup = TrainingSetup(seq_len=32768, global_batch=16)
+    rows = {cp: _one(cfg, Layout(tp=1, cp=cp, dp=8 // cp, zero=1, recompute="full"), setup) for cp in (1, 2)}
+    assert rows[2]["time_s"]["compute_s"] == pytest.approx(rows[1]["time_s"]["compute_s"], rel=0.1)
+    assert rows[2]["time_s"]["cp_exposed_s"] < 0.01 * rows[2]["step_s"]
+    assert rows[2]["memory_bytes"]["activations"] < 0.6 * rows[1]["memory_bytes"]["activations"]
+
+
+def test_the_gradient_reduction_is_split_into_hidden_and_exposed(llama70: LlmConfig) -> None:
+    setup = TrainingSetup(seq_len=4096, global_batch=256)
+    row = _one(llama70, Layout(tp=8, pp=1, dp=16, zero=0, recompute="full"), setup)
+    t = row["time_s"]
+    assert t["dp_exposed_s"] > 0 and t["dp_hidden_s"] > 0  # the last bucket is always exposed
+    parts = t["compute_s"] + t["recompute_s"] + t["tp_comm_s"] + t["dp_exposed_s"] + t["optimizer_s"]
+    assert parts < row["step_s"] < 1.05 * parts  # the rest: embedding and LM head, outside the layers
