@@ -119,7 +119,7 @@ def reason_category(reason: str) -> str:
     for keys, category in ((("group size", "no message size", "collective"), "collective metadata missing"),
                            (("input dims", "not recorded", "no recorded shape", "shapes unknown", "no input type",
                              "record_shapes"), "shapes not recorded"),
-                           (("dtype",), "dtype not modelled"),
+                           (("has no perfmodel equivalent", "known dtype"), "dtype not modelled"),
                            (("returns a view",), "view: no data moved"),
                            (("own time", "cpu op"), "framework time (CPU)"),
                            (("unrecognised",), "unrecognised kernel"),

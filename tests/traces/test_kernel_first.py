@@ -14,7 +14,7 @@ from perfmodel.traces.aten_args import Unbuildable
 from perfmodel.traces.aten_nn import infer_stride_padding
 from perfmodel.traces.kernel_names import gemm_tile, math_dtype
 from perfmodel.traces.kineto import head_metadata
-from perfmodel.traces.matching import SOURCES
+from perfmodel.traces.matching import SOURCES, reason_category
 from perfmodel.traces.report import format_trace_report, trace_report
 
 RESNET = DATA / "kineto_resnet50_num_workers_0__worker0.1623143566756.pt.trace.json.gz"
@@ -329,3 +329,9 @@ def test_an_unshaped_gemm_kernel_says_what_its_tile_and_grid_bound() -> None:
     (unmodelled,) = match_runs(parse_trace(DATA / "superbench__cublaslt_gemm_b200__ncu_default_set.log")).unmodelled
     assert "tile 64x256 x grid (9, 32, 1): M·N <= 4,718,592; K is not in the file" in unmodelled.reason
     assert unmodelled.category == "shapes not recorded"
+
+
+def test_a_device_activity_named_for_its_dtype_is_not_a_dtype_problem() -> None:
+    """MTIA names its activities '<op>-dtype_Float': an unmodelled op, not an unknown dtype."""
+    assert reason_category("mtia activity 'log2-dtype_Double': op aten::log2 is not modelled") == "op not modelled"
+    assert reason_category("aten::cat: dtype 'TensorList' has no perfmodel equivalent") == "dtype not modelled"
