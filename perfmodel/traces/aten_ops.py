@@ -24,6 +24,7 @@ BUILDERS: dict[str, Builder] = {
     "aten::transpose": aten_simple.transpose, "aten::permute": aten_simple.transpose,
     "aten::sum": aten_simple.reduction, "aten::mean": aten_simple.reduction, "aten::amax": aten_simple.reduction,
     "aten::amin": aten_simple.reduction, "aten::cat": aten_simple.cat,
+    "aten::linalg_vector_norm": aten_simple.vector_norm,
 }
 BUILDERS.update(dict.fromkeys(aten_gemm._CONV_ARGS, aten_gemm.convolution))
 BUILDERS["aten::convolution_backward"] = aten_gemm.convolution_backward

@@ -55,6 +55,17 @@ def reduction(a: Args) -> OpDict:
             "op": kind}
 
 
+def vector_norm(a: Args) -> OpDict:
+    """``linalg_vector_norm(self, ord, dim, keepdim, dtype)``: a sum (of |x|^ord) over ``dim``, all axes where
+    ``dim`` is None or not recorded (the elementwise power and the final root are not counted)."""
+    shape = a.shape(0)
+    dim = a.concrete(2)
+    axes = a.int_list(2, "norm dims") if dim not in (None, "None", "[]") else []
+    rank = len(shape)
+    return {"kind": "reduce", "shape": list(shape), "axes": [d % rank for d in axes] or list(range(rank)),
+            "dtype": a.dtype(0), "op": "sum"}
+
+
 def embedding(a: Args) -> OpDict:
     table, indices = a.shape(0), a.shape(1)
     return {"kind": "embedding", "table_shape": list(table), "num_indices": numel(indices), "dtype": a.dtype(0),

@@ -335,3 +335,12 @@ def test_a_device_activity_named_for_its_dtype_is_not_a_dtype_problem() -> None:
     """MTIA names its activities '<op>-dtype_Float': an unmodelled op, not an unknown dtype."""
     assert reason_category("mtia activity 'log2-dtype_Double': op aten::log2 is not modelled") == "op not modelled"
     assert reason_category("aten::cat: dtype 'TensorList' has no perfmodel equivalent") == "dtype not modelled"
+
+
+def test_a_vector_norm_is_a_sum_over_its_dims() -> None:
+    t = KinetoTrace()
+    t.op("aten::linalg_vector_norm", 0, 30, [[64, 135], [], [], [], []], ["float", "Scalar", "", "Scalar", ""],
+         ["", "2", "[-1]", "False", ""])
+    t.kernel("void at::native::reduce_kernel<512, 1>", 5, 10, 20)
+    (run,) = match_runs(parse_trace(t.to_bytes())).runs
+    assert run.op == {"kind": "reduce", "shape": [64, 135], "axes": [1], "dtype": "fp32", "op": "sum"}
