@@ -120,8 +120,9 @@ def step_times(cfg: LlmConfig, hardware: Hardware, table: CostTable, costs: dict
     tokens = lay.micro_batch * seq_len / cp
     kv_width = 2.0 * max(cfg.kv_heads * cfg.head_dim, 1) if not cfg.mla else float(cfg.kv_lora_rank + cfg.qk_rope_dim)
     kv_block = tokens * kv_width / np.where(cfg.mla, 1.0, np.minimum(tp, max(cfg.kv_heads, 1))) * ACT_BYTES
-    q_cp = _stride_per_node(per_node, tp, cp)
-    ring_fwd = (cp - 1.0) * coll(SENDRECV, kv_block, np.minimum(cp, 2.0), np.minimum(q_cp, 2.0))
+    # a ring step is as slow as its slowest hop: one crosses nodes once the cp group spans more than one
+    ring_across = tp * cp > per_node
+    ring_fwd = (cp - 1.0) * coll(SENDRECV, kv_block, np.minimum(cp, 2.0), np.where(ring_across, 1.0, 2.0))
     attn_fwd = c["attention_forward_s"]
     attn_bwd = c["attention_s"] - attn_fwd
     cp_exposed = np.maximum(ring_fwd - attn_fwd, 0.0) + np.maximum(2.0 * ring_fwd - attn_bwd, 0.0)
