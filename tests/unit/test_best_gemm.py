@@ -30,6 +30,7 @@ best_gemm = _load()
 KNOWN_MISSES = {
     "nvidia-h100-sxm5-80gb": "0.73: Hopper wgmma/TMA issue and sustained clock not modelled (Ampere-style tiles)",
     "nvidia-b200": "0.81: the chosen tiles come out L2-bound; Blackwell's 2-CTA MMA and TMA multicast are not modelled",
+    "nvidia-b300": "0.80: as B200 (L2-bound)",
     "nvidia-gb200": "0.75: as B200",
     "amd-mi300x": "1.54: CDNA 3 runs far below its 2.1 GHz peak clock under MFMA load (750 W); no sustained clock",
     "amd-mi325x": "1.30: as MI300X at 1000 W",
