@@ -105,7 +105,7 @@ def add_ceilings(fig: go.Figure, devices: list[Hardware], dtypes: list[str] | No
                 fig.add_annotation(x=math.log10(end), y=math.log10(top), text=esc(name), showarrow=False,
                                    textangle=-MEMORY_LABEL_ANGLE, xanchor="left", yanchor="bottom", yshift=2,
                                    font={"color": colour, "size": 11})
-        sides = label_sides([r.peak_flops_per_s for r in roofs])
+        sides = label_sides([r.peak_flops_per_s for r in roofs], top_above=not labels)
         for r, roof in enumerate(roofs):
             if len(devices) == 1:
                 colour = PALETTE[(r + 1) % len(PALETTE)]
@@ -129,23 +129,31 @@ def add_ceilings(fig: go.Figure, devices: list[Hardware], dtypes: list[str] | No
 
 
 MEMORY_LABEL_ANGLE = 35  # degrees above horizontal: neighbouring diagonals end ~0.5 decade apart
-LABEL_GAP_DECADES = 0.25  # two roof labels closer than this (in log10 FLOP/s) would overlap on one side
+LABEL_GAP_DECADES = 0.25  # a roof label's height in log10 FLOP/s (11 px at ~50 px per decade, with a margin)
+LABEL_SHIFT_PX = 240  # a label that finds no room at the right edge moves this far left
 LABEL_HEADROOM_DECADES = 1.0  # room above the top roof for the memory labels
 
 
-def label_sides(peaks: list[float]) -> list[tuple[bool, int]]:
-    """Where each compute roof's label goes, as (above the line?, px to the left of the right edge): above,
-    unless the label of a roof less than ``LABEL_GAP_DECADES`` higher is there (then below); a third roof in
-    the same band moves left of the others. Equal peaks are one band."""
-    placed: list[tuple[float, bool, int]] = []  # (log10 peak, above, shift) of labels already placed
+def label_sides(peaks: list[float], top_above: bool = True) -> list[tuple[bool, int]]:
+    """Where each compute roof's label goes (peaks in descending order), as (above the line?, px to the left of
+    the right edge): each label takes ``LABEL_GAP_DECADES`` of height above or below its line, the first of
+    above, below, then the same ``LABEL_SHIFT_PX`` further left, that no placed label overlaps. ``top_above``
+    False keeps the top roof's label below it (the memory labels stand above the top roof)."""
+    taken: list[tuple[float, float, int]] = []  # (low, high, shift) in log10 FLOP/s
     out = []
     for peak in peaks:
         y = math.log10(peak)
-        near = [(above, shift) for py, above, shift in placed if abs(py - y) < LABEL_GAP_DECADES]
-        above = (True, 0) not in near
-        shift = 0 if (above, 0) not in near else 180 * sum(1 for a, _ in near if a == above)
-        placed.append((y, above, shift))
-        out.append((above, shift))
+        for shift in range(0, LABEL_SHIFT_PX * len(peaks) + 1, LABEL_SHIFT_PX):
+            near_top = math.log10(peaks[0]) - y < LABEL_GAP_DECADES
+            sides = (False,) if near_top and not top_above and shift == 0 else (True, False)
+            free = [above for above in sides
+                    if not any(s == shift and lo < hi_ and lo_ < hi for lo_, hi_, s in taken
+                               for lo, hi in [(y, y + LABEL_GAP_DECADES) if above else (y - LABEL_GAP_DECADES, y)])]
+            if free:
+                above = free[0]
+                taken.append(((y, y + LABEL_GAP_DECADES) if above else (y - LABEL_GAP_DECADES, y)) + (shift,))
+                out.append((above, shift))
+                break
     return out
 
 
