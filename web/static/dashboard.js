@@ -341,10 +341,10 @@ function setupWhatIf() {
         hovertemplate: "%{y}: %{x:.4g} µs<extra>base</extra>" },
       { type: "bar", orientation: "h", name: "variant", y: names, x: top.map((r) => r.variant_s * 1e6), marker: { color: "#1f5fa8" },
         hovertemplate: "%{y}: %{x:.4g} µs<extra>variant</extra>" }];
-    const layout = { barmode: "group", height: Math.max(320, 40 + top.length * 34), margin: { l: 170, r: 20, t: 40, b: 50 },
+    const layout = { barmode: "group", height: Math.max(320, 40 + top.length * 34), margin: { l: 170, r: 20, t: 72, b: 50 },
       title: { text: "Per-op time (all repeats), largest 20", x: 0.01, font: { size: 15 } },
       xaxis: { title: { text: "Time [µs]" }, gridcolor: "#e4e7eb" }, yaxis: { automargin: true },
-      font: { family: "system-ui, sans-serif", size: 12 }, legend: { orientation: "h", x: 1, xanchor: "right", y: 1.08 }, paper_bgcolor: "white", plot_bgcolor: "white" };
+      font: { family: "system-ui, sans-serif", size: 12 }, legend: { orientation: "h", x: 1, xanchor: "right", y: 1, yanchor: "bottom" } /* above the bars, never over one */, paper_bgcolor: "white", plot_bgcolor: "white" };
     Plotly.react(chart, data, layout, PLOT_CONFIG).then(() => { chart.dataset.rendered = "true"; });
   }
 
