@@ -63,14 +63,15 @@ def _body(r: ScheduleRanking, layout: str) -> dict[str, Any]:
     ok = r.valid
     costed = np.array([not reason for reason in r.candidates.input_reason])
 
-    def where(mask: np.ndarray[Any, Any], values: np.ndarray[Any, Any]) -> list[float | None]:
-        return [float(v) if m else None for m, v in zip(mask, values, strict=True)]
+    def where(mask: np.ndarray[Any, Any], values: np.ndarray[Any, Any]) -> list[Any]:
+        out: list[Any] = values.tolist()
+        for i in np.nonzero(~mask)[0].tolist():
+            out[i] = None
+        return out
 
     columns: dict[str, list[Any]] = {
-        "index": list(range(r.time_s.size)),
-        "rank": [int(v) if v > 0 else None for v in r.rank],
-        "time_s": where(ok, r.time_s),
-        "bound": [b if m else None for m, b in zip(ok, r.bound, strict=True)],
+        "index": list(range(r.time_s.size)), "rank": where(ok, r.rank), "time_s": where(ok, r.time_s),
+        "bound": where(ok, np.asarray(r.bound, dtype=object)),
         "waves": where(costed, r.waves), "tiles": where(costed, r.tiles), "resident": where(costed, r.resident),
         "footprint_bytes": where(costed, r.footprint_bytes), "reason": r.reasons,
     }

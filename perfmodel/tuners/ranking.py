@@ -171,7 +171,7 @@ def _cost_attention(t: MachineTables, work: Work, parsed: Candidates) -> tuple[d
 def _rank(hw: Hardware, t: MachineTables, family: str, problem: dict[str, float], parsed: Candidates,
           costed: dict[str, FloatArray], engine: list[str]) -> ScheduleRanking:
     rejected = [i or e for i, e in zip(parsed.input_reason, engine, strict=True)]
-    bad = np.array([bool(r) for r in rejected])
+    bad = np.fromiter(map(bool, rejected), dtype=bool, count=len(rejected))
     time_s = np.where(bad | ~np.isfinite(costed["time_s"]), np.inf, costed["time_s"])
     order = np.argsort(time_s, kind="stable")
     order = order[np.isfinite(time_s[order])]
@@ -179,11 +179,12 @@ def _rank(hw: Hardware, t: MachineTables, family: str, problem: dict[str, float]
     rank[order] = np.arange(1, order.size + 1)
     terms = np.stack([costed["compute_s"], costed["dram_s"], costed["reuse_s"]])
     names = ("compute", t.dram.name, t.llc.name if t.llc is not None else t.dram.name)
-    bound = [names[i] for i in np.argmax(terms, axis=0)]
+    bound_code = np.argmax(terms, axis=0)
+    bound = np.asarray(names, dtype=object)[bound_code].tolist()
     units = float(t.units)
     waves = costed["tiles"] / (units * np.maximum(costed["resident"], 1.0))
     best = float(time_s[order[0]]) if order.size else np.inf
-    reasons = valid_reasons(hw, t, rejected, bound, waves, costed, time_s, best, parsed.columns, family)
+    reasons = valid_reasons(hw, t, rejected, bound, bound_code, waves, costed, time_s, best, parsed.columns)
     return ScheduleRanking(
         model_version=__version__, hardware_id=hw.id, hardware_hash=hw.content_hash, family=family, problem=problem,
         candidates=parsed, time_s=time_s, rank=rank, order=order, bound=bound, waves=waves, tiles=costed["tiles"],

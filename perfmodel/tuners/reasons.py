@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from perfmodel.hardware import Hardware
 from perfmodel.machine import MachineTables
 from perfmodel.ops.base import FloatArray
 from perfmodel.units import format_bytes
-
-FIRST_TILE = {"gemm": ("tile_m", "tile_n"), "attention": ("tile_q", "tile_kv")}
 
 
 def _pad_name(t: MachineTables) -> str:
@@ -22,10 +22,14 @@ def engine_reasons(t: MachineTables, codes: list[str], cols: dict[str, FloatArra
     unit = t.hardware.unit_name
     sram = format_bytes(t.scratchpad_bytes_per_unit)
     out = [""] * len(codes)
+    words: dict[float, str] = {}
     for i, code in enumerate(codes):
+        if not code:
+            continue
         if code in ("smem", "scratchpad"):
-            out[i] = (f"on-chip footprint {format_bytes(footprint_bytes[i])} exceeds the {sram} of {_pad_name(t)} "
-                      f"on one {unit}")
+            size = float(footprint_bytes[i])
+            word = words.get(size) or words.setdefault(size, format_bytes(size))
+            out[i] = f"on-chip footprint {word} exceeds the {sram} of {_pad_name(t)} on one {unit}"
         elif code == "registers":
             need = (registers_bytes[i] if registers_bytes is not None
                     else 2.0 * cols["tile_m"][i] * cols["tile_n"][i] * 4.0)
@@ -43,9 +47,9 @@ def engine_reasons(t: MachineTables, codes: list[str], cols: dict[str, FloatArra
     return out
 
 
-def valid_reasons(hw: Hardware, t: MachineTables, rejected: list[str], bound: list[str], waves: FloatArray,
-                  costed: dict[str, FloatArray], time_s: FloatArray, best_s: float, cols: dict[str, FloatArray],
-                  family: str) -> list[str]:
+def valid_reasons(hw: Hardware, t: MachineTables, rejected: list[str], bound: list[str],
+                  bound_code: np.ndarray[Any, np.dtype[np.intp]], waves: FloatArray, costed: dict[str, FloatArray],
+                  time_s: FloatArray, best_s: float, cols: dict[str, FloatArray]) -> list[str]:
     """One line per candidate: the rejection, or 'bound by X, W waves (T tiles, R per unit on U units),
     footprint F of S SMEM, r x the best'."""
     sram = format_bytes(t.scratchpad_bytes_per_unit)
@@ -61,18 +65,16 @@ def valid_reasons(hw: Hardware, t: MachineTables, rejected: list[str], bound: li
     effective = costed.get("tile_k_effective")
     changed = (np.nonzero(effective != rounded)[0].tolist()
                if rounded is not None and effective is not None else [])
-    out: list[str] = []
-    heads: dict[tuple[str, float, float, int], str] = {}  # candidates share tiles and footprints: word them once
-    for i, why in enumerate(rejected):
-        if why:
-            out.append(why)
-            continue
-        key = (bound[i], tiles[i], resident[i], int(inverse[i]))
-        head = heads.get(key)
-        if head is None:
-            head = heads[key] = (f"bound by {bound[i]}; {wave[i]:.2f} waves ({tiles[i]:g} tiles, {resident[i]:g} "
-                                 f"resident per {unit} on {hw.units}); footprint {words[inverse[i]]} of {sram} {pad}; ")
-        out.append(f"{head}{relative[i]:.3g}x the best")
+    # candidates share tiles, occupancy and footprints: word each distinct head once (numpy finds them)
+    key = np.zeros(len(rejected), dtype=np.int64)
+    for part in (bound_code, costed["tiles"], costed["resident"], inverse):
+        levels, codes = np.unique(part, return_inverse=True)
+        key = key * len(levels) + codes.reshape(-1)
+    firsts, which = np.unique(key, return_index=True, return_inverse=True)[1:]
+    heads = [f"bound by {bound[i]}; {wave[i]:.2f} waves ({tiles[i]:g} tiles, {resident[i]:g} resident per {unit} "
+             f"on {hw.units}); footprint {words[inverse[i]]} of {sram} {pad}; " for i in firsts.tolist()]
+    out = [why or f"{heads[k]}{r:.3g}x the best" for why, k, r in zip(rejected, which.reshape(-1).tolist(), relative,
+                                                                      strict=True)]
     for i in changed:
         if not rejected[i] and rounded is not None and effective is not None:
             out[i] += f"; tile_k {rounded[i]:g} rounds up to {effective[i]:g} (the matrix instruction's K)"
