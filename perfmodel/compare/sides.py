@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from perfmodel.compare.names import normalise_kernel_name
 from perfmodel.store import RunRow
 from perfmodel.traces.kernel_names import kernel_family
@@ -24,6 +26,7 @@ _STEP = re.compile(r"^ProfilerStep#\d+$")
 _PREFIX = "autograd::engine::evaluate_function: "
 _NUMBER = re.compile(r"#\d+")
 MAX_NAMES = 16  # kernel names kept per group
+_UNSEEN = object()
 
 
 @dataclass
@@ -57,6 +60,27 @@ class Side:
 
 def op_key(op_name: str, op: dict[str, Any]) -> GroupKey:
     return ("op", op_name, json.dumps(op, sort_keys=True, separators=(",", ":"), default=str))
+
+
+class OpKeys:
+    """``op_key`` once per distinct op: an op's orjson text (about 20x cheaper than ``json.dumps``; equal ops give
+    equal text, distinct ops distinct text) finds the key made before. Ops orjson cannot write are keyed
+    directly."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, bytes], GroupKey] = {}
+
+    def __call__(self, op_name: str, op: dict[str, Any]) -> GroupKey:
+        try:
+            text = orjson.dumps(op, option=orjson.OPT_SORT_KEYS)
+        except (TypeError, orjson.JSONEncodeError):
+            return op_key(op_name, op)
+        if b"null" in text:  # orjson writes NaN as null: such an op is keyed directly
+            return op_key(op_name, op)
+        key = self._known.get((op_name, text))
+        if key is None:
+            key = self._known[(op_name, text)] = op_key(op_name, op)
+        return key
 
 
 def kernel_shape(kernel: KernelRecord) -> str:
@@ -95,7 +119,8 @@ def side_from_parsed(parsed: ParsedTrace, label: str, matched: MatchResult | Non
     profile has none: then its CPU ops)."""
     matched = matched or match_runs(parsed)
     groups: dict[GroupKey, Group] = {}
-    run_keys = [op_key(run.op_name, run.op) for run in matched.runs]
+    keys = OpKeys()
+    run_keys = [keys(run.op_name, run.op) for run in matched.runs]
     for key, run in zip(run_keys, matched.runs, strict=True):
         group = groups.get(key)
         if group is None:
@@ -104,6 +129,7 @@ def side_from_parsed(parsed: ParsedTrace, label: str, matched: MatchResult | Non
     total = 0.0
     device_only = matched.has_device_time
     names: dict[str, str] = {}  # raw -> normalised: a trace repeats a few hundred names many times
+    layers: dict[int, Any] = {}  # id of a kernel's op chain (the parser shares one per op call) -> its layer
     for kernel, run_index in zip(parsed.kernels, matched.kernel_runs, strict=True):
         if device_only and kernel.category not in DEVICE_TIME_CATEGORIES:
             continue
@@ -111,15 +137,18 @@ def side_from_parsed(parsed: ParsedTrace, label: str, matched: MatchResult | Non
         name = names.get(kernel.name)
         if name is None:
             name = names[kernel.name] = normalise_kernel_name(kernel.name)
+        layer = layers.get(id(kernel.ops), _UNSEEN)
+        if layer is _UNSEEN:
+            layer = layers[id(kernel.ops)] = layer_of(kernel)
         if run_index is not None:
-            _add(groups[run_keys[run_index]], name, kernel.instances, layer_of(kernel), kernel.duration_s)
+            _add(groups[run_keys[run_index]], name, kernel.instances, layer, kernel.duration_s)
             continue
         key = ("kernel", name, kernel_shape(kernel))
         group = groups.get(key)
         if group is None:
             group = groups[key] = Group(key, f"unmodelled: {kernel_family(kernel.name) or kernel.category}", None)
         group.times_s.append(kernel.duration_s)
-        _add(group, name, kernel.instances, layer_of(kernel), kernel.duration_s)
+        _add(group, name, kernel.instances, layer, kernel.duration_s)
     return Side(label, parsed.format, parsed.device_name, groups, total, list(parsed.warnings))
 
 
@@ -127,8 +156,9 @@ def side_from_runs(runs: Iterable[RunRow], label: str, format: str = "stored run
     """Group stored runs (e.g. of one trace upload) by op name and op; each run is one call."""
     groups: dict[GroupKey, Group] = {}
     total = 0.0
+    keys = OpKeys()
     for run in sorted(runs, key=lambda r: r.id):
-        key = op_key(run.tags.get("op_name", run.op_kind), run.op)
+        key = keys(run.tags.get("op_name", run.op_kind), run.op)
         group = groups.get(key)
         if group is None:
             group = groups[key] = Group(key, run.op_kind, dict(run.op))

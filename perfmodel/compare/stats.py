@@ -38,14 +38,31 @@ def _thin(values: np.ndarray, limit: int) -> np.ndarray:
     return values[np.linspace(0, values.size - 1, limit).astype(np.int64)]
 
 
+def resampled_medians(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``np.median(values[idx], axis=1)`` without sorting each resample: a resample's median is the value at its
+    middle rank(s), found from its counts of each rank (one bincount and cumsum for all resamples)."""
+    n = values.size
+    order = np.argsort(values, kind="stable")
+    ranks = np.empty(n, dtype=np.int64)
+    ranks[order] = np.arange(n)
+    rows = idx.shape[0]
+    offsets = (np.arange(rows, dtype=np.int64) * n)[:, None]
+    counts = np.bincount((ranks[idx] + offsets).ravel(), minlength=rows * n).reshape(rows, n)
+    below = counts.cumsum(axis=1)
+    ordered = values[order]
+    low = ordered[np.argmax(below > (idx.shape[1] - 1) // 2, axis=1)]
+    high = ordered[np.argmax(below > idx.shape[1] // 2, axis=1)]
+    return np.asarray((low + high) / 2.0)
+
+
 def _bootstrap(base: np.ndarray, new: np.ndarray, paired: bool, seed: int) -> tuple[float, float]:
     rng = np.random.default_rng(seed)
     if paired:
         idx = rng.integers(0, base.size, (BOOTSTRAP_RESAMPLES, base.size))
-        med_base, med_new = np.median(base[idx], axis=1), np.median(new[idx], axis=1)
+        med_base, med_new = resampled_medians(base, idx), resampled_medians(new, idx)
     else:
-        med_base = np.median(base[rng.integers(0, base.size, (BOOTSTRAP_RESAMPLES, base.size))], axis=1)
-        med_new = np.median(new[rng.integers(0, new.size, (BOOTSTRAP_RESAMPLES, new.size))], axis=1)
+        med_base = resampled_medians(base, rng.integers(0, base.size, (BOOTSTRAP_RESAMPLES, base.size)))
+        med_new = resampled_medians(new, rng.integers(0, new.size, (BOOTSTRAP_RESAMPLES, new.size)))
     ok = med_base > 0
     if not ok.any():
         return float("nan"), float("nan")
