@@ -35,6 +35,10 @@ class TrainingRequest(BaseModel):
     seq_len: int = Field(default=4096, ge=1, le=1 << 22)
     precision: Literal["bf16", "fp8"] = "bf16"
     offload: bool = Field(default=False, description="optimizer state in host memory")
+    dropout: bool = Field(default=False, description="GPT-style dropout: masks stored and costed")
+    flash_attention: bool = Field(default=True, description="False: the attention scores are stored")
+    sequence_parallel: bool = Field(default=True, description="norm and dropout activations sharded over tp")
+    grad_bytes: Literal[2, 4] = Field(default=2, description="bytes per gradient (4: fp32 accumulation)")
 
     @model_validator(mode="after")
     def _one_source(self) -> TrainingRequest:
@@ -51,7 +55,9 @@ class TrainingRequest(BaseModel):
 
     def setup(self) -> TrainingSetup:
         return TrainingSetup(seq_len=self.seq_len, global_batch=self.global_batch, precision=self.precision,
-                             offload="optimizer" if self.offload else "none")
+                             offload="optimizer" if self.offload else "none", dropout=self.dropout,
+                             flash_attention=self.flash_attention, sequence_parallel=self.sequence_parallel,
+                             grad_bytes=float(self.grad_bytes))
 
 
 class LayoutSearchRequest(TrainingRequest):

@@ -33,6 +33,11 @@ def train_layouts_command(
     seq_len: Annotated[int, typer.Option(help="tokens per sequence")] = 4096,
     precision: Annotated[str, typer.Option(help="bf16 or fp8 GEMMs")] = "bf16",
     offload: Annotated[bool, typer.Option("--offload", help="optimizer state in host memory")] = False,
+    dropout: Annotated[bool, typer.Option("--dropout", help="GPT-style dropout (masks stored and costed)")] = False,
+    no_flash: Annotated[bool, typer.Option("--no-flash", help="attention scores stored (no flash attention)")] = False,
+    no_sequence_parallel: Annotated[bool, typer.Option("--no-sequence-parallel",
+                                                       help="norm/dropout activations replicated over tp")] = False,
+    fp32_grads: Annotated[bool, typer.Option("--fp32-grads", help="4-byte gradients (fp32 accumulation)")] = False,
     tp: Annotated[int | None, typer.Option(help="fix tensor parallelism")] = None,
     pp: Annotated[int | None, typer.Option(help="fix pipeline stages")] = None,
     cp: Annotated[int | None, typer.Option(help="fix context parallelism")] = None,
@@ -61,7 +66,9 @@ def train_layouts_command(
         assert isinstance(cfg, LlmConfig)
         hw = resolve_hardware(hardware)
         setup = TrainingSetup(seq_len=seq_len, global_batch=global_batch, precision=precision,  # type: ignore[arg-type]
-                              offload="optimizer" if offload else "none")
+                              offload="optimizer" if offload else "none", dropout=dropout,
+                              flash_attention=not no_flash, sequence_parallel=not no_sequence_parallel,
+                              grad_bytes=4.0 if fp32_grads else 2.0)
         if dp is not None:
             layout = Layout(tp=tp or 1, pp=pp or 1, dp=dp, cp=cp or 1, ep=ep or 1, zero=zero or 0,
                             recompute=recompute or "none", micro_batch=micro_batch or 1,  # type: ignore[arg-type]

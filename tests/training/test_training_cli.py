@@ -32,3 +32,11 @@ def test_one_layout_that_does_not_fit_lists_the_changes() -> None:
 def test_a_layout_of_other_devices_is_refused() -> None:
     out = RUNNER.invoke(app, [*BASE, "--devices", "8", "--tp", "3", "--pp", "1", "--dp", "2"])
     assert out.exit_code == 2 and "not --devices 8" in out.output
+
+
+def test_workload_flags_change_the_memory() -> None:
+    one = ["--devices", "8", "--global-batch", "8", "--tp", "8", "--pp", "1", "--dp", "1", "--json"]
+    plain = json.loads(RUNNER.invoke(app, [*BASE, *one]).output)["layout"]["memory_bytes"]
+    gpt = json.loads(RUNNER.invoke(app, [*BASE, *one, "--dropout", "--no-flash", "--no-sequence-parallel",
+                                         "--fp32-grads"]).output)["layout"]["memory_bytes"]
+    assert gpt["activations"] > 2 * plain["activations"] and gpt["gradients"] == 2 * plain["gradients"]
