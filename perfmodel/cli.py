@@ -377,6 +377,9 @@ def measure(
     measure_command(on_spec=specs.append, on_trace=on_trace)(out=out, host_id=host_id, quick=quick, suite=True)
 
 
+BIG_TRACE_BYTES = 8 << 20  # trace files from this size up show stage progress on stderr
+
+
 @app.command("trace")
 def trace_command(
     path: Path = typer.Argument(..., help="a profiler trace: Kineto .json(.gz), Nsight Compute/Systems CSV or "
@@ -401,20 +404,32 @@ def trace_command(
         return
     if not path.is_file():
         _fail(f"{path}: {'not a file' if path.exists() else 'no such file'}")
+    from perfmodel.stage_progress import StageProgress
+
+    # a bar on stderr for files that take seconds (a 100k-kernel Kineto trace: ~40 MB, ~10 s)
+    progress = StageProgress(("parse", "match", "report", "store")[: 4 if store else 3],
+                             quiet=path.stat().st_size < BIG_TRACE_BYTES)
     try:
+        progress.stage("parse")
         parsed = parse_trace(path, path.name)
+        progress.stage("match")
+        matched = match_runs(parsed)
+        progress.stage("report")
         name = None if cal_id is None else f"{cal_id}{' (latest)' if calibration == 'latest' else ''}"
-        report = trace_report(hw, parsed, match_runs(parsed), cal, name)
+        report = trace_report(hw, parsed, matched, cal, name)
     except TraceError as exc:
+        progress.close()
         _fail(str(exc))
         return
     upload: dict[str, Any] | None = None
     if store:
         from perfmodel.traces.ingest import ingest_trace
 
+        progress.stage("store")
         with path.open("rb") as stream:
             done = ingest_trace(_store(), hw, stream, path.name)
         upload = {"id": done.upload_id, "duplicate": done.duplicate}
+    progress.end()
     if as_json:
         data = {**report.to_json(None if top is None else max(top, 1)), "upload": upload}
         typer.echo(json.dumps(data, indent=1, allow_nan=False))
