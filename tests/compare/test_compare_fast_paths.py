@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,9 +22,11 @@ def test_resampled_medians_equal_numpys(n: int) -> None:
 
 
 def test_op_keys_equal_op_key() -> None:
-    ops = [{"kind": "matmul", "m": 8, "n": 16, "k": 4, "dtype": "bf16"}, {"kind": "matmul", "m": 8, "n": 16, "k": 4.0,
-           "dtype": "bf16"}, {"kind": "x", "shape": [1, 2], "alpha": math.nan}, {"kind": "x", "shape": [1, 2],
-           "alpha": None}, {"kind": "x", "big": 2**70}, {"kind": "é", "object": object}]
+    ops: list[dict[str, Any]] = [
+        {"kind": "matmul", "m": 8, "n": 16, "k": 4, "dtype": "bf16"},
+        {"kind": "matmul", "m": 8, "n": 16, "k": 4.0, "dtype": "bf16"},
+        {"kind": "x", "shape": [1, 2], "alpha": math.nan}, {"kind": "x", "shape": [1, 2], "alpha": None},
+        {"kind": "x", "big": 2**70}, {"kind": "é", "object": object}]
     keys = OpKeys()
     for _ in range(2):  # the second pass reads what the first remembered
         for op in ops:
