@@ -9,7 +9,9 @@ distinct shapes (as a larger trace would), not only repeats.
 
 Each size runs in a fresh process (``--one N``) on one thread: wall and CPU seconds of the fit alone (on a
 loaded machine the CPU seconds are the steadier figure), and peak RSS (``ru_maxrss``) of the process and its
-growth from the RSS before the fit (the imports and rows).
+growth from the RSS before the fit (the imports and rows). The runs are made in another process (their
+making predicts every copy twice) and handed over as a pickle, so the fitting process's peak is the imports,
+the runs and the fit, as in the service's worker that loads stored runs.
 
     python benchmarks/calibration_speed.py                    # 1k, 5k, 20k, 100k
     python benchmarks/calibration_speed.py --sizes 1000 5000 --timeout 600
@@ -22,10 +24,12 @@ import argparse
 import cProfile
 import json
 import os
+import pickle
 import pstats
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -92,11 +96,16 @@ def traced_peak_mb(n: int) -> float:
     return peak / 1e6
 
 
-def one(n: int) -> dict[str, Any]:
-    """Fit ``n`` runs in this process: seconds, RSS before, peak RSS (MB), stages seen, what was kept."""
+def one(n: int, runs_file: str | None = None) -> dict[str, Any]:
+    """Fit ``n`` runs in this process (made here, or loaded from ``runs_file``, a pickle of ``runs(n)``): seconds,
+    RSS before, peak RSS (MB), stages seen, what was kept."""
     from perfmodel.calibration import fit_calibration
 
-    data = runs(n)
+    if runs_file is None:
+        data = runs(n)
+    else:
+        with open(runs_file, "rb") as handle:
+            data = pickle.load(handle)
     before_mb = _rss_mb()
     stages: dict[str, float] = {}
     start, cpu_start = time.perf_counter(), time.process_time()
@@ -116,6 +125,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per size before it is given up")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--runs-file", help=argparse.SUPPRESS)
     parser.add_argument("--profile", type=int, metavar="N", help="cProfile one fit of N runs, print the top 25")
     parser.add_argument("--traced", type=int, metavar="N", help="peak MB the fit of N runs allocates (tracemalloc; "
                         "slower): the process's peak RSS also holds the runs' own making")
@@ -124,7 +134,7 @@ def main() -> None:
         print(f"{args.traced} runs: the fit allocated at most {traced_peak_mb(args.traced):.0f} MB (tracemalloc)")
         return
     if args.one:
-        print(json.dumps(one(args.one)))
+        print(json.dumps(one(args.one, args.runs_file)))
         return
     if args.profile:
         from perfmodel.calibration import fit_calibration
@@ -146,12 +156,16 @@ def main() -> None:
     print(f"{'runs':>7} {'seconds':>8} {'cpu s':>7} {'us/run':>7} {'fit MB':>7} {'peak MB':>8}  trees kept  "
           "stage starts (s)")
     for n in args.sizes:
-        command = [sys.executable, __file__, "--one", str(n)]
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout, env=env, check=True)
-        except subprocess.TimeoutExpired:
-            print(f"{n:>7} {'> ' + format(args.timeout, '.0f'):>8}  (given up)")
-            continue
+        with tempfile.NamedTemporaryFile(suffix=".pickle") as handle:
+            pickle.dump(runs(n), handle)
+            handle.flush()
+            command = [sys.executable, __file__, "--one", str(n), "--runs-file", handle.name]
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout, env=env,
+                                      check=True)
+            except subprocess.TimeoutExpired:
+                print(f"{n:>7} {'> ' + format(args.timeout, '.0f'):>8}  (given up)")
+                continue
         r = json.loads(done.stdout.strip().splitlines()[-1])
         starts = " ".join(f"{k} {v:.1f}" for k, v in r["stage_start_s"].items())
         print(f"{n:>7} {r['seconds']:>8.1f} {r['cpu_s']:>7.1f} {1e6 * r['seconds'] / n:>7.0f} {r['fit_mb']:>7.0f} "

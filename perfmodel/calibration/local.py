@@ -94,7 +94,8 @@ class LocalCorrection:
 
 
 def _distance2(x: FloatArray, points: FloatArray) -> FloatArray:
-    """Squared distances, rows of ``x`` x ``points``."""
+    """Squared distances, rows of ``x`` x ``points``, in the dtype of ``x`` (float32 on the fit's hot paths:
+    the coordinates are centred first, so the expansion |x|² + |p|² − 2 x·p loses nothing that matters)."""
     d2: FloatArray = x @ points.T  # then in place: one rows x points array
     d2 *= -2.0
     d2 += (x * x).sum(axis=1)[:, None]
@@ -110,6 +111,12 @@ def _weights(x: FloatArray, points: FloatArray, bandwidth: float) -> FloatArray:
     return out
 
 
+def _centred32(x: FloatArray, points: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """``x`` and ``points`` less the points' mean, as float32 (half the memory and time of the weights)."""
+    centre = points.mean(axis=0) if len(points) else np.zeros(points.shape[1])
+    return (x - centre).astype(np.float32), (points - centre).astype(np.float32)
+
+
 def fit_local(f: Features, residuals: FloatArray, groups: IntArray,
               fold: IntArray | None = None) -> LocalCorrection | None:
     """The (h, λ, s) with the lowest leave-one-op-out loss, or None if no choice beats no correction.
@@ -121,7 +128,7 @@ def fit_local(f: Features, residuals: FloatArray, groups: IntArray,
     ids, group = np.unique(groups, return_inverse=True)
     if ids.size < MIN_OPS:
         return None
-    all_f, all_residuals, rows = f, residuals, np.arange(residuals.size)
+    all_f, all_residuals, rows, group_all = f, residuals, np.arange(residuals.size), group
     if ids.size > MAX_POINTS:  # the LOO matrices are points x points: keep a fixed random subset of ops
         kept = np.zeros(ids.size, dtype=bool)
         kept[np.random.default_rng(0).choice(ids.size, MAX_POINTS, replace=False)] = True
@@ -133,15 +140,17 @@ def fit_local(f: Features, residuals: FloatArray, groups: IntArray,
     best_loss = held_out_loss(residuals) * MARGIN
     best: tuple[float, float, float, FloatArray] | None = None
     first_run = np.unique(group, return_index=True)[1]  # one row per distinct op, in group order
+    runs32, mean32 = runs.astype(np.float32), mean_residual.astype(np.float32)
     for scale in SHAPE_SCALES:
-        points = coordinates(f, scale)[first_run]
+        at = coordinates(f, scale)[first_run]
+        points = (at - at.mean(axis=0)).astype(np.float32)  # centred float32: see ``_distance2``
         distance2 = _distance2(points, points)
         for bandwidth in BANDWIDTHS:
-            weight = np.multiply(distance2, -0.5 / bandwidth ** 2)  # in place below: two points^2 arrays at most
+            weight = np.multiply(distance2, np.float32(-0.5 / bandwidth ** 2))  # in place: two points^2 arrays
             np.exp(weight, out=weight)
-            weight *= runs[None, :]
+            weight *= runs32[None, :]
             np.fill_diagonal(weight, 0.0)  # leave the op itself out
-            numerator, total = weight @ mean_residual, weight.sum(axis=1)
+            numerator, total = (weight @ mean32).astype(float), weight.sum(axis=1, dtype=float)
             for shrink in SHRINKS:
                 left_out = residuals - (numerator / (shrink + total))[group]
                 loss = held_out_loss(left_out)
@@ -153,8 +162,8 @@ def fit_local(f: Features, residuals: FloatArray, groups: IntArray,
     out = LocalCorrection(coordinates(f, scale)[first_run], mean_residual, runs, bandwidth, shrink, scale, left_out)
     subset = rows.size != all_residuals.size
     if subset or fold is not None:
-        every, by_fold = _applied(out, all_f, all_residuals, fold, None if fold is None else fold[rows][first_run],
-                                  whole=subset)
+        every, by_fold = _applied(out, all_f, all_residuals, group_all, fold,
+                                  None if fold is None else fold[rows][first_run], whole=subset)
         if every is not None:  # the ops left out of the points are held out already
             every[rows] = left_out
             out = dataclasses.replace(out, loo_residuals=every)
@@ -163,25 +172,45 @@ def fit_local(f: Features, residuals: FloatArray, groups: IntArray,
     return out
 
 
-def _applied(correction: LocalCorrection, f: Features, residuals: FloatArray, fold: IntArray | None,
-             point_fold: IntArray | None, whole: bool) -> tuple[FloatArray | None, FloatArray | None]:
-    """Per run, from one pass over the weights (rows x points, ``CHUNK_ROWS`` rows at a time): its residual less
-    the correction over every point (if ``whole``), and less the correction smoothed over the points of other
-    folds only (if ``fold`` and ``point_fold`` are given)."""
-    x = coordinates(f, correction.shape_scale)
-    every = np.empty(len(x)) if whole else None
-    by_fold = np.empty(len(x)) if fold is not None and point_fold is not None else None
-    for start in range(0, len(x), CHUNK_ROWS):
+def _applied(correction: LocalCorrection, f: Features, residuals: FloatArray, groups: IntArray,
+             fold: IntArray | None, point_fold: IntArray | None, whole: bool) -> tuple[FloatArray | None,
+                                                                                       FloatArray | None]:
+    """Per run, from one pass over the weights (distinct ops x points, ``CHUNK_ROWS`` ops at a time, float32): its
+    residual less the correction over every point (if ``whole``), and less the correction smoothed over the points
+    of other folds only (if ``fold`` and ``point_fold`` are given). ``groups``: each run's distinct op (0..n-1;
+    its runs share coordinates and fold, so each distinct op is weighed once). The other folds' sums are the
+    sums over all points less those over the op's own fold (points sorted by fold: contiguous slices)."""
+    first = np.unique(groups, return_index=True)[1]
+    x, points = _centred32(coordinates(f.take(first), correction.shape_scale), correction.points)
+    runs, values = correction.runs, correction.residuals
+    folds = fold is not None and point_fold is not None
+    order = np.argsort(point_fold, kind="stable") if folds and point_fold is not None else np.arange(len(points))
+    points, runs, values = points[order], runs[order].astype(np.float32), values[order].astype(np.float32)
+    op_fold = fold[first] if fold is not None else np.zeros(first.size, dtype=np.int64)
+    sorted_folds = point_fold[order] if point_fold is not None else np.zeros(0, dtype=np.int64)
+    spans = {int(k): (int(np.searchsorted(sorted_folds, k)), int(np.searchsorted(sorted_folds, k, side="right")))
+             for k in np.unique(sorted_folds)} if folds else {}
+    every = np.empty(first.size) if whole else None
+    by_fold = np.empty(first.size) if folds else None
+    for start in range(0, first.size, CHUNK_ROWS):
         rows = slice(start, start + CHUNK_ROWS)
-        weight = _weights(x[rows], correction.points, correction.bandwidth)
-        weight *= correction.runs
+        weight = _weights(x[rows], points, correction.bandwidth)
+        weight *= runs
+        numerator, total = (weight @ values).astype(float), weight.sum(axis=1, dtype=float)
         if every is not None:
-            every[rows] = residuals[rows] - (weight @ correction.residuals) / (correction.shrink + weight.sum(axis=1))
-        if by_fold is not None and fold is not None and point_fold is not None:
-            weight[fold[rows][:, None] == point_fold[None, :]] = 0.0
-            by_fold[rows] = residuals[rows] - (weight @ correction.residuals) / (correction.shrink
-                                                                                  + weight.sum(axis=1))
-    return every, by_fold
+            every[rows] = numerator / (correction.shrink + total)
+        if by_fold is not None:
+            own_numerator, own_total = np.zeros_like(numerator), np.zeros_like(total)
+            chunk_fold = op_fold[rows]
+            for k, (lo, hi) in spans.items():
+                mine = chunk_fold == k
+                if mine.any():
+                    part = weight[mine, lo:hi]
+                    own_numerator[mine] = part @ values[lo:hi]
+                    own_total[mine] = part.sum(axis=1, dtype=float)
+            by_fold[rows] = (numerator - own_numerator) / (correction.shrink + np.maximum(total - own_total, 0.0))
+    return (None if every is None else residuals - every[groups],
+            None if by_fold is None else residuals - by_fold[groups])
 
 
 __all__ = ["LocalCorrection", "coordinates", "fit_local"]

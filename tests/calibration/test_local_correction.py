@@ -182,21 +182,24 @@ def test_one_pass_residuals_match_their_definitions(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(local_module, "MAX_POINTS", 50)
     monkeypatch.setattr(local_module, "CHUNK_ROWS", 13)
     rng = np.random.default_rng(14)
-    ops = _gemms(rng, 120)
+    distinct = _gemms(rng, 120)
+    op_of_run = np.concatenate([np.arange(120), rng.integers(0, 120, 60)])  # repeats: weighed once per distinct op
+    ops = [distinct[int(i)] for i in op_of_run]
     f = curve.features(perfmodel.predict_many(HW, ops))
     residuals = 0.3 * np.sin(2.0 * f.log10_flops) + 0.01 * rng.standard_normal(len(ops))
-    fold = np.arange(len(ops)) % 3
-    correction = fit_local(f, residuals, np.arange(len(ops)), fold=fold)
+    fold = op_of_run % 3
+    correction = fit_local(f, residuals, op_of_run, fold=fold)
     assert correction is not None
     x = local_module.coordinates(f, correction.shape_scale)
     point_of = {tuple(p): i for i, p in enumerate(correction.points)}
     is_point = np.array([tuple(row) in point_of for row in x])
-    assert is_point.sum() == 50
+    assert len(correction.points) == 50
     weight = np.exp(-0.5 * ((x[:, None, :] - correction.points[None]) ** 2).sum(axis=2)
                     / correction.bandwidth ** 2) * correction.runs
     every = residuals - weight @ correction.residuals / (correction.shrink + weight.sum(axis=1))
-    np.testing.assert_allclose(correction.loo_residuals[~is_point], every[~is_point], rtol=1e-9, atol=1e-12)
+    # the fit's pass runs in float32 (centred coordinates): within 1e-5 in log time of the float64 definition
+    np.testing.assert_allclose(correction.loo_residuals[~is_point], every[~is_point], rtol=0, atol=1e-5)
     point_fold = np.array([fold[int(np.flatnonzero((x == p).all(axis=1))[0])] for p in correction.points])
     weight[fold[:, None] == point_fold[None, :]] = 0.0
     by_fold = residuals - weight @ correction.residuals / (correction.shrink + weight.sum(axis=1))
-    np.testing.assert_allclose(correction.fold_residuals, by_fold, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(correction.fold_residuals, by_fold, rtol=0, atol=1e-5)
