@@ -23,7 +23,7 @@ PhaseChoice = Literal["prefill", "decode", "both", "train"]
 
 
 def resolve_model(model: str | dict[str, Any]) -> LlmConfig | Graph | bytes:
-    """A bundled name, a path (.json config or graph, .onnx, StableHLO .mlir), or a dict (config or graph JSON)."""
+    """A bundled name, a path (.json config or graph, .onnx, .tflite, StableHLO .mlir), or a dict (config or graph JSON)."""
     if isinstance(model, dict):
         return Graph.from_json(model) if "nodes" in model else LlmConfig.from_hf(model)
     if (CONFIG_DIR / f"{model.lower()}.json").is_file():
@@ -33,6 +33,10 @@ def resolve_model(model: str | dict[str, Any]) -> LlmConfig | Graph | bytes:
         return bundled(model)  # raises with the list of bundled names
     if path.suffix.lower() == ".onnx":
         return path.read_bytes()
+    if path.suffix.lower() == ".tflite":
+        from perfmodel.graph.tflite_import import import_tflite
+
+        return import_tflite(path, name=path.stem)
     if path.suffix.lower() == ".mlir":  # StableHLO text, e.g. jax.jit(f).lower(...).as_text()
         from perfmodel.graph.stablehlo_import import import_stablehlo
 
