@@ -23,7 +23,8 @@ PhaseChoice = Literal["prefill", "decode", "both", "train"]
 
 
 def resolve_model(model: str | dict[str, Any]) -> LlmConfig | Graph | bytes:
-    """A bundled name, a path (.json config or graph, .onnx, .tflite, StableHLO .mlir), or a dict (config or graph JSON)."""
+    """A bundled name, a path (.json config or graph, .onnx, .tflite, StableHLO .mlir), or a dict (config or
+    graph JSON)."""
     if isinstance(model, dict):
         return Graph.from_json(model) if "nodes" in model else LlmConfig.from_hf(model)
     if (CONFIG_DIR / f"{model.lower()}.json").is_file():
