@@ -104,7 +104,7 @@ def add_ceilings(fig: go.Figure, devices: list[Hardware], dtypes: list[str] | No
             if labels:  # above the top roof, where the diagonal ends: no line runs there
                 fig.add_annotation(x=math.log10(end), y=math.log10(top), text=esc(name), showarrow=False,
                                    textangle=-MEMORY_LABEL_ANGLE, xanchor="left", yanchor="bottom", yshift=2,
-                                   font={"color": colour, "size": 11})
+                                   font={"color": colour, "size": 11}, bgcolor=LABEL_BACKGROUND)
         sides = label_sides([r.peak_flops_per_s for r in roofs], top_above=not labels)
         for r, roof in enumerate(roofs):
             if len(devices) == 1:
@@ -119,7 +119,8 @@ def add_ceilings(fig: go.Figure, devices: list[Hardware], dtypes: list[str] | No
                 above, shift = sides[r]
                 fig.add_annotation(x=math.log10(hi), y=math.log10(roof.peak_flops_per_s), text=esc(name),
                                    showarrow=False, xanchor="right", yanchor="bottom" if above else "top",
-                                   yshift=2 if above else -2, xshift=-shift, font={"color": colour, "size": 11})
+                                   yshift=2 if above else -2, xshift=-shift, font={"color": colour, "size": 11},
+                                   bgcolor=LABEL_BACKGROUND)
             fig.add_trace(go.Scatter(
                 x=[ridge], y=[roof.peak_flops_per_s], mode="markers", showlegend=False, legendgroup=esc(hw.id),
                 marker={"symbol": "diamond", "size": 9, "color": colour, "line": {"color": "white", "width": 1}},
@@ -132,6 +133,7 @@ MEMORY_LABEL_ANGLE = 35  # degrees above horizontal: neighbouring diagonals end 
 LABEL_GAP_DECADES = 0.25  # a roof label's height in log10 FLOP/s (11 px at ~50 px per decade, with a margin)
 LABEL_SHIFT_PX = 240  # a label that finds no room at the right edge moves this far left
 LABEL_HEADROOM_DECADES = 1.0  # room above the top roof for the memory labels
+LABEL_BACKGROUND = "rgba(255,255,255,0.85)"  # a line passing behind a label does not cross its letters
 
 
 def label_sides(peaks: list[float], top_above: bool = True) -> list[tuple[bool, int]]:
