@@ -43,12 +43,12 @@ def main() -> None:
     for reason, n in sorted(result.reason_counts().items(), key=lambda kv: -kv[1]):
         print(f"  ruled out by {reason}: {n}")
     print(f"{'tp':>3} {'cp':>3} {'pp':>4} {'dp':>5} {'zero':>4} {'recompute':>9} {'mb':>3} {'v':>2} "
-          f"{'step s':>8} {'MFU':>6} {'memory':>9}")
+          f"{'schedule':>8} {'step s':>8} {'MFU':>6} {'memory':>9}")
     for row in fastest(result, args.top):
         lay = row["layout"]
         print(f"{lay['tp']:>3} {lay['cp']:>3} {lay['pp']:>4} {lay['dp']:>5} {lay['zero']:>4} {lay['recompute']:>9} "
-              f"{lay['micro_batch']:>3} {lay['virtual_stages']:>2} {row['step_s']:>8.3f} {row['mfu'] or 0:>6.1%} "
-              f"{format_bytes(row['memory_bytes']['total']):>9}")
+              f"{lay['micro_batch']:>3} {lay['virtual_stages']:>2} {lay['schedule']:>8} {row['step_s']:>8.3f} "
+              f"{row['mfu'] or 0:>6.1%} {format_bytes(row['memory_bytes']['total']):>9}")
 
 
 if __name__ == "__main__":

@@ -17,8 +17,8 @@ from perfmodel.graph.llm_config import LlmConfig
 from perfmodel.graph.loader import resolve_model
 from perfmodel.hardware import Hardware
 from perfmodel.training.fit import make_it_fit
-from perfmodel.training.layout import RECOMPUTE_MODES, Layout, Recompute, TrainingSetup
-from perfmodel.training.search import SearchSpace, fastest, search_layouts
+from perfmodel.training.layout import RECOMPUTE_MODES, SCHEDULES, Layout, Recompute, Schedule, TrainingSetup
+from perfmodel.training.search import DEFAULT_MICRO_BATCHES, SearchSpace, fastest, search_layouts
 
 router = APIRouter(tags=["training"], dependencies=[Depends(require_read)])
 
@@ -69,6 +69,7 @@ class LayoutSearchRequest(TrainingRequest):
     zero: Literal[0, 1, 2, 3] | None = None
     recompute: Recompute | None = None
     micro_batch: int | None = Field(default=None, ge=1, le=1 << 16)
+    schedule: Schedule | None = None
     top: int = Field(default=10, ge=1, le=1000)
 
 
@@ -84,6 +85,7 @@ class LayoutCheckRequest(TrainingRequest):
     recompute: Recompute = "none"
     micro_batch: int = Field(default=1, ge=1, le=1 << 16)
     virtual_stages: int = Field(default=1, ge=1, le=1024)
+    schedule: Schedule = "1f1b"
 
 
 def _search(hardware: Hardware, body: LayoutSearchRequest) -> bytes:
@@ -91,7 +93,8 @@ def _search(hardware: Hardware, body: LayoutSearchRequest) -> bytes:
                         cp=(body.cp,) if body.cp else None,
                         zero=(body.zero,) if body.zero is not None else (0, 1, 2, 3),
                         recompute=(body.recompute,) if body.recompute else RECOMPUTE_MODES,
-                        **({"micro_batch": (body.micro_batch,)} if body.micro_batch else {}))
+                        micro_batch=(body.micro_batch,) if body.micro_batch else DEFAULT_MICRO_BATCHES,
+                        schedules=(body.schedule,) if body.schedule else SCHEDULES)
     result = search_layouts(body.llm(), hardware, body.devices, body.setup(), space)
     return json_bytes(finite({"layouts_costed": result.count, "fit": len(result.ranked()),
                               "ruled_out": result.reason_counts(), "fastest": fastest(result, body.top)}))
@@ -99,7 +102,8 @@ def _search(hardware: Hardware, body: LayoutSearchRequest) -> bytes:
 
 def _check(hardware: Hardware, body: LayoutCheckRequest) -> bytes:
     layout = Layout(tp=body.tp, pp=body.pp, dp=body.dp, cp=body.cp, ep=body.ep, zero=body.zero,
-                    recompute=body.recompute, micro_batch=body.micro_batch, virtual_stages=body.virtual_stages)
+                    recompute=body.recompute, micro_batch=body.micro_batch, virtual_stages=body.virtual_stages,
+                    schedule=body.schedule)
     if layout.devices != body.devices:
         raise GraphError("devices", f"tp x cp x pp x dp = {layout.devices}, not devices = {body.devices}")
     return json_bytes(finite(make_it_fit(body.llm(), hardware, layout, body.setup())))

@@ -20,7 +20,7 @@ def _row_line(row: dict[str, Any]) -> str:
     lay = row["layout"]
     mfu = f"{row['mfu']:.1%}" if row.get("mfu") is not None else "-"
     return (f"tp={lay['tp']} cp={lay['cp']} pp={lay['pp']} dp={lay['dp']} ep={lay['ep']} ZeRO-{lay['zero']} "
-            f"recompute={lay['recompute']} mb={lay['micro_batch']} v={lay['virtual_stages']}: "
+            f"recompute={lay['recompute']} mb={lay['micro_batch']} v={lay['virtual_stages']} {lay['schedule']}: "
             f"step {row['step_s']:.3f} s, {row['tokens_per_s']:,.0f} tokens/s, MFU {mfu}, "
             f"memory {format_bytes(row['memory_bytes']['total'])}")
 
@@ -47,6 +47,7 @@ def train_layouts_command(
     recompute: Annotated[str | None, typer.Option(help="fix recomputation: none, selective, full")] = None,
     micro_batch: Annotated[int | None, typer.Option(help="fix sequences per micro-batch")] = None,
     virtual_stages: Annotated[int | None, typer.Option(help="fix model chunks per pipeline stage")] = None,
+    schedule: Annotated[str | None, typer.Option(help="fix the pipeline schedule: 1f1b or zb-h1")] = None,
     top: Annotated[int, typer.Option(help="layouts to list")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
@@ -56,8 +57,14 @@ def train_layouts_command(
     from perfmodel.graph.loader import resolve_model
     from perfmodel.roofline import resolve_hardware
     from perfmodel.training.fit import make_it_fit
-    from perfmodel.training.layout import RECOMPUTE_MODES, Layout, TrainingSetup
-    from perfmodel.training.search import SearchSpace, fastest, search_layouts
+    from perfmodel.training.layout import RECOMPUTE_MODES, SCHEDULES, Layout, TrainingSetup
+    from perfmodel.training.search import (
+        DEFAULT_MICRO_BATCHES,
+        DEFAULT_VIRTUAL_STAGES,
+        SearchSpace,
+        fastest,
+        search_layouts,
+    )
 
     try:
         cfg = resolve_model(model)
@@ -72,7 +79,7 @@ def train_layouts_command(
         if dp is not None:
             layout = Layout(tp=tp or 1, pp=pp or 1, dp=dp, cp=cp or 1, ep=ep or 1, zero=zero or 0,
                             recompute=recompute or "none", micro_batch=micro_batch or 1,  # type: ignore[arg-type]
-                            virtual_stages=virtual_stages or 1)
+                            virtual_stages=virtual_stages or 1, schedule=schedule or "1f1b")  # type: ignore[arg-type]
             if layout.devices != devices:
                 _fail(f"tp x cp x pp x dp = {layout.devices}, not --devices {devices}")
             out = make_it_fit(cfg, hw, layout, setup)
@@ -90,8 +97,9 @@ def train_layouts_command(
                             ep=(ep,) if ep else None,
                             zero=(zero,) if zero is not None else (0, 1, 2, 3),
                             recompute=(recompute,) if recompute else RECOMPUTE_MODES,
-                            **({"micro_batch": (micro_batch,)} if micro_batch else {}),
-                            **({"virtual_stages": (virtual_stages,)} if virtual_stages else {}))
+                            micro_batch=(micro_batch,) if micro_batch else DEFAULT_MICRO_BATCHES,
+                            virtual_stages=(virtual_stages,) if virtual_stages else DEFAULT_VIRTUAL_STAGES,
+                            schedules=(schedule,) if schedule else SCHEDULES)
         result = search_layouts(cfg, hw, devices, setup, space)
     except (GraphError, KeyError, ValueError) as exc:
         _fail(str(exc).strip("'\""))

@@ -19,7 +19,7 @@ def evaluate(cfg: LlmConfig, hardware: Hardware, layout: Layout, setup: Training
     """The search's model on exactly one layout."""
     space = SearchSpace(tp=(layout.tp,), pp=(layout.pp,), cp=(layout.cp,), ep=(layout.ep,), zero=(layout.zero,),
                         recompute=(layout.recompute,), micro_batch=(layout.micro_batch,),
-                        virtual_stages=(layout.virtual_stages,))
+                        virtual_stages=(layout.virtual_stages,), schedules=(layout.schedule,))
     result = search_layouts(cfg, hardware, layout.devices, setup, space)
     if result.count != 1:
         raise GraphError("layout", f"{layout} is not a layout of {layout.devices} devices")

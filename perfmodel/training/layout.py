@@ -14,6 +14,8 @@ from perfmodel.graph.ir import GraphError
 Recompute = Literal["none", "selective", "full"]
 RECOMPUTE_MODES: tuple[Recompute, ...] = ("none", "selective", "full")
 Offload = Literal["none", "optimizer"]
+Schedule = Literal["1f1b", "zb-h1"]
+SCHEDULES: tuple[Schedule, ...] = ("1f1b", "zb-h1")  # 1F1B (interleaved when v > 1); zero-bubble H1
 ZERO_STAGES = (0, 1, 2, 3)
 ADAM_STATE_BYTES_PER_PARAM = 12.0  # fp32 master weights, first and second moments: the ZeRO paper's K = 12
 
@@ -26,8 +28,9 @@ def _positive(owner: str, **values: int) -> None:
 
 @dataclass(frozen=True)
 class Layout:
-    """Parallel degrees, ZeRO stage (3 = FSDP), recomputation, sequences per micro-batch and
-    virtual pipeline stages per device (interleaved 1F1B when > 1)."""
+    """Parallel degrees, ZeRO stage (3 = FSDP), recomputation, sequences per micro-batch, virtual pipeline
+    stages per device (interleaved 1F1B when > 1) and the pipeline schedule: ``1f1b``, or ``zb-h1`` (Qi et al.
+    2023, zero-bubble H1: the weight-gradient half of the backward fills the bubble; v = 1)."""
 
     tp: int = 1
     pp: int = 1
@@ -38,6 +41,7 @@ class Layout:
     recompute: Recompute = "none"
     micro_batch: int = 1
     virtual_stages: int = 1
+    schedule: Schedule = "1f1b"
 
     def __post_init__(self) -> None:
         _positive("layout", tp=self.tp, pp=self.pp, dp=self.dp, cp=self.cp, ep=self.ep,
@@ -47,6 +51,8 @@ class Layout:
         if not (self.ep == 1 or self.ep == self.tp or (self.tp == 1 and self.dp % self.ep == 0)):
             raise GraphError("layout", f"ep={self.ep} must be 1, equal tp ({self.tp}), or divide dp ({self.dp}) "
                                        "with tp=1")
+        if self.schedule not in SCHEDULES:
+            raise GraphError("layout", f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
         if self.recompute not in RECOMPUTE_MODES:
             raise GraphError("layout", f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, "
                                        f"got {self.recompute!r}")

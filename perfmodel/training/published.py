@@ -117,7 +117,8 @@ def predict(run: PublishedRun) -> dict[str, Any]:
                           sequence_parallel=run.sequence_parallel, dropout=run.dropout,
                           flash_attention=run.flash_attention)
     space = SearchSpace(tp=(run.tp,), pp=(run.pp,), cp=(run.cp,), ep=(1,), zero=(run.zero if dp > 1 else 0,),
-                        recompute=run.recompute, micro_batch=run.micro_batch, virtual_stages=run.virtual_stages)
+                        recompute=run.recompute, micro_batch=run.micro_batch, virtual_stages=run.virtual_stages,
+                        schedules=("1f1b",))
     result = search_layouts(cfg, resolve_hardware(run.hardware), run.devices, setup, space)
     ranked = result.ranked()
     fits = bool(ranked)

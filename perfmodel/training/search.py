@@ -24,7 +24,7 @@ from perfmodel.hardware import Hardware
 from perfmodel.training.costs import LayerCosts, ProbeKey, cost_table
 from perfmodel.training.flops import palm_flops
 from perfmodel.training.footprint import Footprint, footprint
-from perfmodel.training.layout import RECOMPUTE_MODES, Layout, TrainingSetup
+from perfmodel.training.layout import RECOMPUTE_MODES, SCHEDULES, Layout, TrainingSetup
 from perfmodel.training.memory import ActivationShape
 from perfmodel.training.step import LayoutArrays, StepTimes, probe_arrays, step_times
 from perfmodel.units import format_bytes
@@ -46,6 +46,7 @@ class SearchSpace:
     recompute: tuple[str, ...] = RECOMPUTE_MODES
     micro_batch: tuple[int, ...] = DEFAULT_MICRO_BATCHES
     virtual_stages: tuple[int, ...] = DEFAULT_VIRTUAL_STAGES
+    schedules: tuple[str, ...] = SCHEDULES
 
 
 @dataclass
@@ -77,7 +78,8 @@ class SearchResult:
         a = self.layouts
         return Layout(tp=int(a.tp[i]), pp=int(a.pp[i]), dp=int(a.dp[i]), cp=int(a.cp[i]), ep=int(a.ep[i]),
                       zero=int(a.zero[i]), recompute=RECOMPUTE_MODES[int(a.recompute[i])],
-                      micro_batch=int(a.micro_batch[i]), virtual_stages=int(a.virtual_stages[i]))
+                      micro_batch=int(a.micro_batch[i]), virtual_stages=int(a.virtual_stages[i]),
+                      schedule=SCHEDULES[int(a.schedule[i])])
 
     def row(self, i: int) -> dict[str, Any]:
         """One layout: choices, step time by part, memory by part, throughput and MFU (6N + attention)."""
@@ -114,7 +116,8 @@ def _powers(limit: int) -> tuple[int, ...]:
 
 
 def enumerate_layouts(cfg: LlmConfig, devices: int, space: SearchSpace, per_node: int) -> list[tuple[int, ...]]:
-    """(tp, pp, dp, cp, ep, zero, recompute code, micro-batch, v) of every layout whose degrees make ``devices``."""
+    """(tp, pp, dp, cp, ep, zero, recompute code, micro-batch, v, schedule code) of every layout whose degrees
+    make ``devices`` (the zero-bubble schedule only where it applies, pp > 1 and v = 1, unless asked for)."""
     tps = space.tp or _powers(min(per_node, devices))
     cps = space.cp or _powers(min(DEFAULT_MAX_CP, devices))
     eps = space.ep or ((1, *(e for e in _powers(min(cfg.experts, devices)) if e > 1)) if cfg.moe else (1,))
@@ -133,9 +136,13 @@ def enumerate_layouts(cfg: LlmConfig, devices: int, space: SearchSpace, per_node
                     continue
                 default_vs = space.virtual_stages == DEFAULT_VIRTUAL_STAGES  # asked-for chunks get a reason instead
                 vs = [v for v in space.virtual_stages if v == 1 or pp > 1 or not default_vs]
-                for zero, rc, mb, v in itertools.product(space.zero, range(len(space.recompute)),
-                                                         space.micro_batch, vs):
-                    out.append((tp, pp, dp, cp, ep, zero, RECOMPUTE_MODES.index(space.recompute[rc]), mb, v))
+                default_schedules = space.schedules == SCHEDULES
+                for zero, rc, mb, v, sched in itertools.product(space.zero, range(len(space.recompute)),
+                                                                space.micro_batch, vs, space.schedules):
+                    if sched != "1f1b" and default_schedules and (pp == 1 or v > 1):
+                        continue
+                    out.append((tp, pp, dp, cp, ep, zero, RECOMPUTE_MODES.index(space.recompute[rc]), mb, v,
+                                SCHEDULES.index(sched)))
     return out
 
 
@@ -158,7 +165,7 @@ def search_layouts(cfg: LlmConfig, hardware: Hardware, devices: int, setup: Trai
     probe_idx = np.array([position[ProbeKey(int(r[0]), int(r[3]), int(r[7]), int(r[4]))] for r in rows])
     cols = table.T
     lay = LayoutArrays(tp=cols[0], pp=cols[1], dp=cols[2], cp=cols[3], ep=cols[4], zero=cols[5], recompute=cols[6],
-                       micro_batch=cols[7], virtual_stages=cols[8], probe=probe_idx)
+                       micro_batch=cols[7], virtual_stages=cols[8], probe=probe_idx, schedule=cols[9])
     arrays = probe_arrays(built)
     times = step_times(cfg, hardware, costs, arrays, lay, setup.seq_len, setup.global_batch,
                        setup.sequence_parallel, setup.grad_bytes, setup.offload == "optimizer",
@@ -199,6 +206,8 @@ def _reasons(cfg: LlmConfig, setup: TrainingSetup, lay: LayoutArrays, mem: Footp
             out.append(f"context parallel: sequence {setup.seq_len} does not split into 2 x cp={cp} balanced chunks")
         elif zero > 0 and dp * cp == 1:
             out.append("ZeRO: nothing to shard over (dp x cp = 1)")
+        elif int(lay.schedule[i]) != 0 and (pp == 1 or v > 1):
+            out.append(f"zero bubble: {SCHEDULES[int(lay.schedule[i])]} needs pp > 1 and v = 1 (pp={pp}, v={v})")
         elif v > 1 and pp == 1:
             out.append(f"interleaving: v={v} model chunks need pipeline stages (pp > 1)")
         elif v > 1 and int(layers_stage[i]) % v:

@@ -38,8 +38,10 @@ from perfmodel.hardware import Hardware
 from perfmodel.machine import tables
 from perfmodel.ops.base import FloatArray
 from perfmodel.training.costs import CostTable, LayerCosts
+from perfmodel.training.layout import SCHEDULES
 from perfmodel.training.memory import ACT_BYTES, FULL, SELECTIVE
 
+ZB_H1 = SCHEDULES.index("zb-h1")
 HOST_ADAM_BYTES_PER_PARAM = 28.0  # CPU Adam: reads fp32 master, m, v (12) and a bf16 gradient (2), writes 12 + 2
 HOST_COPY_BYTES_PER_PARAM = 4.0  # bf16 gradient to the host, bf16 weight back
 
@@ -59,10 +61,12 @@ class LayoutArrays:
     micro_batch: Any
     virtual_stages: Any
     probe: Any
+    schedule: Any = 0  # index in layout.SCHEDULES
 
     def __post_init__(self) -> None:
         for f in fields(self):
             setattr(self, f.name, np.asarray(getattr(self, f.name), dtype=np.int64))
+        self.schedule = np.broadcast_to(self.schedule, self.tp.shape)
 
 
 def probe_arrays(costs: list[LayerCosts]) -> dict[str, FloatArray]:
@@ -154,7 +158,12 @@ def step_times(cfg: LlmConfig, hardware: Hardware, table: CostTable, costs: dict
     send = coll(SENDRECV, act_bytes, np.where(pp > 1, 2.0, 1.0), np.where(across, 1.0, 2.0))
     sends = np.where(pp > 1, 2.0 * v * send, 0.0)
     stage = layers_stage * layer + ends + sends
-    pipeline = (m + (pp - 1.0) / v) * stage
+    # 1F1B: (pp−1)/v stage times idle. ZB-H1 (Qi et al. 2023) splits the backward into input and weight
+    # gradients (half each for the GEMMs) and runs the weight half in the bubble: (pp−1)·(T_F + T_B − T_W),
+    # i.e. (pp−1) forward stage times
+    stage_forward = layers_stage * fwd_layer + ends / 3.0 + sends / 2.0
+    bubble = np.where(lay.schedule == ZB_H1, (pp - 1.0) * stage_forward, (pp - 1.0) / v * stage)
+    pipeline = m * stage + bubble
     # data-parallel gradient reduction, one bucket per layer, hidden behind the last micro-batch's backward
     stage_expert = layers_stage * c["expert_params"]
     stage_dense = layers_stage * dense_params + np.maximum(c["embed_params"], c["head_params"])
@@ -178,6 +187,6 @@ def step_times(cfg: LlmConfig, hardware: Hardware, table: CostTable, costs: dict
     return StepTimes(step_s=step, compute_s=m * layers_stage * c["layer_s"], recompute_s=m * layers_stage * recompute,
                      tp_comm_s=m * layers_stage * c["tp_comm_s"], cp_exposed_s=m * layers_stage * cp_exposed,
                      zero3_exposed_s=m * layers_stage * zero3, pipeline_send_s=m * sends,
-                     bubble_s=(pp - 1.0) / v * stage, dp_exposed_s=dp_exposed,
+                     bubble_s=bubble, dp_exposed_s=dp_exposed,
                      dp_hidden_s=np.maximum(dp_total - dp_exposed, 0.0), optimizer_s=optimizer, microbatches=m)
 

@@ -63,7 +63,7 @@ def test_a_pipelined_gpt3_holds_the_papers_total_and_model_states() -> None:
     cfg = bundled("gpt3-175b")
     setup = TrainingSetup(seq_len=2048, global_batch=64, dropout=True, flash_attention=False)
     space = SearchSpace(tp=(8,), pp=(8,), cp=(1,), zero=(0,), recompute=("selective",), micro_batch=(1,),
-                        virtual_stages=(1,))
+                        virtual_stages=(1,), schedules=("1f1b",))
     result = search_layouts(cfg, resolve_hardware("nvidia-a100-sxm4-80gb"), 64, setup, space)
     assert result.count == 1
     s, h, layers = 2048, 12288, 96
@@ -99,7 +99,7 @@ def test_interleaving_holds_korthikantis_extra_share_of_activations() -> None:
     cfg = bundled("gpt3-175b")
     setup = TrainingSetup(seq_len=2048, global_batch=64, dropout=True, flash_attention=False)
     space = SearchSpace(tp=(8,), pp=(8,), cp=(1,), zero=(0,), recompute=("selective",), micro_batch=(1,),
-                        virtual_stages=(1, 2, 4))
+                        virtual_stages=(1, 2, 4), schedules=("1f1b",))
     r = search_layouts(cfg, resolve_hardware("nvidia-a100-sxm4-80gb"), 64, setup, space)
     layers_only = 34 * 2048 * 12288 * 96 / 8
     for i, v in enumerate(r.layouts.virtual_stages):

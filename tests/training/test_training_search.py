@@ -29,7 +29,7 @@ def _one(cfg: LlmConfig, layout: Layout, setup: TrainingSetup) -> dict[str, Any]
 def test_the_interleaved_bubble_is_pp_minus_one_over_v_m(llama70: LlmConfig) -> None:
     setup = TrainingSetup(seq_len=4096, global_batch=64)
     space = SearchSpace(tp=(8,), pp=(4,), cp=(1,), zero=(1,), recompute=("selective",), micro_batch=(1,),
-                        virtual_stages=(1, 2, 4))
+                        virtual_stages=(1, 2, 4), schedules=("1f1b",))
     r = search_layouts(llama70, resolve_hardware(H100), 64, setup, space)
     t = r.times
     m = t.microbatches
@@ -135,3 +135,15 @@ def test_the_gradient_reduction_is_split_into_hidden_and_exposed(llama70: LlmCon
     assert t["dp_exposed_s"] > 0 and t["dp_hidden_s"] > 0  # the last bucket is always exposed
     parts = t["compute_s"] + t["recompute_s"] + t["tp_comm_s"] + t["dp_exposed_s"] + t["optimizer_s"]
     assert parts < row["step_s"] < 1.05 * parts  # the rest: embedding and LM head, outside the layers
+
+
+def test_zero_bubble_h1_leaves_a_third_of_the_1f1b_bubble(llama70: LlmConfig) -> None:
+    """Qi et al. 2023: ZB-H1's bubble is (p−1)(T_F + T_B − T_W), about a third of 1F1B's (p−1)(T_F + T_B + T_W)
+    when the three are equal (no recomputation); memory is 1F1B's."""
+    setup = TrainingSetup(seq_len=4096, global_batch=64)
+    plain = _one(llama70, Layout(tp=8, pp=4, dp=2, zero=1, recompute="selective"), setup)
+    zb = _one(llama70, Layout(tp=8, pp=4, dp=2, zero=1, recompute="selective", schedule="zb-h1"), setup)
+    assert zb["time_s"]["bubble_s"] == pytest.approx(plain["time_s"]["bubble_s"] / 3, rel=0.15)
+    assert zb["memory_bytes"]["total"] == plain["memory_bytes"]["total"]
+    bad = _one(llama70, Layout(tp=8, pp=4, dp=2, virtual_stages=2, schedule="zb-h1"), setup)
+    assert bad["reason"] == "zero bubble: zb-h1 needs pp > 1 and v = 1 (pp=4, v=2)"
