@@ -62,9 +62,11 @@ class MemoryReport:
             ("activations", self.activations_bytes), ("gradients", self.gradients_bytes),
             ("optimizer state", self.optimizer_bytes)) if v > 0]
         cap = format_bytes(self.capacity_bytes) if self.capacity_bytes else "?"
+        training = ("; for training, `perfmodel train-layouts` finds the ZeRO stage, recomputation and layout "
+                    "that fit") if self.optimizer_bytes > 0 else ""
         return (f"needs {format_bytes(self.total_bytes)} per device ({', '.join(parts)}) but {hardware_id} has "
                 f"{cap}: use more devices (--tp/--pp), narrower weights (--weight-dtype int8/int4), "
-                f"a smaller batch or a shorter context")
+                f"a smaller batch or a shorter context{training}")
 
 
 def memory(graph: Graph, hardware: Hardware) -> MemoryReport:
