@@ -160,8 +160,8 @@ def step_times(cfg: LlmConfig, hardware: Hardware, table: CostTable, costs: dict
     stage = layers_stage * layer + ends + sends
     # 1F1B: (pp−1)/v stage times idle. ZB-H1 (Qi et al. 2023) splits the backward into input and weight
     # gradients (half each for the GEMMs) and runs the weight half in the bubble: (pp−1)·(T_F + T_B − T_W),
-    # i.e. (pp−1) forward stage times
-    stage_forward = layers_stage * fwd_layer + ends / 3.0 + sends / 2.0
+    # i.e. (pp−1) times a stage's forward, plus its recomputation (part of T_B) and exposed communication
+    stage_forward = layers_stage * (fwd_layer + recompute + cp_exposed + zero3) + ends / 3.0 + sends / 2.0
     bubble = np.where(lay.schedule == ZB_H1, (pp - 1.0) * stage_forward, (pp - 1.0) / v * stage)
     pipeline = m * stage + bubble
     # data-parallel gradient reduction, one bucket per layer, hidden behind the last micro-batch's backward
