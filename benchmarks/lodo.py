@@ -12,8 +12,9 @@ cell). A held-out device's own rows never choose any value.
 
 Intervals: each prediction gets [pred·q10, pred·q90], the quantiles of measured/predicted of its class
 over the *other* folds' held-out rows, every device weighing the same (a class on fewer than three devices
-widened by the band pooled over all classes); coverage is counted on the left-out device. ``--write-intervals`` stores the per-class bands of all held-out rows, which every uncalibrated
-prediction carries (``perfmodel/uncalibrated_interval.py``).
+widened by the band pooled over all classes); coverage is counted on the left-out device.
+``--write-intervals`` stores the per-class bands of all held-out rows, which every uncalibrated prediction
+carries (``perfmodel/uncalibrated_interval.py``).
 
     python benchmarks/lodo.py [--vendor] [--markdown] [--write-intervals]
 """
