@@ -19,12 +19,17 @@ from perfmodel.training.search import SearchSpace, search_layouts
 
 Convention = Literal["megatron", "model", "palm"]
 MEGATRON_2021 = ("Narayanan et al. 2021, 'Efficient Large-Scale Language Model Training on GPU Clusters Using "
-                 "Megatron-LM', arXiv:2104.04473, Table 1 (A100 80GB, Selene)")
+                 "Megatron-LM', arXiv:2104.04473 (https://arxiv.org/abs/2104.04473), Table 1 (A100 80GB, Selene; "
+                 "checked against the paper's text)")
 KORTHIKANTI_2022 = ("Korthikanti et al. 2022, 'Reducing Activation Recomputation in Large Transformer Models', "
-                    "arXiv:2205.05198, Tables 3 and 5 (MFU x 312 TFLOP/s A100 bf16 peak)")
-KORTHIKANTI_2022_ABSTRACT = ("Korthikanti et al. 2022 (arXiv:2205.05198), abstract: 530B on 2240 A100s, MFU 54.2 % "
-                             "with sequence parallelism and selective recomputation, 42.1 % with full recomputation")
-LLAMA3_2024 = "Llama Team 2024, 'The Llama 3 Herd of Models', arXiv:2407.21783, Table 4 (H100 80GB, BF16)"
+                    "arXiv:2205.05198 (https://arxiv.org/abs/2205.05198), Tables 3 and 5 and §6 (MFU x 312 TFLOP/s "
+                    "A100 bf16 peak; checked against the paper's text)")
+KORTHIKANTI_2022_DP8 = ("Korthikanti et al. 2022, arXiv:2205.05198 (https://arxiv.org/abs/2205.05198), abstract "
+                        "and §6.3: the 530B run scaled to dp = 8 (2240 A100s, global batch 8 x 280), MFU 54.2 % "
+                        "with sequence parallelism and selective recomputation (39.15 s per step), 42.1 % with full "
+                        "recomputation (checked against the paper's text)")
+LLAMA3_2024 = ("Llama Team 2024, 'The Llama 3 Herd of Models', arXiv:2407.21783 (https://arxiv.org/abs/2407.21783), "
+               "Table 4 (H100 80GB, BF16; checked against the paper's text)")
 A100 = "nvidia-a100-sxm4-80gb"
 H100 = "nvidia-h100-sxm5-80gb"
 
@@ -65,21 +70,29 @@ def _gpt(heads: int, hidden: int, layers: int) -> dict[str, Any]:
             "vocab_size": 51200, "n_positions": 2048}
 
 
-_MEGATRON = (  # name, heads, hidden, layers, tp, pp, GPUs, batch, achieved TFLOP/s per GPU
-    ("1.7B", 24, 2304, 24, 1, 1, 32, 512, 137.0), ("3.6B", 32, 3072, 30, 2, 1, 64, 512, 138.0),
-    ("7.5B", 32, 4096, 36, 4, 1, 128, 512, 142.0), ("18.4B", 48, 6144, 40, 8, 1, 256, 1024, 135.0),
-    ("39.1B", 64, 8192, 48, 8, 2, 512, 1536, 138.0), ("76.1B", 80, 10240, 60, 8, 4, 1024, 1792, 140.0),
-    ("145.6B", 96, 12288, 80, 8, 8, 1536, 2304, 148.0), ("310.1B", 128, 16384, 96, 8, 16, 1920, 2160, 155.0),
-    ("529.6B", 128, 20480, 105, 8, 35, 2520, 2520, 163.0), ("1008.0B", 160, 25600, 128, 8, 64, 3072, 3072, 163.0),
+_MEGATRON = (  # name, heads, hidden, layers, tp, pp, GPUs, batch, achieved TFLOP/s per GPU: MEGATRON_2021, Table 1
+    ("1.7B", 24, 2304, 24, 1, 1, 32, 512, 137.0),  # Table 1 row 1 (44 % of peak, 4.4 PFLOP/s in all)
+    ("3.6B", 32, 3072, 30, 2, 1, 64, 512, 138.0),  # row 2 (44 %, 8.8 PFLOP/s)
+    ("7.5B", 32, 4096, 36, 4, 1, 128, 512, 142.0),  # row 3 (46 %, 18.2 PFLOP/s)
+    ("18.4B", 48, 6144, 40, 8, 1, 256, 1024, 135.0),  # row 4 (43 %, 34.6 PFLOP/s)
+    ("39.1B", 64, 8192, 48, 8, 2, 512, 1536, 138.0),  # row 5 (44 %, 70.8 PFLOP/s)
+    ("76.1B", 80, 10240, 60, 8, 4, 1024, 1792, 140.0),  # row 6 (45 %, 143.8 PFLOP/s)
+    ("145.6B", 96, 12288, 80, 8, 8, 1536, 2304, 148.0),  # row 7 (47 %, 227.1 PFLOP/s)
+    ("310.1B", 128, 16384, 96, 8, 16, 1920, 2160, 155.0),  # row 8 (50 %, 297.4 PFLOP/s)
+    ("529.6B", 128, 20480, 105, 8, 35, 2520, 2520, 163.0),  # row 9 (52 %, 410.2 PFLOP/s)
+    ("1008.0B", 160, 25600, 128, 8, 64, 3072, 3072, 163.0),  # row 10 (52 %, 502.0 PFLOP/s)
 )
-_KORTHIKANTI = (  # name, heads, hidden, layers, tp, pp, GPUs, batch, MFU
-    ("22B", 64, 6144, 48, 8, 1, 8, 4, 0.415), ("175B", 96, 12288, 96, 8, 8, 64, 64, 0.514),
-    ("530B", 128, 20480, 105, 8, 35, 280, 280, 0.560), ("1T", 160, 25600, 128, 8, 64, 512, 512, 0.563),
+_KORTHIKANTI = (  # name, heads, hidden, layers, tp, pp, GPUs, batch, micro-batch, virtual stages, MFU: KORTHIKANTI_2022
+    ("22B", 64, 6144, 48, 8, 1, 8, 4, 4, 1, 0.415),  # Table 3 (micro-batch 4) and Table 5 (MFU 41.5 %, 1.10 s)
+    ("175B", 96, 12288, 96, 8, 8, 64, 64, 1, 3, 0.514),  # Table 3, §6 (m = 3 interleaving), Table 5 (51.4 %, 13.75 s)
+    ("530B", 128, 20480, 105, 8, 35, 280, 280, 1, 3, 0.560),  # Table 3, §6 (m = 3), Table 5 (56.0 %, 37.83 s)
+    ("1T", 160, 25600, 128, 8, 64, 512, 512, 1, 1, 0.563),  # Table 3, Table 5 (56.3 %, 71.49 s); no m = 3 in §6
 )
 A100_BF16_PEAK_TFLOPS = 312.0
-_LLAMA3 = (  # name, GPUs, cp, sequences per step (16M tokens), sequence length, achieved BF16 TFLOP/s per GPU
-    ("Llama 3 405B, 8K GPUs", 8192, 1, 2048, 8192, 430.0), ("Llama 3 405B, 16K GPUs", 16384, 1, 2048, 8192, 400.0),
-    ("Llama 3 405B, 16K GPUs, 131K context", 16384, 16, 128, 131072, 380.0),
+_LLAMA3 = (  # name, GPUs, cp, sequences per step (16M tokens), sequence length, BF16 TFLOP/s per GPU: LLAMA3_2024
+    ("Llama 3 405B, 8K GPUs", 8192, 1, 2048, 8192, 430.0),  # Table 4 row 1: tp8 cp1 pp16 dp64, 32 per dp, 43 % MFU
+    ("Llama 3 405B, 16K GPUs", 16384, 1, 2048, 8192, 400.0),  # row 2: tp8 cp1 pp16 dp128, 16 per dp, 41 % MFU
+    ("Llama 3 405B, 16K GPUs, 131K context", 16384, 16, 128, 131072, 380.0),  # row 3: cp16 dp8, 16 per dp, 38 %
 )
 
 RUNS: tuple[PublishedRun, ...] = (
@@ -87,11 +100,14 @@ RUNS: tuple[PublishedRun, ...] = (
                    _gpt(a, h, layers)) for n, a, h, layers, tp, pp, g, b, tf in _MEGATRON),
     *(PublishedRun(f"Korthikanti GPT {n}", KORTHIKANTI_2022, "model", A100, g, tp, pp, 1, b, 2048,
                    mfu * A100_BF16_PEAK_TFLOPS, ("selective",), 1, _gpt(a, h, layers), sequence_parallel=True,
-                   micro_batch=(1,)) for n, a, h, layers, tp, pp, g, b, mfu in _KORTHIKANTI),
-    *(PublishedRun(f"Korthikanti GPT 530B, 2240 GPUs, {mode}", KORTHIKANTI_2022_ABSTRACT, "model", A100, 2240, 8, 35, 1,
+                   micro_batch=(mb,), virtual_stages=(v,))
+      for n, a, h, layers, tp, pp, g, b, mb, v, mfu in _KORTHIKANTI),
+    *(PublishedRun(f"Korthikanti GPT 530B, 2240 GPUs, {mode}", KORTHIKANTI_2022_DP8, "model", A100, 2240, 8, 35, 1,
                    2240, 2048, mfu * A100_BF16_PEAK_TFLOPS, (mode,), 1, _gpt(128, 20480, 105),
-                   sequence_parallel=mode == "selective", micro_batch=(1,),
-                   notes=("global batch 2240 assumed: Table 3's one sequence per GPU at 280 GPUs, scaled with dp = 8",))
+                   sequence_parallel=mode == "selective", micro_batch=(1,), virtual_stages=(3,),
+                   notes=("Table 3's 530B layout (micro-batch 1, m = 3) with dp = 8; §6.3 multiplies the batch by dp",
+                          *(() if mode == "selective" else
+                            ("full recomputation without sequence parallelism, as §6.3's baseline",))))
       for mode, mfu in (("selective", 0.542), ("full", 0.421))),
     *(PublishedRun(name, LLAMA3_2024, "palm", H100, gpus, 8, 16, cp, batch, seq, tf, RECOMPUTE_MODES, 2,
                    "llama-3.1-405b", sequence_parallel=True, dropout=False, flash_attention=True,
