@@ -8,7 +8,9 @@ its work, and records which source and how sure:
 3. ``memcpy/memset``: an on-device copy or fill with its recorded bytes;
 4. ``grid/block``: an elementwise or copy kernel sized by its grid and block (``kernel_ops``);
 5. ``counters``: the measured work of any other kernel with profiler counters (DRAM bytes, SIMT FLOPs:
-   ``counter_ops``).
+   ``counter_ops``);
+6. ``repeated kernel``: a kernel still unmatched whose name, grid and block were matched alone elsewhere in the
+   file (another iteration of the step) takes that run's op, confidence low.
 
 Kernels of one op call are summed into one run; an activity no source explains is kept as *unmodelled* with
 its time, its reason and a reason category: never dropped silently."""
@@ -28,7 +30,10 @@ from perfmodel.traces.records import DEVICE_TIME_CATEGORIES, SELF_SUFFIX, Kernel
 
 MAX_KERNEL_NAMES = 16  # distinct kernel names kept per run
 SHAPES, LINK, COLLECTIVE = "framework shapes", "fwd/bwd link", "collective metadata"
-SOURCES = (SHAPES, LINK, COLLECTIVE, "memcpy/memset", "grid/block", counter_ops.COUNTERS)
+REPEATED = "repeated kernel"
+SOURCES = (SHAPES, LINK, COLLECTIVE, "memcpy/memset", "grid/block", counter_ops.COUNTERS, REPEATED)
+# unmatched kernels a matched launch of the same kernel (name, grid, block) elsewhere in the file may explain
+REPEATABLE = frozenset({"shapes not recorded", "unrecognised kernel", "op not modelled"})
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,7 @@ class _Run:
     names: dict[str, None] = field(default_factory=dict)
     source: str = SHAPES
     confidence: str = "high"
+    first_kernel: int = -1  # index of its first kernel in the trace
 
 
 # a run measured as 0 s would be predicted "infinitely" slow (the calibration saw 1e6x on ResNet-50's fills)
@@ -288,6 +294,43 @@ def _own_call(kernel: KernelRecord, index: int) -> OpCall:
                   kernel.start_s or 0.0, kernel.duration_s)
 
 
+def _add(runs: dict[int, _Run], index: int, kernel: KernelRecord, found: Found) -> None:
+    """Add one matched kernel to its call's run (made on its first kernel)."""
+    call, op, notes, source, confidence = found
+    run = runs.get(call.call_id)
+    if run is None:
+        run = runs[call.call_id] = _Run(call, dict(op), list(notes), source=source, confidence=confidence,
+                                        first_kernel=index)
+    run.time_s += kernel.duration_s
+    run.count += kernel.instances
+    if len(run.names) < MAX_KERNEL_NAMES:
+        run.names[kernel.name] = None
+
+
+def _repeated(kernels: list[KernelRecord], runs: dict[int, _Run], call_of_kernel: list[int | None],
+              categories: list[str | None]) -> list[int]:
+    """Unmatched kernels launched again elsewhere in the file where a run of that kernel alone was matched (the
+    same name, grid and block: another iteration of the same step): each becomes a run of that op, source
+    ``repeated kernel``, confidence low (a GEMM's K is not in its grid: assumed the same). Their indices."""
+    known: dict[tuple[Any, ...], _Run] = {}
+    for run in runs.values():
+        kernel = kernels[run.first_kernel]
+        if run.count == 1 and kernel.grid is not None and run.source != REPEATED:
+            known.setdefault((kernel.name, kernel.grid, kernel.block), run)
+    done = []
+    for index, kernel in enumerate(kernels):
+        if call_of_kernel[index] is not None or categories[index] not in REPEATABLE or kernel.grid is None:
+            continue
+        source = known.get((kernel.name, kernel.grid, kernel.block))
+        if source is None:
+            continue
+        note = (f"same kernel, grid and block as the {source.call.name} run matched elsewhere in this file by "
+                f"{source.source}: its op, assumed repeated (a GEMM's K is not in its grid)")
+        _add(runs, index, kernel, (_own_call(kernel, index), source.op, [*source.notes, note], REPEATED, "low"))
+        done.append(index)
+    return done
+
+
 def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:
     """Group the device activities of a parsed trace into measured runs of perfmodel ops."""
     kernels = parsed.kernels if isinstance(parsed, ParsedTrace) else list(parsed)
@@ -309,21 +352,18 @@ def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:
             call_of_kernel.append(None)
             reasons.append(reason)
             categories.append(category)
-            entry = unmodelled.setdefault((kernel.name, reason, category), [0.0, 0])
-            entry[0] += kernel.duration_s
-            entry[1] += kernel.instances
             continue
-        call, op, notes, source, confidence = found
-        call_of_kernel.append(call.call_id)
+        _add(runs, index, kernel, found)
+        call_of_kernel.append(found[0].call_id)
         reasons.append(None)
         categories.append(None)
-        run = runs.get(call.call_id)
-        if run is None:
-            run = runs[call.call_id] = _Run(call, dict(op), list(notes), source=source, confidence=confidence)
-        run.time_s += kernel.duration_s
-        run.count += kernel.instances
-        if len(run.names) < MAX_KERNEL_NAMES:
-            run.names[kernel.name] = None
+    for index in _repeated(kernels, runs, call_of_kernel, categories):
+        call_of_kernel[index], reasons[index], categories[index] = -1 - index, None, None
+    for index, kernel in enumerate(kernels):
+        if call_of_kernel[index] is None:
+            entry = unmodelled.setdefault((kernel.name, reasons[index] or "", categories[index] or "other"), [0.0, 0])
+            entry[0] += kernel.duration_s
+            entry[1] += kernel.instances
     ordered = sorted(runs.values(), key=lambda r: r.call.start_s)
     for r in ordered:
         _kernel_choices(r)

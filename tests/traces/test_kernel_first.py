@@ -344,3 +344,20 @@ def test_a_vector_norm_is_a_sum_over_its_dims() -> None:
     t.kernel("void at::native::reduce_kernel<512, 1>", 5, 10, 20)
     (run,) = match_runs(parse_trace(t.to_bytes())).runs
     assert run.op == {"kind": "reduce", "shape": [64, 135], "axes": [1], "dtype": "fp32", "op": "sum"}
+
+
+def test_a_kernel_repeated_without_its_op_takes_the_op_of_its_matched_launch() -> None:
+    """Another iteration's launch of the same GEMM (name, grid, block) with no shapes: the matched one's op."""
+    t = KinetoTrace()
+    t.op("aten::mm", 0, 30, [[256, 512], [512, 128]], ["float", "float"])
+    grid = {"grid": [2, 2, 1], "block": [128, 1, 1]}
+    t.kernel("ampere_sgemm_128x64_nn", 5, 10, 20, extra=grid)
+    t.op("aten::mm", 100, 30, None, None)  # record_shapes off for this call
+    t.kernel("ampere_sgemm_128x64_nn", 105, 110, 22, extra=grid)
+    t.kernel("ampere_sgemm_128x64_nn", 140, 150, 9, extra={"grid": [4, 2, 1], "block": [128, 1, 1]})
+    result = match_runs(parse_trace(t.to_bytes()))
+    shaped, repeated = result.runs
+    assert repeated.op == shaped.op and (repeated.source, repeated.confidence) == ("repeated kernel", "low")
+    assert "assumed repeated" in repeated.notes[-1] and repeated.measured_time_s == pytest.approx(22e-6)
+    (other_grid,) = result.unmodelled  # another grid: another problem, left unmatched
+    assert other_grid.time_s == pytest.approx(9e-6) and result.kernel_sources[1] == "repeated kernel"
