@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,9 +14,10 @@ from sqlalchemy.orm import Session
 
 from perfmodel.store.base import OFFSET_MAX, StoreBase, as_dict, check_json, check_str, is_id, storable
 from perfmodel.store.errors import StoreError
-from perfmodel.store.models import RunModel, RunTagModel, TraceKernelModel, TraceUploadModel
+from perfmodel.store.models import RunModel, RunTagModel, TraceKernelModel, TraceUploadModel, TraceUploadTagModel
 from perfmodel.store.rows import RunIn, TraceKernelIn, TraceKernelRow, TraceTotals, TraceUploadRow
 from perfmodel.store.runs_repo import insert_runs, validate_runs
+from perfmodel.store.tags import check_tags
 from perfmodel.store.traces_repo import _check_count, _upload
 
 MAX_KERNEL_NAME = 4096  # characters kept of a kernel name (C++ template names run long)
@@ -85,7 +86,8 @@ class KernelsRepo(StoreBase):
         return stored.upload_id, stored.run_ids
 
     def store_trace(self, hardware_id: str, filename: str, format: str, size_bytes: int, sha256: str,
-                    runs: Sequence[RunIn], kernels: Sequence[TraceKernelIn]) -> StoredTrace:
+                    runs: Sequence[RunIn], kernels: Sequence[TraceKernelIn],
+                    tags: Mapping[str, str] | None = None) -> StoredTrace:
         """Store a parsed trace atomically: the upload (status ``parsed``), its runs (pointing at it) and its
         kernels (pointing at their run); nothing is stored if anything fails. When this device already has a
         parsed upload of this content (stored before, or by a concurrent call that won the unique index) nothing
@@ -95,6 +97,7 @@ class KernelsRepo(StoreBase):
         check_str("format", format, 40)
         check_str("sha256", sha256, 64)
         _check_count("size_bytes", size_bytes, OFFSET_MAX)
+        checked_tags = check_tags(tags or {})
         linked = [RunIn(hardware_id=r.hardware_id, op=r.op, measured_time_s=r.measured_time_s, source=r.source,
                         tags=r.tags, dtype=r.dtype) for r in runs]
         valid = validate_runs(linked)
@@ -109,6 +112,9 @@ class KernelsRepo(StoreBase):
                 run_ids = list(session.scalars(select(RunModel.id).where(RunModel.trace_upload_id == existing)
                                                .order_by(RunModel.id)))
                 return StoredTrace(existing, run_ids, duplicate=True)
+            if checked_tags:
+                session.execute(insert(TraceUploadTagModel), [
+                    {"trace_upload_id": upload_id, "key": k, "value": v} for k, v in checked_tags.items()])
             for row in valid:
                 row["trace_upload_id"] = upload_id
             run_ids = insert_runs(session, linked, valid) if linked else []

@@ -142,6 +142,21 @@ class TraceUploadModel(Base):
     kernel_count: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = _created_at()
 
+    tags: Mapped[list[TraceUploadTagModel]] = relationship(
+        lazy="selectin", cascade="all, delete-orphan", passive_deletes=True, order_by="TraceUploadTagModel.key")
+
+
+class TraceUploadTagModel(Base):
+    """A tag of a trace upload (commit, driver / library versions, clocks, environment: ``perfmodel.store.tags``)."""
+
+    __tablename__ = "trace_upload_tags"
+    __table_args__ = (Index("ix_trace_upload_tags_key_value", "key", "value"),)
+
+    trace_upload_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("trace_uploads.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[str] = mapped_column(String(400), nullable=False)
+
 
 class CalibrationModel(Base):
     __tablename__ = "calibrations"

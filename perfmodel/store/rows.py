@@ -67,6 +67,7 @@ class TraceUploadRow:
     error: str | None
     kernel_count: int | None
     created_at: datetime
+    tags: dict[str, str] = field(default_factory=dict)  # commit, environment, versions, clocks (store.tags)
 
 
 @dataclass(frozen=True)

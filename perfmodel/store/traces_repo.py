@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from sqlalchemy import Select, false, select, update
@@ -9,8 +10,9 @@ from sqlalchemy.orm import InstrumentedAttribute
 
 from perfmodel.store.base import ID_MAX, OFFSET_MAX, StoreBase, as_dict, check_json, check_str, is_id, storable
 from perfmodel.store.errors import NotFound, StoreError
-from perfmodel.store.models import CalibrationModel, TraceUploadModel
+from perfmodel.store.models import CalibrationModel, TraceUploadModel, TraceUploadTagModel
 from perfmodel.store.rows import CalibrationRow, TraceUploadRow
+from perfmodel.store.tags import check_tags
 
 M = TypeVar("M")
 
@@ -18,7 +20,8 @@ M = TypeVar("M")
 def _upload(m: TraceUploadModel) -> TraceUploadRow:
     return TraceUploadRow(id=m.id, hardware_id=m.hardware_id, filename=m.filename, format=m.format,
                           size_bytes=m.size_bytes, sha256=m.sha256, status=m.status, error=m.error,
-                          kernel_count=m.kernel_count, created_at=m.created_at)
+                          kernel_count=m.kernel_count, created_at=m.created_at,
+                          tags={t.key: t.value for t in m.tags})
 
 
 def _calibration(m: CalibrationModel) -> CalibrationRow:
@@ -41,7 +44,7 @@ def _where_hardware(stmt: Select[M], column: InstrumentedAttribute[str], hardwar
 class TracesRepo(StoreBase):
     def add_trace_upload(self, hardware_id: str, filename: str, format: str, size_bytes: int, sha256: str,
                          status: str = "received", error: str | None = None,
-                         kernel_count: int | None = None) -> int:
+                         kernel_count: int | None = None, tags: Mapping[str, str] | None = None) -> int:
         check_str("hardware_id", hardware_id, 80)
         check_str("filename", filename, 255)
         check_str("format", format, 40)
@@ -50,10 +53,12 @@ class TracesRepo(StoreBase):
         check_str("status", status, 20)
         check_str("error", error, 10**6, optional=True, empty=True)
         _check_count("kernel_count", kernel_count)
+        checked = check_tags(tags or {})
         with self._write("trace upload not stored") as session:
             model = TraceUploadModel(hardware_id=hardware_id, filename=filename, format=format,
                                      size_bytes=size_bytes, sha256=sha256, status=status, error=error,
-                                     kernel_count=kernel_count)
+                                     kernel_count=kernel_count,
+                                     tags=[TraceUploadTagModel(key=k, value=v) for k, v in checked.items()])
             session.add(model)
             session.flush()
             return model.id

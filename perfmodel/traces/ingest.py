@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from perfmodel.hardware import Hardware
 from perfmodel.ops import make_op
 from perfmodel.store import RunIn, Store, TraceKernelIn, TraceKernelRow
+from perfmodel.store.tags import check_tags
 from perfmodel.traces.matching import MatchResult, match_runs
 from perfmodel.traces.parse import parse_trace
 from perfmodel.traces.records import CounterTotals, KernelRecord, ParsedTrace, TraceError
@@ -49,8 +50,10 @@ def hash_and_size(stream: BinaryIO) -> tuple[str, int]:
 
 
 def runs_and_kernels(hardware: Hardware, parsed: ParsedTrace, matched: MatchResult, source: str,
-                     filename: str) -> tuple[list[RunIn], list[TraceKernelIn]]:
-    """Runs for the matched ops the model accepts, and every kernel grouped by (name, category, run, op)."""
+                     filename: str, trace_tags: Mapping[str, str] | None = None,
+                     ) -> tuple[list[RunIn], list[TraceKernelIn]]:
+    """Runs for the matched ops the model accepts (each with the trace's tags), and every kernel grouped by
+    (name, category, run, op)."""
     runs: list[RunIn] = []
     run_of_match: dict[int, int] = {}
     for i, run in enumerate(matched.runs):
@@ -61,7 +64,8 @@ def runs_and_kernels(hardware: Hardware, parsed: ParsedTrace, matched: MatchResu
         run_of_match[i] = len(runs)
         dtype = op.get("dtype")
         runs.append(RunIn(hardware_id=hardware.id, op=op, measured_time_s=max(run.measured_time_s, 1e-12),
-                          source=source, tags={"op_name": run.op_name[:400], "trace": filename[:400],
+                          source=source, tags={**(trace_tags or {}), "op_name": run.op_name[:400],
+                                               "trace": filename[:400],
                                                "match_source": run.source, "confidence": run.confidence},
                           dtype=dtype if isinstance(dtype, str) else None))
     # unmodelled kernels also by reason: one NCCL kernel name under record_param_comms serves several collectives
@@ -93,24 +97,33 @@ def alarms_json(hardware: Hardware, kernels: list[KernelRecord], matched: MatchR
 
 
 def ingest_trace(store: Store, hardware: Hardware, stream: BinaryIO, filename: str,
-                 source: str | None = None) -> Ingested:
-    """Store one trace for ``hardware`` (see the module docstring)."""
+                 source: str | None = None, tags: Mapping[str, str] | None = None,
+                 parsed_and_matched: tuple[ParsedTrace, MatchResult] | None = None) -> Ingested:
+    """Store one trace for ``hardware`` (see the module docstring) with its ``tags`` (``store.tags``; on the
+    upload and on each of its runs). ``parsed_and_matched``: the stream already parsed and matched (the
+    command line reports it first), so it is not parsed twice."""
+    checked = check_tags(tags or {})
     sha256, size = hash_and_size(stream)
     known = store.find_trace_upload(hardware.id, sha256)
     if known is not None:
         return Ingested(known.id, duplicate=True)
     try:
-        parsed = parse_trace(stream, filename)
-        matched = match_runs(parsed)
+        parsed, matched = parsed_and_matched or _parse_and_match(stream, filename)
     except TraceError as exc:
         store.add_trace_upload(hardware.id, filename, "unknown", size, sha256, status="failed",
-                               error=str(exc)[:10_000])
+                               error=str(exc)[:10_000], tags=checked)
         raise
-    runs, kernels = runs_and_kernels(hardware, parsed, matched, source or f"trace:{parsed.format}", filename)
-    stored = store.store_trace(hardware.id, filename, parsed.format, size, sha256, runs, kernels)
+    runs, kernels = runs_and_kernels(hardware, parsed, matched, source or f"trace:{parsed.format}", filename,
+                                     checked)
+    stored = store.store_trace(hardware.id, filename, parsed.format, size, sha256, runs, kernels, checked)
     if stored.duplicate:  # a concurrent upload of the same content stored it first: the same trace
         return Ingested(stored.upload_id, duplicate=True)
     return Ingested(stored.upload_id, False, parsed.warnings, alarms_json(hardware, parsed.kernels, matched))
+
+
+def _parse_and_match(stream: BinaryIO, filename: str) -> tuple[ParsedTrace, MatchResult]:
+    parsed = parse_trace(stream, filename)
+    return parsed, match_runs(parsed)
 
 
 def stored_counter_kernels(rows: Sequence[TraceKernelRow], source_format: str) -> list[KernelRecord]:

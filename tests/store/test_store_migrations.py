@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from perfmodel.store import MIGRATIONS_DIR, RunIn, Store, migrations_config
 
 TABLES = {"alembic_version", "hardware", "runs", "run_tags", "api_tokens", "trace_uploads", "calibrations",
-          "trace_kernels", "sweeps", "jobs"}
+          "trace_kernels", "sweeps", "jobs", "trace_upload_tags"}
 
 
 def _tables(url: str) -> set[str]:
