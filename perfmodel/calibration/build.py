@@ -152,6 +152,15 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
         rows[key] = _class_report(key, entry, f.take(idx) if f is not None and idx.size else None, measured[idx],
                                   model_s[idx], cv, int(members.sum()) - int(idx.size),
                                   result.folds if result else 0, result.form if result else None)
+    trees, trees_report = None, None
+    if residual_trees and f is not None:
+        report_progress("trees", STAGES["trees"])
+        own = np.isin(keys, list(results))  # trees only for runs of a class fitted here (not borrowing its fit)
+        trees, trees_report, with_trees = _residual_trees(f, model_s, ops, keys, measured, groups, tree_fold,
+                                                          np.where(own, held_out, np.nan), seed, report_progress)
+        if trees is not None:  # the bands are of the predictions made: the trees averaged in
+            _rebanded(classes, rows, keys, with_trees)
+            held_out = np.where(np.isfinite(with_trees), with_trees, held_out)
     pooled_band = conformal_band(held_out[np.isin(keys, list(results))])
     for key in few_held_out:  # the device's pooled held-out runs, over every class fitted here
         if pooled_band is not None:
@@ -169,12 +178,6 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
                 classes[key] = _carried(seeded, base, foreign)
                 rows[key] = _class_report(key, classes[key], None, np.zeros(0), np.zeros(0), None, 0, 0, None)
 
-    trees, trees_report = None, None
-    if residual_trees and f is not None:
-        report_progress("trees", STAGES["trees"])
-        own = np.isin(keys, list(results))  # trees only for runs of a class fitted here (not borrowing its fit)
-        trees, trees_report = _residual_trees(f, model_s, ops, keys, measured, groups, tree_fold,
-                                              np.where(own, held_out, np.nan), seed, report_progress)
     level_report = _class_report("*", hardware_level, f.take(pooled_idx) if pooled is not None and f else None,
                                  measured[pooled_idx], model_s[pooled_idx],
                                  pooled.cv_residuals if pooled else None, 0, pooled.folds if pooled else 0,
@@ -217,14 +220,31 @@ def _reporter(progress: Progress | None) -> Progress:
 def _residual_trees(f: curve.Features, model_s: FloatArray, ops: Sequence[Op],
                     keys: np.ndarray[Any, np.dtype[np.str_]], measured: FloatArray, groups: IntArray,
                     fold: IntArray, held_out: FloatArray, seed: int,
-                    progress: Progress) -> tuple[ResidualTrees | None, dict[str, Any]]:
+                    progress: Progress) -> tuple[ResidualTrees | None, dict[str, Any], FloatArray]:
     """The device's residual trees (``boost``) on the runs whose own class was fitted here (``held_out``
-    finite: each run's out-of-fold log residual of the calibration without trees), judged against it."""
+    finite: each run's out-of-fold log residual of the calibration without trees), each class's share chosen
+    against it; and per run its out-of-fold log residual with the trees at that share (nan: not scored)."""
     rows = np.flatnonzero(np.isfinite(held_out) & (model_s > 0))
     start, span = STAGES["trees"], 1.0 - STAGES["trees"]
-    return fit_residual_trees(f.take(rows), model_s[rows], [ops[int(i)] for i in rows], keys[rows].tolist(),
-                              measured[rows], groups[rows], held_out[rows], seed, fold=fold[rows],
-                              progress=lambda done: progress("trees", start + span * done))
+    trees, report, with_trees = fit_residual_trees(
+        f.take(rows), model_s[rows], [ops[int(i)] for i in rows], keys[rows].tolist(), measured[rows],
+        groups[rows], held_out[rows], seed, fold=fold[rows],
+        progress=lambda done: progress("trees", start + span * done))
+    out = np.full(len(ops), np.nan)
+    out[rows] = with_trees
+    return trees, report, out
+
+
+def _rebanded(classes: dict[str, ClassParams], rows: dict[str, dict[str, Any]],
+              keys: np.ndarray[Any, np.dtype[np.str_]], with_trees: FloatArray) -> None:
+    """Each fitted class whose runs the trees were fitted on gets the conformal band of its runs' out-of-fold
+    residuals with the trees (``with_trees``), where it has ``MIN_CONFORMAL_RUNS`` of them (in place)."""
+    for key in sorted(set(keys[np.isfinite(with_trees)].tolist())):
+        held_out = with_trees[keys == key]
+        if key in classes and classes[key].source == "fitted" and np.isfinite(held_out).sum() >= MIN_CONFORMAL_RUNS:
+            band = conformal_band(held_out)
+            classes[key] = dataclasses.replace(classes[key], interval_log=band)
+            rows[key]["interval_ratio"] = _ratio(band)
 
 
 def _out_of_fold(result: FitResult, local: LocalCorrection | None) -> FloatArray:
