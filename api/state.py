@@ -11,7 +11,7 @@ from api.calibrations import CalibrationCache
 from api.settings import Settings
 from perfmodel.hardware import Hardware
 from perfmodel.jobs import JobPool
-from perfmodel.specs import library, parse_spec
+from perfmodel.specs import bundled_hardware, parse_spec
 from perfmodel.store import Store
 
 Origin = Literal["bundled", "custom"]
@@ -34,11 +34,11 @@ class AppState:
     @staticmethod
     def bundled(hardware_id: str) -> Hardware | None:
         """A bundled device (no database access), else None."""
-        return library().get(hardware_id)
+        return bundled_hardware(hardware_id)
 
     def hardware(self, hardware_id: str) -> tuple[Hardware, Origin]:
         """A bundled device, else a stored custom one (parsed once per content hash)."""
-        bundled = library().get(hardware_id)
+        bundled = bundled_hardware(hardware_id)
         if bundled is not None:
             return bundled, "bundled"
         row = self.store.get_hardware(hardware_id)

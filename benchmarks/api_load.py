@@ -1,6 +1,8 @@
 """Load on the real server (uvicorn, SQLite): /predict at 1, 10 and 50 concurrent clients, and a
 10,000-op /predict/batch. The load generator (uvloop, one keep-alive HTTP/1.1 connection per
-client, pre-encoded requests, like wrk) runs on the same 2-core machine.
+client, pre-encoded requests, like wrk) runs on the same 2-core machine. ``server CPU/req`` is the
+server processes' user + system CPU time (from /proc) over the requests answered: the figure that
+does not depend on what else the machine runs.
 
     python benchmarks/api_load.py [--seconds 5] [--workers 1]
 """
@@ -76,7 +78,25 @@ async def client_loop(port: int, requests: list[bytes], until: float, latencies:
         writer.close()
 
 
-async def load(port: int, clients: int, seconds: float, ops: list[dict[str, Any]]) -> tuple[float, float, float]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` and its children so far (Linux /proc)."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    pids = [pid]
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as children:
+            pids += [int(p) for p in children.read().split()]
+    except OSError:
+        pass
+    for p in pids:
+        with open(f"/proc/{p}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+async def load(port: int, clients: int, seconds: float, ops: list[dict[str, Any]],
+               server_pid: int) -> tuple[float, float, float, float]:
     requests = [request_bytes(port, "/api/v1/predict", {"hardware": HARDWARE, "op": op}) for op in ops]
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
         for op in ops:  # warm the server's caches and tables; check the answers once with a real client
@@ -84,13 +104,15 @@ async def load(port: int, clients: int, seconds: float, ops: list[dict[str, Any]
             response.raise_for_status()
             assert response.json()["time_s"] > 0
     latencies: list[float] = []
+    cpu_before = cpu_seconds(server_pid)
     start = time.perf_counter()
     until = start + seconds
     await asyncio.gather(*(client_loop(port, requests, until, latencies, random.Random(i)) for i in range(clients)))
     elapsed = time.perf_counter() - start
+    server_cpu = cpu_seconds(server_pid) - cpu_before
     latencies.sort()
     p99 = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]
-    return len(latencies) / elapsed, statistics.median(latencies), p99
+    return len(latencies) / elapsed, statistics.median(latencies), p99, server_cpu / len(latencies)
 
 
 def distinct_ops(count: int) -> list[dict[str, Any]]:
@@ -122,13 +144,66 @@ def time_batch(base: str, batch: list[dict[str, Any]], layout: str) -> tuple[flo
     return statistics.median(server), statistics.median(wall) * 1e3, len(response.content) / 1e6, distinct
 
 
+def in_process_cpu_ms(ops: list[dict[str, Any]], cache_size: int, rounds: int) -> float:
+    """CPU ms per /predict through the whole ASGI app in this process (middlewares, routing, dependencies,
+    validation, the model on a miss, serialisation; no sockets, no HTTP parsing): ``rounds`` passes over
+    ``ops`` after a warm-up pass."""
+    os.environ["PERFMODEL_DATA_DIR"] = tempfile.mkdtemp()
+    os.environ.pop("PERFMODEL_DATABASE_URL", None)
+    os.environ["PERFMODEL_PREDICTION_CACHE_SIZE"] = str(cache_size)
+    from api.main import create_app
+
+    app = create_app()
+    bodies = [json.dumps({"hardware": HARDWARE, "op": op}).encode() for op in ops]
+
+    async def one(body: bytes) -> None:
+        sent: list[dict[str, Any]] = []
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+                 "scheme": "http", "path": "/api/v1/predict", "raw_path": b"/api/v1/predict", "query_string": b"",
+                 "root_path": "", "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80),
+                 "headers": [(b"host", b"x"), (b"content-type", b"application/json"),
+                             (b"content-length", str(len(body)).encode())]}
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+
+        await app(scope, receive, send)
+        if sent[0]["status"] != 200:
+            raise RuntimeError(f"HTTP {sent[0]['status']}")
+
+    async def run() -> float:
+        async with app.router.lifespan_context(app):
+            for body in bodies:
+                await one(body)
+            start = time.process_time()
+            for _ in range(rounds):
+                for body in bodies:
+                    await one(body)
+            return (time.process_time() - start) / (rounds * len(bodies)) * 1e3
+
+    return uvloop.run(run())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    parser.add_argument("--no-batch", action="store_true", help="only the /predict load")
     parser.add_argument("--cache-size", type=int, default=65_536,
                         help="server prediction cache (0: every /predict computes, a search per GEMM)")
+    parser.add_argument("--in-process", action="store_true",
+                        help="CPU per /predict through the ASGI app in this process, cache hits and misses")
     args = parser.parse_args()
+    if args.in_process:
+        ops = mixed_ops(200, seed=1)
+        hit = in_process_cpu_ms(ops, 65_536, 10)
+        miss = in_process_cpu_ms(ops, 0, 2)
+        print(f"/predict in process ({len(ops)} mixed ops, {HARDWARE}): cache hit {hit:.3f} ms CPU/request, "
+              f"miss (model run) {miss:.3f} ms CPU/request")
+        return
     port = free_port()
     with tempfile.TemporaryDirectory() as data_dir:
         server = start_server(port, args.workers, data_dir, {"PERFMODEL_PREDICTION_CACHE_SIZE": str(args.cache_size)})
@@ -137,10 +212,12 @@ def main() -> None:
             ops = mixed_ops(200, seed=1)
             print(f"server: uvicorn, {args.workers} worker(s), SQLite, prediction cache {args.cache_size:,}; "
                   f"{len(ops)} distinct ops, {HARDWARE}")
-            print(f"{'clients':>8} {'requests/s':>11} {'p50 ms':>8} {'p99 ms':>8}")
+            print(f"{'clients':>8} {'requests/s':>11} {'p50 ms':>8} {'p99 ms':>8} {'server CPU/req ms':>18}")
             for clients in (1, 10, 50):
-                rate, p50, p99 = uvloop.run(load(port, clients, args.seconds, ops))
-                print(f"{clients:>8} {rate:>11,.0f} {p50 * 1e3:>8.2f} {p99 * 1e3:>8.2f}")
+                rate, p50, p99, cpu = uvloop.run(load(port, clients, args.seconds, ops, server.pid))
+                print(f"{clients:>8} {rate:>11,.0f} {p50 * 1e3:>8.2f} {p99 * 1e3:>8.2f} {cpu * 1e3:>18.3f}")
+            if args.no_batch:
+                return
             print()
             cases = (("model-like mix", mixed_ops(10_000, seed=2), "rows"),
                      ("all distinct", distinct_ops(10_000), "rows"),

@@ -30,10 +30,16 @@ class SpecError(ValueError):
 
 def specs_dir() -> Path:
     """The bundled library (``hardware_specs/`` beside the package) or ``$PERFMODEL_SPECS_DIR``."""
-    override = os.environ.get(SPECS_DIR_ENV)
-    if override:
-        return Path(override)
-    return Path(__file__).resolve().parent.parent / "hardware_specs"
+    return Path(_specs_dir_name())
+
+
+@functools.cache
+def _bundled_dir_name() -> str:
+    return str(Path(__file__).resolve().parent.parent / "hardware_specs")  # resolved once: realpath is 4 lstat calls
+
+
+def _specs_dir_name() -> str:
+    return os.environ.get(SPECS_DIR_ENV) or _bundled_dir_name()
 
 
 def _spec_files(directory: Path) -> Iterator[Path]:
@@ -99,17 +105,22 @@ def _library(directory: str) -> dict[str, Hardware]:
 
 def library() -> dict[str, Hardware]:
     """All bundled devices by id (loaded once)."""
-    return dict(_library(str(specs_dir())))
+    return dict(_library(_specs_dir_name()))
+
+
+def bundled_hardware(hardware_id: str) -> Hardware | None:
+    """One bundled device by id, else None (no copy of the library: the per-request lookup)."""
+    return _library(_specs_dir_name()).get(hardware_id)
 
 
 def list_hardware() -> list[str]:
     """Ids of the bundled devices, sorted."""
-    return sorted(_library(str(specs_dir())))
+    return sorted(_library(_specs_dir_name()))
 
 
 def load_hardware(hardware_id: str) -> Hardware:
     """One bundled device by id."""
-    devices = _library(str(specs_dir()))
+    devices = _library(_specs_dir_name())
     if hardware_id not in devices:
         close = [i for i in devices if hardware_id.lower() in i] or sorted(devices)[:8]
         raise KeyError(f"unknown hardware {hardware_id!r}; did you mean one of {close}?")
