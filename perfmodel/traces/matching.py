@@ -307,19 +307,22 @@ def _add(runs: dict[int, _Run], index: int, kernel: KernelRecord, found: Found) 
         run.names[kernel.name] = None
 
 
-def _repeated(kernels: list[KernelRecord], runs: dict[int, _Run], call_of_kernel: list[int | None],
+def _repeated(kernels: list[KernelRecord], runs: dict[int, _Run], missed: list[int],
               categories: list[str | None]) -> list[int]:
     """Unmatched kernels launched again elsewhere in the file where a run of that kernel alone was matched (the
     same name, grid and block: another iteration of the same step): each becomes a run of that op, source
     ``repeated kernel``, confidence low (a GEMM's K is not in its grid: assumed the same). Their indices."""
     known: dict[tuple[Any, ...], _Run] = {}
+    if not any(categories[i] in REPEATABLE and kernels[i].grid is not None for i in missed):
+        return []
     for run in runs.values():
         kernel = kernels[run.first_kernel]
         if run.count == 1 and kernel.grid is not None and run.source != REPEATED:
             known.setdefault((kernel.name, kernel.grid, kernel.block), run)
     done = []
-    for index, kernel in enumerate(kernels):
-        if call_of_kernel[index] is not None or categories[index] not in REPEATABLE or kernel.grid is None:
+    for index in missed:
+        kernel = kernels[index]
+        if categories[index] not in REPEATABLE or kernel.grid is None:
             continue
         source = known.get((kernel.name, kernel.grid, kernel.block))
         if source is None:
@@ -343,6 +346,7 @@ def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:
     call_of_kernel: list[int | None] = []
     reasons: list[str | None] = []
     categories: list[str | None] = []
+    missed: list[int] = []  # indices of the kernels no source explained (yet)
     for index, kernel in enumerate(kernels):
         total += kernel.duration_s
         found = (ZERO_DURATION, "below timer resolution") if kernel.duration_s <= 0 else _kernel_op(
@@ -352,15 +356,17 @@ def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:
             call_of_kernel.append(None)
             reasons.append(reason)
             categories.append(category)
+            missed.append(index)
             continue
         _add(runs, index, kernel, found)
         call_of_kernel.append(found[0].call_id)
         reasons.append(None)
         categories.append(None)
-    for index in _repeated(kernels, runs, call_of_kernel, categories):
+    for index in _repeated(kernels, runs, missed, categories):
         call_of_kernel[index], reasons[index], categories[index] = -1 - index, None, None
-    for index, kernel in enumerate(kernels):
+    for index in missed:
         if call_of_kernel[index] is None:
+            kernel = kernels[index]
             entry = unmodelled.setdefault((kernel.name, reasons[index] or "", categories[index] or "other"), [0.0, 0])
             entry[0] += kernel.duration_s
             entry[1] += kernel.instances
