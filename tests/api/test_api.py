@@ -109,6 +109,7 @@ def test_batch_matches_single_predictions_and_columns(client: TestClient) -> Non
     assert columns["op_kind"] == ["matmul", "softmax", "matmul", "attention", "softmax"]
     for i, row in enumerate(rows["results"]):
         assert columns["time_s"][i] == row["time_s"]
+        assert columns["uncalibrated_interval_s"][i] == row["uncalibrated_interval_s"]
         assert {k: v[i] for k, v in columns["bytes_by_level"].items()} == row["bytes_by_level"]
         assert {k: v[i] for k, v in columns["schedule"].items() if v[i] > 0} == row["schedule"]
         # the compact batch space may pick a different tile than a single prediction's search
