@@ -140,7 +140,8 @@ def test_runs_scatter_uses_webgl_for_many_points(watched: Watched, server: str,
 def test_markup_names_render_as_text(watched: Watched, server: str) -> None:
     page = watched.page
     for path in (f"/runs?hardware={H100}", "/upload", f"/hardware/{XSS_DEVICE}", "/hardware",
-                 f"/roofline?hardware={H100}&workload=runs", f"/whatif?hardware={H100}&workload=runs"):
+                 f"/roofline?hardware={H100}&workload=runs", f"/roofline?hardware={H100}&workload=trace&trace=1",
+                 f"/whatif?hardware={H100}&workload=trace&trace=1"):  # stored runs: one name per distinct op
         page.goto(server + path)
         charts_rendered(page)
         assert page.get_by_text(XSS, exact=False).count() >= 1, path  # shown, as text
@@ -223,6 +224,7 @@ def test_upload_flow_end_to_end(watched: Watched, server: str) -> None:
     _upload(page, server, trace)
     page.wait_for_selector("#upload-result:not([hidden])", timeout=60_000)
     assert page.locator("#result-summary dd").count() >= 5
+    assert "Matched by source" in page.locator("#result-summary").inner_text()  # the summary's shares by source
     assert page.locator("#upload-progress").get_attribute("value") == "100"
     page.wait_for_selector("#recent-uploads #uploads-table")  # the list shows the new upload without a reload
     assert trace.name in page.locator("#uploads-table").inner_text()
