@@ -95,6 +95,14 @@ function errorText(xhr) {
   return xhr.statusText || "no answer from the server";
 }
 
+/* "framework shapes 71.0 %, fwd/bwd link 27.0 %" from {name: share of the kernel time} (largest first) */
+function sharesText(shares) {
+  if (!shares || typeof shares !== "object") return "–";
+  const parts = Object.entries(shares).filter(([, v]) => typeof v === "number" && v > 0)
+    .sort((a, b) => b[1] - a[1]).map(([k, v]) => k + " " + (v * 100).toFixed(1) + " %");
+  return parts.length ? parts.join(", ") : "–";
+}
+
 function showUploadResult(body, hardware) {
   const section = document.getElementById("upload-result");
   document.getElementById("result-id").textContent = String(body.id) + (body.duplicate ? " (already uploaded: same file)" : "");
@@ -105,7 +113,9 @@ function showUploadResult(body, hardware) {
   const rows = [["Format", body.format], ["Kernel launches", count(body.kernels)],
     ["Distinct kernels", count(body.distinct_kernels)], ["Matched ops", body.matched_ops],
     ["Runs created", body.runs_created],
-    ["Unmodelled time", typeof share === "number" ? (share <= 1 ? share * 100 : share).toFixed(1) + " %" : "–"]];
+    ["Unmodelled time", typeof share === "number" ? (share <= 1 ? share * 100 : share).toFixed(1) + " %" : "–"],
+    ["Matched by source", sharesText(body.matched_share_by_source)],
+    ["Unmodelled by reason", sharesText(body.unmodelled_share_by_category)]];
   for (const [k, v] of rows) { summary.append(el("dt", k), el("dd", v === undefined || v === null ? "–" : v)); }
   const warnings = document.getElementById("result-warnings");
   warnings.replaceChildren(...(body.warnings || []).map((w) => el("li", typeof w === "string" ? w : JSON.stringify(w))));
