@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from api.deps import get_state, require_read
 from api.state import AppState, UnknownHardware
 from perfmodel.compare import CompareError, diff_sides
+from perfmodel.compare.history import MAX_TRACES as MAX_HISTORY_TRACES
 from perfmodel.compare.load import stored_side
 from perfmodel.compare.report import diff_json
 
@@ -126,7 +127,11 @@ def post_trace_diff(body: TraceDiffIn, state: AppState = Depends(get_state)) -> 
 class HistoryIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    traces: list[int] = Field(min_length=2, max_length=50, description="stored trace ids, oldest first")
+    traces: list[int] | None = Field(None, min_length=2, max_length=50,
+                                     description="stored trace ids, oldest first (or choose them by tags)")
+    hardware: str | None = Field(None, max_length=80, description="with tags: the traces of this device only")
+    tags: dict[str, str] | None = Field(None, description="without traces: the parsed traces carrying all of these "
+                                        "tags (e.g. environment=silicon), oldest first, the latest 50")
     threshold_pct: float = Field(5.0, ge=0, le=1e6)
     alpha: float = Field(0.01, gt=0, lt=1)
     changed_only: bool = Field(True, description="only the ops with a change point")
@@ -143,8 +148,24 @@ class SeriesOut(BaseModel):
 
 class HistoryOut(BaseModel):
     traces: list[int]
+    labels: list[dict[str, Any]] = Field(description="per trace: its id, file name, upload time and tags")
     series: list[SeriesOut]
     notes: list[str]
+
+
+def _history_traces(state: AppState, body: HistoryIn) -> list[int]:
+    """The trace ids a history request names, or those its tags (and device) choose: 422 if neither or both."""
+    if (body.traces is None) == (body.tags is None):
+        raise HTTPException(422, "history: give either traces (ids, oldest first) or tags (key -> value)")
+    if body.traces is not None:
+        return body.traces
+    wanted = body.tags or {}
+    chosen = [u.id for u in state.store.list_trace_uploads(body.hardware) if u.status == "parsed"
+              and all(u.tags.get(k) == v for k, v in wanted.items())][-MAX_HISTORY_TRACES:]
+    if len(chosen) < 2:
+        raise HTTPException(422, f"history: {len(chosen)} parsed trace(s) carry the tags {wanted}; at least 2 "
+                                 "are needed")
+    return chosen
 
 
 @router.post("/trace-diffs/history", response_model=HistoryOut)
@@ -153,8 +174,9 @@ def post_history(body: HistoryIn, state: AppState = Depends(get_state)) -> dict[
     change points where neighbouring traces differ significantly (the same rules as POST /trace-diffs)."""
     from perfmodel.compare.history import history
 
+    trace_ids = _history_traces(state, body)
     sides = []
-    for trace_id in body.traces:
+    for trace_id in trace_ids:
         try:
             side, hardware_id = stored_side(state.store, trace_id)
         except CompareError as exc:
@@ -168,7 +190,10 @@ def post_history(body: HistoryIn, state: AppState = Depends(get_state)) -> dict[
         series, notes = history(sides, body.threshold_pct, body.alpha)
     except CompareError as exc:
         raise HTTPException(422, str(exc)) from None
-    return {"traces": body.traces, "notes": notes,
+    uploads = [state.store.get_trace_upload(i) for i in trace_ids]
+    labels = [{"id": u.id, "filename": u.filename, "created_at": u.created_at.isoformat(), "tags": u.tags}
+              for u in uploads if u is not None]
+    return {"traces": trace_ids, "labels": labels, "notes": notes,
             "series": [{"kind": s.kind, "name": s.key[1], "shape": s.key[2], "median_s": s.median_s,
                         "predicted_s": s.predicted_s, "change_points": s.change_points}
                        for s in series if s.change_points or not body.changed_only]}

@@ -6,6 +6,7 @@ that does not parse is recorded as a failed upload and answered with a 422; noth
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from datetime import datetime
 from typing import Any
@@ -17,8 +18,9 @@ from api.deps import get_state, require_read, require_write
 from api.schemas import Versioned
 from api.state import AppState
 from perfmodel.hardware import Hardware
-from perfmodel.store import TraceKernelRow, TraceTotals, TraceUploadRow
+from perfmodel.store import StoreError, TraceKernelRow, TraceTotals, TraceUploadRow
 from perfmodel.store.base import storable
+from perfmodel.store.tags import check_tags, parse_tags
 from perfmodel.traces import KernelRecord, MatchResult, TraceError
 from perfmodel.traces.ingest import alarms_json, ingest_trace, stored_counter_kernels
 from perfmodel.traces.matching import reason_category
@@ -71,6 +73,8 @@ class TraceOut(Versioned):
     status: str
     created_at: datetime
     duplicate: bool = False
+    tags: dict[str, str] = Field(default_factory=dict, description="commit, environment (silicon, emulator, "
+                                 "simulator, fpga), driver / library versions, clocks: what the upload said")
     kernels: int = Field(description="kernel launches: every GPU activity (kernel, copy, set) the trace timed")
     distinct_kernels: int = Field(default=0, description="stored kernel rows: the launches grouped by name, "
                                   "category, matched op and reason (the uploads table's 'Distinct kernels')")
@@ -156,7 +160,7 @@ def _summary(upload: TraceUploadRow, totals: TraceTotals | None, unmodelled: lis
     return {
         "id": upload.id, "hardware": upload.hardware_id, "filename": upload.filename, "format": upload.format,
         "size_bytes": upload.size_bytes, "sha256": upload.sha256, "status": upload.status,
-        "created_at": upload.created_at, "duplicate": duplicate, "kernels": totals.kernels,
+        "created_at": upload.created_at, "duplicate": duplicate, "tags": upload.tags, "kernels": totals.kernels,
         "distinct_kernels": upload.kernel_count or 0,
         "matched_ops": totals.matched_runs, "runs_created": totals.matched_runs,
         "total_kernel_time_s": totals.total_s, "matched_time_s": totals.matched_s,
@@ -165,15 +169,37 @@ def _summary(upload: TraceUploadRow, totals: TraceTotals | None, unmodelled: lis
     }
 
 
+def _form_tags(text: str | None) -> dict[str, str]:
+    """The upload form's ``tags`` (key=value list or JSON object), checked; 422 saying what is wrong."""
+    if not text or not text.strip():
+        return {}
+    try:
+        if text.lstrip().startswith("{"):
+            value = json.loads(text)
+            if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+                raise StoreError("tags: expected a JSON object of string values")
+            return check_tags(value)
+        return parse_tags([text])
+    except json.JSONDecodeError as exc:
+        raise HTTPException(422, f"tags: malformed JSON ({exc.msg} at character {exc.pos})") from None
+    except StoreError as exc:
+        raise HTTPException(422, str(exc)) from None
+
+
 @router.post("/traces", response_model=TraceOut, status_code=201, dependencies=[Depends(require_write)])
 def upload_trace(response: Response, file: UploadFile = File(description="a profiler trace, any supported format"),
                  hardware: str = Form(description="the device the trace was recorded on"),
                  source: str | None = Form(default=None, max_length=200),
+                 tags: str | None = Form(default=None, max_length=20_000, description=(
+                     "key=value pairs, comma- or newline-separated, or a JSON object: commit, environment "
+                     "(silicon, emulator, simulator, fpga), driver / library versions (cuda=12.4), clocks")),
                  state: AppState = Depends(get_state)) -> dict[str, Any]:
-    """Store the upload, parse it (format from content), create measured runs; 200 for a known file."""
+    """Store the upload with its tags, parse it (format from content), create measured runs (carrying the tags);
+    200 for a known file."""
     device, _ = state.hardware(hardware)
     if source is not None and not storable(source):
         raise HTTPException(422, "source: NUL characters and invalid UTF-8 (lone surrogates) are not allowed")
+    upload_tags = _form_tags(tags)
     # the file name is only a label: what the store cannot hold is replaced, never a reason to refuse
     label = (file.filename or "upload").replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
     filename = label[-255:]
@@ -182,7 +208,7 @@ def upload_trace(response: Response, file: UploadFile = File(description="a prof
                          max_s=settings.max_parse_s)
     try:
         with parse_limits(limits):
-            done = ingest_trace(state.store, device, file.file, filename, source)
+            done = ingest_trace(state.store, device, file.file, filename, source, upload_tags)
     except TraceLimitExceeded as exc:
         setting = LIMIT_SETTINGS[exc.limit]
         raise HTTPException(422 if exc.limit == "max_s" else 413, f"file: {exc} ({setting})") from exc
