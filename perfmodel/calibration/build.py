@@ -25,6 +25,7 @@ from perfmodel.calibration.fit import FitResult, abs_pct, fit_with_cv, fold_ids
 from perfmodel.calibration.local import LocalCorrection, fit_local
 from perfmodel.calibration.model import DEFAULTS, Calibration, ClassParams, Range, borrowed, transferred
 from perfmodel.collectives import devices_per_node
+from perfmodel.hardware import Hardware
 from perfmodel.ops import Op, make_op
 from perfmodel.ops.base import FloatArray, IntArray
 from perfmodel.roofline import HardwareLike, SpaceName, Timing, predict_many, resolve_hardware
@@ -71,8 +72,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
         raise ValueError(f"runs[{int(bad[0])}]: measured_time_s must be a positive finite number, "
                          f"got {measured[bad[0]]!r}")
     if ops:
-        batch = predict_many(hw, ops, timing=timing, space=space)
-        f, model_s = curve.features(batch), batch.time_s
+        f, model_s = _model_features(hw, ops, timing, space)
     else:
         f, model_s = None, np.zeros(0)
     usable = model_s > 0  # an op the model calls free (a view) has nothing to scale
@@ -195,6 +195,25 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
               "other_classes": hardware_level.source, "residual_trees": trees_report}
     report_progress("done", 1.0)
     return Calibration(identity, classes, hardware_level, report, timing=timing, space=space, residual_trees=trees)
+
+
+PREDICT_CHUNK_OPS = 16384  # ops predicted at once: a whole batch's breakdown of 100,000 ops peaked at +460 MB
+
+
+def _model_features(hw: Hardware, ops: Sequence[Op], timing: Timing, space: SpaceName) -> tuple[curve.Features,
+                                                                                                 FloatArray]:
+    """The form's inputs and the model's seconds per op, predicted ``PREDICT_CHUNK_OPS`` ops at a time (each op's
+    prediction is its own: the same numbers as one batch, without every op's breakdown held at once)."""
+    parts = []
+    for start in range(0, len(ops), PREDICT_CHUNK_OPS):
+        batch = predict_many(hw, list(ops[start:start + PREDICT_CHUNK_OPS]), timing=timing, space=space)
+        parts.append((curve.features(batch), batch.time_s))
+        del batch
+    if len(parts) == 1:
+        return parts[0]
+    names = list(curve.Features.__dataclass_fields__)
+    f = curve.Features(*(np.concatenate([getattr(p[0], name) for p in parts]) for name in names))
+    return f, np.concatenate([p[1] for p in parts])
 
 
 def _distinct_ids(names: list[str]) -> IntArray:
