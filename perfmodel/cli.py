@@ -390,18 +390,25 @@ def trace_command(
     store: bool = typer.Option(False, "--store", help="also store it as POST /api/v1/traces does (measured runs "
                                                      "in the service's database; the same file twice is one trace)"),
     as_json: bool = typer.Option(False, "--json", help="machine-readable output (every op; --top limits the lists)"),
+    tag: list[str] = typer.Option([], "--tag", help="with --store: key=value on the upload and its runs, e.g. "
+                                  "commit=3f2a9c1, environment=silicon|emulator|simulator|fpga, cuda=12.4"),
 ) -> None:
     """Read a profiler trace offline: per op kind and per op, measured vs predicted, the kernels no modelled
     op explains, roof alarms; e.g. `perfmodel trace step.pt.trace.json.gz --hardware nvidia-a100-sxm4-80gb`."""
+    from perfmodel.store import StoreError
+    from perfmodel.store.tags import parse_tags
     from perfmodel.traces import TraceError, match_runs, parse_trace
     from perfmodel.traces.report import format_trace_report, trace_report
 
     try:
         hw = resolve_hardware(hardware_id)
         cal, cal_id = _stored_calibration(hw.id, calibration) if calibration else (None, None)
-    except KeyError as exc:
+        tags = parse_tags(tag)
+    except (KeyError, StoreError) as exc:
         _fail(str(exc.args[0]) if exc.args else str(exc))
         return
+    if tags and not store:
+        _fail("--tag is stored with the trace: add --store")
     if not path.is_file():
         _fail(f"{path}: {'not a file' if path.exists() else 'no such file'}")
     from perfmodel.stage_progress import StageProgress
@@ -427,7 +434,7 @@ def trace_command(
 
         progress.stage("store")
         with path.open("rb") as stream:
-            done = ingest_trace(_store(), hw, stream, path.name)
+            done = ingest_trace(_store(), hw, stream, path.name, tags=tags, parsed_and_matched=(parsed, matched))
         upload = {"id": done.upload_id, "duplicate": done.duplicate}
     progress.end()
     if as_json:
