@@ -43,7 +43,7 @@ from perfmodel.search.gemm_kernel import (
  C_HIDDEN, C_UNBUFFERED, C_SIZE) = range(12)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def fill_candidates(v: Any, bm: Any, bn: Any, bk_bytes: Any, stages: Any, eb: float, peak: float,
                     table: Any) -> None:
     """The per-candidate terms of ``gemm_costs`` for ``eb``-byte operands at ``peak`` FLOP/s."""
@@ -93,7 +93,7 @@ def fill_candidates(v: Any, bm: Any, bn: Any, bk_bytes: Any, stages: Any, eb: fl
 TABLES_KEPT = 8  # candidate tables kept per call, one per distinct (element size, peak) of the ops
 
 
-@numba.njit(inline="always", cache=True)
+@numba.njit(inline="always", cache=True, error_model="numpy")
 def table_for(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, eb: float, peak: float, cache: Any, keys: Any) -> int:
     """The slot of ``cache`` holding the candidate table of (``eb``, ``peak``), filled on a miss (slots
     reused in turn once all are taken)."""
@@ -113,7 +113,7 @@ def table_for(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, eb: float, peak: f
     return slot
 
 
-@numba.njit(inline="always", cache=True)
+@numba.njit(inline="always", cache=True, error_model="numpy")
 def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: float, g: float, b: float, mm: float,
             nn: float, kk: float, eb: float, compulsory: float) -> Any:
     """Every figure of candidate ``j`` (row ``j`` of the table ``c``) for one GEMM, as ``gemm_costs``."""
@@ -166,7 +166,7 @@ def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: floa
             busy, reject)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def grid(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any, batch: Any, m: Any, n: Any,
          k: Any, elem: Any, peak: Any, compulsory: Any, out: Any, reject: Any) -> None:
     """Every figure of every (op, candidate) into ``out`` (fields x ops x candidates) and ``reject``."""
@@ -182,7 +182,7 @@ def grid(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any,
             reject[i, j] = int(r[13])
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def best(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any, batch: Any, m: Any, n: Any,
          k: Any, elem: Any, peak: Any, compulsory: Any, index: Any, out: Any) -> None:
     """The cheapest candidate of each op (first of equals, as ``np.argmin``) and its figures."""
@@ -192,25 +192,24 @@ def best(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any,
         c = cache[table_for(v, bm, bn, bk, stages, elem[i], peak[i], cache, keys)]
         chosen = 0
         lowest = np.inf
+        r = element(v, c, 0, bm[0], bn[0], stages[0], split[0], group[0], batch[i], m[i], n[i], k[i], elem[i],
+                    compulsory[i])
         for j in range(bm.size):
-            judged = element(v, c, j, bm[j], bn[j], stages[j], split[j], group[j], batch[i], m[i], n[i], k[i],
-                             elem[i], compulsory[i])[4]
+            candidate = element(v, c, j, bm[j], bn[j], stages[j], split[j], group[j], batch[i], m[i], n[i], k[i],
+                                elem[i], compulsory[i])
+            judged = candidate[4]
             if judged != judged:  # NaN: np.argmin stops at the first one
-                chosen = j
+                chosen, r = j, candidate
                 break
             if judged < lowest:
-                chosen = j
-                lowest = judged
-        j = chosen
-        r = element(v, c, j, bm[j], bn[j], stages[j], split[j], group[j], batch[i], m[i], n[i], k[i], elem[i],
-                    compulsory[i])
-        index[i] = j
+                chosen, r, lowest = j, candidate, judged
+        index[i] = chosen
         out[0, i], out[1, i], out[2, i], out[3, i] = r[0], r[1], r[2], r[3]
         out[4, i], out[5, i], out[6, i], out[7, i] = r[5], r[6], r[12], r[10]
         out[8, i], out[9, i], out[10, i] = r[11], r[9], r[8]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def search(v: Any, c: Any, bm: Any, bn: Any, stages: Any, split: Any, group: Any, b: float, m: float, n: float,
            k: float, eb: float, compulsory: float, caps: Any, footprint_group: Any, groups: int, kept: Any,
            judged: Any, footprint: Any, waves: Any, reject_counts: Any, front: Any) -> tuple[int, int]:

@@ -125,3 +125,26 @@ def _kernels() -> tuple[Callable[..., None], Callable[..., None]] | None:
     except ImportError:  # pragma: no cover - numba is a dependency; the numpy path covers its absence
         return None
     return gemm_jit.grid, gemm_jit.best
+
+
+def warm() -> bool:
+    """Compile every kernel once (numba writes them to its disk cache): for an image build, so the first
+    request of a fresh process loads them instead of compiling (~20 s of CPU). False where the JIT is off."""
+    if not jit_enabled():
+        return False
+    from perfmodel.machine import tables
+    from perfmodel.search.gemm_scoring import score_compiled
+    from perfmodel.search.gemm_space import compact_space, full_space
+    from perfmodel.specs import load_hardware
+
+    t = tables(load_hardware("nvidia-h100-sxm5-80gb"))
+    one = np.ones(1)
+    args = (one, one * 512, one * 512, one * 512, one * 2.0, one * t.matrix_peak[t.matrix_peak > 0][0], one)
+    best_per_op(device_vector(t), compact_space(t), *args)
+    cost_grid(device_vector(t), compact_space(t), *args)
+    score_compiled(t, full_space(t), *(float(a[0]) for a in args))
+    return True
+
+
+if __name__ == "__main__":
+    print("numba kernels compiled and cached" if warm() else "JIT disabled: nothing to compile")
