@@ -49,15 +49,17 @@ def _level_time(bytes_: FloatArray, bandwidth: float, latency_s: float, efficien
 def _in_flight_time(work: Work, t: MachineTables, latency_s: float, bandwidth: float) -> FloatArray:
     """Little's law: bandwidth = bytes in flight / latency, with latency rising under load.
 
-    Bytes in flight F = resident threads (capped by units x resident threads per unit) x the
-    bytes each thread keeps outstanding. Latency grows linearly with utilisation,
+    Bytes in flight F = resident threads (capped by units x resident threads per unit, or by what the
+    kernel's launch puts on a unit) x the bytes each thread keeps outstanding. Latency grows linearly with utilisation,
     L = L0 · (1 + a · bw / BW) with a = loaded factor − 1, so the achieved bandwidth solves
     a/BW · bw² + bw − F/L0 = 0. A kernel whose threads keep few bytes in flight cannot reach
     the bandwidth roof, however large the tensor. Returns the time after the first round trip.
     """
     if t.hardware.kind != "gpu":
         return np.zeros(work.n)
-    resident = np.minimum(work.threads, t.units * t.resident_threads_per_unit)
+    cap = work.threads_per_unit_cap
+    per_unit = np.where(cap > 0, np.minimum(cap, t.resident_threads_per_unit), t.resident_threads_per_unit)
+    resident = np.minimum(work.threads, t.units * per_unit)
     in_flight = resident * work.bytes_per_thread
     a = max(t.defaults.loaded_latency_factor - 1.0, 1e-9)
     demand = in_flight / max(latency_s, 1e-12)

@@ -63,6 +63,8 @@ class Work:
     threads: FloatArray = field(default_factory=lambda: np.zeros(0))  # GPU threads launched (0: n/a)
     scratchpad_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))  # through SMEM, x bank conflicts
     bytes_per_thread: FloatArray = field(default_factory=lambda: np.zeros(0))  # loads in flight
+    # the kernel's launch caps its threads per unit below what could be resident (0: no cap)
+    threads_per_unit_cap: FloatArray = field(default_factory=lambda: np.zeros(0))
     attention: FloatArray = field(default_factory=lambda: np.zeros(0))  # n x len(ATTENTION_FIELDS)
     # GEMM-like work as up to GEMM_SLOTS GEMMs per op (n x slots; a 1-D array fills slot 0)
     gemm_batch: FloatArray = field(default_factory=lambda: np.zeros(0))
@@ -81,8 +83,8 @@ class Work:
 
     def __post_init__(self) -> None:
         zeros = np.zeros(self.n)
-        for name in ("threads", "bytes_per_thread", "scratchpad_bytes", "comm_bytes", "comm_devices",
-                     "comm_devices_per_node", "serial_bytes", "nhwc_bytes"):
+        for name in ("threads", "bytes_per_thread", "threads_per_unit_cap", "scratchpad_bytes", "comm_bytes",
+                     "comm_devices", "comm_devices_per_node", "serial_bytes", "nhwc_bytes"):
             if getattr(self, name).size == 0:
                 setattr(self, name, zeros)
         if self.attention.size == 0:

@@ -22,6 +22,10 @@ from perfmodel.ops.base import (
 )
 
 ROWS_PER_BLOCK = 4.0  # one warp per row, a few rows per thread block
+# PyTorch's index_select (which embedding's forward calls), aten/src/ATen/native/cuda/Indexing.cu
+# index_select_out_cuda_impl: indexSelectLargeIndex runs min(ceil(elements / 128), 8 x SM count) blocks of 128
+# threads, each thread striding over elements: at most 8 x 128 = 1024 threads on an SM, whatever could be resident.
+INDEX_SELECT_THREADS_PER_UNIT = 8.0 * 128.0
 
 
 def _rounded(row_bytes: FloatArray, granularity_bytes: float) -> FloatArray:
@@ -81,7 +85,9 @@ class Gather(RowAccess):
         idx, row, rounded = cls._base(ops, granularity_bytes)
         index_bytes = idx * np.array([o.index_dtype.bytes for o in ops])
         roles = {"weights": idx * rounded, "indices": index_bytes, "activations_out": idx * row}
-        return cls._work(ops, roles, np.zeros(len(ops)))
+        work = cls._work(ops, roles, np.zeros(len(ops)))
+        work.threads_per_unit_cap = np.full(len(ops), INDEX_SELECT_THREADS_PER_UNIT)
+        return work
 
 
 @register
