@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
+from perfmodel.store.tags import tag_line
 from perfmodel.units import format_bytes, format_rate, format_time_s
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
@@ -73,6 +74,7 @@ templates.env.filters["bytes"] = lambda v: _fmt(format_bytes, v)
 templates.env.filters["flops"] = lambda v: _fmt(format_rate, v, "FLOP/s")
 templates.env.filters["bw"] = lambda v: _fmt(format_rate, v, "B/s")
 templates.env.filters["pct"] = lambda v: _fmt(lambda x: f"{x:.1f} %", v)
+templates.env.filters["tag_line"] = tag_line  # a trace's tags, known keys first
 templates.env.filters["signed_pct"] = lambda v: _fmt(lambda x: f"{x:+.1f} %", v)
 templates.env.filters["num"] = lambda v: _fmt(lambda x: f"{x:.3g}", v)
 templates.env.filters["script_json"] = script_json

@@ -42,3 +42,10 @@ def test_bad_tags_are_refused_with_the_reason(client: TestClient) -> None:  # no
         assert response.status_code == 422 and message in response.text, response.text
     both = client.post("/api/v1/trace-diffs/history", json={"traces": [1, 2], "tags": {"commit": "x"}})
     assert both.status_code == 422
+
+
+def test_tags_shown_in_the_uploads_table_and_the_trace_picker(client: TestClient) -> None:  # noqa: F811
+    _upload(client, HTA_0, "environment=fpga, commit=c0ffee")
+    upload_page = client.get("/upload").text
+    assert "commit=c0ffee environment=fpga" in upload_page and 'id="upload-tags"' in upload_page
+    assert "commit=c0ffee environment=fpga" in client.get("/trace-diff").text

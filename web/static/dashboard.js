@@ -113,6 +113,7 @@ function showUploadResult(body, hardware) {
   const rows = [["Format", body.format], ["Kernel launches", count(body.kernels)],
     ["Distinct kernels", count(body.distinct_kernels)], ["Matched ops", body.matched_ops],
     ["Runs created", body.runs_created],
+    ["Tags", Object.entries(body.tags || {}).map(([k, v]) => k + "=" + v).join(" ") || "–"],
     ["Unmodelled time", typeof share === "number" ? (share <= 1 ? share * 100 : share).toFixed(1) + " %" : "–"],
     ["Matched by source", sharesText(body.matched_share_by_source)],
     ["Unmodelled by reason", sharesText(body.unmodelled_share_by_category)]];
@@ -287,6 +288,8 @@ function setupUpload() {
     const data = new FormData();
     data.append("file", file);
     data.append("hardware", hardware);
+    const tags = document.getElementById("upload-tags");
+    if (tags && tags.value.trim()) data.append("tags", tags.value.trim());
     const xhr = new XMLHttpRequest();
     xhr.open("POST", form.dataset.endpoint);
     for (const [k, v] of Object.entries(authHeaders())) xhr.setRequestHeader(k, v);
