@@ -115,3 +115,14 @@ async def trace_diff_page(request: Request, base: str = "", new: str = "", thres
     if not can_read(request):
         return token_page(request)
     return await run_in_threadpool(compare_view.page, request, base, new, threshold)
+
+
+@router.get("/trace-history", response_class=HTMLResponse)
+async def trace_history_page(request: Request, tags: str = "", traces: str = "",
+                             changed_only: bool = False) -> HTMLResponse:
+    """Per op, its time across stored traces with the model beside it: ``web/history_view.py``."""
+    from web import history_view
+
+    if not can_read(request):
+        return token_page(request)
+    return await run_in_threadpool(history_view.page, request, tags, traces, changed_only)

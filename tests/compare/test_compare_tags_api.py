@@ -49,3 +49,15 @@ def test_tags_shown_in_the_uploads_table_and_the_trace_picker(client: TestClient
     upload_page = client.get("/upload").text
     assert "commit=c0ffee environment=fpga" in upload_page and 'id="upload-tags"' in upload_page
     assert "commit=c0ffee environment=fpga" in client.get("/trace-diff").text
+
+
+def test_history_page_by_tags(client: TestClient) -> None:  # noqa: F811
+    base = _upload(client, HTA_0, "commit=aaa111, environment=simulator")
+    new = _upload(client, HTA_1, "commit=bbb222, environment=simulator")
+    page = client.get("/trace-history", params={"tags": "environment=simulator"})
+    assert page.status_code == 200, page.text
+    assert f"#{base} commit=aaa111 environment=simulator" in page.text and f"#{new} commit=bbb222" in page.text
+    assert page.text.count('class="chart"') >= 1  # one chart per op, measured beside the model
+    assert client.get("/trace-history", params={"traces": "x"}).status_code == 422
+    assert client.get("/trace-history", params={"tags": "environment=fpga"}).status_code == 422
+    assert client.get("/trace-history").status_code == 200  # the form alone
