@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -21,6 +22,7 @@ from api.settings import Settings
 from api.state import AppState, UnknownHardware
 from perfmodel import __version__
 from perfmodel.ops import OpError
+from perfmodel.search import gemm_kernel
 from perfmodel.specs import SpecError, library
 from perfmodel.store import NotFound, Store, StoreError
 from web import mount_dashboard
@@ -38,6 +40,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store.migrate()
         library()  # parse the bundled hardware now, not on the first request
+        # the compiled schedule kernels load in the background (~1-2 s of CPU; requests use numpy meanwhile)
+        threading.Thread(target=gemm_kernel.load, name="perfmodel-jit-load", daemon=True).start()
         gc.freeze()  # long-lived objects leave the collector's scans (fewer pauses under load)
         gc.set_threshold(*settings.gc_thresholds)
         jobs = app.state.perfmodel.jobs

@@ -13,7 +13,6 @@ positions below, so the kernel has a single compiled signature cached on disk.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -36,7 +35,10 @@ FIELDS = ("compute_s", "dram_s", "reuse_s", "body_s", "judged_s", "dram_bytes", 
 CHOICE_FIELDS = ("compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes", "reuse_bytes", "busy", "waves", "tiles",
                  "resident", "footprint_bytes")
 
-MIN_ELEMENTS = 4096  # below this many (op, candidate) pairs numpy is as fast and numba's import is not worth it
+# a grid this large amortises loading the kernels in a process that has not yet (numba's import and the cached
+# machine code: ~1-2 s of CPU, ~20 s the first time ever, when they compile); smaller ones use numpy until then
+MIN_ELEMENTS = 1 << 20
+_LOADED: list[bool] = []  # [True] once ``load`` has run in this process
 
 
 def device_vector(t: MachineTables) -> FloatArray:
@@ -75,19 +77,36 @@ def device_vector(t: MachineTables) -> FloatArray:
     return v
 
 
+def _disabled() -> bool:
+    return os.environ.get("PERFMODEL_NO_JIT", "").lower() in ("1", "true", "yes")
+
+
 def jit_enabled() -> bool:
     """True unless ``PERFMODEL_NO_JIT`` is set (to 1/true/yes) or numba does not import."""
-    if os.environ.get("PERFMODEL_NO_JIT", "").lower() in ("1", "true", "yes"):
-        return False
-    return _kernels() is not None
+    return not _disabled() and _kernels() is not None
 
 
 def use_kernel(elements: int) -> bool:
-    """Whether ``elements`` (op, candidate) pairs go through the compiled kernel: large grids always, small
-    ones once the kernel is loaded (a one-op ``predict`` does not import numba)."""
-    if elements < MIN_ELEMENTS and "perfmodel.search.gemm_jit" not in sys.modules:
+    """Whether ``elements`` (op, candidate) pairs go through the compiled kernels: once they are loaded
+    (``load``), always; before, only a grid of ``MIN_ELEMENTS`` or more, which loads them (a one-off
+    ``perfmodel search`` or ``predict`` stays on numpy and does not import numba)."""
+    if _disabled():
         return False
-    return jit_enabled()
+    if not _LOADED and elements < MIN_ELEMENTS:
+        return False
+    return load()
+
+
+def load() -> bool:
+    """Import numba and load (compiling the first time) every kernel now, for a long-running process (a
+    server, a benchmark, a sweep) that will use them; True when the compiled path is on."""
+    if _disabled():
+        return False
+    if not _LOADED:
+        if not warm():
+            return False
+        _LOADED.append(True)
+    return True
 
 
 def cost_grid(v: FloatArray, space: GemmCandidates, batch: FloatArray, m: FloatArray, n: FloatArray,

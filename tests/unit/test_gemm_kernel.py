@@ -17,6 +17,12 @@ DEVICES = ["nvidia-h100-sxm5-80gb", "nvidia-a100-sxm4-80gb", "nvidia-t4", "amd-m
 pytestmark = pytest.mark.skipif(not gemm_kernel.jit_enabled(), reason="numba kernel disabled or not installed")
 
 
+@pytest.fixture(autouse=True)
+def _loaded_kernels() -> None:
+    """Every grid takes the compiled path (small ones do only once the kernels are loaded)."""
+    assert gemm_kernel.load()
+
+
 def _shapes(t: perfmodel.machine.MachineTables, ops: int, seed: int) -> tuple[np.ndarray, ...]:
     """Random GEMMs: odd and round dims from 1 to 20,000, batches, every element size, real peaks."""
     rng = np.random.default_rng(seed)
@@ -56,8 +62,9 @@ def test_no_jit_selects_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PERFMODEL_NO_JIT", "1")
     assert not gemm_kernel.jit_enabled()
     assert not gemm_kernel.use_kernel(10**9)
+    assert not gemm_kernel.load()
     monkeypatch.delenv("PERFMODEL_NO_JIT")
-    assert gemm_kernel.use_kernel(gemm_kernel.MIN_ELEMENTS)
+    assert gemm_kernel.use_kernel(1)  # loaded: every size
 
 
 def test_all_rejected_picks_the_first_candidate_as_argmin_does() -> None:
