@@ -78,17 +78,19 @@ def main() -> None:
         base_path, new_path = Path(folder, "base.json.gz"), Path(folder, "new.json.gz")
         count = build(args.kernels, 0.0, 1.0, 1, base_path)
         build(args.kernels, 0.02, 1.05, 2, new_path)
-        t0 = time.perf_counter()
-        base, new = parse_trace(base_path, "base"), parse_trace(new_path, "new")
-        t1 = time.perf_counter()
         hw = load_hardware("nvidia-v100-sxm2-32gb")
+        t0, c0 = time.perf_counter(), time.process_time()
+        base, new = parse_trace(base_path, "base"), parse_trace(new_path, "new")
+        t1, c1 = time.perf_counter(), time.process_time()
         base_side, new_side = side_from_parsed(base, "base"), side_from_parsed(new, "new")
-        t2 = time.perf_counter()
+        t2, c2 = time.perf_counter(), time.process_time()
         result = diff_sides(base_side, new_side, hw)
-        t3 = time.perf_counter()
+        t3, c3 = time.perf_counter(), time.process_time()
     print(f"{count:,} device activities per trace ({len(base.kernels):,} records parsed)")
-    print(f"parse both: {t1 - t0:.2f} s; match and group both: {t2 - t1:.2f} s; diff: {t3 - t2:.2f} s; "
-          f"compare after parsing: {t3 - t1:.2f} s; all: {t3 - t0:.2f} s")
+    print(f"CPU s (process time; the machine is shared): parse both {c1 - c0:.2f}; match and group both "
+          f"{c2 - c1:.2f}; diff {c3 - c2:.2f}; compare after parsing {c3 - c1:.2f}; all {c3 - c0:.2f}")
+    print(f"wall s: parse both {t1 - t0:.2f}; match and group both {t2 - t1:.2f}; diff {t3 - t2:.2f}; "
+          f"all {t3 - t0:.2f}")
     verdicts: dict[str, int] = {}
     for g in result.groups:
         verdicts[g.verdict] = verdicts.get(g.verdict, 0) + 1

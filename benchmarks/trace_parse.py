@@ -1,8 +1,10 @@
-"""Trace parser speed and memory: a large synthetic Kineto trace (gzip), parsed and matched.
+"""Trace parser speed and memory: a large synthetic Kineto trace (gzip; 3 events per kernel: its op, launch and
+kernel), parsed, matched and reported (predictions, alarms, text) on an A100.
 
-Prints kernels/s, MB/s (uncompressed JSON) and peak memory (tracemalloc, ru_maxrss). Figures only.
+Prints CPU seconds (process time: the machine is shared) and wall seconds per step, kernels/s, MB/s
+(uncompressed JSON) and peak memory (ru_maxrss; tracemalloc of the parse). Figures only.
 
-    .venv/bin/python benchmarks/trace_parse.py --kernels 500000
+    .venv/bin/python benchmarks/trace_parse.py --kernels 333334   # a 1M-event trace
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import time
 import tracemalloc
 from pathlib import Path
 
+from perfmodel.specs import load_hardware
 from perfmodel.traces import match_runs, parse_trace
+from perfmodel.traces.report import format_trace_report, trace_report
 
 GEMM = "sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16_kernel"
 ELEMENTWISE = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
@@ -76,17 +80,23 @@ def main() -> None:
         print(f"wrote {args.kernels:,} kernels: {raw_bytes / 1e6:.0f} MB JSON, {path.stat().st_size / 1e6:.0f} MB "
               f"gzip in {time.perf_counter() - started:.1f} s")
 
-        started = time.perf_counter()
+        hardware = load_hardware("nvidia-a100-sxm4-80gb")
+        cpu0, wall0 = time.process_time(), time.perf_counter()
         parsed = parse_trace(path)
-        parse_s = time.perf_counter() - started
-        started = time.perf_counter()
+        cpu1, wall1 = time.process_time(), time.perf_counter()
         result = match_runs(parsed)
-        match_s = time.perf_counter() - started
+        cpu2, wall2 = time.process_time(), time.perf_counter()
+        text = format_trace_report(trace_report(hardware, parsed, result))
+        cpu3, wall3 = time.process_time(), time.perf_counter()
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"parse: {len(parsed.kernels):,} kernels in {parse_s:.2f} s = {len(parsed.kernels) / parse_s:,.0f} "
-              f"kernels/s, {raw_bytes / 1e6 / parse_s:.1f} MB/s of JSON")
+        events = len(parsed.kernels) * 3
+        print(f"parse: {len(parsed.kernels):,} kernels ({events:,} events) in {cpu1 - cpu0:.2f} s CPU "
+              f"({wall1 - wall0:.2f} s wall) = {len(parsed.kernels) / (cpu1 - cpu0):,.0f} kernels/s, "
+              f"{raw_bytes / 1e6 / (cpu1 - cpu0):.1f} MB/s of JSON")
         print(f"match: {len(result.runs):,} runs, unmodelled share {result.unmodelled_time_share:.3f}, "
-              f"{match_s:.2f} s = {len(parsed.kernels) / match_s:,.0f} kernels/s")
+              f"{cpu2 - cpu1:.2f} s CPU ({wall2 - wall1:.2f} s wall)")
+        print(f"report: {len(text.splitlines())} lines, {cpu3 - cpu2:.2f} s CPU ({wall3 - wall2:.2f} s wall)")
+        print(f"parse + match + report: {cpu3 - cpu0:.2f} s CPU ({wall3 - wall0:.2f} s wall)")
         print(f"peak RSS (ru_maxrss, whole process so far): {rss_mb:.0f} MB")
         del parsed, result
 
