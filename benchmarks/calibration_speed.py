@@ -11,7 +11,8 @@ Each size runs in a fresh process (``--one N``) on one thread: wall and CPU seco
 loaded machine the CPU seconds are the steadier figure), and peak RSS (``ru_maxrss``) of the process and its
 growth from the RSS before the fit (the imports and rows). The runs are made in another process (their
 making predicts every copy twice) and handed over as a pickle, so the fitting process's peak is the imports,
-the runs and the fit, as in the service's worker that loads stored runs.
+the runs and the fit, as in the service's worker that loads stored runs (and not a parent's: a child's
+``ru_maxrss`` starts at its parent's, kept across exec).
 
     python benchmarks/calibration_speed.py                    # 1k, 5k, 20k, 100k
     python benchmarks/calibration_speed.py --sizes 1000 5000 --timeout 600
@@ -126,12 +127,17 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per size before it is given up")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--runs-file", help=argparse.SUPPRESS)
+    parser.add_argument("--make-runs", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--profile", type=int, metavar="N", help="cProfile one fit of N runs, print the top 25")
     parser.add_argument("--traced", type=int, metavar="N", help="peak MB the fit of N runs allocates (tracemalloc; "
                         "slower): the process's peak RSS also holds the runs' own making")
     args = parser.parse_args()
     if args.traced:
         print(f"{args.traced} runs: the fit allocated at most {traced_peak_mb(args.traced):.0f} MB (tracemalloc)")
+        return
+    if args.make_runs:
+        with open(args.runs_file, "wb") as handle:
+            pickle.dump(runs(args.make_runs), handle)
         return
     if args.one:
         print(json.dumps(one(args.one, args.runs_file)))
@@ -157,8 +163,9 @@ def main() -> None:
           "stage starts (s)")
     for n in args.sizes:
         with tempfile.NamedTemporaryFile(suffix=".pickle") as handle:
-            pickle.dump(runs(n), handle)
-            handle.flush()
+            # made in a process of its own: a child's ru_maxrss starts at its parent's (kept across exec)
+            subprocess.run([sys.executable, __file__, "--make-runs", str(n), "--runs-file", handle.name], env=env,
+                           check=True)
             command = [sys.executable, __file__, "--one", str(n), "--runs-file", handle.name]
             try:
                 done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout, env=env,
