@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+import orjson
 
 from perfmodel.dtypes import DType
 from perfmodel.hardware import Hardware, MemoryLevel
@@ -116,13 +118,34 @@ def kernel_alarms(hw: Hardware, kernel: KernelRecord, tolerance: float = DEFAULT
     return alarms
 
 
-def run_alarms(hw: Hardware, run: MatchedRun, tolerance: float = DEFAULT_TOLERANCE) -> list[RoofAlarm]:
-    """Alarms for a matched run from its op's model FLOPs and compulsory DRAM bytes."""
+_Work = tuple[dict[str, float], object, float]  # an op's FLOPs by engine, its dtype, its compulsory bytes
+
+
+def _op_work(op_dict: dict[str, Any], cache: dict[bytes, _Work] | None) -> _Work:
+    """The model work of an op, once per distinct op where ``cache`` is given (a trace repeats a few hundred
+    ops many thousand times; orjson's sorted text tells them apart, NaN aside: those are not cached)."""
+    key: bytes | None = None
+    if cache is not None:
+        try:
+            key = orjson.dumps(op_dict, option=orjson.OPT_SORT_KEYS)
+        except (TypeError, orjson.JSONEncodeError):
+            key = None
+        if key is not None and b"null" not in key and key in cache:
+            return cache[key]
+    op = make_op(op_dict)
+    work: _Work = (op.flops_by_engine(), getattr(op, "dtype", None) or getattr(op, "from_dtype", None), op.bytes)
+    if cache is not None and key is not None and b"null" not in key:
+        cache[key] = work
+    return work
+
+
+def run_alarms(hw: Hardware, run: MatchedRun, tolerance: float = DEFAULT_TOLERANCE,
+               work_cache: dict[bytes, _Work] | None = None) -> list[RoofAlarm]:
+    """Alarms for a matched run from its op's model FLOPs and compulsory DRAM bytes (``work_cache``: the work of
+    ops seen before, see ``_op_work``)."""
     if run.measured_time_s <= 0:
         return []
-    op = make_op(run.op)
-    flops = op.flops_by_engine()
-    dtype = getattr(op, "dtype", None) or getattr(op, "from_dtype", None)
+    flops, dtype, op_bytes = _op_work(run.op, work_cache)
     alarms: list[RoofAlarm] = []
     machine = tables(hw)
     if isinstance(dtype, DType):
@@ -134,7 +157,7 @@ def run_alarms(hw: Hardware, run: MatchedRun, tolerance: float = DEFAULT_TOLERAN
                                         f"{rate:.3g} {dtype.value} FLOP/s on {path.engine} exceeds its "
                                         f"{path.peak_flops_per_s:.3g} FLOP/s peak: the spec's peak is wrong or the "
                                         "op's shapes overstate the work"))
-    alarm = _bytes_alarm(hw, run.op_name, "dram_bytes", machine.dram, op.bytes / run.measured_time_s, tolerance,
+    alarm = _bytes_alarm(hw, run.op_name, "dram_bytes", machine.dram, op_bytes / run.measured_time_s, tolerance,
                          True)
     if alarm:
         alarms.append(alarm)
@@ -145,9 +168,10 @@ def roof_alarms(hw: Hardware, items: Iterable[KernelRecord | MatchedRun],
                 tolerance: float = DEFAULT_TOLERANCE) -> list[RoofAlarm]:
     """Every alarm over kernels (measured counters) and matched runs (model FLOPs and bytes)."""
     alarms: list[RoofAlarm] = []
+    work_cache: dict[bytes, _Work] = {}
     for item in items:
         if isinstance(item, KernelRecord):
             alarms += kernel_alarms(hw, item, tolerance)
         else:
-            alarms += run_alarms(hw, item, tolerance)
+            alarms += run_alarms(hw, item, tolerance, work_cache)
     return alarms
