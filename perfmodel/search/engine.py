@@ -81,6 +81,20 @@ def _distinct(space: GemmCandidates, index: np.ndarray[Any, np.dtype[np.intp]],
     return np.array(keep, dtype=np.intp)
 
 
+def _ranked(time_s: np.ndarray[Any, np.dtype[np.float64]], footprint_bytes: np.ndarray[Any, np.dtype[np.float64]],
+            index: np.ndarray[Any, np.dtype[np.intp]], head: int) -> np.ndarray[Any, np.dtype[np.intp]]:
+    """Positions of at least the ``head`` fastest candidates (every one tied with the last of them too), ranked by
+    the one tie rule of ``gemm_cost.tie_break``: time in s, then on-chip footprint in bytes, then space index."""
+    if head < time_s.size:
+        cut = np.partition(time_s, head - 1)[head - 1]
+        shortlist = np.nonzero(time_s <= cut)[0]
+    else:
+        shortlist = np.arange(time_s.size)
+    order = np.lexsort((index[shortlist], footprint_bytes[shortlist], time_s[shortlist]))
+    ranked: np.ndarray[Any, np.dtype[np.intp]] = shortlist[order]
+    return ranked
+
+
 def _row(space: GemmCandidates, i: int, elem: float, t: MachineTables, time_s: float, footprint: float,
          waves: float) -> dict[str, float]:
     bk = max(np.ceil(space.bk_bytes[i] / elem / t.mma_k) * t.mma_k, t.mma_k)
@@ -114,7 +128,7 @@ def _search_attention(hw: Hardware, t: MachineTables, op: Op, work: Work, top_k:
         return {"tile_q": float(space.bq[i]), "tile_kv": float(space.bkv[i]), "stages": float(space.stages[i]),
                 "split_kv": float(space.split[i]), "time_s": float(judged[i]), "footprint_bytes": float(footprint[i])}
 
-    order = np.argsort(np.where(valid, judged, np.inf), kind="stable")
+    order = np.lexsort((np.arange(space.size), footprint, np.where(valid, judged, np.inf)))
     idx = np.nonzero(valid)[0]
     front = idx[pareto(judged[idx], footprint[idx])]
     s = cost.schedule
@@ -137,7 +151,7 @@ def _search_stream(hw: Hardware, t: MachineTables, op: Op, work: Work, top_k: in
     space = SPACES[op.kind](t, op, work)
     batch = evaluate(space.work, [op] * space.size, hw)
     times = batch.time_s
-    order = np.argsort(times, kind="stable")
+    order = np.lexsort((np.arange(space.size), space.footprint_bytes, times))
     best = int(order[0])
     cost = batch[best]
     cost.schedule = {**{k: float(v[best]) for k, v in space.params.items()},
@@ -223,9 +237,7 @@ def _search(hw: Hardware, op: Op, top_k: int, budget: int | None, seed: int, sta
     if not valid.any():
         raise ValueError(f"no schedule of {op.kind} fits {hw.id}: rejected {scores.rejected}")
     scored = np.where(valid, judged, np.inf)
-    head = min(scored.size, max(top_k, 1) * 64)  # enough ties to fill top_k with distinct tiles
-    shortlist = np.argpartition(scored, head - 1)[:head] if head < scored.size else np.arange(scored.size)
-    ranked = shortlist[np.argsort(scored[shortlist], kind="stable")]
+    ranked = _ranked(scored, scores.footprint_bytes, scores.keep, max(top_k, 1) * 64)
     order = _distinct(space, scores.keep, ranked[valid[ranked]], max(top_k, 1))
     best_space = space.take(scores.keep[order[:1]])
     cost = evaluate(work, [op], hw, space=best_space if work.gemm_batch[0].astype(bool).sum() == 1 else space)[0]

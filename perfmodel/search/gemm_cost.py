@@ -193,6 +193,19 @@ def pipelined_step(step: FloatArray, latency_s: float, stages: FloatArray, resid
     return out
 
 
+def tie_break(time_s: FloatArray, footprint_bytes: FloatArray) -> np.ndarray[Any, np.dtype[np.intp]]:
+    """The chosen candidate of each row (ops x candidates): the least time in s; among equal times the smallest
+    on-chip footprint in bytes, then the first index. The one tie rule of ``predict``, ``search``, its Pareto front
+    and the compiled kernels (a row with a NaN time takes its first NaN, as ``np.argmin``)."""
+    lowest = time_s.min(axis=1, keepdims=True)
+    footprint = np.broadcast_to(footprint_bytes, time_s.shape)
+    chosen: np.ndarray[Any, np.dtype[np.intp]] = np.argmin(np.where(time_s == lowest, footprint, np.inf), axis=1)
+    nan = np.isnan(lowest[:, 0])
+    if nan.any():
+        chosen[nan] = np.argmin(time_s[nan], axis=1)
+    return chosen
+
+
 CHUNK_ELEMENTS = 1 << 21  # ops x candidates costed at once (bounds the temporaries' memory)
 
 
@@ -216,8 +229,8 @@ class GemmChoice:
 
 def best_gemms(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: FloatArray, n: FloatArray,
                k: FloatArray, elem_bytes: FloatArray, peak: FloatArray, compulsory_bytes: FloatArray) -> GemmChoice:
-    """The cheapest schedule of ``space`` for each GEMM: the compiled kernel keeps only each op's
-    cheapest candidate; numpy costs the grid in chunks of ops."""
+    """The cheapest schedule of ``space`` for each GEMM (equal times: ``tie_break``): the compiled kernel keeps
+    only each op's cheapest candidate; numpy costs the grid in chunks of ops."""
     if gemm_kernel.use_kernel(batch.size * space.size):
         index, block = gemm_kernel.best_per_op(gemm_kernel.device_vector(t), space, batch, m, n, k, elem_bytes,
                                                peak, compulsory_bytes)
@@ -227,7 +240,7 @@ def best_gemms(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: Fl
     for start in range(0, batch.size, rows):
         sl = slice(start, start + rows)
         c = gemm_costs(t, space, batch[sl], m[sl], n[sl], k[sl], elem_bytes[sl], peak[sl], compulsory_bytes[sl])
-        best = np.argmin(c.judged_s, axis=1)
+        best = tie_break(c.judged_s, c.footprint_bytes)
         at = np.arange(best.size)
         parts.append(GemmChoice(best, *(getattr(c, f)[at, best] for f in (
             "compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes", "reuse_bytes", "busy", "waves", "tiles",

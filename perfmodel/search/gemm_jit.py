@@ -185,13 +185,15 @@ def grid(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any,
 @numba.njit(cache=True, error_model="numpy")
 def best(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any, batch: Any, m: Any, n: Any,
          k: Any, elem: Any, peak: Any, compulsory: Any, index: Any, out: Any) -> None:
-    """The cheapest candidate of each op (first of equals, as ``np.argmin``) and its figures."""
+    """The cheapest candidate of each op and its figures: equal times go to the smallest on-chip footprint, then
+    the first index (``gemm_cost.tie_break``); a NaN time stops the scan at the first one, as ``np.argmin``."""
     cache = np.empty((TABLES_KEPT, bm.size, C_SIZE))
     keys = np.full((TABLES_KEPT, 2), np.nan)
     for i in range(batch.size):
         c = cache[table_for(v, bm, bn, bk, stages, elem[i], peak[i], cache, keys)]
         chosen = 0
         lowest = np.inf
+        smallest = np.inf
         r = element(v, c, 0, bm[0], bn[0], stages[0], split[0], group[0], batch[i], m[i], n[i], k[i], elem[i],
                     compulsory[i])
         for j in range(bm.size):
@@ -201,8 +203,8 @@ def best(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any,
             if judged != judged:  # NaN: np.argmin stops at the first one
                 chosen, r = j, candidate
                 break
-            if judged < lowest:
-                chosen, r, lowest = j, candidate, judged
+            if judged < lowest or (judged == lowest and candidate[8] < smallest):
+                chosen, r, lowest, smallest = j, candidate, judged, candidate[8]
         index[i] = chosen
         out[0, i], out[1, i], out[2, i], out[3, i] = r[0], r[1], r[2], r[3]
         out[4, i], out[5, i], out[6, i], out[7, i] = r[5], r[6], r[12], r[10]
@@ -233,7 +235,7 @@ def search(v: Any, c: Any, bm: Any, bn: Any, stages: Any, split: Any, group: Any
         waves[count] = r[11] / (v[D_UNITS] * r[9])
         reject_counts[int(r[13])] += 1
         g = footprint_group[j]
-        if r[4] < group_best[g]:  # finite only: rejected candidates are inf; first of equals wins
+        if r[4] < group_best[g]:  # finite only: rejected candidates are inf; first of equals (same footprint) wins
             group_best[g] = r[4]
             group_winner[g] = count
         count += 1

@@ -126,7 +126,7 @@ def cost_grid(v: FloatArray, space: GemmCandidates, batch: FloatArray, m: FloatA
 def best_per_op(v: FloatArray, space: GemmCandidates, batch: FloatArray, m: FloatArray, n: FloatArray,
                 k: FloatArray, elem_bytes: FloatArray, peak: FloatArray,
                 compulsory_bytes: FloatArray) -> tuple[np.ndarray[Any, np.dtype[np.intp]], FloatArray]:
-    """The cheapest candidate of each op (first of equals, as ``np.argmin``) and its ``CHOICE_FIELDS``."""
+    """The cheapest candidate of each op (ties: smallest footprint, then first index) and its ``CHOICE_FIELDS``."""
     kernels = _kernels()
     assert kernels is not None
     index = np.empty(batch.size, dtype=np.intp)
