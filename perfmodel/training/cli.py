@@ -60,7 +60,6 @@ def train_layouts_command(
     from perfmodel.training.layout import RECOMPUTE_MODES, SCHEDULES, Layout, TrainingSetup
     from perfmodel.training.search import (
         DEFAULT_MICRO_BATCHES,
-        DEFAULT_VIRTUAL_STAGES,
         SearchSpace,
         fastest,
         search_layouts,
@@ -98,7 +97,7 @@ def train_layouts_command(
                             zero=(zero,) if zero is not None else (0, 1, 2, 3),
                             recompute=(recompute,) if recompute else RECOMPUTE_MODES,
                             micro_batch=(micro_batch,) if micro_batch else DEFAULT_MICRO_BATCHES,
-                            virtual_stages=(virtual_stages,) if virtual_stages else DEFAULT_VIRTUAL_STAGES,
+                            virtual_stages=(virtual_stages,) if virtual_stages else None,
                             schedules=(schedule,) if schedule else SCHEDULES)
         result = search_layouts(cfg, hw, devices, setup, space)
     except (GraphError, KeyError, ValueError) as exc:

@@ -1,8 +1,10 @@
 """Published end-to-end training throughputs and the model's prediction of each.
 
 Each run gives its model, device, device count, global batch, sequence length and the layout the
-authors report; what they do not report (micro-batch size, interleaving) is searched and the
-fastest layout that fits is taken, as the authors tuned theirs. The predicted achieved TFLOP/s
+authors report, with the pipeline schedule it states (interleaved 1F1B, with its chunk count v where
+given); what they do not report (micro-batch size, v, or whether they interleaved at all) is searched
+(v over ``search.virtual_stage_candidates``) and the fastest layout that fits is taken, as the authors
+tuned theirs. The predicted achieved TFLOP/s
 per device is the source's own FLOP count (its convention, ``flops``) over the predicted step time.
 """
 
@@ -15,7 +17,7 @@ from perfmodel.graph.llm_config import LlmConfig, bundled
 from perfmodel.roofline import resolve_hardware
 from perfmodel.training import flops
 from perfmodel.training.layout import RECOMPUTE_MODES, TrainingSetup
-from perfmodel.training.search import SearchSpace, search_layouts
+from perfmodel.training.search import SearchSpace, search_layouts, virtual_stage_candidates
 
 Convention = Literal["megatron", "model", "palm"]
 MEGATRON_2021 = ("Narayanan et al. 2021, 'Efficient Large-Scale Language Model Training on GPU Clusters Using "
@@ -57,7 +59,8 @@ class PublishedRun:
     flash_attention: bool = False
     grad_bytes: float = 4.0
     micro_batch: tuple[int, ...] = (1, 2, 4, 8)
-    virtual_stages: tuple[int, ...] = (1, 2, 4)
+    virtual_stages: tuple[int, ...] | None = None  # the chunk count the source states; None: searched
+    interleaved: bool = False  # the source states the interleaved schedule (v > 1 wherever pp > 1)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def config(self) -> LlmConfig:
@@ -86,8 +89,8 @@ _KORTHIKANTI = (  # name, heads, hidden, layers, tp, pp, GPUs, batch, micro-batc
     ("22B", 64, 6144, 48, 8, 1, 8, 4, 4, 1, 0.415),  # Table 3 (micro-batch 4) and Table 5 (MFU 41.5 %, 1.10 s)
     ("175B", 96, 12288, 96, 8, 8, 64, 64, 1, 3, 0.514),  # Table 3, §6 (m = 3 interleaving), Table 5 (51.4 %, 13.75 s)
     ("530B", 128, 20480, 105, 8, 35, 280, 280, 1, 3, 0.560),  # Table 3, §6 (m = 3), Table 5 (56.0 %, 37.83 s)
-    ("1T", 160, 25600, 128, 8, 64, 512, 512, 1, 1, 0.563),  # Table 3, Table 5 (56.3 %, 71.49 s); no m = 3 in §6
-)
+    ("1T", 160, 25600, 128, 8, 64, 512, 512, 1, None, 0.563),  # Table 3, Table 5 (56.3 %, 71.49 s); searched:
+)  # §6 states m = 3 for 175B and 530B only
 A100_BF16_PEAK_TFLOPS = 312.0
 _LLAMA3 = (  # name, GPUs, cp, sequences per step (16M tokens), sequence length, BF16 TFLOP/s per GPU: LLAMA3_2024
     ("Llama 3 405B, 8K GPUs", 8192, 1, 2048, 8192, 430.0),  # Table 4 row 1: tp8 cp1 pp16 dp64, 32 per dp, 43 % MFU
@@ -97,10 +100,12 @@ _LLAMA3 = (  # name, GPUs, cp, sequences per step (16M tokens), sequence length,
 
 RUNS: tuple[PublishedRun, ...] = (
     *(PublishedRun(f"Megatron GPT {n}", MEGATRON_2021, "megatron", A100, g, tp, pp, 1, b, 2048, tf, ("full",), 0,
-                   _gpt(a, h, layers)) for n, a, h, layers, tp, pp, g, b, tf in _MEGATRON),
+                   _gpt(a, h, layers), interleaved=True,  # §5.1: the interleaved schedule throughout, v not given
+                   notes=("interleaved schedule (§5.1); chunk count searched",))
+      for n, a, h, layers, tp, pp, g, b, tf in _MEGATRON),
     *(PublishedRun(f"Korthikanti GPT {n}", KORTHIKANTI_2022, "model", A100, g, tp, pp, 1, b, 2048,
                    mfu * A100_BF16_PEAK_TFLOPS, ("selective",), 1, _gpt(a, h, layers), sequence_parallel=True,
-                   micro_batch=(mb,), virtual_stages=(v,))
+                   micro_batch=(mb,), virtual_stages=(v,) if v else None, interleaved=bool(v and v > 1))
       for n, a, h, layers, tp, pp, g, b, mb, v, mfu in _KORTHIKANTI),
     *(PublishedRun(f"Korthikanti GPT 530B, 2240 GPUs, {mode}", KORTHIKANTI_2022_DP8, "model", A100, 2240, 8, 35, 1,
                    2240, 2048, mfu * A100_BF16_PEAK_TFLOPS, (mode,), 1, _gpt(128, 20480, 105),
@@ -111,7 +116,9 @@ RUNS: tuple[PublishedRun, ...] = (
       for mode, mfu in (("selective", 0.542), ("full", 0.421))),
     *(PublishedRun(name, LLAMA3_2024, "palm", H100, gpus, 8, 16, cp, batch, seq, tf, RECOMPUTE_MODES, 2,
                    "llama-3.1-405b", sequence_parallel=True, dropout=False, flash_attention=True,
-                   virtual_stages=(1, 2, 4, 8)) for name, gpus, cp, batch, seq, tf in _LLAMA3),
+                   interleaved=True,  # §3.3.2 and Figure 6: interleaved 1F1B, chunk count not given
+                   notes=("interleaved schedule (§3.3.2, Figure 6); chunk count searched",))
+      for name, gpus, cp, batch, seq, tf in _LLAMA3),
 )
 
 
@@ -124,6 +131,17 @@ def source_flops(run: PublishedRun, cfg: LlmConfig) -> float:
     return flops.palm_flops(cfg, run.global_batch, run.seq_len)
 
 
+def stated_chunks(run: PublishedRun, cfg: LlmConfig) -> tuple[int, ...]:
+    """The chunk counts v to try: the source's where stated; else every candidate, v > 1 only where the
+    source states the interleaved schedule and pp > 1 (v = 1 left when the stages hold one layer each)."""
+    if run.virtual_stages:
+        return run.virtual_stages
+    candidates = virtual_stage_candidates(cfg.layers, run.pp)
+    if run.interleaved:
+        return tuple(v for v in candidates if v > 1) or candidates
+    return candidates
+
+
 def predict(run: PublishedRun) -> dict[str, Any]:
     """The fastest fitting layout among the run's (searching what it leaves out), its predicted TFLOP/s per
     device in the source's convention, and the error against the published figure."""
@@ -133,7 +151,7 @@ def predict(run: PublishedRun) -> dict[str, Any]:
                           sequence_parallel=run.sequence_parallel, dropout=run.dropout,
                           flash_attention=run.flash_attention)
     space = SearchSpace(tp=(run.tp,), pp=(run.pp,), cp=(run.cp,), ep=(1,), zero=(run.zero if dp > 1 else 0,),
-                        recompute=run.recompute, micro_batch=run.micro_batch, virtual_stages=run.virtual_stages,
+                        recompute=run.recompute, micro_batch=run.micro_batch, virtual_stages=stated_chunks(run, cfg),
                         schedules=("1f1b",))
     result = search_layouts(cfg, resolve_hardware(run.hardware), run.devices, setup, space)
     ranked = result.ranked()

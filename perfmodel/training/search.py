@@ -2,7 +2,8 @@
 
 Layouts: tp (powers of two up to a node), cp (powers of two up to ``max_cp``), pp (every degree
 up to the layer count that leaves an integer dp), ZeRO 0–3, recompute none/selective/full,
-micro-batch sizes, virtual pipeline stages (interleaved 1F1B, pp > 1), and ep for MoE models.
+micro-batch sizes, virtual pipeline stages (interleaved 1F1B: by default every divisor of the layers
+per stage, at most ``MAX_VIRTUAL_STAGE_CANDIDATES``, v > 1 only where pp > 1), and ep for MoE models.
 Per-layer costs come from ``costs`` once per (tp, cp, micro-batch, ep); memory and step time
 are numpy expressions over all layouts. A layout that cannot run gets a reason; one that does
 not fit says how many bytes it needs.
@@ -30,7 +31,7 @@ from perfmodel.training.step import LayoutArrays, StepTimes, probe_arrays, step_
 from perfmodel.units import format_bytes
 
 DEFAULT_MICRO_BATCHES = (1, 2, 4, 8)
-DEFAULT_VIRTUAL_STAGES = (1, 2, 4)
+MAX_VIRTUAL_STAGE_CANDIDATES = 8
 DEFAULT_MAX_CP = 16
 
 
@@ -45,7 +46,7 @@ class SearchSpace:
     zero: tuple[int, ...] = (0, 1, 2, 3)
     recompute: tuple[str, ...] = RECOMPUTE_MODES
     micro_batch: tuple[int, ...] = DEFAULT_MICRO_BATCHES
-    virtual_stages: tuple[int, ...] = DEFAULT_VIRTUAL_STAGES
+    virtual_stages: tuple[int, ...] | None = None  # None: ``virtual_stage_candidates`` for each pp
     schedules: tuple[str, ...] = SCHEDULES
 
 
@@ -115,6 +116,18 @@ def _powers(limit: int) -> tuple[int, ...]:
     return tuple(2 ** k for k in range(0, max(limit, 1).bit_length()) if 2 ** k <= limit)
 
 
+def virtual_stage_candidates(layers: int, pp: int, limit: int = MAX_VIRTUAL_STAGE_CANDIDATES) -> tuple[int, ...]:
+    """Model chunks per device worth trying: the ``limit`` smallest divisors of the layers per stage
+    (ceil(layers / pp)), since each chunk holds whole layers (Narayanan et al. 2021, §2.2.2); (1,) when pp = 1.
+    Megatron's 530B (105 layers, pp = 35) gets v = 3, its 76.1B (60 layers, pp = 4) v in {1, 3, 5, 15}."""
+    if layers < 1 or pp < 1 or limit < 1:
+        raise GraphError("training", f"layers, pp and limit must be >= 1, got {layers}, {pp}, {limit}")
+    if pp == 1:
+        return (1,)
+    per_stage = -(-layers // pp)
+    return tuple(v for v in range(1, per_stage + 1) if per_stage % v == 0)[:limit]
+
+
 def enumerate_layouts(cfg: LlmConfig, devices: int, space: SearchSpace, per_node: int) -> list[tuple[int, ...]]:
     """(tp, pp, dp, cp, ep, zero, recompute code, micro-batch, v, schedule code) of every layout whose degrees
     make ``devices`` (the zero-bubble schedule only where it applies, pp > 1 and v = 1, unless asked for)."""
@@ -134,8 +147,8 @@ def enumerate_layouts(cfg: LlmConfig, devices: int, space: SearchSpace, per_node
             for ep in eps:
                 if ep > 1 and not (ep == tp or (tp == 1 and dp % ep == 0)):
                     continue
-                default_vs = space.virtual_stages == DEFAULT_VIRTUAL_STAGES  # asked-for chunks get a reason instead
-                vs = [v for v in space.virtual_stages if v == 1 or pp > 1 or not default_vs]
+                # asked-for chunks are all kept (those that cannot run get a reason)
+                vs = space.virtual_stages or virtual_stage_candidates(cfg.layers, pp)
                 default_schedules = space.schedules == SCHEDULES
                 for zero, rc, mb, v, sched in itertools.product(space.zero, range(len(space.recompute)),
                                                                 space.micro_batch, vs, space.schedules):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from perfmodel.training import flops
-from perfmodel.training.published import RUNS, predict
+from perfmodel.training.published import RUNS, predict, stated_chunks
 
 
 def test_megatrons_count_is_four_thirds_of_the_model_count_without_the_logits() -> None:
@@ -26,3 +26,19 @@ def test_large_a100_runs_are_predicted_within_15_percent(name: str) -> None:
     out = predict(next(r for r in RUNS if r.name == name))
     assert out["fits"]
     assert abs(out["error"]) < 0.15, out
+
+
+def _run(name: str) -> tuple[int, ...]:
+    run = next(r for r in RUNS if r.name == name)
+    return stated_chunks(run, run.config())
+
+
+def test_each_run_uses_the_schedule_its_source_states() -> None:
+    """Korthikanti §6: m = 3 for 175B and 530B; Narayanan §5.1 and Llama 3 §3.3.2 interleave, v not given."""
+    assert _run("Korthikanti GPT 175B") == (3,)
+    assert _run("Korthikanti GPT 530B, 2240 GPUs, full") == (3,)
+    assert _run("Korthikanti GPT 1T") == (1, 2)  # not stated: searched, non-interleaved included
+    assert _run("Megatron GPT 529.6B") == (3,)  # interleaved, 3 layers per stage
+    assert _run("Megatron GPT 76.1B") == (3, 5, 15)
+    assert _run("Megatron GPT 1.7B") == (1,)  # pp = 1: no chunks
+    assert _run("Llama 3 405B, 8K GPUs") == (2, 4, 8)

@@ -8,11 +8,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from perfmodel.graph.ir import GraphError
 from perfmodel.graph.llm_config import LlmConfig, bundled
 from perfmodel.roofline import resolve_hardware
 from perfmodel.training.fit import evaluate, make_it_fit
 from perfmodel.training.layout import Layout, TrainingSetup
-from perfmodel.training.search import SearchSpace, search_layouts
+from perfmodel.training.search import SearchSpace, search_layouts, virtual_stage_candidates
 
 H100 = "nvidia-h100-sxm5-80gb"
 
@@ -147,3 +148,28 @@ def test_zero_bubble_h1_leaves_a_third_of_the_1f1b_bubble(llama70: LlmConfig) ->
     assert zb["memory_bytes"]["total"] == plain["memory_bytes"]["total"]
     bad = _one(llama70, Layout(tp=8, pp=4, dp=2, virtual_stages=2, schedule="zb-h1"), setup)
     assert bad["reason"] == "zero bubble: zb-h1 needs pp > 1 and v = 1 (pp=4, v=2)"
+
+
+def test_chunk_candidates_are_the_divisors_of_the_layers_per_stage() -> None:
+    assert virtual_stage_candidates(105, 35) == (1, 3)  # Megatron 529.6B: 3 layers per stage
+    assert virtual_stage_candidates(60, 4) == (1, 3, 5, 15)  # Megatron 76.1B: 15 layers per stage
+    assert virtual_stage_candidates(126, 16) == (1, 2, 4, 8)  # ceil(126 / 16) = 8
+    assert virtual_stage_candidates(96, 8) == (1, 2, 3, 4, 6, 12)
+    assert virtual_stage_candidates(720, 2) == (1, 2, 3, 4, 5, 6, 8, 9)  # the 8 smallest of 360's 24
+    assert virtual_stage_candidates(80, 1) == (1,)
+    with pytest.raises(GraphError):
+        virtual_stage_candidates(80, 0)
+
+
+def test_the_default_search_tries_every_chunk_count_of_each_pipeline_degree(llama70: LlmConfig) -> None:
+    setup = TrainingSetup(seq_len=4096, global_batch=64)
+    space = SearchSpace(tp=(8,), cp=(1,), zero=(1,), recompute=("selective",), micro_batch=(1,),
+                        schedules=("1f1b",))
+    r = search_layouts(llama70, resolve_hardware(H100), 64, setup, space)
+    tried: dict[int, set[int]] = {}
+    for pp, v in zip(r.layouts.pp.tolist(), r.layouts.virtual_stages.tolist(), strict=True):
+        tried.setdefault(pp, set()).add(v)
+    assert tried == {pp: set(virtual_stage_candidates(llama70.layers, pp)) for pp in (1, 2, 4, 8)}
+    assert tried[1] == {1} and 5 in tried[4]  # 80 layers, pp = 4: 20 per stage, v = 5 runs
+    five = [i for i in range(r.count) if r.layouts.pp[i] == 4 and r.layouts.virtual_stages[i] == 5]
+    assert five and all(not r.reasons[i] for i in five)
