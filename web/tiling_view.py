@@ -14,7 +14,7 @@ from perfmodel.machine import tables
 from perfmodel.ops import make_op
 from perfmodel.ops.base import DTYPES
 from perfmodel.roofline import work_of
-from perfmodel.search.engine import SearchResult, search
+from perfmodel.search.engine import SearchResult, launch_overhead_s, search
 from perfmodel.search.gemm_cost import gemm_costs
 from perfmodel.search.gemm_space import full_space
 from perfmodel.units import format_bytes, format_time_s
@@ -69,7 +69,7 @@ def tiling(hw: Hardware, raw_op: dict[str, Any]) -> TilingView:
     one = np.ones(1)
     costs = gemm_costs(t, space, one * b, one * m, one * n, one * k, one * elem,
                        one * t.matrix_peak[int(work.matrix_dtype[0])], one * float(work.dram_bytes[0]))
-    judged = costs.judged_s[0]
+    judged = costs.judged_s[0] + launch_overhead_s(t, work)  # the times search's rows and predict report
     footprint = np.broadcast_to(costs.footprint_bytes, costs.judged_s.shape)[0]
     rows = sorted(set(space.bm.tolist()))
     cols = sorted(set(space.bn.tolist()))

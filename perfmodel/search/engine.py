@@ -95,6 +95,13 @@ def _ranked(time_s: np.ndarray[Any, np.dtype[np.float64]], footprint_bytes: np.n
     return ranked
 
 
+def launch_overhead_s(t: MachineTables, work: Work) -> float:
+    """The launch overhead in s of the first op of ``work``'s own kernels, which ``predict`` adds to a GEMM schedule's
+    cost (a split-K's extra reduction kernel is already in the schedule's cost): added to every listed schedule's
+    time so that the best row's time is ``predict``'s."""
+    return float(work.kernels[0]) * t.kernel_overhead_s
+
+
 def _row(space: GemmCandidates, i: int, elem: float, t: MachineTables, time_s: float, footprint: float,
          waves: float) -> dict[str, float]:
     bk = max(np.ceil(space.bk_bytes[i] / elem / t.mma_k) * t.mma_k, t.mma_k)
@@ -242,8 +249,11 @@ def _search(hw: Hardware, op: Op, top_k: int, budget: int | None, seed: int, sta
     best_space = space.take(scores.keep[order[:1]])
     cost = evaluate(work, [op], hw, space=best_space if work.gemm_batch[0].astype(bool).sum() == 1 else space)[0]
 
+    launch = launch_overhead_s(t, work)
+
     def row(i: int) -> dict[str, float]:
-        return _row(space, int(scores.keep[i]), elem, t, judged[i], scores.footprint_bytes[i], scores.waves[i])
+        return _row(space, int(scores.keep[i]), elem, t, judged[i] + launch, scores.footprint_bytes[i],
+                    scores.waves[i])
 
     evaluated = int(scores.keep.size)
     return SearchResult(
