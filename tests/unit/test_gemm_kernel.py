@@ -8,7 +8,7 @@ import pytest
 import perfmodel
 from perfmodel.machine import tables
 from perfmodel.search import gemm_kernel
-from perfmodel.search.gemm_cost import GemmChoice, GemmCosts, best_gemms, gemm_costs, gemm_costs_numpy
+from perfmodel.search.gemm_cost import GemmChoice, GemmCosts, best_gemms, gemm_costs, gemm_costs_numpy, tie_break
 from perfmodel.search.gemm_space import compact_space, full_space
 
 DEVICES = ["nvidia-h100-sxm5-80gb", "nvidia-a100-sxm4-80gb", "nvidia-t4", "amd-mi300x", "google-tpu-v5p",
@@ -67,7 +67,13 @@ def test_no_jit_selects_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
     assert gemm_kernel.use_kernel(1)  # loaded: every size
 
 
-def test_all_rejected_picks_the_first_candidate_as_argmin_does() -> None:
+def test_tie_break_takes_the_smallest_footprint_then_the_first_index() -> None:
+    time_s = np.array([[2.0, 1.0, 1.0, 1.0, 3.0], [np.inf] * 5, [1.0, np.nan, 0.5, np.nan, 0.5]])
+    footprint = np.array([[1.0, 9.0, 4.0, 4.0, 0.5]])
+    assert tie_break(time_s, footprint).tolist() == [2, 4, 1]  # equal times: 4 bytes < 9; all rejected: smallest
+
+
+def test_all_rejected_picks_the_smallest_footprint_as_numpy_does() -> None:
     t = tables(perfmodel.load_hardware("nvidia-h100-sxm5-80gb"))
     space = full_space(t)
     one = np.ones(3)
@@ -76,7 +82,9 @@ def test_all_rejected_picks_the_first_candidate_as_argmin_does() -> None:
     regs[gemm_kernel.D_REGISTERS] = 1.0
     index, _ = gemm_kernel.best_per_op(regs, space, one, one * 64, one * 64, one * 64, one * 2.0,
                                        one * t.matrix_peak[4], one)
-    assert list(index) == [0, 0, 0]
+    footprint = (space.bm + space.bn) * np.maximum(np.ceil(space.bk_bytes / 2.0 / t.mma_k) * t.mma_k, t.mma_k) * 2.0
+    first_smallest = int(np.argmin(footprint * space.stages))
+    assert list(index) == [first_smallest] * 3
 
 
 @pytest.mark.parametrize("device", DEVICES)
