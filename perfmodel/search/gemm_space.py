@@ -65,7 +65,7 @@ def is_systolic(t: MachineTables) -> bool:
     return t.hardware.kind in ("tpu", "npu")
 
 
-_SPACES: dict[tuple[str, int, int, str], GemmCandidates] = {}
+_SPACES: dict[tuple[object, ...], GemmCandidates] = {}
 
 
 def full_space(t: MachineTables) -> GemmCandidates:
@@ -89,8 +89,9 @@ def _full_space(t: MachineTables) -> GemmCandidates:
 
 
 def compact_space(t: MachineTables) -> GemmCandidates:
-    """The small fixed set ``predict_many`` uses: a few tiles, 3 stages, split-K, group 8."""
-    key = ("compact", t.mma_n, t.mma_m, t.hardware.kind)
+    """The small fixed set ``predict_many`` uses: a few tiles, 3 stages (2 where 3 do not fit the device's shared
+    memory but 2 do), split-K, group 8."""
+    key = ("compact", t.mma_n, t.mma_m, t.hardware.kind, t.scratchpad_bytes_per_unit)
     if key not in _SPACES:
         _SPACES[key] = _compact_space(t)
     return _SPACES[key]
@@ -102,10 +103,17 @@ def _compact_space(t: MachineTables) -> GemmCandidates:
         pairs = tuple((bm, width * f) for bm in SYSTOLIC_ROWS for f in (1, 2, 4, 8))
         stages = 2.0
         bk = 256.0
+        rows = [(bm, bn, bk, stages, s, 8.0) for (bm, bn) in pairs for s in SPLITS]
     else:
-        pairs = COMPACT_GPU_TILES
-        stages = 3.0
+        # a 64 KB LDS (MI300X, T4) holds 128x256 tiles double- but not triple-buffered: without the 2-stage
+        # variant the compact set would fall back to 128x128 and predict 25 % slower than the full space
         bk = K_STEP_BYTES
-    rows = [(bm, bn, bk, stages, s, 8.0) for (bm, bn) in pairs for s in SPLITS]
+        rows = [(bm, bn, bk, _stages_that_fit(bm, bn, t), s, 8.0) for (bm, bn) in COMPACT_GPU_TILES for s in SPLITS]
     grid = np.array(rows, dtype=np.float64)
     return GemmCandidates(*(grid[:, i].copy() for i in range(6)))
+
+
+def _stages_that_fit(bm: float, bn: float, t: MachineTables) -> float:
+    """3 stages of a ``K_STEP_BYTES`` K-slice, or 2 where only 2 fit the shared memory (bytes per unit)."""
+    operands = (bm + bn) * K_STEP_BYTES
+    return 2.0 if 3.0 * operands > t.scratchpad_bytes_per_unit >= 2.0 * operands else 3.0
