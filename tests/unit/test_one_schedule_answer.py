@@ -20,7 +20,7 @@ from web.tiling_view import tiling
 
 DEVICES = ("nvidia-h100-sxm5-80gb", "nvidia-a100-sxm4-80gb", "amd-mi300x")
 SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 14336, 4096))
-TILE = ("tile_m", "tile_n", "tile_k", "stages", "split_k")
+TILE = ("tile_m", "tile_n", "tile_k", "stages", "split_k", "raster_group")
 
 
 def matmul(m: int, n: int, k: int) -> dict[str, Any]:
