@@ -79,10 +79,14 @@ def rejected_by_reason(reject: np.ndarray[Any, np.dtype[np.int64]]) -> dict[str,
 
 
 def scores_of(costs: GemmCosts, keep: IntArray, t: MachineTables, pruned: int) -> GemmScores:
-    """``GemmScores`` from a costed grid of one GEMM (row 0) over the candidates ``keep``."""
-    judged = costs.judged_s[0]
-    footprint = costs.footprint_bytes[0]
-    waves = costs.tiles[0] / (t.units * costs.resident[0])
+    """``GemmScores`` from a costed grid of one GEMM (row 0) over the candidates ``keep``, put in space order so that
+    the Pareto front's ties go to the first space index, as the search's ranking (``gemm_cost.tie_break``)."""
+    order = np.argsort(keep, kind="stable")
+    shape = costs.judged_s.shape
+    judged = costs.judged_s[0][order]
+    footprint = np.broadcast_to(costs.footprint_bytes, shape)[0][order]
+    waves = (np.broadcast_to(costs.tiles, shape)[0] / (t.units * np.broadcast_to(costs.resident, shape)[0]))[order]
+    keep = keep[order]
     idx = np.nonzero(np.isfinite(judged))[0]
     return GemmScores(keep, judged, footprint, waves, rejected_by_reason(costs.reject[0]),
                       idx[pareto(judged[idx], footprint[idx])], pruned)
