@@ -27,7 +27,7 @@ import numpy as np
 
 from perfmodel.machine import MachineTables
 from perfmodel.ops.base import FloatArray
-from perfmodel.search.gemm_cost import pipelined_step
+from perfmodel.search.gemm_cost import pipelined_step, tie_break
 
 SOFTMAX_VECTOR_FLOPS = 4.0
 
@@ -159,10 +159,10 @@ def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray
 
 
 def best_attention(t: MachineTables, space: AttentionCandidates, **arrays: FloatArray) -> AttentionChoice:
-    """The cheapest schedule per op."""
+    """The cheapest schedule per op (equal times: smallest footprint, then first index, as ``tie_break``)."""
     costs = attention_costs(t, space, **arrays)
     judged = costs["judged_s"]
-    best = np.argmin(judged, axis=1)
+    best = tie_break(judged, np.broadcast_to(costs["footprint_bytes"], judged.shape))
     rows = np.arange(best.size)
 
     def pick(name: str) -> FloatArray:

@@ -122,10 +122,10 @@ def _search_attention(hw: Hardware, t: MachineTables, op: Op, work: Work, top_k:
         peak=np.array([t.matrix_peak[int(work.matrix_dtype[0])]]),
         vector_peak=np.array([t.vector_peak[int(work.vector_dtype[0])]]),
         compulsory=work.dram_bytes[:1], kv_bytes=a[:, 7])
-    judged = np.asarray(costs["judged_s"])[0]
+    judged = np.asarray(costs["judged_s"])[0] + launch_overhead_s(t, work)  # listed as predict reports them
     footprint = np.broadcast_to(costs["footprint_bytes"], (1, space.size))[0]
     valid = np.isfinite(judged)
-    cost = evaluate(work, [op], hw)[0]
+    cost = evaluate(work, [op], hw, space=full_space(t))[0]  # the full attention space, as ``predict`` and the rows
     materialized = make_op({**op.to_dict(), "implementation": "materialized"})
     unfused = evaluate(work_of([materialized], float(hw.dram.access_granularity_bytes or 1)), [materialized], hw)[0]
     note = (f"materialized variant (S and P through {hw.dram.name}): {format_time_s(unfused.time_s)}, "

@@ -81,3 +81,20 @@ def test_time_budgeted_search_in_shuffled_order_agrees(device: str) -> None:
     result = search(device, op, time_budget_s=600.0, cache=False)
     fastest = min(result.pareto, key=lambda row: (row["time_s"], row["footprint_bytes"]))
     assert result.top_k[0] == fastest and tile_of(fastest) == tile_of(predict(device, op).schedule)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_attention_search_best_rows_and_predict_agree(device: str) -> None:
+    """Flash attention: search's best (was costed in the compact attention space), its top row, its Pareto front's
+    fastest point and ``predict`` name the same Q x KV tile and time."""
+    op = {"kind": "attention", "batch": 1, "heads": 64, "kv_heads": 8, "seq_q": 4096, "seq_kv": 4096,
+          "head_dim": 128, "dtype": "bf16"}
+    predicted = predict(device, op)
+    result = search(device, op, top_k=3)
+    top = result.top_k[0]
+    fastest = min(result.pareto, key=lambda row: (row["time_s"], row["footprint_bytes"]))
+    assert top == fastest and result.best.time_s == predicted.time_s
+    assert top["time_s"] == pytest.approx(predicted.time_s, rel=1e-12)
+    chosen = (result.best.schedule["tile_m"], result.best.schedule["tile_n"], result.best.schedule["stages"])
+    assert chosen == (top["tile_q"], top["tile_kv"], top["stages"])
+    assert chosen == (predicted.schedule["tile_m"], predicted.schedule["tile_n"], predicted.schedule["stages"])
