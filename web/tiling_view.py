@@ -14,8 +14,8 @@ from perfmodel.machine import tables
 from perfmodel.ops import make_op
 from perfmodel.ops.base import DTYPES
 from perfmodel.roofline import work_of
-from perfmodel.search.engine import SearchResult, launch_overhead_s, search
-from perfmodel.search.gemm_cost import gemm_costs
+from perfmodel.search.engine import SearchResult, search
+from perfmodel.search.gemm_cost import gemm_costs, launch_overhead_s
 from perfmodel.search.gemm_space import full_space
 from perfmodel.units import format_bytes, format_time_s
 from web.plotting import base_layout, si_ticks

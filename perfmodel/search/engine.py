@@ -25,7 +25,7 @@ from perfmodel.ops.base import DTYPES, Work
 from perfmodel.roofline import HardwareLike, OpLike, evaluate, resolve_hardware, work_of
 from perfmodel.search import gemm_kernel
 from perfmodel.search.attention_cost import attention_costs, attention_space
-from perfmodel.search.gemm_cost import GemmCosts, gemm_costs
+from perfmodel.search.gemm_cost import GemmCosts, gemm_costs, launch_overhead_s
 from perfmodel.search.gemm_scoring import GemmScores, pareto, prune, score_compiled, score_numpy, scores_of
 from perfmodel.search.gemm_space import GemmCandidates, full_space
 from perfmodel.search.stream_spaces import SPACES, describe
@@ -93,13 +93,6 @@ def _ranked(time_s: np.ndarray[Any, np.dtype[np.float64]], footprint_bytes: np.n
     order = np.lexsort((index[shortlist], footprint_bytes[shortlist], time_s[shortlist]))
     ranked: np.ndarray[Any, np.dtype[np.intp]] = shortlist[order]
     return ranked
-
-
-def launch_overhead_s(t: MachineTables, work: Work) -> float:
-    """The launch overhead in s of the first op of ``work``'s own kernels, which ``predict`` adds to a GEMM schedule's
-    cost (a split-K's extra reduction kernel is already in the schedule's cost): added to every listed schedule's
-    time so that the best row's time is ``predict``'s."""
-    return float(work.kernels[0]) * t.kernel_overhead_s
 
 
 def _row(space: GemmCandidates, i: int, elem: float, t: MachineTables, time_s: float, footprint: float,

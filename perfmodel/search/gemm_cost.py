@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from perfmodel.machine import MachineTables
-from perfmodel.ops.base import FloatArray
+from perfmodel.ops.base import FloatArray, Work
 from perfmodel.search import gemm_kernel
 from perfmodel.search.gemm_space import GemmCandidates, is_systolic
 from perfmodel.systolic import fold_cycles
@@ -204,6 +204,13 @@ def tie_break(time_s: FloatArray, footprint_bytes: FloatArray) -> np.ndarray[Any
     if nan.any():
         chosen[nan] = np.argmin(time_s[nan], axis=1)
     return chosen
+
+
+def launch_overhead_s(t: MachineTables, work: Work) -> float:
+    """The launch overhead in s of the first op of ``work``'s own kernels, which ``predict`` adds to a GEMM schedule's
+    cost (a split-K's extra reduction kernel is already in the schedule's cost): added to every listed schedule's
+    time so that the best row's time is ``predict``'s."""
+    return float(work.kernels[0]) * t.kernel_overhead_s
 
 
 CHUNK_ELEMENTS = 1 << 21  # ops x candidates costed at once (bounds the temporaries' memory)

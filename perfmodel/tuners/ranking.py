@@ -25,7 +25,7 @@ from perfmodel.ops import OpError, make_op
 from perfmodel.ops.base import DTYPES, FloatArray, Work
 from perfmodel.roofline import HardwareLike, OpLike, resolve_hardware, work_of
 from perfmodel.search.attention_cost import AttentionCandidates, attention_costs
-from perfmodel.search.gemm_cost import REJECT_REASONS, gemm_costs
+from perfmodel.search.gemm_cost import REJECT_REASONS, gemm_costs, launch_overhead_s
 from perfmodel.search.gemm_space import GemmCandidates
 from perfmodel.tuners.candidates import Candidates, ScheduleError, occupancy_cap, parse_candidates, warp_reasons
 from perfmodel.tuners.reasons import engine_reasons, valid_reasons
@@ -117,11 +117,12 @@ def _cost_gemm(t: MachineTables, work: Work, parsed: Candidates) -> tuple[dict[s
     size = parsed.size
     out = {name: np.empty(size) for name in COSTED_FIELDS}
     reject = np.zeros(size, dtype=np.int64)
+    launch = launch_overhead_s(t, work)  # schedule times as predict and search report them
     for tw, index in _by_warps(t, cols["warps"]):
         space = GemmCandidates(cols["tile_m"][index], cols["tile_n"][index], cols["tile_k"][index] * elem,
                                cols["stages"][index], cols["split_k"][index], cols["group_m"][index])
         c = gemm_costs(tw, space, *args)
-        for name, value in (("time_s", c.judged_s), ("compute_s", c.compute_s), ("dram_s", c.dram_s),
+        for name, value in (("time_s", c.judged_s + launch), ("compute_s", c.compute_s), ("dram_s", c.dram_s),
                             ("reuse_s", c.reuse_s), ("footprint_bytes", c.footprint_bytes), ("tiles", c.tiles),
                             ("resident", c.resident)):
             out[name][index] = np.broadcast_to(value, (1, index.size))[0]
@@ -156,6 +157,7 @@ def _cost_attention(t: MachineTables, work: Work, parsed: Candidates) -> tuple[d
                           ("reuse_s", "reuse_s"), ("footprint_bytes", "footprint_bytes"), ("tiles", "ctas"),
                           ("resident", "resident")):
             out[name][index] = np.broadcast_to(c[key], (1, index.size))[0]
+        out["time_s"][index] += launch_overhead_s(t, work)  # as predict and search report them
         feasible[index] = np.broadcast_to(c["feasible"], (1, index.size))[0]
         registers[index] = 2.0 * (space.bq * space.bkv + space.bq * a[0, 5]) * 4.0
     codes = ["" if ok else ("smem" if fp > t.scratchpad_bytes_per_unit else "registers")
@@ -173,7 +175,7 @@ def _rank(hw: Hardware, t: MachineTables, family: str, problem: dict[str, float]
     rejected = [i or e for i, e in zip(parsed.input_reason, engine, strict=True)]
     bad = np.fromiter(map(bool, rejected), dtype=bool, count=len(rejected))
     time_s = np.where(bad | ~np.isfinite(costed["time_s"]), np.inf, costed["time_s"])
-    order = np.argsort(time_s, kind="stable")
+    order = np.lexsort((np.arange(time_s.size), costed["footprint_bytes"], time_s))  # ties as gemm_cost.tie_break
     order = order[np.isfinite(time_s[order])]
     rank = np.zeros(time_s.size, dtype=np.int64)
     rank[order] = np.arange(1, order.size + 1)

@@ -15,8 +15,7 @@ import perfmodel
 from perfmodel.cli import app
 from perfmodel.machine import tables
 from perfmodel.roofline import evaluate, work_of
-from perfmodel.search.engine import launch_overhead_s
-from perfmodel.search.gemm_cost import ACCUMULATOR_BYTES, gemm_costs
+from perfmodel.search.gemm_cost import ACCUMULATOR_BYTES, gemm_costs, launch_overhead_s
 from perfmodel.search.gemm_space import GemmCandidates, full_space
 
 DEVICES = ["nvidia-h100-sxm5-80gb", "nvidia-a100-sxm4-80gb", "nvidia-t4", "amd-mi300x", "google-tpu-v5p",
