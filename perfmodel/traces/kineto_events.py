@@ -20,6 +20,7 @@ import ijson  # type: ignore[import-untyped]
 import msgspec
 
 from perfmodel.traces.records import TraceError
+from perfmodel.traces.source import PrefixedStream
 
 CHUNK_BYTES = 4 << 20  # decompressed bytes read per step
 MAX_PREFIX_BYTES = 64 << 20  # bytes before "traceEvents" looked through for it; past that, ijson reads the file
@@ -99,27 +100,6 @@ def event_from_object(item: object) -> Event | None:
                  item.get("dur"), parsed_args)
 
 
-class _Joined(io.RawIOBase):
-    """Bytes already read, then the rest of a stream: what ijson reads when the fast path gives up."""
-
-    def __init__(self, prefix: bytes, rest: BinaryIO) -> None:
-        self._prefix = prefix
-        self._rest = rest
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        if self._prefix:
-            n = min(len(buffer), len(self._prefix))
-            buffer[:n] = self._prefix[:n]
-            self._prefix = self._prefix[n:]
-            return n
-        chunk = self._rest.read(len(buffer))
-        buffer[: len(chunk)] = chunk
-        return len(chunk)
-
-
 def _ijson_events(stream: io.RawIOBase, prefix: str) -> Iterator[list[Event]]:
     """The events ijson streams (the reference reader), in batches."""
     batch: list[Event] = []
@@ -141,7 +121,7 @@ def _ijson_events(stream: io.RawIOBase, prefix: str) -> Iterator[list[Event]]:
 
 def reference_event_batches(stream: BinaryIO, top_level_list: bool) -> Iterator[list[Event]]:
     """The events as ijson streams them from the whole file: the reference the chunked reader is tested against."""
-    return _ijson_events(_Joined(b"", stream), "item" if top_level_list else "traceEvents.item")
+    return _ijson_events(PrefixedStream(b"", stream), "item" if top_level_list else "traceEvents.item")
 
 
 def _decode(piece: bytes) -> list[Event] | None:
@@ -216,7 +196,7 @@ def iter_event_batches(stream: BinaryIO, top_level_list: bool) -> Iterator[list[
     opening = b"[" if top_level_list else b'{"traceEvents":['
     data, position = _array_start(stream, top_level_list)
     if position is None:
-        yield from _ijson_events(_Joined(data, stream), prefix)
+        yield from _ijson_events(PrefixedStream(data, stream), prefix)
         return
     data = data[position:]
     while True:
@@ -227,7 +207,7 @@ def iter_event_batches(stream: BinaryIO, top_level_list: bool) -> Iterator[list[
         done = _cut_events(data, _EVENT_END)
         if done is None:
             if len(data) > 4 * CHUNK_BYTES:  # no cut decodes in a large piece: let ijson read (or reject) it
-                yield from _ijson_events(_Joined(opening + data, stream), prefix)
+                yield from _ijson_events(PrefixedStream(opening + data, stream), prefix)
                 return
             continue
         used, events = done
@@ -236,11 +216,11 @@ def iter_event_batches(stream: BinaryIO, top_level_list: bool) -> Iterator[list[
     # the end of the file: the last events up to the array's ']', then the rest of the document
     done = _cut_events(data, _ARRAY_END) if data.lstrip(_WHITESPACE)[:1] != b"]" else (0, [])
     if done is None:
-        yield from _ijson_events(_Joined(opening + data, stream), prefix)
+        yield from _ijson_events(PrefixedStream(opening + data, stream), prefix)
         return
     used, events = done
     if events:
         yield events
     # the tail after the array (and any other events array it holds) as ijson reads it: errors as before
-    yield from _ijson_events(_Joined(opening + data[used:].lstrip(_WHITESPACE), stream),
+    yield from _ijson_events(PrefixedStream(opening + data[used:].lstrip(_WHITESPACE), stream),
                              prefix)

@@ -35,7 +35,7 @@ class Opened:
     stream: BinaryIO | None
 
 
-class _Prefixed(io.RawIOBase):
+class PrefixedStream(io.RawIOBase):
     """A non-seekable stream with its already-read first bytes put back in front."""
 
     def __init__(self, prefix: bytes, rest: BinaryIO) -> None:
@@ -88,7 +88,7 @@ def open_source(source: Source) -> Opened:
         source.seek(-len(raw), io.SEEK_CUR)
         rest = source
     else:
-        rest = io.BufferedReader(_Prefixed(raw, source))
+        rest = io.BufferedReader(PrefixedStream(raw, source))
     return Opened(raw, _gunzip_head(raw) if gz else raw, gz, None, None, rest)
 
 
