@@ -1,0 +1,135 @@
+"""The vectorised ``Work`` of many ops (FLOPs per engine, bytes per role, loop structure) and the
+tables it is indexed by: tensor roles, engine classes and dtype codes (SI units: FLOPs, bytes)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from perfmodel.dtypes import DType
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+ROLES = ("weights", "activations_in", "activations_out", "kv_cache", "indices", "scales", "workspace")
+ENGINE_CLASSES = ("matrix", "vector", "special")
+DTYPES: tuple[DType, ...] = tuple(DType)
+DTYPE_INDEX = {d: i for i, d in enumerate(DTYPES)}
+Pass = Literal["forward", "backward", "forward_backward"]
+PASSES = ("forward", "backward", "forward_backward")
+GEMM_SLOTS = 3  # forward, data-gradient, weight-gradient GEMMs of one op
+# flash-attention forward shape, for the attention tile model (all 0 for other ops)
+ATTENTION_FIELDS = ("batch_heads", "group", "seq_q", "seq_kv", "head_dim", "head_dim_v", "causal", "kv_bytes")
+
+@dataclass
+class Work:
+    """What ``n`` ops ask of a machine, one array element per op (SI units)."""
+
+    n: int
+    flops_matrix: FloatArray
+    flops_vector: FloatArray
+    flops_special: FloatArray
+    bytes_by_role: dict[str, FloatArray]
+    matrix_dtype: IntArray
+    vector_dtype: IntArray
+    parallel_items: FloatArray
+    kernels: FloatArray
+    threads: FloatArray = field(default_factory=lambda: np.zeros(0))  # GPU threads launched (0: n/a)
+    scratchpad_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))  # through SMEM, x bank conflicts
+    bytes_per_thread: FloatArray = field(default_factory=lambda: np.zeros(0))  # loads in flight
+    # the kernel's launch caps its threads per unit below what could be resident (0: no cap)
+    threads_per_unit_cap: FloatArray = field(default_factory=lambda: np.zeros(0))
+    attention: FloatArray = field(default_factory=lambda: np.zeros(0))  # n x len(ATTENTION_FIELDS)
+    # GEMM-like work as up to GEMM_SLOTS GEMMs per op (n x slots; a 1-D array fills slot 0)
+    gemm_batch: FloatArray = field(default_factory=lambda: np.zeros(0))
+    gemm_m: FloatArray = field(default_factory=lambda: np.zeros(0))
+    gemm_n: FloatArray = field(default_factory=lambda: np.zeros(0))
+    gemm_k: FloatArray = field(default_factory=lambda: np.zeros(0))
+    comm_kind: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    comm_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))
+    comm_devices: FloatArray = field(default_factory=lambda: np.zeros(0))
+    comm_devices_per_node: FloatArray = field(default_factory=lambda: np.zeros(0))
+    comm_algorithm: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # bytes streamed by the op's own pre/post-processing kernels (algorithm transforms), added after its body
+    serial_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))
+    # operand bytes a tensor-core kernel reads in NHWC while the op stores NCHW: converted (read + write) first
+    nhwc_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))
+
+    def __post_init__(self) -> None:
+        zeros = np.zeros(self.n)
+        for name in ("threads", "bytes_per_thread", "threads_per_unit_cap", "scratchpad_bytes", "comm_bytes",
+                     "comm_devices", "comm_devices_per_node", "serial_bytes", "nhwc_bytes"):
+            if getattr(self, name).size == 0:
+                setattr(self, name, zeros)
+        if self.attention.size == 0:
+            self.attention = np.zeros((self.n, len(ATTENTION_FIELDS)))
+        for name in ("gemm_batch", "gemm_m", "gemm_n", "gemm_k"):
+            value = getattr(self, name)
+            if value.size == 0:
+                setattr(self, name, np.zeros((self.n, GEMM_SLOTS)))
+            elif value.ndim == 1:
+                padded = np.zeros((self.n, GEMM_SLOTS))
+                padded[:, 0] = value
+                setattr(self, name, padded)
+        for name in ("comm_kind", "comm_algorithm"):
+            if getattr(self, name).size == 0:
+                setattr(self, name, np.zeros(self.n, dtype=np.int64))
+        for role in ROLES:
+            self.bytes_by_role.setdefault(role, zeros)
+
+    @property
+    def dram_bytes(self) -> FloatArray:
+        total = np.zeros(self.n)
+        for values in self.bytes_by_role.values():
+            total = total + values
+        return total
+
+    @property
+    def flops(self) -> FloatArray:
+        return self.flops_matrix + self.flops_vector + self.flops_special
+
+    def take(self, index: np.ndarray[Any, np.dtype[np.intp]]) -> Work:
+        """The works at ``index`` (reordered, or repeated to cost one op under many schedules)."""
+        fields = {k: v[index] for k, v in self.__dict__.items() if isinstance(v, np.ndarray)}
+        roles = {r: v[index] for r, v in self.bytes_by_role.items()}
+        return Work(n=len(index), bytes_by_role=roles, **fields)
+
+    @staticmethod
+    def interleave(parts: Sequence[Work], rows: Sequence[np.ndarray[Any, np.dtype[np.intp]]], n: int) -> Work:
+        """Join the works of several op groups, part ``p`` going to the rows ``rows[p]`` of the ``n`` ops
+        (``concat`` then ``take`` in one pass)."""
+        def place(name: str, arrays: Sequence[np.ndarray[Any, Any]]) -> np.ndarray[Any, Any]:
+            first = arrays[0]
+            out = np.empty((n, *first.shape[1:]), dtype=np.result_type(*arrays))
+            for values, where in zip(arrays, rows, strict=True):
+                out[where] = values
+            return out
+
+        names = [f.name for f in dataclasses.fields(Work) if f.name not in ("n", "bytes_by_role")]
+        joined = {name: place(name, [getattr(p, name) for p in parts]) for name in names}
+        roles = {r: place(r, [p.bytes_by_role[r] for p in parts]) for r in ROLES}
+        return Work(n=n, bytes_by_role=roles, **joined)
+
+    @staticmethod
+    def concat(parts: Sequence[Work]) -> Work:
+        """Join the works of several op groups (in the given order)."""
+        def cat(name: str) -> Any:
+            return np.concatenate([getattr(p, name) for p in parts])
+
+        names = [f.name for f in dataclasses.fields(Work) if f.name not in ("n", "bytes_by_role")]
+        joined = {name: cat(name) for name in names}
+        roles = {r: np.concatenate([p.bytes_by_role[r] for p in parts]) for r in ROLES}
+        return Work(n=sum(p.n for p in parts), bytes_by_role=roles, **joined)
+
+
+def dtype_codes(dtypes: Sequence[DType]) -> IntArray:
+    return np.fromiter((DTYPE_INDEX[d] for d in dtypes), dtype=np.int64, count=len(dtypes))
+
+
+DTYPE_BYTES = np.array([d.bytes for d in DTYPES])  # element size in bytes by dtype code
+NO_DTYPE = -1  # code of an optional dtype field left unset, in ``OpColumns``
