@@ -65,3 +65,40 @@ def gemm_tile(name: str) -> tuple[int, int] | None:
     """(tile M, tile N) a GEMM kernel's name gives, None where it names none."""
     match = _TILE.search(name[:512])
     return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+# C++ element types in a kernel's template arguments -> perfmodel dtypes (first found wins)
+CPP_DTYPES = (("c10::BFloat16", "bf16"), ("c10::Half", "fp16"), ("__half", "fp16"), ("double", "fp64"),
+              ("float", "fp32"), ("c10::Float8_e4m3fn", "fp8_e4m3"), ("long", "int64"), ("int", "int32"),
+              ("bool", "int8"), ("unsigned char", "int8"), ("signed char", "int8"))
+_CPP_TYPES = tuple((re.compile(rf"(?<![\w:]){re.escape(token)}(?!\w)"), dtype) for token, dtype in CPP_DTYPES)
+# cuBLAS / cuDNN kernels named ``<arch>_<precision letter>[mma shape]gemm|cudnn``: ``volta_sgemm_128x64_nt``,
+# ``volta_scudnn_128x64_relu_interior_nn_v1``, ``volta_h884gemm_...``, ``volta_gcgemm_32x32_nt`` (complex single:
+# an FFT convolution's products), ``turing_fp16_s1688gemm_fp16_...``
+_BLAS_PRECISION = re.compile(r"(?:maxwell|pascal|volta|turing|ampere|hopper|sm\d+)_(?:b?fp?16_)?(gc|c|z|s|d|h)\d*"
+                             r"(?:gemm|cudnn)", re.IGNORECASE)
+_BLAS_DTYPES = {"s": "fp32", "c": "fp32", "gc": "fp32", "d": "fp64", "z": "fp64", "h": "fp16"}
+
+
+@functools.lru_cache(maxsize=4096)
+def cpp_dtype(name: str) -> str | None:
+    """The element type a kernel's template arguments name (``<float, ...>``; in ``CPP_DTYPES`` order)."""
+    head = name[:1024]
+    return next((dtype for pattern, dtype in _CPP_TYPES if pattern.search(head)), None)
+
+
+@functools.lru_cache(maxsize=4096)
+def data_dtype(name: str) -> str | None:
+    """The data type a library or template kernel's name says it reads: the precision letter of a cuBLAS /
+    cuDNN name (``volta_sgemm``: fp32; ``bf16`` / ``f16`` in it win), else the first C++ element type of its
+    template arguments; None where it names none."""
+    head = name[:1024]
+    blas = _BLAS_PRECISION.search(head)
+    if blas is not None:
+        lowered = head.lower()
+        if "bf16" in lowered:
+            return "bf16"
+        if "fp16" in lowered or "f16_" in lowered:
+            return "fp16"
+        return _BLAS_DTYPES[blas.group(1).lower()]
+    return cpp_dtype(head) if "<" in head else None

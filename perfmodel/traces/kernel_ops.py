@@ -24,6 +24,7 @@ from typing import Any
 
 from perfmodel.dtypes import DType
 from perfmodel.traces.aten_args import TORCH_DTYPES
+from perfmodel.traces.kernel_names import cpp_dtype
 from perfmodel.traces.records import KernelRecord
 
 OpDict = dict[str, Any]
@@ -37,10 +38,6 @@ _TENSORS = re.compile(r"Array<char\s?\*, (\d+)>")
 _PLAIN = re.compile(r"^(?:void )?(\w+)(?:<[\w: ]+>)?\(([^()]*)\)")
 _PLAIN_OPS = re.compile(r"copy|add|addition|sub|subtract|mul|multiply|div|divide|scale|axpy|triad", re.IGNORECASE)
 _POINTER = re.compile(r"^(const )?(\w+)( const)?\s?\*$")
-# C++ element types in a kernel's template arguments -> perfmodel dtypes (first found wins)
-_CPP_DTYPES = (("c10::BFloat16", "bf16"), ("c10::Half", "fp16"), ("__half", "fp16"), ("double", "fp64"),
-               ("float", "fp32"), ("c10::Float8_e4m3fn", "fp8_e4m3"), ("long", "int64"), ("int", "int32"),
-               ("bool", "int8"), ("unsigned char", "int8"), ("signed char", "int8"))
 _POINTER_DTYPES = {"double": "fp64", "float": "fp32", "int": "int32", "long": "int64", "half": "fp16",
                    "__half": "fp16", "char": "int8"}
 HOST_TRANSFER = "host transfer"
@@ -110,13 +107,6 @@ def _copy_op_bytes(kernel: KernelRecord) -> int | None:
     return int(math.prod(shape) * DType(TORCH_DTYPES[type_name]).bytes)
 
 
-def _cpp_dtype(name: str) -> str | None:
-    for token, dtype in _CPP_DTYPES:
-        if re.search(rf"(?<![\w:]){re.escape(token)}(?!\w)", name):
-            return dtype
-    return None
-
-
 def grid_op(kernel: KernelRecord) -> Inferred | None:
     """An elementwise or copy kernel's op from its grid and block, None where the name is not one of them."""
     if kernel.grid is None or kernel.block is None:
@@ -134,7 +124,7 @@ def grid_op(kernel: KernelRecord) -> Inferred | None:
         per_block = int(legacy.group(1)) * int(legacy.group(2)) if legacy else threads * PYTORCH_THREAD_WORK
         tensors = _TENSORS.search(name)
         count = int(tensors.group(1)) if tensors else 2
-        dtype = _cpp_dtype(name)
+        dtype = cpp_dtype(name)
         notes = ["elementwise kernel sized by grid x block x items per thread: an upper bound"]
         if dtype is None:
             dtype = "fp32"
@@ -173,7 +163,7 @@ def _plain_kernel(name: str, elements: int) -> Inferred | None:
 
 def _multi_tensor(name: str, depth: int, blocks: int) -> Inferred:
     """A foreach / fused optimizer kernel over ``depth`` tensor lists, one 65,536-element chunk per block."""
-    dtype = _cpp_dtype(name) or "fp32"
+    dtype = cpp_dtype(name) or "fp32"
     outputs = max(depth - 1, 1) if _OPTIMIZER.search(name) else 1
     elements = blocks * CHUNK_ELEMENTS
     op = {"kind": "elementwise", "shape": [elements], "dtype": dtype, "inputs": depth, "outputs": outputs,

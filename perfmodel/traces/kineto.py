@@ -262,7 +262,8 @@ class _Collector:
         cache = self._caches
         self.ops.append(_Op(
             self.thread(event), ts, ts + dur, self.share(clip_name(name)),
-            as_int(args.external_id), self._converted(args.input_dims, _shapes, cache[0]),
+            as_int(args.external_id), self._converted(
+                args.input_dims if args.input_dims is not NOT_RECORDED else args.legacy_input_dims, _shapes, cache[0]),
             self._converted(args.input_types, _type_names, cache[1]),
             self._converted(args.concrete_inputs, _concrete_values, cache[2]),
             _comm_of(args), self._converted(args.input_strides, _shapes, cache[3]),

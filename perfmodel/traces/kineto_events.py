@@ -38,7 +38,7 @@ class EventArgs(msgspec.Struct, gc=False, rename={
         "external_id": "External id", "input_dims": "Input Dims", "input_types": "Input type",
         "concrete_inputs": "Concrete Inputs", "input_strides": "Input Strides", "sequence": "Sequence number",
         "collective_name": "Collective name", "in_elements": "In msg nelems", "out_elements": "Out msg nelems",
-        "group_size": "Group size"}):
+        "group_size": "Group size", "legacy_input_dims": "Input dims"}):
     """The ``args`` fields the parser reads, as the JSON gave them (None: absent or null). Shapes and type
     lists stay raw JSON (empty: absent): they repeat, and are converted once per distinct text (an event decoded
 by another reader holds them decoded)."""
@@ -52,6 +52,7 @@ by another reader holds them decoded)."""
     bytes: Any = msgspec.UNSET  # UNSET: absent (then "size" counts); None: null
     size: Any = None
     input_dims: msgspec.Raw = NOT_RECORDED
+    legacy_input_dims: msgspec.Raw = NOT_RECORDED  # PyTorch 1.8's spelling ("Input dims"), read where no Input Dims
     input_types: msgspec.Raw = NOT_RECORDED
     concrete_inputs: msgspec.Raw = NOT_RECORDED
     input_strides: msgspec.Raw = NOT_RECORDED

@@ -17,6 +17,7 @@ its time, its reason and a reason category: never dropped silently."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,8 +26,9 @@ from typing import Any
 from perfmodel.ops import OpError, make_op
 from perfmodel.traces import aten_comms, aten_ops, counter_ops, kernel_ops, triton_ops
 from perfmodel.traces.aten_args import Args, Unbuildable
-from perfmodel.traces.kernel_names import gemm_tile, kernel_family, math_dtype, split_k
+from perfmodel.traces.kernel_names import data_dtype, gemm_tile, kernel_family, math_dtype, split_k
 from perfmodel.traces.records import DEVICE_TIME_CATEGORIES, SELF_SUFFIX, KernelRecord, OpCall, ParsedTrace
+from perfmodel.traces.shape_links import ConvLinks, linked_call
 
 MAX_KERNEL_NAMES = 16  # distinct kernel names kept per run
 SHAPES, LINK, COLLECTIVE = "framework shapes", "fwd/bwd link", "collective metadata"
@@ -168,21 +170,84 @@ def _build(call: OpCall, world_size: int | None, cache: _Cache) -> tuple[dict[st
     return built
 
 
-def _modelled_op(kernel: KernelRecord, cache: _Cache, world_size: int | None) -> Found | Missed:
-    """The outermost recognised op that builds, or the reason none does."""
+# perfmodel dtype -> the ``Input type`` name PyTorch records for it (to type an op whose types were not recorded)
+_TORCH_NAMES = {"fp32": "float", "fp16": "c10::Half", "bf16": "c10::BFloat16", "fp64": "double",
+                "int64": "long int", "int32": "int", "int8": "signed char", "fp8_e4m3": "c10::Float8_e4m3fn"}
+NO_INPUT_TYPE = "no Input type"
+STRIDE_NOT_RECORDED = "stride not recorded"
+CallDtypes = dict[int, tuple[str, str]]  # call id -> (dtype, the kernel name it was read from)
+
+
+def _typed(call: OpCall, kernel: KernelRecord, dtypes: CallDtypes) -> tuple[OpCall, str] | None:
+    """A call with shapes but no ``Input type`` (PyTorch 1.8 records ``Input type: []``), typed by the data type its
+    kernels' names give (``volta_scudnn_...``, ``implicit_convolve_sgemm<float, ...>``: ``kernel_names.data_dtype``)
+    for every tensor argument, and the note saying so; None where no kernel of the call names one."""
+    if call.input_types or not call.input_dims:
+        return None
+    known = dtypes.get(call.call_id)
+    if known is None:
+        dtype = data_dtype(kernel.name)
+        if dtype is None or dtype not in _TORCH_NAMES:
+            return None
+        known = dtypes[call.call_id] = (dtype, kernel.name)
+    types = tuple(_TORCH_NAMES[known[0]] if dims else "" for dims in call.input_dims)
+    note = f"Input type not recorded: {known[0]} assumed for every tensor, from its kernel {known[1][:60]!r}"
+    return dataclasses.replace(call, input_types=types), note
+
+
+@dataclass
+class Fallbacks:
+    """What a call whose recorded arguments do not build may still be given: a dtype from its kernels' names,
+    an output shape from a backward op of the same shapes (``shape_links``)."""
+
+    links: ConvLinks
+    dtypes: CallDtypes = field(default_factory=dict)
+
+
+def _build_fallback(call: OpCall, kernel: KernelRecord, reason: str, world_size: int | None, cache: _Cache,
+                    fallbacks: Fallbacks) -> tuple[tuple[dict[str, Any], list[str]] | str, list[str]]:
+    """Build a call that failed for ``reason`` again with what ``fallbacks`` know: (built or reason, notes)."""
+    notes: list[str] = []
+    if NO_INPUT_TYPE in reason:
+        typed = _typed(call, kernel, fallbacks.dtypes)
+        if typed is None:
+            return reason, notes
+        call = typed[0]
+        notes.append(typed[1])
+        built = _build(call, world_size, cache)
+        if not isinstance(built, str):
+            return built, notes
+        reason = built
+    if STRIDE_NOT_RECORDED in reason:
+        linked = linked_call(call, fallbacks.links)
+        if linked is not None:
+            notes.append("linked to the backward convolution of the same input and weight shapes (no sequence "
+                         "number recorded)")
+            return _build(linked, world_size, cache), notes
+    return reason, notes
+
+
+def _modelled_op(kernel: KernelRecord, cache: _Cache, world_size: int | None,
+                 fallbacks: Fallbacks | None = None) -> Found | Missed:
+    """The outermost recognised op that builds, or the reason none does (``fallbacks``: what may complete a
+    call the trace recorded only in part)."""
     first_reason: str | None = None
     for call in kernel.ops:
         annotation = call.name.startswith(aten_comms.ANNOTATION_PREFIX)
         if not (annotation or aten_ops.recognised(call.name)):
             continue
         built = _build(call, world_size, cache)
+        extra: list[str] = []
+        if isinstance(built, str) and fallbacks is not None:
+            built, extra = _build_fallback(call, kernel, built, world_size, cache, fallbacks)
         if isinstance(built, str):
             first_reason = first_reason or built
             continue
         op, notes = built
+        notes = [*notes, *extra]
         linked = any("backward node" in note for note in notes)
         source = COLLECTIVE if annotation or call.name.startswith("c10d::") else LINK if linked else SHAPES
-        assumed = linked or triton_ops.is_inductor_kernel(call.name)  # outputs of an Inductor kernel: assumed
+        assumed = linked or bool(extra) or triton_ops.is_inductor_kernel(call.name)  # Inductor outputs: assumed
         return call, op, notes, source, "medium" if assumed else "high"
     if first_reason is not None:
         return first_reason, reason_category(first_reason)
@@ -262,7 +327,7 @@ def _conv_algorithm(names: str, op: dict[str, Any]) -> str | None:
 
 
 def _kernel_op(kernel: KernelRecord, index: int, cache: _Cache, grid_cache: dict[Any, Any],
-               world_size: int | None) -> Found | Missed:
+               world_size: int | None, fallbacks: Fallbacks | None = None) -> Found | Missed:
     """The first source that knows this activity's work (module docstring), or why none does."""
     found = _collective_op(kernel, index, world_size)
     if found is not None:
@@ -273,7 +338,7 @@ def _kernel_op(kernel: KernelRecord, index: int, cache: _Cache, grid_cache: dict
             return copied
         op, notes, source, confidence = copied
         return _own_call(kernel, index), op, notes, source, confidence
-    found = _modelled_op(kernel, cache, world_size)
+    found = _modelled_op(kernel, cache, world_size, fallbacks)
     if len(found) == 5 or kernel.category == "cpu_op":
         return found
     key = (kernel.name, kernel.grid, kernel.block)
@@ -334,6 +399,22 @@ def _repeated(kernels: list[KernelRecord], runs: dict[int, _Run], missed: list[i
     return done
 
 
+def _retyped(kernels: list[KernelRecord], missed: list[int], reasons: list[str | None], cache: _Cache,
+             world_size: int | None, fallbacks: Fallbacks) -> list[tuple[int, Found]]:
+    """Kernels missed for want of an ``Input type`` whose call a later kernel's name typed (cuDNN's
+    ``computeOffsetsKernel`` runs before the convolution kernel that names ``float``): their runs."""
+    if not fallbacks.dtypes:
+        return []
+    out: list[tuple[int, Found]] = []
+    for index in missed:
+        reason = reasons[index]
+        if reason is not None and NO_INPUT_TYPE in reason:
+            found = _modelled_op(kernels[index], cache, world_size, fallbacks)
+            if len(found) == 5:
+                out.append((index, found))
+    return out
+
+
 def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:
     """Group the device activities of a parsed trace into measured runs of perfmodel ops."""
     kernels = parsed.kernels if isinstance(parsed, ParsedTrace) else list(parsed)
@@ -347,10 +428,11 @@ def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:
     reasons: list[str | None] = []
     categories: list[str | None] = []
     missed: list[int] = []  # indices of the kernels no source explained (yet)
+    fallbacks = Fallbacks(ConvLinks(kernels))
     for index, kernel in enumerate(kernels):
         total += kernel.duration_s
         found = (ZERO_DURATION, "below timer resolution") if kernel.duration_s <= 0 else _kernel_op(
-            kernel, index, cache, grid_cache, world_size)
+            kernel, index, cache, grid_cache, world_size, fallbacks)
         if len(found) == 2:
             reason, category = found
             call_of_kernel.append(None)
@@ -362,6 +444,10 @@ def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:
         call_of_kernel.append(found[0].call_id)
         reasons.append(None)
         categories.append(None)
+    for index, found in _retyped(kernels, missed, reasons, cache, world_size, fallbacks):
+        _add(runs, index, kernel=kernels[index], found=found)
+        call_of_kernel[index], reasons[index], categories[index] = found[0].call_id, None, None
+    missed = [index for index in missed if call_of_kernel[index] is None]
     for index in _repeated(kernels, runs, missed, categories):
         call_of_kernel[index], reasons[index], categories[index] = -1 - index, None, None
     for index in missed:

@@ -83,12 +83,64 @@ def test_a_forward_conv_takes_its_output_shape_from_its_backward_node() -> None:
     assert result.unmodelled == [] and result.matched_time_s == pytest.approx(result.total_kernel_time_s)
 
 
-def test_without_the_backward_node_the_stride_stays_unknown() -> None:
+def test_without_the_backward_node_the_backward_op_of_the_same_shapes_gives_the_output() -> None:
     trace = _old_conv_trace()
     trace.events = [e for e in trace.events if e["name"] != "CudnnConvolutionBackward"]
+    forward = next(r for r in match_runs(parse_trace(trace.to_bytes())).runs
+                   if r.op_name == "aten::cudnn_convolution")
+    assert (forward.op["stride"], forward.op["padding"]) == (2, 1)
+    assert forward.source == "fwd/bwd link" and forward.confidence == "medium"
+    assert any("same input and weight shapes" in n for n in forward.notes)
+
+
+def test_without_any_backward_the_stride_stays_unknown() -> None:
+    trace = _old_conv_trace()
+    trace.events = [e for e in trace.events if "onvolutionBackward" not in e["name"]
+                    and "convolution_backward" not in e["name"]]
     result = match_runs(parse_trace(trace.to_bytes()))
     (missed,) = [u for u in result.unmodelled if "implicit_convolve" in u.name]
     assert "stride not recorded" in missed.reason and missed.category == "shapes not recorded"
+
+
+def test_backward_ops_that_disagree_on_the_output_give_no_link() -> None:
+    trace = _old_conv_trace()
+    trace.events = [e for e in trace.events if e["name"] != "CudnnConvolutionBackward"]
+    trace.op("aten::cudnn_convolution_backward", 700, 80, [[32, 64, 56, 56], [32, 128, 56, 56], [128, 64, 3, 3]],
+             ["float", "float", "float"], tid=2)  # another layer of these shapes, stride 1
+    trace.kernel("void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int)", 710, 800, 150, tid=2)
+    result = match_runs(parse_trace(trace.to_bytes()))
+    assert "aten::cudnn_convolution" not in {r.op_name for r in result.runs}
+    assert any("stride not recorded" in u.reason for u in result.unmodelled)
+
+
+def test_pytorch_1_8_input_dims_without_types_are_typed_from_the_kernel_names() -> None:
+    """PyTorch 1.8's profiler writes ``Input dims`` (lower-case d) and ``Input type: []``: the shapes are read,
+    the dtype comes from a kernel of the call that names it (cuDNN's offsets kernel, named for none, runs first)."""
+    t = KinetoTrace()
+    t.op("aten::cudnn_batch_norm", 0, 20, None, None,
+         extra={"Input dims": [[32, 128, 28, 28], [128], [128], [128], [128], [], [], []], "Input type": []})
+    t.kernel("cask_cudnn::computeOffsetsKernel(cask_cudnn::ComputeOffsetsParams)", 2, 100, 2)
+    t.kernel("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, 512, true, 1>(float)", 5, 110, 30)
+    t.op("aten::cudnn_batch_norm_backward", 300, 30, None, None,
+         extra={"Input dims": [[32, 128, 28, 28], [32, 128, 28, 28], [128]], "Input type": []})
+    t.kernel("volta_hgemm_unknown_kernel", 305, 350, 40)  # fp16 by its name: the call takes the first named type
+    result = match_runs(parse_trace(t.to_bytes()))
+    runs = {r.op_name: r for r in result.runs}
+    forward = runs["aten::cudnn_batch_norm"]
+    assert forward.op["shape"] == [32 * 28 * 28, 128] and forward.op["dtype"] == "fp32"
+    assert forward.kernel_count == 2 and forward.confidence == "medium"
+    assert any("Input type not recorded: fp32" in n for n in forward.notes)
+    assert runs["aten::cudnn_batch_norm_backward"].op["dtype"] == "fp16"
+    assert result.unmodelled == []
+
+
+def test_a_call_no_kernel_name_types_stays_unmatched() -> None:
+    t = KinetoTrace()
+    t.op("aten::cudnn_batch_norm", 0, 20, None, None,
+         extra={"Input dims": [[32, 128, 28, 28], [128], [128], [128], [128], [], [], []], "Input type": []})
+    t.kernel("cask_cudnn::computeOffsetsKernel(cask_cudnn::ComputeOffsetsParams)", 2, 100, 2)
+    (missed,) = match_runs(parse_trace(t.to_bytes())).unmodelled
+    assert "no Input type" in missed.reason and missed.category == "shapes not recorded"
 
 
 def test_copies_fills_and_host_transfers_use_their_recorded_bytes() -> None:
