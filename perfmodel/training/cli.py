@@ -38,6 +38,8 @@ def train_layouts_command(
     no_sequence_parallel: Annotated[bool, typer.Option("--no-sequence-parallel",
                                                        help="norm/dropout activations replicated over tp")] = False,
     fp32_grads: Annotated[bool, typer.Option("--fp32-grads", help="4-byte gradients (fp32 accumulation)")] = False,
+    ends_in_split: Annotated[bool, typer.Option("--ends-in-split", help="embedding and loss take a layer slot "
+                                                "each in the pipeline split (Llama 3)")] = False,
     tp: Annotated[int | None, typer.Option(help="fix tensor parallelism")] = None,
     pp: Annotated[int | None, typer.Option(help="fix pipeline stages")] = None,
     cp: Annotated[int | None, typer.Option(help="fix context parallelism")] = None,
@@ -74,7 +76,7 @@ def train_layouts_command(
         setup = TrainingSetup(seq_len=seq_len, global_batch=global_batch, precision=precision,  # type: ignore[arg-type]
                               offload="optimizer" if offload else "none", dropout=dropout,
                               flash_attention=not no_flash, sequence_parallel=not no_sequence_parallel,
-                              grad_bytes=4.0 if fp32_grads else 2.0)
+                              grad_bytes=4.0 if fp32_grads else 2.0, ends_in_pipeline_split=ends_in_split)
         if dp is not None:
             layout = Layout(tp=tp or 1, pp=pp or 1, dp=dp, cp=cp or 1, ep=ep or 1, zero=zero or 0,
                             recompute=recompute or "none", micro_batch=micro_batch or 1,  # type: ignore[arg-type]

@@ -1,6 +1,7 @@
 """Memory per device of many layouts (numpy over layouts): the fuller of the first pipeline stage
 (embedding, the most micro-batches in flight) and the last (LM head, logits), from the ZeRO and
-Korthikanti formulas in ``memory``. ZeRO-3 also holds two gathered layers (the one running and
+Korthikanti formulas in ``memory``, with the micro-batches each stage's chunks hold at the schedule's
+peak (``memory.held_layer_microbatches``). ZeRO-3 also holds two gathered layers (the one running and
 the one prefetched)."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from perfmodel.training.layout import TrainingSetup
 from perfmodel.training.memory import (
     MASK_BYTES,
     ActivationShape,
-    in_flight_microbatches,
+    held_layer_microbatches,
     layer_activation_bytes,
     layer_working_bytes,
     model_state_bytes,
@@ -48,19 +49,22 @@ def footprint(shape: ActivationShape, costs: dict[str, FloatArray], lay: LayoutA
     c = {k: v[lay.probe] for k, v in costs.items()}
     tp, pp, dp, cp, v = (x.astype(float) for x in (lay.tp, lay.pp, lay.dp, lay.cp, lay.virtual_stages))
     m = setup.global_batch / (dp * lay.micro_batch)
-    layers_stage = np.ceil(layers / pp)
+    ends = setup.ends_in_pipeline_split & (lay.pp > 1)  # the embedding / loss take a layer's slot
+    slots_stage = np.ceil((layers + np.where(ends, 2.0, 0.0)) / pp)
+    layers_end = slots_stage - np.where(ends, 1.0, 0.0)  # the first and the last stage's layers
     tokens = lay.micro_batch * setup.seq_len / cp
     sp = setup.sequence_parallel
     per_layer = layer_activation_bytes(shape, tokens, setup.seq_len, tp, sp, lay.recompute)
     working = layer_working_bytes(shape, tokens, setup.seq_len, tp, sp, lay.recompute)
-    held = in_flight_microbatches(pp, m, v)
+    sets_first, embed_held = held_layer_microbatches(pp, m, v, slots_stage / v, last=False, end_in_split=ends)
+    sets_last, _ = held_layer_microbatches(pp, m, v, slots_stage / v, last=True, end_in_split=ends)
     embed_mask = tokens * shape.hidden * MASK_BYTES / (tp if sp else 1.0) if setup.dropout else 0.0 * tp
     output = output_layer_bytes(shape, tokens, tp)
     single = pp <= 1
-    acts_first = layers_stage * per_layer * held + working + embed_mask * held + np.where(single, output, 0.0)
-    acts_last = layers_stage * per_layer + working + output
-    experts = layers_stage * c["expert_params"]
-    body = layers_stage * c["layer_params"] - experts
+    acts_first = sets_first * per_layer + working + embed_mask * embed_held + np.where(single, output, 0.0)
+    acts_last = sets_last * per_layer + working + output
+    experts = layers_end * c["expert_params"]
+    body = layers_end * c["layer_params"] - experts
     params_first = body + c["embed_params"] + np.where(single, c["head_params"], 0.0)
     params_last = body + c["head_params"]
     shards = dp * cp

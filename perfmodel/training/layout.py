@@ -74,7 +74,10 @@ class TrainingSetup:
     ``sequence_parallel``: LayerNorm/dropout activations sharded over tp (Korthikanti et al. 2022);
     ``dropout``: attention and hidden dropout masks are stored (GPT-3 style; Llama trains without);
     ``flash_attention``: the attention scores are never stored (only a log-sum-exp per row);
-    ``offload``: ``optimizer`` keeps the fp32 master weights and Adam moments in host memory.
+    ``offload``: ``optimizer`` keeps the fp32 master weights and Adam moments in host memory;
+    ``ends_in_pipeline_split``: the embedding and the loss each take one layer's slot when the layers are split
+    into pipeline stages and chunks, so the first and last stages hold one layer fewer (Megatron-Core's
+    ``account_for_embedding_in_pipeline_split`` / ``account_for_loss_in_pipeline_split``; Llama 3, §3.3.2).
     """
 
     seq_len: int = 2048
@@ -86,6 +89,7 @@ class TrainingSetup:
     flash_attention: bool = True
     offload: Offload = "none"
     host_memory_bytes_per_s: float = 100e9  # host DRAM for the CPU Adam step (a two-socket server, sustained)
+    ends_in_pipeline_split: bool = False
 
     def __post_init__(self) -> None:
         _positive("training", seq_len=self.seq_len, global_batch=self.global_batch)
@@ -103,6 +107,10 @@ class TrainingSetup:
         """Bytes per parameter on the device for the weights: bf16, plus an fp8 copy under fp8 training
         (Transformer Engine keeps the 16-bit weights and casts them once per step)."""
         return 2.0 + (1.0 if self.precision == "fp8" else 0.0)
+
+    def stage_slots(self, layers: int) -> int:
+        """Layer slots the pipeline split divides: the layers, plus the embedding and the loss where they count."""
+        return layers + (2 if self.ends_in_pipeline_split else 0)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -13,7 +13,9 @@ unless sequence parallelism shards them), the Q, K, V, attention output and MLP 
 over tp) and, without flash attention, the softmax output, its dropout mask and output
 (5·a·s bytes per token). For GPT (4h MLP, dropout) that is sbh(34 + 5as/h) per layer; with tp
 and sequence parallelism sbh(34 + 5as/h)/t; selective recomputation drops the 5as/h term;
-full recomputation keeps 2sbh per layer (its input) plus one layer recomputed at a time.
+full recomputation keeps 2sbh per layer (its input) plus one layer recomputed at a time. A stage holds
+the chunk forwards of Megatron's (interleaved) 1F1B order at its peak, chunk by chunk
+(``held_layer_microbatches``), which is Korthikanti's L·(1 + (p−1)/(p·v)) on the first stage when m ≥ 2p.
 """
 
 from __future__ import annotations
@@ -102,13 +104,47 @@ def output_layer_bytes(shape: ActivationShape, tokens: Any, tp: Any) -> Any:
     return 4.0 * np.asarray(tokens, dtype=float) * (shape.hidden + shape.vocab) / np.asarray(tp, dtype=float)
 
 
-def in_flight_microbatches(pp: Any, microbatches: Any, virtual_stages: Any) -> Any:
-    """Micro-batches whose activations the first stage holds under 1F1B: min(m, pp); interleaved
-    1F1B with v model chunks holds (1 + (pp−1)/(pp·v)) times that (Korthikanti et al. 2022, §4.2.3)."""
+def peak_forwards(pp: Any, microbatches: Any, virtual_stages: Any, last: bool) -> Any:
+    """Chunk forwards a stage holds at its peak under (interleaved) 1F1B, as Megatron schedules them: the
+    first stage warms up with pp − 1 forwards (v = 1) or 2(pp − 1) + (v − 1)·pp (v > 1), the last with 0 or
+    (v − 1)·pp, then holds one more; never more than the m·v forwards of a step (interleaved with m = pp:
+    every forward is warm-up)."""
     pp = np.asarray(pp, dtype=float)
     v = np.asarray(virtual_stages, dtype=float)
-    held = np.minimum(np.asarray(microbatches, dtype=float), pp)
-    return held * np.where(v > 1, 1.0 + (pp - 1.0) / (pp * v), 1.0)
+    m = np.asarray(microbatches, dtype=float)
+    if last:
+        warmup = np.where(v > 1, (v - 1.0) * pp, 0.0)
+    else:
+        warmup = np.where(v > 1, 2.0 * (pp - 1.0) + (v - 1.0) * pp, pp - 1.0)
+    every = (v > 1) & (m <= pp)
+    return np.where(every, m * v, np.minimum(warmup + 1.0, m * v))
+
+
+def held_layer_microbatches(pp: Any, microbatches: Any, virtual_stages: Any, layers_per_chunk: Any, last: bool,
+                            end_in_split: Any) -> tuple[Any, Any]:
+    """(layer × micro-batch activation sets, micro-batches of the end chunk) a stage holds at its peak
+    (``end_in_split``: bool or a bool array over layouts).
+
+    Forward k runs chunk (k // pp) mod v (Megatron's interleaved order), so of P peak forwards chunk c holds
+    min(pp, P − c·pp) in the first round and chunk 0 the rest. The end chunk (the first stage's chunk 0, the last
+    stage's chunk v − 1) holds one layer fewer when ``end_in_split``: the embedding / the loss takes a layer's
+    slot (Megatron-Core's ``account_for_embedding_in_pipeline_split`` / ``account_for_loss_in_pipeline_split``;
+    Llama 3 §3.3.2). On the last stage that lowers the peak only without a second round (v = 1 or m = pp): with
+    one, the next round's first forward (chunk 0, whole) comes before the backward it pairs with frees a layer.
+    With m ≥ 2pp on the first stage this is Korthikanti et al. 2022 §4.2.3's L·(1 + (p − 1)/(p·v)); with fewer
+    micro-batches it is less."""
+    pp = np.asarray(pp, dtype=float)
+    v = np.asarray(virtual_stages, dtype=float)
+    m = np.asarray(microbatches, dtype=float)
+    peak = peak_forwards(pp, microbatches, virtual_stages, last)
+    if last:
+        end = np.minimum(np.maximum(peak - (v - 1.0) * pp, 0.0), pp)
+        lowers = np.asarray(end_in_split) & ((v <= 1) | (m <= pp))
+    else:
+        end = np.minimum(pp, peak) + np.maximum(peak - v * pp, 0.0)
+        lowers = np.asarray(end_in_split)
+    sets = np.asarray(layers_per_chunk, dtype=float) * peak - np.where(lowers, end, 0.0)
+    return sets, end
 
 
 def model_state_bytes(params: Any, zero: Any, shards: Any, weight_bytes: float = 2.0, grad_bytes: float = 2.0,

@@ -61,6 +61,7 @@ class PublishedRun:
     micro_batch: tuple[int, ...] = (1, 2, 4, 8)
     virtual_stages: tuple[int, ...] | None = None  # the chunk count the source states; None: searched
     interleaved: bool = False  # the source states the interleaved schedule (v > 1 wherever pp > 1)
+    ends_in_split: bool = False  # the source gives the embedding and the loss a layer's slot in the pipeline split
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def config(self) -> LlmConfig:
@@ -117,7 +118,10 @@ RUNS: tuple[PublishedRun, ...] = (
     *(PublishedRun(name, LLAMA3_2024, "palm", H100, gpus, 8, 16, cp, batch, seq, tf, RECOMPUTE_MODES, 2,
                    "llama-3.1-405b", sequence_parallel=True, dropout=False, flash_attention=True,
                    interleaved=True,  # §3.3.2 and Figure 6: interleaved 1F1B, chunk count not given
-                   notes=("interleaved schedule (§3.3.2, Figure 6); chunk count searched",))
+                   ends_in_split=True,  # §3.3.2 "memory imbalance": one layer fewer on the first and last stages
+                   notes=("interleaved schedule (§3.3.2, Figure 6); chunk count searched",
+                          "first and last stages one layer fewer: the embedding and the loss take their slots "
+                          "(§3.3.2)"))
       for name, gpus, cp, batch, seq, tf in _LLAMA3),
 )
 
@@ -136,7 +140,7 @@ def stated_chunks(run: PublishedRun, cfg: LlmConfig) -> tuple[int, ...]:
     source states the interleaved schedule and pp > 1 (v = 1 left when the stages hold one layer each)."""
     if run.virtual_stages:
         return run.virtual_stages
-    candidates = virtual_stage_candidates(cfg.layers, run.pp)
+    candidates = virtual_stage_candidates(cfg.layers + (2 if run.ends_in_split else 0), run.pp)
     if run.interleaved:
         return tuple(v for v in candidates if v > 1) or candidates
     return candidates
@@ -149,7 +153,7 @@ def predict(run: PublishedRun) -> dict[str, Any]:
     dp = run.devices // (run.tp * run.pp * run.cp)
     setup = TrainingSetup(seq_len=run.seq_len, global_batch=run.global_batch, grad_bytes=run.grad_bytes,
                           sequence_parallel=run.sequence_parallel, dropout=run.dropout,
-                          flash_attention=run.flash_attention)
+                          flash_attention=run.flash_attention, ends_in_pipeline_split=run.ends_in_split)
     space = SearchSpace(tp=(run.tp,), pp=(run.pp,), cp=(run.cp,), ep=(1,), zero=(run.zero if dp > 1 else 0,),
                         recompute=run.recompute, micro_batch=run.micro_batch, virtual_stages=stated_chunks(run, cfg),
                         schedules=("1f1b",))

@@ -128,9 +128,11 @@ def virtual_stage_candidates(layers: int, pp: int, limit: int = MAX_VIRTUAL_STAG
     return tuple(v for v in range(1, per_stage + 1) if per_stage % v == 0)[:limit]
 
 
-def enumerate_layouts(cfg: LlmConfig, devices: int, space: SearchSpace, per_node: int) -> list[tuple[int, ...]]:
+def enumerate_layouts(cfg: LlmConfig, devices: int, space: SearchSpace, per_node: int,
+                      end_slots: int = 0) -> list[tuple[int, ...]]:
     """(tp, pp, dp, cp, ep, zero, recompute code, micro-batch, v, schedule code) of every layout whose degrees
-    make ``devices`` (the zero-bubble schedule only where it applies, pp > 1 and v = 1, unless asked for)."""
+    make ``devices`` (the zero-bubble schedule only where it applies, pp > 1 and v = 1, unless asked for);
+    ``end_slots``: layer slots the embedding and loss take in the pipeline split (0 or 2)."""
     tps = space.tp or _powers(min(per_node, devices))
     cps = space.cp or _powers(min(DEFAULT_MAX_CP, devices))
     eps = space.ep or ((1, *(e for e in _powers(min(cfg.experts, devices)) if e > 1)) if cfg.moe else (1,))
@@ -148,7 +150,7 @@ def enumerate_layouts(cfg: LlmConfig, devices: int, space: SearchSpace, per_node
                 if ep > 1 and not (ep == tp or (tp == 1 and dp % ep == 0)):
                     continue
                 # asked-for chunks are all kept (those that cannot run get a reason)
-                vs = space.virtual_stages or virtual_stage_candidates(cfg.layers, pp)
+                vs = space.virtual_stages or virtual_stage_candidates(cfg.layers + end_slots, pp)
                 default_schedules = space.schedules == SCHEDULES
                 for zero, rc, mb, v, sched in itertools.product(space.zero, range(len(space.recompute)),
                                                                 space.micro_batch, vs, space.schedules):
@@ -165,7 +167,7 @@ def search_layouts(cfg: LlmConfig, hardware: Hardware, devices: int, setup: Trai
     if devices < 1:
         raise GraphError("training", f"devices must be >= 1, got {devices}")
     space = space or SearchSpace()
-    rows = enumerate_layouts(cfg, devices, space, devices_per_node(hardware))
+    rows = enumerate_layouts(cfg, devices, space, devices_per_node(hardware), setup.stage_slots(0))
     if not rows:
         raise GraphError("training", f"no layout of tp x cp x pp x dp makes {devices} devices in the search space")
     table = np.array(rows, dtype=np.int64)
@@ -182,7 +184,7 @@ def search_layouts(cfg: LlmConfig, hardware: Hardware, devices: int, setup: Trai
     arrays = probe_arrays(built)
     times = step_times(cfg, hardware, costs, arrays, lay, setup.seq_len, setup.global_batch,
                        setup.sequence_parallel, setup.grad_bytes, setup.offload == "optimizer",
-                       setup.host_memory_bytes_per_s)
+                       setup.host_memory_bytes_per_s, setup.ends_in_pipeline_split)
     shape = ActivationShape.of(cfg, setup.dropout, setup.flash_attention)
     mem = footprint(shape, arrays, lay, setup, cfg.layers)
     capacity = float(hardware.level_capacity_bytes(hardware.dram) or np.inf)
@@ -201,7 +203,8 @@ _EMPTY = LayerCosts(*([0.0] * 12))
 def _reasons(cfg: LlmConfig, setup: TrainingSetup, lay: LayoutArrays, mem: Footprint, capacity: float,
              probe_errors: list[str | None]) -> list[str]:
     """Why each layout cannot run ('' where it runs and fits); the first reason found."""
-    layers_stage = -(-cfg.layers // lay.pp)
+    slots = np.where(lay.pp > 1, setup.stage_slots(cfg.layers), cfg.layers)
+    layers_stage = -(-slots // lay.pp)
     per_step = lay.dp * lay.micro_batch
     micro = np.where(setup.global_batch % per_step == 0, setup.global_batch // np.maximum(per_step, 1), 0)
     total = mem.total_bytes
@@ -224,7 +227,7 @@ def _reasons(cfg: LlmConfig, setup: TrainingSetup, lay: LayoutArrays, mem: Footp
         elif v > 1 and pp == 1:
             out.append(f"interleaving: v={v} model chunks need pipeline stages (pp > 1)")
         elif v > 1 and int(layers_stage[i]) % v:
-            out.append(f"interleaving: {int(layers_stage[i])} layers per stage do not split into {v} chunks")
+            out.append(f"interleaving: {int(layers_stage[i])} layer slots per stage do not split into {v} chunks")
         elif v > 1 and int(micro[i]) % pp:
             out.append(f"interleaving: {int(micro[i])} micro-batches are not a multiple of pp={pp}")
         elif total[i] > capacity:

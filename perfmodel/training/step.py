@@ -7,7 +7,8 @@ context parallelism (cp−1 KV blocks forward, KV and their gradients backward, 
 attention compute of the same pass) and, under ZeRO-3/FSDP, the exposed part of the layer's
 parameter all-gather (forward and backward) and gradient reduce-scatter, per micro-batch.
 
-A stage runs ceil(L/pp) layers (+ embedding on the first, LM head on the last) and sends its
+A stage runs ceil(L/pp) layers (+ embedding on the first, LM head on the last; with the ends in the
+split, ceil((L+2)/pp) slots, the first and last stage one layer fewer) and sends its
 activations and gradients to its neighbours (2·v sends per micro-batch with v model chunks).
 The pipeline takes (m + (pp−1)/v) stage times for m micro-batches: the interleaved 1F1B
 bubble (pp−1)/(v·m). The data-parallel gradient reduction over dp·cp ranks (all-reduce, or under
@@ -99,8 +100,10 @@ def _stride_per_node(per_node: int, stride: Any, size: Any) -> Any:
 
 def step_times(cfg: LlmConfig, hardware: Hardware, table: CostTable, costs: dict[str, FloatArray],
                lay: LayoutArrays, seq_len: int, global_batch: int, sequence_parallel: bool,
-               grad_bytes: float, offload: bool, host_memory_bytes_per_s: float) -> StepTimes:
-    """Step time of every layout in ``lay`` (``costs``: ``probe_arrays`` of the probes ``lay.probe`` indexes)."""
+               grad_bytes: float, offload: bool, host_memory_bytes_per_s: float,
+               ends_in_split: bool = False) -> StepTimes:
+    """Step time of every layout in ``lay`` (``costs``: ``probe_arrays`` of the probes ``lay.probe`` indexes);
+    ``ends_in_split``: the embedding and the loss take a layer's slot in the pipeline split (``TrainingSetup``)."""
     t = tables(hardware)
     per_node = devices_per_node(hardware)
     launch = t.kernel_overhead_s
@@ -116,7 +119,15 @@ def step_times(cfg: LlmConfig, hardware: Hardware, table: CostTable, costs: dict
     c = {k: v[lay.probe] for k, v in costs.items()}
     tp, pp, dp, cp, v = (x.astype(float) for x in (lay.tp, lay.pp, lay.dp, lay.cp, lay.virtual_stages))
     m = global_batch / (dp * lay.micro_batch)
-    layers_stage = np.ceil(cfg.layers / pp)
+    split = ends_in_split & (lay.pp > 1)
+    layers_stage = np.ceil((cfg.layers + np.where(split, 2.0, 0.0)) / pp)  # the middle (the fullest) stage's
+
+    def slowest(per_layer: Any, end: Any) -> Any:
+        """The slowest stage's layers plus its end: with the ends in the split, a first or last stage trades one
+        layer for its embedding or head."""
+        return np.where(split, (layers_stage - 1.0) * per_layer + np.maximum(per_layer, end),
+                        layers_stage * per_layer + end)
+
     rc = lay.recompute
     recompute = np.where(rc == FULL, c["layer_forward_s"] + c["tp_comm_forward_s"],
                          np.where(rc == SELECTIVE, c["attention_forward_s"], 0.0))
@@ -157,16 +168,16 @@ def step_times(cfg: LlmConfig, hardware: Hardware, table: CostTable, costs: dict
     across = tp * cp * dp >= per_node
     send = coll(SENDRECV, act_bytes, np.where(pp > 1, 2.0, 1.0), np.where(across, 1.0, 2.0))
     sends = np.where(pp > 1, 2.0 * v * send, 0.0)
-    stage = layers_stage * layer + ends + sends
+    stage = slowest(layer, ends) + sends
     # 1F1B: (pp−1)/v stage times idle. ZB-H1 (Qi et al. 2023) splits the backward into input and weight
     # gradients (half each for the GEMMs) and runs the weight half in the bubble: (pp−1)·(T_F + T_B − T_W),
     # i.e. (pp−1) times a stage's forward, plus its recomputation (part of T_B) and exposed communication
-    stage_forward = layers_stage * (fwd_layer + recompute + cp_exposed + zero3) + ends / 3.0 + sends / 2.0
+    stage_forward = slowest(fwd_layer + recompute + cp_exposed + zero3, ends / 3.0) + sends / 2.0
     bubble = np.where(lay.schedule == ZB_H1, (pp - 1.0) * stage_forward, (pp - 1.0) / v * stage)
     pipeline = m * stage + bubble
     # data-parallel gradient reduction, one bucket per layer, hidden behind the last micro-batch's backward
     stage_expert = layers_stage * c["expert_params"]
-    stage_dense = layers_stage * dense_params + np.maximum(c["embed_params"], c["head_params"])
+    stage_dense = slowest(dense_params, np.maximum(c["embed_params"], c["head_params"]))
     buckets = layers_stage + 1.0
     dense_bucket, expert_bucket = stage_dense / buckets, stage_expert / buckets
     reduce_all = buckets * grouped(ALLREDUCE, dense_bucket * grad_bytes, expert_bucket * grad_bytes)

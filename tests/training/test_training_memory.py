@@ -7,7 +7,15 @@ import pytest
 from perfmodel.graph.llm_config import LlmConfig, bundled
 from perfmodel.roofline import resolve_hardware
 from perfmodel.training.layout import TrainingSetup
-from perfmodel.training.memory import FULL, NONE, SELECTIVE, ActivationShape, layer_activation_bytes, model_state_bytes
+from perfmodel.training.memory import (
+    FULL,
+    NONE,
+    SELECTIVE,
+    ActivationShape,
+    held_layer_microbatches,
+    layer_activation_bytes,
+    model_state_bytes,
+)
 from perfmodel.training.search import SearchSpace, search_layouts
 
 GB = 1e9
@@ -105,3 +113,76 @@ def test_interleaving_holds_korthikantis_extra_share_of_activations() -> None:
     for i, v in enumerate(r.layouts.virtual_stages):
         want = layers_only * (1 + (8 - 1) / (8 * v)) if v > 1 else layers_only
         assert float(r.memory.activations_bytes[i]) == pytest.approx(want, rel=0.05), v
+
+
+def _simulated_peak(pp: int, m: int, v: int, rank: int, chunk_layers: list[int]) -> int:
+    """Replays Megatron's (interleaved) 1F1B order on one pipeline rank, one forward or backward at a time:
+    warm-up forwards, then one forward and one backward alternately, then the remaining backwards; forward k
+    runs chunk (k // pp) mod v, backward k chunk v − 1 − (k // pp) mod v. Returns the most layer activation sets
+    held at once (``chunk_layers``: layers per chunk)."""
+    total = m * v
+    if v == 1:
+        warmup = min(pp - rank - 1, total)
+    else:
+        warmup = total if m == pp else min(2 * (pp - rank - 1) + (v - 1) * pp, total)
+    held, peak, f, b = 0, 0, 0, 0
+
+    def forward() -> None:
+        nonlocal held, peak, f
+        held += chunk_layers[(f // pp) % v]
+        f += 1
+        peak = max(peak, held)
+
+    def backward() -> None:
+        nonlocal held, b
+        held -= chunk_layers[v - 1 - (b // pp) % v]
+        b += 1
+
+    for _ in range(warmup):
+        forward()
+    while f < total:
+        forward()
+        backward()
+    while b < total:
+        backward()
+    assert held == 0
+    return peak
+
+
+@pytest.mark.parametrize(("pp", "m", "v", "ends"), [(16, 32, 8, True), (16, 16, 8, True), (16, 32, 4, True),
+                                                     (8, 64, 3, False), (8, 8, 2, False), (4, 12, 1, False),
+                                                     (16, 48, 2, True), (4, 2, 1, False)])
+def test_held_activations_replay_megatrons_schedule(pp: int, m: int, v: int, ends: bool) -> None:
+    """The first and last stage's peak layer activation sets equal a replay of the schedule, with the embedding
+    (loss) taking the first (last) chunk's first (last) layer slot when ``ends``; m ≥ 2pp gives Korthikanti's
+    L·(1 + (p−1)/(p·v)) without the ends, m = pp (all warm-up) L."""
+    per_chunk = 2 if v < 8 else 1
+    for rank, last in ((0, False), (pp - 1, True)):
+        layers = [per_chunk] * v
+        if ends:
+            layers[-1 if last else 0] -= 1
+        want = _simulated_peak(pp, m, v, rank, layers)
+        got, _ = held_layer_microbatches(pp, m, v, per_chunk, last=last, end_in_split=ends)
+        assert float(got) == want, (rank, want, float(got))
+    if not ends and m >= 2 * pp and v > 1:
+        got, _ = held_layer_microbatches(pp, m, v, per_chunk, last=False, end_in_split=False)
+        assert float(got) == pytest.approx(per_chunk * v * pp * (1 + (pp - 1) / (pp * v)))
+
+
+@pytest.mark.parametrize(("devices", "batch"), [(8192, 2048), (16384, 2048)])
+def test_llama3_405b_fits_without_recomputation_as_published(devices: int, batch: int) -> None:
+    """Llama 3 (arXiv:2407.21783, §3.3.2): 405B on tp8 pp16, 8K-token sequences, interleaved 1F1B with the
+    embedding and the loss in the first and last stages' layer slots, trains without activation checkpointing.
+    The first stage holds, for v = 8 (one layer per chunk, its first chunk the embedding alone), 7 chunks x 16
+    micro-batches of one layer: 112 layer activation sets of 2·s·b·(4h/t + (Q + K + V + O + 3·ffn)/t) bytes."""
+    cfg = bundled("llama-3.1-405b")
+    setup = TrainingSetup(seq_len=8192, global_batch=batch, sequence_parallel=True, dropout=False,
+                          flash_attention=True, grad_bytes=4.0, ends_in_pipeline_split=True)
+    space = SearchSpace(tp=(8,), pp=(16,), cp=(1,), zero=(2,), recompute=("none",), micro_batch=(1,),
+                        virtual_stages=(8,), schedules=("1f1b",))
+    r = search_layouts(cfg, resolve_hardware("nvidia-h100-sxm5-80gb"), devices, setup, space)
+    assert r.reasons == [""]
+    h, t, s = 16384, 8, 8192
+    per_layer = 2 * s * (4 * h / t + (h + 1024 + 1024 + h + 3 * 53248) / t)
+    assert float(r.memory.activations_bytes[0]) == pytest.approx(112 * per_layer, rel=0.05)
+    assert float(r.memory.total_bytes[0]) < 80e9
