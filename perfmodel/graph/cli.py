@@ -67,6 +67,7 @@ def estimate_command(
         _fail(f"--phase {phase!r}: expected prefill, decode, both or train")
     if attention not in ("flash", "unfused"):
         _fail(f"--attention {attention!r}: expected flash or unfused")
+    progress = _estimate_progress(model)
     try:
         par = Parallelism.for_devices(devices, tp=tp, pp=pp, dp=dp, ep=ep, microbatches=microbatches)
         workload = LlmWorkload(batch=batch, prompt_tokens=prompt_tokens, kv_len=kv_len or prompt_tokens + 1,
@@ -75,15 +76,33 @@ def estimate_command(
         phase_choice: PhaseChoice = "both" if phase == "both" else (
             "prefill" if phase == "prefill" else "decode" if phase == "decode" else "train")
         result = estimate_model(model, hardware, workload, par, phase_choice, "compact" if compact else "full",
-                                not no_fusion, not ignore_memory, _dims(dim or []), detail=as_json)
+                                not no_fusion, not ignore_memory, _dims(dim or []), detail=as_json,
+                                progress=progress)
     except (GraphError, OpError, SpecError, KeyError) as exc:
         _fail(str(exc.args[0]) if isinstance(exc, KeyError) else str(exc))
         return
+    finally:
+        if progress is not None:
+            progress.end()
     if as_json:
         typer.echo(json.dumps(result, default=float))
         return
     parts = [result[p] for p in ("prefill", "decode", "train") if p in result] or [result]
     typer.echo("\n\n".join(text_report(part) for part in parts))
+
+
+BIG_GRAPH_BYTES = 8 << 20  # model files from this size up (ONNX, TFLite, StableHLO, graph JSON) show progress
+
+
+def _estimate_progress(model: str) -> Any:
+    """A stage bar on stderr (``StderrProgress``; stdout keeps the report or JSON alone) for a model file of
+    ``BIG_GRAPH_BYTES`` or more, else None (bundled configs and small files finish in about a second)."""
+    path = Path(model)
+    if not path.is_file() or path.stat().st_size < BIG_GRAPH_BYTES:
+        return None
+    from perfmodel.measure.command import StderrProgress
+
+    return StderrProgress()
 
 
 def sweep_command(

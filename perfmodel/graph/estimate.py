@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,11 @@ from perfmodel.ops import Op, OpError, make_op
 from perfmodel.ops.base import FloatArray
 from perfmodel.roofline import HardwareLike, SpaceName, Timing, predict_many, resolve_hardware
 
+Progress = Callable[[str, float], None]  # (stage name, fraction of the whole command done in [0, 1])
+
+# Where each stage of ``estimate`` starts, as a fraction of its span (costing the distinct ops takes most)
+_STAGES = (("fuse", 0.0), ("compile", 0.1), ("cost", 0.2), ("schedule", 0.8), ("memory", 0.9))
+
 
 @dataclass
 class CompiledGraph:
@@ -38,24 +44,31 @@ class CompiledGraph:
 
 
 def compile_graph(graph: Graph) -> CompiledGraph:
-    """Build each distinct op once; a bad op is an error naming its node."""
+    """Build each distinct op once; a bad op is an error naming its node.
+
+    Ops are told apart by their JSON text; nodes that share one op dict (copied layers) are matched by
+    identity first, so the text is built once per dict."""
     slots: dict[str, int] = {}
+    by_id: dict[int, int] = {}  # id of an op dict -> its row (the dicts live in the graph meanwhile)
     ops: list[Op] = []
-    index = np.zeros(len(graph.nodes), dtype=np.intp)
-    for i, node in enumerate(graph.nodes):
-        op = node.cost_op
-        if op is None:
-            raise GraphError(node.name, "no op and no fallback")
-        key = json.dumps(op, sort_keys=True, default=str)
-        slot = slots.get(key)
+    rows: list[int] = []
+    for node in graph.nodes:
+        op = node.op if node.op is not None else node.fallback
+        slot = by_id.get(id(op))
         if slot is None:
-            try:
-                ops.append(make_op(op))
-            except OpError as exc:
-                raise GraphError(node.name, str(exc)) from exc
-            slot = slots[key] = len(ops) - 1
-        index[i] = slot
-    return CompiledGraph(graph, ops, index)
+            if op is None:
+                raise GraphError(node.name, "no op and no fallback")
+            key = json.dumps(op, sort_keys=True, default=str)
+            slot = slots.get(key)
+            if slot is None:
+                try:
+                    ops.append(make_op(op))
+                except OpError as exc:
+                    raise GraphError(node.name, str(exc)) from exc
+                slot = slots[key] = len(ops) - 1
+            by_id[id(op)] = slot
+        rows.append(slot)
+    return CompiledGraph(graph, ops, np.array(rows, dtype=np.intp))
 
 
 def predict_compiled(compiled: CompiledGraph, hardware: Hardware, space: SpaceName = "full",
@@ -113,19 +126,31 @@ class Estimate:
 
 
 def estimate(graph: Graph, hardware: HardwareLike, space: SpaceName = "full", fusion: bool = True,
-             check_memory: bool = True, timing: Timing = "kernel") -> Estimate:
+             check_memory: bool = True, timing: Timing = "kernel", progress: Progress | None = None,
+             span: tuple[float, float] = (0.0, 1.0), prefix: str = "") -> Estimate:
     """Fuse (unless ``fusion=False``), cost every node, schedule the streams, check memory.
 
     ``timing="host"`` adds the per-op host launch and synchronisation (eager frameworks timed
-    op by op); the default is device time as a profiler reports it.
+    op by op); the default is device time as a profiler reports it. ``progress(stage, fraction)`` hears the
+    start of each stage (``prefix`` + fuse, compile, cost, schedule, memory), its fraction within ``span``.
     """
+    def stage(name: str) -> None:
+        if progress is not None:
+            start = dict(_STAGES)[name]
+            progress(prefix + name, span[0] + (span[1] - span[0]) * start)
+
     hw = resolve_hardware(hardware)
+    stage("fuse")
     report = fuse(graph) if fusion else FusionReport()
+    stage("compile")
     compiled = compile_graph(graph)
+    stage("cost")
     batch = predict_compiled(compiled, hw, space, timing)
     times = compiled.node_times(batch)
     microbatches = int((graph.meta.get("parallelism") or {}).get("microbatches", 1))
+    stage("schedule")
     timeline = schedule(graph, times, microbatches)
+    stage("memory")
     mem = memory(graph, hw)
     if check_memory and not mem.fits:
         raise DoesNotFit(graph.name, mem.explain(hw.id))

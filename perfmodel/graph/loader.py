@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from perfmodel.graph.estimate import estimate
+from perfmodel.graph.estimate import Progress, estimate
 from perfmodel.graph.ir import Graph, GraphError
 from perfmodel.graph.llm_build import LlmWorkload, build_llm
 from perfmodel.graph.llm_config import CONFIG_DIR, LlmConfig, bundled
@@ -60,24 +60,41 @@ def estimate_model(model: str | dict[str, Any] | LlmConfig | Graph | bytes, hard
                    workload: LlmWorkload | None = None, parallel: Parallelism | None = None,
                    phase: PhaseChoice = "both", space: SpaceName = "full", fusion: bool = True,
                    check_memory: bool = True, dims: dict[str, int] | None = None,
-                   detail: bool = True) -> dict[str, Any]:
-    """Estimate ``model`` on ``hardware``; returns JSON (per phase for LLMs, with a summary)."""
+                   detail: bool = True, progress: Progress | None = None) -> dict[str, Any]:
+    """Estimate ``model`` on ``hardware``; returns JSON (per phase for LLMs, with a summary).
+
+    ``progress(stage, fraction)`` hears each stage start (load, import, [phase: ]build/fuse/compile/cost/
+    schedule/memory/report) with the fraction of the work done before it, in [0, 1)."""
+    def note(stage: str, fraction: float) -> None:
+        if progress is not None:
+            progress(stage, fraction)
+
     hw = resolve_hardware(hardware)
+    note("load", 0.0)
     source = model if isinstance(model, LlmConfig | Graph | bytes) else resolve_model(model)
     if isinstance(source, bytes):
         from perfmodel.graph.onnx_import import import_onnx
 
+        note("import", 0.05)
         source = import_onnx(source, dims=dims)
     if isinstance(source, Graph):
-        return estimate(source, hw, space, fusion, check_memory).to_json(detail)
+        result = estimate(source, hw, space, fusion, check_memory, progress=progress, span=(0.1, 0.9))
+        note("report", 0.9)
+        return result.to_json(detail)
     par = _with_node(parallel or Parallelism(), hw)
     base = workload or LlmWorkload()
     phases: list[Literal["prefill", "decode", "train"]] = (
         ["prefill", "decode"] if phase == "both" else [phase])
     out: dict[str, Any] = {"model": source.name, "hardware": hw.id, "parallelism": par.to_json()}
-    for p in phases:
+    share = 0.9 / len(phases)  # of the whole, per phase: build 10 %, estimate 80 %, report 10 %
+    for i, p in enumerate(phases):
+        start = 0.1 + i * share
+        note(f"{p}: build", start)
         graph = build_llm(source, dataclasses.replace(base, phase=p), par)
-        out[p] = estimate(graph, hw, space, fusion, check_memory).to_json(detail)
+        estimated = estimate(graph, hw, space, fusion, check_memory, progress=progress,
+                             span=(start + 0.1 * share, start + 0.9 * share), prefix=f"{p}: ")
+        note(f"{p}: report", start + 0.9 * share)
+        out[p] = estimated.to_json(detail)
     out["summary"] = _summary(out)
     return out
 
