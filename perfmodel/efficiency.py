@@ -34,7 +34,17 @@ class ModelDefaults:
     fresh_output_bytes_per_s: float = float("inf")  # ... at this rate, on top of the op's own time
     # NCCL's published base and per-hop latencies (collectives.py) x this; 0: none (a spec's hop latency stays)
     collective_latency_scale: float = 1.0
+    # dependent DRAM round trips a GPU kernel pays before its first load when every cache was flushed before it
+    # (Nsight Compute's default --cache-control all): 2, the instruction fetch and then the kernel-parameter load
+    # the first address needs; 0 (the default) for a kernel launched again and again, whose code and parameters
+    # stay cached whether or not its data does
+    cold_start_round_trips: float = 0.0
 
+
+# Nsight Compute flushes every cache before each replay by default (--cache-control all): the kernel's first
+# instructions and then its parameters (the constant bank its first address is computed from) come from DRAM, two
+# dependent round trips before its own first load. A data set measured that way sets cold_start_round_trips to it.
+FLUSHED_CACHE_ROUND_TRIPS = 2.0
 
 _GPU = ModelDefaults(
     # MODELING.md: near-empty kernels last ~2 µs in CUPTI/Kineto on recent NVIDIA parts.

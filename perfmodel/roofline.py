@@ -46,26 +46,47 @@ def _level_time(bytes_: FloatArray, bandwidth: float, latency_s: float, efficien
     return np.where(bytes_ > 0, latency_s + bytes_ / (bandwidth * efficiency * share), 0.0)
 
 
-def _in_flight_time(work: Work, t: MachineTables, latency_s: float, bandwidth: float) -> FloatArray:
+def _in_flight_time(work: Work, t: MachineTables, latency_s: float, bandwidth: float,
+                    hit: FloatArray | None = None, llc_latency_s: float = 0.0, llc_bandwidth: float = 1.0
+                    ) -> FloatArray:
     """Little's law: bandwidth = bytes in flight / latency, with latency rising under load.
 
     Bytes in flight F = resident threads (capped by units x resident threads per unit, or by what the
-    kernel's launch puts on a unit) x the bytes each thread keeps outstanding. Latency grows linearly with utilisation,
-    L = L0 · (1 + a · bw / BW) with a = loaded factor − 1, so the achieved bandwidth solves
-    a/BW · bw² + bw − F/L0 = 0. A kernel whose threads keep few bytes in flight cannot reach
-    the bandwidth roof, however large the tensor. Returns the time after the first round trip.
+    kernel's launch puts on a unit) x the bytes each thread keeps outstanding. Latency grows linearly with
+    utilisation, L = L0 · (1 + a · bw / BW) with a = loaded factor − 1. A share ``hit`` of the loads is served
+    by the last-level cache (warm, partly resident): their round trip is the LLC's, loaded by the LLC's own
+    utilisation, L = h·Lc·(1 + a·h·bw/BWc) + (1−h)·L0·(1 + a·(1−h)·bw/BW), so the achieved bandwidth solves
+    A·bw² + B·bw − F = 0 with A = a·(h²·Lc/BWc + (1−h)²·L0/BW), B = h·Lc + (1−h)·L0. A kernel whose threads
+    keep few bytes in flight cannot reach the bandwidth roof, however large the tensor. Returns the time after
+    the first round trip (whose latency is B).
     """
     if t.hardware.kind != "gpu":
         return np.zeros(work.n)
+    h = np.zeros(work.n) if hit is None else hit
     cap = work.threads_per_unit_cap
     per_unit = np.where(cap > 0, np.minimum(cap, t.resident_threads_per_unit), t.resident_threads_per_unit)
     resident = np.minimum(work.threads, t.units * per_unit)
     in_flight = resident * work.bytes_per_thread
     a = max(t.defaults.loaded_latency_factor - 1.0, 1e-9)
-    demand = in_flight / max(latency_s, 1e-12)
-    achieved = (np.sqrt(1.0 + 4.0 * a * demand / bandwidth) - 1.0) * bandwidth / (2.0 * a)
+    quad = a * (h * h * llc_latency_s / llc_bandwidth + (1.0 - h) ** 2 * max(latency_s, 1e-12) / bandwidth)
+    lin = np.maximum(h * llc_latency_s + (1.0 - h) * latency_s, 1e-12)
+    # the stable root 2F / (B + sqrt(B² + 4AF)) of A·bw² + B·bw − F = 0
+    achieved = 2.0 * in_flight / (lin + np.sqrt(lin * lin + 4.0 * quad * in_flight))
     rest = np.maximum(work.dram_bytes - in_flight, 0.0)
     return np.where(in_flight > 0, rest / np.maximum(achieved, 1e-30), 0.0)
+
+
+def llc_hit_share(compulsory: FloatArray, capacity_bytes: float, resident_fraction: float) -> FloatArray:
+    """Share of a warm stream's bytes the last-level cache serves: all of a working set within the share of
+    the cache it can count on (``resident_fraction`` x capacity), and that share of a larger one, f·C / W.
+
+    A repeated stream larger than the cache keeps the part its last pass left behind when replacement is not
+    strict LRU (NVIDIA's and AMD's L2s are not; strict LRU would keep none of a cyclic stream): the knee is
+    smooth, hits fall as 1 / W past it instead of dropping to zero at f·C.
+    """
+    held = capacity_bytes * resident_fraction
+    share: FloatArray = np.where(compulsory > 0, np.minimum(1.0, held / np.maximum(compulsory, 1.0)), 0.0)
+    return share
 
 
 def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing = "kernel",
@@ -93,7 +114,8 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     compulsory = work.dram_bytes
     llc = t.llc
     llc_capacity = hardware.level_capacity_bytes(llc) if llc else None
-    resident = (compulsory <= (llc_capacity or 0.0) * d.llc_resident_fraction) & warm_cache
+    hit = llc_hit_share(compulsory, llc_capacity or 0.0, d.llc_resident_fraction) if warm_cache and llc \
+        else np.zeros(n)
     gemm = (work.gemm_batch.sum(axis=1) > 0) & (work.flops_matrix > 0)
     flash = work.attention[:, 0] > 0
     totals = _GemmTotals(n)
@@ -109,18 +131,22 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         t_matrix = np.where(gemm, totals.compute_s, t_matrix)
         busy = np.where(gemm, np.maximum(totals.busy, 1.0 / t.units), busy)
 
-    dram_bytes = np.where(resident & (llc is not None), 0.0, compulsory)
-    dram_bytes = np.where(gemm, totals.dram_bytes, dram_bytes)
+    hit = np.where(gemm, 0.0, hit)  # GEMMs count their own L2 reuse (raster groups, panels)
+    resident = hit >= 1.0
+    dram_bytes = np.where(gemm, totals.dram_bytes, compulsory * (1.0 - hit))
     levels = {t.dram.name: dram_bytes}
     dram_latency = t.latency_s(t.dram)
     # streaming kernels on GPUs: Little's law (below) already limits them by their threads
     mem_busy = np.where((work.threads > 0) & (t.hardware.kind == "gpu"), 1.0, busy)
     level_times = {t.dram.name: _level_time(dram_bytes, t.bandwidth_bytes_per_s(t.dram), dram_latency,
                                             d.dram_efficiency, mem_busy)}
-    # what DRAM serves arrives at DRAM latency, warm cache or not (a resident working set has no DRAM bytes)
-    flight = _in_flight_time(work, t, dram_latency, t.bandwidth_bytes_per_s(t.dram))
+    # Little's law over every byte of the stream: a warm one's hits arrive at the LLC's latency, its misses
+    # at DRAM's (a resident working set has no DRAM bytes: its stream is timed at the LLC below)
+    llc_args = (t.latency_s(llc), t.bandwidth_bytes_per_s(llc)) if llc is not None else (0.0, 1.0)
+    flight = _in_flight_time(work, t, dram_latency, t.bandwidth_bytes_per_s(t.dram), hit, *llc_args)
+    first_trip = hit * llc_args[0] + (1.0 - hit) * dram_latency
     level_times[t.dram.name] = np.where(dram_bytes > 0, np.maximum(level_times[t.dram.name],
-                                                                   dram_latency + flight), 0.0)
+                                                                   first_trip + flight), 0.0)
     # each GEMM of an op is its own kernel: the op's level times add up over its GEMMs
     level_times[t.dram.name] = np.where(gemm, totals.dram_s, level_times[t.dram.name])
     if llc is not None:
@@ -131,8 +157,7 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         # a warm, resident stream is served by the LLC, and its loads in flight bound it there as at DRAM
         warm_stream = resident & ~gemm & (reuse_bytes > 0)
         if warm_stream.any():
-            llc_flight = _in_flight_time(work, t, t.latency_s(llc), t.bandwidth_bytes_per_s(llc))
-            llc_s = np.where(warm_stream, np.maximum(llc_s, t.latency_s(llc) + llc_flight), llc_s)
+            llc_s = np.where(warm_stream, np.maximum(llc_s, t.latency_s(llc) + flight), llc_s)
         level_times[llc.name] = np.where(gemm, totals.reuse_s, llc_s)
 
     pad = t.scratchpad
@@ -162,6 +187,8 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         stack[3 + list(level_times).index(t.dram.name)] = level_times[t.dram.name]  # the bound counts them too
     which = stack.argmax(axis=0)
     per_kernel = t.kernel_overhead_s + (d.host_overhead_s if timing == "host" else 0.0)
+    if t.hardware.kind == "gpu":  # flushed caches: code and parameters come from DRAM first (efficiency.py)
+        per_kernel += d.cold_start_round_trips * dram_latency
     extra_kernels = totals.extra_kernels
     overhead = (work.kernels + extra_kernels) * per_kernel
     # CPUs: an output above the allocator's mmap threshold is written to fresh pages (faults, zeroing)
