@@ -39,6 +39,11 @@ VIEWS = {"reshape", "view", "_unsafe_view", "flatten", "squeeze", "unsqueeze", "
          "constant", "dropout_eval", "getitem"}
 
 
+class UnsupportedOp(Exception):
+    """An operator (or one of its attributes) a file importer cannot cost with its own model: the importer
+    catches it, costs the node with ``fallback`` and lists it with this message."""
+
+
 def numel(shape: tuple[int, ...] | list[int]) -> int:
     return math.prod(shape) if shape else 1
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from perfmodel.dtypes import parse_dtype
 from perfmodel.graph.ir import Graph, Node
-from perfmodel.graph.mapping import elementwise, fallback, full_size_inputs, storage, view
+from perfmodel.graph.mapping import UnsupportedOp, elementwise, fallback, full_size_inputs, storage, view
 from perfmodel.graph.stablehlo_loops import body_function, scalar_constant, trip_count
 from perfmodel.graph.stablehlo_text import HloFunction, HloOp, TensorType, parse_stablehlo
 from perfmodel.ops import OpError, make_op
@@ -144,21 +144,17 @@ def _node(op: HloOp, label: str, ins: list[TensorType], operands: list[str], wei
             built = elementwise(ELEMENTWISE_NAMES[op.name], out.shape, out.dtype,
                                 full_size_inputs([t.shape for t in ins], out.shape) if ins else 1)
         else:
-            raise _Unsupported(f"stablehlo.{op.name} is not modelled"
+            raise UnsupportedOp(f"stablehlo.{op.name} is not modelled"
                                + (" (control flow: its regions are not expanded)" if op.has_region else ""))
         if built is None:
-            raise _Unsupported(f"stablehlo.{op.name}: no cost model")
+            raise UnsupportedOp(f"stablehlo.{op.name}: no cost model")
         make_op(built)  # a bad size is reported on this node, not when the graph is estimated
-    except (_Unsupported, OpError, ValueError, IndexError) as exc:
-        reason = str(exc) if isinstance(exc, _Unsupported) else f"line {op.line}: {exc}"
+    except (UnsupportedOp, OpError, ValueError, IndexError) as exc:
+        reason = str(exc) if isinstance(exc, UnsupportedOp) else f"line {op.line}: {exc}"
         return Node(label, None, source_op=f"stablehlo.{op.name}", unsupported=reason,
                     fallback=fallback([t.shape for t in ins], [t.shape for t in op.outputs], dtype))
     weight_bytes = params * float(parse_dtype(storage(ins[1].dtype)).bytes) if params else 0.0
     return Node(label, built, source_op=f"stablehlo.{op.name}", params=params, weight_bytes=weight_bytes)
-
-
-class _Unsupported(Exception):
-    pass
 
 
 def _ints(text: str, key: str) -> list[int]:
@@ -193,13 +189,13 @@ def _conv(op: HloOp, ins: list[TensorType]) -> dict[str, Any]:
     a = op.attributes
     spec = re.search(r"dim_numbers\s*=\s*\[([^\]]*)\]x\[([^\]]*)\]->\[([^\]]*)\]", a)
     if not spec:
-        raise _Unsupported("convolution without dim_numbers")
+        raise UnsupportedOp("convolution without dim_numbers")
     lhs_dims, rhs_dims = ([p.strip() for p in spec.group(g).split(",")] for g in (1, 2))
     if _ints(a, "lhs_dilate") and any(v != 1 for v in _ints(a, "lhs_dilate")):
-        raise _Unsupported("a convolution with lhs_dilate (transposed convolution) is not modelled here")
+        raise UnsupportedOp("a convolution with lhs_dilate (transposed convolution) is not modelled here")
     groups = int(m.group(1)) if (m := re.search(r"feature_group_count\s*=\s*(\d+)", a)) else 1
     if (m := re.search(r"batch_group_count\s*=\s*(\d+)", a)) and int(m.group(1)) != 1:
-        raise _Unsupported("batch_group_count > 1 (a weight-gradient convolution) is not modelled")
+        raise UnsupportedOp("batch_group_count > 1 (a weight-gradient convolution) is not modelled")
     x, w = ins[0], ins[1]
     spatial = sorted(p for p in lhs_dims if p.isdigit())
     size = [x.shape[lhs_dims.index(s)] for s in spatial]
@@ -210,7 +206,7 @@ def _conv(op: HloOp, ins: list[TensorType]) -> dict[str, Any]:
         "pad =" in a) else [[0, 0]] * len(spatial)
     padding = [(lo + hi) // 2 for lo, hi in pads[:len(spatial)]]
     if not 1 <= len(spatial) <= 3:
-        raise _Unsupported(f"a {len(spatial)}-D convolution is not modelled")
+        raise UnsupportedOp(f"a {len(spatial)}-D convolution is not modelled")
     lead = 3 - len(spatial)  # fill depth and height with 1 for 1-D / 2-D
     size, kernel = [1] * lead + size, [1] * lead + kernel
     strides, dilation, padding = [1] * lead + strides, [1] * lead + dilation, [0] * lead + padding

@@ -23,7 +23,7 @@ import numpy as np
 
 from perfmodel.dtypes import parse_dtype
 from perfmodel.graph.ir import Graph, GraphError, Node
-from perfmodel.graph.mapping import elementwise, fallback, full_size_inputs, storage, view
+from perfmodel.graph.mapping import UnsupportedOp, elementwise, fallback, full_size_inputs, storage, view
 from perfmodel.ops import OpError, make_op
 
 TFLITE_DTYPES = {"FLOAT32": "fp32", "FLOAT16": "fp16", "BFLOAT16": "bf16", "FLOAT64": "fp64", "INT8": "int8",
@@ -121,10 +121,10 @@ class _Reader:
         try:
             built = self._op(code, op, ins, out_shape, out_dtype)
             if built is None:
-                raise _Unsupported(f"TFLite {code} is not modelled")
+                raise UnsupportedOp(f"TFLite {code} is not modelled")
             make_op(built)
-        except (_Unsupported, OpError, ValueError, IndexError, KeyError) as exc:
-            why = str(exc) if isinstance(exc, _Unsupported) else f"{code}: {exc}"
+        except (UnsupportedOp, OpError, ValueError, IndexError, KeyError) as exc:
+            why = str(exc) if isinstance(exc, UnsupportedOp) else f"{code}: {exc}"
             return Node(label, None, [self.names[i] for i in ins], [self.names[o] for o in outs], source_op=code,
                         unsupported=why, fallback=fallback([tuple(s) for s in in_shapes], [out_shape], out_dtype))
         return Node(label, built, [self.names[i] for i in ins], [self.names[o] for o in outs], source_op=code,
@@ -197,7 +197,7 @@ class _Reader:
         depthwise = code == "DEPTHWISE_CONV_2D"
         options = self._options(op, "DepthwiseConv2DOptions" if depthwise else "Conv2DOptions")
         if options is None:
-            raise _Unsupported(f"{code} without options")
+            raise UnsupportedOp(f"{code} without options")
         n, h, wd, c = x
         kh, kw = w[1], w[2]
         out_channels = w[3] if depthwise else w[0]
@@ -208,10 +208,6 @@ class _Reader:
                 "stride_w": options.StrideW() or 1, "padding": ((kh - 1) * dh) // 2 if same else 0,
                 "padding_w": ((kw - 1) * dw) // 2 if same else 0, "dilation": dh, "dilation_w": dw,
                 "groups": c if depthwise else 1, "dtype": storage(dtype), "layout": "nhwc"}
-
-
-class _Unsupported(Exception):
-    pass
 
 
 def _custom(code: Any) -> str:
