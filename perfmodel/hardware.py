@@ -62,6 +62,34 @@ class ComputeEngine(Sourced):
     mma_shape: tuple[int, int, int] | None = Field(
         default=None, description="Granularity m, n, k of one matrix instruction or systolic pass"
     )
+    mma_scope: Literal["warp", "warpgroup", "cta"] | None = Field(
+        default=None, description="Who issues one matrix instruction, which sets the shared-memory operand reads per "
+        "K-step of a BM x BN tile: warp (mma.sync, MFMA: a 2 x 2 warp grid reads 2·(BM + BN) rows), warpgroup "
+        "(wgmma: 2 warpgroups split M and each reads all of B: BM + 2·BN), cta (tcgen05: one MMA reads BM + BN); "
+        "null: warp")
+    sustained_clock_hz: dict[DType, float] | None = Field(
+        default=None, description="Median clock per dtype the vendor measured under dense matrix load (the peaks are "
+        "at the chip's clock_hz, its boost): a dtype's peak scales by its sustained clock / clock_hz; a dtype not "
+        "listed takes the lowest listed clock")
+    operand_sharing_tiles: int | None = Field(
+        default=None, ge=1, le=16, description="Output tiles on neighbouring units that share one load of an operand "
+        "panel from the last-level cache: TMA multicast in a thread-block cluster (Hopper), the 2-SM MMA "
+        "(Blackwell); null or 1: every tile loads its own panels")
+
+    @field_validator("sustained_clock_hz")
+    @classmethod
+    def _positive_clocks(cls, clocks: dict[DType, float] | None) -> dict[DType, float] | None:
+        if clocks is not None and (not clocks or not all(v > 0 for v in clocks.values())):
+            raise ValueError("sustained_clock_hz: give at least one dtype, each clock > 0 Hz")
+        return clocks
+
+    def sustained_fraction(self, dtype: DType, clock_hz: float | None) -> float:
+        """The share of ``dtype``'s peak (given at ``clock_hz``, Hz) that the engine's sustained clock allows: 1
+        without a sustained clock or a boost clock; never above 1."""
+        if not self.sustained_clock_hz or not clock_hz:
+            return 1.0
+        clock = self.sustained_clock_hz.get(dtype, min(self.sustained_clock_hz.values()))
+        return min(clock / clock_hz, 1.0)
 
     @field_validator("peak_flops_per_s")
     @classmethod
@@ -237,5 +265,9 @@ class Hardware(Sourced):
         data = self.model_dump(mode="json")
         if data.get("supported_ops") is None:  # absent = all ops: the hash of specs without it is unchanged
             data.pop("supported_ops", None)
+        for engine in data.get("engines", []):  # likewise the engine fields added later, where absent
+            for field in ("mma_scope", "sustained_clock_hz", "operand_sharing_tiles"):
+                if engine.get(field) is None:
+                    engine.pop(field, None)
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]

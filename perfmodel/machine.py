@@ -19,6 +19,11 @@ from perfmodel.ops.base import DTYPES, FloatArray
 # cc 6.0/7.0/8.0/9.0 (1024 on 7.5, 1536 on 8.6/8.9: specs give their own).
 DEFAULT_RESIDENT_THREADS = 2048
 
+# Shared-memory reads of a tile's A and B panels per K-step, by who issues one matrix instruction: a 2 x 2 grid of
+# warps each reads its half of A and of B (mma.sync, MFMA); Hopper's 2 consumer warpgroups split M, each reading
+# all of B (wgmma); Blackwell's tcgen05 MMA reads each operand once for the whole CTA tile (docs/model.md §4).
+SMEM_OPERAND_READS = {"warp": (2.0, 2.0), "warpgroup": (1.0, 2.0), "cta": (1.0, 1.0)}
+
 # Where a dtype goes when the matrix engine lacks it, in order of preference (matrix engine).
 _MATRIX_FALLBACK: dict[DType, tuple[DType, ...]] = {
     DType.TF32: (DType.FP32,),
@@ -78,6 +83,9 @@ class MachineTables:
     mma_m: int
     mma_n: int
     mma_k: int
+    operand_sharing_tiles: int = 1  # tiles sharing one LLC load of a B panel (TMA multicast, 2-SM MMA)
+    smem_reads_a: float = 2.0  # shared-memory reads of the A panel per K-step (the matrix instruction's scope)
+    smem_reads_b: float = 2.0  # ... and of the B panel
 
     @property
     def units(self) -> int:
@@ -125,7 +133,8 @@ def _matrix_path(hw: Hardware, dtype: DType) -> Path:
         hit = _best(matrices, candidate)
         if hit:
             note = "" if candidate == dtype else f"{dtype.value} runs as {candidate.value} on {hit[0].name}"
-            return Path(hit[0].name, candidate, hit[1], note)
+            # dense matrix work runs at the engine's sustained clock where the vendor publishes one
+            return Path(hit[0].name, candidate, hit[1] * hit[0].sustained_fraction(candidate, hw.clock_hz), note)
     vector = _vector_path(hw, dtype)
     if not vector.supported:
         return vector
@@ -169,6 +178,9 @@ def _build(hw: Hardware) -> MachineTables:
     if scratchpad is not None and scratchpad.capacity_bytes is not None:
         pad_bytes = scratchpad.capacity_bytes / (1 if scratchpad.per_unit else hw.units)
     mma = next((e.mma_shape for e in hw.engines_of("matrix") if e.mma_shape), None) or (16, 8, 16)
+    sharing = next((e.operand_sharing_tiles for e in hw.engines_of("matrix") if e.operand_sharing_tiles), None) or 1
+    scope = next((e.mma_scope for e in hw.engines_of("matrix") if e.mma_scope), None) or "warp"
+    reads_a, reads_b = SMEM_OPERAND_READS[scope]
     registers = [lv for lv in hw.levels if lv.kind == "registers" and lv.capacity_bytes]
     if hw.kind == "cpu":
         # cache blocking: the operand panels live in the per-core L2, the accumulator block in L1
@@ -198,6 +210,7 @@ def _build(hw: Hardware) -> MachineTables:
         register_bytes_per_unit=reg_bytes, scratchpad_bandwidth_per_unit=pad_bw,
         dma_bandwidth_bytes_per_s=dma.bandwidth_bytes_per_s if dma else None,
         dma_latency_s=(dma.latency_s or 0.0) if dma else 0.0,
-        mma_m=mma[0], mma_n=mma[1], mma_k=mma[2],
+        mma_m=mma[0], mma_n=mma[1], mma_k=mma[2], operand_sharing_tiles=sharing,
+        smem_reads_a=reads_a, smem_reads_b=reads_b,
     )
 

@@ -171,6 +171,8 @@ def _apply(data: dict[str, Any], key: str, value: Any, base_id: str) -> None:
         _scale_field(data, "clock_hz", factor, key)
         for engine in data["engines"]:
             engine["peak_flops_per_s"] = {d: v * factor for d, v in engine["peak_flops_per_s"].items()}
+            if engine.get("sustained_clock_hz"):  # the clock under matrix load moves with the boost clock
+                engine["sustained_clock_hz"] = {d: v * factor for d, v in engine["sustained_clock_hz"].items()}
         for level in data["levels"]:
             if level["kind"] in _ON_CHIP_CLOCKED and level.get("bandwidth_bytes_per_s"):
                 level["bandwidth_bytes_per_s"] *= factor

@@ -5,10 +5,13 @@ raster group G), with Mt = ⌈M/BM⌉, Nt = ⌈N/BN⌉, Ks = ⌈K/S⌉:
 
     tiles      = b · Mt · Nt · S            waves = ⌈tiles / (units · resident)⌉
     resident   = min(⌊SMEM / ((BM+BN)·BK·e·stages)⌋, ⌊RF / (2·BM·BN·4)⌋, max resident)
-    t_step     = max(2·BM·BN·BK / peak_unit, SMEM reads / SMEM_bw_unit, (BM+BN)·BK·e / reuse_bw_unit)
+    t_step     = max(2·BM·BN·BK / peak_unit, SMEM reads / SMEM_bw_unit, (BM+BN/c)·BK·e / reuse_bw_unit)
                  pipelined: max(t_step, latency / ((stages − 1)·resident)); unbuffered: + latency
+    SMEM reads = (rA·BM + rB·BN)·BK·e   rA, rB by the matrix instruction's scope: 2, 2 (warp: mma.sync,
+                 MFMA), 1, 2 (warpgroup: wgmma), 1, 1 (CTA: tcgen05)
     t_compute  = ⌈tiles / units⌉ · ⌈Ks/BK⌉ · t_step + fill + split-K reduction
-    LLC→SMEM   = b·e·(M·K·Nt + K·N·Mt)                       (every tile loads its panels)
+    LLC→SMEM   = b·e·(M·K·Nt + K·N·⌈Mt/c⌉)                   (every tile loads its A panel; c = min(sharing, Mt)
+                 tiles along M load each B panel once: TMA multicast, 2-SM MMA; 1 elsewhere)
     DRAM       = compulsory + b·e·(M·K·(A_reads − 1) + K·N·(B_reads − 1))
                  A_reads = 1 if min(G, Mt)·BM·Ks·e fits half the LLC, else Nt
                  B_reads = 1 if Ks·N·e fits half the LLC, else ⌈Mt/G⌉
@@ -37,7 +40,6 @@ from perfmodel.systolic import fold_cycles
 
 PARTIAL_BYTES = 4.0  # split-K partial sums are fp32
 ACCUMULATOR_BYTES = 4.0  # fp32 accumulators per output element of a tile
-WARP_GRID = 2.0  # warps (warpgroups) per CTA along M and along N: each reads BM/2 x BK and BK x BN/2
 REJECT_REASONS = ("none", "smem", "registers", "scratchpad", "useless_split", "mma_granularity")
 
 
@@ -124,7 +126,9 @@ def gemm_costs_numpy(t: MachineTables, space: GemmCandidates, batch: FloatArray,
         compute_step = compute_step * per_tile / bm
     active = np.minimum(tiles, units)
     busy = np.clip(tiles / (units * d.blocks_per_unit_for_bandwidth), 1.0 / units, 1.0)
-    panel_bytes = (bm + bn) * bk * eb
+    # Hopper's TMA multicast / Blackwell's 2-SM MMA: ``share`` tiles along M load each B panel once
+    share = np.minimum(1.0 if systolic else float(t.operand_sharing_tiles), mt)
+    panel_bytes = (bm + bn / share) * bk * eb
     if systolic:
         dma_bw = (t.dma_bandwidth_bytes_per_s or t.bandwidth_bytes_per_s(t.dram)) * d.dram_efficiency
         load_step = panel_bytes / (dma_bw / np.maximum(active, 1.0))
@@ -135,8 +139,9 @@ def gemm_costs_numpy(t: MachineTables, space: GemmCandidates, batch: FloatArray,
     else:
         reuse_bw = t.bandwidth_bytes_per_s(t.llc) if t.llc is not None else t.bandwidth_bytes_per_s(t.dram)
         load_step = panel_bytes / (reuse_bw * d.onchip_efficiency / np.maximum(active, 1.0))
-        # each of the 2 x 2 warps reads its A rows and B columns once per K-step
-        smem_reads = bk * eb * WARP_GRID * (bm + bn)
+        # shared-memory operand reads per K-step: 2 x 2 warps (mma.sync, MFMA) read 2·(BM + BN) rows, wgmma's
+        # warpgroups BM + 2·BN, a tcgen05 CTA-wide MMA BM + BN (``MachineTables.smem_reads_a`` / ``_b``)
+        smem_reads = bk * eb * (t.smem_reads_a * bm + t.smem_reads_b * bn)
         smem_step = smem_reads / (t.scratchpad_bandwidth_per_unit or np.inf)
         step = np.maximum(np.maximum(compute_step, load_step), smem_step)
         latency = t.latency_s(t.llc) if t.llc is not None else t.latency_s(t.dram)
@@ -147,7 +152,7 @@ def gemm_costs_numpy(t: MachineTables, space: GemmCandidates, batch: FloatArray,
     compute = np.ceil(tiles / units) * t_tile + fill + partials / reduce_bw
 
     # --- traffic per level --------------------------------------------------------------
-    tile_loads = b * eb * (mm * kk * nt + kk * nn * mt)
+    tile_loads = b * eb * (mm * kk * nt + kk * nn * np.ceil(mt / share))
     compulsory = col(compulsory_bytes)
     if systolic or t.llc is None:
         dram = compulsory + tile_loads - b * eb * (mm * kk + kk * nn) + partials

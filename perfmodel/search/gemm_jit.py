@@ -32,6 +32,9 @@ from perfmodel.search.gemm_kernel import (
     D_REDUCE_BW,
     D_REGISTERS,
     D_SCRATCHPAD,
+    D_SHARING,
+    D_SMEM_A,
+    D_SMEM_B,
     D_SMEM_BW,
     D_SYSTOLIC,
     D_UNITS,
@@ -39,8 +42,8 @@ from perfmodel.search.gemm_kernel import (
 
 # columns of the per-candidate table (terms that depend on the device, the candidate, the element size
 # and the peak only: computed once per op dtype, not per op)
-(C_BK, C_FOOTPRINT, C_RESIDENT, C_REJECT, C_GRANULAR, C_COMPUTE_STEP, C_PANEL, C_SMEM_READS, C_SMEM_STEP,
- C_HIDDEN, C_UNBUFFERED, C_SIZE) = range(12)
+(C_BK, C_FOOTPRINT, C_RESIDENT, C_REJECT, C_GRANULAR, C_COMPUTE_STEP, C_SMEM_READS, C_SMEM_STEP,
+ C_HIDDEN, C_UNBUFFERED, C_SIZE) = range(11)
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -75,14 +78,13 @@ def fill_candidates(v: Any, bm: Any, bn: Any, bk_bytes: Any, stages: Any, eb: fl
         if systolic:
             per_tile = max(bm[j], mma_m) if stages[j] > 1.0 else bm[j] + mma_m + mma_m + mma_n - 2.0
             compute_step = compute_step * per_tile / bm[j]
-        smem_reads = 0.0 if systolic else bk * eb * 2.0 * (bm[j] + bn[j])
+        smem_reads = 0.0 if systolic else bk * eb * (v[D_SMEM_A] * bm[j] + v[D_SMEM_B] * bn[j])
         table[j, C_BK] = bk
         table[j, C_FOOTPRINT] = footprint
         table[j, C_RESIDENT] = resident
         table[j, C_REJECT] = reject
         table[j, C_GRANULAR] = 1.0 if (bm[j] % mma_m != 0.0 and bm[j] > mma_m) or bn[j] % mma_n != 0.0 else 0.0
         table[j, C_COMPUTE_STEP] = compute_step
-        table[j, C_PANEL] = (bm[j] + bn[j]) * bk * eb
         table[j, C_SMEM_READS] = smem_reads
         table[j, C_SMEM_STEP] = smem_reads / v[D_SMEM_BW]
         # pipelined, loads in flight cover the latency; unbuffered, each step waits for it
@@ -135,7 +137,8 @@ def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: floa
     compute_step = c[j, C_COMPUTE_STEP]
     active = min(tiles, units)
     busy = min(max(tiles / (units * v[D_BLOCKS_PER_UNIT]), 1.0 / units), 1.0)
-    load_step = c[j, C_PANEL] / (v[D_LOAD_BW] / max(active, 1.0))
+    share = min(v[D_SHARING], mt)  # tiles along M that share one load of their B panel
+    load_step = (bm + bn / share) * bk * eb / (v[D_LOAD_BW] / max(active, 1.0))
     if systolic:
         step = max(compute_step, load_step) if stages > 1.0 else compute_step + load_step
     else:
@@ -145,7 +148,7 @@ def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: floa
     partials = 2.0 * s * b * mm * nn * 4.0 if s > 1.0 else 0.0
     compute = np.ceil(tiles / units) * t_tile + v[D_FILL] + partials / v[D_REDUCE_BW]
 
-    tile_loads = b * eb * (mm * kk * nt + kk * nn * mt)
+    tile_loads = b * eb * (mm * kk * nt + kk * nn * np.ceil(mt / share))
     if systolic or v[D_HAS_LLC] == 0.0:
         dram = compulsory + tile_loads - b * eb * (mm * kk + kk * nn) + partials
         reuse = 0.0

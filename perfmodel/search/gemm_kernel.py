@@ -26,7 +26,7 @@ from perfmodel.search.gemm_space import GemmCandidates, is_systolic
 # positions in the device vector
 (D_SYSTOLIC, D_HAS_LLC, D_UNITS, D_MMA_M, D_MMA_N, D_MMA_K, D_SCRATCHPAD, D_REGISTERS, D_MAX_RESIDENT,
  D_MATRIX_EFF, D_BLOCKS_PER_UNIT, D_LOAD_BW, D_SMEM_BW, D_LATENCY, D_REDUCE_BW, D_FILL, D_LLC_HALF, D_DRAM_BW,
- D_DRAM_LATENCY, D_LLC_BW, D_LLC_LATENCY, D_OVERHEAD, D_SIZE) = range(23)
+ D_DRAM_LATENCY, D_LLC_BW, D_LLC_LATENCY, D_OVERHEAD, D_SHARING, D_SMEM_A, D_SMEM_B, D_SIZE) = range(26)
 
 # rows of the float output block of ``cost_grid``
 FIELDS = ("compute_s", "dram_s", "reuse_s", "body_s", "judged_s", "dram_bytes", "reuse_bytes", "smem_bytes",
@@ -74,6 +74,8 @@ def device_vector(t: MachineTables) -> FloatArray:
         v[D_LLC_BW] = t.bandwidth_bytes_per_s(t.llc) * d.onchip_efficiency
         v[D_LLC_LATENCY] = t.latency_s(t.llc)
     v[D_OVERHEAD] = t.kernel_overhead_s
+    v[D_SHARING] = 1.0 if systolic else float(t.operand_sharing_tiles)
+    v[D_SMEM_A], v[D_SMEM_B] = t.smem_reads_a, t.smem_reads_b
     return v
 
 

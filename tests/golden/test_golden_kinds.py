@@ -93,11 +93,12 @@ H100_CASES: list[tuple[dict[str, Any], float, str]] = [
     # need 256 KiB of fp32 accumulators (x2 with operands): more than the 256 KiB register file.
     # 256x128, BK 32, 3 stages: 2048 tiles, 16 on the
     # busiest of 132 SMs, 256 K-steps each. Per step: tensor 2·256·128·32 / (989.4e12/132) =
-    # 0.2798 µs; SMEM 2 warps x (256+128) x 32 x 2 B = 49,152 B / (30.92e12/132) = 0.2098 µs; L2
-    # (256+128) x 32 x 2 B = 24,576 B / (3 x 3.35e12 / 132, the L2 default) = 0.3228 µs: L2-fed.
-    # 16 x 256 x 0.3228 µs = 1.3221 ms (the tensor-only bound would be 1.146 ms).
+    # 0.2798 µs; SMEM, wgmma's 2 warpgroups split M and each reads all of B: (256 + 2·128) x 32 x 2 B =
+    # 32,768 B / (30.92e12/132) = 0.1399 µs; L2, a 2-CTA cluster multicasts each B tile (TMA):
+    # (256 + 128/2) x 32 x 2 B = 20,480 B / (3 x 3.35e12 / 132, the L2 default) = 0.2690 µs: tensor-bound.
+    # 16 x 256 x 0.2798 µs = 1.1460 ms (Ampere-style loads, 24,576 B a step, would be L2-fed: 1.3221 ms).
     ({"kind": "matmul", "m": 8192, "n": 8192, "k": 8192, "dtype": "bf16"},
-     16 * 256 * 24_576 / (3 * 3.35e12 / 132), "tensor"),
+     16 * 256 * 2 * 256 * 128 * 32 / (989.4e12 / 132), "tensor"),
 ]
 
 

@@ -28,13 +28,7 @@ def _load() -> ModuleType:
 best_gemm = _load()
 
 KNOWN_MISSES = {
-    "nvidia-h100-sxm5-80gb": "0.73: Hopper wgmma/TMA issue and sustained clock not modelled (Ampere-style tiles)",
-    "nvidia-b200": "0.81: the chosen tiles come out L2-bound; Blackwell's 2-CTA MMA and TMA multicast are not modelled",
-    "nvidia-b300": "0.80: as B200 (L2-bound)",
-    "nvidia-gb200": "0.75: as B200",
-    "amd-mi300x": "1.54: CDNA 3 runs far below its 2.1 GHz peak clock under MFMA load (750 W); no sustained clock",
-    "amd-mi325x": "1.30: as MI300X at 1000 W",
-    "amd-mi355x": "1.28: as MI300X",
+    "amd-mi355x": "1.28: no published sustained clock under MFMA load for CDNA 4 (1400 W); its peaks are at 2.4 GHz",
     "intel-gaudi2": "0.21: large GEMMs come out HBM-bound: the MME's geometry and SRAM operand reuse are missing",
     "intel-gaudi3": "0.14: as Gaudi 2",
 }

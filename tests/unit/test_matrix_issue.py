@@ -1,0 +1,91 @@
+"""Matrix-engine physics that carries across devices: sustained clocks under matrix load, the operand reads of
+the matrix instruction's scope (mma.sync / wgmma / tcgen05) and operand sharing between tiles (TMA multicast,
+2-SM MMA). Figures from the specs' cited fields; see docs/model.md §4."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import perfmodel
+from perfmodel.dtypes import DType
+from perfmodel.efficiency import IDEAL
+from perfmodel.hardware import Hardware
+from perfmodel.machine import tables
+from perfmodel.ops import make_op
+from perfmodel.roofline import work_of
+from perfmodel.search.gemm_cost import gemm_costs_numpy
+from perfmodel.search.gemm_space import GemmCandidates
+from perfmodel.specs import derive_variant, load_hardware
+
+
+def test_sustained_clock_scales_the_matrix_peak_per_dtype() -> None:
+    mi300x = tables(load_hardware("amd-mi300x"))
+    peaks = {p.dtype: p.peak_flops_per_s for p in mi300x.matrix_paths}
+    assert peaks[DType.BF16] == pytest.approx(1307.4e12 * 1.207e9 / 2.1e9)
+    assert peaks[DType.FP16] == pytest.approx(1307.4e12 * 1.115e9 / 2.1e9)
+    # a dtype the vendor did not measure takes the lowest measured clock (dense matrix load)
+    assert peaks[DType.FP64] == pytest.approx(163.4e12 * 1.115e9 / 2.1e9)
+    # a device without the field keeps its datasheet peak
+    a100 = {p.dtype: p.peak_flops_per_s for p in tables(load_hardware("nvidia-a100-sxm4-80gb")).matrix_paths}
+    assert a100[DType.BF16] == pytest.approx(312e12)
+
+
+def test_a_what_if_clock_scales_the_sustained_clock_too() -> None:
+    fast = derive_variant("amd-mi300x", "mi300x-fast", {"clock_hz": "x1.25"})
+    peaks = {p.dtype: p.peak_flops_per_s for p in tables(fast).matrix_paths}
+    assert peaks[DType.BF16] == pytest.approx(1.25 * 1307.4e12 * 1.207e9 / 2.1e9)
+
+
+def test_sustained_clock_must_be_positive() -> None:
+    data = load_hardware("amd-mi300x").model_dump(mode="json")
+    data["engines"][0]["sustained_clock_hz"] = {"bf16": -1.0}
+    with pytest.raises(ValueError, match="sustained_clock_hz"):
+        Hardware.model_validate(data)
+
+
+def _with(device: str, **engine: object) -> Hardware:
+    """``device`` with its matrix engine's fields replaced (a new id, so the tables are built afresh)."""
+    data = load_hardware(device).model_dump(mode="json")
+    data["id"] = f"{device}-{'-'.join(f'{k}-{v}' for k, v in engine.items())}".lower().replace("_", "-")
+    data["engines"][0].update(engine)
+    return Hardware.model_validate(data)
+
+
+def _one_tile(t_hw: Hardware, bm: float, bn: float) -> tuple[float, float]:
+    """SMEM and LLC-to-SMEM bytes of an 8192^3 bf16 GEMM on one BM x BN x 32 tile schedule."""
+    t = tables(t_hw)
+    space = GemmCandidates(*(np.array([x], dtype=np.float64) for x in (bm, bn, 64.0, 3.0, 1.0, 1.0)))
+    one = np.array([1.0])
+    big = np.array([8192.0])
+    c = gemm_costs_numpy(t, space, one, big, big, big, np.array([2.0]), np.array([989.4e12]), np.array([0.0]))
+    return float(c.smem_bytes[0, 0]), float(c.reuse_bytes[0, 0])
+
+
+@pytest.mark.parametrize(("scope", "reads_per_step"), [("warp", 2 * (256 + 128)), ("warpgroup", 256 + 2 * 128),
+                                                       ("cta", 256 + 128)])
+def test_the_instruction_scope_sets_shared_memory_operand_reads(scope: str, reads_per_step: int) -> None:
+    hw = _with("nvidia-h100-sxm5-80gb", mma_scope=scope)
+    smem, _ = _one_tile(hw, 256.0, 128.0)
+    tiles, steps = 32 * 64, 8192 / 32
+    assert smem == pytest.approx(tiles * steps * reads_per_step * 32 * 2)
+
+
+def test_operand_sharing_loads_each_b_panel_once_per_group_of_m_tiles() -> None:
+    alone = _with("nvidia-h100-sxm5-80gb", operand_sharing_tiles=1)
+    paired = _with("nvidia-h100-sxm5-80gb", operand_sharing_tiles=2)
+    _, reuse_alone = _one_tile(alone, 128.0, 256.0)
+    _, reuse_paired = _one_tile(paired, 128.0, 256.0)
+    # A is loaded once per N-tile (32 of them), B once per M-tile (64) alone, once per pair (32) paired
+    e, size = 2.0, 8192.0 * 8192.0
+    assert reuse_alone - reuse_paired == pytest.approx(e * size * (64 - 32))
+
+
+def test_hopper_and_blackwell_best_gemms_are_not_l2_bound() -> None:
+    for device in ("nvidia-h100-sxm5-80gb", "nvidia-b200"):
+        op = {"kind": "matmul", "m": 8192, "n": 8192, "k": 8192, "dtype": "bf16"}
+        cost = perfmodel.predict(device, op, defaults=IDEAL)
+        peak = load_hardware(device).peak_flops_per_s(DType.BF16)
+        assert peak is not None
+        work = work_of([make_op(op)], 1.0)
+        assert float(work.flops_matrix[0]) / cost.time_s > 0.9 * peak, device
