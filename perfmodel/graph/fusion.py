@@ -68,10 +68,14 @@ def _bytes(op: dict[str, Any] | None, node: str) -> float:
 class _State:
     """Nodes by slot (None once merged away), readers and producer of every tensor: O(1) updates."""
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, slots: list[Node | None]) -> None:
         self.graph = graph
-        self.nodes: list[Node | None] = list(graph.nodes)
-        self.readers: dict[str, list[int]] = graph.consumers()
+        self.nodes = slots
+        self.readers: dict[str, list[int]] = {}
+        for i, node in enumerate(slots):
+            if node is not None:
+                for name in dict.fromkeys(node.inputs):
+                    self.readers.setdefault(name, []).append(i)
 
     def readers_of(self, tensor: str) -> list[int]:
         return self.readers.get(tensor, [])
@@ -85,29 +89,54 @@ class _State:
             self.readers[t] = [k for k in self.readers.get(t, []) if k != j]
         self.nodes[i], self.nodes[j] = None, node
 
-    def finish(self) -> None:
-        self.graph.nodes = [n for n in self.nodes if n is not None]
+
+@dataclass
+class FusedSlots:
+    """Fusion at slot level: ``slots[i]`` is what node i became (None: merged into a later slot); ``entries``
+    are the report's merges as (phase: 0 attention, 1 sweep; the slot whose pass started the merge; entry)."""
+
+    slots: list[Node | None]
+    entries: list[tuple[int, int, dict[str, Any]]] = field(default_factory=list)
 
 
 Rule = Callable[[_State, int, int], "tuple[str, dict[str, Any]] | None"]
 
 
 def fuse(graph: Graph, rules: tuple[str, ...] | None = None) -> FusionReport:
-    """Apply the fusion rules in place (one linear sweep, merged nodes retried); report the merges."""
+    """Apply the fusion rules in place (one linear sweep, merged nodes retried); report the merges.
+
+    A graph built with a repeat plan (``build_llm``'s identical layers) fuses one window of layers per
+    distinct context and copies the result to the other layers (``repeat.fuse_repeated``): the same nodes
+    and report as the sweep over every node."""
     chosen = {name: rule for name, rule in RULES.items() if rules is None or name in rules}
-    report = FusionReport()
+    plan, graph.repeat = graph.repeat, None
+    if plan is not None:
+        from perfmodel.graph.repeat import fuse_repeated
+
+        done = fuse_repeated(graph, plan, lambda window: fuse_slots(window, chosen))
+        if done is not None:
+            graph.nodes = done[0]
+            return FusionReport(done[1])
+    result = fuse_slots(graph, chosen)
+    graph.nodes = [n for n in result.slots if n is not None]
+    return FusionReport([entry for _, _, entry in result.entries])
+
+
+def fuse_slots(graph: Graph, chosen: dict[str, Rule]) -> FusedSlots:
+    """The fusion of ``graph``'s nodes by slot, without changing the graph."""
+    result = FusedSlots(list(graph.nodes))
     if "attention" in chosen:
-        _fuse_attention(graph, report)
-    state = _State(graph)
-    for i in range(len(state.nodes)):
+        _fuse_attention(graph, result)
+    state = _State(graph, result.slots)
+    for i in range(len(result.slots)):
         current = i
         while current >= 0:
-            current = _try(state, current, chosen, report)
-    state.finish()
-    return report
+            current = _try(state, current, chosen, result.entries, i)
+    return result
 
 
-def _try(state: _State, i: int, rules: dict[str, Rule], report: FusionReport) -> int:
+def _try(state: _State, i: int, rules: dict[str, Rule], entries: list[tuple[int, int, dict[str, Any]]],
+         root: int) -> int:
     """Merge node ``i`` into its first reader if a rule applies; the merged slot, else -1."""
     producer = state.nodes[i]
     if producer is None or producer.op is None or len(producer.outputs) != 1:
@@ -124,12 +153,12 @@ def _try(state: _State, i: int, rules: dict[str, Rule], report: FusionReport) ->
             continue
         result = rule(state, i, j)
         if result is not None:
-            _merge(state, i, j, name, result[0], result[1], report)
+            entries.append((1, root, _merge(state, i, j, name, result[0], result[1])))
             return j
     return -1
 
 
-def _merge(state: _State, i: int, j: int, rule: str, label: str, op: dict[str, Any], report: FusionReport) -> None:
+def _merge(state: _State, i: int, j: int, rule: str, label: str, op: dict[str, Any]) -> dict[str, Any]:
     a, b = state.nodes[i], state.nodes[j]
     assert a is not None and b is not None
     saved = _bytes(a.op, a.name) + _bytes(b.op, b.name) - _bytes(op, f"{a.name}+{b.name}")
@@ -141,7 +170,7 @@ def _merge(state: _State, i: int, j: int, rule: str, label: str, op: dict[str, A
                 fused_from=[*(a.fused_from or [a.name]), *(b.fused_from or [b.name])],
                 bytes_saved=a.bytes_saved + b.bytes_saved + saved)
     state.replace(i, j, node)
-    report.fusions.append({"rule": rule, "node": node.name, "fused": label, "bytes_saved": saved})
+    return {"rule": rule, "node": node.name, "fused": label, "bytes_saved": saved}
 
 
 def _fused_name(a: Node, b: Node) -> str:
@@ -237,10 +266,9 @@ RULES: dict[str, Rule] = {"attention": lambda *_: None, "dequant_gemm": _dequant
                           "elementwise_chain": _elementwise_chain, "gemm_epilogue": _gemm_epilogue}
 
 
-def _fuse_attention(graph: Graph, report: FusionReport) -> None:
+def _fuse_attention(graph: Graph, result: FusedSlots) -> None:
     """QK matmul → elementwise* → softmax → AV matmul, each feeding only the next, into one flash op."""
     consumers = graph.consumers()
-    replaced: dict[int, Node] = {}
     dropped: set[int] = set()
     for i in range(len(graph.nodes)):
         if i in dropped:
@@ -262,13 +290,13 @@ def _fuse_attention(graph: Graph, report: FusionReport) -> None:
                      source_op="+".join(n.source_op for n in nodes), params=sum(n.params for n in nodes),
                      weight_bytes=sum(n.weight_bytes for n in nodes), fused_from=[n.name for n in nodes],
                      bytes_saved=saved)
-        replaced[chain[-1]] = fused
+        result.slots[chain[-1]] = fused
         dropped.update(chain[:-1])
-        report.fusions.append({"rule": "attention", "node": fused.name,
-                               "fused": "matmul+" + "+".join(n.op["kind"] for n in nodes[1:] if n.op),
-                               "bytes_saved": saved})
-    if replaced:
-        graph.nodes = [replaced.get(k, n) for k, n in enumerate(graph.nodes) if k not in dropped]
+        for k in chain[:-1]:
+            result.slots[k] = None
+        result.entries.append((0, i, {"rule": "attention", "node": fused.name,
+                                      "fused": "matmul+" + "+".join(n.op["kind"] for n in nodes[1:] if n.op),
+                                      "bytes_saved": saved}))
 
 
 def _attention_chain(graph: Graph, consumers: dict[str, list[int]], i: int) -> list[int] | None:

@@ -10,9 +10,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from perfmodel.dtypes import DType, parse_dtype
+
+if TYPE_CHECKING:
+    from perfmodel.graph.repeat import RepeatPlan
 
 Stream = Literal["compute", "comm", "comm_overlap"]
 GRAPH_FORMAT = "perfmodel-graph/1"
@@ -72,12 +75,17 @@ class Node:
 
 @dataclass
 class Graph:
-    """Nodes in execution order, tensors by name, and metadata (model, phase, parallelism)."""
+    """Nodes in execution order, tensors by name, and metadata (model, phase, parallelism).
+
+    ``repeat`` (set by ``build_llm``, not serialised) says which node ranges are copies of one layer, so
+    ``fuse`` can fuse one and copy; it is checked against the nodes before use and dropped by ``fuse``.
+    """
 
     name: str
     nodes: list[Node] = field(default_factory=list)
     tensors: dict[str, Tensor] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    repeat: RepeatPlan | None = field(default=None, compare=False, repr=False)
 
     def __iter__(self) -> Iterator[Node]:
         return iter(self.nodes)

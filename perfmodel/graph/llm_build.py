@@ -17,6 +17,7 @@ from perfmodel.dtypes import DType, parse_dtype
 from perfmodel.graph.ir import Graph, GraphError, Node, Stream
 from perfmodel.graph.llm_config import LlmConfig
 from perfmodel.graph.parallel import Parallelism, allgather, allreduce, alltoall, send, shard
+from perfmodel.graph.repeat import LayerBlock, LayerCopy, RepeatPlan
 
 Phase = Literal["prefill", "decode", "train"]
 ROPE_FLOPS_PER_ELEMENT = 3.0  # x·cos + rotate(x)·sin
@@ -137,8 +138,12 @@ class _Builder:
         return self.emit(name, op, [x], None, stream=stream)
 
 
-def build_llm(cfg: LlmConfig, workload: LlmWorkload, par: Parallelism | None = None) -> Graph:
-    """The graph one device runs for one step (all pipeline stages listed, each node tagged)."""
+def build_llm(cfg: LlmConfig, workload: LlmWorkload, par: Parallelism | None = None,
+              copy_layers: bool = True) -> Graph:
+    """The graph one device runs for one step (all pipeline stages listed, each node tagged).
+
+    ``copy_layers``: build one layer of each kind and copy it (with a plan that lets ``fuse`` fuse one
+    window and copy it too); False builds every layer (the reference: both give equal graphs)."""
     par = par or Parallelism()
     b = _Builder(cfg, workload, par)
     t = par.tp
@@ -147,19 +152,32 @@ def build_llm(cfg: LlmConfig, workload: LlmWorkload, par: Parallelism | None = N
         raise GraphError("parallelism", f"pp={par.pp} exceeds the {cfg.layers} layers")
     x = _embed(b)
     per_stage = math.ceil(cfg.layers / par.pp)
+    copies: dict[str, LayerCopy] = {}  # one built layer per kind (dense, MoE), copied to the others
+    blocks: list[LayerBlock] = []
     for i in range(cfg.layers):
         stage = i // per_stage
         if stage != b.stage:
             x = _pipeline_hop(b, x, stage)
         b.layer = f"layers.{i}"
         first = len(b.graph.nodes)
-        x = _layer(b, x, i)
+        key = "moe" if cfg.moe and i >= cfg.dense_layers else "dense"
+        copy = copies.get(key)
+        if not copy_layers:
+            x = _layer(b, x, i)
+        elif copy is None:
+            x_in, x = x, _layer(b, x, i)
+            copies[key] = LayerCopy(b.graph.nodes[first:], b.graph.tensors, i, b.stage, x_in, x)
+        else:
+            nodes, x = copy.render(i, b.stage, x, b.graph.tensors)
+            b.graph.nodes.extend(nodes)
         _gradient_bucket(b, b.graph.nodes[first:], x)
+        blocks.append(LayerBlock(first, len(b.graph.nodes), i, key, b.stage))
     b.layer = "head"
     _head(b, x)
     if workload.phase == "train":
         _optimizer(b)
     b.graph.meta.update(_meta(cfg, workload, par))
+    b.graph.repeat = RepeatPlan.capture(b.graph, blocks) if copy_layers else None
     return b.graph
 
 

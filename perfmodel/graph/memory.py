@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfmodel.dtypes import parse_dtype
-from perfmodel.graph.ir import Graph, GraphError
+from perfmodel.graph.ir import Graph, GraphError, Node
 from perfmodel.hardware import Hardware
 from perfmodel.units import format_bytes
 
@@ -77,20 +77,24 @@ def memory(graph: Graph, hardware: Hardware) -> MemoryReport:
     context = int(meta.get("kv_len", 0) if phase == "decode" else meta.get("prompt_tokens", 0))
     par = meta.get("parallelism") or {}
     in_flight = min(int(par.get("microbatches", 1)), int(par.get("pp", 1)))
-    stages = sorted({n.stage for n in graph.nodes}) or [0]
+    by_stage: dict[int, list[Node]] = {}  # one pass over the nodes; each stage keeps graph order
+    for n in graph.nodes:
+        by_stage.setdefault(n.stage, []).append(n)
+    element_bytes = {d: parse_dtype(d).bytes for d in {t.dtype for t in graph.tensors.values()}}
+    tensors = graph.tensors
     reports = []
-    for stage in stages:
-        nodes = [n for n in graph.nodes if n.stage == stage]
+    for stage in sorted(by_stage) or [0]:
+        nodes = by_stage.get(stage, [])
         weights = sum(n.weight_bytes for n in nodes)
         params = sum(n.params for n in nodes)
         kv = 0.0
         if phase in ("prefill", "decode"):
             for n in nodes:
                 if n.name.endswith("kv_cache_write") and n.outputs:
-                    t = graph.tensors[n.outputs[0]]
-                    kv += t.shape[-1] * batch * context * parse_dtype(t.dtype).bytes
-        sizes = sorted((graph.tensors[o].size_bytes for n in nodes for o in n.outputs if o in graph.tensors),
-                       reverse=True)
+                    t = tensors[n.outputs[0]]
+                    kv += t.shape[-1] * batch * context * element_bytes[t.dtype]
+        sizes = sorted((tensors[o].numel * element_bytes[tensors[o].dtype] for n in nodes for o in n.outputs
+                        if o in tensors), reverse=True)
         acts = sum(sizes) * in_flight if phase == "train" else sum(sizes[:2]) * max(in_flight, 1)
         grads = params * GRAD_BYTES_PER_PARAM if phase == "train" else 0.0
         opt = params * ADAM_BYTES_PER_PARAM if phase == "train" else 0.0
