@@ -24,6 +24,8 @@ from web.run_columns import (
 )
 
 GL_THRESHOLD = 2000  # WebGL above this many points (SVG scatter slows down past a few thousand)
+SCATTER_MAX_POINTS = 8000  # past this, the scatter draws a sample (100k WebGL points took 4.5-6.6 s to draw)
+SCATTER_MIN_PER_CLASS = 200  # every op class keeps this many points (or all it has) in the sample
 TOP_KERNELS = 25
 ERROR_BIN_PERCENT = 5.0
 ERROR_RANGE_PERCENT = (-100.0, 200.0)  # the histogram's span; errors outside are counted in its end bins
@@ -73,13 +75,35 @@ HOVER = ("run %{customdata[0]:d} (%{fullData.name})<br>measured %{x:.3s}s, predi
          "<br>error %{customdata[1]:+d} %<extra></extra>")
 
 
-def scatter_figure(runs: RunColumns, predicted_s: FloatArray, errors: FloatArray) -> go.Figure:
+def scatter_sample(kind_of: np.ndarray[Any, np.dtype[np.intp]], limit: int | None = None,
+                   seed: int = 0) -> np.ndarray[Any, np.dtype[np.intp]]:
+    """Indices of the runs the scatter draws (ascending): all of them up to ``limit``, else a seeded random
+    sample of each op class in proportion to its runs (at least ``SCATTER_MIN_PER_CLASS`` or all it has), so
+    the sample keeps every class and the density of each. ``limit`` defaults to ``SCATTER_MAX_POINTS``."""
+    n = kind_of.size
+    limit = SCATTER_MAX_POINTS if limit is None else limit
+    if n <= limit:
+        return np.arange(n)
+    rng = np.random.default_rng(seed)
+    picked = []
+    for k in np.unique(kind_of):
+        members = np.nonzero(kind_of == k)[0]
+        take = min(members.size, max(SCATTER_MIN_PER_CLASS, round(members.size * limit / n)))
+        picked.append(rng.choice(members, size=take, replace=False))
+    return np.sort(np.concatenate(picked))
+
+
+def scatter_figure(runs: RunColumns, predicted_s: FloatArray, errors: FloatArray,
+                   shown: np.ndarray[Any, np.dtype[np.intp]] | None = None) -> go.Figure:
     """Predicted vs measured, log-log, with y = x and ±10 % / ±25 % bands; one trace per op class, sent as
-    typed arrays; WebGL above ``GL_THRESHOLD`` points."""
+    typed arrays; WebGL above ``GL_THRESHOLD`` points; only the runs ``shown`` (default: ``scatter_sample``,
+    all up to ``SCATTER_MAX_POINTS``), the axes still spanning every run."""
     fig = go.Figure()
     measured = runs.measured_s
     lo = float(min(measured.min(), predicted_s.min())) / 1.5
     hi = float(max(measured.max(), predicted_s.max())) * 1.5
+    kinds, kind_of = codes(runs.op_kind)
+    shown = scatter_sample(kind_of) if shown is None else shown
     for band, alpha in ((0.25, 0.10), (0.10, 0.16)):
         fig.add_trace(go.Scatter(x=[lo, hi, hi, lo, lo], y=[lo * (1 - band), hi * (1 - band), hi * (1 + band),
                                                              lo * (1 + band), lo * (1 - band)],
@@ -87,17 +111,19 @@ def scatter_figure(runs: RunColumns, predicted_s: FloatArray, errors: FloatArray
                                  name=f"±{band:.0%}".replace(" ", ""), hoverinfo="skip"))
     fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="y = x (exact)",
                              line={"color": "#333", "width": 1.2}, hoverinfo="skip"))
-    trace = go.Scattergl if runs.size > GL_THRESHOLD else go.Scatter
-    kinds, kind_of = codes(runs.op_kind)
+    trace = go.Scattergl if shown.size > GL_THRESHOLD else go.Scatter
     for k, kind in sorted(enumerate(kinds), key=lambda pair: str(pair[1])):
-        idx = np.nonzero(kind_of == k)[0]
+        idx = shown[kind_of[shown] == k]
         # float32 times (7 digits) and int32 (run id, error in whole %): a quarter of the JSON of float64 pairs
         custom = np.column_stack([runs.run_id[idx], np.round(errors[idx])]).astype(np.int32)
         fig.add_trace(trace(x=measured[idx].astype(np.float32), y=predicted_s[idx].astype(np.float32),
                             mode="markers", name=esc(kind), customdata=custom,
                             hovertemplate=HOVER,
                             marker={"size": 5, "color": PALETTE[k % len(PALETTE)], "opacity": 0.7}))
-    base_layout(fig, "Predicted vs measured", "Measured time", "Predicted time", x_unit="s", y_unit="s")
+    subtitle = (f"{shown.size:,} of {runs.size:,} runs drawn (a random sample of each op class)"
+                if shown.size < runs.size else "")
+    base_layout(fig, "Predicted vs measured", "Measured time", "Predicted time", x_unit="s", y_unit="s",
+                subtitle=subtitle)
     fig.update_layout(legend={"x": 0.01, "y": 0.99, "xanchor": "left", "yanchor": "top"})
     fig.update_xaxes(range=[np.log10(lo), np.log10(hi)])
     fig.update_yaxes(range=[np.log10(lo), np.log10(hi)], scaleanchor="x", scaleratio=1)
@@ -153,8 +179,9 @@ def build(state: AppState, hardware_id: str | None, op_kind: str | None, source:
     kept = RunPredictions(predicted, pred.roof_s[pred.ok], pred.bound[pred.ok], pred.ok[pred.ok])
     errors = error_percent(predicted, runs.measured_s)
     absolute = np.abs(errors)
-    out.update(scatter=figure_json(scatter_figure(runs, predicted, errors)),
+    shown = scatter_sample(codes(runs.op_kind)[1])
+    out.update(scatter=figure_json(scatter_figure(runs, predicted, errors, shown)),
                histogram=figure_json(histogram_figure(errors)), summary=summary(runs.op_kind, errors),
-               kernels=fix_first(state, runs, kept, errors), webgl=runs.size > GL_THRESHOLD,
+               kernels=fix_first(state, runs, kept, errors), webgl=shown.size > GL_THRESHOLD, drawn=int(shown.size),
                within10=float(np.mean(absolute <= 10) * 100), within25=float(np.mean(absolute <= 25) * 100))
     return out
