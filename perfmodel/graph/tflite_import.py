@@ -105,6 +105,17 @@ class _Reader:
             if count:
                 self.quantization[tname] = {"scales": count, "zero_points": [int(z) for z in q.ZeroPointAsNumpy()][:4],
                                             "quantized_dimension": int(q.QuantizedDimension()), "dtype": kind.lower()}
+        # a DEQUANTIZE of a constant (fp16 or int8 weights stored compressed) runs once, at load: TFLite's kernel
+        # keeps its output as a persistent tensor and skips it in later invocations (kernels/dequantize.cc,
+        # float_dequantized_weights_initialized), so its output is a weight and the node costs nothing per step
+        self.folded: set[int] = set()
+        for k in range(sub.OperatorsLength()):
+            op = sub.Operators(k)
+            if self.codes[op.OpcodeIndex()] == "DEQUANTIZE" and op.InputsLength() and op.OutputsLength():
+                src, dst = int(op.Inputs(0)), int(op.Outputs(0))
+                if 0 <= src < len(self.constant) and self.constant[src] and 0 <= dst < len(self.constant):
+                    self.constant[dst] = True
+                    self.folded.add(k)
 
     def node(self, index: int) -> Node:
         op = self.sub.Operators(index)
@@ -118,6 +129,9 @@ class _Reader:
         params = sum(math.prod(self.info[self.names[i]][0]) for i in ins if self.constant[i]) if code in (
             "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL", "TRANSPOSE_CONV", "CONV_3D") else 0
         weight_bytes = sum(self._bytes(i) for i in ins if self.constant[i]) if params else 0.0
+        if index in self.folded:  # weights dequantized at load: nothing per step
+            return Node(label, view(out_shape, out_dtype), [self.names[i] for i in ins],
+                        [self.names[o] for o in outs], source_op=code)
         try:
             built = self._op(code, op, ins, out_shape, out_dtype)
             if built is None:
