@@ -168,7 +168,7 @@ def build_llm(cfg: LlmConfig, workload: LlmWorkload, par: Parallelism | None = N
             x_in, x = x, _layer(b, x, i)
             copies[key] = LayerCopy(b.graph.nodes[first:], b.graph.tensors, i, b.stage, x_in, x)
         else:
-            nodes, x = copy.render(i, b.stage, x, b.graph.tensors)
+            nodes, (x,) = copy.render(i, b.stage, x, b.graph.tensors)
             b.graph.nodes.extend(nodes)
         _gradient_bucket(b, b.graph.nodes[first:], x)
         blocks.append(LayerBlock(first, len(b.graph.nodes), i, key, b.stage))
@@ -390,8 +390,10 @@ def _head(b: _Builder, x: str) -> None:
 
 def _gradient_bucket(b: _Builder, nodes: list[Node], x: str) -> None:
     """Training with dp > 1: all-reduce this layer's gradients, overlapped with the compute that follows."""
+    if b.w.phase != "train" or b.par.dp == 1:
+        return
     params = sum(n.params for n in nodes)
-    if b.w.phase == "train" and b.par.dp > 1 and params:
+    if params:
         b.comm("gradient_allreduce", allreduce(params * parse_dtype(b.act).bytes, b.par.dp, b.act), x,
                stream="comm_overlap")
 

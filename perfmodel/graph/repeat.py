@@ -47,9 +47,10 @@ class LayerCopy:
     ``split`` plus a dict per node (about 5x cheaper than building the layer's ops again)."""
 
     def __init__(self, nodes: Sequence[Node], tensors: dict[str, Tensor], base: int, stage: int,
-                 input_name: str | None = None, output_name: str = "") -> None:
+                 input_name: str | None = None, output_name: str = "", extra: Sequence[str] = ()) -> None:
         self.stage = stage
-        names = [output_name]
+        names = [output_name, *extra]  # rendered too, returned by ``render``
+        self.extra = len(names)
         self.rows: list[tuple[dict[str, Any], int, int, int, int]] = []  # fields, where its names start/end
         self.tensor_rows: list[tuple[int, dict[str, Any]]] = []  # name position, the tensor's fields
         for node in nodes:
@@ -71,9 +72,9 @@ class LayerCopy:
         return self.format.format(*range(index + self.low, index + self.high + 1), x=input_name).split(_SEP)
 
     def render(self, index: int, stage: int, input_name: str = "",
-               tensors: dict[str, Tensor] | None = None) -> tuple[list[Node], str]:
+               tensors: dict[str, Tensor] | None = None) -> tuple[list[Node], list[str]]:
         """The nodes at layer ``index`` and pipeline ``stage`` (their output tensors go into ``tensors``), and
-        the name there of the output named when recording."""
+        the names there of the output and the extra names given when recording."""
         shift = stage - self.stage
         names = self.names(index, input_name)
         out = []
@@ -88,7 +89,7 @@ class LayerCopy:
                 tensor = _new(Tensor)
                 _set(tensor, "__dict__", {**fields, "name": names[at]})
                 tensors[names[at]] = tensor
-        return out, names[0]
+        return out, names[:self.extra]
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ def fuse_repeated(graph: Graph, plan: RepeatPlan,
     nodes = graph.nodes
     gaps = [_gap_key(nodes[a.end:b.start]) for a, b in itertools.pairwise(blocks)]
     last = len(blocks) - 1
-    done: dict[Any, tuple[list[int], LayerCopy, list[tuple[int, dict[str, Any]]], LayerBlock]] = {}
+    done: dict[Any, tuple[list[int], LayerCopy, list[tuple[int, dict[str, Any]]]]] = {}
     parts: list[list[Node]] = []
     attention: list[dict[str, Any]] = []
     sweep: list[dict[str, Any]] = []
@@ -160,13 +161,14 @@ def fuse_repeated(graph: Graph, plan: RepeatPlan,
                 for i, n in enumerate(slots):
                     rows.append(-2 if n is None else -1 if n is nodes[start + i] else row)
                     row += n is not None and n is not nodes[start + i]
-                done[context] = (rows, LayerCopy(changed, {}, block.index, block.stage), entries, block)
+                copy = LayerCopy(changed, {}, block.index, block.stage, extra=[e["node"] for _, e in entries])
+                done[context] = (rows, copy, entries)
         if 0 < k < last:
-            rows, copy, entries, origin = done[context]
-            fresh = copy.render(block.index, block.stage)[0]
+            rows, copy, entries = done[context]
+            fresh, names = copy.render(block.index, block.stage)
             parts.append([nodes[block.start + i] if r == -1 else fresh[r] for i, r in enumerate(rows) if r != -2])
-            shift = block.index - origin.index
-            _split([(phase, {**e, "node": _shift(e["node"], shift)}) for phase, e in entries], attention, sweep)
+            _split([(phase, {**e, "node": name}) for (phase, e), name in zip(entries, names[1:], strict=True)],
+                   attention, sweep)
         if k < last:
             parts.append(nodes[block.end:blocks[k + 1].start])
     fused = [n for part in parts for n in part]
@@ -179,10 +181,8 @@ def _split(entries: list[tuple[int, dict[str, Any]]], attention: list[dict[str, 
         (attention if phase == 0 else sweep).append(entry)
 
 
-def _shift(name: str, shift: int) -> str:
-    return _LAYER.sub(lambda m: f"layers.{int(m.group(1)) + shift}", name)
-
-
 def _gap_key(gap: Sequence[Node]) -> str:
     """What the nodes between two layers are, for fusion (their ops, streams and edge counts)."""
+    if not gap:
+        return ""
     return json.dumps([[n.op, n.stream, len(n.inputs), len(n.outputs)] for n in gap], sort_keys=True, default=str)
