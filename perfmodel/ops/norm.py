@@ -39,12 +39,15 @@ class RowOp(Op):
 
     ``vector_width``: elements per thread access (4 in PyTorch's vectorized layer norm, 1 in a
     scalar row loop such as 2023-era vLLM rms_norm); it sets the bytes in flight.
+    ``threads_per_row``: the threads of the one block that handles a row (vLLM's rms_norm: up to 1024;
+    PyTorch's vectorized layer norm: 128, a 32 x 4 block); a short row uses ceil(cols / width) of them.
     """
 
     shape: tuple[int, ...]
     dtype: DType
     pass_: Pass = "forward"
     vector_width: int = 4
+    threads_per_row: int = int(THREADS_PER_ROW)
 
     columnar: ClassVar[bool] = True
 
@@ -58,13 +61,13 @@ class RowOp(Op):
     def __post_init__(self) -> None:
         check_shape(self.kind, "shape", self.shape)
         check_pass(self.kind, self.pass_)
-        require_positive(self.kind, vector_width=self.vector_width)
+        require_positive(self.kind, vector_width=self.vector_width, threads_per_row=self.threads_per_row)
 
     @classmethod
     def invalid_rows(cls, cols: OpColumns) -> np.ndarray[Any, np.dtype[np.bool_]]:
         """The rows ``__post_init__`` rejects, found at once."""
         bad: np.ndarray[Any, np.dtype[np.bool_]] = (shape_invalid(cols) | pass_invalid(cols)
-                                                    | positive_invalid(cols, "vector_width"))
+                                                    | positive_invalid(cols, "vector_width", "threads_per_row"))
         return bad
 
     def loop_dims(self) -> dict[str, int]:
@@ -99,7 +102,7 @@ class RowOp(Op):
             bytes_by_role=roles, matrix_dtype=dtypes, vector_dtype=dtypes.copy(),
             parallel_items=rows, kernels=fwd + bwd,
             # one block per row; each thread loads and stores ``vector_width`` elements at a time
-            threads=rows * np.minimum(np.ceil(cols / width), THREADS_PER_ROW),
+            threads=rows * np.minimum(np.ceil(cols / width), column(ops, "threads_per_row")),
             bytes_per_thread=elem * width * (2.0 + bwd),
         )
 
