@@ -9,7 +9,6 @@ first rows are where the time goes.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from perfmodel.traces.measured_roofline import (
     measured_roofline_json,
     time_by_headroom,
 )
+from perfmodel.traces.op_text import op_key
 from perfmodel.traces.records import ParsedTrace
 from perfmodel.units import format_time_s
 
@@ -112,10 +112,26 @@ class TraceReport:
         return out
 
 
-def _predicted(hardware: Hardware, runs: Sequence[MatchedRun], calibration: Calibration | None
-               ) -> tuple[list[int], FloatArray, FloatArray | None, dict[str, int]]:
+def _distinct(runs: Sequence[MatchedRun]) -> tuple[list[int], list[int]]:
+    """The runs' distinct ops: the first run of each (indices into ``runs``) and each run's distinct op."""
+    first: list[int] = []
+    of_run: list[int] = []
+    position: dict[bytes, int] = {}
+    for i, run in enumerate(runs):
+        key = op_key(run.op)
+        found = position.get(key)
+        if found is None:
+            found = position[key] = len(first)
+            first.append(i)
+        of_run.append(found)
+    return first, of_run
+
+
+def _predicted(hardware: Hardware, runs: Sequence[MatchedRun], distinct: tuple[list[int], list[int]],
+               calibration: Calibration | None) -> tuple[list[int], FloatArray, FloatArray | None, dict[str, int]]:
     """The runs the model predicts on ``hardware`` (indices), their predicted device seconds (``kernel`` timing),
-    the calibrated 10-90 % intervals if any, and the other runs counted by why not."""
+    the calibrated 10-90 % intervals if any, and the other runs counted by why not. Each distinct op is built and
+    predicted once (a prediction depends on the op alone) and its answer given to every run of it."""
     if calibration is None:
         def predict(ops: list[Op]) -> tuple[FloatArray, FloatArray | None]:
             return predict_many(hardware, ops, timing="kernel").time_s, None
@@ -125,19 +141,28 @@ def _predicted(hardware: Hardware, runs: Sequence[MatchedRun], calibration: Cali
         def predict(ops: list[Op]) -> tuple[FloatArray, FloatArray | None]:
             batch = predict_calibrated(hardware, ops, calibration)
             return batch.time_s, batch.interval_s
-    index, result, errors = predict_valid([r.op for r in runs], predict)
+    first, of_run = distinct
+    valid, result, errors = predict_valid([runs[i].op for i in first], predict)
     rejected: dict[str, int] = defaultdict(int)
-    for why in errors.values():
-        rejected[why[:300]] += 1
-    time_s, interval = result if result is not None else (np.zeros(0), None)
-    return index, time_s, interval, dict(rejected)
+    at = np.full(len(first), -1, dtype=np.intp)  # distinct op -> its row in the prediction, -1: rejected
+    at[valid] = np.arange(len(valid))
+    rows = at[np.asarray(of_run, dtype=np.intp)] if runs else np.zeros(0, dtype=np.intp)
+    index = np.flatnonzero(rows >= 0)
+    for i in np.flatnonzero(rows < 0):
+        rejected[errors[of_run[i]][:300]] += 1
+    if result is None:
+        return [], np.zeros(0), None, dict(rejected)
+    time_s, interval = result
+    picked = rows[index]
+    return index.tolist(), time_s[picked], None if interval is None else interval[picked], dict(rejected)
 
 
-def _op_rows(runs: Sequence[MatchedRun], index: list[int], predicted: np.ndarray[Any, Any],
+def _op_rows(runs: Sequence[MatchedRun], of_run: list[int], index: list[int], predicted: np.ndarray[Any, Any],
              interval: np.ndarray[Any, Any] | None) -> list[OpRow]:
-    groups: dict[str, list[int]] = defaultdict(list)
+    """One row per op name and distinct op (``of_run``: each run's distinct op, ``_distinct``)."""
+    groups: dict[tuple[str, int], list[int]] = defaultdict(list)
     for j, i in enumerate(index):
-        groups[json.dumps([runs[i].op_name, runs[i].op], sort_keys=True, default=str)].append(j)
+        groups[(runs[i].op_name, of_run[i])].append(j)
     rows = []
     for members in groups.values():
         first = runs[index[members[0]]]
@@ -171,12 +196,13 @@ def _kind_rows(runs: Sequence[MatchedRun], index: list[int], predicted: np.ndarr
 def trace_report(hardware: Hardware, parsed: ParsedTrace, matched: MatchResult,
                  calibration: Calibration | None = None, calibration_name: str | None = None) -> TraceReport:
     """Predict every matched op of a parsed trace on ``hardware`` (calibrated if given) and summarise."""
-    index, predicted, interval, rejected = _predicted(hardware, matched.runs, calibration)
+    distinct = _distinct(matched.runs)
+    index, predicted, interval, rejected = _predicted(hardware, matched.runs, distinct, calibration)
     notes = sorted({note for i in index for note in matched.runs[i].notes})
     return TraceReport(
         format=parsed.format, hardware_id=hardware.id, calibration=calibration_name, kernels=len(parsed.kernels),
         total_kernel_time_s=matched.total_kernel_time_s, matched_time_s=matched.matched_time_s,
-        ops=_op_rows(matched.runs, index, predicted, interval),
+        ops=_op_rows(matched.runs, distinct[1], index, predicted, interval),
         kinds=_kind_rows(matched.runs, index, predicted, matched.total_kernel_time_s),
         unmodelled=list(matched.unmodelled), rejected=rejected, warnings=list(parsed.warnings), notes=notes,
         alarms=alarms_json(hardware, parsed.kernels, matched), counter_points=counter_points(hardware, parsed.kernels),

@@ -7,11 +7,12 @@ the dtype's peak and each level's bytes/s with that level's bandwidth, with a to
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import orjson
+import numpy as np
 
 from perfmodel.dtypes import DType
 from perfmodel.hardware import Hardware, MemoryLevel
@@ -19,6 +20,7 @@ from perfmodel.machine import tables
 from perfmodel.ops import make_op
 from perfmodel.ops.base import DTYPE_INDEX
 from perfmodel.traces.matching import MatchedRun
+from perfmodel.traces.op_text import op_key
 from perfmodel.traces.records import KernelRecord
 
 AlarmKind = Literal["wrong_peak", "wrong_bytes_level", "missing_flop_counter"]
@@ -123,20 +125,31 @@ _Work = tuple[dict[str, float], object, float]  # an op's FLOPs by engine, its d
 
 def _op_work(op_dict: dict[str, Any], cache: dict[bytes, _Work] | None) -> _Work:
     """The model work of an op, once per distinct op where ``cache`` is given (a trace repeats a few hundred
-    ops many thousand times; orjson's sorted text tells them apart, NaN aside: those are not cached)."""
-    key: bytes | None = None
-    if cache is not None:
-        try:
-            key = orjson.dumps(op_dict, option=orjson.OPT_SORT_KEYS)
-        except (TypeError, orjson.JSONEncodeError):
-            key = None
-        if key is not None and b"null" not in key and key in cache:
-            return cache[key]
+    ops many thousand times; ``op_key`` tells them apart)."""
+    key = op_key(op_dict) if cache is not None else b""
+    if cache is not None and key in cache:
+        return cache[key]
     op = make_op(op_dict)
     work: _Work = (op.flops_by_engine(), getattr(op, "dtype", None) or getattr(op, "from_dtype", None), op.bytes)
-    if cache is not None and key is not None and b"null" not in key:
+    if cache is not None:
         cache[key] = work
     return work
+
+
+def _longest_alarming_s(hw: Hardware, work: _Work, tolerance: float) -> float:
+    """The longest measured time (s) at which a run of this work could still raise an alarm in ``run_alarms``
+    (a rate above its roof); inf where a roof is 0."""
+    flops, dtype, op_bytes = work
+    machine = tables(hw)
+    limits = [(op_bytes, machine.bandwidth_bytes_per_s(machine.dram))]
+    if isinstance(dtype, DType):
+        limits += [(flops[engine], paths[DTYPE_INDEX[dtype]].peak_flops_per_s)
+                   for engine, paths in (("matrix", machine.matrix_paths), ("vector", machine.vector_paths))]
+    longest = 0.0
+    for amount, roof in limits:
+        if amount > 0:
+            longest = max(longest, amount / (roof * (1 + tolerance)) if roof > 0 else math.inf)
+    return longest
 
 
 def run_alarms(hw: Hardware, run: MatchedRun, tolerance: float = DEFAULT_TOLERANCE,
@@ -164,14 +177,34 @@ def run_alarms(hw: Hardware, run: MatchedRun, tolerance: float = DEFAULT_TOLERAN
     return alarms
 
 
+def _runs_that_may_alarm(hw: Hardware, runs: list[MatchedRun], tolerance: float,
+                         work_cache: dict[bytes, _Work]) -> list[bool]:
+    """Per run, whether ``run_alarms`` may find an alarm (its time below the longest that alarms, with a margin
+    of 1e-9 for rounding): a filter, so the exact test runs only where it may fire."""
+    longest: dict[int, float] = {}  # id of a cached work tuple -> its longest alarming time
+    limits = np.empty(len(runs))
+    for i, run in enumerate(runs):
+        work = _op_work(run.op, work_cache)
+        found = longest.get(id(work))
+        if found is None:
+            found = longest[id(work)] = _longest_alarming_s(hw, work, tolerance)
+        limits[i] = found
+    times = np.array([run.measured_time_s for run in runs], dtype=float)
+    may: list[bool] = ((times > 0) & (times < limits * (1 + 1e-9))).tolist()
+    return may
+
+
 def roof_alarms(hw: Hardware, items: Iterable[KernelRecord | MatchedRun],
                 tolerance: float = DEFAULT_TOLERANCE) -> list[RoofAlarm]:
-    """Every alarm over kernels (measured counters) and matched runs (model FLOPs and bytes)."""
-    alarms: list[RoofAlarm] = []
+    """Every alarm over kernels (measured counters) and matched runs (model FLOPs and bytes), in their order."""
+    listed = list(items)
     work_cache: dict[bytes, _Work] = {}
-    for item in items:
+    runs = [item for item in listed if not isinstance(item, KernelRecord)]
+    may = iter(_runs_that_may_alarm(hw, runs, tolerance, work_cache))
+    alarms: list[RoofAlarm] = []
+    for item in listed:
         if isinstance(item, KernelRecord):
             alarms += kernel_alarms(hw, item, tolerance)
-        else:
+        elif next(may):
             alarms += run_alarms(hw, item, tolerance, work_cache)
     return alarms
