@@ -86,6 +86,9 @@ class MachineTables:
     operand_sharing_tiles: int = 1  # tiles sharing one LLC load of a B panel (TMA multicast, 2-SM MMA)
     smem_reads_a: float = 2.0  # shared-memory reads of the A panel per K-step (the matrix instruction's scope)
     smem_reads_b: float = 2.0  # ... and of the B panel
+    gemm_units: int = 0  # units a GEMM's tiles run on (0: ``units``); see ``_gemm_units``
+    gemm_scratchpad_bytes: float = 0.0  # tile store per GEMM unit, bytes (0: ``scratchpad_bytes_per_unit``)
+    tiles_from_llc: bool = False  # a systolic device's matrix engines stream their tiles from the shared LLC
 
     @property
     def units(self) -> int:
@@ -108,6 +111,18 @@ class MachineTables:
         if self.hardware.launch_overhead_s is not None:
             return self.hardware.launch_overhead_s
         return self.defaults.kernel_overhead_s
+
+
+def _gemm_units(hw: Hardware, llc: MemoryLevel | None, pad_bytes: float) -> tuple[int, float, bool]:
+    """Where a systolic device's GEMM tiles run: on its matrix engines where it has fewer of them than units (Gaudi's
+    MMEs beside its TPCs), each streaming its tiles from an equal share of the shared on-die SRAM (the last-level
+    cache: Gaudi 3's DCORE holds 2 MMEs and 24 MB), else on the units and their scratchpads (bytes)."""
+    counts = [e.count for e in hw.engines_of("matrix") if e.count]
+    if hw.kind not in ("tpu", "npu") or not counts or min(counts) >= hw.units:
+        return hw.units, pad_bytes, False
+    engines = min(counts)
+    shared = hw.level_capacity_bytes(llc) if llc is not None else None
+    return engines, (shared / engines if shared else pad_bytes), bool(shared)
 
 
 def _best(engines: tuple[ComputeEngine, ...], dtype: DType) -> tuple[ComputeEngine, float] | None:
@@ -198,6 +213,7 @@ def _build(hw: Hardware) -> MachineTables:
     if scratchpad is not None and scratchpad.bandwidth_bytes_per_s is not None:
         pad_bw = scratchpad.bandwidth_bytes_per_s / hw.units
     dma = hw.dma
+    gemm_units, gemm_pad, from_llc = _gemm_units(hw, llc, pad_bytes)
     return MachineTables(
         hardware=hw, defaults=defaults_for(hw),
         matrix_paths=matrix_paths, vector_paths=vector_paths,
@@ -211,6 +227,7 @@ def _build(hw: Hardware) -> MachineTables:
         dma_bandwidth_bytes_per_s=dma.bandwidth_bytes_per_s if dma else None,
         dma_latency_s=(dma.latency_s or 0.0) if dma else 0.0,
         mma_m=mma[0], mma_n=mma[1], mma_k=mma[2], operand_sharing_tiles=sharing,
-        smem_reads_a=reads_a, smem_reads_b=reads_b,
+        smem_reads_a=reads_a, smem_reads_b=reads_b, gemm_units=gemm_units, gemm_scratchpad_bytes=gemm_pad,
+        tiles_from_llc=from_llc,
     )
 

@@ -95,7 +95,8 @@ def gemm_costs_numpy(t: MachineTables, space: GemmCandidates, batch: FloatArray,
     ks = np.ceil(kk / s)
     steps = np.ceil(ks / bk)
     tiles = b * mt * nt * s
-    units = float(t.units)
+    units = float(t.gemm_units or t.units)
+    pad = t.gemm_scratchpad_bytes or t.scratchpad_bytes_per_unit  # the tile store of one unit
 
     # --- capacity and occupancy --------------------------------------------------------
     operands = (bm + bn) * bk * eb * stages
@@ -104,13 +105,13 @@ def gemm_costs_numpy(t: MachineTables, space: GemmCandidates, batch: FloatArray,
     if systolic:
         footprint = operands + accumulators
         resident = np.ones_like(footprint)
-        reject = np.where(footprint > t.scratchpad_bytes_per_unit, 3, reject)
+        reject = np.where(footprint > pad, 3, reject)
     else:
         footprint = operands + 0.0 * accumulators
-        by_smem = np.floor(t.scratchpad_bytes_per_unit / footprint)
+        by_smem = np.floor(pad / footprint)
         by_regs = np.floor(t.register_bytes_per_unit / (2.0 * accumulators))
         resident = np.clip(np.minimum(by_smem, by_regs), 1.0, t.max_resident_tiles)
-        reject = np.where(footprint > t.scratchpad_bytes_per_unit, 1, reject)
+        reject = np.where(footprint > pad, 1, reject)
         reject = np.where((reject == 0) & (2.0 * accumulators > t.register_bytes_per_unit), 2, reject)
     reject = np.where((reject == 0) & (s > 1) & (ks < bk), 4, reject)  # now ops x c
     reject = np.where((reject == 0) & ((bm % t.mma_m != 0) & (bm > t.mma_m) | (bn % t.mma_n != 0)), 5, reject)
@@ -130,7 +131,7 @@ def gemm_costs_numpy(t: MachineTables, space: GemmCandidates, batch: FloatArray,
     share = np.minimum(1.0 if systolic else float(t.operand_sharing_tiles), mt)
     panel_bytes = (bm + bn / share) * bk * eb
     if systolic:
-        dma_bw = (t.dma_bandwidth_bytes_per_s or t.bandwidth_bytes_per_s(t.dram)) * d.dram_efficiency
+        dma_bw = gemm_kernel.systolic_load_bandwidth(t)
         load_step = panel_bytes / (dma_bw / np.maximum(active, 1.0))
         latency = t.dma_latency_s
         buffered = stages > 1
@@ -154,10 +155,12 @@ def gemm_costs_numpy(t: MachineTables, space: GemmCandidates, batch: FloatArray,
     # --- traffic per level --------------------------------------------------------------
     tile_loads = b * eb * (mm * kk * nt + kk * nn * np.ceil(mt / share))
     compulsory = col(compulsory_bytes)
-    if systolic or t.llc is None:
+    llc_fed = t.llc is not None and (not systolic or t.tiles_from_llc)
+    if not llc_fed:
         dram = compulsory + tile_loads - b * eb * (mm * kk + kk * nn) + partials
         reuse = np.zeros_like(dram)
     else:
+        assert t.llc is not None
         llc_half = (t.hardware.level_capacity_bytes(t.llc) or 0.0) * d.llc_resident_fraction
         a_reads = np.where(np.minimum(g, mt) * bm * ks * eb <= llc_half, 1.0, nt)
         b_reads = np.where(ks * nn * eb <= llc_half, 1.0, np.ceil(mt / g))
@@ -165,7 +168,7 @@ def gemm_costs_numpy(t: MachineTables, space: GemmCandidates, batch: FloatArray,
         reuse = compulsory + tile_loads - b * eb * (mm * kk + kk * nn) + partials
     dram_bw = t.bandwidth_bytes_per_s(t.dram) * d.dram_efficiency
     t_dram = t.latency_s(t.dram) + dram / (dram_bw * busy)
-    if t.llc is not None and not systolic:
+    if t.llc is not None and llc_fed:
         llc_bw = t.bandwidth_bytes_per_s(t.llc) * d.onchip_efficiency
         # the few-tiles case is already in load_step (bandwidth per active unit): no busy share here
         t_reuse = t.latency_s(t.llc) + reuse / llc_bw

@@ -17,9 +17,9 @@ from perfmodel.search.gemm_kernel import (
     D_DRAM_BW,
     D_DRAM_LATENCY,
     D_FILL,
-    D_HAS_LLC,
     D_LATENCY,
     D_LLC_BW,
+    D_LLC_FED,
     D_LLC_HALF,
     D_LLC_LATENCY,
     D_LOAD_BW,
@@ -149,7 +149,7 @@ def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: floa
     compute = np.ceil(tiles / units) * t_tile + v[D_FILL] + partials / v[D_REDUCE_BW]
 
     tile_loads = b * eb * (mm * kk * nt + kk * nn * np.ceil(mt / share))
-    if systolic or v[D_HAS_LLC] == 0.0:
+    if v[D_LLC_FED] == 0.0:
         dram = compulsory + tile_loads - b * eb * (mm * kk + kk * nn) + partials
         reuse = 0.0
     else:
@@ -158,7 +158,7 @@ def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: floa
         dram = compulsory + b * eb * (mm * kk * (a_reads - 1.0) + kk * nn * (b_reads - 1.0))
         reuse = compulsory + tile_loads - b * eb * (mm * kk + kk * nn) + partials
     t_dram = v[D_DRAM_LATENCY] + dram / (v[D_DRAM_BW] * busy)
-    t_reuse = v[D_LLC_LATENCY] + reuse / v[D_LLC_BW] if v[D_HAS_LLC] > 0.0 and not systolic else 0.0
+    t_reuse = v[D_LLC_LATENCY] + reuse / v[D_LLC_BW] if v[D_LLC_FED] > 0.0 else 0.0
     body = max(max(compute, t_dram), t_reuse)
     judged = body + (v[D_OVERHEAD] if s > 1.0 else 0.0)
     if reject > 0.0:

@@ -26,7 +26,7 @@ from perfmodel.search.gemm_space import GemmCandidates, is_systolic
 # positions in the device vector
 (D_SYSTOLIC, D_HAS_LLC, D_UNITS, D_MMA_M, D_MMA_N, D_MMA_K, D_SCRATCHPAD, D_REGISTERS, D_MAX_RESIDENT,
  D_MATRIX_EFF, D_BLOCKS_PER_UNIT, D_LOAD_BW, D_SMEM_BW, D_LATENCY, D_REDUCE_BW, D_FILL, D_LLC_HALF, D_DRAM_BW,
- D_DRAM_LATENCY, D_LLC_BW, D_LLC_LATENCY, D_OVERHEAD, D_SHARING, D_SMEM_A, D_SMEM_B, D_SIZE) = range(26)
+ D_DRAM_LATENCY, D_LLC_BW, D_LLC_LATENCY, D_OVERHEAD, D_SHARING, D_SMEM_A, D_SMEM_B, D_LLC_FED, D_SIZE) = range(27)
 
 # rows of the float output block of ``cost_grid``
 FIELDS = ("compute_s", "dram_s", "reuse_s", "body_s", "judged_s", "dram_bytes", "reuse_bytes", "smem_bytes",
@@ -41,6 +41,17 @@ MIN_ELEMENTS = 1 << 20
 _LOADED: list[bool] = []  # [True] once ``load`` has run in this process
 
 
+def systolic_load_bandwidth(t: MachineTables) -> float:
+    """Bytes/s that feed a systolic device's tiles: its DMA engines, else the shared on-die SRAM its matrix engines
+    stream from (``tiles_from_llc``: Gaudi), else DRAM; each at its sustained share."""
+    d = t.defaults
+    if t.dma_bandwidth_bytes_per_s:
+        return t.dma_bandwidth_bytes_per_s * d.dram_efficiency
+    if t.tiles_from_llc and t.llc is not None:
+        return t.bandwidth_bytes_per_s(t.llc) * d.onchip_efficiency
+    return t.bandwidth_bytes_per_s(t.dram) * d.dram_efficiency
+
+
 def device_vector(t: MachineTables) -> FloatArray:
     """The device constants the kernel reads, in the units ``gemm_costs`` uses (s, bytes, bytes/s)."""
     d = t.defaults
@@ -48,15 +59,15 @@ def device_vector(t: MachineTables) -> FloatArray:
     v = np.zeros(D_SIZE)
     v[D_SYSTOLIC] = 1.0 if systolic else 0.0
     v[D_HAS_LLC] = 1.0 if t.llc is not None else 0.0
-    v[D_UNITS] = float(t.units)
+    v[D_UNITS] = float(t.gemm_units or t.units)
     v[D_MMA_M], v[D_MMA_N], v[D_MMA_K] = float(t.mma_m), float(t.mma_n), float(t.mma_k)
-    v[D_SCRATCHPAD] = t.scratchpad_bytes_per_unit
+    v[D_SCRATCHPAD] = t.gemm_scratchpad_bytes or t.scratchpad_bytes_per_unit
     v[D_REGISTERS] = t.register_bytes_per_unit
     v[D_MAX_RESIDENT] = float(t.max_resident_tiles)
     v[D_MATRIX_EFF] = d.matrix_efficiency
     v[D_BLOCKS_PER_UNIT] = d.blocks_per_unit_for_bandwidth
     if systolic:
-        v[D_LOAD_BW] = (t.dma_bandwidth_bytes_per_s or t.bandwidth_bytes_per_s(t.dram)) * d.dram_efficiency
+        v[D_LOAD_BW] = systolic_load_bandwidth(t)
         v[D_SMEM_BW] = np.inf
         v[D_LATENCY] = t.dma_latency_s
     else:
@@ -70,6 +81,7 @@ def device_vector(t: MachineTables) -> FloatArray:
                      if t.llc is not None else 0.0)
     v[D_DRAM_BW] = t.bandwidth_bytes_per_s(t.dram) * d.dram_efficiency
     v[D_DRAM_LATENCY] = t.latency_s(t.dram)
+    v[D_LLC_FED] = 1.0 if t.llc is not None and (not systolic or t.tiles_from_llc) else 0.0
     if t.llc is not None:
         v[D_LLC_BW] = t.bandwidth_bytes_per_s(t.llc) * d.onchip_efficiency
         v[D_LLC_LATENCY] = t.latency_s(t.llc)

@@ -85,7 +85,8 @@ def scores_of(costs: GemmCosts, keep: IntArray, t: MachineTables, pruned: int) -
     shape = costs.judged_s.shape
     judged = costs.judged_s[0][order]
     footprint = np.broadcast_to(costs.footprint_bytes, shape)[0][order]
-    waves = (np.broadcast_to(costs.tiles, shape)[0] / (t.units * np.broadcast_to(costs.resident, shape)[0]))[order]
+    units = t.gemm_units or t.units
+    waves = (np.broadcast_to(costs.tiles, shape)[0] / (units * np.broadcast_to(costs.resident, shape)[0]))[order]
     keep = keep[order]
     idx = np.nonzero(np.isfinite(judged))[0]
     return GemmScores(keep, judged, footprint, waves, rejected_by_reason(costs.reject[0]),

@@ -89,3 +89,15 @@ def test_hopper_and_blackwell_best_gemms_are_not_l2_bound() -> None:
         assert peak is not None
         work = work_of([make_op(op)], 1.0)
         assert float(work.flops_matrix[0]) / cost.time_s > 0.9 * peak, device
+
+
+def test_gaudi_gemm_tiles_run_on_the_mmes_streaming_from_the_on_die_sram() -> None:
+    gaudi2 = tables(load_hardware("intel-gaudi2"))
+    assert (gaudi2.gemm_units, gaudi2.gemm_scratchpad_bytes, gaudi2.tiles_from_llc) == (2, 48 * 2**20 / 2, True)
+    # the units keep their own meaning (24 TPCs) for everything else
+    assert gaudi2.units == 24
+    # a device whose matrix engines are its units is unchanged (TPU v4: 2 TensorCores of 4 MXUs each)
+    tpu = tables(load_hardware("google-tpu-v4"))
+    assert (tpu.gemm_units, tpu.tiles_from_llc) == (2, False)
+    cost = perfmodel.predict("intel-gaudi2", {"kind": "matmul", "m": 8192, "n": 8192, "k": 8192, "dtype": "bf16"})
+    assert cost.bound == "mme"
