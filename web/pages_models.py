@@ -15,7 +15,7 @@ from web.access import devices as all_devices
 from web.advice_view import advice_view
 from web.models_view import CHARTS, MODEL_DTYPES, PHASES, WEIGHT_DTYPES, ModelQuery, estimate_view, parse_query
 from web.pages_analysis import DEFAULT_DEVICE, int_or_none, token_page, view_cache
-from web.sweeps_view import summarize, sweep_view
+from web.sweeps_view import ROWS_PER_PAGE, SORTS, axis_heading, summarize, sweep_view, table_page
 from web.templating import render
 from web.training_view import PRECISIONS, TrainingQuery, parse_training_query, training_view
 
@@ -84,7 +84,7 @@ def sweeps_page(request: Request, offset: str = "0") -> HTMLResponse:
 
 
 @router.get("/sweeps/{sweep_id}", response_class=HTMLResponse)
-def sweep_page(request: Request, sweep_id: str) -> HTMLResponse:
+def sweep_page(request: Request, sweep_id: str, sort: str = "workload", page: str = "1") -> HTMLResponse:
     if not can_read(request):
         return token_page(request)
     number = int_or_none(sweep_id)
@@ -93,4 +93,7 @@ def sweep_page(request: Request, sweep_id: str) -> HTMLResponse:
         return render(request, "not_found.html", status_code=404, what=f"sweep {sweep_id!r}", back="/sweeps")
     key = ("sweep", row.id, row.created_at.isoformat())  # stored sweeps never change
     view = view_cache(request).get(key, lambda: sweep_view(row))
-    return render(request, "sweep.html", view=view)
+    order, shown_page, rows = table_page(view, sort, int_or_none(page) or 1)
+    return render(request, "sweep.html", view=view, sort=order, sorts=SORTS, page=shown_page, page_rows=rows,
+                  page_size=ROWS_PER_PAGE, headings={a: axis_heading(a) for a in view.axes},
+                  pareto_points=sum(1 for r in view.rows if r["pareto"]))

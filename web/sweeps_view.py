@@ -18,8 +18,34 @@ from perfmodel.units import format_bytes, format_time_s
 from web.plotting import PALETTE, base_layout, esc, figure_json
 
 GL_THRESHOLD = 2000  # WebGL above this many points, as on the runs page
-MAX_TABLE_ROWS = 1000
+ROWS_PER_PAGE = 100  # the results table is paged on the server
 REQUIRED = ("time_s", "cost_proxy")
+# the table's server-side orders: key -> (heading, sort key of a row); missing numbers sort last
+SORTS: dict[str, tuple[str, Callable[[dict[str, Any]], tuple[Any, ...]]]] = {
+    "workload": ("workload, Pareto first, cost", lambda r: (r["label"], not r["pareto"], r["cost_proxy"], r["time_s"])),
+    "time": ("step time", lambda r: (r["time_s"], r["cost_proxy"])),
+    "cost": ("cost proxy", lambda r: (r["cost_proxy"], r["time_s"])),
+    "tokens": ("tokens/s, most first", lambda r: (r["tokens_per_s"] is None, -(r["tokens_per_s"] or 0.0))),
+    "memory": ("memory per device", lambda r: (r["memory_bytes"] is None, r["memory_bytes"] or 0.0)),
+    "variant": ("variant", lambda r: (r["index"],)),
+}
+LEVEL_NAMES = {"dram": "DRAM", "l2": "L2", "l1": "L1", "smem": "shared memory", "hbm": "HBM"}
+FIELD_NAMES = {"bandwidth_bytes_per_s": "bandwidth", "capacity_bytes": "capacity", "peak_flops_per_s": "peak FLOP/s",
+               "latency_s": "latency", "clock_hz": "clock", "units": "units"}
+
+
+def axis_heading(path: str) -> str:
+    """A sweep axis (a spec override path) in words for a column heading: ``levels.dram.bandwidth_bytes_per_s``
+    -> "DRAM bandwidth", ``engines.*.peak_flops_per_s`` -> "Peak FLOP/s (all engines)", ``devices`` -> "Devices"."""
+    parts = path.split(".")
+    field_name = FIELD_NAMES.get(parts[-1], parts[-1].replace("_", " "))
+    if len(parts) == 3 and parts[0] == "levels":
+        return f"{LEVEL_NAMES.get(parts[1].lower(), parts[1])} {field_name}"
+    if len(parts) == 3 and parts[0] == "engines":
+        engines = "all engines" if parts[1] == "*" else parts[1].replace("_", " ")
+        return f"{field_name[:1].upper()}{field_name[1:]} ({engines})"
+    text = " ".join(p.replace("_", " ") for p in parts if p != "*")
+    return text[:1].upper() + text[1:]
 
 
 @dataclass
@@ -71,7 +97,7 @@ class SweepView:
     summary: SweepSummary
     spec: dict[str, Any]
     axes: list[str]
-    rows: list[dict[str, Any]]  # the table's rows (at most MAX_TABLE_ROWS), each with "index" and "pareto"
+    rows: list[dict[str, Any]]  # every drawable row (workload order), each with "index" and "pareto"
     total_rows: int
     fronts: dict[str, list[int]]
     figure: Markup | None
@@ -123,15 +149,19 @@ def sweep_view(row: SweepRow) -> SweepView:
         notes.append(f"{skipped} stored rows have no finite time or cost proxy; they are left out")
     if not rows:
         notes.append("this sweep stored no rows to draw")
-    ordered = sorted(rows, key=lambda r: (r["label"], not r["pareto"], r["cost_proxy"], r["time_s"]))
-    shown = ordered
-    if len(ordered) > MAX_TABLE_ROWS:
-        shown = sorted(ordered, key=lambda r: (not r["pareto"], r["time_s"]))[:MAX_TABLE_ROWS]
-        shown.sort(key=lambda r: (r["label"], not r["pareto"], r["cost_proxy"], r["time_s"]))
-        notes.append(f"the table shows {MAX_TABLE_ROWS:,} of {len(rows):,} rows: the Pareto points, then the "
-                     "fastest; the chart shows them all")
+    ordered = sorted(rows, key=SORTS["workload"][1])
     figure = figure_json(pareto_figure(rows, fronts)) if rows else None
-    return SweepView(summary, row.spec or {}, axes, shown, len(rows), fronts, figure, notes)
+    return SweepView(summary, row.spec or {}, axes, ordered, len(rows), fronts, figure, notes)
+
+
+def table_page(view: SweepView, sort: str, page: int) -> tuple[str, int, list[dict[str, Any]]]:
+    """(the order used, the page shown, its rows): ``sort`` one of ``SORTS`` (else "workload"), ``page``
+    clamped to 1..pages; ``ROWS_PER_PAGE`` rows a page."""
+    order = sort if sort in SORTS else "workload"
+    rows = view.rows if order == "workload" else sorted(view.rows, key=SORTS[order][1])
+    pages = max(1, -(-len(rows) // ROWS_PER_PAGE))
+    page = min(max(page, 1), pages)
+    return order, page, rows[(page - 1) * ROWS_PER_PAGE: page * ROWS_PER_PAGE]
 
 
 def overrides_text(overrides: dict[str, Any]) -> str:
