@@ -41,6 +41,9 @@ VIEW_OPS = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "SHAPE", "STRIDED_SLICE", "SLIC
             "UNPACK", "PACK"}
 COPY_OPS = {"CONCATENATION", "PAD", "PADV2", "MIRROR_PAD", "TILE", "BROADCAST_TO", "RESIZE_NEAREST_NEIGHBOR"}
 REDUCE_OPS = {"MEAN": "mean", "SUM": "sum", "REDUCE_MAX": "max", "REDUCE_MIN": "min"}
+LOAD_TIME_OPS = ("DEQUANTIZE", "DENSIFY")  # on a constant input: run once when the interpreter loads the model
+PERMUTE_OPS = ("DEPTH_TO_SPACE", "SPACE_TO_DEPTH")  # a block permutation: x read once, y written once
+BILINEAR_FLOPS_PER_DIM = 3.0  # a lerp per interpolated spatial dimension (as the ONNX importer's Resize)
 
 
 def import_tflite(source: str | Path | bytes, name: str | None = None) -> Graph:
@@ -105,13 +108,14 @@ class _Reader:
             if count:
                 self.quantization[tname] = {"scales": count, "zero_points": [int(z) for z in q.ZeroPointAsNumpy()][:4],
                                             "quantized_dimension": int(q.QuantizedDimension()), "dtype": kind.lower()}
-        # a DEQUANTIZE of a constant (fp16 or int8 weights stored compressed) runs once, at load: TFLite's kernel
-        # keeps its output as a persistent tensor and skips it in later invocations (kernels/dequantize.cc,
-        # float_dequantized_weights_initialized), so its output is a weight and the node costs nothing per step
+        # a DEQUANTIZE or DENSIFY of a constant (fp16 / int8 / sparse weights stored compressed) runs once, at
+        # load: TFLite's kernels keep the output as a persistent tensor and skip later invocations
+        # (kernels/dequantize.cc float_dequantized_weights_initialized, kernels/densify.cc
+        # dense_weights_initialized), so the output is a weight and the node costs nothing per step
         self.folded: set[int] = set()
         for k in range(sub.OperatorsLength()):
             op = sub.Operators(k)
-            if self.codes[op.OpcodeIndex()] == "DEQUANTIZE" and op.InputsLength() and op.OutputsLength():
+            if self.codes[op.OpcodeIndex()] in LOAD_TIME_OPS and op.InputsLength() and op.OutputsLength():
                 src, dst = int(op.Inputs(0)), int(op.Outputs(0))
                 if 0 <= src < len(self.constant) and self.constant[src] and 0 <= dst < len(self.constant):
                     self.constant[dst] = True
@@ -129,7 +133,7 @@ class _Reader:
         params = sum(math.prod(self.info[self.names[i]][0]) for i in ins if self.constant[i]) if code in (
             "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL", "TRANSPOSE_CONV", "CONV_3D") else 0
         weight_bytes = sum(self._bytes(i) for i in ins if self.constant[i]) if params else 0.0
-        if index in self.folded:  # weights dequantized at load: nothing per step
+        if index in self.folded:  # weights dequantized / densified at load: nothing per step
             return Node(label, view(out_shape, out_dtype), [self.names[i] for i in ins],
                         [self.names[o] for o in outs], source_op=code)
         try:
@@ -192,6 +196,13 @@ class _Reader:
         if code == "TRANSPOSE":
             perm = self._axes(ins) or list(range(len(shape[0])))[::-1]
             return {"kind": "transpose", "shape": list(shape[0]) or [1], "perm": perm, "dtype": storage(dtype)}
+        if code == "RESIZE_BILINEAR":  # NHWC: each output interpolates from 4 neighbours (in cache)
+            dims = sum(1 for a, b in zip(shape[0][1:3], out_shape[1:3], strict=False) if a != b)
+            reads = round(math.prod(shape[0]) / max(math.prod(out_shape), 1))
+            return {"kind": "elementwise", "shape": list(out_shape), "dtype": storage(dtype), "inputs": reads,
+                    "outputs": 1, "flops_per_element": BILINEAR_FLOPS_PER_DIM * dims}
+        if code in PERMUTE_OPS:
+            return elementwise("copy", out_shape, out_dtype, 1)
         if code in VIEW_OPS:
             return view(out_shape, out_dtype)
         if code in COPY_OPS:

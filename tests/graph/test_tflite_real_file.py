@@ -1,6 +1,7 @@
-"""A real TFLite file (MediaPipe's BlazeFace short-range detector, tests/data/tflite/README.md): every operator
-maps, the fp16 weights behind DEQUANTIZE count as parameters, and each convolution's FLOPs equal a count taken
-from the flatbuffer's own tensor shapes (issue 26)."""
+"""Real TFLite files (MediaPipe models from the mediapipe 0.10.14 wheel, tests/data/tflite/README.md): every
+builtin operator maps, the weights behind DEQUANTIZE / DENSIFY count as parameters and cost nothing per step, each
+convolution's FLOPs equal a count taken from the flatbuffer's own tensor shapes, and a custom operator is listed
+with its fallback (issue 26)."""
 
 from __future__ import annotations
 
@@ -14,54 +15,77 @@ from perfmodel.graph.tflite_import import import_tflite
 
 tflite = pytest.importorskip("tflite")
 
-FILE = Path(__file__).resolve().parents[1] / "data" / "tflite" / "face_detection_short_range.tflite"
+DATA = Path(__file__).resolve().parents[1] / "data" / "tflite"
+A100 = "nvidia-a100-sxm4-80gb"
+WEIGHTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
 
 
-def _golden() -> tuple[int, list[int]]:
-    """(elements of the constant fp16 tensors, 2·MACs of each CONV_2D / DEPTHWISE_CONV_2D in order) straight from
-    the flatbuffer: output elements × kernel window × input channels per group."""
-    model = tflite.Model.GetRootAsModel(FILE.read_bytes(), 0)
+def _golden(name: str) -> tuple[int, list[int]]:
+    """(weight + bias elements of every conv / FC, 2·MACs of each CONV_2D / DEPTHWISE_CONV_2D in order) straight
+    from the flatbuffer's tensor shapes: output elements × kernel window × input channels per group."""
+    model = tflite.Model.GetRootAsModel((DATA / name).read_bytes(), 0)
     sub = model.Subgraphs(0)
     names = {v: k for k, v in vars(tflite.BuiltinOperator).items() if k.isupper()}
-    weights = 0
-    for i in range(sub.TensorsLength()):
-        t = sub.Tensors(i)
-        if t.Type() == tflite.TensorType.FLOAT16 and model.Buffers(t.Buffer()).DataLength() > 0:
-            weights += math.prod(int(d) for d in t.ShapeAsNumpy())  # Python ints: no int32 overflow
-    flops = []
+
+    def shape(index: int) -> list[int]:
+        return [int(d) for d in sub.Tensors(index).ShapeAsNumpy()]  # Python ints: no int32 overflow
+
+    weights, flops = 0, []
     for k in range(sub.OperatorsLength()):
         op = sub.Operators(k)
-        code = names[max(model.OperatorCodes(op.OpcodeIndex()).BuiltinCode(),
-                         model.OperatorCodes(op.OpcodeIndex()).DeprecatedBuiltinCode())]
-        if code not in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+        code = model.OperatorCodes(op.OpcodeIndex())
+        kind = names.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()), "")
+        if kind not in WEIGHTED:
             continue
-        x, w, y = ([int(d) for d in sub.Tensors(int(j)).ShapeAsNumpy()] for j in (op.Inputs(0), op.Inputs(1),
-                                                                                  op.Outputs(0)))
-        per_output = w[1] * w[2] * (1 if code == "DEPTHWISE_CONV_2D" else x[3])  # OHWI / 1HWO kernels
-        flops.append(2 * math.prod(y) * per_output)
+        ins = [int(i) for i in op.InputsAsNumpy() if i >= 0]
+        weights += sum(math.prod(shape(i)) for i in ins[1:])
+        if kind != "FULLY_CONNECTED":
+            x, w, y = shape(ins[0]), shape(ins[1]), shape(int(op.Outputs(0)))
+            flops.append(2 * math.prod(y) * w[1] * w[2] * (1 if kind == "DEPTHWISE_CONV_2D" else x[3]))
     return weights, flops
 
 
-def test_blazeface_imports_whole_with_its_weights_and_conv_flops() -> None:
-    graph = import_tflite(FILE)
-    assert len(graph.nodes) == 164
-    assert not [n.name for n in graph.nodes if n.unsupported]
-    weights, conv_flops = _golden()
-    assert graph.params == weights == 101_390  # before: 0 (the weights sit behind DEQUANTIZE ops)
-    result = estimate(graph, "nvidia-a100-sxm4-80gb", fusion=False, check_memory=False)
+@pytest.mark.parametrize(("name", "nodes", "params", "total_conv_flops"), [
+    ("face_detection_short_range.tflite", 164, 101_390, 61_521_920),  # fp16 weights behind 74 DEQUANTIZE
+    ("face_detection_full_range_sparse.tflite", 388, 508_308, 234_376_704),  # sparse: DENSIFY, then DEQUANTIZE
+])
+def test_real_files_import_whole_with_their_weights_and_conv_flops(name: str, nodes: int, params: int,
+                                                                   total_conv_flops: int) -> None:
+    graph = import_tflite(DATA / name)
+    assert len(graph.nodes) == nodes
+    assert not [n.name for n in graph.nodes if n.unsupported]  # RESIZE_BILINEAR, DEPTH_TO_SPACE included
+    weights, conv_flops = _golden(name)
+    assert graph.params == weights == params  # before: 101,390 -> 0 and 508,308 -> 45,716 (compressed in the file)
+    result = estimate(graph, A100, fusion=False, check_memory=False)
     flops = result.batch.flops[result.index]
     convs = [i for i, n in enumerate(graph.nodes) if n.source_op in ("CONV_2D", "DEPTHWISE_CONV_2D")]
-    assert len(convs) == 37 and [float(flops[i]) for i in convs] == [float(f) for f in conv_flops]
-    assert sum(conv_flops) == 61_521_920  # 30.8 M multiply-adds for one 128 x 128 image
+    assert [float(flops[i]) for i in convs] == [float(f) for f in conv_flops]
+    assert sum(conv_flops) == total_conv_flops
 
 
-def test_weight_dequantize_runs_at_load_not_per_step() -> None:
-    """TFLite keeps a constant DEQUANTIZE's output as a persistent tensor and skips it after the first run
-    (tensorflow/lite/kernels/dequantize.cc), so the 74 weight DEQUANTIZE nodes cost no FLOPs and move no bytes."""
-    graph = import_tflite(FILE)
-    result = estimate(graph, "nvidia-a100-sxm4-80gb", fusion=False, check_memory=False)
-    deq = [i for i, n in enumerate(graph.nodes) if n.source_op == "DEQUANTIZE"]
-    assert len(deq) == 74
-    assert all(float(result.batch.flops[result.index][i]) == 0.0 for i in deq)
-    assert all(float(result.batch.compulsory_bytes[result.index][i]) == 0.0 for i in deq)
-    assert all(float(result.batch.time_s[result.index][i]) <= 1e-9 for i in deq)
+def test_weight_dequantize_and_densify_run_at_load_not_per_step() -> None:
+    """TFLite keeps a constant DEQUANTIZE's or DENSIFY's output as a persistent tensor and skips the op after the
+    first run (tensorflow/lite/kernels/dequantize.cc, densify.cc): those nodes cost no FLOPs, bytes or time."""
+    for name in ("face_detection_short_range.tflite", "face_detection_full_range_sparse.tflite"):
+        graph = import_tflite(DATA / name)
+        result = estimate(graph, A100, fusion=False, check_memory=False)
+        folded = [i for i, n in enumerate(graph.nodes) if n.source_op in ("DEQUANTIZE", "DENSIFY")]
+        assert folded
+        assert all(float(result.batch.flops[result.index][i]) == 0.0 for i in folded)
+        assert all(float(result.batch.compulsory_bytes[result.index][i]) == 0.0 for i in folded)
+        assert all(float(result.batch.time_s[result.index][i]) <= 1e-9 for i in folded)
+
+
+def test_a_custom_operator_is_listed_with_its_fallback_and_the_rest_estimates() -> None:
+    """Selfie segmentation ends in MediaPipe's CUSTOM Convolution2DTransposeBias: listed with its reason and
+    a fallback cost, under 2 % of the predicted time; its RESIZE_BILINEAR upsamplings map (6 FLOPs per output)."""
+    graph = import_tflite(DATA / "selfie_segmentation.tflite")
+    unsupported = [n for n in graph.nodes if n.unsupported]
+    assert [n.source_op for n in unsupported] == ["CUSTOM:Convolution2DTransposeBias"]
+    assert unsupported[0].fallback is not None and "not modelled" in (unsupported[0].unsupported or "")
+    result = estimate(graph, A100, fusion=False, check_memory=False)
+    times = result.batch.time_s[result.index]
+    share = sum(float(times[i]) for i, n in enumerate(graph.nodes) if n.unsupported) / float(times.sum())
+    assert 0.0 < share < 0.02
+    resize = [n for n in graph.nodes if n.source_op == "RESIZE_BILINEAR"]
+    assert len(resize) == 3 and all(n.op is not None and n.op["flops_per_element"] == 6.0 for n in resize)
