@@ -10,30 +10,39 @@ its work, and records which source and how sure:
 5. ``counters``: the measured work of any other kernel with profiler counters (DRAM bytes, SIMT FLOPs:
    ``counter_ops``);
 6. ``repeated kernel``: a kernel still unmatched whose name, grid and block were matched alone elsewhere in the
-   file (another iteration of the step) takes that run's op, confidence low.
+   file (another iteration of the step) takes that run's op, confidence low;
+7. ``GEMM tile x grid``: a library GEMM kernel still unmatched, sized by its name's tile and its grid, K assumed
+   (``gemm_ops``, confidence low).
 
 Kernels of one op call are summed into one run; an activity no source explains is kept as *unmodelled* with
 its time, its reason and a reason category: never dropped silently."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from perfmodel.ops import OpError, make_op
-from perfmodel.traces import aten_comms, aten_ops, counter_ops, kernel_ops, triton_ops
+from perfmodel.traces import aten_comms, aten_ops, counter_ops, gemm_ops, kernel_ops, triton_ops
 from perfmodel.traces.aten_args import Args, Unbuildable
-from perfmodel.traces.kernel_names import data_dtype, gemm_tile, kernel_family, math_dtype, split_k
+from perfmodel.traces.kernel_names import gemm_tile, kernel_family, math_dtype, split_k
 from perfmodel.traces.records import DEVICE_TIME_CATEGORIES, SELF_SUFFIX, KernelRecord, OpCall, ParsedTrace
-from perfmodel.traces.shape_links import ConvLinks, linked_call
+from perfmodel.traces.shape_links import (
+    NO_INPUT_TYPE,
+    STRIDE_NOT_RECORDED,
+    CallDtypes,
+    ConvLinks,
+    linked_call,
+    typed_call,
+)
 
 MAX_KERNEL_NAMES = 16  # distinct kernel names kept per run
 SHAPES, LINK, COLLECTIVE = "framework shapes", "fwd/bwd link", "collective metadata"
 REPEATED = "repeated kernel"
-SOURCES = (SHAPES, LINK, COLLECTIVE, "memcpy/memset", "grid/block", counter_ops.COUNTERS, REPEATED)
+SOURCES = (SHAPES, LINK, COLLECTIVE, "memcpy/memset", "grid/block", counter_ops.COUNTERS, gemm_ops.TILE_GRID,
+           REPEATED)
 # unmatched kernels a matched launch of the same kernel (name, grid, block) elsewhere in the file may explain
 REPEATABLE = frozenset({"shapes not recorded", "unrecognised kernel", "op not modelled"})
 
@@ -170,31 +179,6 @@ def _build(call: OpCall, world_size: int | None, cache: _Cache) -> tuple[dict[st
     return built
 
 
-# perfmodel dtype -> the ``Input type`` name PyTorch records for it (to type an op whose types were not recorded)
-_TORCH_NAMES = {"fp32": "float", "fp16": "c10::Half", "bf16": "c10::BFloat16", "fp64": "double",
-                "int64": "long int", "int32": "int", "int8": "signed char", "fp8_e4m3": "c10::Float8_e4m3fn"}
-NO_INPUT_TYPE = "no Input type"
-STRIDE_NOT_RECORDED = "stride not recorded"
-CallDtypes = dict[int, tuple[str, str]]  # call id -> (dtype, the kernel name it was read from)
-
-
-def _typed(call: OpCall, kernel: KernelRecord, dtypes: CallDtypes) -> tuple[OpCall, str] | None:
-    """A call with shapes but no ``Input type`` (PyTorch 1.8 records ``Input type: []``), typed by the data type its
-    kernels' names give (``volta_scudnn_...``, ``implicit_convolve_sgemm<float, ...>``: ``kernel_names.data_dtype``)
-    for every tensor argument, and the note saying so; None where no kernel of the call names one."""
-    if call.input_types or not call.input_dims:
-        return None
-    known = dtypes.get(call.call_id)
-    if known is None:
-        dtype = data_dtype(kernel.name)
-        if dtype is None or dtype not in _TORCH_NAMES:
-            return None
-        known = dtypes[call.call_id] = (dtype, kernel.name)
-    types = tuple(_TORCH_NAMES[known[0]] if dims else "" for dims in call.input_dims)
-    note = f"Input type not recorded: {known[0]} assumed for every tensor, from its kernel {known[1][:60]!r}"
-    return dataclasses.replace(call, input_types=types), note
-
-
 @dataclass
 class Fallbacks:
     """What a call whose recorded arguments do not build may still be given: a dtype from its kernels' names,
@@ -209,7 +193,7 @@ def _build_fallback(call: OpCall, kernel: KernelRecord, reason: str, world_size:
     """Build a call that failed for ``reason`` again with what ``fallbacks`` know: (built or reason, notes)."""
     notes: list[str] = []
     if NO_INPUT_TYPE in reason:
-        typed = _typed(call, kernel, fallbacks.dtypes)
+        typed = typed_call(call, kernel, fallbacks.dtypes)
         if typed is None:
             return reason, notes
         call = typed[0]
@@ -450,6 +434,13 @@ def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:
     missed = [index for index in missed if call_of_kernel[index] is None]
     for index in _repeated(kernels, runs, missed, categories):
         call_of_kernel[index], reasons[index], categories[index] = -1 - index, None, None
+    for index in missed:  # last, after a repeated launch could give the op with its real K
+        kernel = kernels[index]
+        done = call_of_kernel[index] is not None or kernel.duration_s <= 0
+        inferred = None if done else gemm_ops.tile_grid_op(kernel)
+        if inferred is not None:
+            _add(runs, index, kernel, (_own_call(kernel, index), *inferred))
+            call_of_kernel[index], reasons[index], categories[index] = -1 - index, None, None
     for index in missed:
         if call_of_kernel[index] is None:
             kernel = kernels[index]

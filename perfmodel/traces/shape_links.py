@@ -1,5 +1,7 @@
-"""A forward convolution's output shape from the backward convolution of the same layer, where the trace records
-no autograd sequence number to link them (PyTorch 1.8's profiler) and no scalar arguments (stride, padding).
+"""Completing an op call the trace recorded only in part: its dtype from its kernels' names where PyTorch
+recorded shapes but no types (``typed_call``), and a forward convolution's output shape from the backward
+convolution of the same layer, where the trace records no autograd sequence number to link them (PyTorch 1.8's
+profiler) and no scalar arguments (stride, padding).
 
 The backward op records the layer's input, weight and the gradient of its output (shaped like the output):
 ``aten::cudnn_convolution_backward(input, grad_output, weight, ...)``, ``aten::convolution_backward(grad_output,
@@ -11,7 +13,9 @@ no link). Confidence of such a link: medium (shape equality, not identity).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
+from perfmodel.traces.kernel_names import data_dtype
 from perfmodel.traces.records import KernelRecord, OpCall
 
 Shape = tuple[int, ...]
@@ -79,3 +83,28 @@ def linked_call(call: OpCall, links: ConvLinks) -> OpCall | None:
     return None if y is None else OpCall(call.call_id, call.name, call.start_s, call.duration_s, call.input_dims,
                                          call.input_types, call.concrete_inputs, call.parent, call.input_strides,
                                          (y,))
+
+
+# perfmodel dtype -> the ``Input type`` name PyTorch records for it (to type an op whose types were not recorded)
+_TORCH_NAMES = {"fp32": "float", "fp16": "c10::Half", "bf16": "c10::BFloat16", "fp64": "double",
+                "int64": "long int", "int32": "int", "int8": "signed char", "fp8_e4m3": "c10::Float8_e4m3fn"}
+NO_INPUT_TYPE = "no Input type"
+STRIDE_NOT_RECORDED = "stride not recorded"
+CallDtypes = dict[int, tuple[str, str]]  # call id -> (dtype, the kernel name it was read from)
+
+
+def typed_call(call: OpCall, kernel: KernelRecord, dtypes: CallDtypes) -> tuple[OpCall, str] | None:
+    """A call with shapes but no ``Input type`` (PyTorch 1.8 records ``Input type: []``), typed by the data type its
+    kernels' names give (``volta_scudnn_...``, ``implicit_convolve_sgemm<float, ...>``: ``kernel_names.data_dtype``)
+    for every tensor argument, and the note saying so; None where no kernel of the call names one."""
+    if call.input_types or not call.input_dims:
+        return None
+    known = dtypes.get(call.call_id)
+    if known is None:
+        dtype = data_dtype(kernel.name)
+        if dtype is None or dtype not in _TORCH_NAMES:
+            return None
+        known = dtypes[call.call_id] = (dtype, kernel.name)
+    types = tuple(_TORCH_NAMES[known[0]] if dims else "" for dims in call.input_dims)
+    note = f"Input type not recorded: {known[0]} assumed for every tensor, from its kernel {known[1][:60]!r}"
+    return replace(call, input_types=types), note

@@ -196,12 +196,11 @@ def test_an_elementwise_kernel_without_an_op_is_sized_by_grid_and_block() -> Non
     t.kernel(ADD, 0, 10, 20, extra={"grid": [100, 1, 1], "block": [128, 1, 1]})
     t.kernel("ampere_sgemm_128x64_nn", 1, 40, 30)
     result = match_runs(parse_trace(t.to_bytes()))
-    (run,) = result.runs
+    run, gemm = result.runs
     assert run.op == {"kind": "elementwise", "shape": [100 * 128 * 4], "dtype": "fp32", "inputs": 2, "outputs": 1,
                       "flops_per_element": 1.0}
     assert (run.source, run.confidence) == ("grid/block", "medium")
-    (gemm,) = result.unmodelled
-    assert gemm.reason.startswith("gemm kernel (recognised by name), no op recorded")
+    assert (gemm.source, gemm.confidence) == ("GEMM tile x grid", "low")  # K assumed: test_gemm_tile_grid.py
 
 
 def test_an_op_that_cannot_be_built_falls_back_to_its_kernels_grid() -> None:
@@ -376,10 +375,12 @@ def test_a_gemm_kernel_names_its_block_tile(name: str, tile: tuple[int, int] | N
     assert gemm_tile(name) == tile
 
 
-def test_an_unshaped_gemm_kernel_says_what_its_tile_and_grid_bound() -> None:
-    """B200 cuBLASLt GEMM (ncu default set, no op, no byte counters): M·N <= tile x grid, K unknown."""
-    (unmodelled,) = match_runs(parse_trace(DATA / "superbench__cublaslt_gemm_b200__ncu_default_set.log")).unmodelled
-    assert "tile 64x256 x grid (9, 32, 1): M·N <= 4,718,592; K is not in the file" in unmodelled.reason
+def test_an_unshaped_gemm_kernel_naming_no_data_type_says_what_its_tile_and_grid_bound() -> None:
+    """A GEMM kernel with a tile but no data type in its name (a typed one is sized: test_gemm_tile_grid.py)."""
+    t = KinetoTrace()
+    t.kernel("cutlass_tensorop_gemm_128x64_nn_kernel", 0, 10, 20)
+    (unmodelled,) = match_runs(parse_trace(t.to_bytes())).unmodelled
+    assert "tile 128x64 x grid (4, 1, 1): M·N <= 32,768; K is not in the file" in unmodelled.reason
     assert unmodelled.category == "shapes not recorded"
 
 
@@ -408,8 +409,9 @@ def test_a_kernel_repeated_without_its_op_takes_the_op_of_its_matched_launch() -
     t.kernel("ampere_sgemm_128x64_nn", 105, 110, 22, extra=grid)
     t.kernel("ampere_sgemm_128x64_nn", 140, 150, 9, extra={"grid": [4, 2, 1], "block": [128, 1, 1]})
     result = match_runs(parse_trace(t.to_bytes()))
-    shaped, repeated = result.runs
+    shaped, repeated, other_grid = result.runs
     assert repeated.op == shaped.op and (repeated.source, repeated.confidence) == ("repeated kernel", "low")
     assert "assumed repeated" in repeated.notes[-1] and repeated.measured_time_s == pytest.approx(22e-6)
-    (other_grid,) = result.unmodelled  # another grid: another problem, left unmatched
-    assert other_grid.time_s == pytest.approx(9e-6) and result.kernel_sources[1] == "repeated kernel"
+    # another grid: another problem, sized by its tile and grid with K assumed (the last source)
+    assert other_grid.source == "GEMM tile x grid" and other_grid.op["m"] == 512
+    assert result.kernel_sources[1] == "repeated kernel"
