@@ -4,6 +4,8 @@
   a GPT with full activation recomputation (it counts the recomputed forward).
 - Model FLOPs (Korthikanti et al. 2022, §6: MFU): 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)), no recomputation.
 - PaLM (Chowdhery et al. 2022, App. B): 6·N + 12·L·H·Q·T per token (N non-embedding parameters).
+- PaLM with causal attention: 6·N + 6·L·H·Q·T per token (only the unmasked half of the scores), reported beside
+  PaLM's where a source does not say which it used.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ def model_flops(batch: int, seq: int, layers: int, hidden: int, vocab: int) -> f
     return 72.0 * batch * seq * layers * hidden ** 2 * (1.0 + seq / (6.0 * hidden) + vocab / (12.0 * layers * hidden))
 
 
-def palm_flops(cfg: LlmConfig, batch: int, seq: int) -> float:
-    """PaLM's convention: (6·N + 12·L·H·Q·T) per token."""
+def palm_flops(cfg: LlmConfig, batch: int, seq: int, causal: bool = False) -> float:
+    """PaLM's convention: (6·N + 12·L·H·Q·T) per token; ``causal``: 6·L·H·Q·T for the attention."""
     n = active_layer_params(cfg) * cfg.layers
-    return batch * seq * (6.0 * n + 12.0 * cfg.layers * cfg.heads * cfg.head_dim * seq)
+    attention = (6.0 if causal else 12.0) * cfg.layers * cfg.heads * cfg.head_dim * seq
+    return batch * seq * (6.0 * n + attention)

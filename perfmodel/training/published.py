@@ -167,7 +167,10 @@ def predict(run: PublishedRun) -> dict[str, Any]:
         raise ValueError(f"{run.name}: no layout runs: {sorted(set(result.reasons))[:3]}")
     best = result.row(ranked[0])
     predicted = source_flops(run, cfg) / (best["step_s"] * run.devices) / 1e12
+    # a source that does not state its convention (Llama 3): the same step in the causal count, for the record
+    causal = (flops.palm_flops(cfg, run.global_batch, run.seq_len, causal=True) / (best["step_s"] * run.devices)
+              / 1e12 if run.convention == "palm" else None)
     return {"name": run.name, "source": run.source, "convention": run.convention, "hardware": run.hardware,
             "devices": run.devices, "published_tflops": run.published_tflops, "predicted_tflops": predicted,
             "error": predicted / run.published_tflops - 1.0, "fits": fits, "layout": best["layout"],
-            "step_s": best["step_s"], "time_s": best["time_s"]}
+            "step_s": best["step_s"], "time_s": best["time_s"], "predicted_tflops_causal": causal}

@@ -58,3 +58,14 @@ def test_llama3_at_8k_context_runs_without_recomputation_within_15_percent(name:
     out = predict(next(r for r in RUNS if r.name == name))
     assert out["fits"] and out["layout"]["recompute"] == "none", out["layout"]
     assert abs(out["error"]) < 0.15, out
+
+
+def test_the_causal_count_drops_half_of_palms_attention_term() -> None:
+    """Llama 3 405B at 131K: PaLM's 12·L·H·Q·T attention is 57 % of its count; the causal count keeps half."""
+    run = next(r for r in RUNS if r.name == "Llama 3 405B, 16K GPUs, 131K context")
+    cfg = run.config()
+    palm = flops.palm_flops(cfg, run.global_batch, run.seq_len)
+    causal = flops.palm_flops(cfg, run.global_batch, run.seq_len, causal=True)
+    attention = 12.0 * cfg.layers * cfg.heads * cfg.head_dim * run.seq_len * run.global_batch * run.seq_len
+    assert palm - causal == pytest.approx(attention / 2)
+    assert attention / palm == pytest.approx(0.57, abs=0.01)
