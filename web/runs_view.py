@@ -140,8 +140,10 @@ def histogram_figure(errors: FloatArray) -> go.Figure:
                            marker={"color": "#1f5fa8", "line": {"width": 0}},
                            customdata=np.column_stack([edges[:-1], edges[1:]]),
                            hovertemplate="%{customdata[0]:.0f} to %{customdata[1]:.0f} %: %{y} runs<extra></extra>"))
-    for x, dash in ((-25, "dot"), (-10, "dash"), (0, "solid"), (10, "dash"), (25, "dot")):
-        fig.add_vline(x=x, line={"color": "#2e8b57" if x else "#333", "dash": dash, "width": 1})
+    # the ±10/±25 % and exact lines as one list of shapes (five add_vline calls took ~60 ms of plotly validation)
+    fig.update_layout(shapes=[{"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
+                               "line": {"color": "#2e8b57" if x else "#333", "dash": dash, "width": 1}}
+                              for x, dash in ((-25, "dot"), (-10, "dash"), (0, "solid"), (10, "dash"), (25, "dot"))])
     base_layout(fig, "Error distribution (predicted / measured − 1; clipped to −100…200 %)",
                 "Error [%]", "Runs", log=False, height=520)
     fig.update_layout(bargap=0)
