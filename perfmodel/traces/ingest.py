@@ -91,7 +91,7 @@ def runs_and_kernels(hardware: Hardware, parsed: ParsedTrace, matched: MatchResu
 
 def alarms_json(hardware: Hardware, kernels: list[KernelRecord], matched: MatchResult) -> list[dict[str, Any]]:
     """Roof alarms of the kernels with counters and of the matched runs, as JSON."""
-    alarms = roof_alarms(hardware, [*(k for k in kernels if k.counters), *matched.runs])
+    alarms = roof_alarms(hardware, [*(k for k in kernels if k.counters), *matched.runs], limit=MAX_ALARMS)
     return [{"name": a.name, "quantity": a.quantity, "attained_per_s": a.attained_per_s, "roof_per_s": a.roof_per_s,
              "kind": a.kind, "reason": a.reason} for a in alarms[:MAX_ALARMS]]
 

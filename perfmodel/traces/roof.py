@@ -12,8 +12,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import numpy as np
-
 from perfmodel.dtypes import DType
 from perfmodel.hardware import Hardware, MemoryLevel
 from perfmodel.machine import tables
@@ -177,34 +175,27 @@ def run_alarms(hw: Hardware, run: MatchedRun, tolerance: float = DEFAULT_TOLERAN
     return alarms
 
 
-def _runs_that_may_alarm(hw: Hardware, runs: list[MatchedRun], tolerance: float,
-                         work_cache: dict[bytes, _Work]) -> list[bool]:
-    """Per run, whether ``run_alarms`` may find an alarm (its time below the longest that alarms, with a margin
-    of 1e-9 for rounding): a filter, so the exact test runs only where it may fire."""
-    longest: dict[int, float] = {}  # id of a cached work tuple -> its longest alarming time
-    limits = np.empty(len(runs))
-    for i, run in enumerate(runs):
-        work = _op_work(run.op, work_cache)
-        found = longest.get(id(work))
-        if found is None:
-            found = longest[id(work)] = _longest_alarming_s(hw, work, tolerance)
-        limits[i] = found
-    times = np.array([run.measured_time_s for run in runs], dtype=float)
-    may: list[bool] = ((times > 0) & (times < limits * (1 + 1e-9))).tolist()
-    return may
-
-
 def roof_alarms(hw: Hardware, items: Iterable[KernelRecord | MatchedRun],
-                tolerance: float = DEFAULT_TOLERANCE) -> list[RoofAlarm]:
-    """Every alarm over kernels (measured counters) and matched runs (model FLOPs and bytes), in their order."""
-    listed = list(items)
-    work_cache: dict[bytes, _Work] = {}
-    runs = [item for item in listed if not isinstance(item, KernelRecord)]
-    may = iter(_runs_that_may_alarm(hw, runs, tolerance, work_cache))
+                tolerance: float = DEFAULT_TOLERANCE, limit: int | None = None) -> list[RoofAlarm]:
+    """Every alarm over kernels (measured counters) and matched runs (model FLOPs and bytes), in their order;
+    ``limit``: stop once that many are found. A run is tested (``run_alarms``) only where its time is below the
+    longest at which its op's work could alarm (with a margin of 1e-9 for rounding)."""
     alarms: list[RoofAlarm] = []
-    for item in listed:
+    work_cache: dict[bytes, _Work] = {}
+    longest: dict[int, float] = {}  # id of a cached work tuple -> its longest alarming time
+    for item in items:
+        if limit is not None and len(alarms) >= limit:
+            break
         if isinstance(item, KernelRecord):
             alarms += kernel_alarms(hw, item, tolerance)
-        elif next(may):
+            continue
+        time_s = item.measured_time_s
+        if not time_s > 0:
+            continue
+        work = _op_work(item.op, work_cache)
+        bound = longest.get(id(work))
+        if bound is None:
+            bound = longest[id(work)] = _longest_alarming_s(hw, work, tolerance)
+        if time_s < bound * (1 + 1e-9):
             alarms += run_alarms(hw, item, tolerance, work_cache)
-    return alarms
+    return alarms if limit is None else alarms[:limit]

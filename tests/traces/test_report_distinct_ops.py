@@ -62,6 +62,7 @@ def test_alarms_equal_testing_every_run(traced: tuple[object, object], tolerance
                                                 else run_alarms(hw, i, tolerance))]
     found = roof_alarms(hw, buildable, tolerance)
     assert found == reference
+    assert roof_alarms(hw, buildable, tolerance, limit=3) == reference[:3]
     if tolerance < -0.9 and len(matched.runs) >= 100:  # type: ignore[attr-defined]  # roofs at 1 %: runs alarm
         assert any(a.name in {r.op_name for r in matched.runs} for a in found)  # type: ignore[attr-defined]
 
