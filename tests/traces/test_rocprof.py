@@ -232,3 +232,32 @@ def test_rocprofv3_kernel_trace_with_agent_names() -> None:
     assert kernel.device == 7 and kernel.stream == int(row["Queue_Id"]) and kernel.correlation == 101
     assert kernel.duration_s == pytest.approx((int(row["End_Timestamp"]) - int(row["Start_Timestamp"])) * 1e-9)
     assert kernel.grid == (1024 // 64, 1024, 1) and kernel.block == (64, 1, 1)
+
+
+OPENMP = "HPCTrainingExamples__Rocprofv3__OpenMP__jacobi_kernel_{}.csv"
+
+
+def test_real_rocprofv3_openmp_kernel_trace_reads_every_dispatch() -> None:
+    """MI300A, ROCm 6 columns (no Stream_Id): grids in work-items become blocks; the OpenMP target regions name no
+    work, so the matcher keeps their time as unrecognised kernels (not dropped)."""
+    from perfmodel.traces import match_runs
+
+    parsed = parse_trace(DATA / OPENMP.format("trace"))
+    with open(DATA / OPENMP.format("trace"), newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert parsed.format == "rocprof_csv" and len(parsed.kernels) == len(rows) == 9
+    expected = sum(int(r["End_Timestamp"]) - int(r["Start_Timestamp"]) for r in rows) * 1e-9
+    assert parsed.total_kernel_time_s == pytest.approx(expected)
+    norm = parsed.kernels[0]
+    assert norm.grid == (233472 // 256, 1, 1) and norm.block == (256, 1, 1)
+    result = match_runs(parsed)
+    assert result.runs == [] and result.time_by_category() == {"unrecognised kernel": pytest.approx(expected)}
+
+
+def test_real_rocprofv3_kernel_stats() -> None:
+    parsed = parse_trace(DATA / OPENMP.format("stats"))
+    assert parsed.format == "rocprof_stats"
+    by_name = {k.name: k for k in parsed.kernels}
+    norm = by_name["__omp_offloading_32_2f3c6__QMnorm_modPnorm_l26"]
+    assert norm.instances == 1001 and norm.duration_s == pytest.approx(87995483e-9)
+    assert sum(k.instances for k in parsed.kernels) == 4001
