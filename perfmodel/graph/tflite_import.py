@@ -41,6 +41,7 @@ VIEW_OPS = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "SHAPE", "STRIDED_SLICE", "SLIC
             "UNPACK", "PACK"}
 COPY_OPS = {"CONCATENATION", "PAD", "PADV2", "MIRROR_PAD", "TILE", "BROADCAST_TO", "RESIZE_NEAREST_NEIGHBOR"}
 REDUCE_OPS = {"MEAN": "mean", "SUM": "sum", "REDUCE_MAX": "max", "REDUCE_MIN": "min"}
+TRANSPOSED_CONV = ("TRANSPOSE_CONV", "CUSTOM:Convolution2DTransposeBias")  # the latter: MediaPipe's, with a bias
 LOAD_TIME_OPS = ("DEQUANTIZE", "DENSIFY")  # on a constant input: run once when the interpreter loads the model
 PERMUTE_OPS = ("DEPTH_TO_SPACE", "SPACE_TO_DEPTH")  # a block permutation: x read once, y written once
 BILINEAR_FLOPS_PER_DIM = 3.0  # a lerp per interpolated spatial dimension (as the ONNX importer's Resize)
@@ -61,7 +62,8 @@ def import_tflite(source: str | Path | bytes, name: str | None = None) -> Graph:
         reader = _Reader(tflite, model, sub)
         graph = Graph(name=name or (sub.Name() or b"tflite").decode(errors="replace"))
         for index in range(sub.OperatorsLength()):
-            graph.add(reader.node(index))
+            for node in reader.nodes(index):
+                graph.add(node)
     except GraphError:
         raise
     except Exception as exc:  # flatbuffers raises struct / index errors on truncated or foreign bytes
@@ -121,7 +123,8 @@ class _Reader:
                     self.constant[dst] = True
                     self.folded.add(k)
 
-    def node(self, index: int) -> Node:
+    def nodes(self, index: int) -> list[Node]:
+        """The operator's node (a transposed convolution: its GEMM, col2im and output write, as for ONNX)."""
         op = self.sub.Operators(index)
         code = self.codes[op.OpcodeIndex()]
         ins = [int(i) for i in op.InputsAsNumpy()] if op.InputsLength() else []
@@ -130,23 +133,29 @@ class _Reader:
         label = f"{code.lower()}_{index}" + (f" ({self.names[outs[0]]})" if outs else "")
         in_shapes = [self.info[self.names[i]][0] for i in ins]
         out_shape, out_dtype = self.info[self.names[outs[0]]] if outs else ((1,), "fp32")
-        params = sum(math.prod(self.info[self.names[i]][0]) for i in ins if self.constant[i]) if code in (
-            "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL", "TRANSPOSE_CONV", "CONV_3D") else 0
-        weight_bytes = sum(self._bytes(i) for i in ins if self.constant[i]) if params else 0.0
+        weights = ins[1:] if code == "TRANSPOSE_CONV" else ins  # its input 0 is the int32 output shape
+        params = sum(math.prod(self.info[self.names[i]][0]) for i in weights if self.constant[i]) if code in (
+            "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL", "CONV_3D", *TRANSPOSED_CONV) else 0
+        weight_bytes = sum(self._bytes(i) for i in weights if self.constant[i]) if params else 0.0
+        names_in, names_out = [self.names[i] for i in ins], [self.names[o] for o in outs]
         if index in self.folded:  # weights dequantized / densified at load: nothing per step
-            return Node(label, view(out_shape, out_dtype), [self.names[i] for i in ins],
-                        [self.names[o] for o in outs], source_op=code)
+            return [Node(label, view(out_shape, out_dtype), names_in, names_out, source_op=code)]
         try:
             built = self._op(code, op, ins, out_shape, out_dtype)
             if built is None:
                 raise UnsupportedOp(f"TFLite {code} is not modelled")
-            make_op(built)
+            ops = built if isinstance(built, list) else [built]
+            for one in ops:
+                make_op(one)
         except (UnsupportedOp, OpError, ValueError, IndexError, KeyError) as exc:
             why = str(exc) if isinstance(exc, UnsupportedOp) else f"{code}: {exc}"
-            return Node(label, None, [self.names[i] for i in ins], [self.names[o] for o in outs], source_op=code,
-                        unsupported=why, fallback=fallback([tuple(s) for s in in_shapes], [out_shape], out_dtype))
-        return Node(label, built, [self.names[i] for i in ins], [self.names[o] for o in outs], source_op=code,
-                    params=params, weight_bytes=weight_bytes)
+            return [Node(label, None, names_in, names_out, source_op=code, unsupported=why,
+                         fallback=fallback([tuple(s) for s in in_shapes], [out_shape], out_dtype))]
+        if len(ops) == 1:
+            return [Node(label, ops[0], names_in, names_out, source_op=code, params=params,
+                         weight_bytes=weight_bytes)]
+        return [Node(f"{label}/{k}", one, names_in, names_out, source_op=code, params=params if k == 0 else 0,
+                     weight_bytes=weight_bytes if k == 0 else 0.0) for k, one in enumerate(ops)]
 
     def _bytes(self, i: int) -> float:
         shape, dtype = self.info[self.names[i]]
@@ -161,11 +170,16 @@ class _Reader:
         return options
 
     def _op(self, code: str, op: Any, ins: list[int], out_shape: tuple[int, ...],
-            out_dtype: str) -> dict[str, Any] | None:
+            out_dtype: str) -> dict[str, Any] | list[dict[str, Any]] | None:
         shape = [self.info[self.names[i]][0] for i in ins]
         dtype = self.info[self.names[ins[0]]][1] if ins else out_dtype
         if code in ("CONV_2D", "DEPTHWISE_CONV_2D"):
             return self._conv(code, op, shape[0], shape[1], dtype)
+        if code in TRANSPOSED_CONV:
+            at = 2 if code == "TRANSPOSE_CONV" else 0  # TRANSPOSE_CONV: (output shape, weights, x[, bias])
+            x, w = shape[at], shape[1]
+            has_bias = len(ins) > (3 if code == "TRANSPOSE_CONV" else 2)
+            return _transposed_conv(x, w, out_shape, self.info[self.names[ins[at]]][1], has_bias)
         if code == "FULLY_CONNECTED":
             n, k = shape[1]
             return {"kind": "matmul", "m": max(1, math.prod(shape[0]) // k), "n": n, "k": k, "dtype": storage(dtype),
@@ -233,6 +247,21 @@ class _Reader:
                 "stride_w": options.StrideW() or 1, "padding": ((kh - 1) * dh) // 2 if same else 0,
                 "padding_w": ((kw - 1) * dw) // 2 if same else 0, "dilation": dh, "dilation_w": dw,
                 "groups": c if depthwise else 1, "dtype": storage(dtype), "layout": "nhwc"}
+
+
+def _transposed_conv(x: tuple[int, ...], w: tuple[int, ...], y: tuple[int, ...], dtype: str,
+                     bias: bool) -> list[dict[str, Any]]:
+    """A 2-D transposed convolution (NHWC x, OHWI weights) as the ONNX importer's ConvTranspose: the GEMM
+    x[N·H·W, C] x w[C, O·kh·kw] writes the columns, col2im scatter-adds them (read once more), y written once."""
+    if len(x) != 4 or len(w) != 4 or x[3] != w[3]:
+        raise UnsupportedOp(f"transposed convolution of input {list(x)} and weight {list(w)}: need NHWC x and "
+                            "OHWI weights with the same input channels")
+    rows, cols = x[0] * x[1] * x[2], w[0] * w[1] * w[2]
+    return [{"kind": "matmul", "m": rows, "n": cols, "k": x[3], "dtype": storage(dtype)},
+            {"kind": "elementwise", "shape": [rows * cols], "dtype": storage(dtype), "inputs": 1, "outputs": 0,
+             "flops_per_element": 1.0},
+            {"kind": "elementwise", "shape": list(y), "dtype": storage(dtype), "inputs": 0, "outputs": 1,
+             "flops_per_element": 1.0 if bias else 0.0}]
 
 
 def _custom(code: Any) -> str:
