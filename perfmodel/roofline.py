@@ -33,7 +33,7 @@ from perfmodel.search.attention_cost import (
     best_attention,
     compact_attention_space,
 )
-from perfmodel.search.gemm_cost import best_gemms
+from perfmodel.search.gemm_cost import GemmChoice, best_gemms
 from perfmodel.search.gemm_space import GemmCandidates, compact_space, full_space
 
 Timing = Literal["kernel", "host"]
@@ -228,8 +228,9 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
     gemm_flops = 2.0 * batch * work.gemm_m[idx] * work.gemm_n[idx] * work.gemm_k[idx]
     share = gemm_flops[rows, slots] / np.maximum(gemm_flops.sum(axis=1)[rows], 1.0)
     elem = DTYPE_BYTES[work.matrix_dtype[op_rows]]
-    choice = best_gemms(t, space, batch[rows, slots], work.gemm_m[idx][rows, slots], work.gemm_n[idx][rows, slots],
-                        work.gemm_k[idx][rows, slots], elem, m_peak[op_rows], compulsory[op_rows] * share)
+    choice = _best_distinct(t, space, batch[rows, slots], work.gemm_m[idx][rows, slots],
+                            work.gemm_n[idx][rows, slots], work.gemm_k[idx][rows, slots], elem, m_peak[op_rows],
+                            compulsory[op_rows] * share)
     for name in ("compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes", "reuse_bytes"):
         np.add.at(getattr(out, name), op_rows, getattr(choice, name))
     np.add.at(out.extra_kernels, op_rows, np.where(space.split[choice.index] > 1, 1.0, 0.0))
@@ -243,6 +244,28 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
               "resident_tiles": choice.resident, "footprint_bytes": choice.footprint_bytes}
     for key, values in chosen.items():
         out.schedule[key][op_rows[first]] = values[first]
+
+
+DISTINCT_FROM_GEMMS = 64  # from this many GEMMs, repeated shapes are searched once (np.unique costs less)
+
+
+def _best_distinct(t: MachineTables, space: GemmCandidates, *columns: FloatArray) -> GemmChoice:
+    """``best_gemms`` of each distinct row of ``columns`` (batch, m, n, k, element size, peak, compulsory bytes),
+    spread back to every row: the same answers, one search per shape (a model or a table repeats shapes)."""
+    if columns[0].size < DISTINCT_FROM_GEMMS:
+        return best_gemms(t, space, *columns)
+    bits = np.stack([np.asarray(c, dtype=np.float64) for c in columns]).view(np.int64)  # rows equal bit for bit
+    order = np.lexsort(bits)
+    ordered = bits[:, order]
+    starts = np.ones(order.size, dtype=bool)
+    starts[1:] = (ordered[:, 1:] != ordered[:, :-1]).any(axis=0)
+    if starts.all():
+        return best_gemms(t, space, *columns)
+    inverse = np.empty(order.size, dtype=np.intp)
+    inverse[order] = np.cumsum(starts) - 1
+    first = order[starts]
+    choice = best_gemms(t, space, *(c[first] for c in columns))
+    return GemmChoice(*(getattr(choice, f.name)[inverse] for f in dataclasses.fields(GemmChoice)))
 
 
 def _flash(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]], m_peak: FloatArray,
@@ -336,15 +359,20 @@ def _bound_names(t: MachineTables, work: Work, which: np.ndarray[Any, np.dtype[n
 def _notes(t: MachineTables, work: Work, resident: np.ndarray[Any, np.dtype[np.bool_]],
            has_llc: bool) -> dict[int, list[str]]:
     notes: dict[int, list[str]] = {}
-    matrix_noted = np.array([bool(p.note) for p in t.matrix_paths])[work.matrix_dtype]  # only ops with a note
-    for i in np.nonzero((work.flops_matrix > 0) & matrix_noted)[0]:
-        notes.setdefault(int(i), []).append(t.matrix_paths[work.matrix_dtype[i]].note)
-    vector_noted = np.array([bool(p.note) for p in t.vector_paths])[work.vector_dtype]
-    for i in np.nonzero((work.flops_matrix == 0) & (work.flops_vector > 0) & vector_noted)[0]:
-        notes.setdefault(int(i), []).append(t.vector_paths[work.vector_dtype[i]].note)
+    matrix_texts = [p.note for p in t.matrix_paths]  # by dtype code
+    matrix_noted = np.array([bool(text) for text in matrix_texts])[work.matrix_dtype]  # only ops with a note
+    rows = np.nonzero((work.flops_matrix > 0) & matrix_noted)[0]
+    for i, code in zip(rows.tolist(), work.matrix_dtype[rows].tolist(), strict=True):
+        notes.setdefault(i, []).append(matrix_texts[code])
+    vector_texts = [p.note for p in t.vector_paths]
+    vector_noted = np.array([bool(text) for text in vector_texts])[work.vector_dtype]
+    rows = np.nonzero((work.flops_matrix == 0) & (work.flops_vector > 0) & vector_noted)[0]
+    for i, code in zip(rows.tolist(), work.vector_dtype[rows].tolist(), strict=True):
+        notes.setdefault(i, []).append(vector_texts[code])
     if has_llc and t.llc is not None:
-        for i in np.nonzero(resident & (work.dram_bytes > 0))[0]:
-            notes.setdefault(int(i), []).append(f"working set fits {t.llc.name}: served from it")
+        text = f"working set fits {t.llc.name}: served from it"
+        for i in np.nonzero(resident & (work.dram_bytes > 0))[0].tolist():
+            notes.setdefault(i, []).append(text)
     return notes
 
 

@@ -105,7 +105,10 @@ class Work:
         (``concat`` then ``take`` in one pass)."""
         def place(name: str, arrays: Sequence[np.ndarray[Any, Any]]) -> np.ndarray[Any, Any]:
             first = arrays[0]
-            out = np.empty((n, *first.shape[1:]), dtype=np.result_type(*arrays))
+            shape, dtype = (n, *first.shape[1:]), np.result_type(*arrays)
+            if not any(values.any() for values in arrays):  # a field no part uses (comm_* of GEMMs): zeros
+                return np.zeros(shape, dtype=dtype)
+            out = np.empty(shape, dtype=dtype)
             for values, where in zip(arrays, rows, strict=True):
                 out[where] = values
             return out
