@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+from typer import _click as click
+from typer.core import TyperGroup
 
 from perfmodel import __version__
 from perfmodel.advice.cli import advise_app
@@ -22,11 +24,31 @@ if TYPE_CHECKING:
     from perfmodel.cost import Cost
     from perfmodel.hardware import Hardware
 
+class _PlainGroup(TyperGroup):
+    """Click's plain help, listing each command with its whole first paragraph (click cuts it at the first
+    '. ', so 'Predict one op, e.g.' was all predict said), wrapped to the terminal."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                text = command.short_help or (command.help or "").strip().split("\n\n")[0]
+                rows.append((name, " ".join(text.split())))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+# rich_markup_mode=None: click's plain help and usage errors (for every sub-command too); typer's rich help
+# imports rich, ~0.2 s CPU of the ~0.4 s `perfmodel --help` took (benchmarks/cli_start.py). Progress bars still
+# use rich, imported by the commands that draw them.
 app = typer.Typer(help="Roofline performance model for deep-learning operators.", no_args_is_help=True,
-                  add_completion=False)
-hardware_app = typer.Typer(help="The hardware library.", no_args_is_help=True)
+                  add_completion=False, rich_markup_mode=None, cls=_PlainGroup)
+hardware_app = typer.Typer(help="The hardware library.", no_args_is_help=True, cls=_PlainGroup)
 app.add_typer(hardware_app, name="hardware")
-token_app = typer.Typer(help="API tokens for writes (stored hashed, revocable).", no_args_is_help=True)
+token_app = typer.Typer(help="API tokens for writes (stored hashed, revocable).", no_args_is_help=True,
+                        cls=_PlainGroup)
 app.add_typer(token_app, name="token")
 app.add_typer(advise_app, name="advise")
 
