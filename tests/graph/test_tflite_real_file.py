@@ -93,3 +93,27 @@ def test_mediapipes_transposed_convolution_maps_as_a_gemm_and_col2im() -> None:
     assert graph.params == 106_336 + 65
     resize = [n for n in graph.nodes if n.source_op == "RESIZE_BILINEAR"]
     assert len(resize) == 3 and all(n.op is not None and n.op["flops_per_element"] == 6.0 for n in resize)
+
+
+def test_builtin_transpose_conv_maps_without_counting_its_output_shape_input() -> None:
+    """TRANSPOSE_CONV (inputs: int32 output shape, OHWI weights, x): x 1x8x8x16 -> y 1x16x16x4, 3x3 kernel: the GEMM
+    is x[64, 16] x w[16, 4·3·3], 2·64·16·36 FLOPs; 576 weights, the 4-element output shape not among them."""
+    import numpy as np
+    from tflite.BuiltinOperator import BuiltinOperator
+    from tflite.TensorType import TensorType
+
+    from tests.graph.tflite_models import _Writer
+
+    w = _Writer()
+    x = w.tensor("x", [1, 8, 8, 16], TensorType.FLOAT32)
+    shape = w.tensor("output_shape", [4], TensorType.INT32, np.array([1, 16, 16, 4], np.int32).tobytes())
+    kernel = w.tensor("kernel", [4, 3, 3, 16], TensorType.FLOAT32, np.zeros(4 * 3 * 3 * 16, np.float32).tobytes())
+    y = w.tensor("y", [1, 16, 16, 4], TensorType.FLOAT32)
+    w.op(BuiltinOperator.TRANSPOSE_CONV, [shape, kernel, x], [y])
+    graph = import_tflite(w.finish())
+    assert [n.op["kind"] for n in graph.nodes if n.op] == ["matmul", "elementwise", "elementwise"]
+    assert graph.nodes[0].op is not None and (graph.nodes[0].op["m"], graph.nodes[0].op["n"],
+                                              graph.nodes[0].op["k"]) == (64, 36, 16)
+    assert graph.params == 4 * 3 * 3 * 16
+    result = estimate(graph, A100, fusion=False, check_memory=False)
+    assert float(result.batch.flops[result.index][0]) == 2 * 64 * 16 * 36
