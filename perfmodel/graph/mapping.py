@@ -44,6 +44,18 @@ class UnsupportedOp(Exception):
     catches it, costs the node with ``fallback`` and lists it with this message."""
 
 
+def transposed_conv(rows: int, k: int, cols: int, groups: int, out_shape: tuple[int, ...] | list[int], dtype: str,
+                    bias: bool) -> list[dict[str, Any]]:
+    """A transposed convolution as the libraries run it: per group the GEMM x[rows = N·input positions, k = C/g]
+    × w[k, cols = O/g·kernel] writes the columns, col2im scatter-adds them into y (the columns read once more, a
+    FLOP each), and y is written once (plus the bias)."""
+    return [{"kind": "matmul", "m": rows, "n": cols, "k": k, "dtype": dtype, "batch": groups},
+            {"kind": "elementwise", "shape": [groups * rows * cols], "dtype": storage(dtype), "inputs": 1,
+             "outputs": 0, "flops_per_element": 1.0},
+            {"kind": "elementwise", "shape": list(out_shape) or [1], "dtype": storage(dtype), "inputs": 0,
+             "outputs": 1, "flops_per_element": 1.0 if bias else 0.0}]
+
+
 def numel(shape: tuple[int, ...] | list[int]) -> int:
     return math.prod(shape) if shape else 1
 

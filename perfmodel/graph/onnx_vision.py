@@ -9,7 +9,7 @@ from typing import Any
 import onnx
 
 from perfmodel.graph.ir import GraphError
-from perfmodel.graph.mapping import full_size_inputs, numel, storage, view
+from perfmodel.graph.mapping import full_size_inputs, numel, storage, transposed_conv, view
 from perfmodel.graph.onnx_ctx import Ctx, Shape, attrs
 
 
@@ -67,15 +67,9 @@ def _conv_transpose(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str
     groups = int(at.get("group", 1))
     if x[1] % groups or w[0] != x[1]:
         raise GraphError(label, f"ConvTranspose group={groups}: weight {list(w)} does not match {x[1]} channels")
-    rows, cols = x[0] * numel(x[2:]), w[1] * numel(w[2:])
-    ops: list[dict[str, Any]] = [{"kind": "matmul", "m": rows, "n": cols, "k": x[1] // groups, "dtype": dx,
-                                  "batch": groups}]
-    col2im = {"kind": "elementwise", "shape": [groups * rows * cols], "dtype": storage(dx), "inputs": 1,
-              "outputs": 0, "flops_per_element": 1.0}
     y, _ = ctx.get(node.output[0], label)
-    write = {"kind": "elementwise", "shape": list(y), "dtype": storage(dx), "inputs": 0, "outputs": 1,
-             "flops_per_element": 1.0 if len(node.input) > 2 and node.input[2] else 0.0}
-    return [*ops, col2im, write]
+    return transposed_conv(x[0] * numel(x[2:]), x[1] // groups, w[1] * numel(w[2:]), groups, y, dx,
+                           len(node.input) > 2 and bool(node.input[2]))
 
 
 def _pool(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:

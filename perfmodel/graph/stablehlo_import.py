@@ -24,7 +24,15 @@ from typing import Any
 
 from perfmodel.dtypes import parse_dtype
 from perfmodel.graph.ir import Graph, Node
-from perfmodel.graph.mapping import UnsupportedOp, elementwise, fallback, full_size_inputs, storage, view
+from perfmodel.graph.mapping import (
+    UnsupportedOp,
+    elementwise,
+    fallback,
+    full_size_inputs,
+    storage,
+    transposed_conv,
+    view,
+)
 from perfmodel.graph.stablehlo_loops import body_function, scalar_constant, trip_count
 from perfmodel.graph.stablehlo_text import HloFunction, HloOp, TensorType, parse_stablehlo
 from perfmodel.ops import OpError, make_op
@@ -85,9 +93,9 @@ def _emit(graph: Graph, functions: dict[str, HloFunction], fn: HloFunction, pref
         if op.name in ("return",) or not op.outputs:
             continue
         label = f"{prefix}%{op.results[0]} {op.name}"
-        node = _node(op, label, ins, operands, weights if depth == 0 else set())
-        node.inputs, node.outputs, node.layer = operands, names, layer
-        graph.add(node)
+        for node in _nodes(op, label, ins, operands, weights if depth == 0 else set()):
+            node.inputs, node.outputs, node.layer = operands, names, layer
+            graph.add(node)
 
 
 def _unroll(graph: Graph, functions: dict[str, HloFunction], op: HloOp, prefix: str,
@@ -118,11 +126,12 @@ def _inline(graph: Graph, functions: dict[str, HloFunction], callee: HloFunction
             values[result] = values[f"{prefix}{inner}"]
 
 
-def _node(op: HloOp, label: str, ins: list[TensorType], operands: list[str], weights: set[str]) -> Node:
+def _nodes(op: HloOp, label: str, ins: list[TensorType], operands: list[str], weights: set[str]) -> list[Node]:
+    """The op's node (a transposed convolution: its GEMM, col2im and output write, ``label/k``)."""
     out = op.outputs[0]
     dtype = storage(out.dtype)
     params = 0
-    built: dict[str, Any] | None
+    built: dict[str, Any] | list[dict[str, Any]] | None
     try:
         if op.name == "dot_general":
             built = _dot(op, ins)  # a right operand without batch dims that ``main`` takes is a weight
@@ -148,13 +157,18 @@ def _node(op: HloOp, label: str, ins: list[TensorType], operands: list[str], wei
                                + (" (control flow: its regions are not expanded)" if op.has_region else ""))
         if built is None:
             raise UnsupportedOp(f"stablehlo.{op.name}: no cost model")
-        make_op(built)  # a bad size is reported on this node, not when the graph is estimated
+        ops = built if isinstance(built, list) else [built]
+        for one in ops:
+            make_op(one)  # a bad size is reported on this node, not when the graph is estimated
     except (UnsupportedOp, OpError, ValueError, IndexError) as exc:
         reason = str(exc) if isinstance(exc, UnsupportedOp) else f"line {op.line}: {exc}"
-        return Node(label, None, source_op=f"stablehlo.{op.name}", unsupported=reason,
-                    fallback=fallback([t.shape for t in ins], [t.shape for t in op.outputs], dtype))
+        return [Node(label, None, source_op=f"stablehlo.{op.name}", unsupported=reason,
+                     fallback=fallback([t.shape for t in ins], [t.shape for t in op.outputs], dtype))]
     weight_bytes = params * float(parse_dtype(storage(ins[1].dtype)).bytes) if params else 0.0
-    return Node(label, built, source_op=f"stablehlo.{op.name}", params=params, weight_bytes=weight_bytes)
+    if len(ops) == 1:
+        return [Node(label, ops[0], source_op=f"stablehlo.{op.name}", params=params, weight_bytes=weight_bytes)]
+    return [Node(f"{label}/{k}", one, source_op=f"stablehlo.{op.name}", params=params if k == 0 else 0,
+                 weight_bytes=weight_bytes if k == 0 else 0.0) for k, one in enumerate(ops)]
 
 
 def _ints(text: str, key: str) -> list[int]:
@@ -185,14 +199,12 @@ def _dot(op: HloOp, ins: list[TensorType]) -> dict[str, Any]:
     return out
 
 
-def _conv(op: HloOp, ins: list[TensorType]) -> dict[str, Any]:
+def _conv(op: HloOp, ins: list[TensorType]) -> dict[str, Any] | list[dict[str, Any]]:
     a = op.attributes
     spec = re.search(r"dim_numbers\s*=\s*\[([^\]]*)\]x\[([^\]]*)\]->\[([^\]]*)\]", a)
     if not spec:
         raise UnsupportedOp("convolution without dim_numbers")
     lhs_dims, rhs_dims = ([p.strip() for p in spec.group(g).split(",")] for g in (1, 2))
-    if _ints(a, "lhs_dilate") and any(v != 1 for v in _ints(a, "lhs_dilate")):
-        raise UnsupportedOp("a convolution with lhs_dilate (transposed convolution) is not modelled here")
     groups = int(m.group(1)) if (m := re.search(r"feature_group_count\s*=\s*(\d+)", a)) else 1
     if (m := re.search(r"batch_group_count\s*=\s*(\d+)", a)) and int(m.group(1)) != 1:
         raise UnsupportedOp("batch_group_count > 1 (a weight-gradient convolution) is not modelled")
@@ -200,6 +212,11 @@ def _conv(op: HloOp, ins: list[TensorType]) -> dict[str, Any]:
     spatial = sorted(p for p in lhs_dims if p.isdigit())
     size = [x.shape[lhs_dims.index(s)] for s in spatial]
     kernel = [w.shape[rhs_dims.index(s)] for s in spatial]
+    if any(v != 1 for v in _ints(a, "lhs_dilate")):  # a transposed convolution (jax.lax.conv_transpose)
+        out_channels = w.shape[rhs_dims.index("o")]
+        return transposed_conv(x.shape[lhs_dims.index("b")] * math.prod(size), x.shape[lhs_dims.index("f")] // groups,
+                               out_channels // groups * math.prod(kernel), groups, op.outputs[0].shape,
+                               storage(x.dtype), False)
     strides = _ints(a, "stride") or [1] * len(spatial)
     dilation = _ints(a, "rhs_dilate") or [1] * len(spatial)
     pads = [[int(v) for v in p] for p in re.findall(r"\[(\d+),\s*(\d+)\]", a.split("pad =", 1)[1])] if (

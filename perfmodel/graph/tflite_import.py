@@ -23,7 +23,15 @@ import numpy as np
 
 from perfmodel.dtypes import parse_dtype
 from perfmodel.graph.ir import Graph, GraphError, Node
-from perfmodel.graph.mapping import UnsupportedOp, elementwise, fallback, full_size_inputs, storage, view
+from perfmodel.graph.mapping import (
+    UnsupportedOp,
+    elementwise,
+    fallback,
+    full_size_inputs,
+    storage,
+    transposed_conv,
+    view,
+)
 from perfmodel.ops import OpError, make_op
 
 TFLITE_DTYPES = {"FLOAT32": "fp32", "FLOAT16": "fp16", "BFLOAT16": "bf16", "FLOAT64": "fp64", "INT8": "int8",
@@ -251,17 +259,11 @@ class _Reader:
 
 def _transposed_conv(x: tuple[int, ...], w: tuple[int, ...], y: tuple[int, ...], dtype: str,
                      bias: bool) -> list[dict[str, Any]]:
-    """A 2-D transposed convolution (NHWC x, OHWI weights) as the ONNX importer's ConvTranspose: the GEMM
-    x[N·H·W, C] x w[C, O·kh·kw] writes the columns, col2im scatter-adds them (read once more), y written once."""
+    """A 2-D transposed convolution of NHWC x and OHWI weights (``mapping.transposed_conv``)."""
     if len(x) != 4 or len(w) != 4 or x[3] != w[3]:
         raise UnsupportedOp(f"transposed convolution of input {list(x)} and weight {list(w)}: need NHWC x and "
                             "OHWI weights with the same input channels")
-    rows, cols = x[0] * x[1] * x[2], w[0] * w[1] * w[2]
-    return [{"kind": "matmul", "m": rows, "n": cols, "k": x[3], "dtype": storage(dtype)},
-            {"kind": "elementwise", "shape": [rows * cols], "dtype": storage(dtype), "inputs": 1, "outputs": 0,
-             "flops_per_element": 1.0},
-            {"kind": "elementwise", "shape": list(y), "dtype": storage(dtype), "inputs": 0, "outputs": 1,
-             "flops_per_element": 1.0 if bias else 0.0}]
+    return transposed_conv(x[0] * x[1] * x[2], x[3], w[0] * w[1] * w[2], 1, y, storage(dtype), bias)
 
 
 def _custom(code: Any) -> str:
