@@ -181,8 +181,10 @@ def explain(cost: Cost, hw: Hardware) -> str:
     if s.get("split_k", 1) > 1:
         parts.append(f"split-K {s['split_k']:g}")
     tiles = s.get("tiles", 0.0)
-    per_wave = hw.units * s.get("resident_tiles", 1.0)
-    parts.append(f"{tiles / per_wave:.1f} waves on {hw.units} {hw.unit_name}s")
+    units = tables(hw).gemm_units or hw.units  # Gaudi's GEMM tiles run on its MMEs, not its TPCs
+    unit_name = hw.unit_name if units == hw.units else next(e.name for e in hw.engines_of("matrix"))
+    per_wave = units * s.get("resident_tiles", 1.0)
+    parts.append(f"{tiles / per_wave:.1f} waves on {units} {unit_name}s")
     if "footprint_bytes" in s:
         parts.append(f"{format_bytes(s['footprint_bytes'])} on chip per tile")
     return ", ".join(parts) + f", {format_time_s(cost.time_s)}, bound by {cost.bound}"
