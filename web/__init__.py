@@ -16,6 +16,7 @@ from web.pages_hardware import router as hardware
 from web.pages_models import router as models
 from web.pages_tools import router as tools
 from web.templating import STATIC_DIR
+from web.warmup import start_warm_up
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
@@ -25,6 +26,7 @@ def mount_dashboard(app: FastAPI) -> None:
     ``/whatif``, ``/models``, ``/sweeps``), ``/ui/api/whatif`` and ``/static`` on ``app``; none of them is in the
     OpenAPI schema."""
     app.state.dashboard_cache = ViewCache()
+    start_warm_up()  # plotly classes, spec library, templates: loaded by a thread, not by the first page request
 
     @app.get("/static/plotly.min.js", include_in_schema=False)
     def plotly_js() -> FileResponse:
