@@ -95,5 +95,5 @@ def sweep_page(request: Request, sweep_id: str, sort: str = "workload", page: st
     view = view_cache(request).get(key, lambda: sweep_view(row))
     order, shown_page, rows = table_page(view, sort, int_or_none(page) or 1)
     return render(request, "sweep.html", view=view, sort=order, sorts=SORTS, page=shown_page, page_rows=rows,
-                  page_size=ROWS_PER_PAGE, headings={a: axis_heading(a) for a in view.axes},
+                  page_size=ROWS_PER_PAGE, headings={a: axis_heading(a) for a in view.axes if a != "devices"},
                   pareto_points=sum(1 for r in view.rows if r["pareto"]))

@@ -36,7 +36,8 @@ FIELD_NAMES = {"bandwidth_bytes_per_s": "bandwidth", "capacity_bytes": "capacity
 
 def axis_heading(path: str) -> str:
     """A sweep axis (a spec override path) in words for a column heading: ``levels.dram.bandwidth_bytes_per_s``
-    -> "DRAM bandwidth", ``engines.*.peak_flops_per_s`` -> "Peak FLOP/s (all engines)", ``devices`` -> "Devices"."""
+    -> "DRAM bandwidth", ``engines.*.peak_flops_per_s`` -> "Peak FLOP/s (all engines)", ``devices`` -> "Devices"
+    (the page shows that axis in its own Devices column, not twice)."""
     parts = path.split(".")
     field_name = FIELD_NAMES.get(parts[-1], parts[-1].replace("_", " "))
     if len(parts) == 3 and parts[0] == "levels":

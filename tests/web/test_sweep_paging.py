@@ -25,8 +25,8 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient
              "tokens_per_s": 1e4 / (1 + (i * 37) % ROWS), "memory_bytes": 1e9}
             for i in range(ROWS)]
     with TestClient(app) as client:
-        sweep_id = app.state.perfmodel.store.add_sweep("paged", {"base": "nvidia-h100-sxm5-80gb",
-                                                                 "axes": {DRAM: ["x1"], PEAK: ["x1"]}}, {"rows": rows})
+        spec = {"base": "nvidia-h100-sxm5-80gb", "axes": {DRAM: ["x1"], PEAK: ["x1"], "devices": [1]}}
+        sweep_id = app.state.perfmodel.store.add_sweep("paged", spec, {"rows": rows})
         yield client, sweep_id
 
 
@@ -76,4 +76,6 @@ def test_axis_columns_are_headed_in_words(sweep: tuple[TestClient, int]) -> None
     assert f'<th scope="col" title="{DRAM}">DRAM bandwidth</th>' in html
     assert f'<th scope="col" title="{PEAK}">Peak FLOP/s (all engines)</th>' in html
     assert sweeps_view.axis_heading("devices") == "Devices"
+    head = re.search(r"<thead>(.*?)</thead>", html, re.S)
+    assert head is not None and head.group(1).count(">Devices<") == 1
     assert sweeps_view.axis_heading("levels.l2.capacity_bytes") == "L2 capacity"
