@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from perfmodel.calibration.build import Progress, fit_calibration
+from perfmodel.calibration.build import MIN_RUNS, Progress, fit_calibration
 from perfmodel.calibration.model import Calibration
 from perfmodel.hardware import Hardware
 from perfmodel.ops import make_op
-from perfmodel.store import Store
+from perfmodel.roofline import SpaceName
+from perfmodel.store import RunRow, Store
 
 MAX_FIT_RUNS = 200_000
 
@@ -36,12 +37,18 @@ class FittedCalibration:
 
 def fit_selected(store: Store, hardware: Hardware, selection: dict[str, Any], *, folds: int = 5,
                  base_calibration: int | None = None, notes: str | None = None,
-                 progress: Progress | None = None) -> FittedCalibration:
+                 progress: Progress | None = None, space: SpaceName = "compact", min_runs: int = MIN_RUNS,
+                 fastest_repeat: bool = False) -> FittedCalibration:
     """Fit ``hardware``'s model to its stored runs that ``selection`` picks (``op_kind``, ``source``, ``tags``,
     ``created_after``, ``created_before``, ``trace_upload_id``); nothing is stored. ``progress(stage,
     fraction)``: ``loading runs`` (0), then the fit's own stages (``fit_calibration``), ``storing`` (1.0) is the
-    caller's. ValueError: no runs, or more than ``MAX_FIT_RUNS``; NoSuchCalibration: an unknown
-    ``base_calibration``."""
+    caller's. ``space``, ``min_runs``: as ``fit_calibration``'s; ``fastest_repeat``: fit each distinct op's fastest
+    run only (``perfmodel measure``'s host timings: the repeats' spread is the neighbours' load). ValueError: no
+    runs, or more than ``MAX_FIT_RUNS``, or a bad option; NoSuchCalibration: an unknown ``base_calibration``."""
+    if space not in ("compact", "full"):
+        raise ValueError(f"space: {space!r}: expected 'compact' or 'full'")
+    if isinstance(min_runs, bool) or not isinstance(min_runs, int) or min_runs < 1:
+        raise ValueError(f"min_runs: {min_runs!r}: expected a positive integer")
     report_progress = progress or (lambda _stage, _fraction: None)
     report_progress("loading runs", 0.0)
     chosen = {k: v for k, v in selection.items() if v not in (None, {}, "")}
@@ -57,11 +64,24 @@ def fit_selected(store: Store, hardware: Hardware, selection: dict[str, Any], *,
     if not rows and base is None:
         raise ValueError(f"filter: no stored runs of {hardware.id!r} match; store runs or upload a trace first, "
                          "or seed from a related device with a base calibration")
-    runs = [(make_op(r.op), r.measured_time_s) for r in rows]
-    calibration = fit_calibration(hardware, runs, folds=folds, base=base, progress=progress)
-    report = {**calibration.report, "runs_used": len(runs), "filter": _json_ready(chosen),
+    runs = [(make_op(r.op), r.measured_time_s) for r in (fastest_of_repeats(rows) if fastest_repeat else rows)]
+    calibration = fit_calibration(hardware, runs, folds=folds, base=base, progress=progress, space=space,
+                                  min_runs=min_runs)
+    report = {**calibration.report, "runs_used": len(rows), "filter": _json_ready(chosen),
               "base_calibration": base_calibration}
+    if fastest_repeat:
+        report["fitted_runs"] = len(runs)  # one per distinct op: its fastest repeat
     return FittedCalibration(hardware.id, calibration.params, report, notes)
+
+
+def fastest_of_repeats(rows: list[RunRow]) -> list[RunRow]:
+    """One run per distinct op (its fields), the fastest of its repeats, in the order the ops first appear."""
+    best: dict[str, RunRow] = {}
+    for row in rows:
+        key = repr(sorted(row.op.items()))
+        if key not in best or row.measured_time_s < best[key].measured_time_s:
+            best[key] = row
+    return list(best.values())
 
 
 def fit_stored(store: Store, hardware: Hardware, selection: dict[str, Any], *, folds: int = 5,
@@ -113,5 +133,5 @@ def format_calibration_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["MAX_FIT_RUNS", "FittedCalibration", "NoSuchCalibration", "fit_selected", "fit_stored",
+__all__ = ["MAX_FIT_RUNS", "FittedCalibration", "NoSuchCalibration", "fastest_of_repeats", "fit_selected", "fit_stored",
            "format_calibration_report"]

@@ -57,14 +57,19 @@ def run_calibration_job(store: Store, job_id: int, *, memory_bytes: int | None =
             observer(stage, fraction)
         stored(stage, fraction)
     try:
+        from perfmodel.calibration.build import MIN_RUNS
         from perfmodel.calibration.stored import fit_selected
 
         hardware = stored_hardware(store, str(request.get("hardware")))
+        # space, min_runs, fastest_repeat and report_extra: set by perfmodel measure's own job (not the API's body)
         fitted = fit_selected(store, hardware, selection(request.get("filter") or {}),
                               folds=int(request.get("folds", 5)), base_calibration=request.get("base_calibration"),
-                              notes=request.get("notes"), progress=progress)
+                              notes=request.get("notes"), progress=progress, space=request.get("space", "compact"),
+                              min_runs=request.get("min_runs", MIN_RUNS),
+                              fastest_repeat=bool(request.get("fastest_repeat", False)))
         progress("storing", 1.0)
-        store.finish_calibration_job(job_id, fitted.hardware_id, fitted.params, fitted.report, fitted.notes)
+        report = {**fitted.report, **(request.get("report_extra") or {})}
+        store.finish_calibration_job(job_id, fitted.hardware_id, fitted.params, report, fitted.notes)
     except JobCancelled:
         pass  # cancelled or marked interrupted mid-fit: its row already says so, nothing is stored; read below
     except MemoryError:

@@ -1,6 +1,7 @@
 """The kernel engineer's loop on this machine: register the measured spec, upload the suite trace,
 score a calibration fitted on part of the suite on the rest, and store one fitted on all of it
-(each op's fastest repeat: see ``best_of_repeats``).
+(each op's fastest repeat: see ``best_of_repeats``) through a calibration job, as ``perfmodel calibrate`` does
+(``perfmodel.jobs.here``: listed by ``GET /api/v1/jobs``, cancellable, its stages in the progress bar).
 
 The split is by shape within each op class: the distinct ops of a class, sorted by size, go
 alternately to the fit half and the scored half, so the score measures how the calibration
@@ -18,7 +19,9 @@ import numpy as np
 
 from perfmodel.calibration import Calibration, class_key, fit_calibration, predict_calibrated
 from perfmodel.calibration.build import Progress
+from perfmodel.calibration.stored import fastest_of_repeats
 from perfmodel.hardware import Hardware
+from perfmodel.jobs.here import run_calibration_here
 from perfmodel.ops import make_op
 from perfmodel.roofline import SpaceName, predict_many
 from perfmodel.specs import parse_spec
@@ -97,8 +100,8 @@ def best_of_repeats(runs: list[RunRow]) -> tuple[list[dict[str, Any]], np.ndarra
     or without page faults): the neighbours' load, not the kernel. The fastest repeat is the
     uncontended kernel time, the same best-of-N the spec's bandwidths and peaks are measured with.
     """
-    groups = _by_op(runs)
-    return [g[0].op for g in groups], np.array([min(r.measured_time_s for r in g) for g in groups])
+    fastest = fastest_of_repeats(runs)
+    return [r.op for r in fastest], np.array([r.measured_time_s for r in fastest])
 
 
 def _fit(hardware: Hardware, ops: list[dict[str, Any]], seconds: np.ndarray[Any, Any],
@@ -114,6 +117,18 @@ def _part(progress: Progress | None, name: str, start: float, end: float) -> Pro
         return None
     outer = progress
     return lambda stage, fraction: outer(f"{name}: {stage}", start + (end - start) * fraction)
+
+
+def _fit_stages(progress: Progress | None) -> Progress:
+    """The stored fit's job stages for ``progress``: named ``fit: stage`` from 0.5 to 1.0, its ``storing`` as is."""
+    fit = _part(progress, "fit", 0.5, 1.0)
+
+    def observe(stage: str, fraction: float) -> None:
+        if progress is not None and stage == "storing":
+            progress("storing", 1.0)
+        elif fit is not None:
+            fit(stage, fraction)
+    return observe
 
 
 def score_split(hardware: Hardware, runs: list[RunRow],
@@ -150,13 +165,14 @@ def run_loop(store: Store, spec: dict[str, Any], trace: Path, progress: Progress
     if not runs:
         raise ValueError(f"no op of {trace.name} could be matched: nothing to calibrate")
     scores, scored, uncalibrated = score_split(hardware, runs, _part(progress, "split fit", 0.05, 0.5))
-    calibration = _fit(hardware, *best_of_repeats(runs), progress=_part(progress, "fit", 0.5, 1.0))
-    if progress is not None:
-        progress("storing", 1.0)
-    report = {**calibration.report, "runs_used": len(runs), "filter": {"trace_upload_id": done.upload_id},
-              "held_out_median_abs_pct": scored}
-    calibration_id = store.add_calibration(hardware.id, calibration.params, report, "perfmodel measure")
-    return LoopReport(hardware.id, done.upload_id, len(runs), calibration_id, scores, scored, uncalibrated)
+    # the stored calibration is fitted as a job, as perfmodel calibrate's: listed by GET /api/v1/jobs, cancellable
+    job = run_calibration_here(store, {
+        "hardware": hardware.id, "filter": {"trace_upload_id": done.upload_id}, "base_calibration": None, "folds": 5,
+        "notes": "perfmodel measure", "space": HOST_SPACE, "min_runs": HOST_MIN_SHAPES, "fastest_repeat": True,
+        "report_extra": {"held_out_median_abs_pct": scored}}, observer=_fit_stages(progress))
+    if job.status != "succeeded" or job.result_id is None:
+        raise ValueError(f"calibration job {job.id} {job.status}: {job.error}")
+    return LoopReport(hardware.id, done.upload_id, len(runs), job.result_id, scores, scored, uncalibrated)
 
 
 def format_report(report: LoopReport) -> str:

@@ -33,6 +33,11 @@ def test_measure_registers_uploads_and_calibrates(tmp_path: Path, monkeypatch: p
         assert total > 20 and {r.op_kind for r in runs} >= {"matmul", "elementwise", "softmax"}
         calibration = store.latest_calibration("host")
         assert calibration is not None and calibration.fit_report["runs_used"] == total
+        assert calibration.fit_report["held_out_median_abs_pct"] > 0
+        # the stored calibration was fitted as a job (as perfmodel calibrate's), listed with its result
+        (job,) = store.list_jobs(kind="calibration")
+        assert job.status == "succeeded" and job.result_id == calibration.id and job.progress == 1.0
+        assert job.request["filter"] == {"trace_upload_id": upload.id} and job.request["space"] == "full"
     finally:
         store.dispose()
     plain = runner.invoke(app, ["predict", "host", "matmul", "m=512", "n=512", "k=512", "dtype=fp32", "--json"])
