@@ -12,7 +12,7 @@ from perfmodel.search.gemm_cost import GemmChoice, GemmCosts, best_gemms, gemm_c
 from perfmodel.search.gemm_space import compact_space, full_space
 
 DEVICES = ["nvidia-h100-sxm5-80gb", "nvidia-a100-sxm4-80gb", "nvidia-t4", "amd-mi300x", "google-tpu-v5p",
-           "generic-npu", "aws-trainium2", "intel-xeon-platinum-8480"]
+           "generic-npu", "aws-trainium2", "intel-xeon-platinum-8480", "nvidia-b200", "intel-gaudi2"]
 
 pytestmark = pytest.mark.skipif(not gemm_kernel.jit_enabled(), reason="numba kernel disabled or not installed")
 
