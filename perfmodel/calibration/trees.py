@@ -159,7 +159,7 @@ def _train(x: FloatArray, y: FloatArray, rounds: int, learning_rate: float, max_
         raise ValueError(f"calibration trees: need rows x columns and one target per row, got {x.shape}, {y.shape}")
     params = {"objective": "l1", "learning_rate": learning_rate, "num_leaves": max_leaves,
               "min_data_in_leaf": min_leaf, "max_bin": max_bins, "num_threads": 1, "seed": seed,
-              "deterministic": True, "force_col_wise": True, "verbose": -1, "min_data_in_bin": 1,
+              "deterministic": True, "force_row_wise": True, "verbose": -1, "min_data_in_bin": 1,
               "feature_pre_filter": False}
     callbacks = []
     if progress is not None:
