@@ -272,11 +272,9 @@ def parse_kineto(stream: BinaryIO, top_level_list: bool = False, max_records: in
     ``head``: the file's first decompressed bytes, read for the device name and world size."""
     collected = Collector(max_records)
     seen = 0
-    add = collected.add
     for batch in iter_event_batches(stream, top_level_list):
         seen += len(batch)
-        for event in batch:
-            add(event)
+        collected.add_batch(batch)
     if seen == 0:
         raise TraceError("the Kineto trace has no events (empty 'traceEvents')")
     if collected.kernels:

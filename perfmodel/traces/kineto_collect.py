@@ -9,7 +9,7 @@ once and shared.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,7 +165,8 @@ class Collector:
         self.skipped = 0  # device events without a valid ts/dur
         self._shared: dict[object, Any] = {}  # one object per distinct name / shape list / type list
         self._actions: dict[str, str] = {}  # event category -> what it is to the parser (see _action)
-        self._caches: tuple[dict[bytes, Any], ...] = ({}, {}, {}, {})  # raw JSON -> converted, per args field
+        self._caches: tuple[dict[bytes, Any], ...] = ({}, {}, {}, {}, {})  # raw JSON -> converted, per args field
+        self._names: dict[str, str] = {}  # an event's name -> its clipped, shared text
         self._threads: dict[tuple[Any, Any], tuple[Any, Any]] = {}  # plain (pid, tid) -> its shared tuple
 
     def share(self, value: Any) -> Any:
@@ -184,28 +185,64 @@ class Collector:
             return found
         return self.share((_id(pid), _id(tid)))  # type: ignore[no-any-return]
 
+    def name(self, value: object) -> str:
+        """An event's name, clipped (``clip_name``) and shared: once per distinct name."""
+        found = self._names.get(value) if type(value) is str else None
+        if found is None:
+            found = self.share(clip_name(value))
+            if type(value) is str and len(self._names) < MAX_CACHED_VALUES:
+                self._names[value] = found
+        return found
+
     def add(self, event: Event) -> None:
-        if event.ph != "X":
-            return
-        category = event.cat
-        if not isinstance(category, str):
-            return
-        action = self._actions.get(category)
-        if action is None:
-            action = self._actions[category] = _action(category)
-        args = event.args or _NO_ARGS
-        if action == "op" or action == "annotation":
-            if action == "op" or str(event.name).startswith(COLLECTIVE_ANNOTATION):
-                self._add_op(event, args)
-        elif action == "launch":
-            correlation = args.correlation
-            correlation = correlation if type(correlation) is int else as_int(correlation)
-            ts = _number(event.ts)
-            if correlation is not None and ts is not None and len(self.launches) < 4 * self.max_records:
-                self.launches.add(correlation, self.thread(event), ts, as_int(args.external_id))
-        elif action:
-            category_name, device_kind = _DEVICE_ACTIONS[action]
-            self._add_kernel(event, category_name, args, device_kind)
+        self.add_batch((event,))
+
+    def add_batch(self, events: Iterable[Event]) -> None:
+        """Keep what the join needs of each event (the hot loop of the parser: launches handled inline)."""
+        actions, launches, threads, limit = self._actions, self.launches, self._threads, 4 * self.max_records
+        index, launch_threads, launch_ts, launch_external = (launches.index, launches.threads, launches.ts_us,
+                                                             launches.external)
+        for event in events:
+            if event.ph != "X":
+                continue
+            category = event.cat
+            action = actions.get(category) if type(category) is str else None
+            if action is None:
+                if not isinstance(category, str):
+                    continue
+                action = actions[category] = _action(category)
+            args = event.args or _NO_ARGS
+            if action == "launch":
+                correlation = args.correlation
+                if type(correlation) is not int:
+                    correlation = as_int(correlation)
+                ts = event.ts
+                if type(ts) is not float or ts - ts != 0.0:  # not a finite float (inf - inf, nan - nan: nan)
+                    ts = _number(ts)
+                if correlation is None or ts is None or len(index) >= limit:
+                    continue
+                pid, tid = event.pid, event.tid
+                thread = threads.get((pid, tid)) if type(pid) in _PLAIN_IDS and type(tid) in _PLAIN_IDS else None
+                if thread is None:
+                    thread = self.thread(event)
+                external = args.external_id
+                if type(external) is not int:
+                    external = as_int(external)
+                packed = _NO_ID if external is None or not _NO_ID < external < 2**63 else external
+                position = index.get(correlation)
+                if position is None:  # a correlation id seen before is overwritten (the last launch counts)
+                    index[correlation] = len(launch_threads)
+                    launch_threads.append(thread)
+                    launch_ts.append(ts)
+                    launch_external.append(packed)
+                else:
+                    launch_threads[position], launch_ts[position], launch_external[position] = thread, ts, packed
+            elif action == "op" or action == "annotation":
+                if action == "op" or str(event.name).startswith(COLLECTIVE_ANNOTATION):
+                    self._add_op(event, args)
+            elif action:
+                category_name, device_kind = _DEVICE_ACTIONS[action]
+                self._add_kernel(event, category_name, args, device_kind)
 
     def _converted(self, raw: object, convert: Callable[[object], Any], cache: dict[bytes, Any]) -> Any:
         """``convert`` of a raw JSON value (empty: absent), once per distinct text (shapes and type lists
@@ -231,29 +268,39 @@ class Collector:
             self.truncated = True
             return
         nbytes = args.size if args.bytes is msgspec.UNSET else args.bytes
+        device, stream, correlation, external = args.device, args.stream, args.correlation, args.external_id
+        cache = self._caches
         self.kernels.append(KernelEvent(
-            self.share(clip_name(event.name)), category, ts, dur, as_int(args.device),
-            as_int(args.stream), as_int(args.correlation), as_int(args.external_id),
-            self.share(dim3(args.grid)) if args.grid is not None else None,
-            self.share(dim3(args.block)) if args.block is not None else None,
-            _comm_of(args), as_int(nbytes), device_kind))
+            self.name(event.name), category, ts, dur, device if type(device) is int else as_int(device),
+            stream if type(stream) is int else as_int(stream),
+            correlation if type(correlation) is int else as_int(correlation),
+            external if type(external) is int else as_int(external),
+            self._converted(args.grid, _dim3, cache[4]), self._converted(args.block, _dim3, cache[4]),
+            None if args.collective_name is None else _comm_of(args), as_int(nbytes), device_kind))
 
     def _add_op(self, event: Event, args: EventArgs) -> None:
         ts, dur = _number(event.ts), _number(event.dur)
         if ts is None or dur is None or dur < 0 or len(self.ops) >= 4 * self.max_records:
             return
         name = event.name
-        sequence = args.sequence
+        sequence, external = args.sequence, args.external_id
         backward = isinstance(name, str) and "Backward" in name and not name.startswith("aten::")
         cache = self._caches
+        dims = args.input_dims if args.input_dims is not NOT_RECORDED else args.legacy_input_dims
         self.ops.append(OpEvent(
-            self.thread(event), ts, ts + dur, self.share(clip_name(name)),
-            as_int(args.external_id), self._converted(
-                args.input_dims if args.input_dims is not NOT_RECORDED else args.legacy_input_dims, _shapes, cache[0]),
-            self._converted(args.input_types, _type_names, cache[1]),
-            self._converted(args.concrete_inputs, _concrete_values, cache[2]),
-            _comm_of(args), self._converted(args.input_strides, _shapes, cache[3]),
+            self.thread(event), ts, ts + dur, self.name(name), external if type(external) is int else as_int(external),
+            None if dims is NOT_RECORDED else self._converted(dims, _shapes, cache[0]),
+            None if args.input_types is NOT_RECORDED else self._converted(args.input_types, _type_names, cache[1]),
+            None if args.concrete_inputs is NOT_RECORDED else self._converted(args.concrete_inputs,
+                                                                              _concrete_values, cache[2]),
+            None if args.collective_name is None else _comm_of(args),
+            None if args.input_strides is NOT_RECORDED else self._converted(args.input_strides, _shapes, cache[3]),
             sequence=sequence if type(sequence) is int else None, backward=backward))
+
+
+def _dim3(value: object) -> tuple[int, int, int] | None:
+    """A grid or block size (``dim3``); None for null."""
+    return None if value is None else dim3(value)
 
 
 def _action(category: str) -> str:

@@ -47,8 +47,8 @@ by another reader holds them decoded)."""
     external_id: Any = None
     device: Any = None
     stream: Any = None
-    grid: Any = None
-    block: Any = None
+    grid: msgspec.Raw = NOT_RECORDED  # raw: grid and block sizes repeat, converted once per distinct text
+    block: msgspec.Raw = NOT_RECORDED
     bytes: Any = msgspec.UNSET  # UNSET: absent (then "size" counts); None: null
     size: Any = None
     input_dims: msgspec.Raw = NOT_RECORDED
