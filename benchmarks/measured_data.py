@@ -36,11 +36,17 @@ VIDUR_HW = {"NVIDIA A100 80GB (Vidur 'a100' SKU)": "nvidia-a100-sxm4-80gb", "NVI
 _SHAPE = re.compile(r"\[(\d+),(\d+)\]")
 
 
-# The measured kernels (Vidur's sarathi fork of 2023 vLLM: rms_norm, silu_and_mul, gelu, rotary) load one
+# The measured kernels (Vidur's sarathi fork of 2023 vLLM: rms_norm, silu_and_mul, rotary) load one
 # element per thread per access, and vLLM's activations run one thread block per token (grid(num_tokens),
 # block(min(d, 1024))): the op says so, as a user describing them would. The residual add is PyTorch's own
-# vectorized add (4 elements a load): it streams 4096 x 4096 fp16 tensors at 1.83 TB/s on the A100.
+# vectorized add (4 elements a load): it streams 4096 x 4096 fp16 tensors at 1.83 TB/s on the A100. So are
+# phi-2's layer norm and GELU: Vidur's profiling block builds them as torch.nn.LayerNorm and torch.nn.GELU()
+# (vidur/profiling/mlp/mlp_impl.py @ e26eb8f: GPTBlock, MLP; only RMSNorm and SiluAndMul come from sarathi),
+# PyTorch's vectorized layer-norm kernel and its elementwise GELU (exact erf form), 4 elements a load.
 SCALAR = {"vector_width": 1}
+# aten/src/ATen/native/cuda/layer_norm_kernel.cu: vectorized_layer_norm_kernel, vec_size 4, one block of
+# (warp size 32) x (num_threads() 128 / 32) threads per row
+TORCH_LAYER_NORM = {"vector_width": 4, "threads_per_row": 128}
 ACTIVATION = {**SCALAR, "threads_per_row": 1024}
 
 
@@ -57,7 +63,8 @@ def vidur() -> Iterator[Row]:
                   "k": int(r["gemm_K_derived"]), "bias": r["gemm_bias_derived"] == "True", "dtype": "fp16"}
             label = "matmul"
         elif kind in ("rms_norm", "layer_norm"):
-            op = {"kind": kind.replace("_", ""), "shape": shape, "dtype": "fp16", **SCALAR}
+            op = {"kind": kind.replace("_", ""), "shape": shape, "dtype": "fp16",
+                  **(SCALAR if kind == "rms_norm" else TORCH_LAYER_NORM)}
             label = op["kind"]
         elif kind == "silu_and_mul":
             out = [tokens, shape[1] // 2]
@@ -66,7 +73,7 @@ def vidur() -> Iterator[Row]:
             label = "elementwise"
         elif kind == "gelu":
             op = {"kind": "elementwise", "shape": shape, "dtype": "fp16", "flops_per_element": 8,
-                  "transcendentals_per_element": 1, **ACTIVATION}
+                  "transcendentals_per_element": 1}
             label = "elementwise"
         elif kind == "residual_add":
             op = {"kind": "elementwise", "shape": shape, "inputs": 2, "dtype": "fp16"}
@@ -102,6 +109,11 @@ def llmcompass() -> Iterator[Row]:
         seconds = float(ms) * 1e-3 if ms else float(r["latency_us_derived"]) * 1e-6
         dtype = "fp32" if "fp32" in r["dtype_note"].split(" ")[0] else "fp16"
         kind = r["op"]
+        if kind == "softmax":
+            # ae/figure5/cf/test_softmax.py has no AMD measurement path: its MI210 rows come from run_on_gpu, which
+            # makes float16 tensors on every device (software_model/softmax.py @ 2e015fd); the file's "fp32" note
+            # is the MI210 simulator's data type
+            dtype = "fp16"
         if kind == "matmul":
             op = {"kind": "matmul", "m": int(r["M"]), "n": int(r["N"]), "k": int(r["K"]), "dtype": dtype}
         elif kind in ("softmax", "layernorm"):
@@ -217,6 +229,27 @@ def ncu_relu() -> Iterator[Row]:
         dims = [int(v) for v in shape]
         op = {"kind": "elementwise", "shape": dims, "dtype": "fp32"}
         yield Row("ncu", "nvidia-a100-sxm4-80gb", op, kernel.duration_s, "kernel", str(math.prod(dims)), "elementwise")
+
+
+# Data sets whose kernels ran right after a flush of every cache (Nsight Compute's default --cache-control all);
+# the others time an op launched again and again (Vidur's repeats, DeepBench's and LLMCompass's loops).
+FLUSHED_DATASETS = frozenset({"ncu"})
+# LLMCompass times these ops through a @torch.compile'd function (software_model/layernorm.py, gelu.py @ 2e015fd,
+# run_on_gpu): each call also runs TorchDynamo's guards and Inductor's Python wrapper on the host, which no device
+# figure gives. Its softmax and matmul call torch directly, and its MI210 GELU ran the --amd path (run_on_amd in
+# ae/figure5/g/test_gelu.py), not the compiled function: a 21 us floor like its eager softmax, where the A100's
+# compiled GELU and layer norm sit at 47-52 us against 13 us for its eager softmax.
+COMPILED_CALLS = frozenset({("llmcompass", "layernorm", "nvidia-a100-sxm4-80gb"),
+                            ("llmcompass", "layernorm", "amd-mi210"), ("llmcompass", "gelu", "nvidia-a100-sxm4-80gb")})
+# DeepBench times each library call as the average of a loop of back-to-back calls between two CUDA events
+# (conv_bench.cu, gemm_bench.cu): a call cannot take less than the host needs to issue it (cuBLAS/cuDNN/MIOpen's
+# API work and the launch), however short its kernels.
+HOST_ISSUED_LOOPS = frozenset({"deepbench"})
+
+
+def compiled_call(row: Row) -> bool:
+    """Whether the row's host-timed call went through torch.compile (``COMPILED_CALLS``)."""
+    return (row.dataset, row.group, row.hardware) in COMPILED_CALLS
 
 
 def _number(text: str) -> bool:
