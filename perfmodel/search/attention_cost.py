@@ -4,8 +4,12 @@ One CTA per (batch, head, Q-tile of BQ rows) walks the KV tiles of BKV keys: S =
 (BQ x BKV x d), online softmax (BQ·BKV exponentials on the special-function units), O += P V
 (BQ x BKV x dv). Per KV tile:
 
-    t_pair = max(2·BQ·BKV·(d + dv) / peak_unit, BQ·BKV / sfu_unit, 4·BQ·BKV / vector_unit,
-                 BKV·(d + dv)·e / L2_bw_unit), pipelined over the stages against the L2 latency
+    softmax = BQ·BKV / sfu_unit + 4·BQ·BKV / vector_unit_fp32      (exp on MUFU, then scale/max/sum)
+    FA3 (asynchronous MMA: Hopper wgmma, Blackwell tcgen05; warp-specialised, ping-pong softmax):
+        t_pair = max(2·BQ·BKV·(d + dv) / peak_unit, softmax, BKV·(d + dv)·e / L2_bw_unit)
+    FA2 (synchronous mma.sync: the same warps wait for S, exponentiate, then issue P·V):
+        t_pair = max(2·BQ·BKV·(d + dv) / peak_unit + softmax, BKV·(d + dv)·e / L2_bw_unit)
+    pipelined over the stages against the L2 latency (docs/model.md, 'Flash attention: FA2 vs FA3')
     pairs  = Q-tiles x ⌈skv / BKV⌉, or with a causal mask only the KV tiles left of the diagonal
              (bottom-right aligned; the diagonal tile is computed whole)
     time   = ⌈CTAs / units⌉ · ⌈skv/BKV⌉ · t_pair        (causal: max(pairs / units, ⌈skv/BKV⌉) · t_pair)
@@ -25,11 +29,26 @@ from typing import Any
 
 import numpy as np
 
+from perfmodel.dtypes import DType
 from perfmodel.machine import MachineTables
 from perfmodel.ops.base import FloatArray
+from perfmodel.ops.work import DTYPE_INDEX
 from perfmodel.search.gemm_cost import pipelined_step, tie_break
 
 SOFTMAX_VECTOR_FLOPS = 4.0
+
+
+def overlaps_softmax(t: MachineTables) -> bool:
+    """FA3-style kernels (softmax of one warpgroup under the other's MMAs) need an asynchronous matrix
+    instruction: wgmma (``mma_scope: warpgroup``, Hopper) or tcgen05 (``cta``, Blackwell). With mma.sync
+    (``warp``: Volta to Ada) the issuing warps wait on S, so FlashAttention-2 runs MMA and softmax in turn."""
+    return any(e.mma_scope in ("warpgroup", "cta") for e in t.hardware.engines_of("matrix"))
+
+
+def _fp32_vector_peak(t: MachineTables, fallback: FloatArray) -> FloatArray:
+    """Softmax runs in fp32 registers whatever the operand type (FLOP/s)."""
+    path = t.vector_paths[DTYPE_INDEX[DType.FP32]]
+    return np.full_like(fallback, path.peak_flops_per_s) if path.supported and path.peak_flops_per_s > 0 else fallback
 
 
 @dataclass(frozen=True)
@@ -128,12 +147,14 @@ def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray
     peak_unit = col(peak) * dd.matrix_efficiency / units
     matrix = 2.0 * bq * bkv * (dpad + dvpad) / peak_unit
     sfu = bq * bkv / (t.special_peak * dd.vector_efficiency / units)
-    vector = SOFTMAX_VECTOR_FLOPS * bq * bkv / (col(vector_peak) * dd.vector_efficiency / units)
+    vector_fp32 = col(_fp32_vector_peak(t, vector_peak)) * dd.vector_efficiency / units
+    vector = SOFTMAX_VECTOR_FLOPS * bq * bkv / vector_fp32
+    softmax = sfu + vector  # the same warps issue the exp and the fp32 max/scale/sum
     active = np.minimum(ctas, units)
     reuse_level = t.llc if t.llc is not None else t.dram
     reuse_bw = t.bandwidth_bytes_per_s(reuse_level) * dd.onchip_efficiency
     load = bkv * (hd + hdv) * e / (reuse_bw / np.maximum(active, 1.0))
-    step = np.maximum(np.maximum(matrix, sfu), np.maximum(vector, load))
+    step = np.maximum(np.maximum(matrix, softmax) if overlaps_softmax(t) else matrix + softmax, load)
     t_pair = pipelined_step(step, t.latency_s(reuse_level), stages, resident)
     per_cta = np.ceil(kv_tiles / split)
     compute = np.where(col(causal) > 0, np.maximum(kv_heads * pairs / units, per_cta),
