@@ -9,7 +9,8 @@ One CTA per (batch, head, Q-tile of BQ rows) walks the KV tiles of BKV keys: S =
         t_pair = max(2·BQ·BKV·(d + dv) / peak_unit, softmax, BKV·(d + dv)·e / L2_bw_unit)
     FA2 (synchronous mma.sync: the same warps wait for S, exponentiate, then issue P·V):
         t_pair = max(2·BQ·BKV·(d + dv) / peak_unit + softmax, BKV·(d + dv)·e / L2_bw_unit)
-    pipelined over the stages against the L2 latency (docs/model.md, 'Flash attention: FA2 vs FA3')
+    pipelined over the stages against the L2 latency (docs/model.md, 'Flash attention: FA2 vs FA3'); each CTA
+    adds a pipeline fill of (DRAM latency + under FA3 one unhidden softmax) / resident CTAs
     pairs  = Q-tiles x ⌈skv / BKV⌉, or with a causal mask only the KV tiles left of the diagonal
              (bottom-right aligned; the diagonal tile is computed whole)
     time   = ⌈CTAs / units⌉ · ⌈skv/BKV⌉ · t_pair        (causal: max(pairs / units, ⌈skv/BKV⌉) · t_pair)
@@ -154,11 +155,16 @@ def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray
     reuse_level = t.llc if t.llc is not None else t.dram
     reuse_bw = t.bandwidth_bytes_per_s(reuse_level) * dd.onchip_efficiency
     load = bkv * (hd + hdv) * e / (reuse_bw / np.maximum(active, 1.0))
-    step = np.maximum(np.maximum(matrix, softmax) if overlaps_softmax(t) else matrix + softmax, load)
+    overlap = overlaps_softmax(t)
+    step = np.maximum(np.maximum(matrix, softmax) if overlap else matrix + softmax, load)
     t_pair = pipelined_step(step, t.latency_s(reuse_level), stages, resident)
     per_cta = np.ceil(kv_tiles / split)
-    compute = np.where(col(causal) > 0, np.maximum(kv_heads * pairs / units, per_cta),
-                       np.ceil(ctas / units) * per_cta) * t_pair + t.latency_s(t.dram)
+    # each CTA's pipeline fills and drains: its Q and first KV tiles come from DRAM, and under the ping-pong its
+    # first softmax has no MMA to hide under; resident CTAs cover each other's fill
+    fill = (t.latency_s(t.dram) + (softmax if overlap else 0.0)) / resident
+    compute = np.where(col(causal) > 0,
+                       np.maximum(kv_heads * pairs / units * t_pair + ctas / units * fill, per_cta * t_pair + fill),
+                       np.ceil(ctas / units) * (per_cta * t_pair + fill)) + t.latency_s(t.dram)
     compute = compute + combine / reuse_bw
 
     llc_half = (t.hardware.level_capacity_bytes(t.llc) or 0.0) * dd.llc_resident_fraction if t.llc else 0.0
