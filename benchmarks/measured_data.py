@@ -189,6 +189,9 @@ def deepbench() -> Iterator[Row]:
             yield Row("deepbench", hw, {**bwd, "pass": "backward"}, seconds, "kernel", group, "conv2d_bwd")
 
 
+DEEPBENCH_ALLREDUCE_HW = "nvidia-p100-pcie-16gb"
+
+
 def collectives() -> Iterator[Row]:
     """All-reduce: Vidur (NCCL, A100 DGX), LLMCompass (4x A100), DeepBench (P100)."""
     for r in _read("vidur_collectives_a100.csv"):
@@ -199,14 +202,19 @@ def collectives() -> Iterator[Row]:
               "devices_per_node": int(r["devices_per_node"]), "dtype": "fp16"}
         yield Row("vidur", "nvidia-a100-sxm4-80gb", op, float(r["time_median_ms"]) * 1e-3, "kernel",
                   "allreduce", "allreduce")
+    # LLMCompass's all-reduce latencies are an nccl-tests all_reduce_perf sweep (sizes 8 B-16 GiB doubling, times
+    # in µs to two decimals, ae/figure5/h/test_allreduce.py): nccl-tests launches its iterations back to back and
+    # divides the loop's time, so a call's host work overlaps the previous collective: device time per call
     for r in _read("llmcompass_allreduce_a100x4.csv"):
         op = {"kind": "allreduce", "bytes": float(r["size_bytes"]), "devices": int(r["num_gpus"]), "dtype": "fp16"}
-        yield Row("llmcompass", "nvidia-a100-sxm4-80gb", op, float(r["measured_latency_us"]) * 1e-6, "host",
+        yield Row("llmcompass", "nvidia-a100-sxm4-80gb", op, float(r["measured_latency_us"]) * 1e-6, "kernel",
                   "allreduce", "allreduce")
+    # DeepBench ran its all-reduce on 8-GPU PCIe nodes (PLX switches, dual root, InfiniBand FDR across nodes:
+    # DeepBench README, 'Topology for NVIDIA 8 GPU System'), so P100 PCIe cards, not the NVLink SXM2 part
     for r in _read("deepbench_allreduce.csv"):
         op = {"kind": "allreduce", "bytes": float(r["size_floats"]) * 4, "devices": int(r["num_gpus"]),
               "dtype": "fp32"}
-        yield Row("deepbench", "nvidia-p100-sxm2-16gb", op, float(r["mean_time_ms"]) * 1e-3, "host",
+        yield Row("deepbench", DEEPBENCH_ALLREDUCE_HW, op, float(r["mean_time_ms"]) * 1e-3, "host",
                   "allreduce", "allreduce")
 
 

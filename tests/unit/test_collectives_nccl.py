@@ -102,3 +102,19 @@ def test_forced_algorithms() -> None:
 def test_tpus_and_npus_run_no_gpu_protocols() -> None:
     tpu = tables(load_hardware("google-tpu-v5e"))
     assert {nccl_choice(tpu, "allreduce", 2.0**e, 8)[1] for e in range(3, 31, 3)} == {"Simple"}
+
+
+def test_p100_pcie_node_rings_run_over_pcie_and_one_fdr_port() -> None:
+    """DeepBench's all-reduce node (8 P100 PCIe cards on PLX switches, InfiniBand FDR across nodes): a 256 MB ring
+    on one node moves 2 x 7/8 x S at PCIe 3.0 x16 (15.75 GB/s x 0.8); across two nodes the node's one FDR port
+    (6.8 GB/s, 0.85 GB/s per GPU x 8) sets the ring's bus bandwidth, not the NVLink of the SXM2 part."""
+    p100 = tables(load_hardware("nvidia-p100-pcie-16gb"))
+    eff = p100.defaults.link_efficiency
+    size = 256e6
+    algo, proto, seconds = nccl_choice(p100, "allreduce", size, 8)
+    assert (algo, proto) == ("ring", "Simple")
+    assert 2 * 7 / 8 * size / (15.75e9 * eff) < seconds < 1.05 * 2 * 7 / 8 * size / (15.75e9 * eff)
+    _, _, across = nccl_choice(p100, "allreduce", size, 16)
+    assert across == pytest.approx(2 * 15 / 16 * size / (8 * 0.85e9 * eff), rel=0.02)
+    sxm2 = _time("nvidia-p100-sxm2-16gb", bytes=size, devices=8)
+    assert _time("nvidia-p100-pcie-16gb", bytes=size, devices=8) > 4 * sxm2
