@@ -15,11 +15,14 @@ import re
 from collections import defaultdict
 from typing import Any, BinaryIO
 
+import numpy as np
+
 from perfmodel.traces import aten_ops
 from perfmodel.traces.kineto_collect import (  # noqa: F401  (the event categories: public names of this parser)
     COLLECTIVE_ANNOTATION,
     DEVICE_CATEGORIES,
     LAUNCH_CATEGORIES,
+    NO_ID,
     OP_CATEGORIES,
     OTHER_DEVICE_CATEGORIES,
     Collector,
@@ -45,7 +48,10 @@ MAX_CPU_CHAIN = 16  # ops followed down from a top-level CPU op
 def _time_order(ops: list[OpEvent]) -> list[int]:
     """Op indices by start, the longer of two starting together first (an enclosing op before what it holds);
     ties in file order."""
-    return sorted(range(len(ops)), key=lambda i: (ops[i].ts_us, -ops[i].end_us))
+    starts = np.fromiter((op.ts_us for op in ops), dtype=np.float64, count=len(ops))
+    ends = np.fromiter((op.end_us for op in ops), dtype=np.float64, count=len(ops))
+    order: list[int] = np.lexsort((-ends, starts)).tolist()  # stable: ties keep file order
+    return order
 
 
 def _by_thread(ops: list[OpEvent], order: list[int]) -> dict[tuple[Any, Any], list[int]]:
@@ -149,27 +155,36 @@ def _records(collected: Collector) -> list[KernelRecord]:
             by_external[each.external_id] = None if each.external_id in by_external else each
     records: list[KernelRecord] = []
     kernels = collected.kernels
-    chains: dict[int, tuple[tuple[OpCall, ...], CommArgs | None]] = {}  # per op call: its chain, collective
+    # per op call: its chain, collective, innermost op's name, dims and types
+    chains: dict[int, tuple[tuple[OpCall, ...], CommArgs | None, str | None, Any, Any]] = {}
+    launches = collected.launches
+    position_of, threads, launch_ts, launch_external = (launches.index, launches.threads, launches.ts_us,
+                                                        launches.external)
+    find = locator.find
     for index, k in enumerate(kernels):
         kernels[index] = None  # type: ignore[call-overload]  # free each pending kernel as it is converted
-        launch = collected.launches.get(k.correlation) if k.correlation is not None else None
-        op: OpEvent | None = locator.find(launch[0], launch[1]) if launch else None
+        position = position_of.get(k.correlation) if k.correlation is not None else None
+        op: OpEvent | None = None
+        external = k.external_id
+        if position is not None:  # its launch: the innermost op around it, else the launch's External id
+            op = find(threads[position], launch_ts[position])
+            if launch_external[position] != NO_ID:
+                external = launch_external[position]
         if op is None:
-            external = launch[2] if launch and launch[2] is not None else k.external_id
             op = by_external.get(external) if external is not None else None
         call = op.call if op else None
         call_id = -1 if call is None else call.call_id
         known = chains.get(call_id)
         if known is None:
-            known = chains[call_id] = (_chain(call), _comm(ops, op))
-        chain, comm = known
-        inner = chain[-1] if chain else None
+            chain = _chain(call)
+            inner = chain[-1] if chain else None
+            known = chains[call_id] = (chain, _comm(ops, op), inner.name if inner else None,
+                                       inner.input_dims if inner else None, inner.input_types if inner else None)
         records.append(KernelRecord(
             name=k.name, category=k.category, duration_s=k.dur_us * US, source_format=FORMAT,
             start_s=k.ts_us * US, device=k.device, stream=k.stream, correlation=k.correlation, grid=k.grid,
-            block=k.block, op_name=inner.name if inner else None, input_dims=inner.input_dims if inner else None,
-            input_types=inner.input_types if inner else None, ops=chain, collective=k.comm or comm,
-            transfer_bytes=k.nbytes, device_kind=k.device_kind))
+            block=k.block, op_name=known[2], input_dims=known[3], input_types=known[4], ops=known[0],
+            collective=k.comm or known[1], transfer_bytes=k.nbytes, device_kind=k.device_kind))
     return records
 
 

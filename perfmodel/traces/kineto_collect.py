@@ -44,7 +44,7 @@ LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver", "runtime", "driver", "hip ru
                      "hip_driver", "hip driver", "mtia_runtime", "xpu_runtime", "privateuse1_runtime"}
 COLLECTIVE_ANNOTATION = "nccl:"  # ProcessGroupNCCL's user annotation of a collective, with its tensor's shape
 MAX_CONCRETE_CHARS = 256
-_NO_ID = -(2**63)  # no External id, in the launches' id array
+NO_ID = -(2**63)  # no External id, in the launches' id array
 MAX_CACHED_VALUES = 100_000  # distinct raw shape / type lists remembered per field
 _NO_ARGS = EventArgs()
 _PLAIN_IDS = (int, str)  # process / thread id types kept as they are
@@ -135,7 +135,7 @@ class Launches:
 
     def add(self, correlation: int, thread: tuple[Any, Any], ts_us: float, external: int | None) -> None:
         """Record a launch; a correlation id seen before is overwritten (the last launch counts)."""
-        packed = _NO_ID if external is None or not _NO_ID < external < 2**63 else external
+        packed = NO_ID if external is None or not NO_ID < external < 2**63 else external
         position = self.index.setdefault(correlation, len(self.threads))
         if position == len(self.threads):
             self.threads.append(thread)
@@ -149,7 +149,7 @@ class Launches:
         if position is None:
             return None
         external = self.external[position]
-        return self.threads[position], self.ts_us[position], None if external == _NO_ID else external
+        return self.threads[position], self.ts_us[position], None if external == NO_ID else external
 
 
 class Collector:
@@ -228,7 +228,7 @@ class Collector:
                 external = args.external_id
                 if type(external) is not int:
                     external = as_int(external)
-                packed = _NO_ID if external is None or not _NO_ID < external < 2**63 else external
+                packed = NO_ID if external is None or not NO_ID < external < 2**63 else external
                 position = index.get(correlation)
                 if position is None:  # a correlation id seen before is overwritten (the last launch counts)
                     index[correlation] = len(launch_threads)
