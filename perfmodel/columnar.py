@@ -107,7 +107,40 @@ def _predict(hardware: HardwareLike, parts: list[Part], n: int, timing: Timing, 
 def predict_dicts(hardware: HardwareLike, dicts: Sequence[Mapping[str, Any]], timing: Timing = "kernel",
                   warm_cache: bool = False, defaults: ModelDefaults | None = None,
                   space: SpaceName = "compact") -> CostBatch:
-    """``predict_many`` of JSON-style dicts; columnar kinds are read field by field into columns."""
+    """``predict_many`` of JSON-style dicts; columnar kinds are read field by field into columns, and a dict
+    repeated (same keys in the same order, same values of the same types) is predicted once."""
+    distinct = _distinct(dicts)
+    if distinct is not None and len(distinct[0]) < len(dicts):
+        first, inverse = distinct
+        batch = _predict_dicts([dicts[i] for i in first], hardware, timing, warm_cache, defaults, space)
+        return batch.take(inverse)
+    return _predict_dicts(dicts, hardware, timing, warm_cache, defaults, space)
+
+
+def _distinct(dicts: Sequence[Mapping[str, Any]]) -> tuple[list[int], IntArray] | None:
+    """The first row of each distinct dict and each row's distinct number; None when a row is not a dict of
+    JSON values (those go the plain way, which names any error). Dicts are told apart by ``repr``, which
+    differs for any two different JSON values (1, 1.0, True and "1" included; floats round-trip)."""
+    seen: dict[str, int] = {}
+    first: list[int] = []
+    inverse: list[int] = []
+    for i, d in enumerate(dicts):
+        if d.__class__ is not dict or not _JSON_TYPES.issuperset(map(type, d.values())):
+            return None
+        key = repr(d)
+        at = seen.get(key)
+        if at is None:
+            at = seen[key] = len(first)
+            first.append(i)
+        inverse.append(at)
+    return first, np.array(inverse, dtype=np.intp)
+
+
+_JSON_TYPES = frozenset({str, int, float, bool, type(None), list})
+
+
+def _predict_dicts(dicts: Sequence[Mapping[str, Any]], hardware: HardwareLike, timing: Timing, warm_cache: bool,
+                   defaults: ModelDefaults | None, space: SpaceName) -> CostBatch:
     groups: dict[str, list[int]] = {}
     for i, d in enumerate(dicts):
         kind = d.get("kind") if isinstance(d, Mapping) else None

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 import numpy as np
@@ -275,7 +275,7 @@ def _flash(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
     elem = DTYPE_BYTES[work.matrix_dtype[idx]]
     choice = best_attention(t, space, bh=a[:, 0], group=a[:, 1], sq=a[:, 2], skv=a[:, 3], d=a[:, 4], dv=a[:, 5],
                             causal=a[:, 6], elem=elem, peak=m_peak[idx], vector_peak=v_peak[idx],
-                            compulsory=compulsory[idx], kv_bytes=a[:, 7])
+                            compulsory=compulsory[idx], kv_bytes=a[:, 7], fwd=a[:, 8], bwd=a[:, 9])
     for name in ("compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes", "reuse_bytes"):
         getattr(out, name)[idx] = getattr(choice, name)
     out.busy[idx] = np.clip(choice.ctas / (t.units * t.defaults.blocks_per_unit_for_bandwidth), 0.0, 1.0)
@@ -412,7 +412,12 @@ def predict_many(hardware: HardwareLike, ops: Iterable[OpLike], timing: Timing =
     ``uncalibrated_interval_s``, the 10-90 % band of its class on devices the model was not fitted on.
     """
     hw = resolve_hardware(hardware)
-    built = [make_op(op) for op in ops]
+    given = ops if isinstance(ops, list) else list(ops)
+    if given and all(op.__class__ is dict or isinstance(op, Mapping) for op in given):
+        from perfmodel.columnar import predict_dicts  # JSON dicts: columns, repeats predicted once
+
+        return predict_dicts(hw, given, timing, warm_cache, defaults, space)  # type: ignore[arg-type]
+    built = [make_op(op) for op in given]
     granularity = float(hw.dram.access_granularity_bytes or 1)
     work = work_of(built, granularity)
     t = tables(hw)

@@ -37,8 +37,9 @@ def _same(a: perfmodel.CostBatch, b: perfmodel.CostBatch) -> None:
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_dicts_give_predict_many(device: str) -> None:
-    ops = OPS * 3
-    _same(predict_dicts(device, ops), perfmodel.predict_many(device, ops))
+    ops = OPS * 3  # repeated dicts are predicted once; Op objects take predict_many's per-op path
+    _same(predict_dicts(device, ops), perfmodel.predict_many(device, [make_op(d) for d in ops]))
+    _same(perfmodel.predict_many(device, ops), perfmodel.predict_many(device, [make_op(d) for d in ops]))
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -4,8 +4,10 @@ both give what the plain per-row forms give."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
+import pytest
 
 from perfmodel.machine import tables
 from perfmodel.ops.columns import factorize
@@ -39,3 +41,22 @@ def test_factorize_matches_one_comparison_per_name() -> None:
         expected[values == name] = i
     assert factorize(values, names).tolist() == expected.tolist()
     assert factorize(values[:0], names).size == 0
+
+
+def test_repeated_dicts_are_predicted_once_with_each_rows_answer() -> None:
+    import perfmodel
+    from perfmodel.columnar import _distinct
+    from perfmodel.ops import OpError, make_op
+
+    a: dict[str, Any] = {"kind": "matmul", "m": 64, "n": 64, "k": 64, "dtype": "bf16", "bias": True}
+    b: dict[str, Any] = {"kind": "rmsnorm", "shape": [8, 4096], "dtype": "bf16"}
+    rows: list[dict[str, Any]] = [a, b, dict(a), {**a, "m": 64.0}, dict(b), a]
+    distinct = _distinct(rows)
+    assert distinct is not None and distinct[0] == [0, 1, 3] and distinct[1].tolist() == [0, 1, 0, 2, 1, 0]
+    batch = perfmodel.predict_many("nvidia-h100-sxm5-80gb", rows)
+    plain = perfmodel.predict_many("nvidia-h100-sxm5-80gb", [make_op(r) for r in rows])
+    assert [c.to_dict() for c in batch] == [c.to_dict() for c in plain]
+    assert [op.kind for op in batch.ops] == [r["kind"] for r in rows]
+    with pytest.raises(OpError, match="expected true/false"):  # 1 is not True for a flag: not merged with a
+        perfmodel.predict_many("nvidia-h100-sxm5-80gb", [a, {**a, "bias": 1}])
+    assert _distinct([a, {"kind": "matmul", "m": np.int64(4)}]) is None  # not plain JSON values: no dedupe
