@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from perfmodel.traces import kineto, ncu, nsys, rocprof
 from perfmodel.traces.detect import detect
+from perfmodel.traces.gc_pause import without_gc
 from perfmodel.traces.records import MAX_RECORDS, ParsedTrace
 from perfmodel.traces.source import Source, byte_stream, open_source
 
 MAX_WARNINGS = 100
 
 
+@without_gc
 def parse_trace(source: Source, filename: str | None = None, *, max_records: int = MAX_RECORDS) -> ParsedTrace:
     """Parse one profiler trace. ``source`` is the content (bytes), a path (str or PathLike) or a
     binary stream; ``filename`` is only quoted in messages (the format comes from the content).
 
-    Raises ``TraceError`` (a ``ValueError``) for an empty, broken or unknown file.
+    Raises ``TraceError`` (a ``ValueError``) for an empty, broken or unknown file. The cyclic garbage collector
+    is paused meanwhile (``gc_pause``).
     """
     opened = open_source(source)
     detected = detect(opened)
