@@ -104,10 +104,10 @@ class Attention(Op):
         }
         dtypes = dtype_codes([o.dtype for o in ops])
         kernels = np.where(materialized, 3.0, 1.0) * fwd + np.where(materialized, 5.0, 2.0) * bwd
-        # forward flash attention has its own tile model; the rest runs as GEMMs
-        flash = (~materialized) & (fwd > 0) & (bwd == 0)
+        # flash attention (forward and backward kernels) has its own tile model; materialized runs as GEMMs
+        flash = ~materialized
         attention = np.stack([np.where(flash, b * h, 0.0), h / kvh, sq, skv, d, dv, causal.astype(float),
-                              kv_bytes], axis=1)
+                              kv_bytes, fwd, bwd], axis=1)
         gemm_b = np.where(flash, 0.0, b * h * (fwd + bwd))
         return Work(
             n=len(ops), flops_matrix=matrix, flops_vector=vector, flops_special=special,

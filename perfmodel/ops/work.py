@@ -23,8 +23,10 @@ DTYPE_INDEX = {d: i for i, d in enumerate(DTYPES)}
 Pass = Literal["forward", "backward", "forward_backward"]
 PASSES = ("forward", "backward", "forward_backward")
 GEMM_SLOTS = 3  # forward, data-gradient, weight-gradient GEMMs of one op
-# flash-attention forward shape, for the attention tile model (all 0 for other ops)
-ATTENTION_FIELDS = ("batch_heads", "group", "seq_q", "seq_kv", "head_dim", "head_dim_v", "causal", "kv_bytes")
+# flash-attention shape and passes (1 where the op runs the forward / backward kernel), for the attention tile
+# model (all 0 for other ops)
+ATTENTION_FIELDS = ("batch_heads", "group", "seq_q", "seq_kv", "head_dim", "head_dim_v", "causal", "kv_bytes",
+                    "forward", "backward")
 
 @dataclass
 class Work:

@@ -118,8 +118,10 @@ def _causal_pairs(sq: FloatArray, skv: FloatArray, bq: FloatArray, bkv: FloatArr
 def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray, group: FloatArray,
                     sq: FloatArray, skv: FloatArray, d: FloatArray, dv: FloatArray, causal: FloatArray,
                     elem: FloatArray, peak: FloatArray, vector_peak: FloatArray,
-                    compulsory: FloatArray, kv_bytes: FloatArray) -> dict[str, FloatArray]:
-    """Per (op, candidate) times and bytes (n x c arrays); infeasible candidates get inf."""
+                    compulsory: FloatArray, kv_bytes: FloatArray, fwd: FloatArray | None = None,
+                    bwd: FloatArray | None = None) -> dict[str, FloatArray]:
+    """Per (op, candidate) times and bytes (n x c arrays); infeasible candidates get inf. ``fwd`` / ``bwd``: 1 where
+    the op runs the forward / backward kernel (default: forward only)."""
     dd = t.defaults
     units = float(t.units)
 
@@ -166,14 +168,21 @@ def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray
                        np.maximum(kv_heads * pairs / units * t_pair + ctas / units * fill, per_cta * t_pair + fill),
                        np.ceil(ctas / units) * (per_cta * t_pair + fill)) + t.latency_s(t.dram)
     compute = compute + combine / reuse_bw
+    f = col(np.ones_like(bh) if fwd is None else fwd)
+    b = col(np.zeros_like(bh) if bwd is None else bwd)
+    back = _backward(t, bq, bkv, stages, col(bh), col(sq), col(skv), hd, hdv, dpad, dvpad, e, col(causal),
+                     peak_unit, vector_fp32, reuse_bw, overlap)
+    compute = f * compute + b * back["compute_s"]
+    footprint = np.where(b > 0, np.maximum(footprint, back["footprint_bytes"]), footprint)
+    feasible = feasible & ((b == 0) | back["feasible"])
 
     llc_half = (t.hardware.level_capacity_bytes(t.llc) or 0.0) * dd.llc_resident_fraction if t.llc else 0.0
     heads_in_flight = np.maximum(np.ceil(np.minimum(ctas, units * resident) / (qt * split)), 1.0)
     per_head = col(kv_bytes) / np.maximum(kv_heads, 1.0)
     kv_reads = np.where(per_head * heads_in_flight <= llc_half, 1.0, qt)
-    dram = col(compulsory) + col(kv_bytes) * (kv_reads - 1.0)
-    dram = dram + combine
-    reuse = col(compulsory) - col(kv_bytes) + kv_heads * pairs * bkv * (hd + hdv) * e + combine
+    dram = col(compulsory) + f * (col(kv_bytes) * (kv_reads - 1.0) + combine)
+    reuse = col(compulsory) - col(kv_bytes) + f * (kv_heads * pairs * bkv * (hd + hdv) * e + combine) \
+        + b * back["reuse_bytes"]
     busy = np.clip(ctas / (units * dd.blocks_per_unit_for_bandwidth), 1.0 / units, 1.0)
     t_dram = t.latency_s(t.dram) + dram / (t.bandwidth_bytes_per_s(t.dram) * dd.dram_efficiency * busy)
     t_reuse = t.latency_s(reuse_level) + reuse / reuse_bw if t.llc is not None else np.zeros_like(t_dram)
@@ -181,8 +190,45 @@ def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray
     shape = np.broadcast_shapes(body.shape, footprint.shape)
     judged = np.where(np.broadcast_to(feasible, shape), body, np.inf)
     return {"compute_s": compute, "dram_s": t_dram, "reuse_s": np.broadcast_to(t_reuse, shape), "body_s": body,
-            "judged_s": judged, "dram_bytes": dram, "reuse_bytes": reuse, "pairs": pairs, "ctas": ctas,
+            "judged_s": judged, "dram_bytes": dram, "reuse_bytes": reuse, "pairs": f * pairs + b * back["pairs"],
+            "ctas": np.where(f > 0, ctas, back["ctas"]),
             "resident": resident, "footprint_bytes": footprint, "feasible": feasible}
+
+
+def _backward(t: MachineTables, bq: FloatArray, bkv: FloatArray, stages: FloatArray, bh: FloatArray, sq: FloatArray,
+              skv: FloatArray, hd: FloatArray, hdv: FloatArray, dpad: FloatArray, dvpad: FloatArray, e: FloatArray,
+              causal: FloatArray, peak_unit: FloatArray, vector_fp32: FloatArray, reuse_bw: float,
+              overlap: bool) -> dict[str, FloatArray]:
+    """The FlashAttention-2/-3 backward: one CTA per (query head, KV tile) keeps dK and dV (fp32) on chip and walks
+    the Q tiles; per (Q tile, KV tile) pair five MMAs (S = Q Kᵀ recomputed, dP = dO Vᵀ, dV += Pᵀ dO, dK += dSᵀ Q,
+    dQ += dS K: 2·BQ·BKV·(3d + 2dv) FLOPs, 2.5x the forward's), the exp recomputed and twice the forward's fp32
+    softmax work (P, then dS = P∘(dP − D)), and dQ accumulated in fp32 atomics through the L2 (read and written).
+    The kernel style (softmax overlapped or in turn) is the forward's."""
+    units = float(t.units)
+    qt = np.ceil(sq / bq)
+    kv_tiles = np.ceil(skv / bkv)
+    pairs = np.where(causal > 0, _causal_pairs(sq, skv, bq, bkv), qt * kv_tiles)
+    ctas = bh * kv_tiles
+    footprint = (bkv * (hd + hdv) + stages * bq * (hd + hdv)) * e
+    registers = (2.0 * bq * bkv + bkv * (hd + hdv)) * 4.0
+    resident = np.clip(np.minimum(np.floor(t.scratchpad_bytes_per_unit / footprint),
+                                  np.floor(t.register_bytes_per_unit / registers)), 1.0, t.max_resident_tiles)
+    feasible = (footprint <= t.scratchpad_bytes_per_unit) & (registers <= t.register_bytes_per_unit)
+    matrix = 2.0 * bq * bkv * (3.0 * dpad + 2.0 * dvpad) / peak_unit
+    softmax = bq * bkv / (t.special_peak * t.defaults.vector_efficiency / units) \
+        + 2.0 * SOFTMAX_VECTOR_FLOPS * bq * bkv / vector_fp32
+    pair_bytes = bq * (hd + hdv) * e + 2.0 * bq * hd * 4.0  # Q and dO tiles; dQ atomics (fp32, read + write)
+    load = pair_bytes / (reuse_bw / np.maximum(np.minimum(ctas, units), 1.0))
+    step = np.maximum(np.maximum(matrix, softmax) if overlap else matrix + softmax, load)
+    reuse_level = t.llc if t.llc is not None else t.dram
+    t_pair = pipelined_step(step, t.latency_s(reuse_level), stages, resident)
+    per_cta = np.where(causal > 0, np.ceil(pairs / kv_tiles), qt)
+    fill = (t.latency_s(t.dram) + (softmax if overlap else 0.0)) / resident
+    compute = np.where(causal > 0,
+                       np.maximum(bh * pairs / units * t_pair + ctas / units * fill, qt * t_pair + fill),
+                       np.ceil(ctas / units) * (per_cta * t_pair + fill)) + t.latency_s(t.dram)
+    return {"compute_s": compute, "reuse_bytes": bh * pairs * pair_bytes, "pairs": pairs, "ctas": ctas,
+            "footprint_bytes": footprint, "feasible": feasible}
 
 
 def best_attention(t: MachineTables, space: AttentionCandidates, **arrays: FloatArray) -> AttentionChoice:

@@ -114,7 +114,7 @@ def _search_attention(hw: Hardware, t: MachineTables, op: Op, work: Work, top_k:
         elem=np.array([DTYPES[int(work.matrix_dtype[0])].bytes]),
         peak=np.array([t.matrix_peak[int(work.matrix_dtype[0])]]),
         vector_peak=np.array([t.vector_peak[int(work.vector_dtype[0])]]),
-        compulsory=work.dram_bytes[:1], kv_bytes=a[:, 7])
+        compulsory=work.dram_bytes[:1], kv_bytes=a[:, 7], fwd=a[:, 8], bwd=a[:, 9])
     judged = np.asarray(costs["judged_s"])[0] + launch_overhead_s(t, work)  # listed as predict reports them
     footprint = np.broadcast_to(costs["footprint_bytes"], (1, space.size))[0]
     valid = np.isfinite(judged)

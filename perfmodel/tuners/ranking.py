@@ -152,7 +152,7 @@ def _cost_attention(t: MachineTables, work: Work, parsed: Candidates) -> tuple[d
             tw, space, bh=a[:, 0], group=a[:, 1], sq=a[:, 2], skv=a[:, 3], d=a[:, 4], dv=a[:, 5], causal=a[:, 6],
             elem=np.array([DTYPES[dtype].bytes]), peak=np.array([t.matrix_peak[dtype]]),
             vector_peak=np.array([t.vector_peak[int(work.vector_dtype[0])]]), compulsory=work.dram_bytes[:1],
-            kv_bytes=a[:, 7])
+            kv_bytes=a[:, 7], fwd=a[:, 8], bwd=a[:, 9])
         for name, key in (("time_s", "judged_s"), ("compute_s", "compute_s"), ("dram_s", "dram_s"),
                           ("reuse_s", "reuse_s"), ("footprint_bytes", "footprint_bytes"), ("tiles", "ctas"),
                           ("resident", "resident")):
