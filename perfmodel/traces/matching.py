@@ -283,6 +283,13 @@ def _kernel_choices(run: _Run) -> None:
         run.notes.append("tf32 math, from its kernel names")
     if kind == "matmul" and any(split_k(name) for name in run.names):
         run.notes.append("split-K GEMM (from its kernel names): its partial sums are reduced by a second kernel")
+    tried = [family for family, pattern in _CONV_FAMILIES if pattern.search(names)] if kind == "conv2d" else []
+    if len(tried) >= MIN_TRIALS:
+        run.confidence = "low"
+        run.notes.append(f"kernels of {len(tried)} convolution algorithms in one call ({', '.join(tried)}): cuDNN "
+                         "benchmark mode trying each, so the measured time is the sum of the trials, not one "
+                         "convolution")
+        return
     algorithm = _conv_algorithm(names, run.op) if kind == "conv2d" else None
     if algorithm is None:
         return
@@ -295,6 +302,13 @@ def _kernel_choices(run: _Run) -> None:
     run.notes.append(f"algorithm {algorithm}, from its kernel names")
 
 
+# a convolution's algorithm families by kernel name; a call running three or more is an autotuning (benchmark-mode)
+# call (a backward call runs at most two: one per gradient)
+_CONV_FAMILIES = tuple((family, re.compile(pattern)) for family, pattern in (
+    ("implicit GEMM", r"implicit_convolve|implicit_gemm|scudnn_(?!winograd)"),
+    ("explicit GEMM", r"explicit_convolve|im2col"), ("FFT", r"fft"), ("Winograd", r"winograd"),
+    ("direct", r"dgrad_engine|wgrad_alg\d_engine")))
+MIN_TRIALS = 3
 _FFT_SIZE = re.compile(r"fft2d_r2c_(\d+)x(\d+)")
 
 

@@ -415,3 +415,18 @@ def test_a_kernel_repeated_without_its_op_takes_the_op_of_its_matched_launch() -
     # another grid: another problem, sized by its tile and grid with K assumed (the last source)
     assert other_grid.source == "GEMM tile x grid" and other_grid.op["m"] == 512
     assert result.kernel_sources[1] == "repeated kernel"
+
+
+def test_a_conv_call_running_several_algorithms_is_flagged_as_autotuning() -> None:
+    """cuDNN benchmark mode's first call runs every candidate algorithm: the run's time is the sum of the trials."""
+    t = _old_conv_trace()
+    for offset, name in enumerate(("void explicit_convolve_sgemm<float, int, 1024, 5, 5, 3, 3, 3, 0, false>(int)",
+                                   "void fft2d_r2c_32x32<float, false, 1u, true>(float2*)",
+                                   "volta_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1")):
+        t.kernel(name, 20 + offset, 170 + 10 * offset, 5)
+    forward = next(r for r in match_runs(parse_trace(t.to_bytes())).runs if r.op_name == "aten::cudnn_convolution")
+    assert forward.confidence == "low" and "algorithm" not in forward.op
+    assert any("4 convolution algorithms in one call" in n and "benchmark mode" in n for n in forward.notes)
+    plain = next(r for r in match_runs(parse_trace(_old_conv_trace().to_bytes())).runs
+                 if r.op_name == "aten::cudnn_convolution_backward")
+    assert not any("benchmark mode" in n for n in plain.notes)  # dgrad + wgrad engines: one family, no trials
