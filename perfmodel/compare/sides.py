@@ -17,6 +17,7 @@ import orjson
 
 from perfmodel.compare.names import normalise_kernel_name
 from perfmodel.store import RunRow
+from perfmodel.traces.gc_pause import without_gc
 from perfmodel.traces.kernel_names import kernel_family
 from perfmodel.traces.matching import MatchResult, match_runs
 from perfmodel.traces.records import DEVICE_TIME_CATEGORIES, KernelRecord, ParsedTrace
@@ -114,6 +115,7 @@ def _add(group: Group, name: str, launches: int, layer: str | None, time_s: floa
         group.layers[layer] = group.layers.get(layer, 0.0) + time_s
 
 
+@without_gc  # matching and grouping build ~10 small acyclic objects per kernel: see gc_pause
 def side_from_parsed(parsed: ParsedTrace, label: str, matched: MatchResult | None = None) -> Side:
     """Group a parsed trace's modelled op calls and its unmodelled kernels (device time only, unless the
     profile has none: then its CPU ops)."""
