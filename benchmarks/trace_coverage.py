@@ -6,7 +6,8 @@ traces, and copies of one file, are skipped). Per file: device time, the share m
 the share by match source, the time-weighted median |error| of the matched ops (uncalibrated, on the device
 the file names, else the device its data README gives), and the unmatched time by reason category. Ranks of
 one job given together (Kineto files, same world size, overlapping spans): their collectives are scored net of
-the time they waited for their peers (``peer_wait``), the raw error shown beside it.
+the time they waited for their peers (``peer_wait``), the raw error shown beside it. Convolution calls the matcher
+flags as cuDNN benchmark-mode trials (several algorithms in one call) count as matched but are not scored.
 
     .venv/bin/python benchmarks/trace_coverage.py            # this tree
     cd /tmp/pm-base && PYTHONPATH=. /work/main/.venv/bin/python /work/main/benchmarks/trace_coverage.py \
@@ -192,6 +193,20 @@ def _category(result: Any, index: int) -> str:
     return "other"
 
 
+TRIALS_NOTE = "benchmark mode trying each"  # matching's note on a call that ran several convolution algorithms
+
+
+def scored(result: Any) -> Any:
+    """The match result whose runs are compared with the model: without calls flagged as autotuning trials (cuDNN
+    benchmark mode ran every candidate algorithm: their time is several convolutions', not one). They stay
+    matched."""
+    runs = [r for r in result.runs if not any(TRIALS_NOTE in note for note in r.notes)]
+    if len(runs) == len(result.runs):
+        return result
+    from dataclasses import replace
+    return replace(result, runs=runs)
+
+
 def measure(path: Path, waits: dict[int, float] | None = None) -> FileRow | None:
     """One file's row; ``waits`` (kernel index -> s waiting for peers, its ranks given together): its collective
     runs are scored net of that waiting (the raw error is kept in ``raw_errors``)."""
@@ -221,12 +236,12 @@ def measure(path: Path, waits: dict[int, float] | None = None) -> FileRow | None
             key = _category(result, i)
             row.by_reason[key] = row.by_reason.get(key, 0.0) + kernel.duration_s
     if row.device_s > 0 and hardware is not None:
-        report = trace_report(load_hardware(hardware), parsed, result)
+        report = trace_report(load_hardware(hardware), parsed, scored(result))
         row.errors = [(abs(r.error_pct), r.measured_s) for r in report.ops]
         if waits:
             from perfmodel.traces.peer_wait import net_of_waiting
             row.raw_errors, row.note = row.errors, "collectives scored net of waiting for peers"
-            net = trace_report(load_hardware(hardware), parsed, net_of_waiting(result, waits))
+            net = trace_report(load_hardware(hardware), parsed, scored(net_of_waiting(result, waits)))
             row.errors = [(abs(r.error_pct), r.measured_s) for r in net.ops if r.measured_s > 0]
     return row
 
