@@ -14,6 +14,7 @@ slice. Confidence "low"; the notes give the bound on M x N and say that K is ass
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any
@@ -44,29 +45,38 @@ def _types(name: str) -> tuple[str | None, str | None]:
     return data_dtype(name), None
 
 
-def tile_grid_op(kernel: KernelRecord) -> Inferred | None:
-    """The matmul of a GEMM kernel sized by its name's tile and its grid, K assumed (module docstring); None
-    where the kernel is not a GEMM, names no tile or data type, or has no grid."""
-    name = kernel.name
-    if kernel.grid is None or kernel_family(name) != "gemm":
+@functools.lru_cache(maxsize=4096)  # a trace repeats a few hundred kernel names over millions of launches
+def _name_parts(name: str) -> tuple[tuple[int, int], str, str | None, int, bool] | None:
+    """(tile, input dtype, output dtype, K step, TF32 math) of a GEMM kernel's name; None where it is not one or
+    names no tile or data type."""
+    if kernel_family(name) != "gemm":
         return None
     tile = gemm_tile(name)
     dtype, out_dtype = _types(name)
     if tile is None or dtype is None:
         return None
+    step = _K_STEP.search(name[:512])
+    return tile, dtype, out_dtype, int(step.group(3)) if step else 1, math_dtype(name) == "tf32"
+
+
+def tile_grid_op(kernel: KernelRecord) -> Inferred | None:
+    """The matmul of a GEMM kernel sized by its name's tile and its grid, K assumed (module docstring); None
+    where the kernel is not a GEMM, names no tile or data type, or has no grid."""
+    parts = None if kernel.grid is None else _name_parts(kernel.name)
+    if parts is None or kernel.grid is None:
+        return None
+    tile, dtype, out_dtype, k_step, tf32 = parts
     x, y, z = kernel.grid
     m, n = tile[0] * x, tile[1] * y
     if min(m, n, z) <= 0 or max(m, n, z) > MAX_DIM:
         return None
     caller = kernel.ops[-1].name if kernel.ops else ""
     batched = caller in BATCHED_OPS
-    step = _K_STEP.search(name[:512])
-    k_step = int(step.group(3)) if step else 1
     k = max(math.isqrt(m * n), k_step * (1 if batched else z))
     op: OpDict = {"kind": "matmul", "m": m, "n": n, "k": k, "dtype": dtype, "batch": z if batched else 1}
     if out_dtype is not None:
         op["out_dtype"] = out_dtype
-    if math_dtype(name) == "tf32" and dtype == "fp32":
+    if tf32 and dtype == "fp32":
         op["compute_dtype"] = "tf32"
     notes = [f"GEMM by kernel name and grid: tile {tile[0]}x{tile[1]} x grid ({x}, {y}, {z}) gives M <= {m}, "
              f"N <= {n} (edge tiles may be partly idle)",
