@@ -254,11 +254,13 @@ def _best_distinct(t: MachineTables, space: GemmCandidates, *columns: FloatArray
     spread back to every row: the same answers, one search per shape (a model or a table repeats shapes)."""
     if columns[0].size < DISTINCT_FROM_GEMMS:
         return best_gemms(t, space, *columns)
-    bits = np.stack([np.asarray(c, dtype=np.float64) for c in columns]).view(np.int64)  # rows equal bit for bit
+    bits = [np.asarray(c, dtype=np.float64).view(np.int64) for c in columns]  # rows equal bit for bit
     order = np.lexsort(bits)
-    ordered = bits[:, order]
-    starts = np.ones(order.size, dtype=bool)
-    starts[1:] = (ordered[:, 1:] != ordered[:, :-1]).any(axis=0)
+    starts = np.zeros(order.size, dtype=bool)
+    starts[0] = True
+    for values in bits:  # one column at a time: no ops x 7 copy
+        ordered = values[order]
+        starts[1:] |= ordered[1:] != ordered[:-1]
     if starts.all():
         return best_gemms(t, space, *columns)
     inverse = np.empty(order.size, dtype=np.intp)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from perfmodel import roofline
 from perfmodel.machine import tables
 from perfmodel.ops.columns import factorize
 from perfmodel.roofline import DISTINCT_FROM_GEMMS, _best_distinct
@@ -17,7 +18,7 @@ from perfmodel.search.gemm_space import compact_space
 from perfmodel.specs import load_hardware
 
 
-def test_distinct_rows_get_the_per_row_choice() -> None:
+def test_distinct_rows_get_the_per_row_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     t = tables(load_hardware("nvidia-h100-sxm5-80gb"))
     space = compact_space(t)
     rng = np.random.default_rng(0)
@@ -27,7 +28,16 @@ def test_distinct_rows_get_the_per_row_choice() -> None:
     batch, elem = np.ones(rows), rng.choice(np.array([1.0, 2.0]), rows)
     peak = np.where(elem == 1.0, 1.979e15, 0.989e15)
     compulsory = (m * k + k * n + m * n) * elem
+    searched: list[int] = []
+
+    def counting(*args: Any) -> GemmChoice:
+        searched.append(args[2].size)
+        return best_gemms(*args)
+
+    monkeypatch.setattr(roofline, "best_gemms", counting)
     got = _best_distinct(t, space, batch, m, n, k, elem, peak, compulsory)
+    distinct = {(a, b, c, e) for a, b, c, e in zip(m.tolist(), n.tolist(), k.tolist(), elem.tolist(), strict=True)}
+    assert searched == [len(distinct)] and len(distinct) < rows
     want = best_gemms(t, space, batch, m, n, k, elem, peak, compulsory)
     for f in dataclasses.fields(GemmChoice):
         assert np.array_equal(getattr(got, f.name), getattr(want, f.name)), f.name
