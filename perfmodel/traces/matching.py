@@ -27,6 +27,7 @@ from typing import Any
 from perfmodel.ops import OpError, make_op
 from perfmodel.traces import aten_comms, aten_ops, counter_ops, gemm_ops, kernel_ops, triton_ops
 from perfmodel.traces.aten_args import Args, Unbuildable
+from perfmodel.traces.gc_pause import without_gc
 from perfmodel.traces.kernel_names import gemm_tile, kernel_family, math_dtype, split_k
 from perfmodel.traces.records import DEVICE_TIME_CATEGORIES, SELF_SUFFIX, KernelRecord, OpCall, ParsedTrace
 from perfmodel.traces.shape_links import (
@@ -413,6 +414,7 @@ def _retyped(kernels: list[KernelRecord], missed: list[int], reasons: list[str |
     return out
 
 
+@without_gc  # ~10 small acyclic objects per kernel: see gc_pause
 def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:
     """Group the device activities of a parsed trace into measured runs of perfmodel ops."""
     kernels = parsed.kernels if isinstance(parsed, ParsedTrace) else list(parsed)
