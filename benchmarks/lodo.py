@@ -10,6 +10,11 @@ the others at their current values, keeping the value with the lowest balanced s
 devices (the mean over (op class, device) cells of the median |log(pred/meas)|, at most 200 rows a
 cell). A held-out device's own rows never choose any value.
 
+Harness: how a data set timed its ops is described, not left to the defaults (``measured_data``): Nsight Compute
+rows ran after a full cache flush (each kernel pays ``FLUSHED_CACHE_ROUND_TRIPS``); LLMCompass's
+``torch.compile``'d calls add a per-call host cost and DeepBench's back-to-back call loops take at least an issue
+interval per call, two harness terms (``HARNESS_GRIDS``) fitted with the defaults, also without the held-out device.
+
 Intervals: each prediction gets [pred·q10, pred·q90], the quantiles of measured/predicted of its class
 over the *other* folds' held-out rows, every device weighing the same (a class on fewer than three devices
 widened by the band pooled over all classes); coverage is counted on the left-out device.
