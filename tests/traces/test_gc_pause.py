@@ -67,3 +67,20 @@ def test_parsing_pauses_and_resumes_it(monkeypatch: pytest.MonkeyPatch) -> None:
     gc.enable()
     parsed = parse_trace(DATA / "triton_example__triton_example.json.gz")
     assert parsed.kernels and seen == [False] and gc.isenabled()
+
+
+def test_matching_pauses_and_resumes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from perfmodel.traces import match_runs, matching
+
+    parsed = parse_trace(DATA / "triton_example__triton_example.json.gz")
+    seen: list[bool] = []
+    original = matching._kernel_op
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append(gc.isenabled())
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(matching, "_kernel_op", spy)
+    gc.enable()
+    match_runs(parsed)
+    assert seen and not any(seen) and gc.isenabled()
