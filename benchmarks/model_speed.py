@@ -70,7 +70,9 @@ def sweep_spec(variants: int) -> SweepSpec:
 
 def time_sweeps(variants: int) -> None:
     spec = sweep_spec(variants)
+    start = time.process_time()
     serial = run_sweep(spec)
+    serial_cpu = time.process_time() - start
     print(f"sweep {variants} variants x 1 workload, serial (1 process): {serial['elapsed_s']:.2f} s, "
           f"{serial['evaluations_per_s']:.0f} variant-workloads/s")
     local = run_sweep(spec, workers=2)
@@ -82,10 +84,17 @@ def time_sweeps(variants: int) -> None:
                       dashboard_address=None) as cluster, Client(cluster) as client:  # type: ignore[no-untyped-call]
         started = time.perf_counter() - t0
         dask = run_sweep(spec, client=client)
+        before, client_cpu = client.run(time.process_time), time.process_time()
         warm = run_sweep(spec, client=client)
+        after, client_cpu = client.run(time.process_time), time.process_time() - client_cpu
+        workers_cpu = sum(after[k] - before[k] for k in after)
     print(f"sweep, Dask LocalCluster 2 workers (loopback): {dask['elapsed_s']:.2f} s, "
           f"{dask['evaluations_per_s']:.0f}/s with cold workers (imports, graph build); warm "
           f"{warm['elapsed_s']:.2f} s, {warm['evaluations_per_s']:.0f}/s (cluster start {started:.1f} s not included)")
+    print(f"parallel efficiency (warm, wall): {serial['elapsed_s'] / (2 * warm['elapsed_s']):.0%}; in CPU: serial "
+          f"{serial_cpu:.2f} s, Dask workers {workers_cpu:.2f} s + client {client_cpu:.2f} s "
+          f"({serial_cpu / (workers_cpu + client_cpu):.0%}; a loaded machine's wall clock says little, and idle "
+          "workers' heartbeats count in their CPU)")
     same = [r["time_s"] for r in dask["rows"]] == [r["time_s"] for r in serial["rows"]]
     print(f"Dask results identical to serial: {same}; Pareto front: {len(dask['pareto'][dask['rows'][0]['label']])} "
           "variants")
