@@ -66,3 +66,30 @@ def test_search_reports_the_attention_space() -> None:
     assert "Q x KV tiles" in result.explanation
     assert result.rejected.get("smem_or_registers", 0) > 0  # 256 x 256 tiles cannot hold S and O
     assert result.best.time_s >= result.top_k[0]["time_s"]
+
+
+def _attention(pass_: str, causal: bool = False) -> dict[str, object]:
+    return {"kind": "attention", "batch": 2, "heads": 16, "seq_q": 8192, "seq_kv": 8192, "head_dim": 128,
+            "dtype": "bf16", "causal": causal, "pass": pass_}
+
+
+@pytest.mark.parametrize("hardware", [H100, "nvidia-a100-sxm4-80gb"])
+def test_backward_runs_the_flash_tile_model(hardware: str) -> None:
+    """The backward is costed per (Q tile, KV tile) pair, not as plain GEMMs: its schedule reports KV-tile pairs,
+    it takes at least 2.5x the forward's MMA share (five MMAs to two) and fwd+bwd is the sum of the two kernels."""
+    fwd = perfmodel.predict(hardware, _attention("forward"))
+    bwd = perfmodel.predict(hardware, _attention("backward"))
+    both = perfmodel.predict(hardware, _attention("forward_backward"))
+    assert bwd.schedule is not None and bwd.schedule.get("kv_tile_pairs", 0) > 0
+    assert bwd.time_s > 2.0 * fwd.time_s
+    assert both.time_s == pytest.approx(fwd.time_s + bwd.time_s, rel=0.05)
+
+
+def test_a100_runs_softmax_in_turn_and_h100_overlaps_it() -> None:
+    """mma.sync (A100): MMA + exp + fp32 softmax add up; wgmma (H100): the softmax hides under the MMAs, so at
+    head dim 128 H100's attention reaches a larger share of its tensor peak than A100's."""
+    share = {}
+    for hw, peak in ((H100, 989.4e12), ("nvidia-a100-sxm4-80gb", 312e12)):
+        cost = perfmodel.predict(hw, _attention("forward"))
+        share[hw] = 4.0 * 2 * 16 * 8192 ** 2 * 128 / cost.time_s / peak
+    assert share[H100] > share["nvidia-a100-sxm4-80gb"] + 0.1
