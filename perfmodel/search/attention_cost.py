@@ -143,9 +143,7 @@ def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray
 
     footprint = (bq * hd + stages * bkv * (hd + hdv)) * e
     registers = 2.0 * (bq * bkv + bq * hdv) * 4.0
-    resident = np.clip(np.minimum(np.floor(t.scratchpad_bytes_per_unit / footprint),
-                                  np.floor(t.register_bytes_per_unit / registers)), 1.0, t.max_resident_tiles)
-    feasible = (footprint <= t.scratchpad_bytes_per_unit) & (registers <= t.register_bytes_per_unit)
+    resident, feasible = _residency(t, footprint, registers)
 
     peak_unit = col(peak) * dd.matrix_efficiency / units
     matrix = 2.0 * bq * bkv * (dpad + dvpad) / peak_unit
@@ -195,6 +193,15 @@ def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray
             "resident": resident, "footprint_bytes": footprint, "feasible": feasible}
 
 
+def _residency(t: MachineTables, footprint_bytes: FloatArray,
+               register_bytes: FloatArray) -> tuple[FloatArray, np.ndarray[Any, np.dtype[np.bool_]]]:
+    """CTAs resident per SM (by shared memory and the register file, at least 1) and whether one fits at all."""
+    resident = np.clip(np.minimum(np.floor(t.scratchpad_bytes_per_unit / footprint_bytes),
+                                  np.floor(t.register_bytes_per_unit / register_bytes)), 1.0, t.max_resident_tiles)
+    feasible = (footprint_bytes <= t.scratchpad_bytes_per_unit) & (register_bytes <= t.register_bytes_per_unit)
+    return resident, feasible
+
+
 def _backward(t: MachineTables, bq: FloatArray, bkv: FloatArray, stages: FloatArray, bh: FloatArray, sq: FloatArray,
               skv: FloatArray, hd: FloatArray, hdv: FloatArray, dpad: FloatArray, dvpad: FloatArray, e: FloatArray,
               causal: FloatArray, peak_unit: FloatArray, vector_fp32: FloatArray, reuse_bw: float,
@@ -211,9 +218,7 @@ def _backward(t: MachineTables, bq: FloatArray, bkv: FloatArray, stages: FloatAr
     ctas = bh * kv_tiles
     footprint = (bkv * (hd + hdv) + stages * bq * (hd + hdv)) * e
     registers = (2.0 * bq * bkv + bkv * (hd + hdv)) * 4.0
-    resident = np.clip(np.minimum(np.floor(t.scratchpad_bytes_per_unit / footprint),
-                                  np.floor(t.register_bytes_per_unit / registers)), 1.0, t.max_resident_tiles)
-    feasible = (footprint <= t.scratchpad_bytes_per_unit) & (registers <= t.register_bytes_per_unit)
+    resident, feasible = _residency(t, footprint, registers)
     matrix = 2.0 * bq * bkv * (3.0 * dpad + 2.0 * dvpad) / peak_unit
     softmax = bq * bkv / (t.special_peak * t.defaults.vector_efficiency / units) \
         + 2.0 * SOFTMAX_VECTOR_FLOPS * bq * bkv / vector_fp32
