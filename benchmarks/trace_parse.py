@@ -5,6 +5,8 @@ Prints CPU seconds (process time: the machine is shared) and wall seconds per st
 (uncompressed JSON) and peak memory (ru_maxrss; tracemalloc of the parse). Figures only.
 
     .venv/bin/python benchmarks/trace_parse.py --kernels 333334   # a 1M-event trace
+    .venv/bin/python benchmarks/trace_parse.py --kernels 100000 --baseline /tmp/pm-base   # and the ratio to an
+        # older checkout's code, run on the same file right after (the machine is shared: compare in one run)
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import gzip
 import json
 import os
 import resource
+import subprocess
+import sys
 import tempfile
 import time
 import tracemalloc
@@ -69,16 +73,52 @@ def write_trace(path: Path, kernels: int) -> int:
     return size + 4
 
 
+def _steps_cpu_s(path: Path) -> dict[str, float]:
+    """CPU seconds of parse, match and report of ``path`` and the peak RSS (MB), with the code on sys.path."""
+    hardware = load_hardware("nvidia-a100-sxm4-80gb")
+    cpu0 = time.process_time()
+    parsed = parse_trace(path)
+    cpu1 = time.process_time()
+    result = match_runs(parsed)
+    cpu2 = time.process_time()
+    format_trace_report(trace_report(hardware, parsed, result))
+    cpu3 = time.process_time()
+    return {"parse": cpu1 - cpu0, "match": cpu2 - cpu1, "report": cpu3 - cpu2, "all": cpu3 - cpu0,
+            "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def _baseline(path: Path, checkout: str) -> dict[str, float]:
+    """``_steps_cpu_s`` with another checkout's ``perfmodel`` (a fresh process, PYTHONPATH first)."""
+    env = {**os.environ, "PYTHONPATH": checkout}
+    done = subprocess.run([sys.executable, __file__, "--steps-json", str(path)], env=env, capture_output=True,
+                          text=True, check=True, cwd=checkout)
+    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--kernels", type=int, default=500_000)
+    parser.add_argument("--baseline", help="another checkout: its code's figures on the same file, and the ratios")
+    parser.add_argument("--steps-json", help=argparse.SUPPRESS)  # internal: one file's figures as JSON
     args = parser.parse_args()
+    if args.steps_json:
+        print(json.dumps(_steps_cpu_s(Path(args.steps_json))))
+        return
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "synthetic.pt.trace.json.gz"
         started = time.perf_counter()
         raw_bytes = write_trace(path, args.kernels)
         print(f"wrote {args.kernels:,} kernels: {raw_bytes / 1e6:.0f} MB JSON, {path.stat().st_size / 1e6:.0f} MB "
               f"gzip in {time.perf_counter() - started:.1f} s")
+        if args.baseline:
+            old = _baseline(path, args.baseline)
+            new = json.loads(subprocess.run([sys.executable, __file__, "--steps-json", str(path)], check=True,
+                                            capture_output=True, text=True).stdout.strip().splitlines()[-1])
+            print("CPU s, baseline -> this code (fresh processes, back to back): " + "; ".join(
+                f"{step} {old[step]:.2f} -> {new[step]:.2f} ({new[step] / old[step]:.2f}x)" if old[step] > 0 else
+                f"{step} {old[step]:.2f} -> {new[step]:.2f}" for step in ("parse", "match", "report", "all"))
+                + f"; peak RSS {old['rss_mb']:.0f} -> {new['rss_mb']:.0f} MB")
 
         hardware = load_hardware("nvidia-a100-sxm4-80gb")
         cpu0, wall0 = time.process_time(), time.perf_counter()
