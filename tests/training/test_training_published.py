@@ -47,8 +47,9 @@ def test_each_run_uses_the_schedule_its_source_states() -> None:
 # H100 GEMMs now model Hopper's wgmma operand reads and TMA multicast (issue 24): large bf16 GEMMs at ~760 TFLOP/s
 # (was ~620; the published best, MAMF, is 794.5), so these runs come out ~22-24 % fast: the training model's time
 # outside the GEMMs is short (issue 29)
-# Issue 24's FA2/FA3 attention kernels (forward and backward in the tile model) left them at +23.9 / +21.7 %: the model's
-# H100 attention is still faster than the published FlashAttention-3 (docs/accuracy.md, 'Flash attention on H100')
+# Issue 24's FA2/FA3 attention kernels (forward and backward in the tile model) left them at +23.9 / +21.7 %:
+# the model's H100 attention is still faster than the published FlashAttention-3
+# (docs/accuracy.md, 'Flash attention on H100')
 _H100_GEMMS = "Llama 3 on H100 +22-24 % fast since H100 GEMMs reach their published best (issue 24 vs 29)"
 
 
