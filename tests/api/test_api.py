@@ -339,8 +339,9 @@ def test_trace_upload_runs_kernels_and_duplicates(client: TestClient) -> None:
 
 
 def test_trace_without_shapes_matches_only_what_its_kernels_tell(client: TestClient) -> None:
-    """No Input Dims: GEMMs and convolutions stay unmodelled (saying record_shapes), while elementwise kernels sized
-    by grid x block, fills and host copies become runs that say where their work came from."""
+    """No Input Dims: convolutions stay unmodelled (saying record_shapes); library GEMM kernels are sized by their
+    name's tile x grid with K assumed (confidence low), elementwise kernels by grid x block, fills and host copies
+    become runs; each run says where its work came from."""
     path = TRACES / "critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
     response = client.post("/api/v1/traces", files={"file": (path.name, path.read_bytes(), "application/gzip")},
                            data={"hardware": "nvidia-a100-sxm4-80gb"}, headers=AUTH)
@@ -350,8 +351,12 @@ def test_trace_without_shapes_matches_only_what_its_kernels_tell(client: TestCli
     assert any("record_shapes" in u["reason"] for u in summary["unmodelled"])
     runs = client.get("/api/v1/runs", params={"hardware": "nvidia-a100-sxm4-80gb", "limit": 1000}).json()["items"]
     assert len(runs) == summary["runs_created"]
-    assert {r["op_kind"] for r in runs} == {"elementwise", "hostcopy"}
-    assert {r["tags"]["match_source"] for r in runs} <= {"grid/block", "memcpy/memset"}
+    assert {r["op_kind"] for r in runs} == {"elementwise", "hostcopy", "matmul"}
+    sources: dict[str, set[str]] = {r["op_kind"]: set() for r in runs}
+    for r in runs:
+        sources[r["op_kind"]].add(r["tags"]["match_source"])
+    assert sources["matmul"] == {"GEMM tile x grid"}, sources
+    assert sources["elementwise"] | sources["hostcopy"] <= {"grid/block", "memcpy/memset"}, sources
 
 
 @pytest.mark.parametrize(("content", "reason"), [
