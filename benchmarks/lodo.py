@@ -181,8 +181,10 @@ def run_folds(rows: Sequence[Row], fold_of: np.ndarray) -> Folds:
     grids = {k: v for k, v in GRIDS.items() if all(hasattr(d, k) for d in shipped_defaults.values())}
     predicted = np.full(len(rows), np.nan)
     fitted: dict[str, dict[str, float]] = {}
+    # rows over a network their data set does not describe choose no default: that network is not the spec's
+    described = np.array(["devices" not in r.op or not _in_scope(r, "across, unknown network") for r in rows])
     for fold in sorted(set(fold_of)):
-        train = _fit_sample(rows, np.nonzero(fold_of != fold)[0])
+        train = _fit_sample(rows, np.nonzero((fold_of != fold) & described)[0])
         choice = fit_defaults([rows[i] for i in train], shipped_defaults, grids)
         fitted[fold] = choice
         held = np.nonzero(fold_of == fold)[0]
