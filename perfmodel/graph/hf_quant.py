@@ -5,8 +5,10 @@ so the GEMMs run in fp8 (W8A8) with one fp32 scale per ``weight_block_size`` blo
 ``bits``) weight-only, one fp16 scale and one packed zero point per ``group_size`` weights; the GEMM runs at
 the activation dtype after dequantizing. bitsandbytes: ``load_in_8bit`` (LLM.int8, int8 weights, one fp32
 scale per row, about 4 bytes per 4096 weights) or ``load_in_4bit`` (NF4/FP4, 64-weight blocks with an fp32
-absmax, or about 1 byte with double quantization). Embeddings and the LM head stay unquantized, as the
-libraries leave them (``modules_to_not_convert``).
+absmax, or about 1 byte with double quantization). mxfp4 (gpt-oss): OCP microscaling FP4, 4-bit e2m1 values
+with one e8m0 (1-byte) scale per 32 → 4.25 bits per weight, on the MoE experts only (attention, router,
+embeddings and head in bf16, as the checkpoint's ``modules_to_not_convert`` lists); the GEMM dequantizes
+(weight-only). Embeddings and the LM head stay unquantized, as the libraries leave them.
 """
 
 from __future__ import annotations
@@ -21,19 +23,23 @@ FP16_SCALE_BYTES = 2.0
 PACKED_INT4_ZERO_BYTES = 0.5  # GPTQ/AWQ qzeros: one 4-bit zero point per group
 NF4_BLOCK = 64  # bitsandbytes 4-bit blocksize
 INT8_ROW_WEIGHTS = 4096  # LLM.int8: one fp32 scale per output row (~hidden weights)
-KNOWN_METHODS = ("fp8", "gptq", "awq", "bitsandbytes")
+MX_BLOCK = 32  # OCP MX: elements per shared scale
+E8M0_SCALE_BYTES = 1.0
+KNOWN_METHODS = ("fp8", "gptq", "awq", "bitsandbytes", "mxfp4")
 
 
 @dataclass(frozen=True)
 class WeightQuant:
     """Storage of quantized linear weights: dtype, weights per scale group, scale bytes per group, and
-    the dtype the GEMM runs in (None: the workload's activation dtype)."""
+    the dtype the GEMM runs in (None: the workload's activation dtype); ``experts_only``: only the MoE expert
+    weights are quantized."""
 
     method: str
     weight_dtype: str
     group_size: int
     scale_bytes_per_group: float
     gemm_dtype: str | None = None
+    experts_only: bool = False
 
     @property
     def scale_bytes_per_weight(self) -> float:
@@ -70,6 +76,8 @@ def parse_quantization(q: Any) -> WeightQuant | None:
         if group <= 0:
             raise GraphError("config", f"quantization_config.group_size: expected > 0 or -1, got {group}")
         return WeightQuant(method, f"int{bits}", group, FP16_SCALE_BYTES + PACKED_INT4_ZERO_BYTES)
+    if method == "mxfp4":  # 4-bit storage (int4's 0.5 byte per weight) + one e8m0 scale per 32
+        return WeightQuant("mxfp4", "int4", MX_BLOCK, E8M0_SCALE_BYTES, experts_only=True)
     if method == "bitsandbytes":
         if q.get("load_in_4bit"):
             double = bool(q.get("bnb_4bit_use_double_quant", False))

@@ -23,6 +23,9 @@ Phase = Literal["prefill", "decode", "train"]
 ROPE_FLOPS_PER_ELEMENT = 3.0  # x·cos + rotate(x)·sin
 SILU_MUL_FLOPS = 5.0  # x·sigmoid(x)·up: negate, exp (special), add, divide, multiply
 GELU_FLOPS = 8.0  # tanh approximation: cube, scale, add, tanh (special), add, multiply
+# activation -> (FLOPs, transcendentals) per element, plain and gated (times the up projection)
+_ACT_FLOPS = {"silu": ((4.0, 1.0), (SILU_MUL_FLOPS, 1.0)), "gelu": ((GELU_FLOPS, 1.0), (GELU_FLOPS + 1.0, 1.0)),
+              "relu": ((1.0, 0.0), (2.0, 0.0))}
 ADAM_FLOPS_PER_PARAM = 12.0
 
 
@@ -75,6 +78,8 @@ class _Builder:
         self.plain_gemm, self.plain_weight = self.gemm_dtype, self.weight
         self.group_size, self.scale_bytes = 0, 0.0  # quantized weights: weights per scale, scale bytes per weight
         q = cfg.quant
+        self.experts_only = q is not None and q.experts_only and w.weight_dtype is None  # gpt-oss mxfp4
+        self.window = cfg.sliding_window  # of the layer being built
         if q is not None and w.weight_dtype is None:
             self.weight, self.group_size, self.scale_bytes = q.weight_dtype, q.group_size, q.scale_bytes_per_weight
             if q.gemm_dtype and gemm.bytes >= 2:  # fp8 checkpoints: activations quantized on the fly (W8A8)
@@ -102,10 +107,12 @@ class _Builder:
         return outputs[0] if outputs else (inputs[0] if inputs else "")
 
     def linear(self, name: str, x: str, k: int, n: int, bias: bool = False, m: int | None = None,
-               batch: int = 1, per_batch_weights: bool = False, quantized: bool = True) -> str:
+               batch: int = 1, per_batch_weights: bool = False, quantized: bool = True, expert: bool = False) -> str:
         """A GEMM against a weight matrix (k x n per batch entry when ``per_batch_weights``); ``quantized``:
-        the config's quantization_config applies (the LM head stays unquantized)."""
+        the config's quantization_config applies (the LM head stays unquantized; with an experts-only
+        quantization, only ``expert`` GEMMs)."""
         m = self.tokens if m is None else m
+        quantized = quantized and (expert or not self.experts_only)
         gemm, weight = (self.gemm_dtype, self.weight) if quantized else (self.plain_gemm, self.plain_weight)
         op: dict[str, Any] = {"kind": "matmul", "m": m, "n": n, "k": k, "dtype": gemm, "bias": bias,
                               "pass": self.pass_}
@@ -161,6 +168,9 @@ def build_llm(cfg: LlmConfig, workload: LlmWorkload, par: Parallelism | None = N
         b.layer = f"layers.{i}"
         first = len(b.graph.nodes)
         key = "moe" if cfg.moe and i >= cfg.dense_layers else "dense"
+        b.window = cfg.window_of(i)
+        if cfg.global_every and cfg.sliding_window:
+            key += "-local" if b.window else "-global"
         copy = copies.get(key)
         if not copy_layers:
             x = _layer(b, x, i)
@@ -185,13 +195,17 @@ def _embed(b: _Builder) -> str:
     cfg, h = b.cfg, b.cfg.hidden
     ids = b.graph.add_tensor("input_ids", (b.tokens,), "int64")
     rows = math.ceil(cfg.vocab / b.par.tp)  # vocab-parallel: each device holds a slice, then all-reduce
-    x = b.emit("embedding", {"kind": "embedding", "table_shape": [rows, h], "num_indices": b.tokens,
-                             "dtype": b.act}, [ids], (b.tokens, h), rows * h, b.act)
+    width = cfg.embed_proj_dim or h
+    x = b.emit("embedding", {"kind": "embedding", "table_shape": [rows, width], "num_indices": b.tokens,
+                             "dtype": b.act}, [ids], (b.tokens, width), rows * width, b.act)
     x = _tp_reduce(b, "embedding_allreduce", x)
+    if cfg.embed_proj_dim:  # OPT-350m: project_in
+        x = b.linear("project_in", x, width, h, quantized=False)
     if cfg.learned_positions:
-        pos = b.emit("positions", {"kind": "embedding", "table_shape": [cfg.max_positions, h],
+        table = cfg.max_positions + cfg.position_offset
+        pos = b.emit("positions", {"kind": "embedding", "table_shape": [table, h],
                                    "num_indices": b.tokens, "dtype": b.act}, [ids], (b.tokens, h),
-                     cfg.max_positions * h, b.act)
+                     table * h, b.act)
         x = b.eltwise("add_positions", [x, pos], (b.tokens, h))
     return x
 
@@ -209,15 +223,19 @@ def _layer(b: _Builder, x: str, index: int) -> str:
     cfg = b.cfg
     h1 = b.norm("input_norm", x, cfg.hidden)
     attn = _mla(b, h1) if cfg.mla else _attention(b, h1)
-    if cfg.parallel_residual:  # GPT-NeoX: x + attn(ln1(x)) + mlp(ln2(x)), one all-reduce
-        h2 = b.norm("post_attention_norm", x, cfg.hidden)
+    if cfg.parallel_residual:  # GPT-NeoX: x + attn(ln1(x)) + mlp(ln2(x)), one all-reduce (Falcon-7B: ln1 only)
+        h2 = h1 if cfg.shared_parallel_norm else b.norm("post_attention_norm", x, cfg.hidden)
         mlp = _mlp_or_moe(b, h2, index, reduce=False)
         summed = b.eltwise("parallel_residual_add", [x, attn, mlp], (b.tokens, cfg.hidden), 2.0)
         return _tp_reduce(b, "mlp_allreduce", summed)
     attn = _tp_reduce(b, "attention_allreduce", attn)
+    if cfg.sandwich_norms:  # Gemma 2/3: the attention output is normalised before the residual add
+        attn = b.norm("attention_output_norm", attn, cfg.hidden)
     x = b.eltwise("attention_residual_add", [x, attn], (b.tokens, cfg.hidden))
     h2 = b.norm("post_attention_norm", x, cfg.hidden)
     mlp = _mlp_or_moe(b, h2, index, reduce=True)
+    if cfg.sandwich_norms:
+        mlp = b.norm("mlp_output_norm", mlp, cfg.hidden)
     return b.eltwise("mlp_residual_add", [x, mlp], (b.tokens, cfg.hidden))
 
 
@@ -237,20 +255,24 @@ def _attention(b: _Builder, x: str) -> str:
     kv = max(cfg.kv_heads // t, 1)
     hd = cfg.head_dim
     qkv = b.linear("qkv_proj", x, cfg.hidden, (heads + 2 * kv) * hd, bias=cfg.qkv_bias)
+    if cfg.qk_norm:  # Gemma 3: one RMSNorm of head_dim weights over every query head, one over every key head
+        qkv = b.norm("q_norm", qkv, hd, rows=b.tokens * heads)
+        qkv = b.norm("k_norm", qkv, hd, rows=b.tokens * kv)
     if cfg.rotary_dim:
         qkv = b.eltwise("rotary", [qkv], (b.tokens, (heads + kv) * cfg.rotary_dim), ROPE_FLOPS_PER_ELEMENT)
     kv_dtype = w.kv_dtype or b.act
     kv_shape = (b.tokens, 2 * kv * hd)
     b.emit("kv_cache_write", {"kind": "elementwise", "shape": list(kv_shape), "dtype": b.act,
                               "flops_per_element": 0.0}, [qkv], kv_shape, out_dtype=kv_dtype)
-    o = _core_attention(b, qkv, heads, kv, hd, hd)
+    o = _core_attention(b, qkv, heads, kv, hd, hd, heads if cfg.attention_sinks else 0)
     return b.linear("o_proj", o, heads * hd, cfg.hidden, bias=cfg.out_bias)
 
 
-def _core_attention(b: _Builder, q: str, heads: int, kv: int, d: int, dv: int) -> str:
+def _core_attention(b: _Builder, q: str, heads: int, kv: int, d: int, dv: int, sinks: int = 0) -> str:
+    """Attention of this device's heads; ``sinks``: learned per-head logits (gpt-oss) held by the last node."""
     w = b.w
     sq, skv = w.tokens_per_sequence, w.keys
-    window = b.cfg.sliding_window
+    window = b.window
     if window and sq == 1:  # decode: the newest token attends to the last ``window`` keys
         skv = min(skv, window)
     out_shape = (b.tokens, heads * dv)
@@ -261,7 +283,7 @@ def _core_attention(b: _Builder, q: str, heads: int, kv: int, d: int, dv: int) -
         probs = b.emit("softmax", {"kind": "softmax", "shape": [bh * sq, skv], "dtype": b.act, "pass": b.pass_},
                        [scores], (bh * sq, skv))
         return b.emit("av_matmul", {"kind": "matmul", "batch": bh, "m": sq, "n": dv, "k": skv, "dtype": b.act,
-                                    "pass": b.pass_}, [probs], out_shape)
+                                    "pass": b.pass_}, [probs], out_shape, sinks)
     op = {"kind": "attention", "batch": b.batch, "heads": heads, "kv_heads": kv, "seq_q": sq, "seq_kv": skv,
           "head_dim": d, "head_dim_v": dv, "causal": True, "dtype": b.act, "pass": b.pass_}
     if window and skv > window:
@@ -269,8 +291,8 @@ def _core_attention(b: _Builder, q: str, heads: int, kv: int, d: int, dv: int) -
         # exactly ``window`` keys (a band): the band runs as one unmasked (S - W) x W attention
         head = b.emit("attention", {**op, "seq_q": window, "seq_kv": window}, [q], out_shape)
         band = {**op, "seq_q": sq - window, "seq_kv": window, "causal": False}
-        return b.emit("attention_window_band", band, [q, head], out_shape)
-    return b.emit("attention", op, [q], out_shape)
+        return b.emit("attention_window_band", band, [q, head], out_shape, sinks)
+    return b.emit("attention", op, [q], out_shape, sinks)
 
 
 def _mla(b: _Builder, x: str) -> str:
@@ -318,12 +340,13 @@ def _mlp_or_moe(b: _Builder, x: str, index: int, reduce: bool) -> str:
 def _mlp(b: _Builder, x: str, ffn: int, prefix: str = "") -> str:
     cfg = b.cfg
     f = shard(ffn, b.par.tp, "intermediate size")
+    flops, special = _ACT_FLOPS[cfg.activation][1 if cfg.gated_mlp else 0]
     if cfg.gated_mlp:
         up = b.linear(prefix + "gate_up_proj", x, cfg.hidden, 2 * f, bias=cfg.mlp_bias)
-        act = b.eltwise(prefix + "silu_mul", [up, up], (b.tokens, f), SILU_MUL_FLOPS, 1.0)
+        act = b.eltwise(prefix + f"{cfg.activation}_mul", [up, up], (b.tokens, f), flops, special)
     else:
         up = b.linear(prefix + "fc1", x, cfg.hidden, f, bias=cfg.mlp_bias)
-        act = b.eltwise(prefix + "gelu", [up], (b.tokens, f), GELU_FLOPS, 1.0)
+        act = b.eltwise(prefix + cfg.activation, [up], (b.tokens, f), flops, special)
     return b.linear(prefix + "down_proj" if cfg.gated_mlp else prefix + "fc2", act, f, cfg.hidden,
                     bias=cfg.mlp_bias)
 
@@ -337,7 +360,7 @@ def _moe(b: _Builder, x: str) -> str:
     """Router, top-k, expert GEMMs over the experts that get tokens; all-to-all under EP."""
     cfg, par = b.cfg, b.par
     e, k, h = cfg.experts, cfg.top_k, cfg.hidden
-    logits = b.linear("router", x, h, e)
+    logits = b.linear("router", x, h, e, bias=cfg.moe_bias)
     b.emit("router_softmax", {"kind": "softmax", "shape": [b.tokens, e], "dtype": b.act, "pass": b.pass_},
            [logits], (b.tokens, e))
     elem = parse_dtype(b.act).bytes
@@ -353,12 +376,13 @@ def _moe(b: _Builder, x: str) -> str:
                           / (par.ep if par.ep > 1 else 1)))
     active = min(active, local_e)
     m = max(1, math.ceil(own * k / active))
-    gate_params = local_e * h * 2 * f
-    up = b.linear("experts_gate_up", x, h, 2 * f, m=m, batch=active, per_batch_weights=True)
-    _fix_params(b, gate_params)
-    act = b.eltwise("experts_silu_mul", [up, up], (active * m, f), SILU_MUL_FLOPS, 1.0)
-    out = b.linear("experts_down", act, f, h, m=m, batch=active, per_batch_weights=True)
-    _fix_params(b, local_e * f * h)
+    bias = cfg.moe_bias  # gpt-oss: a bias per expert output column
+    up = b.linear("experts_gate_up", x, h, 2 * f, m=m, batch=active, per_batch_weights=True, bias=bias, expert=True)
+    _fix_params(b, local_e * (h + int(bias)) * 2 * f)
+    flops, special = _ACT_FLOPS[cfg.activation][1]
+    act = b.eltwise(f"experts_{cfg.activation}_mul", [up, up], (active * m, f), flops, special)
+    out = b.linear("experts_down", act, f, h, m=m, batch=active, per_batch_weights=True, bias=bias, expert=True)
+    _fix_params(b, local_e * (f + int(bias)) * h)
     out = b.eltwise("experts_combine", [out], (b.tokens, h), float(k))
     if par.ep > 1:
         out = b.comm("combine_alltoall", alltoall(own * k * h * elem, par.ep, b.act), out)
@@ -381,7 +405,11 @@ def _head(b: _Builder, x: str) -> None:
     x = b.norm("final_norm", x, cfg.hidden)
     rows = b.tokens if b.w.phase == "train" else b.batch  # inference computes the last token's logits
     vocab = math.ceil(cfg.vocab / t)
-    logits = b.linear("lm_head", x, cfg.hidden, vocab, m=rows, quantized=False)
+    width = cfg.hidden
+    if cfg.embed_proj_dim:  # OPT-350m: project_out to the embedding width
+        width = cfg.embed_proj_dim
+        x = b.linear("project_out", x, cfg.hidden, width, m=rows, quantized=False)
+    logits = b.linear("lm_head", x, width, vocab, m=rows, quantized=False)
     if cfg.tied_embeddings and b.par.pp == 1:
         b.graph.nodes[-1].params, b.graph.nodes[-1].weight_bytes = 0, 0.0  # shares the embedding table
     if t > 1:

@@ -23,8 +23,9 @@ Family = Literal["llama", "gpt2", "gpt_neox", "deepseek"]
 # decoder-only types with Llama's layer (pre-norm, GQA, gated MLP, RoPE); their differences are fields below
 _LLAMA_TYPES = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "gemma", "phi3")
 _TIED_BY_DEFAULT = ("gemma",)  # types whose HF config class defaults tie_word_embeddings to True
-_TEXT_OF = {"paligemma": "gemma", "llava": "llama"}  # multimodal wrapper -> text model type when unstated
-KNOWN_TYPES = (*_LLAMA_TYPES, "gpt2", "gpt_neox", "deepseek_v2", "deepseek_v3", *_TEXT_OF)
+_TEXT_OF = {"paligemma": "gemma", "llava": "llama", "gemma3": "gemma3_text"}  # multimodal -> text model type
+FAMILY_TYPES = ("gemma2", "gemma3_text", "gpt_oss", "falcon", "opt")  # built in llm_families
+KNOWN_TYPES = (*_LLAMA_TYPES, "gpt2", "gpt_neox", "deepseek_v2", "deepseek_v3", *FAMILY_TYPES, *_TEXT_OF)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,15 @@ class LlmConfig:
     parallel_residual: bool = False
     rotary_dim: int = 0  # per head; 0: no rotary embedding
     sliding_window: int = 0  # keys each query attends to at most (Mistral v0.1); 0: full attention
+    global_every: int = 0  # with a window: layer i attends globally when (i + 1) % global_every == 0 (0: none)
+    activation: Literal["silu", "gelu", "relu"] = "silu"  # of the MLP (gated: SwiGLU / GeGLU)
+    sandwich_norms: bool = False  # Gemma 2/3: RMSNorms on the attention and MLP outputs too (4 per layer)
+    qk_norm: bool = False  # Gemma 3: RMSNorm (head_dim weights) on each query and key head
+    attention_sinks: bool = False  # gpt-oss: one learned logit per head joins each softmax
+    moe_bias: bool = False  # gpt-oss: biases on the router and the expert projections
+    shared_parallel_norm: bool = False  # Falcon-7B: one LayerNorm feeds both parallel branches
+    position_offset: int = 0  # OPT: the learned position table has max_positions + offset rows
+    embed_proj_dim: int = 0  # OPT-350m: embeddings of this width, projected in and out of hidden (0: hidden)
     experts: int = 0  # routed experts (0: dense)
     top_k: int = 0
     moe_ffn: int = 0
@@ -78,6 +88,8 @@ class LlmConfig:
             raise GraphError("config", "moe_intermediate_size: an MoE model needs a positive expert size")
         if self.sliding_window < 0:
             raise GraphError("config", f"sliding_window: expected >= 0, got {self.sliding_window}")
+        if self.global_every < 0:
+            raise GraphError("config", f"sliding_window_pattern: expected >= 0, got {self.global_every}")
         if self.dense_layers > self.layers:
             raise GraphError("config", f"first_k_dense_replace: {self.dense_layers} exceeds {self.layers} layers")
 
@@ -93,6 +105,12 @@ class LlmConfig:
     @property
     def moe(self) -> bool:
         return self.experts > 0
+
+    def window_of(self, layer: int) -> int:
+        """Keys a query of ``layer`` attends to at most (0: all)."""
+        if self.global_every and (layer + 1) % self.global_every == 0:
+            return 0
+        return self.sliding_window
 
     def kv_elements_per_token_layer(self) -> int:
         """KV-cache elements one token adds in one layer (MLA caches the compressed latent)."""
@@ -130,6 +148,10 @@ def _build(data: dict[str, Any], label: str, model_type: str) -> LlmConfig:
         return _deepseek(data, label)
     if model_type in _LLAMA_TYPES:
         return _llama(data, label, model_type)
+    if model_type in FAMILY_TYPES:
+        from perfmodel.graph.llm_families import build_family  # imports this module's helpers
+
+        return build_family(data, label, model_type)
     raise GraphError("config", f"model_type {model_type!r} is not supported; known: {', '.join(KNOWN_TYPES)} "
                                "(a Llama-shaped model can be built as one with \"model_type\": \"llama\")")
 
@@ -199,8 +221,17 @@ def _llama(data: dict[str, Any], name: str, model_type: str) -> LlmConfig:
         moe_ffn=_opt(data, "moe_intermediate_size", _need(data, "intermediate_size")) if experts else 0,
         shared_experts=1 if shared_ffn else 0, shared_ffn=shared_ffn, shared_gate=bool(shared_ffn),
         sliding_window=_opt(data, "sliding_window", 0) if data.get("use_sliding_window", True) else 0,
-        source=str(data.get("_source", "")),
+        activation=_activation(data), source=str(data.get("_source", "")),
     )
+
+
+def _activation(data: dict[str, Any], default: str = "silu") -> Literal["silu", "gelu", "relu"]:
+    """The MLP's activation from ``hidden_activation`` / ``hidden_act`` / ``activation_function``."""
+    act = str(data.get("hidden_activation") or data.get("hidden_act") or data.get("activation_function")
+              or default).lower()
+    if "gelu" in act:
+        return "gelu"
+    return "relu" if "relu" in act else "silu"
 
 
 def _gpt2(data: dict[str, Any], name: str) -> LlmConfig:

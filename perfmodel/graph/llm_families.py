@@ -1,0 +1,122 @@
+"""Hugging Face LLM families whose layers differ from Llama's in more than field names: Gemma 2 / Gemma 3
+(sandwich norms, GeGLU, local:global sliding windows, Gemma 3 q/k norms), gpt-oss (MoE with biases, attention
+sinks, alternating windows, mxfp4 experts), Falcon (parallel attention/MLP, multi-query or grouped KV) and OPT
+(learned positions offset by 2, ReLU, biases, optional embedding projection).
+
+Each builder normalises one family's ``config.json`` into an :class:`LlmConfig`; defaults are those of the
+family's ``transformers`` config class where a field is absent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perfmodel.graph.ir import GraphError
+from perfmodel.graph.llm_config import LlmConfig, _activation, _need, _opt
+
+OPT_POSITION_OFFSET = 2  # OPTLearnedPositionalEmbedding keeps 2 extra rows (padding offset)
+
+
+def build_family(data: dict[str, Any], name: str, model_type: str) -> LlmConfig:
+    """The config of one of ``llm_config.FAMILY_TYPES``."""
+    if model_type in ("gemma2", "gemma3_text"):
+        return _gemma(data, name, model_type)
+    if model_type == "gpt_oss":
+        return _gpt_oss(data, name)
+    if model_type == "falcon":
+        return _falcon(data, name)
+    if model_type == "opt":
+        return _opt_model(data, name)
+    raise GraphError("config", f"model_type {model_type!r} has no family builder")
+
+
+def _global_every(data: dict[str, Any], default: int) -> int:
+    """Period of the global (full-attention) layers: from ``layer_types`` when given (it must repeat with one
+    global layer per period, ending the period), else ``sliding_window_pattern`` or the family default."""
+    types = data.get("layer_types")
+    if isinstance(types, list) and types:
+        full = [i for i, t in enumerate(types) if t == "full_attention"]
+        if not full:
+            return 0
+        period = full[0] + 1
+        if full != list(range(period - 1, len(types), period)):
+            raise GraphError("config", f"layer_types: {types!r} is not a periodic local/global pattern")
+        return period
+    return _opt(data, "sliding_window_pattern", default)
+
+
+def _gemma(data: dict[str, Any], name: str, model_type: str) -> LlmConfig:
+    """Gemma 2 (local/global 1:1) and Gemma 3 text (5 local : 1 global, q/k norms); embeddings tied."""
+    hidden, heads = _need(data, "hidden_size"), _need(data, "num_attention_heads")
+    head_dim = _opt(data, "head_dim", 256)
+    gemma3 = model_type == "gemma3_text"
+    return LlmConfig(
+        name=name, family="llama", hidden=hidden, layers=_need(data, "num_hidden_layers"), heads=heads,
+        kv_heads=_opt(data, "num_key_value_heads", heads), head_dim=head_dim,
+        ffn=_need(data, "intermediate_size"), vocab=_need(data, "vocab_size"),
+        max_positions=_opt(data, "max_position_embeddings", 8192),
+        qkv_bias=bool(data.get("attention_bias", False)), out_bias=bool(data.get("attention_bias", False)),
+        tied_embeddings=bool(data.get("tie_word_embeddings", True)), rotary_dim=head_dim,
+        sliding_window=_opt(data, "sliding_window", 4096), global_every=_global_every(data, 6 if gemma3 else 2),
+        activation=_activation(data, "gelu_pytorch_tanh"), sandwich_norms=True, qk_norm=gemma3,
+        notes=(f"{model_type}: attention scaled by query_pre_attn_scalar "
+               f"{data.get('query_pre_attn_scalar', head_dim)} (no cost difference)",),
+        source=str(data.get("_source", "")),
+    )
+
+
+def _gpt_oss(data: dict[str, Any], name: str) -> LlmConfig:
+    """gpt-oss: GQA with biases and per-head sinks, banded/dense layers alternating, a biased top-k MoE."""
+    hidden, heads = _need(data, "hidden_size"), _need(data, "num_attention_heads")
+    experts = _need(data, "num_local_experts", "num_experts")
+    ffn = _need(data, "intermediate_size")
+    return LlmConfig(
+        name=name, family="llama", hidden=hidden, layers=_need(data, "num_hidden_layers"), heads=heads,
+        kv_heads=_opt(data, "num_key_value_heads", heads), head_dim=_opt(data, "head_dim", 64), ffn=ffn,
+        vocab=_need(data, "vocab_size"), max_positions=_opt(data, "max_position_embeddings", 131072),
+        qkv_bias=bool(data.get("attention_bias", True)), out_bias=bool(data.get("attention_bias", True)),
+        tied_embeddings=bool(data.get("tie_word_embeddings", False)), rotary_dim=_opt(data, "head_dim", 64),
+        sliding_window=_opt(data, "sliding_window", 128), global_every=_global_every(data, 2),
+        experts=experts, top_k=_need(data, "num_experts_per_tok", "experts_per_token"), moe_ffn=ffn,
+        attention_sinks=True, moe_bias=True, source=str(data.get("_source", "")),
+    )
+
+
+def _falcon(data: dict[str, Any], name: str) -> LlmConfig:
+    """Falcon: parallel attention and MLP; multi-query (7B) or ``num_kv_heads`` groups with one LayerNorm per
+    branch (``new_decoder_architecture``: 40B/180B); biases when ``bias``; rotary unless ALiBi."""
+    hidden, heads = _need(data, "hidden_size", "n_embed"), _need(data, "num_attention_heads", "n_head")
+    new_arch = bool(data.get("new_decoder_architecture", False))
+    multi_query_kv = 1 if data.get("multi_query", True) else heads
+    kv = _opt(data, "num_kv_heads", heads) if new_arch else multi_query_kv
+    bias = bool(data.get("bias", False))
+    parallel = bool(data.get("parallel_attn", True)) or new_arch
+    two_norms = new_arch and _opt(data, "num_ln_in_parallel_attn", 2) == 2
+    head_dim = hidden // heads
+    return LlmConfig(
+        name=name, family="gpt_neox", hidden=hidden, layers=_need(data, "num_hidden_layers", "n_layer"),
+        heads=heads, kv_heads=kv, head_dim=head_dim, ffn=_opt(data, "ffn_hidden_size", 4 * hidden),
+        vocab=_need(data, "vocab_size"), max_positions=_opt(data, "max_position_embeddings", 2048),
+        norm="layernorm", gated_mlp=False, activation="gelu", qkv_bias=bias, out_bias=bias, mlp_bias=bias,
+        tied_embeddings=bool(data.get("tie_word_embeddings", True)), parallel_residual=parallel,
+        shared_parallel_norm=parallel and not two_norms, rotary_dim=0 if data.get("alibi") else head_dim,
+        notes=("falcon: ALiBi position biases (no rotary)",) if data.get("alibi") else (),
+        source=str(data.get("_source", "")),
+    )
+
+
+def _opt_model(data: dict[str, Any], name: str) -> LlmConfig:
+    """OPT: LayerNorm, multi-head attention and ReLU MLP with biases, learned positions (+2 rows), tied head;
+    ``word_embed_proj_dim`` below ``hidden_size`` adds the project_in / project_out matrices."""
+    hidden, heads = _need(data, "hidden_size"), _need(data, "num_attention_heads")
+    proj = _opt(data, "word_embed_proj_dim", hidden)
+    bias = bool(data.get("enable_bias", True))
+    return LlmConfig(
+        name=name, family="gpt2", hidden=hidden, layers=_need(data, "num_hidden_layers"), heads=heads,
+        kv_heads=heads, head_dim=hidden // heads, ffn=_need(data, "ffn_dim"), vocab=_need(data, "vocab_size"),
+        max_positions=_opt(data, "max_position_embeddings", 2048), norm="layernorm", gated_mlp=False,
+        activation=_activation(data, "relu"), qkv_bias=bias, out_bias=bias, mlp_bias=bias,
+        tied_embeddings=bool(data.get("tie_word_embeddings", True)), learned_positions=True,
+        position_offset=OPT_POSITION_OFFSET, embed_proj_dim=proj if proj != hidden else 0,
+        source=str(data.get("_source", "")),
+    )
