@@ -240,7 +240,7 @@ def _gpt2(data: dict[str, Any], name: str) -> LlmConfig:
         name=name, family="gpt2", hidden=hidden, layers=_need(data, "n_layer", "num_hidden_layers"),
         heads=heads, kv_heads=heads, head_dim=hidden // heads, ffn=_opt(data, "n_inner", 4 * hidden),
         vocab=_need(data, "vocab_size"), max_positions=_opt(data, "n_positions", 1024), norm="layernorm",
-        gated_mlp=False, qkv_bias=True, out_bias=True, mlp_bias=True,
+        gated_mlp=False, activation="gelu", qkv_bias=True, out_bias=True, mlp_bias=True,
         tied_embeddings=bool(data.get("tie_word_embeddings", True)), learned_positions=True,
         source=str(data.get("_source", "")),
     )
@@ -253,7 +253,7 @@ def _neox(data: dict[str, Any], name: str) -> LlmConfig:
         name=name, family="gpt_neox", hidden=hidden, layers=_need(data, "num_hidden_layers"), heads=heads,
         kv_heads=heads, head_dim=head_dim, ffn=_opt(data, "intermediate_size", 4 * hidden),
         vocab=_need(data, "vocab_size"), max_positions=_opt(data, "max_position_embeddings", 2048),
-        norm="layernorm", gated_mlp=False, qkv_bias=True, out_bias=True, mlp_bias=True,
+        norm="layernorm", gated_mlp=False, activation="gelu", qkv_bias=True, out_bias=True, mlp_bias=True,
         tied_embeddings=bool(data.get("tie_word_embeddings", False)),
         parallel_residual=bool(data.get("use_parallel_residual", True)),
         rotary_dim=int(head_dim * float(data.get("rotary_pct", 0.25))), source=str(data.get("_source", "")),
