@@ -134,6 +134,7 @@ class LlmConfig:
             notes.append(f"quantization_config {quant.method}: linear weights {quant.weight_dtype}, "
                          f"{quant.scale_bytes_per_group:g} scale bytes per {quant.group_size} weights"
                          + (f", GEMMs in {quant.gemm_dtype}" if quant.gemm_dtype else "")
+                         + ("; MoE experts only" if quant.experts_only else "")
                          + "; embeddings and the LM head unquantized")
         cfg = _build(data, label, model_type)
         return replace(cfg, quant=quant, extra_params=extra, notes=(*cfg.notes, *notes))

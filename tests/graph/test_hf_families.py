@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from perfmodel.graph import LlmWorkload, build_llm
+from perfmodel.graph import LlmWorkload, build_llm, estimate
 from perfmodel.graph.ir import Graph
 from perfmodel.graph.llm_config import KNOWN_TYPES, LlmConfig
 
@@ -118,3 +118,15 @@ def test_gemma3_multimodal_builds_its_text_config() -> None:
                                                       "num_hidden_layers": 1, "patch_size": 14}}
     cfg = LlmConfig.from_hf(data, "gemma3")
     assert cfg.qk_norm and cfg.global_every == 6 and cfg.extra_params > 0
+
+
+@pytest.mark.parametrize("name", ["gpt-oss-20b", "gemma-3-1b-it", "falcon-7b", "opt-125m"])
+def test_each_family_estimates_a_prefill_step(name: str) -> None:
+    """The graphs run through the estimator; a longer prompt costs more (no op falls out)."""
+    times = [estimate(_graph(name, phase="prefill", prompt_tokens=s), "nvidia-h100-sxm5-80gb", space="compact",
+                      check_memory=False).step_time_s for s in (256, 1024)]
+    assert 0 < times[0] < times[1]
+
+
+def test_mxfp4_note_says_experts_only() -> None:
+    assert any("mxfp4" in n and "experts only" in n for n in _config("gpt-oss-20b").notes)
