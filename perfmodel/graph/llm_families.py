@@ -15,6 +15,13 @@ from perfmodel.graph.ir import GraphError
 from perfmodel.graph.llm_config import LlmConfig, _activation, _need, _opt
 
 OPT_POSITION_OFFSET = 2  # OPTLearnedPositionalEmbedding keeps 2 extra rows (padding offset)
+# transformers' Gemma2Config / Gemma3TextConfig defaults: Gemma 3's nested text_config lists only what differs
+_GEMMA_DEFAULTS: dict[str, dict[str, int]] = {
+    "gemma2": {"vocab_size": 256000, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+               "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "sliding_window": 4096},
+    "gemma3_text": {"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+                    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "sliding_window": 4096},
+}
 
 
 def build_family(data: dict[str, Any], name: str, model_type: str) -> LlmConfig:
@@ -47,6 +54,7 @@ def _global_every(data: dict[str, Any], default: int) -> int:
 
 def _gemma(data: dict[str, Any], name: str, model_type: str) -> LlmConfig:
     """Gemma 2 (local/global 1:1) and Gemma 3 text (5 local : 1 global, q/k norms); embeddings tied."""
+    data = {**_GEMMA_DEFAULTS[model_type], **{k: v for k, v in data.items() if v is not None}}
     hidden, heads = _need(data, "hidden_size"), _need(data, "num_attention_heads")
     head_dim = _opt(data, "head_dim", 256)
     gemma3 = model_type == "gemma3_text"

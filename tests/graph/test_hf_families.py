@@ -112,6 +112,17 @@ def test_opt_positions_offset_and_embedding_projection() -> None:
     assert "layers.0.relu" in nodes
 
 
+@pytest.mark.parametrize(("name", "published"), [("gemma-3-4b-it", 4_300_079_472), ("gemma-3-12b-it", 12_187_325_040)])
+def test_gemma3_multimodal_sparse_text_config_takes_the_class_defaults(name: str, published: int) -> None:
+    """Gemma 3 4B/12B nest a sparse text_config (heads, KV heads, head_dim, vocab 262,208 from Gemma3TextConfig);
+    text built + SigLIP tower and projector noted = the HF safetensors totals (the 1,152-weight soft-embedding
+    norm is not counted)."""
+    cfg = _config(name)
+    total = _graph(name).params + cfg.extra_params
+    assert total == pytest.approx(published, rel=0.01)
+    assert cfg.vocab == 262208 and cfg.head_dim == 256 and cfg.global_every == 6 and cfg.sliding_window == 1024
+
+
 def test_gemma3_multimodal_builds_its_text_config() -> None:
     data = {"model_type": "gemma3", "text_config": json.loads((CONFIGS / "gemma-3-1b-it.json").read_text())
             | {"model_type": None}, "vision_config": {"hidden_size": 8, "intermediate_size": 16,
