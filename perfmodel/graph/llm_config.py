@@ -24,7 +24,7 @@ Family = Literal["llama", "gpt2", "gpt_neox", "deepseek"]
 _LLAMA_TYPES = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "gemma", "phi3")
 _TIED_BY_DEFAULT = ("gemma",)  # types whose HF config class defaults tie_word_embeddings to True
 _TEXT_OF = {"paligemma": "gemma", "llava": "llama", "gemma3": "gemma3_text"}  # multimodal -> text model type
-FAMILY_TYPES = ("gemma2", "gemma3_text", "gpt_oss", "falcon", "opt")  # built in llm_families
+FAMILY_TYPES = ("gemma2", "gemma3_text", "gpt_oss", "falcon", "refinedweb", "refinedwebmodel", "opt")  # llm_families
 KNOWN_TYPES = (*_LLAMA_TYPES, "gpt2", "gpt_neox", "deepseek_v2", "deepseek_v3", *FAMILY_TYPES, *_TEXT_OF)
 
 

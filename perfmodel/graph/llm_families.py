@@ -30,8 +30,8 @@ def build_family(data: dict[str, Any], name: str, model_type: str) -> LlmConfig:
         return _gemma(data, name, model_type)
     if model_type == "gpt_oss":
         return _gpt_oss(data, name)
-    if model_type == "falcon":
-        return _falcon(data, name)
+    if model_type in ("falcon", "refinedweb", "refinedwebmodel"):  # the last two: Falcon's pre-HF config names
+        return _falcon(data, name, new_arch_default=model_type == "refinedweb")
     if model_type == "opt":
         return _opt_model(data, name)
     raise GraphError("config", f"model_type {model_type!r} has no family builder")
@@ -90,13 +90,13 @@ def _gpt_oss(data: dict[str, Any], name: str) -> LlmConfig:
     )
 
 
-def _falcon(data: dict[str, Any], name: str) -> LlmConfig:
+def _falcon(data: dict[str, Any], name: str, new_arch_default: bool = False) -> LlmConfig:
     """Falcon: parallel attention and MLP; multi-query (7B) or ``num_kv_heads`` groups with one LayerNorm per
     branch (``new_decoder_architecture``: 40B/180B); biases when ``bias``; rotary unless ALiBi."""
     hidden, heads = _need(data, "hidden_size", "n_embed"), _need(data, "num_attention_heads", "n_head")
-    new_arch = bool(data.get("new_decoder_architecture", False))
+    new_arch = bool(data.get("new_decoder_architecture", new_arch_default))
     multi_query_kv = 1 if data.get("multi_query", True) else heads
-    kv = _opt(data, "num_kv_heads", heads) if new_arch else multi_query_kv
+    kv = _opt(data, "num_kv_heads", _opt(data, "n_head_kv", heads)) if new_arch else multi_query_kv
     bias = bool(data.get("bias", False))
     parallel = bool(data.get("parallel_attn", True)) or new_arch
     two_norms = new_arch and _opt(data, "num_ln_in_parallel_attn", 2) == 2

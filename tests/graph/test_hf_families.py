@@ -59,6 +59,18 @@ def test_falcon_7b_matches_the_sum_of_its_module_listing() -> None:
     assert qkv.op is not None and qkv.op["n"] == 4672  # 71 query heads + one K and one V head (multi-query)
 
 
+def test_falcon_40b_new_decoder_architecture_groups_kv_and_normalises_each_branch() -> None:
+    """The pre-transformers 'RefinedWeb' config (n_head 128, n_head_kv 8, n_layer 60): query_key_value
+    8192 -> (128 + 2 x 8) x 64, ln_attn and ln_mlp per layer, tied head. The card's "40B" is rounded."""
+    layer = 8192 * 9216 + 8192 * 8192 + 2 * 8192 * 32768 + 2 * 2 * 8192
+    graph = _graph("falcon-40b-instruct")
+    assert graph.params == 65024 * 8192 + 60 * layer + 2 * 8192
+    names = {n.name: n for n in graph.nodes if n.layer == "layers.0"}
+    assert "layers.0.post_attention_norm" in names  # the second (MLP-branch) LayerNorm
+    qkv = names["layers.0.qkv_proj"].op
+    assert qkv is not None and qkv["n"] == 9216
+
+
 @pytest.mark.parametrize("name", sorted(ACTIVE))
 def test_gpt_oss_active_parameters_match_the_model_card(name: str) -> None:
     """Per token: everything but the input embedding, and top_k of the experts' weights."""
