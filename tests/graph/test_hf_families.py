@@ -153,3 +153,11 @@ def test_each_family_estimates_a_prefill_step(name: str) -> None:
 
 def test_mxfp4_note_says_experts_only() -> None:
     assert any("mxfp4" in n and "experts only" in n for n in _config("gpt-oss-20b").notes)
+
+
+@pytest.mark.parametrize("name", ["gemma-3-1b-it", "gpt-oss-20b"])
+def test_copied_local_and_global_layers_equal_the_full_build(name: str) -> None:
+    """One layer of each kind (local / global) built and copied gives the graph every layer built gives."""
+    cfg, w = _config(name), LlmWorkload(phase="prefill", batch=2, prompt_tokens=1024)
+    copied, full = build_llm(cfg, w), build_llm(cfg, w, copy_layers=False)
+    assert [(n.name, n.op, n.params) for n in copied.nodes] == [(n.name, n.op, n.params) for n in full.nodes]
