@@ -409,7 +409,7 @@ def _head(b: _Builder, x: str) -> None:
     if cfg.embed_proj_dim:  # OPT-350m: project_out to the embedding width
         width = cfg.embed_proj_dim
         x = b.linear("project_out", x, cfg.hidden, width, m=rows, quantized=False)
-    logits = b.linear("lm_head", x, width, vocab, m=rows, quantized=False)
+    logits = b.linear("lm_head", x, width, vocab, m=rows, quantized=False, bias=cfg.head_bias)
     if cfg.tied_embeddings and b.par.pp == 1:
         b.graph.nodes[-1].params, b.graph.nodes[-1].weight_bytes = 0, 0.0  # shares the embedding table
     if t > 1:

@@ -21,10 +21,12 @@ from perfmodel.graph.ir import GraphError
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 Family = Literal["llama", "gpt2", "gpt_neox", "deepseek"]
 # decoder-only types with Llama's layer (pre-norm, GQA, gated MLP, RoPE); their differences are fields below
-_LLAMA_TYPES = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "gemma", "phi3")
+# (Granite's embedding / attention / residual / logit multipliers scale activations and change no parameter)
+_LLAMA_TYPES = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "gemma", "phi3", "granite")
 _TIED_BY_DEFAULT = ("gemma",)  # types whose HF config class defaults tie_word_embeddings to True
 _TEXT_OF = {"paligemma": "gemma", "llava": "llama", "gemma3": "gemma3_text"}  # multimodal -> text model type
-FAMILY_TYPES = ("gemma2", "gemma3_text", "gpt_oss", "falcon", "refinedweb", "refinedwebmodel", "opt")  # llm_families
+FAMILY_TYPES = ("gemma2", "gemma3_text", "gpt_oss", "falcon", "refinedweb", "refinedwebmodel", "opt",  # llm_families
+                "phi", "starcoder2")
 KNOWN_TYPES = (*_LLAMA_TYPES, "gpt2", "gpt_neox", "deepseek_v2", "deepseek_v3", *FAMILY_TYPES, *_TEXT_OF)
 
 
@@ -59,6 +61,7 @@ class LlmConfig:
     attention_sinks: bool = False  # gpt-oss: one learned logit per head joins each softmax
     moe_bias: bool = False  # gpt-oss: biases on the router and the expert projections
     shared_parallel_norm: bool = False  # Falcon-7B: one LayerNorm feeds both parallel branches
+    head_bias: bool = False  # Phi-2: the LM head has a bias (vocab parameters)
     position_offset: int = 0  # OPT: the learned position table has max_positions + offset rows
     embed_proj_dim: int = 0  # OPT-350m: embeddings of this width, projected in and out of hidden (0: hidden)
     experts: int = 0  # routed experts (0: dense)

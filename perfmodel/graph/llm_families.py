@@ -1,7 +1,8 @@
 """Hugging Face LLM families whose layers differ from Llama's in more than field names: Gemma 2 / Gemma 3
 (sandwich norms, GeGLU, local:global sliding windows, Gemma 3 q/k norms), gpt-oss (MoE with biases, attention
 sinks, alternating windows, mxfp4 experts), Falcon (parallel attention/MLP, multi-query or grouped KV) and OPT
-(learned positions offset by 2, ReLU, biases, optional embedding projection).
+(learned positions offset by 2, ReLU, biases, optional embedding projection), Phi-1/1.5/2 (parallel attention and
+MLP under one LayerNorm, partial rotary, biases, a biased LM head) and StarCoder2 (GQA, LayerNorm, biased GELU MLP).
 
 Each builder normalises one family's ``config.json`` into an :class:`LlmConfig`; defaults are those of the
 family's ``transformers`` config class where a field is absent.
@@ -34,6 +35,10 @@ def build_family(data: dict[str, Any], name: str, model_type: str) -> LlmConfig:
         return _falcon(data, name, new_arch_default=model_type == "refinedweb")
     if model_type == "opt":
         return _opt_model(data, name)
+    if model_type == "phi":
+        return _phi(data, name)
+    if model_type == "starcoder2":
+        return _starcoder2(data, name)
     raise GraphError("config", f"model_type {model_type!r} has no family builder")
 
 
@@ -127,4 +132,37 @@ def _opt_model(data: dict[str, Any], name: str) -> LlmConfig:
         tied_embeddings=bool(data.get("tie_word_embeddings", True)), learned_positions=True,
         position_offset=OPT_POSITION_OFFSET, embed_proj_dim=proj if proj != hidden else 0,
         source=str(data.get("_source", "")),
+    )
+
+
+def _phi(data: dict[str, Any], name: str) -> LlmConfig:
+    """Phi-1/1.5/2 (``PhiForCausalLM``): one LayerNorm feeds attention and MLP in parallel; q/k/v, dense, fc1,
+    fc2 and the LM head have biases; rotary on ``partial_rotary_factor`` of each head; optional q/k LayerNorms."""
+    hidden, heads = _need(data, "hidden_size"), _need(data, "num_attention_heads")
+    head_dim = hidden // heads
+    rotary = int(head_dim * float(data.get("partial_rotary_factor", 0.5)))
+    return LlmConfig(
+        name=name, family="gpt_neox", hidden=hidden, layers=_need(data, "num_hidden_layers"), heads=heads,
+        kv_heads=_opt(data, "num_key_value_heads", heads), head_dim=head_dim, ffn=_need(data, "intermediate_size"),
+        vocab=_need(data, "vocab_size"), max_positions=_opt(data, "max_position_embeddings", 2048),
+        norm="layernorm", gated_mlp=False, activation=_activation(data, "gelu_new"), qkv_bias=True, out_bias=True,
+        mlp_bias=True, head_bias=True, tied_embeddings=bool(data.get("tie_word_embeddings", False)),
+        parallel_residual=True, shared_parallel_norm=True, rotary_dim=rotary,
+        qk_norm=bool(data.get("qk_layernorm", False)), source=str(data.get("_source", "")),
+    )
+
+
+def _starcoder2(data: dict[str, Any], name: str) -> LlmConfig:
+    """StarCoder2: pre-LayerNorm blocks, grouped KV heads, a GELU MLP (c_fc, c_proj); every linear biased when
+    ``use_bias``; RoPE; a sliding window when ``sliding_window`` is set."""
+    hidden, heads = _need(data, "hidden_size"), _need(data, "num_attention_heads")
+    head_dim = hidden // heads
+    bias = bool(data.get("use_bias", True))
+    return LlmConfig(
+        name=name, family="gpt2", hidden=hidden, layers=_need(data, "num_hidden_layers"), heads=heads,
+        kv_heads=_opt(data, "num_key_value_heads", 2), head_dim=head_dim, ffn=_need(data, "intermediate_size"),
+        vocab=_need(data, "vocab_size"), max_positions=_opt(data, "max_position_embeddings", 4096),
+        norm="layernorm", gated_mlp=False, activation=_activation(data, "gelu_pytorch_tanh"), qkv_bias=bias,
+        out_bias=bias, mlp_bias=bias, tied_embeddings=bool(data.get("tie_word_embeddings", True)),
+        rotary_dim=head_dim, sliding_window=_opt(data, "sliding_window", 0), source=str(data.get("_source", "")),
     )

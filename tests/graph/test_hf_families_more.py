@@ -1,0 +1,83 @@
+"""Phi-2, StarCoder2 and Granite from their Hugging Face config.json (``hf_configs/``, each citing its source):
+parameters against the published counts and each family's distinctive layer (issue 26).
+
+Published totals: Phi-2 2,779,683,840 (Hugging Face safetensors metadata, "2.78B params"; the card's "2.7 billion"
+is rounded); StarCoder2-15B 15,957,889,024 (Hugging Face safetensors metadata, "16B params"); Granite-3.3-8B
+8,170,864,640 (Hugging Face safetensors metadata, "8.17B params"). Each is also the sum of the module listing of
+its ``...ForCausalLM`` (test below), so the import is exact, not just within 1 %.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perfmodel.graph import LlmWorkload, build_llm, estimate
+from perfmodel.graph.ir import Graph
+from perfmodel.graph.llm_config import KNOWN_TYPES, LlmConfig
+
+CONFIGS = Path(__file__).parent / "hf_configs"
+PUBLISHED = {"phi-2": 2_779_683_840, "starcoder2-15b": 15_957_889_024, "granite-3.3-8b-instruct": 8_170_864_640}
+
+
+def _config(name: str) -> LlmConfig:
+    return LlmConfig.from_hf(json.loads((CONFIGS / f"{name}.json").read_text()), name)
+
+
+def _graph(name: str, **workload: Any) -> Graph:
+    return build_llm(_config(name), LlmWorkload(**{"phase": "decode", "batch": 1, "kv_len": 16, **workload}))
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_parameters_within_one_percent_of_published(name: str) -> None:
+    assert _graph(name).params == pytest.approx(PUBLISHED[name], rel=0.01)
+
+
+def test_the_families_are_known() -> None:
+    assert {"phi", "starcoder2", "granite"} <= set(KNOWN_TYPES)
+
+
+def test_phi2_matches_its_module_listing() -> None:
+    """PhiForCausalLM(phi-2): Embedding(51200, 2560); 32 x [q/k/v/dense 2560->2560, fc1 2560->10240, fc2
+    10240->2560, all biased; one input_layernorm(2560)]; final_layernorm; lm_head 2560->51200 with a bias."""
+    h, f, v = 2560, 10240, 51200
+    layer = 4 * (h * h + h) + (h * f + f) + (f * h + h) + 2 * h
+    graph = _graph("phi-2")
+    assert graph.params == v * h + 32 * layer + 2 * h + h * v + v
+    nodes = {n.name: n for n in graph.nodes}
+    assert "layers.0.post_attention_norm" not in nodes  # attention and MLP share one LayerNorm (parallel block)
+    assert "layers.0.parallel_residual_add" in nodes and "layers.0.gelu" in nodes
+    rotary = nodes["layers.0.rotary"].op
+    assert rotary is not None and rotary["shape"][1] == (32 + 32) * 32  # 0.4 x 80 rotated dims per head
+    assert nodes["head.lm_head"].params == h * v + v
+
+
+def test_starcoder2_matches_its_module_listing() -> None:
+    """Starcoder2ForCausalLM(15b): GQA 48 query / 4 KV heads of 128, biased q/k/v/o, c_fc 6144->24576 and
+    c_proj back (biased), two LayerNorms with bias per layer, untied head; a 4,096-key sliding window."""
+    h, f, kv, v = 6144, 24576, 4 * 128, 49152
+    layer = (h * (h + 2 * kv) + h + 2 * kv) + (h * h + h) + (h * f + f) + (f * h + h) + 4 * h
+    cfg = _config("starcoder2-15b")
+    assert _graph("starcoder2-15b").params == 2 * v * h + 40 * layer + 2 * h
+    assert cfg.sliding_window == 4096 and cfg.norm == "layernorm" and not cfg.gated_mlp
+    prefill = _graph("starcoder2-15b", phase="prefill", prompt_tokens=8192)
+    assert any(n.name == "layers.0.attention_window_band" for n in prefill.nodes)
+
+
+def test_granite_multipliers_change_no_parameter() -> None:
+    """Granite is Llama-shaped; its embedding / attention / residual / logit multipliers scale activations."""
+    base = json.loads((CONFIGS / "granite-3.3-8b-instruct.json").read_text())
+    unscaled = {k: v for k, v in base.items() if not k.endswith(("multiplier", "scaling"))}
+    params = [build_llm(LlmConfig.from_hf(d, "g"), LlmWorkload(phase="decode", batch=1, kv_len=16)).params
+              for d in (base, unscaled)]
+    assert params[0] == params[1] == PUBLISHED["granite-3.3-8b-instruct"]
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_each_family_estimates_a_prefill_step(name: str) -> None:
+    times = [estimate(_graph(name, phase="prefill", prompt_tokens=s), "nvidia-h100-sxm5-80gb", space="compact",
+                      check_memory=False).step_time_s for s in (256, 1024)]
+    assert 0 < times[0] < times[1]
