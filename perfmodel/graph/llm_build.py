@@ -221,7 +221,8 @@ def _pipeline_hop(b: _Builder, x: str, stage: int) -> str:
 
 def _layer(b: _Builder, x: str, index: int) -> str:
     cfg = b.cfg
-    h1 = b.norm("input_norm", x, cfg.hidden)
+    post = cfg.sandwich_norms or cfg.post_norms_only  # Gemma 2/3, OLMo 2: attention / MLP outputs normalised
+    h1 = x if cfg.post_norms_only else b.norm("input_norm", x, cfg.hidden)
     attn = _mla(b, h1) if cfg.mla else _attention(b, h1)
     if cfg.parallel_residual:  # GPT-NeoX: x + attn(ln1(x)) + mlp(ln2(x)), one all-reduce (Falcon-7B: ln1 only)
         h2 = h1 if cfg.shared_parallel_norm else b.norm("post_attention_norm", x, cfg.hidden)
@@ -229,12 +230,12 @@ def _layer(b: _Builder, x: str, index: int) -> str:
         summed = b.eltwise("parallel_residual_add", [x, attn, mlp], (b.tokens, cfg.hidden), 2.0)
         return _tp_reduce(b, "mlp_allreduce", summed)
     attn = _tp_reduce(b, "attention_allreduce", attn)
-    if cfg.sandwich_norms:  # Gemma 2/3: the attention output is normalised before the residual add
+    if post:
         attn = b.norm("attention_output_norm", attn, cfg.hidden)
     x = b.eltwise("attention_residual_add", [x, attn], (b.tokens, cfg.hidden))
-    h2 = b.norm("post_attention_norm", x, cfg.hidden)
+    h2 = x if cfg.post_norms_only else b.norm("post_attention_norm", x, cfg.hidden)
     mlp = _mlp_or_moe(b, h2, index, reduce=True)
-    if cfg.sandwich_norms:
+    if post:
         mlp = b.norm("mlp_output_norm", mlp, cfg.hidden)
     return b.eltwise("mlp_residual_add", [x, mlp], (b.tokens, cfg.hidden))
 
@@ -255,7 +256,10 @@ def _attention(b: _Builder, x: str) -> str:
     kv = max(cfg.kv_heads // t, 1)
     hd = cfg.head_dim
     qkv = b.linear("qkv_proj", x, cfg.hidden, (heads + 2 * kv) * hd, bias=cfg.qkv_bias)
-    if cfg.qk_norm:  # Gemma 3: one RMSNorm of head_dim weights over every query head, one over every key head
+    if cfg.qk_norm_full:  # OLMo 2: one RMSNorm over all query heads together, one over all key heads
+        qkv = b.norm("q_norm", qkv, heads * hd)
+        qkv = b.norm("k_norm", qkv, kv * hd)
+    elif cfg.qk_norm:  # Gemma 3: one RMSNorm of head_dim weights over every query head, one over every key head
         qkv = b.norm("q_norm", qkv, hd, rows=b.tokens * heads)
         qkv = b.norm("k_norm", qkv, hd, rows=b.tokens * kv)
     if cfg.rotary_dim:

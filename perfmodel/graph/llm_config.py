@@ -26,7 +26,7 @@ _LLAMA_TYPES = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "q
 _TIED_BY_DEFAULT = ("gemma",)  # types whose HF config class defaults tie_word_embeddings to True
 _TEXT_OF = {"paligemma": "gemma", "llava": "llama", "gemma3": "gemma3_text"}  # multimodal -> text model type
 FAMILY_TYPES = ("gemma2", "gemma3_text", "gpt_oss", "falcon", "refinedweb", "refinedwebmodel", "opt",  # llm_families
-                "phi", "starcoder2")
+                "phi", "starcoder2", "olmo2")
 KNOWN_TYPES = (*_LLAMA_TYPES, "gpt2", "gpt_neox", "deepseek_v2", "deepseek_v3", *FAMILY_TYPES, *_TEXT_OF)
 
 
@@ -58,6 +58,8 @@ class LlmConfig:
     activation: Literal["silu", "gelu", "relu"] = "silu"  # of the MLP (gated: SwiGLU / GeGLU)
     sandwich_norms: bool = False  # Gemma 2/3: RMSNorms on the attention and MLP outputs too (4 per layer)
     qk_norm: bool = False  # Gemma 3: RMSNorm (head_dim weights) on each query and key head
+    qk_norm_full: bool = False  # OLMo 2: the q/k norms span the whole projection (heads x head_dim weights)
+    post_norms_only: bool = False  # OLMo 2: no pre-norms; the attention and MLP outputs are normalised instead
     attention_sinks: bool = False  # gpt-oss: one learned logit per head joins each softmax
     moe_bias: bool = False  # gpt-oss: biases on the router and the expert projections
     shared_parallel_norm: bool = False  # Falcon-7B: one LayerNorm feeds both parallel branches

@@ -2,7 +2,8 @@
 (sandwich norms, GeGLU, local:global sliding windows, Gemma 3 q/k norms), gpt-oss (MoE with biases, attention
 sinks, alternating windows, mxfp4 experts), Falcon (parallel attention/MLP, multi-query or grouped KV) and OPT
 (learned positions offset by 2, ReLU, biases, optional embedding projection), Phi-1/1.5/2 (parallel attention and
-MLP under one LayerNorm, partial rotary, biases, a biased LM head) and StarCoder2 (GQA, LayerNorm, biased GELU MLP).
+MLP under one LayerNorm, partial rotary, biases, a biased LM head), StarCoder2 (GQA, LayerNorm, biased GELU MLP) and
+OLMo 2 (Llama's layer with the norms moved onto the attention / MLP outputs and q/k norms over the full width).
 
 Each builder normalises one family's ``config.json`` into an :class:`LlmConfig`; defaults are those of the
 family's ``transformers`` config class where a field is absent.
@@ -10,10 +11,11 @@ family's ``transformers`` config class where a field is absent.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from perfmodel.graph.ir import GraphError
-from perfmodel.graph.llm_config import LlmConfig, _activation, _need, _opt
+from perfmodel.graph.llm_config import LlmConfig, _activation, _llama, _need, _opt
 
 OPT_POSITION_OFFSET = 2  # OPTLearnedPositionalEmbedding keeps 2 extra rows (padding offset)
 # transformers' Gemma2Config / Gemma3TextConfig defaults: Gemma 3's nested text_config lists only what differs
@@ -39,6 +41,8 @@ def build_family(data: dict[str, Any], name: str, model_type: str) -> LlmConfig:
         return _phi(data, name)
     if model_type == "starcoder2":
         return _starcoder2(data, name)
+    if model_type == "olmo2":
+        return replace(_llama(data, name, model_type), post_norms_only=True, qk_norm_full=True)
     raise GraphError("config", f"model_type {model_type!r} has no family builder")
 
 

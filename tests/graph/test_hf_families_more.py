@@ -1,9 +1,10 @@
-"""Phi-2, StarCoder2 and Granite from their Hugging Face config.json (``hf_configs/``, each citing its source):
+"""Phi-2, StarCoder2, Granite and OLMo 2 from their Hugging Face config.json (``hf_configs/``, each citing its source):
 parameters against the published counts and each family's distinctive layer (issue 26).
 
 Published totals: Phi-2 2,779,683,840 (Hugging Face safetensors metadata, "2.78B params"; the card's "2.7 billion"
 is rounded); StarCoder2-15B 15,957,889,024 (Hugging Face safetensors metadata, "16B params"); Granite-3.3-8B
-8,170,864,640 (Hugging Face safetensors metadata, "8.17B params"). Each is also the sum of the module listing of
+8,170,864,640 (Hugging Face safetensors metadata, "8.17B params"); OLMo-2-1124-7B "7.3B" (Hugging Face model page;
+OLMo 2 paper, Team OLMo 2024). Each is also the sum of the module listing of
 its ``...ForCausalLM`` (test below), so the import is exact, not just within 1 %.
 """
 
@@ -20,7 +21,8 @@ from perfmodel.graph.ir import Graph
 from perfmodel.graph.llm_config import KNOWN_TYPES, LlmConfig
 
 CONFIGS = Path(__file__).parent / "hf_configs"
-PUBLISHED = {"phi-2": 2_779_683_840, "starcoder2-15b": 15_957_889_024, "granite-3.3-8b-instruct": 8_170_864_640}
+PUBLISHED = {"phi-2": 2_779_683_840, "starcoder2-15b": 15_957_889_024, "granite-3.3-8b-instruct": 8_170_864_640,
+             "olmo-2-1124-7b-instruct": 7.3e9}
 
 
 def _config(name: str) -> LlmConfig:
@@ -37,7 +39,7 @@ def test_parameters_within_one_percent_of_published(name: str) -> None:
 
 
 def test_the_families_are_known() -> None:
-    assert {"phi", "starcoder2", "granite"} <= set(KNOWN_TYPES)
+    assert {"phi", "starcoder2", "granite", "olmo2"} <= set(KNOWN_TYPES)
 
 
 def test_phi2_matches_its_module_listing() -> None:
@@ -74,6 +76,21 @@ def test_granite_multipliers_change_no_parameter() -> None:
     params = [build_llm(LlmConfig.from_hf(d, "g"), LlmWorkload(phase="decode", batch=1, kv_len=16)).params
               for d in (base, unscaled)]
     assert params[0] == params[1] == PUBLISHED["granite-3.3-8b-instruct"]
+
+
+def test_olmo2_matches_its_module_listing_norms_after_and_full_width_qk_norms() -> None:
+    """Olmo2ForCausalLM(7B) as listed with its config: 32 x [q/k/v/o 4096->4096, q_norm(4096), k_norm(4096),
+    gate/up 4096->11008, down back, post_attention_layernorm, post_feedforward_layernorm]; norm; untied head."""
+    h, f, v = 4096, 11008, 100352
+    layer = 4 * h * h + 2 * h + 3 * h * f + 2 * h
+    graph = _graph("olmo-2-1124-7b-instruct")
+    assert graph.params == 2 * v * h + 32 * layer + h
+    names = [n.name.split(".", 2)[2] for n in graph.nodes if n.layer == "layers.0"]
+    assert "input_norm" not in names and "post_attention_norm" not in names  # no pre-norms
+    assert names.index("attention_output_norm") < names.index("attention_residual_add")
+    assert names.index("mlp_output_norm") < names.index("mlp_residual_add")
+    params = {n.name.split(".", 2)[2]: n.params for n in graph.nodes if n.layer == "layers.0"}
+    assert params["q_norm"] == params["k_norm"] == h  # the whole projection width, not one head's
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
