@@ -24,7 +24,9 @@ Family = Literal["llama", "gpt2", "gpt_neox", "deepseek"]
 # (Granite's embedding / attention / residual / logit multipliers scale activations and change no parameter)
 _LLAMA_TYPES = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "gemma", "phi3", "granite")
 _TIED_BY_DEFAULT = ("gemma",)  # types whose HF config class defaults tie_word_embeddings to True
-_TEXT_OF = {"paligemma": "gemma", "llava": "llama", "gemma3": "gemma3_text"}  # multimodal -> text model type
+# multimodal -> text model type; Qwen2-VL / Qwen2.5-VL may also keep the text fields at the top level
+_TEXT_OF = {"paligemma": "gemma", "llava": "llama", "gemma3": "gemma3_text", "qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2"}
+_TEXT_ALIASES = {"qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2"}  # nested text model types built as another
 FAMILY_TYPES = ("gemma2", "gemma3_text", "gpt_oss", "falcon", "refinedweb", "refinedwebmodel", "opt",  # llm_families
                 "phi", "starcoder2", "olmo2")
 KNOWN_TYPES = (*_LLAMA_TYPES, "gpt2", "gpt_neox", "deepseek_v2", "deepseek_v3", *FAMILY_TYPES, *_TEXT_OF)
@@ -132,7 +134,8 @@ class LlmConfig:
         label = name or str(data.get("_name_or_path") or model_type)
         notes: list[str] = []
         extra = 0
-        if isinstance(data.get("text_config"), dict):  # multimodal: build the text model
+        flat_vl = model_type in _TEXT_OF and isinstance(data.get("vision_config"), dict)
+        if isinstance(data.get("text_config"), dict) or flat_vl:  # multimodal: build the text model
             data, model_type, extra = _text_model(data, model_type, notes)
         quant = parse_quantization(data.get("quantization_config"))
         if quant is not None:
@@ -165,18 +168,27 @@ def _build(data: dict[str, Any], label: str, model_type: str) -> LlmConfig:
 def _text_model(data: dict[str, Any], model_type: str, notes: list[str]) -> tuple[dict[str, Any], str, int]:
     """The text config of a multimodal one (top-level quantization and tying carry over), its type, and the
     parameters of the vision tower and projector that are not built."""
-    text = dict(data["text_config"])
+    if isinstance(data.get("text_config"), dict):
+        text = dict(data["text_config"])
+    else:  # Qwen2-VL style: the text model's fields at the top level beside vision_config
+        text = {k: v for k, v in data.items() if k not in ("vision_config", "model_type")}
     for key in ("quantization_config", "tie_word_embeddings", "_source"):
         if key in data and key not in text:
             text[key] = data[key]
     text_type = str(text.get("model_type") or _TEXT_OF.get(model_type, "")).lower()
+    text_type = _TEXT_ALIASES.get(text_type, text_type)
     if not text_type:
         raise GraphError("config", f"text_config.model_type: missing, and {model_type!r} has no known text model")
     text["model_type"] = text_type
     vision = data.get("vision_config")
     extra = 0
     if isinstance(vision, dict):
-        extra = _vit_params(vision) + int(vision.get("hidden_size", 0)) * int(text.get("hidden_size", 0))
+        if model_type in ("qwen2_vl", "qwen2_5_vl"):
+            from perfmodel.graph.llm_families import qwen_vl_vision_params
+
+            extra = qwen_vl_vision_params(vision, _need(text, "hidden_size"), model_type == "qwen2_5_vl")
+        else:
+            extra = _vit_params(vision) + int(vision.get("hidden_size", 0)) * int(text.get("hidden_size", 0))
         notes.append(f"{model_type}: the text model ({text_type}) is built; the vision tower "
                      f"({vision.get('model_type', 'vision')}, {extra:,} parameters with its projector) is not")
     return text, text_type, extra

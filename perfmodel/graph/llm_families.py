@@ -170,3 +170,31 @@ def _starcoder2(data: dict[str, Any], name: str) -> LlmConfig:
         out_bias=bias, mlp_bias=bias, tied_embeddings=bool(data.get("tie_word_embeddings", True)),
         rotary_dim=head_dim, sliding_window=_opt(data, "sliding_window", 0), source=str(data.get("_source", "")),
     )
+
+
+def qwen_vl_vision_params(v: dict[str, Any], text_hidden: int, qwen25: bool) -> int:
+    """Parameters of a Qwen2-VL / Qwen2.5-VL vision tower and its patch merger (not built, counted in notes).
+
+    Conv3d patch embedding (no bias; ``temporal_patch_size`` x ``patch_size``^2 per channel), ``depth`` blocks of
+    biased qkv / proj attention and two norms, then the merger: a norm and a 2-layer biased MLP from
+    ``spatial_merge_size``^2 patches to the text width. Qwen2.5-VL: RMSNorms and a biased SwiGLU MLP of
+    ``intermediate_size``, output ``out_hidden_size``; Qwen2-VL: LayerNorms and a GELU MLP of ``mlp_ratio`` x
+    ``embed_dim``, output ``hidden_size``. Absent fields take the ``transformers`` vision config defaults
+    (Qwen2-VL-7B's config lists only ``in_chans`` and ``spatial_patch_size``)."""
+    v = {k: x for k, x in v.items() if x is not None}
+    if qwen25:
+        width, out, ffn = _opt(v, "hidden_size", 3584), _opt(v, "out_hidden_size", text_hidden), _opt(
+            v, "intermediate_size", 3420)
+        norm, mlp = width, 2 * (width * ffn + ffn) + ffn * width + width
+    else:
+        width, out = _opt(v, "embed_dim", 1280), _opt(v, "hidden_size", text_hidden)
+        ffn = int(width * float(v.get("mlp_ratio", 4)))
+        norm, mlp = 2 * width, (width * ffn + ffn) + (ffn * width + width)
+    channels, temporal = _opt(v, "in_chans", _opt(v, "in_channels", 3)), _opt(v, "temporal_patch_size", 2)
+    patch, depth = _opt(v, "patch_size", _opt(v, "spatial_patch_size", 14)), _opt(v, "depth", 32)
+    if min(width, out, ffn, channels, temporal, patch, depth) <= 0:
+        raise GraphError("config", "vision_config: sizes must be positive")
+    block = 2 * norm + (width * 3 * width + 3 * width) + (width * width + width) + mlp
+    merged = width * _opt(v, "spatial_merge_size", 2) ** 2
+    merger = norm + (merged * merged + merged) + (merged * out + out)
+    return channels * temporal * patch * patch * width + depth * block + merger

@@ -98,3 +98,36 @@ def test_each_family_estimates_a_prefill_step(name: str) -> None:
     times = [estimate(_graph(name, phase="prefill", prompt_tokens=s), "nvidia-h100-sxm5-80gb", space="compact",
                       check_memory=False).step_time_s for s in (256, 1024)]
     assert 0 < times[0] < times[1]
+
+
+def _qwen2_vl_7b() -> dict[str, Any]:
+    """Qwen2-VL-7B-Instruct: the same Qwen2-7B text model as Qwen2.5-VL-7B (its real config here) with Qwen2-VL's
+    sparse vision_config (``in_chans``, ``model_type``, ``spatial_patch_size``: the rest are class defaults)."""
+    data: dict[str, Any] = json.loads((CONFIGS / "qwen2.5-vl-7b-instruct.json").read_text())
+    return data | {"model_type": "qwen2_vl", "vision_config": {"in_chans": 3, "model_type": "qwen2_vl",
+                                                               "spatial_patch_size": 14}}
+
+
+@pytest.mark.parametrize(("data", "published"), [
+    (json.loads((CONFIGS / "qwen2.5-vl-7b-instruct.json").read_text()), 8_292_166_656),
+    (_qwen2_vl_7b(), 8_291_375_616)], ids=["qwen2.5-vl-7b", "qwen2-vl-7b"])
+def test_qwen_vl_builds_its_qwen2_text_model_and_notes_the_vision_tower(data: dict[str, Any], published: int) -> None:
+    """Top-level text fields beside vision_config: the Qwen2-7B text model (7,615,616,512, biased q/k/v) is built;
+    vision tower + patch merger are counted in notes: totals = the HF safetensors counts (Qwen2.5-VL-7B: RMSNorm,
+    SwiGLU 3,420; Qwen2-VL-7B: LayerNorm, GELU 4 x 1,280)."""
+    cfg = LlmConfig.from_hf(data, "vl")
+    graph = build_llm(cfg, LlmWorkload(phase="decode", batch=1, kv_len=16))
+    assert graph.params == 7_615_616_512 and cfg.qkv_bias
+    assert graph.params + cfg.extra_params == published
+    assert any("vision tower" in n for n in cfg.notes)
+
+
+def test_qwen_vl_nested_text_config_builds_the_same_model() -> None:
+    """Newer transformers save Qwen2.5-VL with a nested text_config (model_type qwen2_5_vl_text)."""
+    flat = json.loads((CONFIGS / "qwen2.5-vl-7b-instruct.json").read_text())
+    text = {k: v for k, v in flat.items() if k not in ("vision_config", "model_type")} | {
+        "model_type": "qwen2_5_vl_text"}
+    nested = LlmConfig.from_hf({"model_type": "qwen2_5_vl", "text_config": text,
+                                "vision_config": flat["vision_config"]}, "nested")
+    assert nested.extra_params == LlmConfig.from_hf(flat, "flat").extra_params
+    assert build_llm(nested, LlmWorkload(phase="decode", batch=1, kv_len=16)).params == 7_615_616_512
