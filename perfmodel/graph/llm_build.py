@@ -167,7 +167,7 @@ def build_llm(cfg: LlmConfig, workload: LlmWorkload, par: Parallelism | None = N
             x = _pipeline_hop(b, x, stage)
         b.layer = f"layers.{i}"
         first = len(b.graph.nodes)
-        key = "moe" if cfg.moe and i >= cfg.dense_layers else "dense"
+        key = "moe" if cfg.moe_layer(i) else "dense"
         b.window = cfg.window_of(i)
         if cfg.global_every and cfg.sliding_window:
             key += "-local" if b.window else "-global"
@@ -327,7 +327,7 @@ def _mla(b: _Builder, x: str) -> str:
 
 def _mlp_or_moe(b: _Builder, x: str, index: int, reduce: bool) -> str:
     cfg = b.cfg
-    if cfg.moe and index >= cfg.dense_layers:
+    if cfg.moe_layer(index):
         out = _moe(b, x)
         if cfg.shared_experts:
             shared = _mlp(b, x, cfg.shared_intermediate, "shared_")

@@ -25,10 +25,11 @@ Family = Literal["llama", "gpt2", "gpt_neox", "deepseek"]
 _LLAMA_TYPES = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "gemma", "phi3", "granite")
 _TIED_BY_DEFAULT = ("gemma",)  # types whose HF config class defaults tie_word_embeddings to True
 # multimodal -> text model type; Qwen2-VL / Qwen2.5-VL may also keep the text fields at the top level
-_TEXT_OF = {"paligemma": "gemma", "llava": "llama", "gemma3": "gemma3_text", "qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2"}
+_TEXT_OF = {"paligemma": "gemma", "llava": "llama", "gemma3": "gemma3_text", "qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2",
+            "llama4": "llama4_text"}
 _TEXT_ALIASES = {"qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2"}  # nested text model types built as another
 FAMILY_TYPES = ("gemma2", "gemma3_text", "gpt_oss", "falcon", "refinedweb", "refinedwebmodel", "opt",  # llm_families
-                "phi", "starcoder2", "olmo2")
+                "phi", "starcoder2", "olmo2", "llama4_text")
 KNOWN_TYPES = (*_LLAMA_TYPES, "gpt2", "gpt_neox", "deepseek_v2", "deepseek_v3", *FAMILY_TYPES, *_TEXT_OF)
 
 
@@ -75,6 +76,7 @@ class LlmConfig:
     shared_ffn: int = 0  # intermediate size of the shared expert(s) together (0: shared_experts x moe_ffn)
     shared_gate: bool = False  # Qwen2-MoE: a sigmoid gate (hidden -> 1) scales the shared expert
     dense_layers: int = 0  # leading layers with a dense MLP in an MoE model
+    moe_every: int = 1  # Llama 4: layer i (past dense_layers) is MoE when (i + 1) % moe_every == 0, else dense
     q_lora_rank: int = 0  # MLA (DeepSeek-V2/V3); kv_lora_rank > 0 turns MLA on
     kv_lora_rank: int = 0
     qk_nope_dim: int = 0
@@ -97,6 +99,8 @@ class LlmConfig:
             raise GraphError("config", f"sliding_window: expected >= 0, got {self.sliding_window}")
         if self.global_every < 0:
             raise GraphError("config", f"sliding_window_pattern: expected >= 0, got {self.global_every}")
+        if self.moe_every < 1:
+            raise GraphError("config", f"interleave_moe_layer_step: expected >= 1, got {self.moe_every}")
         if self.dense_layers > self.layers:
             raise GraphError("config", f"first_k_dense_replace: {self.dense_layers} exceeds {self.layers} layers")
 
@@ -112,6 +116,10 @@ class LlmConfig:
     @property
     def moe(self) -> bool:
         return self.experts > 0
+
+    def moe_layer(self, layer: int) -> bool:
+        """Whether ``layer`` routes to experts (the rest run the dense MLP of ``ffn``)."""
+        return self.moe and layer >= self.dense_layers and (layer + 1) % self.moe_every == 0
 
     def window_of(self, layer: int) -> int:
         """Keys a query of ``layer`` attends to at most (0: all)."""
@@ -187,6 +195,10 @@ def _text_model(data: dict[str, Any], model_type: str, notes: list[str]) -> tupl
             from perfmodel.graph.llm_families import qwen_vl_vision_params
 
             extra = qwen_vl_vision_params(vision, _need(text, "hidden_size"), model_type == "qwen2_5_vl")
+        elif model_type == "llama4":
+            from perfmodel.graph.llm_families import llama4_vision_params
+
+            extra = llama4_vision_params(vision, _need(text, "hidden_size"))
         else:
             extra = _vit_params(vision) + int(vision.get("hidden_size", 0)) * int(text.get("hidden_size", 0))
         notes.append(f"{model_type}: the text model ({text_type}) is built; the vision tower "

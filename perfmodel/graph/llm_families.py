@@ -3,7 +3,8 @@
 sinks, alternating windows, mxfp4 experts), Falcon (parallel attention/MLP, multi-query or grouped KV) and OPT
 (learned positions offset by 2, ReLU, biases, optional embedding projection), Phi-1/1.5/2 (parallel attention and
 MLP under one LayerNorm, partial rotary, biases, a biased LM head), StarCoder2 (GQA, LayerNorm, biased GELU MLP) and
-OLMo 2 (Llama's layer with the norms moved onto the attention / MLP outputs and q/k norms over the full width).
+OLMo 2 (Llama's layer with the norms moved onto the attention / MLP outputs and q/k norms over the full width) and
+Llama 4 (MoE with a shared expert on interleaved layers, chunked attention with a global NoPE layer every 4th).
 
 Each builder normalises one family's ``config.json`` into an :class:`LlmConfig`; defaults are those of the
 family's ``transformers`` config class where a field is absent.
@@ -41,6 +42,8 @@ def build_family(data: dict[str, Any], name: str, model_type: str) -> LlmConfig:
         return _phi(data, name)
     if model_type == "starcoder2":
         return _starcoder2(data, name)
+    if model_type == "llama4_text":
+        return _llama4(data, name)
     if model_type == "olmo2":
         return replace(_llama(data, name, model_type), post_norms_only=True, qk_norm_full=True)
     raise GraphError("config", f"model_type {model_type!r} has no family builder")
@@ -198,3 +201,62 @@ def qwen_vl_vision_params(v: dict[str, Any], text_hidden: int, qwen25: bool) -> 
     merged = width * _opt(v, "spatial_merge_size", 2) ** 2
     merger = norm + (merged * merged + merged) + (merged * out + out)
     return channels * temporal * patch * patch * width + depth * block + merger
+
+
+def _periodic(layers: int, flags: list[bool], field: str) -> int:
+    """Period p of a per-layer pattern true exactly at layers p-1, 2p-1, ... (0: never true)."""
+    hits = [i for i, f in enumerate(flags) if f]
+    if not hits:
+        return 0
+    if len(flags) != layers or hits != list(range(hits[0], layers, hits[0] + 1)):
+        raise GraphError("config", f"{field}: not a periodic pattern over {layers} layers")
+    return hits[0] + 1
+
+
+def _llama4(data: dict[str, Any], name: str) -> LlmConfig:
+    """Llama 4 text: GQA, RMSNorm, SwiGLU; MoE layers every ``interleave_moe_layer_step`` (``moe_layers``) with
+    ``num_local_experts`` of ``intermediate_size`` plus one shared expert of that size, dense layers of
+    ``intermediate_size_mlp``; attention within ``attention_chunk_size`` chunks except on the NoPE layers
+    (``no_rope_layers`` 0: global), modelled as a sliding window of the chunk size (an upper bound)."""
+    hidden, heads, layers = _need(data, "hidden_size"), _need(data, "num_attention_heads"), _need(
+        data, "num_hidden_layers")
+    head_dim = _opt(data, "head_dim", hidden // heads)
+    moe_ffn = _need(data, "intermediate_size")
+    step = _opt(data, "interleave_moe_layer_step", 1)
+    if isinstance(data.get("moe_layers"), list):
+        step = _periodic(layers, [i in data["moe_layers"] for i in range(layers)], "moe_layers") or step
+    nope = data.get("no_rope_layers")
+    global_every = _periodic(layers, [not x for x in nope], "no_rope_layers") if isinstance(nope, list) else 4
+    chunk = _opt(data, "attention_chunk_size", 0)
+    return LlmConfig(
+        name=name, family="llama", hidden=hidden, layers=layers, heads=heads,
+        kv_heads=_opt(data, "num_key_value_heads", heads), head_dim=head_dim,
+        ffn=_opt(data, "intermediate_size_mlp", moe_ffn), vocab=_need(data, "vocab_size"),
+        max_positions=_opt(data, "max_position_embeddings", 4096 * 32),
+        qkv_bias=bool(data.get("attention_bias", False)), out_bias=bool(data.get("attention_bias", False)),
+        tied_embeddings=bool(data.get("tie_word_embeddings", False)), rotary_dim=head_dim,
+        experts=_need(data, "num_local_experts"), top_k=_opt(data, "num_experts_per_tok", 1), moe_ffn=moe_ffn,
+        shared_experts=1, shared_ffn=moe_ffn, moe_every=step, sliding_window=chunk,
+        global_every=global_every if chunk else 0,
+        notes=(f"llama4: attention in chunks of {chunk} keys costed as a sliding window of {chunk} (upper bound); "
+               "L2 q/k norms and temperature tuning carry no parameters",) if chunk else (),
+        source=str(data.get("_source", "")),
+    )
+
+
+def llama4_vision_params(v: dict[str, Any], text_hidden: int) -> int:
+    """Parameters of the Llama 4 vision encoder, its pixel-shuffle adapter and the projector (not built).
+
+    Unfolded patch embedding (no bias), class token, positions for (image/patch)^2 + 1 tokens, pre/post
+    LayerNorms, ``num_hidden_layers`` blocks (biased q/k/v/o, biased GELU MLP, two LayerNorms), the adapter MLP
+    (``intermediate_size`` -> ``projector_input_dim`` -> ``projector_output_dim``, no bias) and the projector
+    ``vision_output_dim`` -> text width (bias when ``multi_modal_projector_bias``)."""
+    v = {k: x for k, x in v.items() if x is not None}
+    h, ffn, layers = _need(v, "hidden_size"), _need(v, "intermediate_size"), _need(v, "num_hidden_layers")
+    patch, image, channels = _need(v, "patch_size"), _opt(v, "image_size", 336), _opt(v, "num_channels", 3)
+    p_in, p_out = _opt(v, "projector_input_dim", 4096), _opt(v, "projector_output_dim", 4096)
+    out = _opt(v, "vision_output_dim", p_out)
+    block = 4 * (h * h + h) + (h * ffn + ffn) + (ffn * h + h) + 4 * h
+    embed = channels * patch * patch * h + h + ((image // patch) ** 2 + 1) * h + 4 * h
+    projector = out * text_hidden + (text_hidden if v.get("multi_modal_projector_bias") else 0)
+    return embed + layers * block + ffn * p_in + p_out * p_out + projector

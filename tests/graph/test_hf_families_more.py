@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from perfmodel.graph import LlmWorkload, build_llm, estimate
+from perfmodel.graph import GraphError, LlmWorkload, build_llm, estimate
 from perfmodel.graph.ir import Graph
 from perfmodel.graph.llm_config import KNOWN_TYPES, LlmConfig
 
@@ -39,7 +39,8 @@ def test_parameters_within_one_percent_of_published(name: str) -> None:
 
 
 def test_the_families_are_known() -> None:
-    assert {"phi", "starcoder2", "granite", "olmo2"} <= set(KNOWN_TYPES)
+    new = {"phi", "starcoder2", "granite", "olmo2", "qwen2_vl", "qwen2_5_vl", "llama4", "llama4_text"}
+    assert new <= set(KNOWN_TYPES)
 
 
 def test_phi2_matches_its_module_listing() -> None:
@@ -93,7 +94,7 @@ def test_olmo2_matches_its_module_listing_norms_after_and_full_width_qk_norms() 
     assert params["q_norm"] == params["k_norm"] == h  # the whole projection width, not one head's
 
 
-@pytest.mark.parametrize("name", sorted(PUBLISHED))
+@pytest.mark.parametrize("name", [*sorted(PUBLISHED), "qwen2.5-vl-7b-instruct", "llama-4-scout-17b-16e"])
 def test_each_family_estimates_a_prefill_step(name: str) -> None:
     times = [estimate(_graph(name, phase="prefill", prompt_tokens=s), "nvidia-h100-sxm5-80gb", space="compact",
                       check_memory=False).step_time_s for s in (256, 1024)]
@@ -131,3 +132,35 @@ def test_qwen_vl_nested_text_config_builds_the_same_model() -> None:
                                 "vision_config": flat["vision_config"]}, "nested")
     assert nested.extra_params == LlmConfig.from_hf(flat, "flat").extra_params
     assert build_llm(nested, LlmWorkload(phase="decode", batch=1, kv_len=16)).params == 7_615_616_512
+
+
+def test_llama4_scout_total_and_active_parameters() -> None:
+    """Llama-4-Scout-17B-16E (real config): 48 MoE layers of 16 experts (8,192) + a shared expert, top-1; text
+    107,769,861,120 + vision encoder, adapter and projector 871,932,416 = 108,641,793,536 (HF safetensors; the
+    card's "109B"). Active per token: all but 15 of 16 experts' weights = 17.17 B (the card's rounded "17B")."""
+    cfg = _config("llama-4-scout-17b-16e")
+    graph = _graph("llama-4-scout-17b-16e")
+    assert graph.params + cfg.extra_params == 108_641_793_536
+    assert graph.params + cfg.extra_params == pytest.approx(109e9, rel=0.01)
+    experts = sum(n.params for n in graph.nodes if ".experts_" in n.name)
+    active = graph.params - experts + experts * cfg.top_k / cfg.experts
+    assert active == 17_172_894_720 and active == pytest.approx(17e9, rel=0.015)
+    assert cfg.moe_every == 1 and cfg.global_every == 4 and cfg.sliding_window == 8192
+    assert any(n.name == "layers.0.shared_down_proj" for n in graph.nodes)
+
+
+def test_llama4_interleaved_moe_layers_alternate_with_dense_ones() -> None:
+    """Maverick's layout (``interleave_moe_layer_step`` 2, ``moe_layers`` the odd layers) on Scout's fields: even
+    layers run the dense 16,384-wide MLP, odd layers the routed + shared experts."""
+    data = json.loads((CONFIGS / "llama-4-scout-17b-16e.json").read_text())
+    data["text_config"] |= {"interleave_moe_layer_step": 2, "moe_layers": list(range(1, 48, 2))}
+    cfg = LlmConfig.from_hf(data, "interleaved")
+    graph = build_llm(cfg, LlmWorkload(phase="decode", batch=1, kv_len=16))
+    routed = {int(n.layer.split(".")[1]) for n in graph.nodes if n.name.endswith(".router")}
+    assert routed == set(range(1, 48, 2)) and cfg.moe_every == 2
+    dense = next(n for n in graph.nodes if n.name == "layers.0.down_proj")
+    assert dense.op is not None and dense.op["k"] == 16384
+    bad = json.loads((CONFIGS / "llama-4-scout-17b-16e.json").read_text())
+    bad["text_config"]["moe_layers"] = [0, 5, 7]
+    with pytest.raises(GraphError, match="moe_layers"):
+        LlmConfig.from_hf(bad, "bad")
