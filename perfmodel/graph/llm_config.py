@@ -26,7 +26,7 @@ _LLAMA_TYPES = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "q
 _TIED_BY_DEFAULT = ("gemma",)  # types whose HF config class defaults tie_word_embeddings to True
 # multimodal -> text model type; Qwen2-VL / Qwen2.5-VL may also keep the text fields at the top level
 _TEXT_OF = {"paligemma": "gemma", "llava": "llama", "gemma3": "gemma3_text", "qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2",
-            "llama4": "llama4_text"}
+            "llama4": "llama4_text", "mistral3": "mistral"}
 _TEXT_ALIASES = {"qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2"}  # nested text model types built as another
 FAMILY_TYPES = ("gemma2", "gemma3_text", "gpt_oss", "falcon", "refinedweb", "refinedwebmodel", "opt",  # llm_families
                 "phi", "starcoder2", "olmo2", "llama4_text")
@@ -199,6 +199,11 @@ def _text_model(data: dict[str, Any], model_type: str, notes: list[str]) -> tupl
             from perfmodel.graph.llm_families import llama4_vision_params
 
             extra = llama4_vision_params(vision, _need(text, "hidden_size"))
+        elif model_type == "mistral3":
+            from perfmodel.graph.llm_families import pixtral_vision_params
+
+            extra = pixtral_vision_params(vision, _need(text, "hidden_size"), _opt(data, "spatial_merge_size", 2),
+                                          bool(data.get("multimodal_projector_bias", False)))
         else:
             extra = _vit_params(vision) + int(vision.get("hidden_size", 0)) * int(text.get("hidden_size", 0))
         notes.append(f"{model_type}: the text model ({text_type}) is built; the vision tower "

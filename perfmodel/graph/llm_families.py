@@ -260,3 +260,19 @@ def llama4_vision_params(v: dict[str, Any], text_hidden: int) -> int:
     embed = channels * patch * patch * h + h + ((image // patch) ** 2 + 1) * h + 4 * h
     projector = out * text_hidden + (text_hidden if v.get("multi_modal_projector_bias") else 0)
     return embed + layers * block + ffn * p_in + p_out * p_out + projector
+
+
+def pixtral_vision_params(v: dict[str, Any], text_hidden: int, merge: int, projector_bias: bool) -> int:
+    """Parameters of a Pixtral vision encoder and the Mistral 3 projector (not built, counted in notes).
+
+    Conv patch embedding (no bias), RMSNorm, ``num_hidden_layers`` blocks (two RMSNorms, q/k/v/o and a SwiGLU MLP
+    of ``intermediate_size``, no biases); projector: RMSNorm, a ``merge``^2 -> 1 patch-merging matrix and a
+    2-layer MLP to the text width (biased when ``multimodal_projector_bias``)."""
+    v = {k: x for k, x in v.items() if x is not None}
+    h, ffn, layers = _need(v, "hidden_size"), _need(v, "intermediate_size"), _need(v, "num_hidden_layers")
+    patch, channels = _need(v, "patch_size"), _opt(v, "num_channels", 3)
+    inner = _opt(v, "num_attention_heads", 16) * _opt(v, "head_dim", h // _opt(v, "num_attention_heads", 16))
+    block = 2 * h + 4 * h * inner + 3 * h * ffn
+    bias = text_hidden if projector_bias else 0
+    projector = h + h * merge * merge * h + (h * text_hidden + bias) + (text_hidden * text_hidden + bias)
+    return channels * patch * patch * h + h + layers * block + projector

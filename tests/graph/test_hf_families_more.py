@@ -39,7 +39,7 @@ def test_parameters_within_one_percent_of_published(name: str) -> None:
 
 
 def test_the_families_are_known() -> None:
-    new = {"phi", "starcoder2", "granite", "olmo2", "qwen2_vl", "qwen2_5_vl", "llama4", "llama4_text"}
+    new = {"phi", "starcoder2", "granite", "olmo2", "qwen2_vl", "qwen2_5_vl", "llama4", "llama4_text", "mistral3"}
     assert new <= set(KNOWN_TYPES)
 
 
@@ -164,3 +164,15 @@ def test_llama4_interleaved_moe_layers_alternate_with_dense_ones() -> None:
     bad["text_config"]["moe_layers"] = [0, 5, 7]
     with pytest.raises(GraphError, match="moe_layers"):
         LlmConfig.from_hf(bad, "bad")
+
+
+def test_mistral3_builds_its_mistral_text_model_and_notes_pixtral() -> None:
+    """Mistral-Small-3.1-24B (real config): Mistral text model 23,572,403,200 (head_dim 128 < hidden / heads) +
+    Pixtral encoder 403,305,472 + projector (RMSNorm, 2x2 patch merger, 2-layer MLP) 35,652,608 = 24,011,361,280
+    (HF safetensors; the card's "24B")."""
+    cfg = _config("mistral-small-3.1-24b-instruct-2503")
+    graph = _graph("mistral-small-3.1-24b-instruct-2503")
+    assert graph.params == 23_572_403_200 and cfg.head_dim == 128
+    assert graph.params + cfg.extra_params == 24_011_361_280
+    assert graph.params + cfg.extra_params == pytest.approx(24e9, rel=0.01)
+    assert any("pixtral" in n for n in cfg.notes)
