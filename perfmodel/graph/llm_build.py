@@ -131,7 +131,7 @@ class _Builder:
     def norm(self, name: str, x: str, width: int, rows: int | None = None) -> str:
         kind = self.cfg.norm
         rows = self.tokens if rows is None else rows
-        params = width * (2 if kind == "layernorm" else 1)
+        params = width * (2 if kind == "layernorm" and self.cfg.norm_bias else 1)
         return self.emit(name, {"kind": kind, "shape": [rows, width], "dtype": self.act, "pass": self.pass_},
                          [x], (rows, width), params, self.act)
 

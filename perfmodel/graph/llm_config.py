@@ -29,7 +29,7 @@ _TEXT_OF = {"paligemma": "gemma", "llava": "llama", "gemma3": "gemma3_text", "qw
             "llama4": "llama4_text", "mistral3": "mistral"}
 _TEXT_ALIASES = {"qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2"}  # nested text model types built as another
 FAMILY_TYPES = ("gemma2", "gemma3_text", "gpt_oss", "falcon", "refinedweb", "refinedwebmodel", "opt",  # llm_families
-                "phi", "starcoder2", "olmo2", "llama4_text")
+                "phi", "starcoder2", "olmo2", "llama4_text", "cohere")
 KNOWN_TYPES = (*_LLAMA_TYPES, "gpt2", "gpt_neox", "deepseek_v2", "deepseek_v3", *FAMILY_TYPES, *_TEXT_OF)
 
 
@@ -48,6 +48,7 @@ class LlmConfig:
     vocab: int
     max_positions: int
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    norm_bias: bool = True  # LayerNorms hold a bias (Cohere's do not)
     gated_mlp: bool = True  # SwiGLU (gate, up, down) vs GELU MLP (fc1, fc2)
     qkv_bias: bool = False
     out_bias: bool = False

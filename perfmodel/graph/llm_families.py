@@ -4,7 +4,8 @@ sinks, alternating windows, mxfp4 experts), Falcon (parallel attention/MLP, mult
 (learned positions offset by 2, ReLU, biases, optional embedding projection), Phi-1/1.5/2 (parallel attention and
 MLP under one LayerNorm, partial rotary, biases, a biased LM head), StarCoder2 (GQA, LayerNorm, biased GELU MLP) and
 OLMo 2 (Llama's layer with the norms moved onto the attention / MLP outputs and q/k norms over the full width) and
-Llama 4 (MoE with a shared expert on interleaved layers, chunked attention with a global NoPE layer every 4th).
+Llama 4 (MoE with a shared expert on interleaved layers, chunked attention with a global NoPE layer every 4th) and
+Cohere / Command-R (parallel block under one bias-free LayerNorm, optional per-head q/k LayerNorms, tied head).
 
 Each builder normalises one family's ``config.json`` into an :class:`LlmConfig`; defaults are those of the
 family's ``transformers`` config class where a field is absent.
@@ -44,6 +45,8 @@ def build_family(data: dict[str, Any], name: str, model_type: str) -> LlmConfig:
         return _starcoder2(data, name)
     if model_type == "llama4_text":
         return _llama4(data, name)
+    if model_type == "cohere":
+        return _cohere(data, name)
     if model_type == "olmo2":
         return replace(_llama(data, name, model_type), post_norms_only=True, qk_norm_full=True)
     raise GraphError("config", f"model_type {model_type!r} has no family builder")
@@ -276,3 +279,16 @@ def pixtral_vision_params(v: dict[str, Any], text_hidden: int, merge: int, proje
     bias = text_hidden if projector_bias else 0
     projector = h + h * merge * merge * h + (h * text_hidden + bias) + (text_hidden * text_hidden + bias)
     return channels * patch * patch * h + h + layers * block + projector
+
+
+def _cohere(data: dict[str, Any], name: str) -> LlmConfig:
+    """Cohere (Command-R, Aya 23): attention and SwiGLU MLP in parallel under one LayerNorm without bias; with
+    ``use_qk_norm`` a bias-free LayerNorm per query / key head (heads x head_dim weights); tied LM head scaled
+    by ``logit_scale`` (no parameters)."""
+    cfg = _llama(data, name, "cohere")
+    return replace(cfg, family="gpt_neox", norm="layernorm", norm_bias=False, parallel_residual=True,
+                   shared_parallel_norm=True, qk_norm=bool(data.get("use_qk_norm", False)),
+                   qk_norm_full=bool(data.get("use_qk_norm", False)),
+                   tied_embeddings=bool(data.get("tie_word_embeddings", True)),
+                   notes=(*cfg.notes, f"cohere: logits scaled by logit_scale {data.get('logit_scale', 0.0625)} "
+                                      "(no cost difference)"))

@@ -39,7 +39,8 @@ def test_parameters_within_one_percent_of_published(name: str) -> None:
 
 
 def test_the_families_are_known() -> None:
-    new = {"phi", "starcoder2", "granite", "olmo2", "qwen2_vl", "qwen2_5_vl", "llama4", "llama4_text", "mistral3"}
+    new = {"phi", "starcoder2", "granite", "olmo2", "qwen2_vl", "qwen2_5_vl", "llama4", "llama4_text", "mistral3",
+           "cohere"}
     assert new <= set(KNOWN_TYPES)
 
 
@@ -94,7 +95,7 @@ def test_olmo2_matches_its_module_listing_norms_after_and_full_width_qk_norms() 
     assert params["q_norm"] == params["k_norm"] == h  # the whole projection width, not one head's
 
 
-@pytest.mark.parametrize("name", [*sorted(PUBLISHED), "qwen2.5-vl-7b-instruct", "llama-4-scout-17b-16e"])
+@pytest.mark.parametrize("name", [*sorted(PUBLISHED), "qwen2.5-vl-7b-instruct", "llama-4-scout-17b-16e", "aya-23-8b"])
 def test_each_family_estimates_a_prefill_step(name: str) -> None:
     times = [estimate(_graph(name, phase="prefill", prompt_tokens=s), "nvidia-h100-sxm5-80gb", space="compact",
                       check_memory=False).step_time_s for s in (256, 1024)]
@@ -176,3 +177,22 @@ def test_mistral3_builds_its_mistral_text_model_and_notes_pixtral() -> None:
     assert graph.params + cfg.extra_params == 24_011_361_280
     assert graph.params + cfg.extra_params == pytest.approx(24e9, rel=0.01)
     assert any("pixtral" in n for n in cfg.notes)
+
+
+def test_cohere_parallel_block_with_bias_free_layernorms() -> None:
+    """Aya-23-8B (real config): one bias-free LayerNorm feeds attention and the SwiGLU MLP in parallel, tied head:
+    8,028,033,024 (HF safetensors; the card's "8B")."""
+    graph = _graph("aya-23-8b")
+    h, f, v = 4096, 14336, 256000
+    assert graph.params == v * h + 32 * (h * (h + 2 * 1024) + h * h + 3 * h * f + h) + h == 8_028_033_024
+    assert graph.params == pytest.approx(8e9, rel=0.01)
+    names = [n.name.split(".", 2)[2] for n in graph.nodes if n.layer == "layers.0"]
+    assert "parallel_residual_add" in names and "post_attention_norm" not in names
+
+
+def test_cohere_qk_norms_are_per_head_and_bias_free() -> None:
+    """Command R+ style ``use_qk_norm``: a LayerNorm weight per query head and per key head (no bias)."""
+    data = json.loads((CONFIGS / "aya-23-8b.json").read_text()) | {"use_qk_norm": True}
+    graph = build_llm(LlmConfig.from_hf(data, "qk"), LlmWorkload(phase="decode", batch=1, kv_len=16))
+    params = {n.name.split(".", 2)[2]: n.params for n in graph.nodes if n.layer == "layers.0"}
+    assert params["q_norm"] == 32 * 128 and params["k_norm"] == 8 * 128
