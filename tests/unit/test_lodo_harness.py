@@ -74,3 +74,20 @@ def test_split_separates_harness_terms_from_model_defaults() -> None:
     model, harness = lodo._split({"kernel_overhead_s": 2e-6, "compiled_call_s": 1e-5, "issue_interval_s": 5e-6})
     assert model == {"kernel_overhead_s": 2e-6}
     assert harness == {"compiled_call_s": 1e-5, "issue_interval_s": 5e-6}
+
+
+def test_latency_factor_grid_lets_a_full_occupancy_stream_reach_the_sustained_dram_share() -> None:
+    """Little's law: a full-occupancy stream of 16-byte loads on the A100 keeps units x resident threads x 16 B in
+    flight; at a loaded latency of factor x the idle latency it cannot exceed that / latency, which must not fall
+    under the sustained DRAM share the model gives it (the refit may not search past it)."""
+    from perfmodel.machine import tables
+    from perfmodel.specs import load_hardware
+
+    t = tables(load_hardware(A100))
+    in_flight_bytes = t.units * t.resident_threads_per_unit * 16
+    assert t.dram.bandwidth_bytes_per_s is not None
+    sustained_bytes_per_s = t.dram.bandwidth_bytes_per_s * t.defaults.dram_efficiency
+    ceiling = in_flight_bytes / (t.latency_s(t.dram) * sustained_bytes_per_s)
+    assert 3.0 <= ceiling < 4.0
+    assert max(lodo.GRIDS["loaded_latency_factor"]) <= ceiling
+    assert t.defaults.loaded_latency_factor in lodo.GRIDS["loaded_latency_factor"]
