@@ -122,6 +122,11 @@ class LlmConfig:
         """Whether ``layer`` routes to experts (the rest run the dense MLP of ``ffn``)."""
         return self.moe and layer >= self.dense_layers and (layer + 1) % self.moe_every == 0
 
+    @property
+    def moe_layer_count(self) -> int:
+        """Layers that route to experts (``moe_layer``); the other ``layers - moe_layer_count`` run ``ffn``."""
+        return sum(1 for layer in range(self.layers) if self.moe_layer(layer))
+
     def window_of(self, layer: int) -> int:
         """Keys a query of ``layer`` attends to at most (0: all)."""
         if self.global_every and (layer + 1) % self.global_every == 0:

@@ -69,11 +69,15 @@ class CostTable:
 
 
 def probe_config(cfg: LlmConfig) -> tuple[LlmConfig, list[float]]:
-    """The config cut to its distinct layers and each kept layer's share of the full model's layers."""
-    if cfg.moe and 0 < cfg.dense_layers < cfg.layers:
-        cut = replace(cfg, layers=cfg.dense_layers + 1)
-        shares = [0.0] * cfg.dense_layers + [(cfg.layers - cfg.dense_layers) / cfg.layers]
-        shares[0] = cfg.dense_layers / cfg.layers
+    """The config cut to its distinct layers and each kept layer's share of the full model's layers: a dense
+    layer (leading ``dense_layers`` or between interleaved MoE layers, ``moe_every``) and an MoE layer."""
+    moe_layers = cfg.moe_layer_count
+    if cfg.moe and 0 < moe_layers < cfg.layers:
+        cut = replace(cfg, layers=cfg.dense_layers + cfg.moe_every)
+        kinds = [cut.moe_layer(layer) for layer in range(cut.layers)]
+        shares = [0.0] * cut.layers
+        shares[kinds.index(False)] = (cfg.layers - moe_layers) / cfg.layers
+        shares[kinds.index(True)] = moe_layers / cfg.layers
         return cut, shares
     return replace(cfg, layers=1, dense_layers=0), [1.0]
 

@@ -29,7 +29,8 @@ def active_layer_params(cfg: LlmConfig) -> float:
     if not cfg.moe:
         return float(attn + dense)
     moe = per_ffn * h * (cfg.top_k * cfg.moe_ffn + cfg.shared_intermediate) + h * cfg.experts
-    return float(attn + (cfg.dense_layers * dense + (cfg.layers - cfg.dense_layers) * moe) / cfg.layers)
+    moe_layers = cfg.moe_layer_count
+    return float(attn + ((cfg.layers - moe_layers) * dense + moe_layers * moe) / cfg.layers)
 
 
 def megatron_flops(batch: int, seq: int, layers: int, hidden: int, vocab: int) -> float:

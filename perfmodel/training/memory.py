@@ -66,7 +66,8 @@ class ActivationShape:
         dense_mlp = per_ffn * cfg.ffn
         if cfg.moe:
             moe_mlp = per_ffn * (cfg.top_k * cfg.moe_ffn + cfg.shared_intermediate)
-            mlp = (cfg.dense_layers * dense_mlp + (cfg.layers - cfg.dense_layers) * moe_mlp) / cfg.layers
+            moe_layers = cfg.moe_layer_count
+            mlp = ((cfg.layers - moe_layers) * dense_mlp + moe_layers * moe_mlp) / cfg.layers
         else:
             mlp = dense_mlp
         masks = 2.0 * MASK_BYTES * h if dropout else 0.0  # attention-output and MLP-output dropout
