@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from typer import _click as click
-from typer.core import TyperGroup
 
 from perfmodel import __version__
 from perfmodel.advice.cli import advise_app
+from perfmodel.cli_common import PlainGroup, fail, open_store
 from perfmodel.graph.cli import estimate_command, sweep_command
+from perfmodel.token_cli import token_app
 from perfmodel.training.cli import train_layouts_command
 from perfmodel.units import format_bytes, format_rate, format_time_s
 
@@ -24,38 +24,15 @@ if TYPE_CHECKING:
     from perfmodel.cost import Cost
     from perfmodel.hardware import Hardware
 
-class _PlainGroup(TyperGroup):
-    """Click's plain help, listing each command with its whole first paragraph (click cuts it at the first
-    '. ', so 'Predict one op, e.g.' was all predict said), wrapped to the terminal."""
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = []
-        for name in self.list_commands(ctx):
-            command = self.get_command(ctx, name)
-            if command is not None and not command.hidden:
-                text = command.short_help or (command.help or "").strip().split("\n\n")[0]
-                rows.append((name, " ".join(text.split())))
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
-
-
 # rich_markup_mode=None: click's plain help and usage errors (for every sub-command too); typer's rich help
 # imports rich, ~0.2 s CPU of the ~0.4 s `perfmodel --help` took (benchmarks/cli_start.py). Progress bars still
 # use rich, imported by the commands that draw them.
 app = typer.Typer(help="Roofline performance model for deep-learning operators.", no_args_is_help=True,
-                  add_completion=False, rich_markup_mode=None, cls=_PlainGroup)
-hardware_app = typer.Typer(help="The hardware library.", no_args_is_help=True, cls=_PlainGroup)
+                  add_completion=False, rich_markup_mode=None, cls=PlainGroup)
+hardware_app = typer.Typer(help="The hardware library.", no_args_is_help=True, cls=PlainGroup)
 app.add_typer(hardware_app, name="hardware")
-token_app = typer.Typer(help="API tokens for writes (stored hashed, revocable).", no_args_is_help=True,
-                        cls=_PlainGroup)
 app.add_typer(token_app, name="token")
 app.add_typer(advise_app, name="advise")
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
 
 
 def parse_value(text: str) -> Any:
@@ -74,7 +51,7 @@ def parse_assignments(pairs: list[str]) -> dict[str, Any]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            _fail(f"expected key=value, got {pair!r}")
+            fail(f"expected key=value, got {pair!r}")
         out[key.strip()] = parse_value(value.strip())
     return out
 
@@ -118,7 +95,7 @@ def hardware_show(hardware_id: str, as_json: bool = typer.Option(False, "--json"
     try:
         h = load_hardware(hardware_id)
     except KeyError as exc:
-        _fail(str(exc.args[0]))
+        fail(str(exc.args[0]))
         return
     if as_json:
         typer.echo(json.dumps({**h.model_dump(mode="json"), "content_hash": h.content_hash}, indent=2))
@@ -192,7 +169,7 @@ def predict_command(
 
     op = {"kind": kind, **parse_assignments(fields or [])}
     if timing not in ("kernel", "host"):
-        _fail("--timing is kernel or host")
+        fail("--timing is kernel or host")
     try:
         hardware = resolve_hardware(hardware_id)
         fitted = _stored_calibration(hardware.id, calibration)[0] if calibration else None
@@ -205,10 +182,10 @@ def predict_command(
             batch = apply_calibration(fitted, batch)
         cost = batch[0]
     except (OpError, SpecError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     except KeyError as exc:
-        _fail(str(exc.args[0]))
+        fail(str(exc.args[0]))
         return
     typer.echo(json.dumps(cost.to_dict(), indent=2) if as_json else render_cost(cost))
 
@@ -232,10 +209,10 @@ def search_command(
     try:
         result = search(hardware_id, make_op(op), top_k=top_k, budget=budget, seed=seed)
     except (OpError, SpecError, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     except KeyError as exc:
-        _fail(str(exc.args[0]))
+        fail(str(exc.args[0]))
         return
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
@@ -311,7 +288,7 @@ def resolve_hardware(hardware_id: str) -> Hardware:
     try:
         return load_hardware(hardware_id)
     except KeyError:
-        row = _store().get_hardware(hardware_id)
+        row = open_store().get_hardware(hardware_id)
         if row is None:
             raise
         return parse_spec(row.spec, f"stored hardware {hardware_id!r}")
@@ -321,7 +298,7 @@ def _stored_calibration(hardware_id: str, ref: str) -> tuple[Calibration, int]:
     """A stored calibration of ``hardware_id`` by id or 'latest', and its id."""
     from perfmodel.calibration import Calibration
 
-    store = _store()
+    store = open_store()
     row = store.latest_calibration(hardware_id) if ref == "latest" else (
         store.get_calibration(int(ref)) if ref.isdigit() else None)
     if row is None or row.hardware_id != hardware_id:
@@ -348,19 +325,19 @@ def calibrate_command(
     from perfmodel.jobs.here import run_calibration_here
     from perfmodel.measure.command import StderrProgress
 
-    store = _store()
+    store = open_store()
     progress = StderrProgress()  # on stderr: a bar with the stage on a terminal, a line per 10 % in a log
     try:
         hw = resolve_hardware(hardware_id)
     except (KeyError, ValueError) as exc:
-        _fail(str(exc.args[0]) if exc.args else str(exc))
+        fail(str(exc.args[0]) if exc.args else str(exc))
         return
     run_filter = {k: v for k, v in (("trace_upload_id", trace), ("op_kind", op_kind), ("source", source)) if v}
     job = run_calibration_here(store, {"hardware": hw.id, "filter": run_filter, "base_calibration": base,
                                        "folds": folds, "notes": notes}, observer=progress)
     progress.end()
     if job.status != "succeeded" or job.result_id is None:
-        _fail(f"calibration job {job.id} {job.status}: {job.error}")
+        fail(f"calibration job {job.id} {job.status}: {job.error}")
         return
     calibration_id = job.result_id
     row = store.get_calibration(calibration_id)
@@ -390,7 +367,7 @@ def measure(
         typer.echo(f"registering {host_id!r}, uploading the trace and calibrating ...", err=True)
         progress = StderrProgress()
         try:
-            report = run_loop(_store(), specs[-1], trace, progress)
+            report = run_loop(open_store(), specs[-1], trace, progress)
         finally:
             progress.end()
         typer.echo(format_report(report))
@@ -427,12 +404,12 @@ def trace_command(
         cal, cal_id = _stored_calibration(hw.id, calibration) if calibration else (None, None)
         tags = parse_tags(tag)
     except (KeyError, StoreError) as exc:
-        _fail(str(exc.args[0]) if exc.args else str(exc))
+        fail(str(exc.args[0]) if exc.args else str(exc))
         return
     if tags and not store:
-        _fail("--tag is stored with the trace: add --store")
+        fail("--tag is stored with the trace: add --store")
     if not path.is_file():
-        _fail(f"{path}: {'not a file' if path.exists() else 'no such file'}")
+        fail(f"{path}: {'not a file' if path.exists() else 'no such file'}")
     from perfmodel.stage_progress import StageProgress
 
     # a bar on stderr for files that take seconds (a 100k-kernel Kineto trace: ~40 MB, ~10 s)
@@ -448,7 +425,7 @@ def trace_command(
         report = trace_report(hw, parsed, matched, cal, name)
     except TraceError as exc:
         progress.close()
-        _fail(str(exc))
+        fail(str(exc))
         return
     upload: dict[str, Any] | None = None
     if store:
@@ -456,7 +433,7 @@ def trace_command(
 
         progress.stage("store")
         with path.open("rb") as stream:
-            done = ingest_trace(_store(), hw, stream, path.name, tags=tags, parsed_and_matched=(parsed, matched))
+            done = ingest_trace(open_store(), hw, stream, path.name, tags=tags, parsed_and_matched=(parsed, matched))
         upload = {"id": done.upload_id, "duplicate": done.duplicate}
     progress.end()
     if as_json:
@@ -467,37 +444,6 @@ def trace_command(
     if upload is not None:
         state = "already stored as" if upload["duplicate"] else "stored as"
         typer.echo(f"{state} trace upload {upload['id']} (GET /api/v1/traces/{upload['id']})")
-
-
-def _store() -> Any:
-    from api.settings import Settings
-    from perfmodel.store import Store
-
-    store = Store(Settings().resolved_database_url())
-    store.migrate()
-    return store
-
-
-@token_app.command("create")
-def token_create(name: str = typer.Option(..., "--name", help="who or what uses the token")) -> None:
-    """Create a token; it is printed once and stored only as a hash."""
-    row, plaintext = _store().create_token(name)
-    typer.echo(plaintext)
-    typer.echo(f"token {row.name!r} created; use it as 'Authorization: Bearer <token>'", err=True)
-
-
-@token_app.command("revoke")
-def token_revoke(name: str = typer.Option(..., "--name")) -> None:
-    if not _store().revoke_token(name):
-        _fail(f"no active token named {name!r}")
-    typer.echo(f"token {name!r} revoked")
-
-
-@token_app.command("list")
-def token_list() -> None:
-    for row in _store().list_tokens():
-        state = f"revoked {row.revoked_at:%Y-%m-%d %H:%M}" if row.revoked_at else "active"
-        typer.echo(f"{row.name:<30} created {row.created_at:%Y-%m-%d %H:%M}  {state}")
 
 
 app.command("estimate")(estimate_command)

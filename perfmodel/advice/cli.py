@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
+from perfmodel.cli_common import fail
 from perfmodel.units import format_bytes, format_time_s
 
 advise_app = typer.Typer(help="Compiler advice: which ops fall back to the host, where quantization pays.",
@@ -27,13 +28,8 @@ def _graph(model: str, phase: str, batch: int, prompt_tokens: int) -> Any:
     from perfmodel.advice.source import advice_graph
 
     if phase not in ("prefill", "decode"):
-        _fail(f"--phase {phase!r}: expected prefill or decode")
+        fail(f"--phase {phase!r}: expected prefill or decode")
     return advice_graph(model, phase, batch, prompt_tokens)  # type: ignore[arg-type]
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
 
 
 @advise_app.command("partition")
@@ -54,7 +50,7 @@ def partition_command(model: ModelArg, hardware: HardwareOpt,
         report = partition(_graph(model, phase, batch, prompt_tokens), with_supported_ops(hardware, declared),
                            fallback)
     except (ValueError, KeyError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))
@@ -81,7 +77,7 @@ def precision_command(model: ModelArg, hardware: HardwareOpt, phase: PhaseOpt = 
     try:
         report = precision_advice(_graph(model, phase, batch, prompt_tokens), hardware)
     except (ValueError, KeyError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))

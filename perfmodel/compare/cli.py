@@ -34,12 +34,13 @@ def compare_command(
     """Compare two profiles of a workload: per kernel / op (name, op, shape) the change, its significance
     (Mann-Whitney U, paired Wilcoxon, bootstrap CI), the roofs and what the model expected; exits 1 on a
     regression: `perfmodel compare base.json new.json --hardware nvidia-a100-sxm4-80gb --fail-on-regression 5%`."""
-    from perfmodel.cli import _store, resolve_hardware
+    from perfmodel.cli import resolve_hardware
+    from perfmodel.cli_common import open_store
 
     try:
         threshold = parse_threshold(fail_on_regression)
-        base_side, base_stored_hw = load_side(base, _store)
-        new_side, new_stored_hw = load_side(new, _store)
+        base_side, base_stored_hw = load_side(base, open_store)
+        new_side, new_stored_hw = load_side(new, open_store)
         base_hw = pick_hardware(hardware_id, base_stored_hw, resolve_hardware)
         new_hw = pick_hardware(new_hardware_id or (None if new_stored_hw else hardware_id),
                                new_stored_hw, resolve_hardware) or base_hw

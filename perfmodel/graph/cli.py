@@ -12,12 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
+from perfmodel.cli_common import fail
 from perfmodel.units import format_time_s
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
 
 
 def _dims(pairs: list[str]) -> dict[str, int]:
@@ -25,7 +21,7 @@ def _dims(pairs: list[str]) -> dict[str, int]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not value.strip().isdigit():
-            _fail(f"--dim expects name=size, got {pair!r}")
+            fail(f"--dim expects name=size, got {pair!r}")
         out[key.strip()] = int(value)
     return out
 
@@ -64,9 +60,9 @@ def estimate_command(
     from perfmodel.specs import SpecError
 
     if phase not in ("prefill", "decode", "both", "train"):
-        _fail(f"--phase {phase!r}: expected prefill, decode, both or train")
+        fail(f"--phase {phase!r}: expected prefill, decode, both or train")
     if attention not in ("flash", "unfused"):
-        _fail(f"--attention {attention!r}: expected flash or unfused")
+        fail(f"--attention {attention!r}: expected flash or unfused")
     progress = _estimate_progress(model)
     try:
         par = Parallelism.for_devices(devices, tp=tp, pp=pp, dp=dp, ep=ep, microbatches=microbatches)
@@ -79,7 +75,7 @@ def estimate_command(
                                 not no_fusion, not ignore_memory, _dims(dim or []), detail=as_json,
                                 progress=progress)
     except (GraphError, OpError, SpecError, KeyError) as exc:
-        _fail(str(exc.args[0]) if isinstance(exc, KeyError) else str(exc))
+        fail(str(exc.args[0]) if isinstance(exc, KeyError) else str(exc))
         return
     finally:
         if progress is not None:
@@ -135,7 +131,7 @@ def sweep_command(
         with _progress(as_json) as tick:
             results = run_sweep(spec, workers=workers, scheduler=scheduler, progress=tick)
     except (GraphError, OpError, SpecError, KeyError, OSError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     sweep_id = None
     if not no_store:
@@ -155,12 +151,12 @@ def _sweep_spec(spec_file: Path | None, hardware: str | None, model: list[str] |
     if spec_file is not None:
         return SweepSpec.from_json(json.loads(spec_file.read_text()))
     if not hardware or not model:
-        _fail("give a spec file, or --hardware and --model")
+        fail("give a spec file, or --hardware and --model")
     axes: dict[str, list[Any]] = {}
     for item in vary or []:
         key, sep, values = item.partition("=")
         if not sep:
-            _fail(f"--vary expects axis=v1,v2, got {item!r}")
+            fail(f"--vary expects axis=v1,v2, got {item!r}")
         axes[key.strip()] = [parse_value(v) for v in values.split(",") if v]
     workloads = [{"model": m, "phase": phase, "batch": batch, "prompt_tokens": prompt_tokens, "kv_len": kv_len}
                  for m in model or []]

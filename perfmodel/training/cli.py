@@ -8,10 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
+from perfmodel.cli_common import fail
 
 
 def _row_line(row: dict[str, Any]) -> str:
@@ -70,7 +67,7 @@ def train_layouts_command(
     try:
         cfg = resolve_model(model)
         if not isinstance(cfg, LlmConfig):
-            _fail(f"{model}: train-layouts needs an LLM config (bundled name or config.json)")
+            fail(f"{model}: train-layouts needs an LLM config (bundled name or config.json)")
         assert isinstance(cfg, LlmConfig)
         hw = resolve_hardware(hardware)
         setup = TrainingSetup(seq_len=seq_len, global_batch=global_batch, precision=precision,  # type: ignore[arg-type]
@@ -82,7 +79,7 @@ def train_layouts_command(
                             recompute=recompute or "none", micro_batch=micro_batch or 1,  # type: ignore[arg-type]
                             virtual_stages=virtual_stages or 1, schedule=schedule or "1f1b")  # type: ignore[arg-type]
             if layout.devices != devices:
-                _fail(f"tp x cp x pp x dp = {layout.devices}, not --devices {devices}")
+                fail(f"tp x cp x pp x dp = {layout.devices}, not --devices {devices}")
             out = make_it_fit(cfg, hw, layout, setup)
             if as_json:
                 typer.echo(json.dumps(out, indent=2))
@@ -103,7 +100,7 @@ def train_layouts_command(
                             schedules=(schedule,) if schedule else SCHEDULES)
         result = search_layouts(cfg, hw, devices, setup, space)
     except (GraphError, KeyError, ValueError) as exc:
-        _fail(str(exc).strip("'\""))
+        fail(str(exc).strip("'\""))
         return
     rows = fastest(result, top)
     if as_json:

@@ -10,7 +10,8 @@ from trace_builders import KinetoTrace
 from typer.testing import CliRunner
 
 import perfmodel
-from perfmodel.cli import _store, app
+from perfmodel.cli import app
+from perfmodel.cli_common import open_store
 
 A100 = "nvidia-a100-sxm4-80gb"
 SLOWER = 1.3  # the "silicon" runs every GEMM 1.3x slower than the uncalibrated model says
@@ -48,7 +49,7 @@ def test_store_calibrate_then_predict_with_the_latest(db: Path) -> None:
     assert fractions == sorted(fractions) and fractions[-1] == 100
     assert "loading runs" not in fitted.stdout  # stdout keeps the report alone
     assert "residual trees over the fitted classes (24 distinct ops): not kept: fewer than 50" in fitted.output
-    jobs = _store().list_jobs(kind="calibration")  # the command's fit is a job, as the API's
+    jobs = open_store().list_jobs(kind="calibration")  # the command's fit is a job, as the API's
     assert [(j.status, j.result_id, j.request["filter"]) for j in jobs] == [("succeeded", 1, {"trace_upload_id": 1})]
     gemm_line = next(line for line in fitted.output.splitlines() if line.startswith("gemm:fp32"))
     assert gemm_line.split()[1] == "24" and "fitted" in gemm_line
@@ -73,6 +74,6 @@ def test_calibrate_refuses_what_it_cannot_fit(db: Path) -> None:
     assert unknown.exit_code == 2 and "unknown hardware" in unknown.output
     base = runner.invoke(app, ["calibrate", "--hardware", A100, "--base", "99"])
     assert base.exit_code == 2 and "no calibration 99" in base.output
-    failed = [(j.status, j.error) for j in _store().list_jobs(kind="calibration")]
+    failed = [(j.status, j.error) for j in open_store().list_jobs(kind="calibration")]
     assert failed == [("failed", "no calibration 99"), ("failed", f"filter: no stored runs of {A100!r} match; store "
                       "runs or upload a trace first, or seed from a related device with a base calibration")]

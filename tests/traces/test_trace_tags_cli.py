@@ -7,7 +7,8 @@ from pathlib import Path
 from trace_builders import DATA
 from typer.testing import CliRunner
 
-from perfmodel.cli import _store, app
+from perfmodel.cli import app
+from perfmodel.cli_common import open_store
 
 A100 = "nvidia-a100-sxm4-80gb"
 TRACE = DATA / "timeline_analysis__sampled_rank-0.json.gz"
@@ -18,9 +19,9 @@ def test_trace_store_with_tags(db: Path) -> None:
     done = runner.invoke(app, ["trace", str(TRACE), "--hardware", A100, "--store", "--tag", "commit=3f2a9c1",
                                "--tag", "environment=Emulator,cuda=12.4"])
     assert done.exit_code == 0, done.output
-    (upload,) = _store().list_trace_uploads()
+    (upload,) = open_store().list_trace_uploads()
     assert upload.tags == {"commit": "3f2a9c1", "environment": "emulator", "cuda": "12.4"}
-    runs, total = _store().list_runs(tags={"commit": "3f2a9c1"}, limit=5)
+    runs, total = open_store().list_runs(tags={"commit": "3f2a9c1"}, limit=5)
     assert total > 0 and runs[0].tags["environment"] == "emulator"
 
 
