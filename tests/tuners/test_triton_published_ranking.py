@@ -3,24 +3,14 @@ GEMMs on an NVIDIA L40S (benchmarks/data/inductor_autotune_l40s.csv; source in b
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "triton_ranking.py"
+from benchmark_module import load_benchmark
 
 
 def _benchmark() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("triton_ranking_benchmark", BENCHMARK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
-
+    return load_benchmark("triton_ranking", "triton_ranking_benchmark")
 
 @pytest.fixture(scope="module")
 def results() -> dict[tuple[int, int, int], object]:

@@ -6,26 +6,10 @@ misses today are strict expected failures with the reason, so a fix shows up as 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
+from benchmark_module import load_benchmark
 
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "best_gemm.py"
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("best_gemm_benchmark", BENCHMARK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-best_gemm = _load()
+best_gemm = load_benchmark("best_gemm", "best_gemm_benchmark")
 
 KNOWN_MISSES = {
     "amd-mi355x": "1.28: no published sustained clock under MFMA load for CDNA 4 (1400 W); its peaks are at 2.4 GHz",

@@ -3,12 +3,10 @@ on these rows; the test guards the kernel-style physics (softmax overlapped unde
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
+from benchmark_module import load_benchmark
 
 from perfmodel.machine import tables
 from perfmodel.search.attention_cost import overlaps_softmax
@@ -16,14 +14,7 @@ from perfmodel.specs import load_hardware
 
 
 def _bench() -> ModuleType:
-    path = Path(__file__).parents[2] / "benchmarks" / "flash_attention.py"
-    spec = importlib.util.spec_from_file_location("flash_attention_bench", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
+    return load_benchmark("flash_attention", "flash_attention_bench")
 
 @pytest.fixture(scope="module")
 def results() -> list[dict[str, object]]:

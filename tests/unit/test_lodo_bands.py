@@ -3,27 +3,13 @@ undescribed network banded apart from the rest."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
-from types import ModuleType
+
+from benchmark_module import load_benchmark
 
 from perfmodel.specs import load_hardware
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _load(name: str) -> ModuleType:
-    sys.path.insert(0, str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location(f"{name}_bands_benchmark", BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-lodo = _load("lodo")
+lodo = load_benchmark("lodo", "lodo_bands_benchmark")
 data = sys.modules["measured_data"]
 
 

@@ -5,27 +5,12 @@ without the held-out device."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
+from benchmark_module import load_benchmark
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _load(name: str) -> ModuleType:
-    sys.path.insert(0, str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-lodo = _load("lodo")
+lodo = load_benchmark("lodo", "lodo_benchmark")
 data = sys.modules["measured_data"]
 
 A100 = "nvidia-a100-sxm4-80gb"

@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
+from benchmark_module import load_benchmark
 
 from perfmodel.systolic import DATAFLOWS, array_cycles
-
-ORACLE = Path(__file__).resolve().parents[2] / "benchmarks" / "scalesim_oracle.py"
 
 
 def _oracle() -> ModuleType:
     pytest.importorskip("scalesim")
-    spec = importlib.util.spec_from_file_location("scalesim_oracle", ORACLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("scalesim_oracle", "scalesim_oracle")
 
 
 def test_cycles_match_scalesim_over_arrays_dataflows_and_shapes() -> None:
