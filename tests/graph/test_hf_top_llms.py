@@ -12,15 +12,12 @@ covered elsewhere: Qwen2-57B-A14B, DeepSeek-V3, Gemma-7B, Llama-2-7B, Mistral-7B
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
+from hf_models import hf_config, hf_data
 
 from perfmodel.graph import GraphError, LlmWorkload, build_llm, estimate
 from perfmodel.graph.llm_config import LlmConfig
 
-CONFIGS = Path(__file__).parent / "hf_configs"
 PUBLISHED = {
     "qwen2.5-0.5b-instruct": 0.49e9, "qwen2.5-7b-instruct": 7.61e9, "qwen2.5-72b-instruct": 72.7e9,
     "qwen3-0.6b": 0.6e9, "qwen3-8b": 8.2e9, "qwen3-30b-a3b": 30.5e9,
@@ -29,20 +26,17 @@ PUBLISHED = {
 }
 
 
-def _config(name: str) -> LlmConfig:
-    return LlmConfig.from_hf(json.loads((CONFIGS / f"{name}.json").read_text()), name)
-
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
 def test_parameters_within_one_percent_of_published(name: str) -> None:
-    graph = build_llm(_config(name), LlmWorkload(phase="decode", batch=1, kv_len=16))
+    graph = build_llm(hf_config(name), LlmWorkload(phase="decode", batch=1, kv_len=16))
     assert graph.params == pytest.approx(PUBLISHED[name], rel=0.01)
 
 
 def test_tied_and_untied_embeddings_follow_the_config() -> None:
     """Llama 3.2 1B ties its LM head to the embedding (one 128,256 x 2,048 matrix); Qwen2.5-7B does not."""
-    tied = build_llm(_config("llama-3.2-1b"), LlmWorkload(phase="decode", batch=1, kv_len=16))
-    untied_cfg = json.loads((CONFIGS / "llama-3.2-1b.json").read_text()) | {"tie_word_embeddings": False}
+    tied = build_llm(hf_config("llama-3.2-1b"), LlmWorkload(phase="decode", batch=1, kv_len=16))
+    untied_cfg = hf_data("llama-3.2-1b") | {"tie_word_embeddings": False}
     untied = build_llm(LlmConfig.from_hf(untied_cfg, "untied"), LlmWorkload(phase="decode", batch=1, kv_len=16))
     assert untied.params - tied.params == 128256 * 2048
 
@@ -50,7 +44,7 @@ def test_tied_and_untied_embeddings_follow_the_config() -> None:
 def test_qwen3_moe_activates_the_published_3_3b() -> None:
     """Qwen3-30B-A3B decoding one token runs 8 of 128 experts: 2 FLOPs per active parameter in the matrix engine
     (plus the embedding lookup) is the model card's 3.3 B activated."""
-    cfg = _config("qwen3-30b-a3b")
+    cfg = hf_config("qwen3-30b-a3b")
     graph = build_llm(cfg, LlmWorkload(phase="decode", batch=1, kv_len=16))
     est = estimate(graph, "nvidia-h100-sxm5-80gb", space="compact", fusion=False, check_memory=False)
     matrix = float(est.batch.flops_by_engine["matrix"][est.index].sum())
@@ -60,7 +54,7 @@ def test_qwen3_moe_activates_the_published_3_3b() -> None:
 
 @pytest.mark.parametrize("model_type", ["bloom", "mpt", "t5", "mamba", "rwkv"])
 def test_popular_types_the_importer_does_not_build_are_refused_with_the_known_list(model_type: str) -> None:
-    cfg = json.loads((CONFIGS / "qwen2.5-7b-instruct.json").read_text()) | {"model_type": model_type}
+    cfg = hf_data("qwen2.5-7b-instruct") | {"model_type": model_type}
     with pytest.raises(GraphError) as err:
         LlmConfig.from_hf(cfg, model_type)
     assert "known:" in str(err.value) and "llama" in str(err.value)

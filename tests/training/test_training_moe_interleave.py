@@ -4,22 +4,19 @@ Maverick's ``interleave_moe_layer_step`` 2), not "every layer past the dense one
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from hf_models import hf_data
 
 from perfmodel.graph import LlmWorkload, build_llm
 from perfmodel.graph.llm_config import LlmConfig
 from perfmodel.training.costs import probe_config
 from perfmodel.training.flops import active_layer_params
 
-CONFIGS = Path(__file__).parents[1] / "graph" / "hf_configs"
-
 
 def _maverick_layout() -> LlmConfig:
-    data = json.loads((CONFIGS / "llama-4-scout-17b-16e.json").read_text())
+    data = hf_data("llama-4-scout-17b-16e")
     data["text_config"] |= {"interleave_moe_layer_step": 2, "moe_layers": list(range(1, 48, 2))}
     return LlmConfig.from_hf(data, "interleaved")
 
