@@ -1,6 +1,7 @@
-"""How fast the ``perfmodel`` command starts: wall time of ``--help``, ``hardware list`` and ``predict`` (median
-of N runs, each a fresh interpreter), as a ratio to ``python -c pass`` timed in the same run (so a busy machine
-inflates both), and the slowest top-level imports of each (``python -X importtime``).
+"""How fast the ``perfmodel`` command starts: CPU time (user + system) and wall time of ``--help``, ``hardware
+list`` and ``predict`` (median of N runs, each a fresh interpreter running the checkout's console-script entry
+point), each as a ratio to ``python -c pass`` timed in the same run (the machine is shared: a busy one inflates
+the wall times, much less the CPU times), and the slowest top-level imports of each (``python -X importtime``).
 
     .venv/bin/python benchmarks/cli_start.py [--runs 5] [--root /tmp/pm-base]
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -25,7 +27,13 @@ COMMANDS = {
     "predict": ["predict", "nvidia-h100-sxm5-80gb", "matmul", "m=4096", "n=4096", "k=4096", "dtype=bf16"],
 }
 HEAVY = ("numpy", "scipy", "pydantic", "yaml", "sqlalchemy", "fastapi", "plotly", "torch", "dask", "rich")
-ENTRY = "import sys; from perfmodel.cli import main; sys.argv[0] = 'perfmodel'; main()"
+
+
+def entry(root: Path) -> str:
+    """``python -c`` code running the checkout's ``perfmodel`` console script (``[project.scripts]``)."""
+    match = re.search(r'^perfmodel\s*=\s*"([\w.]+):(\w+)"', (root / "pyproject.toml").read_text(), re.M)
+    module, function = match.groups() if match else ("perfmodel.cli", "main")
+    return f"import sys; from {module} import {function}; sys.argv[0] = 'perfmodel'; {function}()"
 
 
 def wall_s(argv: list[str], env: dict[str, str], cwd: Path, runs: int) -> tuple[float, float]:
@@ -42,9 +50,10 @@ def wall_s(argv: list[str], env: dict[str, str], cwd: Path, runs: int) -> tuple[
     return statistics.median(times), statistics.median(cpu)
 
 
-def imports(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, list[tuple[float, str]], list[str]]:
+def imports(code: str, args: list[str], env: dict[str, str],
+            cwd: Path) -> tuple[float, list[tuple[float, str]], list[str]]:
     """(all imports [s], the 5 slowest top-level modules [(s, name)], the heavy libraries loaded)."""
-    out = subprocess.run([sys.executable, "-X", "importtime", "-c", ENTRY, *args], env=env, cwd=cwd,
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", code, *args], env=env, cwd=cwd,
                          capture_output=True, text=True, check=True).stderr
     top: list[tuple[float, str]] = []
     loaded: set[str] = set()
@@ -67,16 +76,19 @@ def main() -> None:
     args = parser.parse_args()
     root = args.root.resolve()
     env = {**os.environ, "PYTHONPATH": str(root), "PERFMODEL_DATA_DIR": str(root / "var")}
+    code = entry(root)
     base_s, base_cpu_s = wall_s([sys.executable, "-c", "pass"], env, root, args.runs)
-    print(f"checkout {root}; python -c pass: {base_s * 1e3:.0f} ms wall, {base_cpu_s * 1e3:.0f} ms CPU "
-          f"(median of {args.runs}); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    print(f"{'command':<15} {'wall':>9} {'x pass':>7} {'CPU':>9} {'imports':>9}  heavy libraries; slowest imports")
+    print(f"checkout {root} ({code.split(';')[1].strip()}); python -c pass: {base_cpu_s * 1e3:.0f} ms CPU, "
+          f"{base_s * 1e3:.0f} ms wall (median of {args.runs}); load average {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} CPUs")
+    print(f"{'command':<15} {'CPU':>9} {'x pass':>7} {'wall':>9} {'x pass':>7} {'imports':>9}  "
+          "heavy libraries; slowest imports")
     for label, argv in COMMANDS.items():
-        t_s, cpu_s = wall_s([sys.executable, "-c", ENTRY, *argv], env, root, args.runs)
-        import_s, top, heavy = imports(argv, env, root)
+        t_s, cpu_s = wall_s([sys.executable, "-c", code, *argv], env, root, args.runs)
+        import_s, top, heavy = imports(code, argv, env, root)
         slowest = ", ".join(f"{name} {s * 1e3:.0f} ms" for s, name in top[:3])
-        print(f"{label:<15} {t_s * 1e3:>6.0f} ms {t_s / base_s:>6.1f}x {cpu_s * 1e3:>6.0f} ms {import_s * 1e3:>6.0f} ms"
-              f"  {' '.join(heavy) or '-'}; {slowest}")
+        print(f"{label:<15} {cpu_s * 1e3:>6.0f} ms {cpu_s / base_cpu_s:>6.1f}x {t_s * 1e3:>6.0f} ms "
+              f"{t_s / base_s:>6.1f}x {import_s * 1e3:>6.0f} ms  {' '.join(heavy) or '-'}; {slowest}")
 
 
 if __name__ == "__main__":
