@@ -18,6 +18,7 @@ scipy's on bounded robust problems.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -61,29 +62,34 @@ def solve(residuals: Residuals, normal_equations: NormalEquations, x0: FloatArra
     r = residuals(x)
     evaluations = 1
     cost = robust_cost(r, f_scale)
-    scale2 = x_scale * x_scale
+    damping = 1.0 / (x_scale * x_scale)
     hessian, gradient = _normal(normal_equations, x, r, f_scale)
     if mu is None:
-        mu = _INITIAL_DAMPING * max(float(np.max(np.diag(hessian) * scale2)), 1e-12)
+        mu = _INITIAL_DAMPING * max(float(np.max(np.diag(hessian) / damping)), 1e-12)
     nu = 2.0
+    near_lower, near_upper = lower + _BOUND_EPS * span, upper - _BOUND_EPS * span
     while evaluations < max_evaluations:
-        at_lower = (x - lower <= _BOUND_EPS * span) & (gradient > 0)
-        at_upper = (upper - x <= _BOUND_EPS * span) & (gradient < 0)
-        free = ~(at_lower | at_upper)
-        if not free.any() or float(np.max(np.abs(gradient[free] * x_scale[free]))) < tolerance:
+        held = ((x <= near_lower) & (gradient > 0)) | ((x >= near_upper) & (gradient < 0))
+        free = ~held
+        if float(np.max(np.abs(np.where(held, 0.0, gradient * x_scale)))) < tolerance:
             return Solution(x, cost, 1, evaluations, mu)
-        sub = hessian[np.ix_(free, free)] + mu * np.diag(1.0 / scale2[free])
+        if held.any():  # a held variable: its row and column decoupled, its step 0
+            sub = np.where(free[:, None] & free[None, :], hessian, 0.0)
+            sub.flat[::sub.shape[0] + 1] += np.where(free, mu * damping, 1.0)
+            rhs = np.where(free, -gradient, 0.0)
+        else:
+            sub = hessian.copy()
+            sub.flat[::sub.shape[0] + 1] += mu * damping
+            rhs = -gradient
         try:
-            step_free = np.linalg.solve(sub, -gradient[free])
+            step = np.linalg.solve(sub, rhs)
         except np.linalg.LinAlgError:
             mu *= nu
             nu *= 2.0
             continue
-        step = np.zeros_like(x)
-        step[free] = step_free
         x_new = np.clip(x + step, lower, upper)
         step = x_new - x
-        if float(np.linalg.norm(step)) <= tolerance * (tolerance + float(np.linalg.norm(x))):
+        if math.sqrt(float(step @ step)) <= tolerance * (tolerance + math.sqrt(float(x @ x))):
             return Solution(x, cost, 1, evaluations, mu)
         r_new = residuals(x_new)
         evaluations += 1
