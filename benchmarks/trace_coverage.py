@@ -270,6 +270,10 @@ def _print(rows: list[FileRow], top_reasons: int) -> None:
     print(f"\n{len(gpu)} files with device time ({len(rows) - len(gpu)} without): matched share mean "
           f"{np.mean(shares):.1%}, min {min(shares):.1%}, {sum(s < 0.5 for s in shares)} below 50%; "
           f"all device time {sum(r.matched_s for r in gpu) / total:.1%} matched")
+    for r in sorted((r for r in gpu if r.share < 0.5), key=lambda r: r.share):
+        top = max(r.by_reason.items(), key=lambda x: x[1], default=("-", 0.0))
+        print(f"  below 50%: {r.name[:60]} {r.share:.0%} matched; most of the rest: {top[0]} "
+              f"{top[1] / r.device_s:.0%}")
     print(f"time-weighted median |error| of matched ops, uncalibrated: per file mean "
           f"{np.nanmean([weighted_median(r.errors) for r in gpu if r.errors] or [np.nan]):.1f}%, "
           f"pooled (files weighted equally) {weighted_median(pooled):.1f}%")

@@ -102,3 +102,25 @@ def data_dtype(name: str) -> str | None:
             return "fp16"
         return _BLAS_DTYPES[blas.group(1).lower()]
     return cpp_dtype(head) if "<" in head else None
+
+
+# compiler-generated offload regions: the kernel is a loop of the user's source, and its name gives where, not what.
+# LLVM (AMD/ROCm, AOMP, clang, flang): ``__omp_offloading_<device id>_<file id>_<function>_l<line>`` (C++ functions
+# Itanium-mangled, Fortran ones flang-mangled ``_QM<module>P<procedure>``); NVHPC: ``nvkernel_<function>_F1L<line>_<n>``
+_OMP_OFFLOAD = re.compile(r"^__omp_offloading_[0-9a-f]+_[0-9a-f]+_(\w+?)_l(\d+)(?:_[0-9a-z]+)?$", re.IGNORECASE)
+_NVHPC = re.compile(r"^nvkernel_(\w+?)_F\d+L(\d+)_\d+$")
+_FLANG = re.compile(r"^_Q(?:M(\w+?)P)?P?(\w+)$")
+
+
+@functools.lru_cache(maxsize=4096)
+def offload_region(name: str) -> tuple[str, int] | None:
+    """(function, source line) of a compiler-generated OpenMP / OpenACC offload kernel, None for any other name.
+    A flang-mangled Fortran procedure reads ``module::procedure`` (``_QMnorm_modPnorm`` -> ``norm_mod::norm``)."""
+    match = _OMP_OFFLOAD.match(name) or _NVHPC.match(name)
+    if match is None:
+        return None
+    function = match.group(1)
+    flang = _FLANG.match(function)
+    if flang is not None:
+        function = f"{flang.group(1)}::{flang.group(2)}" if flang.group(1) else flang.group(2)
+    return function, int(match.group(2))

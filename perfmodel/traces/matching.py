@@ -19,6 +19,7 @@ its time, its reason and a reason category: never dropped silently."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from perfmodel.ops import OpError, make_op
 from perfmodel.traces import aten_comms, aten_ops, counter_ops, gemm_ops, kernel_ops, triton_ops
 from perfmodel.traces.aten_args import Args, Unbuildable
 from perfmodel.traces.gc_pause import without_gc
-from perfmodel.traces.kernel_names import gemm_tile, kernel_family, math_dtype, split_k
+from perfmodel.traces.kernel_names import gemm_tile, kernel_family, math_dtype, offload_region, split_k
 from perfmodel.traces.records import DEVICE_TIME_CATEGORIES, SELF_SUFFIX, KernelRecord, OpCall, ParsedTrace
 from perfmodel.traces.shape_links import (
     NO_INPUT_TYPE,
@@ -42,6 +43,8 @@ from perfmodel.traces.shape_links import (
 MAX_KERNEL_NAMES = 16  # distinct kernel names kept per run
 SHAPES, LINK, COLLECTIVE = "framework shapes", "fwd/bwd link", "collective metadata"
 REPEATED = "repeated kernel"
+OFFLOAD_REGION = "compiler-generated offload region"  # an OpenMP / OpenACC target region (``offload_region``)
+OFFLOAD_CATEGORY = "offload region: work not in file"
 SOURCES = (SHAPES, LINK, COLLECTIVE, "memcpy/memset", "grid/block", counter_ops.COUNTERS, gemm_ops.TILE_GRID,
            REPEATED)
 # unmatched kernels a matched launch of the same kernel (name, grid, block) elsewhere in the file may explain
@@ -134,6 +137,8 @@ _Cache = dict[tuple[Any, ...], tuple[dict[str, Any], list[str]] | str]
 def reason_category(reason: str) -> str:
     """A short, stable category of an unmodelled reason (the report and the benchmarks sum time by it)."""
     lowered = reason.lower()
+    if lowered.startswith(OFFLOAD_REGION):
+        return OFFLOAD_CATEGORY
     for keys, category in ((("group size", "no message size", "collective"), "collective metadata missing"),
                            (("input dims", "not recorded", "no recorded shape", "shapes unknown", "no input type",
                              "record_shapes"), "shapes not recorded"),
@@ -247,6 +252,9 @@ def _reason_without_op(kernel: KernelRecord) -> str:
         if kernel.name.endswith(SELF_SUFFIX):
             return f"{kernel.op_name}'s own time outside its child ops (framework work around them)"
         return f"CPU op {kernel.ops[-1].name if kernel.ops else kernel.name} is not modelled"
+    region = offload_region(kernel.name) if kernel.category == "kernel" else None
+    if region is not None:
+        return _offload_reason(kernel, *region)
     family = kernel_family(kernel.name)
     where = f"op {kernel.ops[-1].name} is not modelled" if kernel.ops else "no op recorded for it"
     if kernel.category == "device":
@@ -255,6 +263,20 @@ def _reason_without_op(kernel: KernelRecord) -> str:
         return f"unrecognised kernel, {where}"
     bound = _gemm_bound(kernel) if family == "gemm" else ""
     return f"{family} kernel (recognised by name), {where}: shapes unknown{bound}"
+
+
+def _offload_reason(kernel: KernelRecord, function: str, line: int) -> str:
+    """Why a compiler-generated offload region stays unmatched: its work is a loop of the user's source (trip
+    count, arrays, element type), none of it in the file; its launch is the runtime's choice (LLVM's OpenMP runtime
+    caps the teams from the device's compute units and strides the loop over them), so its grid is no bound."""
+    launch = ""
+    if kernel.grid is not None and kernel.block is not None:
+        teams, threads = math.prod(kernel.grid), math.prod(kernel.block)
+        launch = (f"; launched as {teams:,} teams x {threads} threads = {teams * threads:,} work-items, the runtime's "
+                  "choice: a loop longer than that strides over them, so the grid bounds neither its trip count nor "
+                  "its bytes")
+    return (f"{OFFLOAD_REGION} {function} at source line {line}: the loop's trip count, arrays and element type "
+            f"are in the program's source, not in the file{launch}")
 
 
 def _gemm_bound(kernel: KernelRecord) -> str:

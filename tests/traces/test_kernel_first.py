@@ -12,7 +12,7 @@ from perfmodel.specs import load_hardware
 from perfmodel.traces import match_runs, parse_trace
 from perfmodel.traces.aten_args import Unbuildable
 from perfmodel.traces.aten_nn import infer_stride_padding
-from perfmodel.traces.kernel_names import gemm_tile, math_dtype
+from perfmodel.traces.kernel_names import gemm_tile, math_dtype, offload_region
 from perfmodel.traces.kineto import head_metadata
 from perfmodel.traces.matching import SOURCES, reason_category
 from perfmodel.traces.report import format_trace_report, trace_report
@@ -347,6 +347,32 @@ def test_a_plain_kernel_of_another_purpose_stays_unmodelled() -> None:
     t.kernel("histogram_kernel(int*, float const*, int)", 0, 10, 10)
     result = match_runs(parse_trace(t.to_bytes()))
     assert result.runs == [] and result.unmodelled[0].category == "unrecognised kernel"
+
+
+@pytest.mark.parametrize(("name", "region"), [
+    ("__omp_offloading_32_2f3c6__QMnorm_modPnorm_l26", ("norm_mod::norm", 26)),  # flang: module norm_mod
+    ("__omp_offloading_10302_2d86c1c_main_l19", ("main", 19)),  # clang, C
+    ("__omp_offloading_fd00_5a2f3c__Z4initPdi_l10", ("_Z4initPdi", 10)),  # clang, C++ (kept mangled)
+    ("__omp_offloading_32_2f3c6__QPsmooth_l3", ("smooth", 3)),  # flang, a procedure outside modules
+    ("nvkernel_main_F1L88_2", ("main", 88)),  # NVHPC
+    ("vecCopy(double*, double*, double*, int, int)", None), ("omp_offloading_kernel", None),
+])
+def test_an_offload_region_names_its_function_and_source_line(name: str, region: tuple[str, int] | None) -> None:
+    assert offload_region(name) == region
+
+
+def test_an_offload_region_stays_unmatched_with_its_source_line_and_launch() -> None:
+    """A target region named for a GEMM is not a library GEMM: no tile, no family guess, no grid-sized op (the
+    runtime's team count is no bound of its loop); kept with where it is in the source and its launch."""
+    from perfmodel.traces.matching import OFFLOAD_CATEGORY
+
+    t = KinetoTrace()
+    t.kernel("__omp_offloading_fd00_2a_matmul_l30", 0, 10, 10, extra={"grid": [912, 1, 1], "block": [256, 1, 1]})
+    result = match_runs(parse_trace(t.to_bytes()))
+    (left,) = result.unmodelled
+    assert result.runs == [] and left.category == OFFLOAD_CATEGORY
+    assert "matmul at source line 30" in left.reason and "233,472 work-items" in left.reason
+    assert "gemm" not in left.reason
 
 
 def test_stored_runs_carry_their_match_source_and_confidence() -> None:

@@ -239,8 +239,10 @@ OPENMP = "HPCTrainingExamples__Rocprofv3__OpenMP__jacobi_kernel_{}.csv"
 
 def test_real_rocprofv3_openmp_kernel_trace_reads_every_dispatch() -> None:
     """MI300A, ROCm 6 columns (no Stream_Id): grids in work-items become blocks; the OpenMP target regions name no
-    work, so the matcher keeps their time as unrecognised kernels (not dropped)."""
+    work (their loops are in the program's source), so the matcher keeps their time, as offload regions whose work
+    is not in the file (not dropped, not guessed from the runtime's grid)."""
     from perfmodel.traces import match_runs
+    from perfmodel.traces.matching import OFFLOAD_CATEGORY
 
     parsed = parse_trace(DATA / OPENMP.format("trace"))
     with open(DATA / OPENMP.format("trace"), newline="") as handle:
@@ -251,7 +253,47 @@ def test_real_rocprofv3_openmp_kernel_trace_reads_every_dispatch() -> None:
     norm = parsed.kernels[0]
     assert norm.grid == (233472 // 256, 1, 1) and norm.block == (256, 1, 1)
     result = match_runs(parsed)
-    assert result.runs == [] and result.time_by_category() == {"unrecognised kernel": pytest.approx(expected)}
+    assert result.runs == [] and result.time_by_category() == {OFFLOAD_CATEGORY: pytest.approx(expected)}
+    by_name = {u.name: u for u in result.unmodelled}
+    norm_left = by_name["__omp_offloading_32_2f3c6__QMnorm_modPnorm_l26"]
+    assert norm_left.count == 3 and "norm_mod::norm at source line 26" in norm_left.reason
+    assert "912 teams x 256 threads = 233,472 work-items" in norm_left.reason
+
+
+ROCPD = "HPCTrainingExamples__Rocprofv3__rocpd__out_kernel_trace.csv"
+
+
+def test_real_rocpd_csv_kernel_trace() -> None:
+    """rocpd's CSV export (ROCm 7: a ``Guid`` column first, ``Lds_Block_Size`` / ``Vgpr_Count`` spellings, the agent
+    as ``Agent 4``) of the same OpenMP Jacobi: every dispatch, its duration and grid against the csv module."""
+    from perfmodel.traces import match_runs
+    from perfmodel.traces.matching import OFFLOAD_CATEGORY
+
+    rows = _rows(ROCPD)
+    parsed = parse_trace(DATA / ROCPD)
+    assert parsed.format == "rocprof_csv" and len(parsed.kernels) == len(rows) == 9
+    assert [k.name for k in parsed.kernels] == [r["Kernel_Name"] for r in rows]
+    assert [k.duration_s for k in parsed.kernels] == pytest.approx(
+        [(int(r["End_Timestamp"]) - int(r["Start_Timestamp"])) * 1e-9 for r in rows])
+    boundary = parsed.kernels[2]
+    assert boundary.device == 4 and boundary.block == (32, 1, 1) and boundary.grid == (4096 // 32, 1, 1)
+    result = match_runs(parsed)
+    assert result.runs == [] and set(result.time_by_category()) == {OFFLOAD_CATEGORY}
+
+
+def test_real_rocprofv3_hip_kernel_stats() -> None:
+    """A HIP Jacobi's ``--stats`` file (MPI rank of ``Jacobi_hip -g 2 1``, ROCm 6.2.1): calls and total ns per kernel against
+    the csv module; its hand-written kernels name argument types, not their work: kept, unmatched."""
+    from perfmodel.traces import match_runs
+
+    name = "HPCTrainingExamples__Rocprofv3__HIP__jacobi_kernel_stats.csv"
+    rows = _rows(name)
+    parsed = parse_trace(DATA / name)
+    assert parsed.format == "rocprof_stats" and len(parsed.kernels) == len(rows) == 6
+    assert sum(k.instances for k in parsed.kernels) == sum(int(r["Calls"]) for r in rows) == 5003
+    assert parsed.total_kernel_time_s == pytest.approx(sum(int(r["TotalDurationNs"]) for r in rows) * 1e-9)
+    result = match_runs(parsed)
+    assert result.runs == [] and result.unmodelled_time_share == pytest.approx(1.0)
 
 
 def test_real_rocprofv3_kernel_stats() -> None:
