@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 
 from perfmodel import __version__
 from perfmodel.advice.cli import advise_app
 from perfmodel.cli_common import PlainGroup, fail, open_store
+from perfmodel.cli_fast import CliError, hardware_list_text, predict_text, stored_calibration
+from perfmodel.cli_fast import parse_value as parse_value
+from perfmodel.cli_fast import render_cost as render_cost
+from perfmodel.cli_fast import resolve_hardware as resolve_hardware
 from perfmodel.graph.cli import estimate_command, sweep_command
 from perfmodel.token_cli import token_app
 from perfmodel.training.cli import train_layouts_command
@@ -19,11 +23,8 @@ from perfmodel.units import format_bytes, format_rate, format_time_s
 
 # The model code (numpy, pydantic, scipy) is imported inside the commands that use it, so `perfmodel --help`
 # starts in well under 0.3 s (benchmarks/cli_start.py).
-if TYPE_CHECKING:
-    from perfmodel.calibration import Calibration
-    from perfmodel.cost import Cost
-    from perfmodel.hardware import Hardware
-
+# `hardware list` and `predict` run in perfmodel.cli_fast without this module (nor typer) where their arguments
+# are plain; the commands here call the same functions.
 # rich_markup_mode=None: click's plain help and usage errors (for every sub-command too); typer's rich help
 # imports rich, ~0.2 s CPU of the ~0.4 s `perfmodel --help` took (benchmarks/cli_start.py). Progress bars still
 # use rich, imported by the commands that draw them.
@@ -35,25 +36,13 @@ app.add_typer(token_app, name="token")
 app.add_typer(advise_app, name="advise")
 
 
-def parse_value(text: str) -> Any:
-    """A CLI value: JSON when it parses (numbers, true/false, lists), '8,4096' as a list, else text."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    if "," in text:
-        return [parse_value(part) for part in text.split(",") if part]
-    return text
-
-
 def parse_assignments(pairs: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            fail(f"expected key=value, got {pair!r}")
-        out[key.strip()] = parse_value(value.strip())
-    return out
+    from perfmodel.cli_fast import parse_assignments as parse
+
+    try:
+        return parse(pairs)
+    except CliError as exc:
+        fail(str(exc))
 
 
 @hardware_app.command("list")
@@ -63,28 +52,7 @@ def hardware_list(
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """List the bundled devices."""
-    from perfmodel.specs import library
-
-    devices = [h for h in library().values()
-               if (vendor is None or h.vendor == vendor) and (kind is None or h.kind == kind)]
-    devices.sort(key=lambda h: h.id)
-    if as_json:
-        rows = [{"id": h.id, "name": h.name, "vendor": h.vendor, "kind": h.kind, "units": h.units,
-                 "dram_bandwidth_bytes_per_s": h.dram.bandwidth_bytes_per_s,
-                 "peak_flops_per_s": {d.value: h.peak_flops_per_s(d) for d in _matrix_dtypes(h)}}
-                for h in devices]
-        typer.echo(json.dumps(rows, indent=2))
-        return
-    typer.echo(f"{'id':<28} {'kind':<4} {'units':>5} {'DRAM BW':>11} {'best 16-bit matrix':>19}")
-    for h in devices:
-        bw = h.dram.bandwidth_bytes_per_s
-        peak = h.best_sixteen_bit_flops_per_s()
-        typer.echo(f"{h.id:<28} {h.kind:<4} {h.units:>5} {format_rate(bw, 'B/s') if bw else '?':>11} "
-                   f"{format_rate(peak, 'FLOP/s') if peak else '-':>19}")
-
-
-def _matrix_dtypes(h: Any) -> list[Any]:
-    return sorted({d for e in h.engines for d in e.peak_flops_per_s}, key=lambda d: d.value)
+    typer.echo(hardware_list_text(vendor, kind, as_json))
 
 
 @hardware_app.command("show")
@@ -128,30 +96,6 @@ def hardware_schema() -> None:
     typer.echo(schema_text(), nl=False)
 
 
-def render_cost(cost: Cost) -> str:
-    lines = [f"{cost.op_kind} on {cost.hardware_id}: {format_time_s(cost.time_s)}, bound by {cost.bound}"]
-    lines.append(f"  FLOPs {cost.flops:.4g}  intensity {cost.intensity_flops_per_byte:.3g} FLOP/B  "
-                 f"attained {format_rate(cost.attained_flops_per_s, 'FLOP/s')}  "
-                 f"utilization {cost.utilization * 100:.1f} %")
-    for level, n_bytes in cost.bytes_by_level.items():
-        lines.append(f"  {level:<10} {format_bytes(n_bytes):>10}  {format_time_s(cost.time_s_by_level[level]):>10}")
-    for engine, seconds in cost.time_s_by_engine.items():
-        lines.append(f"  {engine:<10} {'':>10}  {format_time_s(seconds):>10}")
-    lines.append(f"  overhead   {'':>10}  {format_time_s(cost.overhead_s):>10}")
-    if cost.schedule:
-        lines.append("  schedule   " + ", ".join(f"{k}={v:g}" for k, v in cost.schedule.items()))
-    if cost.interval_s is not None:
-        inside = "inside" if cost.in_calibrated_range else "outside"
-        lines.append(f"  calibrated {format_time_s(cost.interval_s[0])} to {format_time_s(cost.interval_s[1])} "
-                     f"(10-90 %), {inside} the calibrated range")
-    elif cost.uncalibrated_interval_s is not None:
-        low, high = cost.uncalibrated_interval_s
-        lines.append(f"  interval   {format_time_s(low)} to {format_time_s(high)} (10-90 %, uncalibrated: "
-                     "its op class on devices the model was not fitted on)")
-    lines.extend(f"  note: {note}" for note in cost.notes)
-    return "\n".join(lines)
-
-
 @app.command("predict")
 def predict_command(
     hardware_id: str = typer.Argument(..., help="hardware id (perfmodel hardware list)"),
@@ -163,31 +107,10 @@ def predict_command(
     calibration: str = typer.Option(None, help="a stored calibration id, or 'latest' (perfmodel measure makes one)"),
 ) -> None:
     """Predict one op, e.g. `perfmodel predict nvidia-h100-sxm5-80gb matmul m=4096 n=4096 k=4096 dtype=bf16`."""
-    from perfmodel.ops import OpError, make_op
-    from perfmodel.roofline import predict_many
-    from perfmodel.specs import SpecError
-
-    op = {"kind": kind, **parse_assignments(fields or [])}
-    if timing not in ("kernel", "host"):
-        fail("--timing is kernel or host")
     try:
-        hardware = resolve_hardware(hardware_id)
-        fitted = _stored_calibration(hardware.id, calibration)[0] if calibration else None
-        # a calibration corrects the model in the GEMM space it was fitted on
-        batch = predict_many(hardware, [make_op(op)], timing=timing, warm_cache=warm_cache,  # type: ignore[arg-type]
-                             space=fitted.space if fitted is not None else "full")
-        if fitted is not None:
-            from perfmodel.calibration import apply_calibration
-
-            batch = apply_calibration(fitted, batch)
-        cost = batch[0]
-    except (OpError, SpecError) as exc:
+        typer.echo(predict_text(hardware_id, kind, fields, timing, warm_cache, as_json, calibration))
+    except CliError as exc:
         fail(str(exc))
-        return
-    except KeyError as exc:
-        fail(str(exc.args[0]))
-        return
-    typer.echo(json.dumps(cost.to_dict(), indent=2) if as_json else render_cost(cost))
 
 
 @app.command("search")
@@ -279,31 +202,6 @@ def serve(
     typer.echo(f"perfmodel {__version__}: http://{host}:{port}/  (API docs at /docs, "
                f"database {settings.resolved_database_url()})")
     uvicorn.run("api.main:create_app", factory=True, host=host, port=port, workers=workers, log_level="warning")
-
-
-def resolve_hardware(hardware_id: str) -> Hardware:
-    """A bundled device, else a custom one stored in the service's database (e.g. ``host``)."""
-    from perfmodel.specs import load_hardware, parse_spec
-
-    try:
-        return load_hardware(hardware_id)
-    except KeyError:
-        row = open_store().get_hardware(hardware_id)
-        if row is None:
-            raise
-        return parse_spec(row.spec, f"stored hardware {hardware_id!r}")
-
-
-def _stored_calibration(hardware_id: str, ref: str) -> tuple[Calibration, int]:
-    """A stored calibration of ``hardware_id`` by id or 'latest', and its id."""
-    from perfmodel.calibration import Calibration
-
-    store = open_store()
-    row = store.latest_calibration(hardware_id) if ref == "latest" else (
-        store.get_calibration(int(ref)) if ref.isdigit() else None)
-    if row is None or row.hardware_id != hardware_id:
-        raise KeyError(f"no calibration {ref!r} of {hardware_id!r} (perfmodel measure, or POST /api/v1/calibrations)")
-    return Calibration.from_params(row.params), row.id
 
 
 @app.command("calibrate")
@@ -401,7 +299,7 @@ def trace_command(
 
     try:
         hw = resolve_hardware(hardware_id)
-        cal, cal_id = _stored_calibration(hw.id, calibration) if calibration else (None, None)
+        cal, cal_id = stored_calibration(hw.id, calibration) if calibration else (None, None)
         tags = parse_tags(tag)
     except (KeyError, StoreError) as exc:
         fail(str(exc.args[0]) if exc.args else str(exc))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,8 +13,13 @@ import yaml
 from pydantic import ValidationError
 
 from perfmodel.hardware import Hardware
+from perfmodel.spec_index import SPECS_DIR_ENV, device_file
+from perfmodel.spec_index import specs_dir_name as _specs_dir_name
 
-SPECS_DIR_ENV = "PERFMODEL_SPECS_DIR"
+__all__ = [
+    "SPECS_DIR_ENV", "SpecError", "bundled_hardware", "derive_variant", "json_schema", "library", "list_hardware",
+    "load_hardware", "load_spec_file", "parse_spec", "read_yaml", "schema_text", "specs_dir",
+]
 
 
 class SpecError(ValueError):
@@ -31,15 +35,6 @@ class SpecError(ValueError):
 def specs_dir() -> Path:
     """The bundled library (``hardware_specs/`` beside the package) or ``$PERFMODEL_SPECS_DIR``."""
     return Path(_specs_dir_name())
-
-
-@functools.cache
-def _bundled_dir_name() -> str:
-    return str(Path(__file__).resolve().parent.parent / "hardware_specs")  # resolved once: realpath is 4 lstat calls
-
-
-def _specs_dir_name() -> str:
-    return os.environ.get(SPECS_DIR_ENV) or _bundled_dir_name()
 
 
 def _spec_files(directory: Path) -> Iterator[Path]:
@@ -92,11 +87,18 @@ def load_spec_file(path: Path) -> Hardware:
     return hardware
 
 
+@functools.lru_cache(maxsize=1024)
+def _spec_in(directory: str, name: str) -> Hardware:
+    """One spec file of a library (``name`` relative to it), loaded once: the library and a single lookup share
+    the object."""
+    return load_spec_file(Path(directory, name))
+
+
 @functools.lru_cache(maxsize=8)
 def _library(directory: str) -> dict[str, Hardware]:
     found: dict[str, Hardware] = {}
     for path in _spec_files(Path(directory)):
-        hardware = load_spec_file(path)
+        hardware = _spec_in(directory, path.relative_to(directory).as_posix())
         if hardware.id in found:
             raise SpecError(str(path), "id", f"duplicate id {hardware.id!r}")
         found[hardware.id] = hardware
@@ -119,8 +121,12 @@ def list_hardware() -> list[str]:
 
 
 def load_hardware(hardware_id: str) -> Hardware:
-    """One bundled device by id."""
-    devices = _library(_specs_dir_name())
+    """One bundled device by id: only its file when the library's index is current (perfmodel.spec_index)."""
+    directory = _specs_dir_name()
+    name = device_file(hardware_id)
+    if name is not None:
+        return _spec_in(directory, name)
+    devices = _library(directory)
     if hardware_id not in devices:
         close = [i for i in devices if hardware_id.lower() in i] or sorted(devices)[:8]
         raise KeyError(f"unknown hardware {hardware_id!r}; did you mean one of {close}?")
