@@ -76,6 +76,8 @@ class FileRow:
     by_reason: dict[str, float] = field(default_factory=dict)
     errors: list[tuple[float, float]] = field(default_factory=list)  # (|error| %, measured s) per op row
     raw_errors: list[tuple[float, float]] = field(default_factory=list)  # before taking peer waiting out
+    # per match confidence (high: read from the file; medium / low: bounded or assumed): its runs' (|error|, s)
+    by_confidence: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     note: str = ""
 
     @property
@@ -207,6 +209,23 @@ def scored(result: Any) -> Any:
     return replace(result, runs=runs)
 
 
+CONFIDENCES = ("high", "medium", "low")
+
+
+def _by_confidence(hardware: Any, parsed: Any, result: Any) -> dict[str, list[tuple[float, float]]]:
+    """Each match confidence's runs scored on their own, so that ops whose work was bounded or assumed (a GEMM's
+    K, an elementwise kernel's grid) cannot hide, or take the credit of, those read from the file."""
+    from dataclasses import replace
+
+    out: dict[str, list[tuple[float, float]]] = {}
+    for confidence in CONFIDENCES:
+        runs = [r for r in result.runs if getattr(r, "confidence", "high") == confidence]
+        if runs:
+            report = trace_report(hardware, parsed, replace(result, runs=runs))
+            out[confidence] = [(abs(r.error_pct), r.measured_s) for r in report.ops if r.measured_s > 0]
+    return out
+
+
 def measure(path: Path, waits: dict[int, float] | None = None) -> FileRow | None:
     """One file's row; ``waits`` (kernel index -> s waiting for peers, its ranks given together): its collective
     runs are scored net of that waiting (the raw error is kept in ``raw_errors``)."""
@@ -238,11 +257,14 @@ def measure(path: Path, waits: dict[int, float] | None = None) -> FileRow | None
     if row.device_s > 0 and hardware is not None:
         report = trace_report(load_hardware(hardware), parsed, scored(result))
         row.errors = [(abs(r.error_pct), r.measured_s) for r in report.ops]
+        net_result = result
         if waits:
             from perfmodel.traces.peer_wait import net_of_waiting
             row.raw_errors, row.note = row.errors, "collectives scored net of waiting for peers"
-            net = trace_report(load_hardware(hardware), parsed, scored(net_of_waiting(result, waits)))
+            net_result = net_of_waiting(result, waits)
+            net = trace_report(load_hardware(hardware), parsed, scored(net_result))
             row.errors = [(abs(r.error_pct), r.measured_s) for r in net.ops if r.measured_s > 0]
+        row.by_confidence = _by_confidence(load_hardware(hardware), parsed, scored(net_result))
     return row
 
 
@@ -277,6 +299,14 @@ def _print(rows: list[FileRow], top_reasons: int) -> None:
     print(f"time-weighted median |error| of matched ops, uncalibrated: per file mean "
           f"{np.nanmean([weighted_median(r.errors) for r in gpu if r.errors] or [np.nan]):.1f}%, "
           f"pooled (files weighted equally) {weighted_median(pooled):.1f}%")
+    parts = []
+    for confidence in CONFIDENCES:
+        scored_files = [r for r in gpu if r.by_confidence.get(confidence)]
+        pairs = [(e, w / r.device_s) for r in scored_files for e, w in r.by_confidence[confidence]]
+        share = sum(w / r.device_s for r in scored_files for _, w in r.by_confidence[confidence]) / len(gpu)
+        parts.append(f"{confidence} {weighted_median(pairs):.1f}% ({len(scored_files)} files, mean "
+                     f"{share:.1%} of a file's device time)")
+    print("  by match confidence, each scored alone (pooled, files weighted equally): " + "; ".join(parts))
     by_source: dict[str, float] = defaultdict(float)
     by_reason: dict[str, float] = defaultdict(float)
     for r in gpu:

@@ -32,6 +32,7 @@ _CUTLASS_TYPES = {"f8": "fp8_e4m3", "e4m3": "fp8_e4m3", "e5m2": "fp8_e5m2", "bf1
                   "tf32": "fp32", "f32": "fp32", "f64": "fp64", "s8": "int8", "i8": "int8"}
 _CUTLASS = re.compile(r"gemm_(?P<a>[a-z0-9]+)_(?P<b>[a-z0-9]+)_(?P<acc>[a-z0-9]+)_(?P<c>[a-z0-9]+)_(?P<d>[a-z0-9]+)_",
                       re.IGNORECASE)
+_CUTLASS2 = re.compile(r"tensorop_[a-z]?\d*gemm_(bf16|f16|e4m3|e5m2|s8|i8|tf32|f64)_", re.IGNORECASE)
 _K_STEP = re.compile(r"_(\d{2,3})x(\d{2,3})x(\d{2,3})_")
 
 
@@ -42,7 +43,13 @@ def _types(name: str) -> tuple[str | None, str | None]:
         a = _CUTLASS_TYPES[cutlass.group("a").lower()]
         d = _CUTLASS_TYPES.get(cutlass.group("d").lower())
         return a, d if d != a else None
-    return data_dtype(name), None
+    cutlass2 = _CUTLASS2.search(name[:512])
+    if cutlass2 is not None:  # CUTLASS 2 ``tensorop_s1688gemm_f16_<tile>``: the input type after ``gemm_``
+        return _CUTLASS_TYPES[cutlass2.group(1).lower()], None
+    named = data_dtype(name)
+    if named is None and math_dtype(name) == "tf32":  # CUTLASS ``tensorop_s1688gemm_<tile>``: fp32 data, TF32 math
+        return "fp32", None
+    return named, None
 
 
 @functools.lru_cache(maxsize=4096)  # a trace repeats a few hundred kernel names over millions of launches

@@ -45,6 +45,19 @@ def test_cutlass3_names_give_the_input_and_output_types() -> None:
     make_op(op)
 
 
+def test_a_cutlass_tf32_name_reads_as_fp32_data_on_tensor_cores() -> None:
+    """``cutlass_80_tensorop_s1688gemm_<tile>`` names no input type: fp32 data, TF32 math (``math_dtype``); a
+    16-bit input named after ``gemm_`` is that type (and gets no TF32)."""
+    found = tile_grid_op(_kernel("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align1>("
+                                 "cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align1::Params)", (512, 2, 4)))
+    assert found is not None
+    op = found[0]
+    assert (op["dtype"], op["compute_dtype"], op["m"], op["n"]) == ("fp32", "tf32", 256 * 512, 64 * 2)
+    half = tile_grid_op(_kernel("cutlass_80_tensorop_s1688gemm_f16_64x64_32x4_nt_align8", (4, 4, 1)))
+    assert half is not None and half[0]["dtype"] == "fp16" and "compute_dtype" not in half[0]
+    make_op(op)
+
+
 @pytest.mark.parametrize("name", ["void at::native::vectorized_elementwise_kernel<4, float>(int)",
                                   "some_gemm_without_a_tile", "ampere_sgemm_nn"])
 def test_no_tile_or_no_gemm_gives_nothing(name: str) -> None:
