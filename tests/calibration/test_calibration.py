@@ -14,6 +14,7 @@ import pytest
 
 import perfmodel
 from perfmodel.calibration import Calibration, apply_calibration, curve, fit_calibration, predict_calibrated
+from perfmodel.calibration import model as calibration_model
 from perfmodel.calibration.classes import class_keys
 from perfmodel.calibration.model import BORROWED_WEIGHT, FORMAT, TRANSFER_BAND_LOG, TRANSFER_WEIGHT
 
@@ -160,7 +161,8 @@ def test_params_round_trip_through_json(clean: Calibration) -> None:
         Calibration.from_params({**clean.params, "format": FORMAT + 1})
 
 
-def test_transfer_is_marked_until_the_target_has_data(clean: Calibration) -> None:
+def test_transfer_is_marked_until_the_target_has_data(clean: Calibration, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(calibration_model, "TRANSFER_WEIGHT", 0.4)  # a share of the correction, to see it carry
     seeded = fit_calibration("nvidia-a40", [], base=clean)
     assert seeded.hardware_id == "nvidia-a40"
     gemm = seeded.report["classes"]["gemm:fp16"]
@@ -198,13 +200,31 @@ def test_share_scales_the_log_correction_exactly() -> None:
     np.testing.assert_array_equal(curve.share(theta, 0.0)[[0, 1, 2, 5, 6]], 0.0)
 
 
-def test_a_transferred_class_takes_part_of_the_correction_and_the_transfer_band(clean: Calibration) -> None:
+def test_the_shipped_transfer_weight_predicts_the_model_in_the_transfer_band(clean: Calibration) -> None:
+    """``TRANSFER_WEIGHT`` is 0 (every weight above 0 was worse than no transfer on one of the eight measured
+    transfers): a transferred class predicts what the model does, in the band transfers missed by."""
+    assert TRANSFER_WEIGHT == 0.0
+    seeded = fit_calibration("nvidia-a40", [], base=clean)
+    assert seeded.classes["gemm:fp16"].source == "transferred" and seeded.classes["gemm:fp16"].weight == 0.0
+    ops = gemms(30, np.random.default_rng(23)) + norms(20, np.random.default_rng(23))
+    model = perfmodel.predict_many("nvidia-a40", ops)
+    got = apply_calibration(seeded, model)
+    np.testing.assert_allclose(got.time_s, model.time_s, rtol=1e-12)
+    assert got.interval_s is not None
+    np.testing.assert_allclose(got.interval_s, model.time_s[:, None] * np.exp(np.array(TRANSFER_BAND_LOG)))
+
+
+def test_a_transferred_class_takes_part_of_the_correction_and_the_transfer_band(
+        clean: Calibration, monkeypatch: pytest.MonkeyPatch) -> None:
     """Kernel choices differ between devices: a class carried from a related one gets ``TRANSFER_WEIGHT`` of
-    its correction, and the band transfers between measured devices missed by (``TRANSFER_BAND_LOG``)."""
+    its correction (a share > 0 set here: the shipped one is 0), and the band transfers between measured devices
+    missed by (``TRANSFER_BAND_LOG``)."""
+    weight = 0.4
+    monkeypatch.setattr(calibration_model, "TRANSFER_WEIGHT", weight)
     seeded = fit_calibration("nvidia-a40", [], base=clean)
     entry = seeded.classes["gemm:fp16"]
-    assert entry.weight == pytest.approx(TRANSFER_WEIGHT) and 0.0 < TRANSFER_WEIGHT < 1.0
-    assert seeded.report["classes"]["gemm:fp16"]["weight"] == pytest.approx(TRANSFER_WEIGHT)
+    assert entry.weight == pytest.approx(weight)
+    assert seeded.report["classes"]["gemm:fp16"]["weight"] == pytest.approx(weight)
     ops = gemms(30, np.random.default_rng(22)) + norms(20, np.random.default_rng(22))
     model = perfmodel.predict_many("nvidia-a40", ops)
     got = apply_calibration(seeded, model)
@@ -215,12 +235,12 @@ def test_a_transferred_class_takes_part_of_the_correction_and_the_transfer_band(
     np.testing.assert_allclose(got.interval_s, got.time_s[:, None] * np.exp(np.array(TRANSFER_BAND_LOG)))
     # log body time moves by exactly the weight's share of the source's log correction
     f = curve.features(model)
-    np.testing.assert_allclose(curve.log_factor(curve.share(TRUE, TRANSFER_WEIGHT), f),
-                               TRANSFER_WEIGHT * curve.log_factor(TRUE, f))
+    np.testing.assert_allclose(curve.log_factor(curve.share(TRUE, weight), f),
+                               weight * curve.log_factor(TRUE, f))
     # carried again to a third device: the weights multiply; the same device keeps its weight
     again = fit_calibration("nvidia-h100-sxm5-80gb", [], base=seeded)
-    assert again.classes["gemm:fp16"].weight == pytest.approx(TRANSFER_WEIGHT ** 2)
-    assert fit_calibration("nvidia-a40", [], base=seeded).classes["gemm:fp16"].weight == pytest.approx(TRANSFER_WEIGHT)
+    assert again.classes["gemm:fp16"].weight == pytest.approx(weight ** 2)
+    assert fit_calibration("nvidia-a40", [], base=seeded).classes["gemm:fp16"].weight == pytest.approx(weight)
     # stored and read back; older params (no weight) apply all of the correction; nonsense is refused
     back = Calibration.from_params(json.loads(json.dumps(seeded.params, allow_nan=False)))
     np.testing.assert_array_equal(apply_calibration(back, model).time_s, got.time_s)
