@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from perfmodel.calibration.build import LOG_BAND_LIMIT, conformal_band
+import perfmodel
+from perfmodel.calibration import fit_calibration, predict_calibrated
+from perfmodel.calibration.build import LOG_BAND_LIMIT, MIN_CONFORMAL_RUNS, conformal_band
 from perfmodel.calibration.fit import cv_subset
+
+HW = "nvidia-a100-sxm4-80gb"
 
 
 def test_conformal_band_takes_the_finite_sample_ranks() -> None:
@@ -35,3 +41,49 @@ def test_cv_subset_keeps_whole_ops_up_to_the_cap() -> None:
     for g in np.unique(groups[kept]):
         assert kept[groups == g].all()  # an op is held out whole or not at all
     assert cv_subset(groups, 10_000, seed=1).all()
+
+
+def _gemms(n: int, rng: np.random.Generator) -> list[dict[str, Any]]:
+    dims = np.round(2 ** rng.uniform(6, 13, size=(n, 3))).astype(int)
+    return [{"kind": "matmul", "m": int(m), "n": int(k), "k": int(j), "dtype": "fp16"} for m, k, j in dims]
+
+
+def _norms(n: int, rng: np.random.Generator) -> list[dict[str, Any]]:
+    rows = np.round(2 ** rng.uniform(4, 14, size=n)).astype(int)
+    return [{"kind": "rmsnorm", "shape": [int(r), 4096], "dtype": "fp16"} for r in rows]
+
+
+def _measured(ops: list[dict[str, Any]], noise: float, rng: np.random.Generator) -> np.ndarray:
+    """The model's time, 1.3x slower, times lognormal noise of ``noise`` (log sd): a known truth."""
+    return np.asarray(perfmodel.predict_many(HW, ops).time_s) * 1.3 * np.exp(noise * rng.standard_normal(len(ops)))
+
+
+def test_the_band_covers_about_eighty_percent_of_fresh_runs_with_known_noise() -> None:
+    """End to end: fitted on 300 noisy GEMM runs (log sd 0.1), the 10-90 % interval holds 0.8 of fresh runs of new
+    shapes from the same distribution (0.72-0.88 allowed for 400 draws); the band is about ±1.28 sd wide."""
+    rng = np.random.default_rng(31)
+    ops = _gemms(300, rng)
+    cal = fit_calibration(HW, list(zip(ops, _measured(ops, 0.1, rng).tolist(), strict=True)))
+    fresh = _gemms(400, rng)
+    batch = predict_calibrated(HW, fresh, cal)
+    assert batch.interval_s is not None
+    measured = _measured(fresh, 0.1, rng)
+    inside = (measured >= batch.interval_s[:, 0]) & (measured <= batch.interval_s[:, 1])
+    assert 0.72 <= inside.mean() <= 0.88
+    band = cal.classes["gemm:fp16"].interval_log
+    assert band is not None and 0.18 <= band[1] - band[0] <= 0.36  # 2 x 1.28 x 0.1 = 0.26
+
+
+def test_a_class_of_ten_runs_takes_its_own_band_not_the_device_pooled_one() -> None:
+    """Ten exact-ish RMSNorm runs (log sd 0.01) beside noisy GEMMs (0.3): the norm's band is its own out-of-fold
+    residuals' (conformal ranks exist from 9 held-out runs), not the pooled band the GEMMs' noise would set."""
+    rng = np.random.default_rng(32)
+    gemm_ops, norm_ops = _gemms(120, rng), _norms(10, rng)
+    runs = list(zip(gemm_ops, _measured(gemm_ops, 0.3, rng).tolist(), strict=True)) + list(
+        zip(norm_ops, _measured(norm_ops, 0.01, rng).tolist(), strict=True))
+    cal = fit_calibration(HW, runs)
+    norm, gemm = cal.classes["norm/rmsnorm:fp16"], cal.classes["gemm:fp16"]
+    assert norm.source == "fitted" and norm.interval_log is not None and gemm.interval_log is not None
+    assert norm.interval_log[1] - norm.interval_log[0] < 0.25 * (gemm.interval_log[1] - gemm.interval_log[0])
+    assert MIN_CONFORMAL_RUNS == 9  # the smallest n with floor(0.1 (n + 1)) >= 1 and ceil(0.9 (n + 1)) <= n
+    assert conformal_band(np.arange(8.0)) == (0.0, 7.0)  # below it the ranks clip to the extremes
