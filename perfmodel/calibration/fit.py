@@ -103,6 +103,7 @@ class _Problem:
     f: Features
     log_measured: FloatArray
     inverse: IntArray
+    identity: bool = False  # ``inverse`` is 0..n-1: no sums per op needed
     last: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # the last evaluation's parts
 
     def theta(self, x: FloatArray) -> FloatArray:
@@ -167,7 +168,7 @@ class _Problem:
         """(Jᵀ diag(curvature_weights) J, Jᵀ (gradient_weights · r)) over the runs and the priors."""
         n, rows = self.inverse.size, len(self.f.body_s)
         jac = self.gradient_rows(x)
-        if rows == n:
+        if self.identity:  # every run its own row, in order
             curvature, pull = curvature_weights[:n], gradient_weights[:n] * r[:n]
         else:
             curvature = np.bincount(self.inverse, curvature_weights[:n], minlength=rows)
@@ -207,7 +208,7 @@ def _problem(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None,
     free = np.array([i for i in FORMS[form] if i < curve.N_CURVE or varies[i - curve.N_CURVE]], dtype=np.intp)
     lower, upper = _bounds(f)
     rows, inverse = distinct_rows(f, groups)
-    return _Problem(mean, free, lower[free], upper[free], rows, np.log(measured_s), inverse)
+    return _Problem(mean, free, lower[free], upper[free], rows, np.log(measured_s), inverse, groups is None)
 
 
 def fit_theta(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None = None,
