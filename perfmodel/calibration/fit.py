@@ -168,11 +168,11 @@ class _Problem:
         """(Jᵀ diag(curvature_weights) J, Jᵀ (gradient_weights · r)) over the runs and the priors."""
         n, rows = self.inverse.size, len(self.f.body_s)
         jac = self.gradient_rows(x)
-        if self.identity:  # every run its own row, in order
-            curvature, pull = curvature_weights[:n], gradient_weights[:n] * r[:n]
-        else:
-            curvature = np.bincount(self.inverse, curvature_weights[:n], minlength=rows)
-            pull = np.bincount(self.inverse, gradient_weights[:n] * r[:n], minlength=rows)
+        curvature: FloatArray = curvature_weights[:n]
+        pull: FloatArray = gradient_weights[:n] * r[:n]
+        if not self.identity:  # sums per distinct op (else every run its own row, in order)
+            curvature = np.bincount(self.inverse, curvature, minlength=rows).astype(float, copy=False)
+            pull = np.bincount(self.inverse, pull, minlength=rows).astype(float, copy=False)
         prior_slope = self.prior_slope
         hessian: FloatArray = jac.T @ (curvature[:, None] * jac)
         hessian.flat[::hessian.shape[0] + 1] += curvature_weights[n:] * prior_slope ** 2
