@@ -37,7 +37,7 @@ bench: setup
 
 schema: setup
 	$(BIN)/perfmodel hardware schema > hardware_specs/schema.json
-	$(BIN)/python -m perfmodel.spec_index
+	$(BIN)/perfmodel hardware index
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -88,6 +88,24 @@ def hardware_show(hardware_id: str, as_json: bool = typer.Option(False, "--json"
     typer.echo(f"  content hash: {h.content_hash}")
 
 
+@hardware_app.command("index")
+def hardware_index(check: bool = typer.Option(False, "--check", help="exit 1 if it is out of date; write nothing")
+                   ) -> None:
+    """Rewrite hardware_specs/index.json, the index `hardware list` reads (after adding or editing a spec)."""
+    from perfmodel.specs import index_file_text, index_path
+
+    path = index_path()
+    text = index_file_text()
+    current = path.read_text() if path.is_file() else ""
+    if check:
+        if current != text:
+            fail(f"{path} is out of date: perfmodel hardware index")
+        return
+    if current != text:
+        path.write_text(text)
+        typer.echo(f"wrote {path}")
+
+
 @hardware_app.command("schema")
 def hardware_schema() -> None:
     """Print the JSON Schema of a spec file."""

@@ -54,8 +54,6 @@ def parse_assignments(pairs: list[str]) -> dict[str, Any]:
 
 def hardware_list_text(vendor: str | None, kind: str | None, as_json: bool) -> str:
     """``perfmodel hardware list``: from the library's index (perfmodel.spec_index) while it is current."""
-    from perfmodel.spec_index import device_rows
-
     rows = [r for r in device_rows()
             if (vendor is None or r["vendor"] == vendor) and (kind is None or r["kind"] == kind)]
     if as_json:
@@ -67,6 +65,19 @@ def hardware_list_text(vendor: str | None, kind: str | None, as_json: bool) -> s
         lines.append(f"{r['id']:<28} {r['kind']:<4} {r['units']:>5} {format_rate(bw, 'B/s') if bw else '?':>11} "
                      f"{format_rate(peak, 'FLOP/s') if peak else '-':>19}")
     return "\n".join(lines)
+
+
+def device_rows() -> list[dict[str, Any]]:
+    """``spec_index.list_row`` of every device of the library in use, sorted by id: from the index when it is
+    current, else from the full load."""
+    from perfmodel import spec_index
+
+    index = spec_index.current_index()
+    if index is not None:
+        return [{k: v for k, v in d.items() if k != "file"} for d in index["devices"]]
+    from perfmodel.specs import library
+
+    return [spec_index.list_row(h) for h in sorted(library().values(), key=lambda h: h.id)]
 
 
 # --- predict ---------------------------------------------------------------------------------

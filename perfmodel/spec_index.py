@@ -4,10 +4,10 @@ hardware list`` prints and the spec file it comes from, with the sha256 of every
 benchmarks/cli_start.py). It is used only while it lists exactly the spec files there are, each with its hash,
 and was written by this index version; else the full load runs (same output, slower).
 
-Regenerate it after editing a spec: ``python -m perfmodel.spec_index`` (``--check``: exit 1 if out of date);
+Regenerate it after editing a spec: ``perfmodel hardware index`` (``--check``: exit 1 if out of date);
 tests/unit/test_spec_index.py compares it with the full load.
 
-Imports only the standard library (the full load, ``perfmodel.specs``, is imported where it is needed).
+Imports only the standard library: ``perfmodel.specs`` (the full load) imports this module, never the reverse.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import functools
 import hashlib
 import json
 import os
-import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -67,15 +67,11 @@ def list_row(h: Hardware) -> dict[str, Any]:
             "best_sixteen_bit_flops_per_s": h.best_sixteen_bit_flops_per_s()}
 
 
-def build_index(directory: str) -> dict[str, Any]:
-    """The index of ``directory`` from the full load (YAML, validation)."""
-    from pathlib import Path
-
-    from perfmodel.specs import load_spec_file
-
+def build_index(directory: str, load: Callable[[str], Hardware]) -> dict[str, Any]:
+    """The index of ``directory`` from the full load: ``load`` reads and validates one spec file (path)."""
     devices = []
     for name in spec_file_names(directory):
-        hardware = load_spec_file(Path(directory, name))
+        hardware = load(os.path.join(directory, name))
         devices.append({"file": name, **list_row(hardware)})
     ids = [d["id"] for d in devices]
     if len(set(ids)) != len(ids):
@@ -109,17 +105,6 @@ def current_index() -> dict[str, Any] | None:
     return _current(specs_dir_name())
 
 
-def device_rows() -> list[dict[str, Any]]:
-    """``list_row`` of every device of the library in use, sorted by id: from the index when it is current,
-    else from the full load."""
-    index = current_index()
-    if index is not None:
-        return [{k: v for k, v in d.items() if k != "file"} for d in index["devices"]]
-    from perfmodel.specs import library
-
-    return [list_row(h) for h in sorted(library().values(), key=lambda h: h.id)]
-
-
 def device_file(hardware_id: str) -> str | None:
     """The spec file of one device (relative to the library) from the current index, else None (unknown id or
     no current index)."""
@@ -127,30 +112,3 @@ def device_file(hardware_id: str) -> str | None:
     if index is None:
         return None
     return next((device["file"] for device in index["devices"] if device["id"] == hardware_id), None)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Write the bundled library's index (or, with ``--check``, exit 1 if it is out of date)."""
-    args = sys.argv[1:] if argv is None else argv
-    directory = specs_dir_name()
-    path = os.path.join(directory, INDEX_NAME)
-    text = index_text(build_index(directory))
-    try:
-        with open(path, encoding="utf-8") as stream:
-            current = stream.read()
-    except OSError:
-        current = ""
-    if "--check" in args:
-        if current != text:
-            print(f"{path} is out of date: python -m perfmodel.spec_index", file=sys.stderr)
-            return 1
-        return 0
-    if current != text:
-        with open(path, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        print(f"wrote {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

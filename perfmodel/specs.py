@@ -13,13 +13,9 @@ import yaml
 from pydantic import ValidationError
 
 from perfmodel.hardware import Hardware
-from perfmodel.spec_index import SPECS_DIR_ENV, device_file
+from perfmodel.spec_index import INDEX_NAME, build_index, device_file, index_text
+from perfmodel.spec_index import SPECS_DIR_ENV as SPECS_DIR_ENV
 from perfmodel.spec_index import specs_dir_name as _specs_dir_name
-
-__all__ = [
-    "SPECS_DIR_ENV", "SpecError", "bundled_hardware", "derive_variant", "json_schema", "library", "list_hardware",
-    "load_hardware", "load_spec_file", "parse_spec", "read_yaml", "schema_text", "specs_dir",
-]
 
 
 class SpecError(ValueError):
@@ -131,6 +127,17 @@ def load_hardware(hardware_id: str) -> Hardware:
         close = [i for i in devices if hardware_id.lower() in i] or sorted(devices)[:8]
         raise KeyError(f"unknown hardware {hardware_id!r}; did you mean one of {close}?")
     return devices[hardware_id]
+
+
+def index_file_text(directory: str | None = None) -> str:
+    """What ``hardware_specs/index.json`` (perfmodel.spec_index) should hold for ``directory`` (default: the
+    library in use), from the full load."""
+    directory = directory or _specs_dir_name()
+    return index_text(build_index(directory, lambda path: load_spec_file(Path(path))))
+
+
+def index_path() -> Path:
+    return specs_dir() / INDEX_NAME
 
 
 def json_schema() -> dict[str, Any]:

@@ -8,8 +8,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from perfmodel import spec_index, specs
+from perfmodel.cli import app
 from perfmodel.cli_fast import hardware_list_text
 
 BUNDLED = spec_index.bundled_dir_name()
@@ -17,9 +19,8 @@ BUNDLED = spec_index.bundled_dir_name()
 
 def test_committed_index_is_the_full_load() -> None:
     committed = (Path(BUNDLED) / spec_index.INDEX_NAME).read_text()
-    assert committed == spec_index.index_text(spec_index.build_index(BUNDLED)), \
-        "hardware_specs/index.json is out of date: python -m perfmodel.spec_index"
-    assert spec_index.main(["--check"]) == 0
+    assert committed == specs.index_file_text(BUNDLED), \
+        "hardware_specs/index.json is out of date: perfmodel hardware index"
 
 
 def test_index_lists_every_device_of_the_library() -> None:
@@ -87,3 +88,19 @@ def test_an_out_of_date_index_is_not_used(library_copy: Path, change: str) -> No
         rows = {r["id"]: r for r in json.loads(hardware_list_text(None, None, True))}
         assert rows["nvidia-h100-sxm5-80gb"]["units"] == 131
         assert specs.load_hardware("nvidia-h100-sxm5-80gb").units == 131
+
+
+def test_hardware_index_command_rewrites_an_out_of_date_index(library_copy: Path) -> None:
+    runner = CliRunner()
+    h100 = library_copy / "nvidia" / "h100-sxm5-80gb.yaml"
+    h100.write_text(h100.read_text().replace("units: 132", "units: 131"))
+    checked = runner.invoke(app, ["hardware", "index", "--check"])
+    assert checked.exit_code == 2 and "out of date" in checked.stderr
+    assert spec_index.read_index(str(library_copy)) is None
+    written = runner.invoke(app, ["hardware", "index"])
+    assert written.exit_code == 0 and "wrote" in written.stdout
+    index = spec_index.read_index(str(library_copy))
+    assert index is not None
+    assert {d["id"]: d["units"] for d in index["devices"]}["nvidia-h100-sxm5-80gb"] == 131
+    again = runner.invoke(app, ["hardware", "index", "--check"])
+    assert again.exit_code == 0 and again.stdout == ""
