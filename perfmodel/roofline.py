@@ -15,26 +15,24 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 
 from perfmodel import uncalibrated_interval
-from perfmodel.collectives import collective_time
 from perfmodel.cost import Cost, CostBatch
 from perfmodel.efficiency import ModelDefaults
 from perfmodel.hardware import Hardware
 from perfmodel.machine import MachineTables, tables
 from perfmodel.ops import Op, OpError, Work, make_op
 from perfmodel.ops.base import DTYPE_BYTES, FloatArray
-from perfmodel.search.attention_cost import (
-    AttentionCandidates,
-    attention_space,
-    best_attention,
-    compact_attention_space,
-)
 from perfmodel.search.gemm_cost import GemmChoice, best_gemms
 from perfmodel.search.gemm_space import GemmCandidates, compact_space, full_space
+
+# the collective and flash-attention models are imported where a batch has such ops (`perfmodel predict` of a
+# GEMM needs neither: issue 25)
+if TYPE_CHECKING:
+    from perfmodel.search.attention_cost import AttentionCandidates
 
 Timing = Literal["kernel", "host"]
 HardwareLike = Hardware | str
@@ -123,6 +121,8 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         idx = np.nonzero(gemm)[0]
         _gemms(t, work, idx, m_peak, compulsory, space or compact_space(t), totals)
     if flash.any():
+        from perfmodel.search.attention_cost import attention_space, compact_attention_space
+
         full = space is not None and space.size > compact_space(t).size
         attention = attention_space(t) if full else compact_attention_space(t)
         _flash(t, work, np.nonzero(flash)[0], m_peak, v_peak, compulsory, totals, attention)
@@ -169,6 +169,8 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     comm = work.comm_kind > 0
     t_comm = np.zeros(n)
     if comm.any():
+        from perfmodel.collectives import collective_time
+
         t_comm = collective_time(t, work.comm_kind, work.comm_bytes, work.comm_devices,
                                  work.comm_devices_per_node, work.comm_algorithm)
 
@@ -273,6 +275,8 @@ def _best_distinct(t: MachineTables, space: GemmCandidates, *columns: FloatArray
 def _flash(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]], m_peak: FloatArray,
            v_peak: FloatArray, compulsory: FloatArray, out: _GemmTotals, space: AttentionCandidates) -> None:
     """Choose Q and KV tiles for the flash-attention ops in ``idx``; write their figures to ``out``."""
+    from perfmodel.search.attention_cost import best_attention
+
     a = work.attention[idx]
     elem = DTYPE_BYTES[work.matrix_dtype[idx]]
     choice = best_attention(t, space, bh=a[:, 0], group=a[:, 1], sq=a[:, 2], skv=a[:, 3], d=a[:, 4], dv=a[:, 5],

@@ -15,6 +15,7 @@ import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import import_module
 from typing import Any, ClassVar, Self
 
 from perfmodel.dtypes import DType
@@ -62,14 +63,28 @@ from perfmodel.ops.work import (
 
 __all__ = [
     "ATTENTION_FIELDS", "DTYPES", "DTYPE_BYTES", "DTYPE_INDEX", "ENGINE_CLASSES", "GEMM_SLOTS", "MAX_DIMENSION",
-    "NO_DTYPE", "PASSES", "ROLES", "Converter", "FloatArray", "GemmArrays", "IntArray", "Op", "OpColumns",
-    "OpError", "Pass", "Work", "_converter", "_converters", "_schema", "check_pass", "check_shape", "column",
-    "dtype_bytes", "dtype_codes", "dtype_column", "dtype_set", "gemm_slots", "last_dim", "numel", "op_class",
-    "op_kinds", "pass_factors", "pass_invalid", "positive_invalid", "register", "require_non_negative",
-    "require_positive", "shape_elements", "shape_invalid",
+    "NO_DTYPE", "OP_MODULES", "PASSES", "ROLES", "Converter", "FloatArray", "GemmArrays", "IntArray", "Op",
+    "OpColumns", "OpError", "Pass", "Work", "_converter", "_converters", "_schema", "check_pass", "check_shape",
+    "column", "dtype_bytes", "dtype_codes", "dtype_column", "dtype_set", "gemm_slots", "import_all_ops", "last_dim",
+    "numel", "op_class", "op_kinds", "pass_factors", "pass_invalid", "positive_invalid", "register",
+    "require_non_negative", "require_positive", "shape_elements", "shape_invalid",
 ]
 
 _REGISTRY: dict[str, type[Op]] = {}
+
+# The module defining each op kind: ``op_class`` imports only the one it needs (``perfmodel predict`` builds one
+# op: issue 25); ``op_kinds`` imports them all. tests/unit/test_ops.py keeps this map equal to the registry.
+OP_MODULES: dict[str, str] = {
+    **dict.fromkeys(["allreduce", "allgather", "reducescatter", "alltoall", "sendrecv", "hostcopy"],
+                    "perfmodel.ops.collective"),
+    "attention": "perfmodel.ops.attention",
+    "conv2d": "perfmodel.ops.conv",
+    **dict.fromkeys(["elementwise", "reduce", "transpose", "reshape"], "perfmodel.ops.elementwise"),
+    **dict.fromkeys(["gather", "embedding", "scatter"], "perfmodel.ops.indexing"),
+    "matmul": "perfmodel.ops.matmul",
+    **dict.fromkeys(["layernorm", "rmsnorm", "batchnorm", "softmax"], "perfmodel.ops.norm"),
+    **dict.fromkeys(["quantize", "dequantize"], "perfmodel.ops.quant"),
+}
 
 
 def register(cls: type[Op]) -> type[Op]:
@@ -77,15 +92,25 @@ def register(cls: type[Op]) -> type[Op]:
     return cls
 
 
+def import_all_ops() -> None:
+    """Import every op module (each registers its kinds)."""
+    for module in sorted(set(OP_MODULES.values())):
+        import_module(module)
+
+
 def op_kinds() -> list[str]:
+    import_all_ops()
     return sorted(_REGISTRY)
 
 
 def op_class(kind: str) -> type[Op]:
-    try:
-        return _REGISTRY[kind]
-    except KeyError:
-        raise OpError(kind, "kind", f"unknown op kind; known: {', '.join(op_kinds())}") from None
+    cls = _REGISTRY.get(kind)
+    if cls is None and kind in OP_MODULES:
+        import_module(OP_MODULES[kind])
+        cls = _REGISTRY.get(kind)
+    if cls is None:
+        raise OpError(kind, "kind", f"unknown op kind; known: {', '.join(op_kinds())}")
+    return cls
 
 
 @dataclass(frozen=True)
