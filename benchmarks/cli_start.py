@@ -2,11 +2,16 @@
 list`` and ``predict`` (median of N runs, each a fresh interpreter running the checkout's console-script entry
 point), each as a ratio to ``python -c pass`` timed in the same run (the machine is shared: a busy one inflates
 the wall times, much less the CPU times), and the slowest top-level imports of each (``python -X importtime``).
+The last row is predict's floor: the libraries a prediction cannot do without (numpy, PyYAML, pydantic and the
+hardware model's classes), imported and nothing else.
 
-    .venv/bin/python benchmarks/cli_start.py [--runs 5] [--root /tmp/pm-base]
+    .venv/bin/python benchmarks/cli_start.py [--runs 5] [--root /tmp/pm-base] [--no-bytecode-cache]
 
-``--root`` times another checkout (e.g. the starting commit) with the same interpreter. The target (issue 25) is
-≤ 0.3 s on a quiet machine.
+``--root`` times another checkout (e.g. the starting commit) with the same interpreter. Bytecode is cached as on
+a user's machine (in a temporary PYTHONPYCACHEPREFIX, filled by one untimed run of each command first), even
+where PYTHONDONTWRITEBYTECODE is set; ``--no-bytecode-cache`` times it as such an environment runs it (every
+perfmodel module compiled from source each time: ~+0.1 s for predict). The target (issue 25) is ≤ 0.3 s on a
+quiet machine.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,6 +32,7 @@ COMMANDS = {
     "hardware list": ["hardware", "list"],
     "predict": ["predict", "nvidia-h100-sxm5-80gb", "matmul", "m=4096", "n=4096", "k=4096", "dtype=bf16"],
 }
+FLOOR = "import numpy, yaml, perfmodel.hardware"  # predict's floor
 HEAVY = ("numpy", "scipy", "pydantic", "yaml", "sqlalchemy", "fastapi", "plotly", "torch", "dask", "rich")
 
 
@@ -73,19 +80,37 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="processes per command (median)")
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1],
                         help="the checkout to time")
+    parser.add_argument("--no-bytecode-cache", action="store_true",
+                        help="compile every module from source each run (PYTHONDONTWRITEBYTECODE=1)")
     args = parser.parse_args()
     root = args.root.resolve()
     env = {**os.environ, "PYTHONPATH": str(root), "PERFMODEL_DATA_DIR": str(root / "var")}
+    with tempfile.TemporaryDirectory(prefix="cli-start-pyc-") as pyc:
+        if args.no_bytecode_cache:
+            env.update(PYTHONDONTWRITEBYTECODE="1")
+            env.pop("PYTHONPYCACHEPREFIX", None)
+        else:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env.update(PYTHONPYCACHEPREFIX=pyc)
+        table(root, env, args.runs, "no bytecode cache" if args.no_bytecode_cache else "bytecode cached")
+
+
+def table(root: Path, env: dict[str, str], runs: int, bytecode: str) -> None:
     code = entry(root)
-    base_s, base_cpu_s = wall_s([sys.executable, "-c", "pass"], env, root, args.runs)
-    print(f"checkout {root} ({code.split(';')[1].strip()}); python -c pass: {base_cpu_s * 1e3:.0f} ms CPU, "
-          f"{base_s * 1e3:.0f} ms wall (median of {args.runs}); load average {os.getloadavg()[0]:.1f} on "
+    rows: list[tuple[str, list[str], list[str] | None]] = [
+        (label, [sys.executable, "-c", code, *argv], argv) for label, argv in COMMANDS.items()]
+    rows.append(("predict floor", [sys.executable, "-c", FLOOR], None))
+    for _, command, _ in rows:  # untimed: fills the bytecode cache
+        subprocess.run(command, env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    base_s, base_cpu_s = wall_s([sys.executable, "-c", "pass"], env, root, runs)
+    print(f"checkout {root} ({code.split(';')[1].strip()}; {bytecode}); python -c pass: {base_cpu_s * 1e3:.0f} ms "
+          f"CPU, {base_s * 1e3:.0f} ms wall (median of {runs}); load average {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} CPUs")
     print(f"{'command':<15} {'CPU':>9} {'x pass':>7} {'wall':>9} {'x pass':>7} {'imports':>9}  "
           "heavy libraries; slowest imports")
-    for label, argv in COMMANDS.items():
-        t_s, cpu_s = wall_s([sys.executable, "-c", code, *argv], env, root, args.runs)
-        import_s, top, heavy = imports(code, argv, env, root)
+    for label, command, argv in rows:
+        t_s, cpu_s = wall_s(command, env, root, runs)
+        import_s, top, heavy = imports(code if argv is not None else FLOOR, argv or [], env, root)
         slowest = ", ".join(f"{name} {s * 1e3:.0f} ms" for s, name in top[:3])
         print(f"{label:<15} {cpu_s * 1e3:>6.0f} ms {cpu_s / base_cpu_s:>6.1f}x {t_s * 1e3:>6.0f} ms "
               f"{t_s / base_s:>6.1f}x {import_s * 1e3:>6.0f} ms  {' '.join(heavy) or '-'}; {slowest}")
