@@ -132,7 +132,8 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
             if np.isfinite(out_of_fold).sum() < MIN_CONFORMAL_RUNS:
                 few_held_out.append(key)
             entry = ClassParams("fitted", result.theta, int(idx.size), interval, *_ranges(f.take(idx)),
-                                shape_range=curve.shape_range(f.take(idx)), local=local)
+                                shape_range=curve.shape_range(f.take(idx)), local=local,
+                                model_log=conformal_band(np.log(measured[idx] / model_s[idx])))
         elif seeded is not None and base is not None:
             entry = _carried(seeded, base, foreign)
         elif parent is not None and parent.source in ("fitted", "transferred"):

@@ -40,6 +40,9 @@ class ClassParams:
     local: LocalCorrection | None = None  # residuals smoothed over the measured shapes (``local``)
     weight: float = 1.0  # share of ``theta``'s correction applied (< 1: borrowed, see ``borrowed``)
     beyond_log: Range | None = None  # the band of an op beyond the fitted data (size or shape outside its range)
+    # conformal band of log(t_measured / t_model) over the class's runs: what the uncalibrated model missed by, the
+    # band of an op that varies a shape number the class's runs never varied (``_unvaried_band``)
+    model_log: Range | None = None
 
     @property
     def applied_theta(self) -> FloatArray:
@@ -52,7 +55,8 @@ class ClassParams:
                 "log10_bytes_range": _pair(self.log10_bytes_range), "transferred_from": self.transferred_from,
                 "shape_range": None if self.shape_range is None else [list(v) for v in self.shape_range],
                 "local": None if self.local is None else self.local.to_json(),
-                "weight": self.weight, "beyond_log_ratio": _pair(self.beyond_log)}
+                "weight": self.weight, "beyond_log_ratio": _pair(self.beyond_log),
+                "model_log_ratio": _pair(self.model_log)}
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> ClassParams:
@@ -65,7 +69,8 @@ class ClassParams:
                            _range(data.get("log10_bytes_range")), data.get("transferred_from"),
                            _shape_range(data.get("shape_range")),
                            None if data.get("local") is None else LocalCorrection.from_json(data["local"]),
-                           _weight(data.get("weight", 1.0)), _range(data.get("beyond_log_ratio")))
+                           _weight(data.get("weight", 1.0)), _range(data.get("beyond_log_ratio")),
+                           _range(data.get("model_log_ratio")))
 
 
 DEFAULTS = ClassParams("defaults", curve.IDENTITY)
@@ -218,6 +223,8 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     beyond_fit = fitted[inverse] & ~in_range  # a fitted class, this op beyond its data
     beyond_log = np.array([e.beyond_log or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
     interval_log = np.where((beyond_fit & np.isfinite(beyond_log[:, 0]))[:, None], beyond_log, interval_log)
+    model_log = np.array([e.model_log or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
+    interval_log = _unvaried_band(beyond_fit, ranges, unclipped, model_log, time, batch.time_s, interval_log)
     with np.errstate(divide="ignore", invalid="ignore"):
         utilization = np.where(time > 0, batch.utilization * batch.time_s / time, 0.0)
     bound = batch.bound.copy()
@@ -253,6 +260,27 @@ def _beyond_notes(batch: CostBatch, rows: IntArray, outside: np.ndarray[Any, np.
     for i, what_lies_outside in parts.items():
         notes[i] = [*notes.get(i, []), BEYOND_NOTE + ", ".join(what_lies_outside) + BEYOND_TAIL]
     return notes
+
+
+def _unvaried_band(beyond_fit: np.ndarray[Any, np.dtype[np.bool_]], ranges: FloatArray, f: curve.Features,
+                   model_log: FloatArray, time: FloatArray, model_s: FloatArray,
+                   interval_log: FloatArray) -> FloatArray:
+    """Rows of a fitted class whose op varies a shape number the class's runs all shared (fitted range one value:
+    its coefficient was never fitted, nothing measured speaks for the change): the band also reaches the class's
+    uncalibrated band (``model_log``) around the model's own time."""
+    if not beyond_fit.any():
+        return interval_log
+    single = ranges[:, 0] == ranges[:, 1]  # rows x N_SHAPE: a shape number the fit never saw vary
+    moved = np.abs(f.shape - ranges[:, 0]) > 1e-9
+    rows = np.flatnonzero(beyond_fit & np.any(single & moved, axis=1) & np.isfinite(model_log[:, 0])
+                          & (time > 0) & (model_s > 0))
+    if not rows.size:
+        return interval_log
+    shift = np.log(model_s[rows] / time[rows])  # the model's time relative to the prediction, in log
+    out = interval_log.copy()
+    out[rows, 0] = np.fmin(interval_log[rows, 0], shift + model_log[rows, 0])
+    out[rows, 1] = np.fmax(interval_log[rows, 1], shift + model_log[rows, 1])
+    return out
 
 
 def _borrowed_band(entries: list[ClassParams], inverse: IntArray, f: curve.Features, time: FloatArray,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
 
 import perfmodel
-from perfmodel.calibration import fit_calibration, predict_calibrated
+from perfmodel.calibration import Calibration, fit_calibration, predict_calibrated
 from perfmodel.calibration.build import LOG_BAND_LIMIT, MIN_CONFORMAL_RUNS, conformal_band
 from perfmodel.calibration.fit import cv_subset
 
@@ -87,3 +88,35 @@ def test_a_class_of_ten_runs_takes_its_own_band_not_the_device_pooled_one() -> N
     assert norm.interval_log[1] - norm.interval_log[0] < 0.25 * (gemm.interval_log[1] - gemm.interval_log[0])
     assert MIN_CONFORMAL_RUNS == 9  # the smallest n with floor(0.1 (n + 1)) >= 1 and ceil(0.9 (n + 1)) <= n
     assert conformal_band(np.arange(8.0)) == (0.0, 7.0)  # below it the ranks clip to the extremes
+
+
+def test_an_op_varying_a_shape_number_the_fit_never_varied_gets_the_uncalibrated_band_too() -> None:
+    """RMSNorms fitted at one row length (4096) only: a 1024-wide one changes a shape number no fitted run changed,
+    so its band reaches the class's uncalibrated band around the model's time (``model_log``); a fitted-width one
+    keeps the class's own band. Stored and read back the same; params stored before it have none."""
+    rng = np.random.default_rng(33)
+    ops = _norms(60, rng)
+    rows = np.array([op["shape"][0] for op in ops], dtype=float)
+    # the model misses by a size ramp (0.6x to 1.6x) the calibration learns: a narrow calibrated band, a wide
+    # uncalibrated one
+    miss = 0.5 * np.tanh(np.log2(rows) - 9.0)
+    measured = np.asarray(perfmodel.predict_many(HW, ops).time_s) * np.exp(miss + 0.02 * rng.standard_normal(60))
+    cal = fit_calibration(HW, list(zip(ops, measured.tolist(), strict=True)))
+    entry = cal.classes["norm/rmsnorm:fp16"]
+    assert entry.model_log is not None and entry.interval_log is not None and entry.beyond_log is not None
+    assert entry.model_log[1] - entry.model_log[0] > 3 * (entry.beyond_log[1] - entry.beyond_log[0])
+    wide, narrow = {"kind": "rmsnorm", "shape": [512, 4096], "dtype": "fp16"}, {
+        "kind": "rmsnorm", "shape": [2048, 1024], "dtype": "fp16"}
+    batch = predict_calibrated(HW, [wide, narrow], cal)
+    model = np.asarray(perfmodel.predict_many(HW, [wide, narrow]).time_s)
+    assert batch.interval_s is not None and batch.in_calibrated_range is not None
+    assert batch.in_calibrated_range[0] and not batch.in_calibrated_range[1]
+    low, high = model[1] * np.exp(entry.model_log[0]), model[1] * np.exp(entry.model_log[1])
+    assert batch.interval_s[1, 0] <= low * (1 + 1e-9) and batch.interval_s[1, 1] >= high * (1 - 1e-9)
+    own = batch.time_s[0] * np.exp(np.array(entry.interval_log))
+    np.testing.assert_allclose(batch.interval_s[0], own)
+    back = Calibration.from_params(json.loads(json.dumps(cal.params, allow_nan=False)))
+    np.testing.assert_array_equal(predict_calibrated(HW, [wide, narrow], back).interval_s, batch.interval_s)
+    params = json.loads(json.dumps(cal.params, allow_nan=False))
+    del params["classes"]["norm/rmsnorm:fp16"]["model_log_ratio"]
+    assert Calibration.from_params(params).classes["norm/rmsnorm:fp16"].model_log is None
