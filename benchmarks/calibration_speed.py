@@ -17,6 +17,8 @@ the runs and the fit, as in the service's worker that loads stored runs (and not
     python benchmarks/calibration_speed.py                    # 1k, 5k, 20k, 100k
     python benchmarks/calibration_speed.py --sizes 1000 5000 --timeout 600
     python benchmarks/calibration_speed.py --profile 5000     # cProfile: the hot spots' shares
+    python benchmarks/calibration_speed.py --sizes 5000 --baseline /tmp/pm-base --repeat 3
+        # another checkout's code on the same runs file, alternating with this one: CPU s old -> new, ratio
 """
 
 from __future__ import annotations
@@ -129,6 +131,9 @@ def main() -> None:
     parser.add_argument("--runs-file", help=argparse.SUPPRESS)
     parser.add_argument("--make-runs", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--profile", type=int, metavar="N", help="cProfile one fit of N runs, print the top 25")
+    parser.add_argument("--baseline", metavar="CHECKOUT", help="also fit each runs file with this checkout's code "
+                        "(its perfmodel on PYTHONPATH), alternating with this tree's: CPU s of both and their ratio")
+    parser.add_argument("--repeat", type=int, default=1, help="fits per size (and per checkout with --baseline)")
     parser.add_argument("--traced", type=int, metavar="N", help="peak MB the fit of N runs allocates (tracemalloc; "
                         "slower): the process's peak RSS also holds the runs' own making")
     args = parser.parse_args()
@@ -158,26 +163,36 @@ def main() -> None:
             print(f"  {100 * cumulative / total:5.1f} %  {calls:>8} calls  {Path(path).name}:{line} {name}")
         return
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    here = Path(__file__).resolve().parents[1]
+    trees = [("new", here)] + ([("old", Path(args.baseline).resolve())] if args.baseline else [])
     print(f"fit_calibration on {HW}, Vidur A100 kernel rows (copied with shape variation above 4,964), one core")
-    print(f"{'runs':>7} {'seconds':>8} {'cpu s':>7} {'us/run':>7} {'fit MB':>7} {'peak MB':>8}  trees kept  "
-          "stage starts (s)")
+    print(f"{'runs':>7} {'code':>4} {'seconds':>8} {'cpu s':>7} {'us/run':>7} {'fit MB':>7} {'peak MB':>8}  "
+          "trees kept  stage starts (s)")
     for n in args.sizes:
+        cpu: dict[str, list[float]] = {name: [] for name, _ in trees}
         with tempfile.NamedTemporaryFile(suffix=".pickle") as handle:
             # made in a process of its own: a child's ru_maxrss starts at its parent's (kept across exec)
-            subprocess.run([sys.executable, __file__, "--make-runs", str(n), "--runs-file", handle.name], env=env,
-                           check=True)
-            command = [sys.executable, __file__, "--one", str(n), "--runs-file", handle.name]
-            try:
-                done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout, env=env,
-                                      check=True)
-            except subprocess.TimeoutExpired:
-                print(f"{n:>7} {'> ' + format(args.timeout, '.0f'):>8}  (given up)")
-                continue
-        r = json.loads(done.stdout.strip().splitlines()[-1])
-        starts = " ".join(f"{k} {v:.1f}" for k, v in r["stage_start_s"].items())
-        print(f"{n:>7} {r['seconds']:>8.1f} {r['cpu_s']:>7.1f} {1e6 * r['seconds'] / n:>7.0f} {r['fit_mb']:>7.0f} "
-              f"{r['peak_rss_mb']:>8.0f}  {r['trees_kept']!s:>10}  {starts}", flush=True)
-
+            subprocess.run([sys.executable, __file__, "--make-runs", str(n), "--runs-file", handle.name],
+                           env={**env, "PYTHONPATH": str(here)}, check=True)
+            for _ in range(args.repeat):
+                for name, tree in (trees if len(cpu["new"]) % 2 == 0 else trees[::-1]):  # alternating order
+                    script = tree / "benchmarks" / "calibration_speed.py"
+                    command = [sys.executable, str(script), "--one", str(n), "--runs-file", handle.name]
+                    try:
+                        done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout,
+                                              env={**env, "PYTHONPATH": str(tree)}, check=True)
+                    except subprocess.TimeoutExpired:
+                        print(f"{n:>7} {name:>4} {'> ' + format(args.timeout, '.0f'):>8}  (given up)")
+                        continue
+                    r = json.loads(done.stdout.strip().splitlines()[-1])
+                    cpu[name].append(r["cpu_s"])
+                    starts = " ".join(f"{k} {v:.1f}" for k, v in r["stage_start_s"].items())
+                    print(f"{n:>7} {name:>4} {r['seconds']:>8.1f} {r['cpu_s']:>7.2f} {1e6 * r['seconds'] / n:>7.0f} "
+                          f"{r['fit_mb']:>7.0f} {r['peak_rss_mb']:>8.0f}  {r['trees_kept']!s:>10}  {starts}",
+                          flush=True)
+        if args.baseline and cpu["new"] and cpu["old"]:
+            old, new = sorted(cpu["old"])[len(cpu["old"]) // 2], sorted(cpu["new"])[len(cpu["new"]) // 2]
+            print(f"{n:>7} median CPU s old {old:.2f} -> new {new:.2f}: ratio {new / old:.2f}", flush=True)
 
 if __name__ == "__main__":
     main()
