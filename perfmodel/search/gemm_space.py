@@ -15,7 +15,6 @@ search explores ``full_space``.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,8 +55,10 @@ class GemmCandidates:
 
 def _product(bm: tuple[int, ...], bn: tuple[int, ...], bk_bytes: tuple[int, ...], stages: tuple[int, ...],
              splits: tuple[int, ...], groups: tuple[int, ...]) -> GemmCandidates:
-    grid = np.array(list(itertools.product(bm, bn, bk_bytes, stages, splits, groups)), dtype=np.float64)
-    return GemmCandidates(*(grid[:, i].copy() for i in range(6)))
+    """Every combination, in ``itertools.product`` order (the last axis fastest): a meshgrid, not a list of
+    tuples (12,500 H100 candidates in 0.7 ms instead of 12 ms, paid by every `perfmodel predict`)."""
+    axes = (np.asarray(a, dtype=np.float64) for a in (bm, bn, bk_bytes, stages, splits, groups))
+    return GemmCandidates(*(grid.reshape(-1) for grid in np.meshgrid(*axes, indexing="ij")))
 
 
 def is_systolic(t: MachineTables) -> bool:
