@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from perfmodel.traces.aten_args import Args, Unbuildable
+from perfmodel.traces.aten_args import TORCH_DTYPES, Args, Unbuildable
 
 OpDict = dict[str, Any]
 MAX_STRIDE = 8
@@ -89,8 +89,13 @@ def batch_norm_backward(a: Args) -> OpDict:
     return {"kind": "batchnorm", "shape": _channels_last(a.shape(0)), "dtype": a.dtype(0), "pass": "backward"}
 
 
-def fill(a: Args) -> OpDict:
-    """fill_/zero_: one write of every element."""
+def fill(a: Args) -> OpDict | tuple[OpDict, list[str]]:
+    """fill_/zero_: one write of every element. A 0-dim tensor (``Input Dims`` ``[]`` with a tensor dtype, not
+    ``Scalar``: ``torch.ones_like`` of a loss) is one element."""
+    dims, types = a.call.input_dims, a.call.input_types
+    if dims and dims[0] == () and types and types[0] in TORCH_DTYPES:
+        return ({"kind": "elementwise", "shape": [1], "dtype": a.dtype(0), "inputs": 0, "outputs": 1,
+                 "flops_per_element": 0.0}, ["a 0-dim tensor: one element"])
     return {"kind": "elementwise", "shape": list(a.shape(0)), "dtype": a.dtype(0), "inputs": 0, "outputs": 1,
             "flops_per_element": 0.0}
 

@@ -456,3 +456,16 @@ def test_a_conv_call_running_several_algorithms_is_flagged_as_autotuning() -> No
     plain = next(r for r in match_runs(parse_trace(_old_conv_trace().to_bytes())).runs
                  if r.op_name == "aten::cudnn_convolution_backward")
     assert not any("benchmark mode" in n for n in plain.notes)  # dgrad + wgrad engines: one family, no trials
+
+
+@pytest.mark.parametrize(("dtype", "matched"), [("float", True), ("Scalar", False)])
+def test_a_fill_of_a_zero_dim_tensor_writes_one_element(dtype: str, matched: bool) -> None:
+    """``torch.ones_like(loss)``: ``fill_`` of a 0-dim tensor (dims ``[]``, a tensor dtype) is one element; ``[]``
+    typed ``Scalar`` is no tensor at all and stays unbuildable."""
+    t = KinetoTrace()
+    external = t.op("aten::fill_", 0, 20, [[], []], [dtype, "Scalar"], ["", "1."])
+    t.kernel("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+             "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)",
+             5, 10, 3, external=external)
+    runs = match_runs(parse_trace(t.to_bytes())).runs
+    assert [r.op["shape"] for r in runs if r.source == "framework shapes"] == ([[1]] if matched else [])
