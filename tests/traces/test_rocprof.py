@@ -282,8 +282,8 @@ def test_real_rocpd_csv_kernel_trace() -> None:
 
 
 def test_real_rocprofv3_hip_kernel_stats() -> None:
-    """A HIP Jacobi's ``--stats`` file (MPI rank of ``Jacobi_hip -g 2 1``, ROCm 6.2.1): calls and total ns per kernel against
-    the csv module; its hand-written kernels name argument types, not their work: kept, unmatched."""
+    """A HIP Jacobi's ``--stats`` file (MPI rank of ``Jacobi_hip -g 2 1``, ROCm 6.2.1): calls and total ns per
+    kernel against the csv module; its hand-written kernels name argument types, not their work: kept, unmatched."""
     from perfmodel.traces import match_runs
 
     name = "HPCTrainingExamples__Rocprofv3__HIP__jacobi_kernel_stats.csv"
