@@ -74,7 +74,7 @@ def device_rows() -> list[dict[str, Any]]:
 
     index = spec_index.current_index()
     if index is not None:
-        return [{k: v for k, v in d.items() if k != "file"} for d in index["devices"]]
+        return spec_index.list_rows(index)
     from perfmodel.specs import library
 
     return [spec_index.list_row(h) for h in sorted(library().values(), key=lambda h: h.id)]

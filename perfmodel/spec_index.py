@@ -1,8 +1,9 @@
-"""A compact index of the hardware library (``hardware_specs/index.json``): per device the row ``perfmodel
-hardware list`` prints and the spec file it comes from, with the sha256 of every spec file. It lets the list
-(and a lookup of one device's file) skip YAML and pydantic: ~0.05 s of CPU instead of ~0.4 s (issue 25,
-benchmarks/cli_start.py). It is used only while it lists exactly the spec files there are, each with its hash,
-and was written by this index version; else the full load runs (same output, slower).
+"""An index of the hardware library (``hardware_specs/index.json``): per device the row ``perfmodel hardware
+list`` prints, the spec file it comes from and that file's data as JSON, with the sha256 of every spec file. The
+list needs neither YAML nor pydantic (~0.05 s of CPU instead of ~0.5 s: issue 25, benchmarks/cli_start.py), and
+loading a device (one, or the library) validates the JSON data without parsing YAML. It is used only while it
+lists exactly the spec files there are, each with its hash, and was written by this index version; else the full
+load runs (same output, slower).
 
 Regenerate it after editing a spec: ``perfmodel hardware index`` (``--check``: exit 1 if out of date);
 tests/unit/test_spec_index.py compares it with the full load.
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 SPECS_DIR_ENV = "PERFMODEL_SPECS_DIR"
 INDEX_NAME = "index.json"
-VERSION = 1  # bump when list_row or the index layout changes
+VERSION = 2  # bump when list_row or the index layout changes
 
 
 @functools.cache
@@ -67,12 +68,14 @@ def list_row(h: Hardware) -> dict[str, Any]:
             "best_sixteen_bit_flops_per_s": h.best_sixteen_bit_flops_per_s()}
 
 
-def build_index(directory: str, load: Callable[[str], Hardware]) -> dict[str, Any]:
-    """The index of ``directory`` from the full load: ``load`` reads and validates one spec file (path)."""
+def build_index(directory: str, read: Callable[[str], Any], parse: Callable[[Any, str], Hardware]) -> dict[str, Any]:
+    """The index of ``directory`` from the full load: ``read`` parses one spec file (path), ``parse`` validates
+    its data."""
     devices = []
     for name in spec_file_names(directory):
-        hardware = load(os.path.join(directory, name))
-        devices.append({"file": name, **list_row(hardware)})
+        path = os.path.join(directory, name)
+        data = read(path)
+        devices.append({"file": name, **list_row(parse(data, path)), "spec": data})
     ids = [d["id"] for d in devices]
     if len(set(ids)) != len(ids):
         raise ValueError(f"{directory}: duplicate device ids")
@@ -103,6 +106,22 @@ def _current(directory: str) -> dict[str, Any] | None:
 def current_index() -> dict[str, Any] | None:
     """The index of the library in use, if current (checked once per process and directory)."""
     return _current(specs_dir_name())
+
+
+def list_rows(index: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``list_row`` of every device in ``index``, sorted by id."""
+    return [{k: v for k, v in d.items() if k not in ("file", "spec")} for d in index["devices"]]
+
+
+@functools.lru_cache(maxsize=8)
+def _specs_by_file(directory: str) -> dict[str, Any]:
+    index = _current(directory)
+    return {} if index is None else {d["file"]: d["spec"] for d in index["devices"]}
+
+
+def indexed_spec(directory: str, name: str) -> Any | None:
+    """The data of spec file ``name`` of ``directory`` from its index, if current; else None."""
+    return _specs_by_file(directory).get(name)
 
 
 def device_file(hardware_id: str) -> str | None:

@@ -9,11 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from perfmodel.hardware import Hardware
-from perfmodel.spec_index import INDEX_NAME, build_index, device_file, index_text
+from perfmodel.spec_index import INDEX_NAME, build_index, device_file, index_text, indexed_spec
 from perfmodel.spec_index import SPECS_DIR_ENV as SPECS_DIR_ENV
 from perfmodel.spec_index import specs_dir_name as _specs_dir_name
 
@@ -49,34 +48,51 @@ def parse_spec(data: Any, origin: str = "<dict>") -> Hardware:
         raise SpecError(origin, field, first["msg"]) from exc
 
 
-class _SpecLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """YAML 1.2 floats: ``1.41e9`` and ``312e12`` are numbers (YAML 1.1 reads them as strings). libyaml's parser
-    when PyYAML has it (11x faster: the bundled library in 40 ms, not 450 ms, which `perfmodel hardware list`
-    and every first prediction wait for)."""
+@functools.cache
+def _spec_loader() -> Any:
+    """PyYAML's safe loader with YAML 1.2 floats: ``1.41e9`` and ``312e12`` are numbers (YAML 1.1 reads them as
+    strings). libyaml's parser when PyYAML has it (11x faster: the bundled library in 40 ms, not 450 ms). Built
+    on first use: PyYAML is not imported where the library's index holds the data (perfmodel.spec_index)."""
+    import yaml
 
+    class _SpecLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+        pass
 
-_SpecLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-                  |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-                  |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
-                  |[-+]?\.(?:inf|Inf|INF)
-                  |\.(?:nan|NaN|NAN))$""", re.X),
-    list("-+0123456789."),
-)
+    _SpecLoader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                      |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+                      |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+                      |[-+]?\.(?:inf|Inf|INF)
+                      |\.(?:nan|NaN|NAN))$""", re.X),
+        list("-+0123456789."),
+    )
+    return _SpecLoader
 
 
 def read_yaml(text: str) -> Any:
     """Parse spec YAML (safe, with YAML 1.2 float syntax)."""
-    return yaml.load(text, Loader=_SpecLoader)
+    import yaml
+
+    return yaml.load(text, Loader=_spec_loader())
+
+
+def read_spec_file(path: Path) -> Any:
+    """The data of one YAML spec file (not validated)."""
+    import yaml
+
+    try:
+        return read_yaml(path.read_text())
+    except yaml.YAMLError as exc:
+        raise SpecError(str(path), "<yaml>", str(exc)) from exc
 
 
 def load_spec_file(path: Path) -> Hardware:
     """Load one YAML file."""
-    try:
-        data = read_yaml(path.read_text())
-    except yaml.YAMLError as exc:
-        raise SpecError(str(path), "<yaml>", str(exc)) from exc
+    return _spec_from(read_spec_file(path), path)
+
+
+def _spec_from(data: Any, path: Path) -> Hardware:
     hardware = parse_spec(data, str(path))
     if path.stem != hardware.id and not path.stem.endswith(hardware.id.split("-", 1)[-1]):
         raise SpecError(str(path), "id", f"id {hardware.id!r} does not match the file name")
@@ -86,8 +102,11 @@ def load_spec_file(path: Path) -> Hardware:
 @functools.lru_cache(maxsize=1024)
 def _spec_in(directory: str, name: str) -> Hardware:
     """One spec file of a library (``name`` relative to it), loaded once: the library and a single lookup share
-    the object."""
-    return load_spec_file(Path(directory, name))
+    the object. Its data come from the library's index while that is current (the file unchanged: no YAML to
+    parse), and are validated either way."""
+    path = Path(directory, name)
+    data = indexed_spec(directory, name)
+    return _spec_from(read_spec_file(path) if data is None else data, path)
 
 
 @functools.lru_cache(maxsize=8)
@@ -133,7 +152,8 @@ def index_file_text(directory: str | None = None) -> str:
     """What ``hardware_specs/index.json`` (perfmodel.spec_index) should hold for ``directory`` (default: the
     library in use), from the full load."""
     directory = directory or _specs_dir_name()
-    return index_text(build_index(directory, lambda path: load_spec_file(Path(path))))
+    return index_text(build_index(directory, lambda path: read_spec_file(Path(path)),
+                                  lambda data, path: _spec_from(data, Path(path))))
 
 
 def index_path() -> Path:

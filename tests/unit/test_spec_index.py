@@ -43,6 +43,15 @@ def test_hardware_list_from_the_index_is_the_full_load(monkeypatch: pytest.Monke
     assert hardware_list_text(vendor, kind, as_json) == fast
 
 
+def test_indexed_data_validate_to_the_yaml_files() -> None:
+    for name in spec_index.spec_file_names(BUNDLED):
+        data = spec_index.indexed_spec(BUNDLED, name)
+        from_yaml = specs.load_spec_file(Path(BUNDLED, name))
+        assert data == specs.read_spec_file(Path(BUNDLED, name))
+        from_index = specs.parse_spec(data, name)
+        assert from_index == from_yaml and from_index.content_hash == from_yaml.content_hash
+
+
 def test_load_hardware_reads_one_file_and_shares_it_with_the_library() -> None:
     one = specs.load_hardware("nvidia-h100-sxm5-80gb")
     assert one is specs.library()["nvidia-h100-sxm5-80gb"]
