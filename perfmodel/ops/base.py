@@ -12,6 +12,7 @@ the JSON converters in ``convert``; they are re-exported here.)
 from __future__ import annotations
 
 import dataclasses
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -166,9 +167,8 @@ class Op(ABC):
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
-        for spec in dataclasses.fields(self):
-            value = getattr(self, spec.name)
-            key = next((k for k, v in self.aliases.items() if v == spec.name), spec.name)
+        for name, key in _json_keys(type(self)):
+            value = getattr(self, name)
             out[key] = value.value if isinstance(value, DType) else (list(value) if isinstance(value, tuple) else value)
         return out
 
@@ -204,3 +204,12 @@ class Op(ABC):
     @property
     def bytes(self) -> float:
         return sum(self.bytes_by_role().values())
+
+
+@functools.cache
+def _json_keys(cls: type[Op]) -> tuple[tuple[str, str], ...]:
+    """Each dataclass field of ``cls`` and its JSON key (the first alias naming it, else its own name)."""
+    first_alias: dict[str, str] = {}
+    for key, name in cls.aliases.items():
+        first_alias.setdefault(name, key)
+    return tuple((spec.name, first_alias.get(spec.name, spec.name)) for spec in dataclasses.fields(cls))
