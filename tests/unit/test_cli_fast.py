@@ -38,6 +38,7 @@ SAME = [
     ["predict", H100, "nosuchop", "m=1"],             # unknown kind
     ["predict", "nosuchdevice", *MATMUL],             # unknown device (the store is asked)
     ["predict", H100, *MATMUL, "--timing", "wall"],  # bad --timing
+    ["predict", H100, *MATMUL, "--calibration", "latest"],  # none stored
 ]
 
 
