@@ -89,7 +89,7 @@ def hardware_show(hardware_id: str, as_json: bool = typer.Option(False, "--json"
 
 
 @hardware_app.command("index")
-def hardware_index(check: bool = typer.Option(False, "--check", help="exit 1 if it is out of date; write nothing")
+def hardware_index(check: bool = typer.Option(False, "--check", help="exit 2 if it is out of date; write nothing")
                    ) -> None:
     """Rewrite hardware_specs/index.json, the index `hardware list` reads (after adding or editing a spec)."""
     from perfmodel.specs import index_file_text, index_path

@@ -5,7 +5,7 @@ loading a device (one, or the library) validates the JSON data without parsing Y
 lists exactly the spec files there are, each with its hash, and was written by this index version; else the full
 load runs (same output, slower).
 
-Regenerate it after editing a spec: ``perfmodel hardware index`` (``--check``: exit 1 if out of date);
+Regenerate it after editing a spec: ``perfmodel hardware index`` (``--check``: exit 2 if out of date);
 tests/unit/test_spec_index.py compares it with the full load.
 
 Imports only the standard library: ``perfmodel.specs`` (the full load) imports this module, never the reverse.
