@@ -15,6 +15,13 @@ raster group G), with Mt = ⌈M/BM⌉, Nt = ⌈N/BN⌉, Ks = ⌈K/S⌉:
     DRAM       = compulsory + b·e·(M·K·(A_reads − 1) + K·N·(B_reads − 1))
                  A_reads = 1 if min(G, Mt)·BM·Ks·e fits half the LLC, else Nt
                  B_reads = 1 if Ks·N·e fits half the LLC, else ⌈Mt/G⌉
+    t_DRAM     = L0 + DRAM / min(BW·eff, (1 − h)·λ)   on GPUs: Little's law over the loads in flight
+                 F = min(tiles, units·resident) · min(max(stages − 1, 1), ⌈Ks/BK⌉) · (BM' + BN'/c)·BK'·e
+                 (BM' = min(BM, M), BN' = min(BN, N), BK' = min(BK, Ks): no tile loads past the problem's edge),
+                 h = 1 − DRAM / LLC→SMEM (the share of loads the LLC serves), λ the load bandwidth F sustains at
+                 the round trip h·Lc + (1 − h)·L0·(1 + a·(1 − h)·λ/BW), a = loaded-latency factor − 1
+                 (``in_flight_bandwidth``); elsewhere
+                 L0 + DRAM / (BW·eff·busy), busy = min(tiles / (units · blocks per unit for bandwidth), 1)
 
 Scratchpad machines (TPU, NPU) have no LLC: every tile panel is DMA'd from DRAM, the step is
 max(compute, DMA) when double-buffered and their sum (plus the descriptor latency) when not, and
@@ -167,7 +174,20 @@ def gemm_costs_numpy(t: MachineTables, space: GemmCandidates, batch: FloatArray,
         dram = compulsory + b * eb * (mm * kk * (a_reads - 1.0) + kk * nn * (b_reads - 1.0))
         reuse = compulsory + tile_loads - b * eb * (mm * kk + kk * nn) + partials
     dram_bw = t.bandwidth_bytes_per_s(t.dram) * d.dram_efficiency
-    t_dram = t.latency_s(t.dram) + dram / (dram_bw * busy)
+    if in_flight_limited(t):
+        # Little's law over the tile loads: the CTAs resident at once each keep max(stages − 1, 1) K-slabs in
+        # flight; a share ``hit`` of the loaded bytes is served by the LLC (its latency), the rest by DRAM, whose
+        # share of the achieved load bandwidth is the DRAM stream's (``in_flight_bandwidth``)
+        hit = np.where(reuse > 0.0, 1.0 - np.minimum(dram / np.maximum(reuse, 1.0), 1.0), 0.0)
+        slab = (np.minimum(bm, mm) + np.minimum(bn, nn) / share) * np.minimum(bk, ks) * eb  # a tile past the edge
+        slabs = np.minimum(np.maximum(stages - 1.0, 1.0), steps)  # loads no more than the problem has
+        flight = np.minimum(tiles, units * resident) * slabs * slab
+        lat_c = t.latency_s(t.llc) if t.llc is not None else 0.0
+        loads = in_flight_bandwidth(flight, hit, t.latency_s(t.dram), t.bandwidth_bytes_per_s(t.dram), lat_c,
+                                    d.loaded_latency_factor)
+        t_dram = t.latency_s(t.dram) + dram / np.minimum(dram_bw, np.maximum((1.0 - hit) * loads, 1e-30))
+    else:
+        t_dram = t.latency_s(t.dram) + dram / (dram_bw * busy)
     if t.llc is not None and llc_fed:
         llc_bw = t.bandwidth_bytes_per_s(t.llc) * d.onchip_efficiency
         # the few-tiles case is already in load_step (bandwidth per active unit): no busy share here
@@ -190,6 +210,25 @@ def gemm_costs_numpy(t: MachineTables, space: GemmCandidates, batch: FloatArray,
         footprint_bytes=full(footprint), resident=full(resident), waves=full(np.ceil(tiles / (units * resident))),
         tiles=full(tiles), busy=full(busy), reject=reject,
     )
+
+
+def in_flight_limited(t: MachineTables) -> bool:
+    """Whether a schedule's DRAM stream is bounded by the loads its CTAs keep in flight (Little's law): GPUs. A
+    systolic device's DMA engines, and a CPU, keep the share of DRAM bandwidth of the units their tiles occupy."""
+    return t.hardware.kind == "gpu" and not is_systolic(t)
+
+
+def in_flight_bandwidth(flight: Any, hit: Any, dram_latency_s: float, dram_bw: float, llc_latency_s: float,
+                        loaded_latency_factor: float) -> Any:
+    """Bytes/s of loads that ``flight`` bytes in flight sustain (Little's law, as ``roofline._in_flight_time``): a
+    share ``hit`` comes back at the LLC's latency, the rest at DRAM's, which grows linearly with DRAM's utilisation
+    to ``loaded_latency_factor`` times at its peak: the root of A·bw² + B·bw − F = 0 with A = a·(1−h)²·L0/BW,
+    B = h·Lc + (1−h)·L0, a = factor − 1. The LLC's own bandwidth is not in it: the schedule's L2 feed per K-step and
+    its reuse term bound that. Scalars (the numba kernel) or arrays."""
+    a = max(loaded_latency_factor - 1.0, 1e-9)
+    quad = a * ((1.0 - hit) * (1.0 - hit) * dram_latency_s / dram_bw)
+    lin = np.maximum(hit * llc_latency_s + (1.0 - hit) * dram_latency_s, 1e-12)
+    return 2.0 * flight / (lin + np.sqrt(lin * lin + 4.0 * quad * flight))
 
 
 def pipelined_step(step: FloatArray, latency_s: float, stages: FloatArray, resident: FloatArray) -> FloatArray:

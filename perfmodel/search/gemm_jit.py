@@ -12,17 +12,21 @@ from typing import Any
 import numba
 import numpy as np
 
+from perfmodel.search.gemm_cost import in_flight_bandwidth
 from perfmodel.search.gemm_kernel import (
     D_BLOCKS_PER_UNIT,
     D_DRAM_BW,
     D_DRAM_LATENCY,
+    D_DRAM_PEAK_BW,
     D_FILL,
+    D_IN_FLIGHT,
     D_LATENCY,
     D_LLC_BW,
     D_LLC_FED,
     D_LLC_HALF,
     D_LLC_LATENCY,
     D_LOAD_BW,
+    D_LOADED_LATENCY,
     D_MATRIX_EFF,
     D_MAX_RESIDENT,
     D_MMA_K,
@@ -39,6 +43,9 @@ from perfmodel.search.gemm_kernel import (
     D_SYSTOLIC,
     D_UNITS,
 )
+
+# the numpy formula compiled as it stands (scalars in, scalar out): the same operations, the same floats
+in_flight = numba.njit(inline="always", cache=True, error_model="numpy")(in_flight_bandwidth)
 
 # columns of the per-candidate table (terms that depend on the device, the candidate, the element size
 # and the peak only: computed once per op dtype, not per op)
@@ -157,7 +164,15 @@ def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: floa
         b_reads = 1.0 if ks * nn * eb <= v[D_LLC_HALF] else np.ceil(mt / g)
         dram = compulsory + b * eb * (mm * kk * (a_reads - 1.0) + kk * nn * (b_reads - 1.0))
         reuse = compulsory + tile_loads - b * eb * (mm * kk + kk * nn) + partials
-    t_dram = v[D_DRAM_LATENCY] + dram / (v[D_DRAM_BW] * busy)
+    if v[D_IN_FLIGHT] > 0.0:
+        hit = 1.0 - min(dram / max(reuse, 1.0), 1.0) if reuse > 0.0 else 0.0
+        slab = (min(bm, mm) + min(bn, nn) / share) * min(bk, ks) * eb
+        slabs = min(max(stages - 1.0, 1.0), steps)
+        flight = min(tiles, units * resident) * slabs * slab
+        loads = in_flight(flight, hit, v[D_DRAM_LATENCY], v[D_DRAM_PEAK_BW], v[D_LLC_LATENCY], v[D_LOADED_LATENCY])
+        t_dram = v[D_DRAM_LATENCY] + dram / min(v[D_DRAM_BW], max((1.0 - hit) * loads, 1e-30))
+    else:
+        t_dram = v[D_DRAM_LATENCY] + dram / (v[D_DRAM_BW] * busy)
     t_reuse = v[D_LLC_LATENCY] + reuse / v[D_LLC_BW] if v[D_LLC_FED] > 0.0 else 0.0
     body = max(max(compute, t_dram), t_reuse)
     judged = body + (v[D_OVERHEAD] if s > 1.0 else 0.0)

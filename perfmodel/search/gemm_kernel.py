@@ -26,7 +26,8 @@ from perfmodel.search.gemm_space import GemmCandidates, is_systolic
 # positions in the device vector
 (D_SYSTOLIC, D_HAS_LLC, D_UNITS, D_MMA_M, D_MMA_N, D_MMA_K, D_SCRATCHPAD, D_REGISTERS, D_MAX_RESIDENT,
  D_MATRIX_EFF, D_BLOCKS_PER_UNIT, D_LOAD_BW, D_SMEM_BW, D_LATENCY, D_REDUCE_BW, D_FILL, D_LLC_HALF, D_DRAM_BW,
- D_DRAM_LATENCY, D_LLC_BW, D_LLC_LATENCY, D_OVERHEAD, D_SHARING, D_SMEM_A, D_SMEM_B, D_LLC_FED, D_SIZE) = range(27)
+ D_DRAM_LATENCY, D_LLC_BW, D_LLC_LATENCY, D_OVERHEAD, D_SHARING, D_SMEM_A, D_SMEM_B, D_LLC_FED, D_IN_FLIGHT,
+ D_DRAM_PEAK_BW, D_LOADED_LATENCY, D_SIZE) = range(30)
 
 # rows of the float output block of ``cost_grid``
 FIELDS = ("compute_s", "dram_s", "reuse_s", "body_s", "judged_s", "dram_bytes", "reuse_bytes", "smem_bytes",
@@ -88,6 +89,10 @@ def device_vector(t: MachineTables) -> FloatArray:
     v[D_OVERHEAD] = t.kernel_overhead_s
     v[D_SHARING] = 1.0 if systolic else float(t.operand_sharing_tiles)
     v[D_SMEM_A], v[D_SMEM_B] = t.smem_reads_a, t.smem_reads_b
+    # Little's law on the tile loads (``gemm_cost.in_flight_bandwidth``): peak figures, the loaded-latency factor
+    v[D_IN_FLIGHT] = 1.0 if t.hardware.kind == "gpu" and not systolic else 0.0
+    v[D_DRAM_PEAK_BW] = t.bandwidth_bytes_per_s(t.dram)
+    v[D_LOADED_LATENCY] = d.loaded_latency_factor
     return v
 
 
