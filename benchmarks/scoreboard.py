@@ -177,6 +177,15 @@ def _by_dataset(scores: list[Score]) -> list[str]:
     return out
 
 
+def _coverage(dataset: str, scores: list[Score]) -> str:
+    """A data set's share of held-out rows inside their interval, and of its in-range and beyond rows."""
+    inside = np.concatenate([s.inside for s in scores])
+    in_range = np.concatenate([s.in_range for s in scores])
+    parts = [f"{inside[rows].mean():.2f} of {int(rows.sum())}" if rows.any() else "none"
+             for rows in (in_range, ~in_range)]
+    return f"{dataset} {inside.mean():.3f} ({parts[0]}, {parts[1]})"
+
+
 def print_scoreboard(rows: Sequence[Row], scores: list[Score], swap: bool = False) -> None:
     print("Calibration scoreboard: fitted on the 'fit' rows, errors on the held-out 'score' rows only.")
     if swap:
@@ -228,8 +237,8 @@ def print_scoreboard(rows: Sequence[Row], scores: list[Score], swap: bool = Fals
     print(f"held-out rows inside their 10-90 % interval ({split} split): {inside.mean():.2f} (aim 0.75-0.85); "
           f"in calibrated range {inside[in_range].mean():.2f} of {int(in_range.sum())}, beyond the fitted sizes or "
           f"shapes {inside[~in_range].mean():.2f} of {int((~in_range).sum())}")
-    print("  coverage by data set: " + ", ".join(
-        f"{d} {np.concatenate([s.inside for s in own if s.setup.split(' ')[0] == d]).mean():.2f}"
+    print("  coverage by data set (in calibrated range, beyond): " + "; ".join(
+        _coverage(d, [s for s in own if s.setup.split(" ")[0] == d])
         for d in sorted({s.setup.split(" ")[0] for s in own})))
     transferred = [s for s in scores if s.setup.startswith("vidur, A100")]
     if transferred:
