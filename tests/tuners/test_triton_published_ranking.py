@@ -28,15 +28,26 @@ def test_the_configs_inductor_dropped_for_shared_memory_are_pruned(results: dict
 
 
 def test_square_gemm_ranking_agrees_with_the_measured_order(results: dict[tuple[int, int, int], object]) -> None:
-    """2048^3: nine measured configs, 0.087-0.124 ms. Spearman 0.60, Kendall 0.46 (2026-11-25); the model's first
-    pick measures within 20 % of the best."""
+    """2048^3: nine measured configs, 0.087-0.124 ms. Spearman 0.75, Kendall 0.66 (2026-11-27); the model's first
+    pick is the measured best (within 20 % asserted)."""
     a = results[(2048, 2048, 2048)]
     assert a.spearman >= 0.5 and a.kendall >= 0.35  # type: ignore[attr-defined]
     assert a.top_pick_ratio <= 1.2  # type: ignore[attr-defined]
 
 
-@pytest.mark.xfail(strict=True, reason="known miss: for a 16-row GEMM the schedule model ties a few-CTA grid's "
-                   "bandwidth to its CTA count (16x128 tiles: 32 CTAs, 0.45 ms predicted), while the L40S "
-                   "measures all nine configs within 0.066-0.073 ms; Spearman -0.81")
+def test_skinny_gemm_configs_are_priced_near_their_measured_times(results: dict[tuple[int, int, int], object]
+                                                                   ) -> None:
+    """16x4096x4096: a 32-128-CTA grid on the 142-SM L40S streams the 32 MiB of weights at the DRAM roof when its
+    CTAs keep enough K-slabs in flight (Little's law), whatever its CTA count: every config within 0.6-1.0x of its
+    measured time (0.65-0.87x, 2026-11-27; the CTA-count bandwidth share gave 1.4-6.1x, 0.10-0.40 ms)."""
+    a = results[(16, 4096, 4096)]
+    ratios = [p / t for t, p in zip(a.measured_ms, a.predicted_ms, strict=True)]  # type: ignore[attr-defined]
+    assert all(0.6 <= r <= 1.0 for r in ratios), ratios
+
+
+@pytest.mark.xfail(strict=True, reason="known miss: the model prices six of the nine 16-row configs at the L40S's "
+                   "DRAM roof (47.6 us) and the three with the fewest bytes in flight (0.9-1.2 MB) under it "
+                   "(49.5-58.8 us), while the measured 65.5-72.7 us order follows the CTA count (BN 128 < 64 < 32: "
+                   "32 < 64 < 128 CTAs), not the bytes in flight; Spearman -0.11, Kendall -0.08 (was -0.81 / -0.73)")
 def test_skinny_gemm_ranking_agrees_with_the_measured_order(results: dict[tuple[int, int, int], object]) -> None:
     assert results[(16, 4096, 4096)].spearman >= 0.5  # type: ignore[attr-defined]
