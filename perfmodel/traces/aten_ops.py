@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from perfmodel.ops import OpError, make_op
-from perfmodel.traces import aten_comms, aten_gemm, aten_nn, aten_simple, triton_ops
+from perfmodel.traces import aten_comms, aten_foreach, aten_gemm, aten_nn, aten_simple, triton_ops
 from perfmodel.traces.aten_args import Args, Unbuildable
 from perfmodel.traces.records import OpCall
 
@@ -34,6 +34,7 @@ BUILDERS.update(dict.fromkeys(aten_simple.ACTIVATION_NAMES, aten_simple.activati
 BUILDERS.update(aten_comms.BUILDERS)
 BUILDERS.update(aten_nn.BUILDERS)
 BUILDERS.update(dict.fromkeys(("aten::_log_softmax", "aten::log_softmax"), aten_simple.softmax))
+BUILDERS.update(dict.fromkeys(aten_foreach.NAMES, aten_foreach.foreach))
 
 
 def recognised(name: str) -> bool:

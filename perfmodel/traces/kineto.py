@@ -94,7 +94,7 @@ def _calls(ops: list[OpEvent], order: list[int]) -> None:
         op = ops[i]
         parent = ops[op.parent].call if op.parent >= 0 else None
         op.call = OpCall(call_id, op.name, op.ts_us * US, (op.end_us - op.ts_us) * US, op.dims, op.types,
-                         op.concrete, parent, op.strides, op.outputs)
+                         op.concrete, parent, op.strides, op.outputs, op.lists)
 
 
 class _Locator:

@@ -18,6 +18,7 @@ import msgspec
 from perfmodel.traces.aten_comms import comm_args
 from perfmodel.traces.kineto_events import NOT_RECORDED, Event, EventArgs
 from perfmodel.traces.records import (
+    LIST_TYPE,
     MAX_DIMS,
     MAX_RANK,
     Category,
@@ -85,6 +86,7 @@ class OpEvent:
     sequence: int | None = None  # autograd sequence number: a forward op and its backward node share it
     backward: bool = False  # an autograd backward node (its Input Dims: the gradients of the forward outputs)
     outputs: tuple[tuple[int, ...] | None, ...] | None = None  # from the backward node, where linked
+    lists: tuple[tuple[tuple[int, ...], ...] | None, ...] | None = None  # tensor-list arguments' shapes
 
 
 def _shapes(value: object) -> tuple[tuple[int, ...] | None, ...] | None:
@@ -98,6 +100,18 @@ def _shapes(value: object) -> tuple[tuple[int, ...] | None, ...] | None:
         else:
             shapes.append(None)
     return tuple(shapes)
+
+
+def _list_shapes(value: object) -> tuple[tuple[tuple[int, ...], ...] | None, ...] | None:
+    """Per argument of ``Input Dims``, the shapes of a tensor list (a list of shapes; ``_shapes`` keeps None for
+    it), None for any other argument; None where no argument is a tensor list."""
+    if not isinstance(value, list):
+        return None
+    out: list[tuple[tuple[int, ...], ...] | None] = []
+    for item in value[:MAX_DIMS]:
+        shapes = _shapes(item) if isinstance(item, list) and item and isinstance(item[0], list) else None
+        out.append(None if shapes is None or None in shapes else tuple(s for s in shapes if s is not None))
+    return tuple(out) if any(item is not None for item in out) else None
 
 
 def _strings(value: object, limit: int) -> tuple[str, ...] | None:
@@ -165,7 +179,7 @@ class Collector:
         self.skipped = 0  # device events without a valid ts/dur
         self._shared: dict[object, Any] = {}  # one object per distinct name / shape list / type list
         self._actions: dict[str, str] = {}  # event category -> what it is to the parser (see _action)
-        self._caches: tuple[dict[bytes, Any], ...] = ({}, {}, {}, {}, {})  # raw JSON -> converted, per args field
+        self._caches: tuple[dict[bytes, Any], ...] = ({}, {}, {}, {}, {}, {})  # raw JSON -> converted, per field
         self._names: dict[str, str] = {}  # an event's name -> its clipped, shared text
         self._threads: dict[tuple[Any, Any], tuple[Any, Any]] = {}  # plain (pid, tid) -> its shared tuple
 
@@ -287,15 +301,17 @@ class Collector:
         backward = isinstance(name, str) and "Backward" in name and not name.startswith("aten::")
         cache = self._caches
         dims = args.input_dims if args.input_dims is not NOT_RECORDED else args.legacy_input_dims
+        types = None if args.input_types is NOT_RECORDED else self._converted(args.input_types, _type_names, cache[1])
         self.ops.append(OpEvent(
             self.thread(event), ts, ts + dur, self.name(name), external if type(external) is int else as_int(external),
-            None if dims is NOT_RECORDED else self._converted(dims, _shapes, cache[0]),
-            None if args.input_types is NOT_RECORDED else self._converted(args.input_types, _type_names, cache[1]),
+            None if dims is NOT_RECORDED else self._converted(dims, _shapes, cache[0]), types,
             None if args.concrete_inputs is NOT_RECORDED else self._converted(args.concrete_inputs,
                                                                               _concrete_values, cache[2]),
             None if args.collective_name is None else _comm_of(args),
             None if args.input_strides is NOT_RECORDED else self._converted(args.input_strides, _shapes, cache[3]),
-            sequence=sequence if type(sequence) is int else None, backward=backward))
+            sequence=sequence if type(sequence) is int else None, backward=backward,
+            lists=self._converted(dims, _list_shapes, cache[5]) if types and LIST_TYPE in types
+            and dims is not NOT_RECORDED else None))
 
 
 def _dim3(value: object) -> tuple[int, int, int] | None:

@@ -171,7 +171,7 @@ def _collective_op(kernel: KernelRecord, index: int, world_size: int | None) -> 
 
 def _build(call: OpCall, world_size: int | None, cache: _Cache) -> tuple[dict[str, Any], list[str]] | str:
     signature = (call.name, call.input_dims, call.input_types, call.concrete_inputs, call.input_strides,
-                 call.output_dims)
+                 call.output_dims, call.input_lists)
     built = cache.get(signature)
     if built is None:
         try:

@@ -16,6 +16,7 @@ SELF_SUFFIX = " [self]"  # name suffix of a CPU op's own time outside the child 
 MAX_NAME_CHARS = 4096  # kernel and op names are cut to this length (C++ template names run to ~3,000)
 MAX_DIMS = 64  # tensors per op whose shapes are kept
 MAX_RANK = 16  # dimensions per tensor shape
+LIST_TYPE = "TensorList"  # the ``Input type`` PyTorch records for a tensor-list argument (foreach ops, cat)
 
 _EMPTY: Mapping[str, float] = types.MappingProxyType({})
 
@@ -40,6 +41,8 @@ class OpCall:
     # shapes of the outputs, where the trace tells them: the gradients its backward node receives (linked by
     # the autograd sequence number); None where unknown
     output_dims: tuple[tuple[int, ...] | None, ...] | None = None
+    # per argument, the shapes of a tensor list (``Input type`` ``TensorList``: foreach ops); None elsewhere
+    input_lists: tuple[tuple[tuple[int, ...], ...] | None, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

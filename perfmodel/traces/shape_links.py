@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from perfmodel.traces.kernel_names import data_dtype
-from perfmodel.traces.records import KernelRecord, OpCall
+from perfmodel.traces.records import LIST_TYPE, KernelRecord, OpCall
 
 Shape = tuple[int, ...]
 # backward op -> argument index of (input, grad_output, weight)
@@ -97,7 +97,8 @@ def typed_call(call: OpCall, kernel: KernelRecord, dtypes: CallDtypes) -> tuple[
     """A call with shapes but no ``Input type`` (PyTorch 1.8 records ``Input type: []``), typed by the data type its
     kernels' names give (``volta_scudnn_...``, ``implicit_convolve_sgemm<float, ...>``: ``kernel_names.data_dtype``)
     for every tensor argument, and the note saying so; None where no kernel of the call names one."""
-    if call.input_types or not call.input_dims:
+    lists = bool(call.input_types) and LIST_TYPE in (call.input_types or ())
+    if (call.input_types and not lists) or not call.input_dims:
         return None
     known = dtypes.get(call.call_id)
     if known is None:
@@ -105,6 +106,10 @@ def typed_call(call: OpCall, kernel: KernelRecord, dtypes: CallDtypes) -> tuple[
         if dtype is None or dtype not in _TORCH_NAMES:
             return None
         known = dtypes[call.call_id] = (dtype, kernel.name)
+    if lists:  # a foreach op: its tensor lists' element type (``Input type`` ``TensorList``)
+        types = tuple(_TORCH_NAMES[known[0]] if t == LIST_TYPE else t for t in call.input_types or ())
+        note = f"tensor lists' element type not recorded: {known[0]} assumed, from its kernel {known[1][:60]!r}"
+        return replace(call, input_types=types), note
     types = tuple(_TORCH_NAMES[known[0]] if dims else "" for dims in call.input_dims)
     note = f"Input type not recorded: {known[0]} assumed for every tensor, from its kernel {known[1][:60]!r}"
     return replace(call, input_types=types), note
