@@ -6,7 +6,8 @@ Prints CPU seconds (process time: the machine is shared) and wall seconds per st
 
     .venv/bin/python benchmarks/trace_parse.py --kernels 333334   # a 1M-event trace
     .venv/bin/python benchmarks/trace_parse.py --kernels 100000 --baseline /tmp/pm-base   # and the ratio to an
-        # older checkout's code, run on the same file right after (the machine is shared: compare in one run)
+        # older checkout's code on the same file, fresh processes in alternating order (--pairs, medians: the
+        # machine is shared and the second of two back-to-back runs was seen slower whichever code it ran)
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import gzip
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -100,6 +102,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--kernels", type=int, default=500_000)
     parser.add_argument("--baseline", help="another checkout: its code's figures on the same file, and the ratios")
+    parser.add_argument("--pairs", type=int, default=2, help="with --baseline: runs of each code, order alternating")
     parser.add_argument("--steps-json", help=argparse.SUPPRESS)  # internal: one file's figures as JSON
     args = parser.parse_args()
     if args.steps_json:
@@ -112,10 +115,22 @@ def main() -> None:
         print(f"wrote {args.kernels:,} kernels: {raw_bytes / 1e6:.0f} MB JSON, {path.stat().st_size / 1e6:.0f} MB "
               f"gzip in {time.perf_counter() - started:.1f} s")
         if args.baseline:
-            old = _baseline(path, args.baseline)
-            new = json.loads(subprocess.run([sys.executable, __file__, "--steps-json", str(path)], check=True,
-                                            capture_output=True, text=True).stdout.strip().splitlines()[-1])
-            print("CPU s, baseline -> this code (fresh processes, back to back): " + "; ".join(
+            # alternating order (baseline, this, this, baseline, ...): on a shared machine the process run second
+            # was seen 12 % slower whichever code it ran; the medians of each side are compared
+            olds: list[dict[str, float]] = []
+            news: list[dict[str, float]] = []
+            for pair in range(args.pairs):
+                for side in ((0, 1) if pair % 2 == 0 else (1, 0)):
+                    if side == 0:
+                        olds.append(_baseline(path, args.baseline))
+                    else:
+                        news.append(json.loads(subprocess.run(
+                            [sys.executable, __file__, "--steps-json", str(path)], check=True, capture_output=True,
+                            text=True).stdout.strip().splitlines()[-1]))
+            old = {key: float(statistics.median(o[key] for o in olds)) for key in olds[0]}
+            new = {key: float(statistics.median(n[key] for n in news)) for key in news[0]}
+            print(f"CPU s, baseline -> this code (fresh processes, {args.pairs} pairs in alternating order, "
+                  "medians): " + "; ".join(
                 f"{step} {old[step]:.2f} -> {new[step]:.2f} ({new[step] / old[step]:.2f}x)" if old[step] > 0 else
                 f"{step} {old[step]:.2f} -> {new[step]:.2f}" for step in ("parse", "match", "report", "all"))
                 + f"; peak RSS {old['rss_mb']:.0f} -> {new['rss_mb']:.0f} MB")
