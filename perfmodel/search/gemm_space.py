@@ -29,6 +29,9 @@ COMPACT_GPU_TILES = ((256, 256), (256, 128), (128, 256), (128, 128), (128, 64), 
                      (32, 64), (64, 32))
 SYSTOLIC_ROWS = (8, 32, 128, 512, 2048)
 K_STEP_BYTES = 64.0  # the compact space's BK: 32 fp16 / 16 fp32 / 64 int8 elements per stage
+# and its deep-pipeline variant (128 fp16 elements, as many stages as the SMEM holds, up to 5): with few CTAs a
+# schedule streams DRAM only as fast as the K-slabs it keeps in flight (gemm_cost: Little's law)
+DEEP_K_STEP_BYTES = 256.0
 
 
 @dataclass(frozen=True)
@@ -90,8 +93,9 @@ def _full_space(t: MachineTables) -> GemmCandidates:
 
 
 def compact_space(t: MachineTables) -> GemmCandidates:
-    """The small fixed set ``predict_many`` uses: a few tiles, 3 stages (2 where 3 do not fit the device's shared
-    memory but 2 do), split-K, group 8."""
+    """The small fixed set ``predict_many`` uses: a few tiles, split-K, group 8; each tile with a 64-byte K-step in 3
+    stages (2 where 3 do not fit the device's shared memory but 2 do) and a 256-byte K-step in as many stages as fit
+    (2 to 5), the deep pipeline a few-CTA grid needs to keep DRAM busy."""
     key = ("compact", t.mma_n, t.mma_m, t.hardware.kind, t.scratchpad_bytes_per_unit)
     if key not in _SPACES:
         _SPACES[key] = _compact_space(t)
@@ -110,8 +114,16 @@ def _compact_space(t: MachineTables) -> GemmCandidates:
         # variant the compact set would fall back to 128x128 and predict 25 % slower than the full space
         bk = K_STEP_BYTES
         rows = [(bm, bn, bk, _stages_that_fit(bm, bn, t), s, 8.0) for (bm, bn) in COMPACT_GPU_TILES for s in SPLITS]
+        rows += [(bm, bn, DEEP_K_STEP_BYTES, _deep_stages(bm, bn, t), s, 8.0) for (bm, bn) in COMPACT_GPU_TILES
+                 for s in SPLITS if _deep_stages(bm, bn, t) >= 2.0]
     grid = np.array(rows, dtype=np.float64)
     return GemmCandidates(*(grid[:, i].copy() for i in range(6)))
+
+
+def _deep_stages(bm: float, bn: float, t: MachineTables) -> float:
+    """As many stages of a ``DEEP_K_STEP_BYTES`` K-slice as fit the shared memory, at most 5 (0 where 2 do not)."""
+    fit = float(t.scratchpad_bytes_per_unit // ((bm + bn) * DEEP_K_STEP_BYTES))
+    return min(fit, 5.0) if fit >= 2.0 else 0.0
 
 
 def _stages_that_fit(bm: float, bn: float, t: MachineTables) -> float:
