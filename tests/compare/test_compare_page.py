@@ -15,6 +15,8 @@ from api.main import create_app
 from api.settings import Settings
 from tests.compare.conftest import HTA_0, HTA_1, RESNET_0, trace_path
 
+TRITON = "triton_example__triton_example.json.gz"  # one Triton kernel: nothing in common with HTA's ranks
+
 TOKEN = "page-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -25,7 +27,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     app = create_app(Settings(database_url=f"sqlite:///{tmp / 'p.sqlite3'}", data_dir=tmp, api_token=TOKEN))
     with TestClient(app) as c:
         for name, hw in ((HTA_0, "nvidia-a100-sxm4-80gb"), (HTA_1, "nvidia-a100-sxm4-80gb"),
-                         (RESNET_0, "nvidia-v100-sxm2-32gb")):
+                         (RESNET_0, "nvidia-v100-sxm2-32gb"), (TRITON, "nvidia-a100-sxm4-80gb")):
             path: Path = trace_path(name)
             response = c.post("/api/v1/traces", files={"file": (path.name, path.read_bytes(), "application/gzip")},
                               data={"hardware": hw}, headers=AUTH)
@@ -56,6 +58,9 @@ def test_pick_two_traces_and_compare(client: TestClient) -> None:
 def test_bad_choices_say_why(client: TestClient) -> None:
     missing = client.get("/trace-diff?base=1&new=99")
     assert missing.status_code == 404 and "no stored trace 99" in missing.text
-    devices = client.get("/trace-diff?base=1&new=3")  # an A100 rank against ResNet-50 on a V100: nothing shared
-    assert devices.status_code == 422 and 'id="diff-error"' in devices.text
+    disjoint = client.get("/trace-diff?base=1&new=4")  # an HTA rank against a lone Triton kernel: nothing shared
+    assert disjoint.status_code == 422 and 'id="diff-error"' in disjoint.text and "in common" in disjoint.text
+    # an A100 rank against ResNet-50 on a V100 share one 1-element fill_ (2 and 6 calls): compared, no verdict
+    devices = client.get("/trace-diff?base=1&new=3")
+    assert devices.status_code == 200 and 'id="regressions-count">0<' in devices.text
     assert client.get("/trace-diff?base=1&new=2&threshold=abc").status_code == 422
