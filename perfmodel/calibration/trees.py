@@ -61,18 +61,24 @@ class TreeEnsemble:
         return self._predict(x)
 
     def _predict(self, x: FloatArray) -> FloatArray:
-        rows = np.arange(len(x))[None, :]
-        trees = np.arange(self.feature.shape[0])[:, None]
-        node = np.zeros((self.feature.shape[0], len(x)), dtype=np.int64)
-        for _ in range(self.feature.shape[1]):
-            feature = self.feature[trees, node]
-            inner = feature >= 0
+        """All trees walked together, one level a step, on flat indices (tree × nodes + node; row × columns +
+        column): ``np.take`` on 1-D arrays instead of 2-D fancy indexing."""
+        n_trees, n_nodes = self.feature.shape
+        x = np.ascontiguousarray(x, dtype=float)
+        values, row_start = x.ravel(), (np.arange(len(x)) * x.shape[1])[None, :]
+        feature, threshold = self.feature.ravel(), self.threshold.ravel()
+        left, right, missing_left = self.left.ravel(), self.right.ravel(), self.missing_left.ravel()
+        tree_start = (np.arange(n_trees) * n_nodes)[:, None]
+        node = np.repeat(tree_start, len(x), axis=1)  # each tree's root, per row
+        for _ in range(n_nodes):
+            split = feature.take(node)
+            inner = split >= 0
             if not inner.any():
                 break
-            value = x[rows, np.maximum(feature, 0)]
-            go_left = np.where(np.isnan(value), self.missing_left[trees, node], value <= self.threshold[trees, node])
-            node = np.where(inner, np.where(go_left, self.left[trees, node], self.right[trees, node]), node)
-        out: FloatArray = self.base + self.value[trees, node].sum(axis=0)
+            value = values.take(row_start + np.maximum(split, 0))
+            go_left = np.where(np.isnan(value), missing_left.take(node), value <= threshold.take(node))
+            node = np.where(inner, tree_start + np.where(go_left, left.take(node), right.take(node)), node)
+        out: FloatArray = self.base + self.value.ravel().take(node).sum(axis=0)
         return out
 
     def to_json(self) -> dict[str, Any]:
