@@ -25,6 +25,8 @@ Nine curve parameters and ``shape.N_SHAPE`` coefficients per (hardware, op class
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,26 +131,64 @@ def time_s(theta: FloatArray, f: Features) -> FloatArray:
     return np.exp(p[:, 0]) * f.overhead_s + f.body_s * np.exp(log_factor(p, f))
 
 
-def log_time_gradient(theta: FloatArray, f: Features) -> FloatArray:
-    """d log(t_cal) / d theta per row (n x N_PARAMS), ``theta`` one parameter vector: the Jacobian the fit uses."""
+@dataclass(frozen=True)
+class Evaluation:
+    """The form at one parameter vector, with what its gradient reuses: per part (compute, memory) the ramp's
+    argument z, its sigmoid and width (decades), and the calibrated floor, body and total seconds per row."""
+
+    theta: FloatArray
+    ramps: tuple[tuple[FloatArray, FloatArray, float], tuple[FloatArray, FloatArray, float]]
+    floor_s: FloatArray
+    body_s: FloatArray
+    total_s: FloatArray
+
+
+def evaluate(theta: FloatArray, f: Features) -> Evaluation:
+    """``time_s`` for one parameter vector, keeping the parts ``log_time_gradient`` needs."""
     p = np.asarray(theta, dtype=float)
-    floor_s = np.exp(p[0]) * f.overhead_s
-    body_s = f.body_s * np.exp(log_factor(p, f))
-    total_s = np.maximum(floor_s + body_s, 1e-300)
-    body_share = body_s / total_s
-    out: FloatArray = np.empty((len(total_s), N_PARAMS))
-    out[:, 0] = floor_s / total_s
-    for first, size, weight in ((1, f.log10_flops, f.compute_share), (5, f.log10_bytes, 1.0 - f.compute_share)):
-        b, x0, width = p[first + 1], p[first + 2], np.exp(p[first + 3])
-        z = (x0 - size) / width
-        sig = _sigmoid(z)
-        slope = b * sig * (1.0 - sig)  # d g / d z
-        part = body_share * weight
-        out[:, first] = part  # d / d a
-        out[:, first + 1] = part * sig  # d / d b
-        out[:, first + 2] = part * slope / width  # d / d x0
-        out[:, first + 3] = -part * slope * z  # d / d log width
-    out[:, N_CURVE:] = body_share[:, None] * f.shape
+    ramps = []
+    for first, size in ((1, f.log10_flops), (5, f.log10_bytes)):
+        width = math.exp(p[first + 3])
+        z = (p[first + 2] - size) / width
+        ramps.append((z, _sigmoid(z), width))
+    (_, sig_c, _), (_, sig_m, _) = ramps
+    log_body = f.compute_share * (p[1] + p[2] * sig_c) + (1.0 - f.compute_share) * (p[5] + p[6] * sig_m)
+    if f.shape.size:
+        log_body = log_body + f.shape @ p[N_CURVE:]
+    floor_s = math.exp(p[0]) * f.overhead_s
+    body_s = f.body_s * np.exp(log_body)
+    return Evaluation(p, (ramps[0], ramps[1]), floor_s, body_s, floor_s + body_s)
+
+
+def log_time_gradient(theta: FloatArray, f: Features, columns: Sequence[int] | None = None,
+                      at: Evaluation | None = None) -> FloatArray:
+    """d log(t_cal) / d theta per row (n x N_PARAMS, or n x len(``columns``): those parameters only), ``theta`` one
+    parameter vector: the Jacobian the fit uses. ``at``: ``evaluate(theta, f)`` when the caller has it."""
+    e = evaluate(theta, f) if at is None else at
+    p = e.theta
+    wanted = range(N_PARAMS) if columns is None else columns
+    total_s = np.maximum(e.total_s, 1e-300)
+    body_share = e.body_s / total_s
+    out: FloatArray = np.empty((len(total_s), len(wanted)))
+    parts: dict[int, FloatArray] = {}  # body share x each part's blend weight, computed once
+    for column, i in enumerate(wanted):
+        if i == 0:
+            out[:, column] = e.floor_s / total_s  # d / d log o
+        elif i >= N_CURVE:
+            out[:, column] = body_share * f.shape[:, i - N_CURVE]  # d / d beta
+        else:
+            first = 1 if i < 5 else 5
+            z, sig, width = e.ramps[0 if first == 1 else 1]
+            if first not in parts:
+                parts[first] = body_share * (f.compute_share if first == 1 else 1.0 - f.compute_share)
+            part, offset = parts[first], i - first
+            if offset == 0:
+                out[:, column] = part  # d / d a
+            elif offset == 1:
+                out[:, column] = part * sig  # d / d b
+            else:
+                slope = part * (p[first + 1] * sig * (1.0 - sig))  # part x d g / d z
+                out[:, column] = slope / width if offset == 2 else -slope * z  # d / d x0, d / d log width
     return out
 
 

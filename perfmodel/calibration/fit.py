@@ -10,7 +10,6 @@ values or at a related device's (``prior_mean``).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,56 +111,20 @@ class _Problem:
         return out
 
     def residuals(self, x: FloatArray) -> FloatArray:
-        """log(t_cal / t_measured) per run, then the priors' residuals; keeps what the gradient at ``x`` reuses."""
-        p, f = self.theta(x), self.f
-        ramps = []
-        for first, size in ((1, f.log10_flops), (5, f.log10_bytes)):
-            width = math.exp(p[first + 3])
-            z = (p[first + 2] - size) / width
-            ramps.append((z, 0.5 * (1.0 + np.tanh(0.5 * z)), width))
-        (_, sig_c, _), (_, sig_m, _) = ramps
-        log_factor = f.compute_share * (p[1] + p[2] * sig_c) + (1.0 - f.compute_share) * (p[5] + p[6] * sig_m)
-        if f.shape.size:
-            log_factor = log_factor + f.shape @ p[curve.N_CURVE:]
-        floor_s = math.exp(p[0]) * f.overhead_s
-        body_s = f.body_s * np.exp(log_factor)
-        total_s = floor_s + body_s
+        """log(t_cal / t_measured) per run, then the priors' residuals; keeps the evaluation for the gradient."""
+        evaluation = curve.evaluate(self.theta(x), self.f)
         self.last.clear()
-        self.last.update(x=x.copy(), p=p, ramps=ramps, floor_s=floor_s, body_s=body_s, total_s=total_s)
-        predicted = np.log(np.maximum(total_s, 1e-30))
+        self.last.update(x=x.copy(), evaluation=evaluation)
+        predicted = np.log(np.maximum(evaluation.total_s, 1e-30))
         prior = PRIOR_WEIGHT * (x - self.mean[self.free]) / PRIOR_SD[self.free]
         return np.concatenate([predicted[self.inverse] - self.log_measured, prior])
 
     def gradient_rows(self, x: FloatArray) -> FloatArray:
-        """d log(t_cal) / d x per distinct op (rows × free parameters): ``curve.log_time_gradient``'s columns
-        of the free parameters, from the last ``residuals`` evaluation when it was at ``x``."""
+        """d log(t_cal) / d x per distinct op (rows × free parameters), from the last ``residuals`` evaluation
+        when it was at ``x``."""
         if "x" not in self.last or not np.array_equal(self.last["x"], x):
             self.residuals(x)
-        last, f = self.last, self.f
-        p, total_s = last["p"], np.maximum(last["total_s"], 1e-300)
-        body_share = last["body_s"] / total_s
-        out: FloatArray = np.empty((len(total_s), self.free.size))
-        parts: dict[int, FloatArray] = {}
-        for column, i in enumerate(self.free.tolist()):
-            if i == 0:
-                out[:, column] = last["floor_s"] / total_s
-            elif i >= curve.N_CURVE:
-                out[:, column] = body_share * f.shape[:, i - curve.N_CURVE]
-            else:
-                first = 1 if i < 5 else 5
-                z, sig, width = last["ramps"][0 if first == 1 else 1]
-                if first not in parts:
-                    parts[first] = body_share * (f.compute_share if first == 1 else 1.0 - f.compute_share)
-                part = parts[first]
-                offset = i - first
-                if offset == 0:
-                    out[:, column] = part
-                elif offset == 1:
-                    out[:, column] = part * sig
-                else:
-                    slope = part * (p[first + 1] * sig * (1.0 - sig))
-                    out[:, column] = slope / width if offset == 2 else -slope * z
-        return out
+        return curve.log_time_gradient(self.theta(x), self.f, self.free.tolist(), at=self.last["evaluation"])
 
     def normal_equations(self, x: FloatArray, r: FloatArray, gradient_weights: FloatArray,
                          curvature_weights: FloatArray) -> tuple[FloatArray, FloatArray]:
