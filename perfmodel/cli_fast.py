@@ -12,6 +12,7 @@ Imports only the standard library and ``perfmodel.units`` at start; the model wh
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Callable
@@ -31,10 +32,8 @@ class CliError(Exception):
 
 def parse_value(text: str) -> Any:
     """A CLI value: JSON when it parses (numbers, true/false, lists), '8,4096' as a list, else text."""
-    try:
+    with contextlib.suppress(json.JSONDecodeError):
         return json.loads(text)
-    except json.JSONDecodeError:
-        pass
     if "," in text:
         return [parse_value(part) for part in text.split(",") if part]
     return text

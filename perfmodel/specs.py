@@ -56,7 +56,7 @@ def _spec_loader() -> Any:
     import yaml
 
     class _SpecLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-        pass
+        """The safe loader with its own implicit resolvers (the float one below), so PyYAML's stays as it is."""
 
     _SpecLoader.add_implicit_resolver(
         "tag:yaml.org,2002:float",
