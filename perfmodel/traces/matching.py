@@ -20,16 +20,15 @@ its time, its reason and a reason category: never dropped silently."""
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfmodel.ops import OpError, make_op
 from perfmodel.traces import aten_comms, aten_ops, counter_ops, gemm_ops, kernel_ops, triton_ops
 from perfmodel.traces.aten_args import Args, Unbuildable
 from perfmodel.traces.gc_pause import without_gc
-from perfmodel.traces.kernel_names import gemm_tile, kernel_family, math_dtype, offload_region, split_k
+from perfmodel.traces.kernel_choices import kernel_choices
+from perfmodel.traces.kernel_names import gemm_tile, kernel_family, offload_region
 from perfmodel.traces.records import DEVICE_TIME_CATEGORIES, SELF_SUFFIX, KernelRecord, OpCall, ParsedTrace
 from perfmodel.traces.shape_links import (
     NO_INPUT_TYPE,
@@ -290,63 +289,6 @@ def _gemm_bound(kernel: KernelRecord) -> str:
             f"{f', z {z}: a batch or split-K' if z > 1 else ''}; K is not in the file)")
 
 
-def _kernel_choices(run: _Run) -> None:
-    """What the library chose, read from the run's kernel names: TF32 math for an fp32 GEMM or convolution
-    (``..._tf32f32_...``, ``ampere_tf32_s1688gemm...``, CUTLASS ``cutlass_80_tensorop_s1688gemm_...``: PyTorch's
-    cuDNN default on Ampere and newer, see ``kernel_names.math_dtype``), split-K, and a
-    convolution's algorithm (``_conv_algorithm``). The library's choice is part of the measurement, so the
-    model runs the same one."""
-    kind = run.op.get("kind")
-    if kind not in ("matmul", "conv2d"):  # most runs (elementwise, norms, copies): nothing to read, no join
-        return
-    names = " ".join(run.names).lower()
-    if kind in ("matmul", "conv2d") and run.op.get("dtype") == "fp32" and "compute_dtype" not in run.op \
-            and any(math_dtype(name) == "tf32" for name in run.names):
-        run.op["compute_dtype"] = "tf32"
-        run.notes.append("tf32 math, from its kernel names")
-    if kind == "matmul" and any(split_k(name) for name in run.names):
-        run.notes.append("split-K GEMM (from its kernel names): its partial sums are reduced by a second kernel")
-    tried = [family for family, pattern in _CONV_FAMILIES if pattern.search(names)] if kind == "conv2d" else []
-    if len(tried) >= MIN_TRIALS:
-        run.confidence = "low"
-        run.notes.append(f"kernels of {len(tried)} convolution algorithms in one call ({', '.join(tried)}): cuDNN "
-                         "benchmark mode trying each, so the measured time is the sum of the trials, not one "
-                         "convolution")
-        return
-    algorithm = _conv_algorithm(names, run.op) if kind == "conv2d" else None
-    if algorithm is None:
-        return
-    try:
-        make_op({**run.op, "algorithm": algorithm})
-    except OpError as exc:
-        run.notes.append(f"{algorithm} kernels, but modelled as implicit GEMM ({exc.reason})")
-        return
-    run.op["algorithm"] = algorithm
-    run.notes.append(f"algorithm {algorithm}, from its kernel names")
-
-
-# a convolution's algorithm families by kernel name; a call running three or more is an autotuning (benchmark-mode)
-# call (a backward call runs at most two: one per gradient)
-_CONV_FAMILIES = tuple((family, re.compile(pattern)) for family, pattern in (
-    ("implicit GEMM", r"implicit_convolve|implicit_gemm|scudnn_(?!winograd)"),
-    ("explicit GEMM", r"explicit_convolve|im2col"), ("FFT", r"fft"), ("Winograd", r"winograd"),
-    ("direct", r"dgrad_engine|wgrad_alg\d_engine")))
-MIN_TRIALS = 3
-_FFT_SIZE = re.compile(r"fft2d_r2c_(\d+)x(\d+)")
-
-
-def _conv_algorithm(names: str, op: dict[str, Any]) -> str | None:
-    """cuDNN's/MIOpen's Winograd (``winogradForwardData4x4`` & co.: non-fused) or FFT (``fft2d_r2c_32x32``:
-    FFT_TILING where the transform is smaller than the padded map, else FFT) from a conv's kernel names."""
-    if "winograd" in names:
-        return "winograd_nonfused" if "winograd_nonfused" in names else "winograd"
-    if "fft" not in names:
-        return None
-    size = _FFT_SIZE.search(names)
-    padded = int(op.get("height", 0)) + 2 * int(op.get("padding", 0))
-    return "fft_tiling" if size is not None and int(size.group(1)) < padded else "fft"
-
-
 def _kernel_op(kernel: KernelRecord, index: int, cache: _Cache, grid_cache: dict[Any, Any],
                world_size: int | None, fallbacks: Fallbacks | None = None) -> Found | Missed:
     """The first source that knows this activity's work (module docstring), or why none does."""
@@ -487,7 +429,8 @@ def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:
             entry[1] += kernel.instances
     ordered = sorted(runs.values(), key=lambda r: r.call.start_s)
     for r in ordered:
-        _kernel_choices(r)
+        if kernel_choices(r.op, r.names, r.notes) == "low":
+            r.confidence = "low"
     matched = [MatchedRun(r.op, r.time_s, tuple(r.names), r.count, r.call.name, tuple(r.notes), r.source,
                           r.confidence) for r in ordered]
     index_of_call = {r.call.call_id: i for i, r in enumerate(ordered)}
