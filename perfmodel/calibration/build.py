@@ -101,6 +101,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
     rows: dict[str, dict[str, Any]] = {}
     results: dict[str, FitResult] = {}  # each fitted class's own fit (the beyond band's factor)
     held_out = np.full(len(ops), np.nan)  # per run of a fitted class: out-of-fold log residual (``_out_of_fold``)
+    held_beyond = np.zeros(len(ops), dtype=bool)  # per run: held out beyond its fold's fitted data (``fit.outside``)
     tree_fold = fold_ids(groups, TREE_FOLDS, seed)  # the residual trees' folds (over distinct ops)
     few_held_out: list[str] = []  # fitted classes with too few held-out runs for a band of their own
     parent_of = np.array([parent_key(k) or "" for k in keys.tolist()], dtype=str)
@@ -129,7 +130,9 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
                      else None)
             out_of_fold = _out_of_fold(result, local)
             held_out[idx] = out_of_fold  # variants come later: their own fit overwrites theirs
-            interval = _interval(result, out_of_fold)
+            beyond_run = result.cv_outside if result.cv_outside is not None else np.zeros(idx.size, dtype=bool)
+            held_beyond[idx] = beyond_run
+            interval = _interval(result, in_range_residuals(out_of_fold, beyond_run))
             if np.isfinite(out_of_fold).sum() < MIN_CONFORMAL_RUNS:
                 few_held_out.append(key)
             entry = ClassParams("fitted", result.theta, int(idx.size), interval, *_ranges(f.take(idx)),
@@ -161,7 +164,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
         trees, trees_report, with_trees = _residual_trees(f, model_s, ops, keys, measured, groups, tree_fold,
                                                           np.where(own, held_out, np.nan), seed, report_progress)
         if trees is not None:  # the bands are of the predictions made: the trees averaged in
-            _rebanded(classes, rows, keys, with_trees)
+            _rebanded(classes, rows, keys, with_trees, held_beyond)
             held_out = np.where(np.isfinite(with_trees), with_trees, held_out)
     pooled_band = conformal_band(held_out[np.isin(keys, list(results))])
     for key in few_held_out:  # the device's pooled held-out runs, over every class fitted here
@@ -273,11 +276,14 @@ def _residual_trees(f: curve.Features, model_s: FloatArray, ops: Sequence[Op],
 
 
 def _rebanded(classes: dict[str, ClassParams], rows: dict[str, dict[str, Any]],
-              keys: np.ndarray[Any, np.dtype[np.str_]], with_trees: FloatArray) -> None:
+              keys: np.ndarray[Any, np.dtype[np.str_]], with_trees: FloatArray,
+              held_beyond: np.ndarray[Any, np.dtype[np.bool_]]) -> None:
     """Each fitted class whose runs the trees were fitted on gets the conformal band of its runs' out-of-fold
-    residuals with the trees (``with_trees``), where it has ``MIN_CONFORMAL_RUNS`` of them (in place)."""
+    residuals with the trees (``with_trees``; ``in_range_residuals``), where it has ``MIN_CONFORMAL_RUNS`` of them
+    (in place)."""
     for key in sorted(set(keys[np.isfinite(with_trees)].tolist())):
-        held_out = with_trees[keys == key]
+        mine = keys == key
+        held_out = in_range_residuals(with_trees[mine], held_beyond[mine])
         if key in classes and classes[key].source == "fitted" and np.isfinite(held_out).sum() >= MIN_CONFORMAL_RUNS:
             band = conformal_band(held_out)
             classes[key] = dataclasses.replace(classes[key], interval_log=band)
@@ -348,6 +354,21 @@ def _quantiles(log_residuals: FloatArray) -> Range | None:
 # -> 0.960 / 0.762 (101 rows: a row is a point; at cefba79 it was 0.91 / 0.65 -> 0.88 / 0.68), DeepBench 0.822 /
 # 0.857 -> 0.822 / 0.861.
 MIN_CONFORMAL_RUNS = 9
+# Held-out runs inside their fold's fitted data a class needs for its in-range band to be theirs alone: the smallest
+# n whose widest conformal band (the extremes) holds a new exchangeable run with probability (n - 1) / (n + 1) of at
+# least 0.75, the low end of the aim (n = 7: 0.75).
+MIN_IN_RANGE_RUNS = 7
+
+
+def in_range_residuals(held_out: FloatArray, beyond: np.ndarray[Any, np.dtype[np.bool_]]) -> FloatArray:
+    """The out-of-fold residuals an in-range band is taken from (Mondrian split on what ``in_calibrated_range``
+    tells at prediction): those of runs held out inside their fold's fitted data when ``MIN_IN_RANGE_RUNS`` are,
+    else all (nan for the others). Runs held out beyond their fold's data are extrapolations: the beyond band's."""
+    within = np.isfinite(held_out) & ~beyond
+    if int(within.sum()) < MIN_IN_RANGE_RUNS:
+        return held_out
+    out: FloatArray = np.where(within, held_out, np.nan)
+    return out
 
 
 def conformal_band(log_residuals: FloatArray) -> Range | None:

@@ -9,7 +9,13 @@ import numpy as np
 
 import perfmodel
 from perfmodel.calibration import Calibration, fit_calibration, predict_calibrated
-from perfmodel.calibration.build import LOG_BAND_LIMIT, MIN_CONFORMAL_RUNS, conformal_band
+from perfmodel.calibration.build import (
+    LOG_BAND_LIMIT,
+    MIN_CONFORMAL_RUNS,
+    MIN_IN_RANGE_RUNS,
+    conformal_band,
+    in_range_residuals,
+)
 from perfmodel.calibration.fit import cv_subset
 
 HW = "nvidia-a100-sxm4-80gb"
@@ -120,3 +126,26 @@ def test_an_op_varying_a_shape_number_the_fit_never_varied_gets_the_uncalibrated
     params = json.loads(json.dumps(cal.params, allow_nan=False))
     del params["classes"]["norm/rmsnorm:fp16"]["model_log_ratio"]
     assert Calibration.from_params(params).classes["norm/rmsnorm:fp16"].model_log is None
+
+
+def test_the_in_range_band_leaves_out_runs_held_out_beyond_their_folds_data() -> None:
+    """Mondrian split on what ``in_calibrated_range`` tells at prediction: runs held out beyond their fold's data
+    (extrapolations, 3x the error here) do not widen the band of in-range ops; it keeps about 80 % of new in-range
+    runs inside, where the band of all held-out runs holds nearly all of them."""
+    rng = np.random.default_rng(5)
+    inside_within, inside_all = [], []
+    for _ in range(400):
+        beyond = rng.random(40) < 0.3
+        held_out = rng.normal(0.0, 0.1, 40) * np.where(beyond, 3.0, 1.0)
+        new = rng.normal(0.0, 0.1)  # a new op inside the fitted data
+        for band, inside in ((conformal_band(in_range_residuals(held_out, beyond)), inside_within),
+                             (conformal_band(held_out), inside_all)):
+            assert band is not None
+            inside.append(band[0] <= new <= band[1])
+    assert 0.74 <= np.mean(inside_within) <= 0.88
+    assert np.mean(inside_all) > 0.9
+    r = np.arange(10.0)
+    beyond = np.arange(10) < 10 - MIN_IN_RANGE_RUNS  # exactly MIN_IN_RANGE_RUNS inside: only theirs count
+    np.testing.assert_array_equal(np.isnan(in_range_residuals(r, beyond)), beyond)
+    beyond[10 - MIN_IN_RANGE_RUNS] = True  # one short: every held-out run counts
+    np.testing.assert_array_equal(in_range_residuals(r, beyond), r)
