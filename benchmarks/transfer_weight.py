@@ -7,18 +7,22 @@ source's log-time correction applied; 0 = the model, 1 = all of it) the mean ove
 of the median abs % error; then, leaving each transfer out, the weight the other seven choose and
 what it gives on the one left out, under two rules: no worse than the model on the others' rows pooled, and
 no worse on each other transfer's GEMM-like and other rows (``TRANSFER_WEIGHT`` is the weight no worse than
-none on every transfer and part: 0 today); then the transfer band at ``TRANSFER_WEIGHT`` and its
-leave-one-transfer-out coverage.
+none on every transfer and part: 0 today). Intervals: a transferred class carries the uncalibrated model's band of
+its op class (``perfmodel.uncalibrated_interval``); here that table is rebuilt per target from the dev set's
+leave-one-device-out residuals (``benchmarks/lodo.py``'s folds) *without the target device's rows*, so no band saw the
+device it is scored on. For comparison, the fixed band used before (10-90 % of the other transfers' residuals)
+leaving each transfer out.
 
 ``--fallbacks`` also leaves each op class out of its scoreboard setup's fit (it then takes the
 device's pooled fit) and each variant out (it takes its class's fit), scored on its held-out rows.
 
-    python benchmarks/transfer_weight.py [--fallbacks]     # about 2 min (10 with --fallbacks)
+    python benchmarks/transfer_weight.py [--fallbacks]     # about 5 min (13 with --fallbacks)
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +30,17 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import lodo
 from measured_data import Row, all_rows
 from scoreboard import fit_mask
 
 import perfmodel
+from perfmodel import uncalibrated_interval
 from perfmodel.calibration import Calibration, fit_calibration, model, predict_calibrated
 from perfmodel.calibration.classes import class_key, parent_key
 from perfmodel.collectives import devices_per_node
 from perfmodel.ops import make_op
+from perfmodel.uncalibrated_interval import POOLED, ClassBand, band_key, class_band
 
 WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0)
 DEEPBENCH = ("nvidia-v100-sxm2-32gb", "nvidia-p100-sxm2-16gb", "nvidia-t4")
@@ -82,9 +89,35 @@ def fallbacks(rows: list[Row], mask: np.ndarray[Any, np.dtype[np.bool_]], varian
 GEMM_LABELS = ("matmul", "conv2d", "conv2d_bwd")
 
 
-def _transfer_rows(rows: list[Row], mask: np.ndarray[Any, np.dtype[np.bool_]]) -> dict[str, np.ndarray[Any, Any]]:
+Bands = dict[str, ClassBand]
+
+
+def lodo_bands_without() -> Callable[[str], Bands]:
+    """``target -> the uncalibrated band table`` built from the dev set's leave-one-device-out residuals of every
+    device but ``target`` (as ``lodo.py --write-intervals`` builds the shipped table from all of them)."""
+    known = set(perfmodel.list_hardware())
+    rows = [r for r in [*all_rows(), *lodo.extra_collectives()] if r.hardware in known and lodo._buildable(r)]
+    devices = np.array([r.hardware for r in rows])
+    folds = lodo.run_folds(rows, devices)
+    ratio = np.array([r.measured_s for r in rows]) / folds.predicted
+    classes = [band_key(make_op(r.op)) for r in rows]
+
+    def without(target: str) -> Bands:
+        out = {}
+        for name in [*sorted(set(classes)), POOLED]:
+            band = class_band(ratio, classes, devices.tolist(), name, left_out=devices == target)
+            if band is not None:
+                out[name] = ClassBand(band[0], band[1], 0, band[2], None)
+        return out
+    return without
+
+
+def _transfer_rows(rows: list[Row], mask: np.ndarray[Any, np.dtype[np.bool_]],
+                   bands_without: Callable[[str], Bands]) -> dict[str, np.ndarray[Any, Any]]:
     """Every transfer's held-out target rows at every weight: transfer id, label, GEMM-like, abs % error,
-    log(measured / predicted) and inside the interval (rows x weights for the last three)."""
+    log(measured / predicted) and inside the interval (rows x weights for the last three), the uncalibrated band
+    table (which a transferred class's interval is) built without the target device."""
+    shipped = uncalibrated_interval.load_bands
     sources: dict[tuple[str, str], Calibration] = {}
     out: dict[str, list[Any]] = {"transfer": [], "label": [], "gemm": [], "ape": [], "log_residual": [], "inside": []}
     for t, (dataset, source, target) in enumerate(TRANSFERS):
@@ -96,10 +129,15 @@ def _transfer_rows(rows: list[Row], mask: np.ndarray[Any, np.dtype[np.bool_]]) -
                 if not m and r.dataset == dataset and r.hardware == target and r.timing == "kernel"]
         measured = np.array([r.measured_s for r in test])
         ape, log_residual, inside = [], [], []
+        table = bands_without(target)
         for weight in WEIGHTS:
             model.TRANSFER_WEIGHT = weight
             seeded = fit_calibration(target, [], base=sources[(dataset, source)])
-            batch = predict_calibrated(target, [r.op for r in test], seeded)
+            uncalibrated_interval.load_bands = lambda path=None, table=table: table  # type: ignore[assignment]
+            try:
+                batch = predict_calibrated(target, [r.op for r in test], seeded)
+            finally:
+                uncalibrated_interval.load_bands = shipped
             assert batch.interval_s is not None
             ape.append(np.abs(batch.time_s / measured - 1.0) * 100.0)
             log_residual.append(np.log(measured / batch.time_s))
@@ -119,7 +157,7 @@ def main() -> None:
         fallbacks(rows, mask, variants=False)
         fallbacks(rows, mask, variants=True)
     stored = model.TRANSFER_WEIGHT
-    got = _transfer_rows(rows, mask)
+    got = _transfer_rows(rows, mask, lodo_bands_without())
     model.TRANSFER_WEIGHT = stored
     classes = sorted({(int(t), str(label)) for t, label in zip(got["transfer"], got["label"], strict=True)})
     table = np.array([np.median(got["ape"][(got["transfer"] == t) & (got["label"] == label)], axis=0)
@@ -171,16 +209,15 @@ def main() -> None:
           f"{np.median(got['ape'][got['gemm'], j]):.1f} %, "
           f"other {np.median(got['ape'][~got['gemm'], 0]):.1f} -> {np.median(got['ape'][~got['gemm'], j]):.1f} %; "
           f"rows inside their interval {got['inside'][:, j].mean():.2f}")
-    print("transfer band, leave one transfer out (10-90 % of the other transfers' log residuals, per transfer "
-          "equally weighted) and its coverage on the one left out:")
+    print(f"per transfer, rows inside their interval at {WEIGHTS[j]:.2f} (the uncalibrated band of the op's class, "
+          "its table built without the target device), and inside a fixed band (10-90 % of the other transfers' log "
+          "residuals, per transfer equally weighted: the transfer band before):")
     for t, transfer in enumerate(TRANSFERS):
         others = got["transfer"] != t
         band = _weighted_band(residual[others], got["transfer"][others])
         one = residual[got["transfer"] == t]
-        print(f"  {transfer[1]:>22} -> {transfer[2]:<22} band [{band[0]:+.3f}, {band[1]:+.3f}]: inside "
-              f"{((one >= band[0]) & (one <= band[1])).mean():.2f}")
-    band = _weighted_band(residual, got["transfer"])
-    print(f"all transfers: TRANSFER_BAND_LOG = ({band[0]:.3f}, {band[1]:.3f})")
+        print(f"  {transfer[1]:>22} -> {transfer[2]:<22} inside {got['inside'][got['transfer'] == t, j].mean():.2f}; "
+              f"fixed band [{band[0]:+.3f}, {band[1]:+.3f}]: inside {((one >= band[0]) & (one <= band[1])).mean():.2f}")
 
 
 def _weighted_band(residual: np.ndarray[Any, Any], transfer: np.ndarray[Any, Any]) -> tuple[float, float]:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from perfmodel import uncalibrated_interval
 from perfmodel.calibration import curve, shape
 from perfmodel.calibration.boost import ResidualTrees
 from perfmodel.calibration.classes import class_keys, parent_key
@@ -88,14 +89,10 @@ BORROWED_WEIGHT = 0.3
 # devices, Vidur A100 <-> A40, DeepBench V100 / P100 / T4; each transfer left out, the weight the other seven
 # allow is one no worse than none on each of their GEMM-like and other rows). Every weight above 0 is worse than
 # none on one of them: A100 -> A40 other ops 19.0 % median at 0 -> 22.9 % at 0.1, 25.7 % at 0.4; P100 -> T4
-# GEMMs 32.4 -> 33.0 % at 0.1 (4c06490). So 0: a transfer carries its band (below), not the source's correction
-# (0.4 until the model changes of issue 24, at which pooled other-op rows went 15.6 -> 16.2 %; docs/calibration.md).
+# GEMMs 32.4 -> 33.0 % at 0.1 (4c06490). So 0: a transfer predicts the model, with the model's own interval
+# (``_transfer_band``), not the source's correction (0.4 until the model changes of issue 24, at which pooled
+# other-op rows went 15.6 -> 16.2 %; docs/calibration.md).
 TRANSFER_WEIGHT = 0.0
-# 10-90 % band of log(t_measured / t_transferred) over those transfers' held-out rows at TRANSFER_WEIGHT, each
-# transfer weighing the same: a transferred class's interval (its source's band, fitted on other kernels of
-# another device, held 0.55 of the rows). Leaving each transfer out, the others' band held 0.58-0.88 of it
-# (4c06490; at 0.4 and its band 0.60-0.97).
-TRANSFER_BAND_LOG = (-0.131, 0.777)
 
 
 def borrowed(entry: ClassParams) -> ClassParams:
@@ -232,7 +229,7 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     bound[(overhead >= time - overhead) & (overhead > 0) & (bound != "none")] = "latency"
     interval_log = _borrowed_band(entries, inverse, f, time, batch.time_s, interval_log)
     moved = np.array([e.source == "transferred" for e in entries], dtype=bool)[inverse]
-    interval_log[moved] = TRANSFER_BAND_LOG  # what transfers between measured devices missed by (above)
+    interval_log = _transfer_band(moved, batch, time, interval_log)
     interval = time[:, None] * np.exp(interval_log)
     rows = np.flatnonzero(beyond_fit)
     notes = _beyond_notes(batch, rows, outside[rows], unclipped.take(rows), low[rows], high[rows])
@@ -281,6 +278,27 @@ def _unvaried_band(beyond_fit: np.ndarray[Any, np.dtype[np.bool_]], ranges: Floa
     out = interval_log.copy()
     out[rows, 0] = np.fmin(interval_log[rows, 0], shift + model_log[rows, 0])
     out[rows, 1] = np.fmax(interval_log[rows, 1], shift + model_log[rows, 1])
+    return out
+
+
+def _transfer_band(moved: np.ndarray[Any, np.dtype[np.bool_]], batch: CostBatch, time: FloatArray,
+                   interval_log: FloatArray) -> FloatArray:
+    """Rows of a class transferred from another device (``moved``): nothing was measured on this device, so the
+    band is the uncalibrated model's own one for the op's class on a device it was never fitted on
+    (``uncalibrated_interval``: leave-one-device-out residuals) around the model's time, stretched to hold the
+    prediction (at ``TRANSFER_WEIGHT`` 0 the prediction is the model's and the band exactly its interval)."""
+    rows = np.flatnonzero(moved & (time > 0) & (batch.time_s > 0))
+    if not rows.size:
+        return interval_log
+    model_band = batch.uncalibrated_interval_s
+    if model_band is None:
+        model_band = uncalibrated_interval.interval_s([batch.ops[int(i)] for i in rows], batch.time_s[rows])
+    else:
+        model_band = model_band[rows]
+    out = interval_log.copy()
+    band = np.log(model_band / time[rows, None])
+    out[rows, 0] = np.fmin(band[:, 0], 0.0)
+    out[rows, 1] = np.fmax(band[:, 1], 0.0)
     return out
 
 

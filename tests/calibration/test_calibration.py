@@ -16,7 +16,7 @@ import perfmodel
 from perfmodel.calibration import Calibration, apply_calibration, curve, fit_calibration, predict_calibrated
 from perfmodel.calibration import model as calibration_model
 from perfmodel.calibration.classes import class_keys
-from perfmodel.calibration.model import BORROWED_WEIGHT, FORMAT, TRANSFER_BAND_LOG, TRANSFER_WEIGHT
+from perfmodel.calibration.model import BORROWED_WEIGHT, FORMAT, TRANSFER_WEIGHT
 
 HW = "nvidia-a100-sxm4-80gb"
 # true form: floor 1.5x the model's; GEMMs reach 1/e^0.15 = 86 % of the model's speed when large and
@@ -200,9 +200,9 @@ def test_share_scales_the_log_correction_exactly() -> None:
     np.testing.assert_array_equal(curve.share(theta, 0.0)[[0, 1, 2, 5, 6]], 0.0)
 
 
-def test_the_shipped_transfer_weight_predicts_the_model_in_the_transfer_band(clean: Calibration) -> None:
+def test_the_shipped_transfer_weight_predicts_the_model_in_its_uncalibrated_band(clean: Calibration) -> None:
     """``TRANSFER_WEIGHT`` is 0 (every weight above 0 was worse than no transfer on one of the eight measured
-    transfers): a transferred class predicts what the model does, in the band transfers missed by."""
+    transfers): a transferred class predicts what the model does, with the model's own interval."""
     assert TRANSFER_WEIGHT == 0.0
     seeded = fit_calibration("nvidia-a40", [], base=clean)
     assert seeded.classes["gemm:fp16"].source == "transferred" and seeded.classes["gemm:fp16"].weight == 0.0
@@ -210,15 +210,17 @@ def test_the_shipped_transfer_weight_predicts_the_model_in_the_transfer_band(cle
     model = perfmodel.predict_many("nvidia-a40", ops)
     got = apply_calibration(seeded, model)
     np.testing.assert_allclose(got.time_s, model.time_s, rtol=1e-12)
-    assert got.interval_s is not None
-    np.testing.assert_allclose(got.interval_s, model.time_s[:, None] * np.exp(np.array(TRANSFER_BAND_LOG)))
+    assert got.interval_s is not None and model.uncalibrated_interval_s is not None
+    # nothing measured on the A40: the interval is the model's own (its class's leave-one-device-out band)
+    np.testing.assert_allclose(got.interval_s, model.uncalibrated_interval_s, rtol=1e-12)
+    gemm, norm = got.interval_s[0] / got.time_s[0], got.interval_s[-1] / got.time_s[-1]
+    assert not np.allclose(gemm, norm)  # per op class, not one band for all
 
-
-def test_a_transferred_class_takes_part_of_the_correction_and_the_transfer_band(
+def test_a_transferred_class_takes_part_of_the_correction_and_the_uncalibrated_band(
         clean: Calibration, monkeypatch: pytest.MonkeyPatch) -> None:
     """Kernel choices differ between devices: a class carried from a related one gets ``TRANSFER_WEIGHT`` of
-    its correction (a share > 0 set here: the shipped one is 0), and the band transfers between measured devices
-    missed by (``TRANSFER_BAND_LOG``)."""
+    its correction (a share > 0 set here: the shipped one is 0), and as its interval the uncalibrated model's band
+    around the model's time, stretched to hold the prediction."""
     weight = 0.4
     monkeypatch.setattr(calibration_model, "TRANSFER_WEIGHT", weight)
     seeded = fit_calibration("nvidia-a40", [], base=clean)
@@ -232,7 +234,9 @@ def test_a_transferred_class_takes_part_of_the_correction_and_the_transfer_band(
     assert got.interval_s is not None
     low, high = np.minimum(model.time_s, full), np.maximum(model.time_s, full)
     assert np.all(got.time_s > low) and np.all(got.time_s < high)  # strictly between: TRUE corrects every op
-    np.testing.assert_allclose(got.interval_s, got.time_s[:, None] * np.exp(np.array(TRANSFER_BAND_LOG)))
+    assert model.uncalibrated_interval_s is not None
+    np.testing.assert_allclose(got.interval_s[:, 0], np.minimum(model.uncalibrated_interval_s[:, 0], got.time_s))
+    np.testing.assert_allclose(got.interval_s[:, 1], np.maximum(model.uncalibrated_interval_s[:, 1], got.time_s))
     # log body time moves by exactly the weight's share of the source's log correction
     f = curve.features(model)
     np.testing.assert_allclose(curve.log_factor(curve.share(TRUE, weight), f),
