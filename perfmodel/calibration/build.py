@@ -21,6 +21,14 @@ from perfmodel.calibration import curve
 from perfmodel.calibration.boost import FOLDS as TREE_FOLDS
 from perfmodel.calibration.boost import ResidualTrees, fit_residual_trees
 from perfmodel.calibration.classes import class_keys, parent_key, related, single_node_key
+from perfmodel.calibration.distance import (
+    RHO_RANGE,
+    DistanceScale,
+    coordinates,
+    fitted_points,
+    held_out_distances,
+    spread_exponent,
+)
 from perfmodel.calibration.fit import FitResult, abs_pct, fit_with_cv, fold_ids
 from perfmodel.calibration.local import LocalCorrection, fit_local
 from perfmodel.calibration.model import DEFAULTS, Calibration, ClassParams, Range, borrowed, transferred
@@ -102,6 +110,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
     results: dict[str, FitResult] = {}  # each fitted class's own fit (the beyond band's factor)
     held_out = np.full(len(ops), np.nan)  # per run of a fitted class: out-of-fold log residual (``_out_of_fold``)
     held_beyond = np.zeros(len(ops), dtype=bool)  # per run: held out beyond its fold's fitted data (``fit.outside``)
+    members_of: dict[str, tuple[IntArray, FloatArray]] = {}  # fitted class: its runs, their held-out distances
     tree_fold = fold_ids(groups, TREE_FOLDS, seed)  # the residual trees' folds (over distinct ops)
     few_held_out: list[str] = []  # fitted classes with too few held-out runs for a band of their own
     parent_of = np.array([parent_key(k) or "" for k in keys.tolist()], dtype=str)
@@ -132,6 +141,8 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
             held_out[idx] = out_of_fold  # variants come later: their own fit overwrites theirs
             beyond_run = result.cv_outside if result.cv_outside is not None else np.zeros(idx.size, dtype=bool)
             held_beyond[idx] = beyond_run
+            members_of[key] = (idx, held_out_distances(coordinates(f.take(idx)), result.cv_fold)
+                               if result.cv_fold is not None else np.full(idx.size, np.nan))
             interval = _interval(result, in_range_residuals(out_of_fold, beyond_run))
             if np.isfinite(out_of_fold).sum() < MIN_CONFORMAL_RUNS:
                 few_held_out.append(key)
@@ -167,6 +178,8 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
             _rebanded(classes, rows, keys, with_trees, held_beyond)
             held_out = np.where(np.isfinite(with_trees), with_trees, held_out)
     pooled_band = conformal_band(held_out[np.isin(keys, list(results))])
+    if f is not None:
+        _distance_bands(classes, rows, members_of, held_out, held_beyond, f, set(few_held_out), seed)
     for key in few_held_out:  # the device's pooled held-out runs, over every class fitted here
         if pooled_band is not None:
             classes[key] = dataclasses.replace(classes[key], interval_log=pooled_band)
@@ -288,6 +301,41 @@ def _rebanded(classes: dict[str, ClassParams], rows: dict[str, dict[str, Any]],
             band = conformal_band(held_out)
             classes[key] = dataclasses.replace(classes[key], interval_log=band)
             rows[key]["interval_ratio"] = _ratio(band)
+
+
+def _distance_bands(classes: dict[str, ClassParams], rows: dict[str, dict[str, Any]],
+                    members_of: dict[str, tuple[IntArray, FloatArray]], held_out: FloatArray,
+                    held_beyond: np.ndarray[Any, np.dtype[np.bool_]], f: curve.Features, few: set[str],
+                    seed: int) -> None:
+    """Each fitted class with ``MIN_CONFORMAL_RUNS`` in-range held-out runs gets a locally adaptive band
+    (``distance``): the conformal band of its residuals divided by their spread ρ^p, and the scale to multiply
+    it by per op (in place). p and the trusted ρ range are the device's, over every such class's runs."""
+    chosen: dict[str, tuple[IntArray, FloatArray, FloatArray]] = {}
+    for key, (idx, distance) in members_of.items():
+        r = in_range_residuals(held_out[idx], held_beyond[idx])
+        ok = np.isfinite(r) & np.isfinite(distance)
+        typical = float(np.median(distance[ok])) if ok.any() else 0.0
+        if key in few or int(ok.sum()) < MIN_CONFORMAL_RUNS or typical <= 0:
+            continue
+        chosen[key] = (idx, np.where(ok, r, np.nan), distance / typical)
+    if not chosen:
+        return
+    rho = np.concatenate([v[2] for v in chosen.values()])
+    residual = np.concatenate([v[1] for v in chosen.values()])
+    cls = np.concatenate([np.full(v[0].size, i) for i, v in enumerate(chosen.values())])
+    exponent = spread_exponent(rho, residual, cls)
+    usable = np.isfinite(residual) & np.isfinite(rho) & (rho > 0)
+    low, high = (float(v) for v in np.quantile(rho[usable], RHO_RANGE)) if usable.any() else (1.0, 1.0)
+    x = coordinates(f)
+    for key, (idx, r, rho_key) in chosen.items():
+        typical = float(np.median(members_of[key][1][np.isfinite(r) & np.isfinite(members_of[key][1])]))
+        scale = DistanceScale(fitted_points(x[idx], seed), typical, exponent, low, high)
+        band = conformal_band(r / scale.spread(rho_key))
+        if band is None:
+            continue
+        classes[key] = dataclasses.replace(classes[key], interval_log=band, distance=scale)
+        rows[key]["interval_ratio"] = _ratio(band)
+        rows[key]["distance"] = {"typical": typical, "exponent": exponent, "rho_range": [low, high]}
 
 
 def _out_of_fold(result: FitResult, local: LocalCorrection | None) -> FloatArray:

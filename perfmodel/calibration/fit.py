@@ -51,6 +51,7 @@ class FitResult:
     folds: int
     form: str  # the chosen form (FORMS)
     cv_outside: np.ndarray[Any, np.dtype[np.bool_]] | None = None  # held out beyond its fit's data (``outside``)
+    cv_fold: IntArray | None = None  # each run's k-fold fold (-1: not held out)
 
 
 def _bounds(f: Features) -> tuple[FloatArray, FloatArray]:
@@ -300,7 +301,7 @@ def fit_with_cv(f: Features, measured_s: FloatArray, groups: IntArray, folds: in
     _, form, cv = best
     theta = full[form] if sample is None else fit_theta(f, measured_s, prior_mean, form, warm_start=full[form],
                                                             groups=groups)
-    return FitResult(theta, np.log(measured_s / curve.time_s(theta, f)), cv, k, form, beyond)
+    return FitResult(theta, np.log(measured_s / curve.time_s(theta, f)), cv, k, form, beyond, fold)
 
 
 def outside(f: Features, fitted: Features) -> np.ndarray[Any, np.dtype[np.bool_]]:

@@ -14,6 +14,7 @@ from perfmodel import uncalibrated_interval
 from perfmodel.calibration import curve, shape
 from perfmodel.calibration.boost import ResidualTrees
 from perfmodel.calibration.classes import class_keys, parent_key
+from perfmodel.calibration.distance import DistanceScale, coordinates
 from perfmodel.calibration.local import LocalCorrection
 from perfmodel.collectives import devices_per_node
 from perfmodel.cost import CostBatch
@@ -44,6 +45,7 @@ class ClassParams:
     # conformal band of log(t_measured / t_model) over the class's runs: what the uncalibrated model missed by, the
     # band of an op that varies a shape number the class's runs never varied (``_unvaried_band``)
     model_log: Range | None = None
+    distance: DistanceScale | None = None  # the band's spread by an op's distance to the fitted ops (``distance``)
 
     @property
     def applied_theta(self) -> FloatArray:
@@ -57,7 +59,8 @@ class ClassParams:
                 "shape_range": None if self.shape_range is None else [list(v) for v in self.shape_range],
                 "local": None if self.local is None else self.local.to_json(),
                 "weight": self.weight, "beyond_log_ratio": _pair(self.beyond_log),
-                "model_log_ratio": _pair(self.model_log)}
+                "model_log_ratio": _pair(self.model_log),
+                "distance": None if self.distance is None else self.distance.to_json()}
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> ClassParams:
@@ -71,7 +74,8 @@ class ClassParams:
                            _shape_range(data.get("shape_range")),
                            None if data.get("local") is None else LocalCorrection.from_json(data["local"]),
                            _weight(data.get("weight", 1.0)), _range(data.get("beyond_log_ratio")),
-                           _range(data.get("model_log_ratio")))
+                           _range(data.get("model_log_ratio")),
+                           None if data.get("distance") is None else DistanceScale.from_json(data["distance"]))
 
 
 DEFAULTS = ClassParams("defaults", curve.IDENTITY)
@@ -218,6 +222,7 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
                                               [batch.ops[int(i)] for i in rows], row_keys, time[rows]))
     overhead = np.minimum(curve.overhead_s(theta, f), time) if n else np.zeros(0)
     in_range = fitted[inverse] & ~outside.any(axis=1)
+    interval_log = _distance_band(entries, own, inverse, in_range, unclipped, interval_log)
     beyond_fit = fitted[inverse] & ~in_range  # a fitted class, this op beyond its data
     beyond_log = np.array([e.beyond_log or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
     interval_log = np.where((beyond_fit & np.isfinite(beyond_log[:, 0]))[:, None], beyond_log, interval_log)
@@ -278,6 +283,22 @@ def _unvaried_band(beyond_fit: np.ndarray[Any, np.dtype[np.bool_]], ranges: Floa
     out = interval_log.copy()
     out[rows, 0] = np.fmin(interval_log[rows, 0], shift + model_log[rows, 0])
     out[rows, 1] = np.fmax(interval_log[rows, 1], shift + model_log[rows, 1])
+    return out
+
+
+def _distance_band(entries: list[ClassParams], own: list[bool], inverse: IntArray,
+                   in_range: np.ndarray[Any, np.dtype[np.bool_]], f: curve.Features,
+                   interval_log: FloatArray) -> FloatArray:
+    """In-range rows of a class fitted here with a ``distance`` scale: its band times the op's spread (nearer the
+    fitted ops than k-fold's held-out runs were: narrower; farther: wider)."""
+    out = interval_log
+    for i, (entry, mine) in enumerate(zip(entries, own, strict=True)):
+        if entry.distance is None or not mine or entry.source != "fitted":
+            continue
+        rows = np.flatnonzero((inverse == i) & in_range)
+        if rows.size:
+            out = out.copy() if out is interval_log else out
+            out[rows] *= entry.distance.factor(coordinates(f.take(rows)))[:, None]
     return out
 
 

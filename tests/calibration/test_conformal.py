@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 import perfmodel
-from perfmodel.calibration import Calibration, fit_calibration, predict_calibrated
+from perfmodel.calibration import Calibration, curve, fit_calibration, predict_calibrated
 from perfmodel.calibration.build import (
     LOG_BAND_LIMIT,
     MIN_CONFORMAL_RUNS,
@@ -16,6 +16,7 @@ from perfmodel.calibration.build import (
     conformal_band,
     in_range_residuals,
 )
+from perfmodel.calibration.distance import coordinates
 from perfmodel.calibration.fit import cv_subset
 
 HW = "nvidia-a100-sxm4-80gb"
@@ -119,7 +120,10 @@ def test_an_op_varying_a_shape_number_the_fit_never_varied_gets_the_uncalibrated
     assert batch.in_calibrated_range[0] and not batch.in_calibrated_range[1]
     low, high = model[1] * np.exp(entry.model_log[0]), model[1] * np.exp(entry.model_log[1])
     assert batch.interval_s[1, 0] <= low * (1 + 1e-9) and batch.interval_s[1, 1] >= high * (1 - 1e-9)
-    own = batch.time_s[0] * np.exp(np.array(entry.interval_log))
+    # in range: the class's band, times the op's spread by its distance to the fitted ops (``distance``)
+    spread = 1.0 if entry.distance is None else float(
+        entry.distance.factor(coordinates(curve.features(perfmodel.predict_many(HW, [wide]))))[0])
+    own = batch.time_s[0] * np.exp(np.array(entry.interval_log) * spread)
     np.testing.assert_allclose(batch.interval_s[0], own)
     back = Calibration.from_params(json.loads(json.dumps(cal.params, allow_nan=False)))
     np.testing.assert_array_equal(predict_calibrated(HW, [wide, narrow], back).interval_s, batch.interval_s)

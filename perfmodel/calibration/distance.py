@@ -1,0 +1,112 @@
+"""How far an op lies from its class's fitted ops, and how much wider its band is for it (a locally adaptive band).
+
+A class's in-range band comes from k-fold runs, each held out at some distance from the other folds' ops; a new op
+may sit nearer (a size between two fitted ones) or farther (a model family unlike the fitted ones). Distances are
+Euclidean over (log10 FLOPs, log10 bytes, log10(2) x shape numbers): decades, shape numbers being mostly log2
+quantities. The band's spread grows as ρ^p with ρ = distance / the class's median held-out distance, p fitted
+per device on its held-out runs (``spread_exponent``); ρ is clipped to the range those runs cover, so nothing is
+extrapolated. The band is the conformal band of the residuals divided by their spread (normalised conformal
+scores: Lei et al. 2018, section 5.2), times the op's spread.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from perfmodel.calibration.curve import Features
+from perfmodel.ops.base import FloatArray, IntArray
+
+SHAPE_UNIT = math.log10(2.0)  # a shape number unit (a halving, log2 of a ratio) in decades
+MAX_POINTS = 2500  # fitted ops kept per class (a fixed random subset beyond; as the local correction's)
+BLOCK = 2048  # rows whose distances are computed at once (BLOCK x points floats)
+RHO_RANGE = (0.1, 0.9)  # quantiles of the held-out runs' ρ the spread is trusted between
+MAX_EXPONENT = 1.0  # at most linear growth of the spread with distance
+
+
+def coordinates(f: Features) -> FloatArray:
+    """Per row: log10 FLOPs, log10 bytes, and the shape numbers in decades (n x (2 + N_SHAPE))."""
+    out: FloatArray = np.column_stack([f.log10_flops, f.log10_bytes, SHAPE_UNIT * f.shape])
+    return out
+
+
+def nearest(x: FloatArray, points: FloatArray) -> FloatArray:
+    """Per row of ``x``, the distance to the nearest of ``points`` (inf when there are none)."""
+    out = np.full(len(x), math.inf)
+    if not len(points):
+        return out
+    squared = (points ** 2).sum(axis=1)
+    for start in range(0, len(x), BLOCK):
+        block = x[start:start + BLOCK]
+        d2 = (block ** 2).sum(axis=1)[:, None] + squared[None, :] - 2.0 * block @ points.T
+        out[start:start + BLOCK] = np.sqrt(np.maximum(d2.min(axis=1), 0.0))
+    return out
+
+
+def held_out_distances(x: FloatArray, fold: IntArray) -> FloatArray:
+    """Per run held out in k-fold CV (``fold`` >= 0), its distance to the nearest op of the other folds (nan for
+    runs not held out)."""
+    out = np.full(len(x), np.nan)
+    for j in np.unique(fold[fold >= 0]).tolist():
+        test, train = fold == j, (fold >= 0) & (fold != j)
+        if train.any():
+            out[test] = nearest(x[test], np.unique(x[train], axis=0))
+    return out
+
+
+def spread_exponent(rho: FloatArray, residuals: FloatArray, cls: IntArray) -> float:
+    """p in |r| ~ ρ^p: the least-squares slope of log |r| on log ρ within classes (each class's means taken out),
+    over held-out runs with ρ > 0 and r != 0; clipped to 0..``MAX_EXPONENT`` (0 with fewer than 10 runs)."""
+    ok = np.isfinite(rho) & (rho > 0) & np.isfinite(residuals) & (residuals != 0)
+    if int(ok.sum()) < 10:
+        return 0.0
+    lx, ly, c = np.log(rho[ok]), np.log(np.abs(residuals[ok])), cls[ok]
+    counts = np.bincount(c)
+    safe = np.maximum(counts, 1)
+    lx = lx - (np.bincount(c, lx) / safe)[c]
+    ly = ly - (np.bincount(c, ly) / safe)[c]
+    spread = float((lx ** 2).sum())
+    if spread <= 0:
+        return 0.0
+    return float(min(max(float((lx * ly).sum()) / spread, 0.0), MAX_EXPONENT))
+
+
+@dataclass(frozen=True)
+class DistanceScale:
+    """A class's band spread as a function of an op's distance to its fitted ops."""
+
+    points: FloatArray  # fitted ops' coordinates (distinct, at most MAX_POINTS)
+    typical: float  # median distance of the class's in-range held-out runs to the other folds' ops (ρ = 1)
+    exponent: float  # p
+    rho_low: float  # ρ is clipped to [rho_low, rho_high]
+    rho_high: float
+
+    def factor(self, x: FloatArray) -> FloatArray:
+        """Per row of coordinates ``x``: how many times the class's band (at ρ = 1) its band is."""
+        return self.spread(nearest(x, self.points) / self.typical)
+
+    def spread(self, rho: FloatArray) -> FloatArray:
+        out: FloatArray = np.clip(np.nan_to_num(rho, nan=1.0), self.rho_low, self.rho_high) ** self.exponent
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"points": self.points.tolist(), "typical": self.typical, "exponent": self.exponent,
+                "rho_range": [self.rho_low, self.rho_high]}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> DistanceScale:
+        points = np.array(data["points"], dtype=float).reshape(len(data["points"]), -1)
+        low, high = (float(v) for v in data["rho_range"])
+        return DistanceScale(points, float(data["typical"]), float(data["exponent"]), low, high)
+
+
+def fitted_points(x: FloatArray, seed: int) -> FloatArray:
+    """The distinct rows of ``x``; a fixed random ``MAX_POINTS`` of them beyond that."""
+    points = np.unique(x, axis=0)
+    if len(points) > MAX_POINTS:
+        points = points[np.sort(np.random.default_rng(seed).choice(len(points), MAX_POINTS, replace=False))]
+    out: FloatArray = points
+    return out
