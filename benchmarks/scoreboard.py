@@ -245,7 +245,8 @@ def print_scoreboard(rows: Sequence[Row], scores: list[Score], swap: bool = Fals
         moved = np.concatenate([s.inside for s in transferred])
         ape = np.concatenate([s.cal_ape for s in transferred])
         print(f"transfer A100 -> A40 (no A40 data): {moved.size} rows inside their interval {moved.mean():.2f}, "
-              f"median {np.median(ape):.1f} %")
+              f"median {np.median(ape):.1f} % (the interval is the uncalibrated band, whose shipped table saw A40 "
+              "rows: benchmarks/transfer_weight.py scores it without them)")
     for s in unseen:
         print(f"not in the fit rows at all (scored on a fallback, not counted above): {s.setup} {s.hardware} "
               f"{s.label}, {s.score_rows} rows, {s.source}: median {s.uncal[0]:.1f} -> {s.cal[0]:.1f} %")
