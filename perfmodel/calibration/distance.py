@@ -52,8 +52,9 @@ def held_out_distances(x: FloatArray, fold: IntArray) -> FloatArray:
     out = np.full(len(x), np.nan)
     for j in np.unique(fold[fold >= 0]).tolist():
         test, train = fold == j, (fold >= 0) & (fold != j)
-        if train.any():
-            out[test] = nearest(x[test], np.unique(x[train], axis=0))
+        if train.any():  # once per distinct held-out op (a trace's runs repeat their ops)
+            distinct, inverse = np.unique(x[test], axis=0, return_inverse=True)
+            out[test] = nearest(distinct, np.unique(x[train], axis=0))[inverse.ravel()]
     return out
 
 
