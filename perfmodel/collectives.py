@@ -21,8 +21,9 @@ and runs the fastest. We follow its model (docs/model.md §3, "Collectives", der
   is NCCL's less the device's kernel overhead.
 
 TPUs and NPUs run only the Simple-like bandwidth transfers (LL and LL128 are GPU protocols).
-All-to-all and send/recv are point-to-point (Simple): the pairwise exchange sends (p-1)/p of the buffer
-within the node and the off-node share (p-q)/p over the node's NICs; send/recv moves its bytes once.
+All-to-all and send/recv run NCCL's p2p path, outside its tuning model: no collective base, one hop per peer,
+LL up to 16 KiB (half the bandwidth), Simple above; the pairwise exchange sends (p-1)/p of the buffer within the
+node and the off-node share (p-q)/p over the node's NICs; send/recv moves its bytes once.
 ``bytes`` is the per-device buffer (all-gather: its output), as NCCL's ``nBytes``.
 """
 
@@ -64,7 +65,8 @@ _LL_MAX_GBPS_MULTI_NODE = (39.0, 20.4)  # two nodes, more than two (x86 hosts)
 _TREE_SHARE = 0.92  # NCCL: tree bus bandwidth x .92
 _NVLS_RATIO = 5.0 / 6.0  # NCCL: NVLS bus -> algorithm bandwidth
 _NET_OVERHEAD_US = 1.0  # NCCL getNetOverhead: per-step host post on x86 (x3 for Simple), multi-node rings
-P2P_BASE_US = _BASE_US["ring"][SIMPLE]  # a send/recv runs the Simple protocol's kernel
+# NCCL enqueue.cc NCCL_PARAM(P2pLLThreshold, "P2P_LL_THRESHOLD", 16384): a send/recv up to this runs LL
+P2P_LL_THRESHOLD_BYTES = 16384.0
 
 
 @dataclass(frozen=True)
@@ -187,21 +189,25 @@ def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArra
 
 def _point_to_point(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArray, q: FloatArray,
                     nodes: FloatArray) -> FloatArray:
-    """All-to-all (pairwise exchange) and send/recv on the Simple protocol."""
+    """All-to-all (pairwise exchange) and send/recv: NCCL's p2p path, one hop per peer, no collective base."""
     intra, nic, _ = fabrics(t)
     ic = t.hardware.interconnect
     link = np.full(p.shape, intra.bandwidth_bytes_per_s)
     if ic is not None and ic.bridge_bandwidth_bytes_per_s:
         link = np.where((p == 2) & (nodes == 1), ic.bridge_bandwidth_bytes_per_s * t.defaults.link_efficiency, link)
-    hop = _hop_s(t, "pcie" if intra.hop == "pcie" else "nvlink", "ring", SIMPLE)
-    net_hop = _hop_s(t, "net", "ring", SIMPLE)
     multi = nodes > 1
-    base = _base_s(t, P2P_BASE_US)
-    send = base + np.where(multi, net_hop + size / nic.bandwidth_bytes_per_s, hop + size / link)
+    # a message up to P2P_LL_THRESHOLD_BYTES runs LL (8-byte stores: 4 data bytes and a flag), larger ones Simple
+    ll = (size <= P2P_LL_THRESHOLD_BYTES) & (t.hardware.kind == "gpu")
+    proto_share = np.where(ll, 0.5, 1.0)
+    tier = "pcie" if intra.hop == "pcie" else "nvlink"
+    hop = np.where(ll, _hop_s(t, tier, "ring", LL), _hop_s(t, tier, "ring", SIMPLE))
+    net_hop = np.where(ll, _hop_s(t, "net", "ring", LL), _hop_s(t, "net", "ring", SIMPLE))
+    send = np.where(multi, net_hop + size / (nic.bandwidth_bytes_per_s * proto_share),
+                    hop + size / (link * proto_share))
     # all-to-all: each device keeps 1/p, sends (q-1)/p to its node and (p-q)/p over its own NIC, all at once
-    on_node = size * (np.minimum(q, p) - 1.0) / p / link
-    off_node = size * (p - q) / p / nic.bandwidth_bytes_per_s
-    a2a = base + (np.minimum(q, p) - 1.0) * hop + np.where(multi, (nodes - 1.0) * net_hop, 0.0) + \
+    on_node = size * (np.minimum(q, p) - 1.0) / p / (link * proto_share)
+    off_node = size * (p - q) / p / (nic.bandwidth_bytes_per_s * proto_share)
+    a2a = (np.minimum(q, p) - 1.0) * hop + np.where(multi, (nodes - 1.0) * net_hop, 0.0) + \
         np.maximum(on_node, np.where(multi, off_node, 0.0))
     return np.where(kind == SENDRECV, send, a2a)
 
