@@ -20,6 +20,9 @@ and runs the fastest. We follow its model (docs/model.md §3, "Collectives", der
   NCCL's base includes launching its kernel, which the model charges per kernel already: the base here
   is NCCL's less the device's kernel overhead.
 
+NCCL picks by those times on all channels, then runs a small message on the channels it fills (``channel_share``,
+``enqueue.cc``): its share of the bandwidth is what the op is charged.
+
 TPUs and NPUs run only the Simple-like bandwidth transfers (LL and LL128 are GPU protocols).
 All-to-all and send/recv run NCCL's p2p path, outside its tuning model: no collective base, one hop per peer,
 LL up to 16 KiB (half the bandwidth), Simple above; the pairwise exchange sends (p-1)/p of the buffer within the
@@ -127,8 +130,9 @@ def _hop_s(t: MachineTables, hop: str, algo: str, proto: int) -> float:
 
 
 def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArray, q: FloatArray,
-                nodes: FloatArray) -> dict[tuple[str, int], FloatArray]:
-    """Seconds of every (algorithm, protocol) NCCL could run, inf where it cannot."""
+                nodes: FloatArray, runtime: bool = False) -> dict[tuple[str, int], FloatArray]:
+    """Seconds of every (algorithm, protocol) NCCL could run, inf where it cannot: as NCCL's tuner predicts them
+    (all channels), or with ``runtime`` as they run (the channels the message fills, ``channel_share``)."""
     intra, nic, _ = fabrics(t)
     ic = t.hardware.interconnect
     bus = np.full(p.shape, intra.bandwidth_bytes_per_s)
@@ -140,6 +144,7 @@ def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArra
     multi = nodes > 1
     bus = np.where(multi, np.minimum(bus, q * nic.bandwidth_bytes_per_s), bus)
     nvlink = hop == "nvlink"
+    channels = ring_channels(t, p, nodes)
     ll_max = np.where(multi, np.where(nodes <= 2, _LL_MAX_GBPS_MULTI_NODE[0], _LL_MAX_GBPS_MULTI_NODE[1]),
                       _LL_MAX_GBPS_ONE_NODE[_generation(t.hardware)]) * 1e9
     reduce_all = kind == ALLREDUCE
@@ -167,6 +172,8 @@ def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArra
         latency = _base_s(t, _BASE_US["ring"][proto]) + (steps - inter_steps) * intra_hop + \
             inter_steps * _hop_s(t, "net", "ring", proto)
         algbw = ring_bus * p / np.maximum(steps, 1.0)
+        if runtime:
+            algbw = algbw * channel_share(size, channels, proto, np.where(proto == LL, p, 1.0))
         out[("ring", proto)] = np.where(algbw > 0, latency + size / np.maximum(algbw, 1e-30), np.inf)
         # tree (all-reduce only): a chain inside the node, a double binary tree across nodes
         tree_bus = bus * _TREE_SHARE
@@ -178,13 +185,43 @@ def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArra
         latency = _base_s(t, _BASE_US["tree"][proto]) + 2.0 * ((p / nodes - 1.0) * intra_tree + np.log2(
             np.maximum(nodes, 1.0)) * _hop_s(t, "net", "tree", proto))
         algbw = tree_bus * 0.5
+        if runtime:
+            algbw = algbw * channel_share(size, channels, proto, np.ones(p.shape))
         ok = reduce_all & (algbw > 0)
         out[("tree", proto)] = np.where(ok, latency + size / np.maximum(algbw, 1e-30), np.inf)
     # NVLS: the switch reduces (NVLink SHARP), one node, Simple only
     nvls_ok = bool(ic is not None and ic.in_network_reduction) & ~multi & nvlink & (kind != ALLTOALL)
     nvls_latency = _hop_s(t, "nvlink", "nvls", SIMPLE)
-    out[("nvls", SIMPLE)] = np.where(nvls_ok, nvls_latency + size / (bus * _NVLS_RATIO), np.inf)
+    nvls_bw = bus * _NVLS_RATIO * (channel_share(size, channels, SIMPLE, np.ones(p.shape)) if runtime else 1.0)
+    out[("nvls", SIMPLE)] = np.where(nvls_ok, nvls_latency + size / nvls_bw, np.inf)
     return out
+
+
+# NCCL enqueue.cc: a collective runs on fewer channels while nBytes < channels x threads x threshold; tuning.cc's
+# thresholds (bytes per thread: LL 8, times nRanks for rings; LL128 8; Simple 64) and the threads per channel
+# (NCCL_LL_MAX_NTHREADS 512, NCCL_LL128_MAX_NTHREADS 640, NCCL_SIMPLE_MAX_NTHREADS 512)
+_THREADS = {LL: 512.0, LL128: 640.0, SIMPLE: 512.0}
+_THREAD_THRESHOLD_BYTES = {LL: 8.0, LL128: 8.0, SIMPLE: 64.0}
+NVLINK_LINK_BYTES_PER_S = 25e9  # one NVLink 2/3/4 link per direction
+MAX_CHANNELS = 32  # NCCL MAXCHANNELS
+PCIE_CHANNELS = 2  # one ring over the PCIe tree, duplicated (NCCL's ncclTopoPostset doubles the search's channels)
+
+
+def ring_channels(t: MachineTables, p: FloatArray, nodes: FloatArray) -> FloatArray:
+    """NCCL's channel count: one ring per NVLink (the search's), doubled, at most 32; two over PCIe."""
+    ic = t.hardware.interconnect
+    raw = (ic.link_bandwidth_bytes_per_s if ic else None) or 0.0
+    nvlink = _topology(t.hardware) != "pcie"
+    links = np.full(p.shape, raw / NVLINK_LINK_BYTES_PER_S if nvlink else 0.0)
+    if ic is not None and ic.bridge_bandwidth_bytes_per_s:
+        links = np.where((p == 2) & (nodes == 1), ic.bridge_bandwidth_bytes_per_s / NVLINK_LINK_BYTES_PER_S, links)
+    return np.where(links >= 1.0, np.minimum(2.0 * np.round(links), MAX_CHANNELS), PCIE_CHANNELS)
+
+
+def channel_share(size: FloatArray, channels: FloatArray, proto: int, ranks: FloatArray) -> FloatArray:
+    """Share of the channels a message of ``size`` bytes runs on (NCCL enqueue.cc's reduction for small ones)."""
+    per_channel = _THREADS[proto] * _THREAD_THRESHOLD_BYTES[proto] * ranks
+    return np.clip(np.floor(size / per_channel), 1.0, channels) / channels
 
 
 def _point_to_point(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArray, q: FloatArray,
@@ -219,13 +256,15 @@ def collective_time(t: MachineTables, kind: IntArray, size: FloatArray, devices:
     per_node_default = float(devices_per_node(t.hardware))
     q = np.minimum(np.where(per_node_given > 0, per_node_given, per_node_default), p)
     nodes = np.ceil(p / q)
-    cands = _candidates(t, kind, size, p, q, nodes)
-    inf = np.full(p.shape, np.inf)
-    ring = np.minimum.reduce([cands[("ring", proto)] for proto in (LL, LL128, SIMPLE)])
-    tree = np.minimum.reduce([cands[("tree", proto)] for proto in (LL, LL128, SIMPLE)])
-    best = np.minimum.reduce([ring, tree, cands[("nvls", SIMPLE)]])
-    chosen = np.where(algo == RING, ring, np.where((algo == TREE) & (kind == ALLREDUCE), tree, best))
-    chosen = np.where(np.isfinite(chosen), chosen, inf)
+    tuned = _candidates(t, kind, size, p, q, nodes)
+    run = _candidates(t, kind, size, p, q, nodes, runtime=True)
+    allowed = {key: (algo == AUTO) | ((algo == RING) & (key[0] == "ring")) | (
+        (algo == TREE) & np.where(kind == ALLREDUCE, key[0] == "tree", True)) for key in tuned}
+    keys = list(tuned)
+    predicted = np.vstack([np.where(allowed[k], tuned[k], np.inf) for k in keys])
+    pick = np.argmin(predicted, axis=0)  # NCCL picks by its tuner's times, then runs on the channels it fills
+    chosen = np.vstack([run[k] for k in keys])[pick, np.arange(p.size)]
+    chosen = np.where(np.isfinite(predicted.min(axis=0)), chosen, np.inf)
     p2p = _point_to_point(t, kind, size, p, q, nodes)
     out = np.where((kind == ALLTOALL) | (kind == SENDRECV), p2p, chosen)
     out = np.where((kind == SENDRECV) & (p > 1.0), p2p, np.where(p <= 1.0, 0.0, out))
@@ -243,10 +282,11 @@ def host_link_bytes_per_s(hardware: Hardware) -> float:
 
 def nccl_choice(t: MachineTables, kind: str, size_bytes: float, devices: int,
                 per_node: int | None = None) -> tuple[str, str, float]:
-    """(algorithm, protocol, seconds) NCCL's model would pick for one collective (all-reduce,
-    all-gather, reduce-scatter): what ``collective_time`` charges, named."""
+    """(algorithm, protocol, seconds) NCCL's tuner picks for one collective (all-reduce, all-gather,
+    reduce-scatter), and the seconds it runs on the channels it fills: what ``collective_time`` charges, named."""
     p = np.array([float(devices)])
     q = np.minimum(np.array([float(per_node or devices_per_node(t.hardware))]), p)
-    cands = _candidates(t, np.array([COMM_KINDS.index(kind)]), np.array([size_bytes]), p, q, np.ceil(p / q))
-    (algo, proto), seconds = min(cands.items(), key=lambda item: float(item[1][0]))
-    return algo, PROTOCOLS[proto], float(seconds[0])
+    args = (t, np.array([COMM_KINDS.index(kind)]), np.array([size_bytes]), p, q, np.ceil(p / q))
+    tuned, run = _candidates(*args), _candidates(*args, runtime=True)
+    algo, proto = min(tuned, key=lambda key: float(tuned[key][0]))
+    return algo, PROTOCOLS[proto], float(run[(algo, proto)][0])

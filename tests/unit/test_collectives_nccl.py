@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 import perfmodel
-from perfmodel.collectives import nccl_choice
+from perfmodel.collectives import LL, SIMPLE, channel_share, nccl_choice, ring_channels
 from perfmodel.machine import tables
 from perfmodel.specs import load_hardware
 
@@ -118,3 +119,26 @@ def test_p100_pcie_node_rings_run_over_pcie_and_one_fdr_port() -> None:
     assert across == pytest.approx(2 * 15 / 16 * size / (8 * 0.85e9 * eff), rel=0.02)
     sxm2 = _time("nvidia-p100-sxm2-16gb", bytes=size, devices=8)
     assert _time("nvidia-p100-pcie-16gb", bytes=size, devices=8) > 4 * sxm2
+
+
+def test_a_small_message_runs_on_the_channels_it_fills() -> None:
+    """64 KiB on 4 A100s: the tuner picks ring LL (10.2 µs + 64 KiB at 40 GB/s of algorithm bandwidth: 240 GB/s / 4
+    x 4/6), but NCCL runs it on 4 of its 24 channels (12 NVLinks, doubled): 64 KiB < 5 x 512 threads x 8 B x 4 ranks
+    (enqueue.cc), so 10.2 µs + 65536 B / (40 GB/s x 4/24) = 20.03 µs, where 22.9 µs is measured (LLMCompass)."""
+    assert nccl_choice(A100, "allreduce", 65536.0, 4)[:2] == ("ring", "LL")
+    assert _time("nvidia-a100-sxm4-80gb", bytes=65536, devices=4) == pytest.approx(
+        10.2e-6 + 65536 / (40e9 * 4 / 24), rel=1e-6)
+    # from 24 x 16 KiB = 384 KiB up every channel runs LL; Simple needs 24 x 512 x 64 B = 768 KiB
+    share = channel_share(np.array([2.0**16, 384 * 2.0**10, 2.0**19]), np.full(3, 24.0), LL, np.full(3, 4.0))
+    assert list(share) == pytest.approx([4 / 24, 1.0, 1.0])
+    share = channel_share(np.array([2.0**16, 384 * 2.0**10, 768 * 2.0**10]), np.full(3, 24.0), SIMPLE, np.ones(3))
+    assert list(share) == pytest.approx([2 / 24, 12 / 24, 1.0])
+
+
+def test_channels_are_nvlinks_doubled_and_two_over_pcie() -> None:
+    one = np.array([4.0])
+    assert ring_channels(A100, one, one / 4)[0] == 24  # 300 GB/s = 12 NVLinks
+    assert ring_channels(tables(load_hardware("nvidia-h100-sxm5-80gb")), one, one / 4)[0] == 32  # 18 links, capped
+    pcie = tables(load_hardware("nvidia-a100-pcie-80gb"))
+    assert ring_channels(pcie, one, one / 4)[0] == 2
+    assert ring_channels(pcie, one / 2, one / 4)[0] == 24  # a bridged pair: the bridge's 12 links
