@@ -171,6 +171,9 @@ def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArra
         intra_hop = np.where(multi, np.maximum(intra_hop, net_overhead), intra_hop)
         latency = _base_s(t, _BASE_US["ring"][proto]) + (steps - inter_steps) * intra_hop + \
             inter_steps * _hop_s(t, "net", "ring", proto)
+        if proto == SIMPLE:  # NCCL's "plateau effect of ring" across nodes (ncclTopoGetAlgoTime)
+            plateau = multi & reduce_all & (size / (channels * p) >= 64.0)
+            latency = np.where(plateau, latency * _ring_plateau(t), latency)
         algbw = ring_bus * p / np.maximum(steps, 1.0)
         if runtime:
             algbw = algbw * channel_share(size, channels, proto, np.where(proto == LL, p, 1.0))
@@ -184,7 +187,7 @@ def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArra
         intra_tree = np.where(nvlink, _hop_s(t, "nvlink", "tree", proto), _hop_s(t, "pcie", "tree", proto))
         latency = _base_s(t, _BASE_US["tree"][proto]) + 2.0 * ((p / nodes - 1.0) * intra_tree + np.log2(
             np.maximum(nodes, 1.0)) * _hop_s(t, "net", "tree", proto))
-        algbw = tree_bus * 0.5
+        algbw = tree_bus * 0.5 * tree_correction(size, proto)
         if runtime:
             algbw = algbw * channel_share(size, channels, proto, np.ones(p.shape))
         ok = reduce_all & (algbw > 0)
@@ -195,6 +198,29 @@ def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArra
     nvls_bw = bus * _NVLS_RATIO * (channel_share(size, channels, SIMPLE, np.ones(p.shape)) if runtime else 1.0)
     out[("nvls", SIMPLE)] = np.where(nvls_ok, nvls_latency + size / nvls_bw, np.inf)
     return out
+
+
+# NCCL tuning.cc (v2.12-v2.19) treeCorrectionFactor: "Trees are not perfectly sticking to the model for medium
+# sizes": tree all-reduce bandwidth x this, per protocol (LL, LL128, Simple), at log2(bytes / 64) = 0..22
+_TREE_CORRECTION = (
+    (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0),
+    (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0),
+    (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9),
+)
+
+
+def tree_correction(size: FloatArray, proto: int) -> FloatArray:
+    """NCCL's measured share of the tree's modelled bandwidth at this message size (1 outside 64 B-512 MiB)."""
+    log_size = np.floor(np.log2(np.maximum(size, 1.0) / 64.0))
+    table = np.array(_TREE_CORRECTION[proto])
+    inside = (log_size >= 0) & (log_size < len(table))
+    return np.where(inside, table[np.clip(log_size, 0, len(table) - 1).astype(np.int64)], 1.0)
+
+
+def _ring_plateau(t: MachineTables) -> float:
+    """NCCL ncclTopoGetAlgoTime: a multi-node Simple ring all-reduce's latency x1.4 (compute capability >= 8.0),
+    x1.9 before."""
+    return 1.9 if _generation(t.hardware) == "volta" else 1.4
 
 
 # NCCL enqueue.cc: a collective runs on fewer channels while nBytes < channels x threads x threshold; tuning.cc's

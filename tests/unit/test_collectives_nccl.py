@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import perfmodel
-from perfmodel.collectives import LL, SIMPLE, channel_share, nccl_choice, ring_channels
+from perfmodel.collectives import LL, LL128, SIMPLE, channel_share, nccl_choice, ring_channels, tree_correction
 from perfmodel.machine import tables
 from perfmodel.specs import load_hardware
 
@@ -142,3 +142,22 @@ def test_channels_are_nvlinks_doubled_and_two_over_pcie() -> None:
     pcie = tables(load_hardware("nvidia-a100-pcie-80gb"))
     assert ring_channels(pcie, one, one / 4)[0] == 2
     assert ring_channels(pcie, one / 2, one / 4)[0] == 24  # a bridged pair: the bridge's 12 links
+
+
+def test_tree_bandwidth_takes_nccls_mid_size_correction() -> None:
+    """NCCL's treeCorrectionFactor (tuning.cc): at log2(bytes / 64) = 10 (64 KiB) LL / LL128 / Simple trees reach
+    0.6 / 0.6 / 0.6 of their modelled bandwidth, at 14 (1 MiB) 0.5 / 0.6 / 0.5; 1 below 64 B."""
+    sizes = np.array([8.0, 65536.0, 2.0**20])
+    assert list(tree_correction(sizes, LL)) == pytest.approx([1.0, 0.6, 0.5])
+    assert list(tree_correction(sizes, LL128)) == pytest.approx([1.0, 0.6, 0.6])
+    assert list(tree_correction(sizes, SIMPLE)) == pytest.approx([1.0, 0.6, 0.5])
+
+
+def test_a_ring_across_nodes_pays_nccls_plateau_latency() -> None:
+    """16 A100s, 8 a node, 1 GiB forced onto the ring: Simple, bus min(240, 8 x 25 GB/s x 0.8) = 160 GB/s, algorithm
+    bandwidth 160 x 16/30; latency (8.4 - 2) + 26 x 3.4 + 4 x 14 = 150.8 µs, x1.4 on Ampere (NCCL's "plateau effect
+    of ring" across nodes), plus the 2 µs kernel launch."""
+    size = 2.0**30
+    expected = 150.8e-6 * 1.4 + size / (160e9 * 16 / 30) + 2e-6
+    got = _time("nvidia-a100-sxm4-80gb", bytes=size, devices=16, devices_per_node=8, algorithm="ring")
+    assert got == pytest.approx(expected, rel=1e-6)
