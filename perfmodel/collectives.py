@@ -115,6 +115,17 @@ def fabrics(t: MachineTables) -> tuple[Fabric, Fabric, float]:
             float(devices_per_node(t.hardware)))
 
 
+def socket_bound_bytes_per_s(t: MachineTables, p: FloatArray, q: FloatArray) -> FloatArray:
+    """A ring over more of a dual-root PCIe node's devices than one socket holds (q/2) crosses the socket link:
+    its bandwidth as NCCL's topology counts it (``socket_link_bandwidth_bytes_per_s``); inf otherwise."""
+    ic = t.hardware.interconnect
+    link = ic.socket_link_bandwidth_bytes_per_s if ic is not None else None
+    if link is None or _topology(t.hardware) != "pcie":
+        return np.full(p.shape, np.inf)
+    per_node = float(devices_per_node(t.hardware))
+    return np.where(np.minimum(p, q) > per_node / 2.0, link, np.inf)
+
+
 def _base_s(t: MachineTables, base_us: float) -> float:
     """NCCL's base latency without the kernel launch, which the model already charges per kernel."""
     return max(base_us * 1e-6 * t.defaults.collective_latency_scale - t.kernel_overhead_s, 0.0)
@@ -143,6 +154,7 @@ def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArra
         hop = np.where(pair, "nvlink", hop)
     multi = nodes > 1
     bus = np.where(multi, np.minimum(bus, q * nic.bandwidth_bytes_per_s), bus)
+    bus = np.minimum(bus, socket_bound_bytes_per_s(t, p, q))
     nvlink = hop == "nvlink"
     channels = ring_channels(t, p, nodes)
     ll_max = np.where(multi, np.where(nodes <= 2, _LL_MAX_GBPS_MULTI_NODE[0], _LL_MAX_GBPS_MULTI_NODE[1]),

@@ -107,14 +107,14 @@ def test_tpus_and_npus_run_no_gpu_protocols() -> None:
 
 def test_p100_pcie_node_rings_run_over_pcie_and_one_fdr_port() -> None:
     """DeepBench's all-reduce node (8 P100 PCIe cards on PLX switches, InfiniBand FDR across nodes): a 256 MB ring
-    on one node moves 2 x 7/8 x S at PCIe 3.0 x16 (15.75 GB/s x 0.8); across two nodes the node's one FDR port
-    (6.8 GB/s, 0.85 GB/s per GPU x 8) sets the ring's bus bandwidth, not the NVLink of the SXM2 part."""
+    on one socket's 4 cards moves 2 x 3/4 x S at PCIe 3.0 x16 (15.75 GB/s x 0.8); across two nodes the node's one
+    FDR port (6.8 GB/s, 0.85 GB/s per GPU x 8) sets the ring's bus bandwidth, not the NVLink of the SXM2 part."""
     p100 = tables(load_hardware("nvidia-p100-pcie-16gb"))
     eff = p100.defaults.link_efficiency
     size = 256e6
-    algo, proto, seconds = nccl_choice(p100, "allreduce", size, 8)
+    algo, proto, seconds = nccl_choice(p100, "allreduce", size, 4)
     assert (algo, proto) == ("ring", "Simple")
-    assert 2 * 7 / 8 * size / (15.75e9 * eff) < seconds < 1.05 * 2 * 7 / 8 * size / (15.75e9 * eff)
+    assert 2 * 3 / 4 * size / (15.75e9 * eff) < seconds < 1.05 * 2 * 3 / 4 * size / (15.75e9 * eff)
     _, _, across = nccl_choice(p100, "allreduce", size, 16)
     assert across == pytest.approx(2 * 15 / 16 * size / (8 * 0.85e9 * eff), rel=0.02)
     sxm2 = _time("nvidia-p100-sxm2-16gb", bytes=size, devices=8)
@@ -161,3 +161,14 @@ def test_a_ring_across_nodes_pays_nccls_plateau_latency() -> None:
     expected = 150.8e-6 * 1.4 + size / (160e9 * 16 / 30) + 2e-6
     got = _time("nvidia-a100-sxm4-80gb", bytes=size, devices=16, devices_per_node=8, algorithm="ring")
     assert got == pytest.approx(expected, rel=1e-6)
+
+
+def test_a_ring_over_both_sockets_of_a_dual_root_node_crosses_qpi() -> None:
+    """DeepBench's P100 node: 8 PCIe 3.0 cards, 4 per CPU socket, sockets joined by QPI (NCCL topo.h QPI_BW 6 GB/s).
+    256 MB on 8 cards: a ring over both sockets, bus min(15.75 x 0.8, 6) = 6 GB/s, so 2 x 7/8 x 256 MB / 6 GB/s
+    = 74.7 ms plus Simple's 8.4 + 14 x 5.7 µs on PCIe (76.6 ms measured); on 4 cards, one socket, 12.6 GB/s."""
+    size = 256e6
+    eight = _time("nvidia-p100-pcie-16gb", bytes=size, devices=8, dtype="fp32")
+    assert eight == pytest.approx(2 * 7 / 8 * size / 6e9 + (8.4 + 14 * 5.7) * 1e-6, rel=1e-6)
+    four = _time("nvidia-p100-pcie-16gb", bytes=size, devices=4, dtype="fp32")
+    assert four == pytest.approx(2 * 3 / 4 * size / (15.75e9 * 0.8) + (8.4 + 6 * 5.7) * 1e-6, rel=1e-6)
