@@ -48,3 +48,11 @@ def test_send_time_grows_with_the_message() -> None:
 def test_send_rejects_an_empty_message() -> None:
     with pytest.raises(ValueError, match="bytes"):
         perfmodel.predict(HW, {"kind": "sendrecv", "bytes": 0})
+
+
+def test_all_to_all_in_a_node_is_one_hop_per_peer_and_the_off_device_share() -> None:
+    """64 MiB all-to-all on 8 A100s (NCCL's p2p path, Simple): each device keeps 1/8 and sends 7/8 over its
+    240 GB/s of NVLink, one 3.4 µs hop per peer, plus the 2 µs kernel launch: 2 + 7 x 3.4 µs + 58.7 MB / 240 GB/s."""
+    size = 64 * 2**20
+    got = perfmodel.predict(HW, {"kind": "alltoall", "bytes": size, "devices": 8}).time_s
+    assert got == pytest.approx(2e-6 + 7 * 3.4e-6 + size * 7 / 8 / 240e9, rel=1e-6)
