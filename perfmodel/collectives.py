@@ -20,9 +20,13 @@ and runs the fastest. We follow its model (docs/model.md §3, "Collectives", der
   NCCL's base includes launching its kernel, which the model charges per kernel already: the base here
   is NCCL's less the device's kernel overhead.
 
+NCCL picks by those times on all channels, then runs a small message on the channels it fills (``channel_share``,
+``enqueue.cc``): its share of the bandwidth is what the op is charged.
+
 TPUs and NPUs run only the Simple-like bandwidth transfers (LL and LL128 are GPU protocols).
-All-to-all and send/recv are point-to-point (Simple): the pairwise exchange sends (p-1)/p of the buffer
-within the node and the off-node share (p-q)/p over the node's NICs; send/recv moves its bytes once.
+All-to-all and send/recv run NCCL's p2p path, outside its tuning model: no collective base, one hop per peer,
+LL up to 16 KiB (half the bandwidth), Simple above; the pairwise exchange sends (p-1)/p of the buffer within the
+node and the off-node share (p-q)/p over the node's NICs; send/recv moves its bytes once.
 ``bytes`` is the per-device buffer (all-gather: its output), as NCCL's ``nBytes``.
 """
 
@@ -64,7 +68,8 @@ _LL_MAX_GBPS_MULTI_NODE = (39.0, 20.4)  # two nodes, more than two (x86 hosts)
 _TREE_SHARE = 0.92  # NCCL: tree bus bandwidth x .92
 _NVLS_RATIO = 5.0 / 6.0  # NCCL: NVLS bus -> algorithm bandwidth
 _NET_OVERHEAD_US = 1.0  # NCCL getNetOverhead: per-step host post on x86 (x3 for Simple), multi-node rings
-P2P_BASE_US = _BASE_US["ring"][SIMPLE]  # a send/recv runs the Simple protocol's kernel
+# NCCL enqueue.cc NCCL_PARAM(P2pLLThreshold, "P2P_LL_THRESHOLD", 16384): a send/recv up to this runs LL
+P2P_LL_THRESHOLD_BYTES = 16384.0
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,17 @@ def fabrics(t: MachineTables) -> tuple[Fabric, Fabric, float]:
             float(devices_per_node(t.hardware)))
 
 
+def socket_bound_bytes_per_s(t: MachineTables, p: FloatArray, q: FloatArray) -> FloatArray:
+    """A ring over more of a dual-root PCIe node's devices than one socket holds (q/2) crosses the socket link:
+    its bandwidth as NCCL's topology counts it (``socket_link_bandwidth_bytes_per_s``); inf otherwise."""
+    ic = t.hardware.interconnect
+    link = ic.socket_link_bandwidth_bytes_per_s if ic is not None else None
+    if link is None or _topology(t.hardware) != "pcie":
+        return np.full(p.shape, np.inf)
+    per_node = float(devices_per_node(t.hardware))
+    return np.where(np.minimum(p, q) > per_node / 2.0, link, np.inf)
+
+
 def _base_s(t: MachineTables, base_us: float) -> float:
     """NCCL's base latency without the kernel launch, which the model already charges per kernel."""
     return max(base_us * 1e-6 * t.defaults.collective_latency_scale - t.kernel_overhead_s, 0.0)
@@ -125,8 +141,9 @@ def _hop_s(t: MachineTables, hop: str, algo: str, proto: int) -> float:
 
 
 def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArray, q: FloatArray,
-                nodes: FloatArray) -> dict[tuple[str, int], FloatArray]:
-    """Seconds of every (algorithm, protocol) NCCL could run, inf where it cannot."""
+                nodes: FloatArray, runtime: bool = False) -> dict[tuple[str, int], FloatArray]:
+    """Seconds of every (algorithm, protocol) NCCL could run, inf where it cannot: as NCCL's tuner predicts them
+    (all channels), or with ``runtime`` as they run (the channels the message fills, ``channel_share``)."""
     intra, nic, _ = fabrics(t)
     ic = t.hardware.interconnect
     bus = np.full(p.shape, intra.bandwidth_bytes_per_s)
@@ -137,7 +154,9 @@ def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArra
         hop = np.where(pair, "nvlink", hop)
     multi = nodes > 1
     bus = np.where(multi, np.minimum(bus, q * nic.bandwidth_bytes_per_s), bus)
+    bus = np.minimum(bus, socket_bound_bytes_per_s(t, p, q))
     nvlink = hop == "nvlink"
+    channels = ring_channels(t, p, nodes)
     ll_max = np.where(multi, np.where(nodes <= 2, _LL_MAX_GBPS_MULTI_NODE[0], _LL_MAX_GBPS_MULTI_NODE[1]),
                       _LL_MAX_GBPS_ONE_NODE[_generation(t.hardware)]) * 1e9
     reduce_all = kind == ALLREDUCE
@@ -164,7 +183,12 @@ def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArra
         intra_hop = np.where(multi, np.maximum(intra_hop, net_overhead), intra_hop)
         latency = _base_s(t, _BASE_US["ring"][proto]) + (steps - inter_steps) * intra_hop + \
             inter_steps * _hop_s(t, "net", "ring", proto)
+        if proto == SIMPLE:  # NCCL's "plateau effect of ring" across nodes (ncclTopoGetAlgoTime)
+            plateau = multi & reduce_all & (size / (channels * p) >= 64.0)
+            latency = np.where(plateau, latency * _ring_plateau(t), latency)
         algbw = ring_bus * p / np.maximum(steps, 1.0)
+        if runtime:
+            algbw = algbw * channel_share(size, channels, proto, np.where(proto == LL, p, 1.0))
         out[("ring", proto)] = np.where(algbw > 0, latency + size / np.maximum(algbw, 1e-30), np.inf)
         # tree (all-reduce only): a chain inside the node, a double binary tree across nodes
         tree_bus = bus * _TREE_SHARE
@@ -175,33 +199,90 @@ def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArra
         intra_tree = np.where(nvlink, _hop_s(t, "nvlink", "tree", proto), _hop_s(t, "pcie", "tree", proto))
         latency = _base_s(t, _BASE_US["tree"][proto]) + 2.0 * ((p / nodes - 1.0) * intra_tree + np.log2(
             np.maximum(nodes, 1.0)) * _hop_s(t, "net", "tree", proto))
-        algbw = tree_bus * 0.5
+        algbw = tree_bus * 0.5 * tree_correction(size, proto)
+        if runtime:
+            algbw = algbw * channel_share(size, channels, proto, np.ones(p.shape))
         ok = reduce_all & (algbw > 0)
         out[("tree", proto)] = np.where(ok, latency + size / np.maximum(algbw, 1e-30), np.inf)
     # NVLS: the switch reduces (NVLink SHARP), one node, Simple only
     nvls_ok = bool(ic is not None and ic.in_network_reduction) & ~multi & nvlink & (kind != ALLTOALL)
     nvls_latency = _hop_s(t, "nvlink", "nvls", SIMPLE)
-    out[("nvls", SIMPLE)] = np.where(nvls_ok, nvls_latency + size / (bus * _NVLS_RATIO), np.inf)
+    nvls_bw = bus * _NVLS_RATIO * (channel_share(size, channels, SIMPLE, np.ones(p.shape)) if runtime else 1.0)
+    out[("nvls", SIMPLE)] = np.where(nvls_ok, nvls_latency + size / nvls_bw, np.inf)
     return out
+
+
+# NCCL tuning.cc (v2.12-v2.19) treeCorrectionFactor: "Trees are not perfectly sticking to the model for medium
+# sizes": tree all-reduce bandwidth x this, per protocol (LL, LL128, Simple), at log2(bytes / 64) = 0..22
+_TREE_CORRECTION = (
+    (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0),
+    (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0),
+    (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9),
+)
+
+
+def tree_correction(size: FloatArray, proto: int) -> FloatArray:
+    """NCCL's measured share of the tree's modelled bandwidth at this message size (1 outside 64 B-512 MiB)."""
+    log_size = np.floor(np.log2(np.maximum(size, 1.0) / 64.0))
+    table = np.array(_TREE_CORRECTION[proto])
+    inside = (log_size >= 0) & (log_size < len(table))
+    return np.where(inside, table[np.clip(log_size, 0, len(table) - 1).astype(np.int64)], 1.0)
+
+
+def _ring_plateau(t: MachineTables) -> float:
+    """NCCL ncclTopoGetAlgoTime: a multi-node Simple ring all-reduce's latency x1.4 (compute capability >= 8.0),
+    x1.9 before."""
+    return 1.9 if _generation(t.hardware) == "volta" else 1.4
+
+
+# NCCL enqueue.cc: a collective runs on fewer channels while nBytes < channels x threads x threshold; tuning.cc's
+# thresholds (bytes per thread: LL 8, times nRanks for rings; LL128 8; Simple 64) and the threads per channel
+# (NCCL_LL_MAX_NTHREADS 512, NCCL_LL128_MAX_NTHREADS 640, NCCL_SIMPLE_MAX_NTHREADS 512)
+_THREADS = {LL: 512.0, LL128: 640.0, SIMPLE: 512.0}
+_THREAD_THRESHOLD_BYTES = {LL: 8.0, LL128: 8.0, SIMPLE: 64.0}
+NVLINK_LINK_BYTES_PER_S = 25e9  # one NVLink 2/3/4 link per direction
+MAX_CHANNELS = 32  # NCCL MAXCHANNELS
+PCIE_CHANNELS = 2  # one ring over the PCIe tree, duplicated (NCCL's ncclTopoPostset doubles the search's channels)
+
+
+def ring_channels(t: MachineTables, p: FloatArray, nodes: FloatArray) -> FloatArray:
+    """NCCL's channel count: one ring per NVLink (the search's), doubled, at most 32; two over PCIe."""
+    ic = t.hardware.interconnect
+    raw = (ic.link_bandwidth_bytes_per_s if ic else None) or 0.0
+    nvlink = _topology(t.hardware) != "pcie"
+    links = np.full(p.shape, raw / NVLINK_LINK_BYTES_PER_S if nvlink else 0.0)
+    if ic is not None and ic.bridge_bandwidth_bytes_per_s:
+        links = np.where((p == 2) & (nodes == 1), ic.bridge_bandwidth_bytes_per_s / NVLINK_LINK_BYTES_PER_S, links)
+    return np.where(links >= 1.0, np.minimum(2.0 * np.round(links), MAX_CHANNELS), PCIE_CHANNELS)
+
+
+def channel_share(size: FloatArray, channels: FloatArray, proto: int, ranks: FloatArray) -> FloatArray:
+    """Share of the channels a message of ``size`` bytes runs on (NCCL enqueue.cc's reduction for small ones)."""
+    per_channel = _THREADS[proto] * _THREAD_THRESHOLD_BYTES[proto] * ranks
+    return np.clip(np.floor(size / per_channel), 1.0, channels) / channels
 
 
 def _point_to_point(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArray, q: FloatArray,
                     nodes: FloatArray) -> FloatArray:
-    """All-to-all (pairwise exchange) and send/recv on the Simple protocol."""
+    """All-to-all (pairwise exchange) and send/recv: NCCL's p2p path, one hop per peer, no collective base."""
     intra, nic, _ = fabrics(t)
     ic = t.hardware.interconnect
     link = np.full(p.shape, intra.bandwidth_bytes_per_s)
     if ic is not None and ic.bridge_bandwidth_bytes_per_s:
         link = np.where((p == 2) & (nodes == 1), ic.bridge_bandwidth_bytes_per_s * t.defaults.link_efficiency, link)
-    hop = _hop_s(t, "pcie" if intra.hop == "pcie" else "nvlink", "ring", SIMPLE)
-    net_hop = _hop_s(t, "net", "ring", SIMPLE)
     multi = nodes > 1
-    base = _base_s(t, P2P_BASE_US)
-    send = base + np.where(multi, net_hop + size / nic.bandwidth_bytes_per_s, hop + size / link)
+    # a message up to P2P_LL_THRESHOLD_BYTES runs LL (8-byte stores: 4 data bytes and a flag), larger ones Simple
+    ll = (size <= P2P_LL_THRESHOLD_BYTES) & (t.hardware.kind == "gpu")
+    proto_share = np.where(ll, 0.5, 1.0)
+    tier = "pcie" if intra.hop == "pcie" else "nvlink"
+    hop = np.where(ll, _hop_s(t, tier, "ring", LL), _hop_s(t, tier, "ring", SIMPLE))
+    net_hop = np.where(ll, _hop_s(t, "net", "ring", LL), _hop_s(t, "net", "ring", SIMPLE))
+    send = np.where(multi, net_hop + size / (nic.bandwidth_bytes_per_s * proto_share),
+                    hop + size / (link * proto_share))
     # all-to-all: each device keeps 1/p, sends (q-1)/p to its node and (p-q)/p over its own NIC, all at once
-    on_node = size * (np.minimum(q, p) - 1.0) / p / link
-    off_node = size * (p - q) / p / nic.bandwidth_bytes_per_s
-    a2a = base + (np.minimum(q, p) - 1.0) * hop + np.where(multi, (nodes - 1.0) * net_hop, 0.0) + \
+    on_node = size * (np.minimum(q, p) - 1.0) / p / (link * proto_share)
+    off_node = size * (p - q) / p / (nic.bandwidth_bytes_per_s * proto_share)
+    a2a = (np.minimum(q, p) - 1.0) * hop + np.where(multi, (nodes - 1.0) * net_hop, 0.0) + \
         np.maximum(on_node, np.where(multi, off_node, 0.0))
     return np.where(kind == SENDRECV, send, a2a)
 
@@ -213,13 +294,15 @@ def collective_time(t: MachineTables, kind: IntArray, size: FloatArray, devices:
     per_node_default = float(devices_per_node(t.hardware))
     q = np.minimum(np.where(per_node_given > 0, per_node_given, per_node_default), p)
     nodes = np.ceil(p / q)
-    cands = _candidates(t, kind, size, p, q, nodes)
-    inf = np.full(p.shape, np.inf)
-    ring = np.minimum.reduce([cands[("ring", proto)] for proto in (LL, LL128, SIMPLE)])
-    tree = np.minimum.reduce([cands[("tree", proto)] for proto in (LL, LL128, SIMPLE)])
-    best = np.minimum.reduce([ring, tree, cands[("nvls", SIMPLE)]])
-    chosen = np.where(algo == RING, ring, np.where((algo == TREE) & (kind == ALLREDUCE), tree, best))
-    chosen = np.where(np.isfinite(chosen), chosen, inf)
+    tuned = _candidates(t, kind, size, p, q, nodes)
+    run = _candidates(t, kind, size, p, q, nodes, runtime=True)
+    allowed = {key: (algo == AUTO) | ((algo == RING) & (key[0] == "ring")) | (
+        (algo == TREE) & np.where(kind == ALLREDUCE, key[0] == "tree", True)) for key in tuned}
+    keys = list(tuned)
+    predicted = np.vstack([np.where(allowed[k], tuned[k], np.inf) for k in keys])
+    pick = np.argmin(predicted, axis=0)  # NCCL picks by its tuner's times, then runs on the channels it fills
+    chosen = np.vstack([run[k] for k in keys])[pick, np.arange(p.size)]
+    chosen = np.where(np.isfinite(predicted.min(axis=0)), chosen, np.inf)
     p2p = _point_to_point(t, kind, size, p, q, nodes)
     out = np.where((kind == ALLTOALL) | (kind == SENDRECV), p2p, chosen)
     out = np.where((kind == SENDRECV) & (p > 1.0), p2p, np.where(p <= 1.0, 0.0, out))
@@ -237,10 +320,11 @@ def host_link_bytes_per_s(hardware: Hardware) -> float:
 
 def nccl_choice(t: MachineTables, kind: str, size_bytes: float, devices: int,
                 per_node: int | None = None) -> tuple[str, str, float]:
-    """(algorithm, protocol, seconds) NCCL's model would pick for one collective (all-reduce,
-    all-gather, reduce-scatter): what ``collective_time`` charges, named."""
+    """(algorithm, protocol, seconds) NCCL's tuner picks for one collective (all-reduce, all-gather,
+    reduce-scatter), and the seconds it runs on the channels it fills: what ``collective_time`` charges, named."""
     p = np.array([float(devices)])
     q = np.minimum(np.array([float(per_node or devices_per_node(t.hardware))]), p)
-    cands = _candidates(t, np.array([COMM_KINDS.index(kind)]), np.array([size_bytes]), p, q, np.ceil(p / q))
-    (algo, proto), seconds = min(cands.items(), key=lambda item: float(item[1][0]))
-    return algo, PROTOCOLS[proto], float(seconds[0])
+    args = (t, np.array([COMM_KINDS.index(kind)]), np.array([size_bytes]), p, q, np.ceil(p / q))
+    tuned, run = _candidates(*args), _candidates(*args, runtime=True)
+    algo, proto = min(tuned, key=lambda key: float(tuned[key][0]))
+    return algo, PROTOCOLS[proto], float(run[(algo, proto)][0])

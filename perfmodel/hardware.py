@@ -146,6 +146,10 @@ class Interconnect(Sourced):
         "cube-mesh, xGMI, ICI) or the host's PCIe; null: a switch where devices_per_node is given, else PCIe")
     bridge_bandwidth_bytes_per_s: float | None = Field(
         default=None, gt=0, description="Per device, per direction: a bridge (NVLink bridge) joining pairs of cards")
+    socket_link_bandwidth_bytes_per_s: float | None = Field(
+        default=None, gt=0, description="Per direction, sustained: the CPU socket link (QPI, UPI, xGMI) of a dual-root "
+        "PCIe node, which a ring over more than half the node's devices crosses; NCCL's topology counts Intel QPI 6, "
+        "Skylake UPI 10, AMD 16 GB/s (src/graph/topo.h); null: one root, nothing to cross")
     host_link_bandwidth_bytes_per_s: float | None = Field(
         default=None, gt=0, description="Per direction: the link to the host's memory (PCIe x16, NVLink-C2C) that "
         "memcpy HtoD/DtoH crosses; null: PCIe 4.0 x16 (25e9) is assumed")

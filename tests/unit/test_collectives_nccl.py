@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 import perfmodel
-from perfmodel.collectives import nccl_choice
+from perfmodel.collectives import LL, LL128, SIMPLE, channel_share, nccl_choice, ring_channels, tree_correction
 from perfmodel.machine import tables
 from perfmodel.specs import load_hardware
 
@@ -106,15 +107,68 @@ def test_tpus_and_npus_run_no_gpu_protocols() -> None:
 
 def test_p100_pcie_node_rings_run_over_pcie_and_one_fdr_port() -> None:
     """DeepBench's all-reduce node (8 P100 PCIe cards on PLX switches, InfiniBand FDR across nodes): a 256 MB ring
-    on one node moves 2 x 7/8 x S at PCIe 3.0 x16 (15.75 GB/s x 0.8); across two nodes the node's one FDR port
-    (6.8 GB/s, 0.85 GB/s per GPU x 8) sets the ring's bus bandwidth, not the NVLink of the SXM2 part."""
+    on one socket's 4 cards moves 2 x 3/4 x S at PCIe 3.0 x16 (15.75 GB/s x 0.8); across two nodes the node's one
+    FDR port (6.8 GB/s, 0.85 GB/s per GPU x 8) sets the ring's bus bandwidth, not the NVLink of the SXM2 part."""
     p100 = tables(load_hardware("nvidia-p100-pcie-16gb"))
     eff = p100.defaults.link_efficiency
     size = 256e6
-    algo, proto, seconds = nccl_choice(p100, "allreduce", size, 8)
+    algo, proto, seconds = nccl_choice(p100, "allreduce", size, 4)
     assert (algo, proto) == ("ring", "Simple")
-    assert 2 * 7 / 8 * size / (15.75e9 * eff) < seconds < 1.05 * 2 * 7 / 8 * size / (15.75e9 * eff)
+    assert 2 * 3 / 4 * size / (15.75e9 * eff) < seconds < 1.05 * 2 * 3 / 4 * size / (15.75e9 * eff)
     _, _, across = nccl_choice(p100, "allreduce", size, 16)
     assert across == pytest.approx(2 * 15 / 16 * size / (8 * 0.85e9 * eff), rel=0.02)
     sxm2 = _time("nvidia-p100-sxm2-16gb", bytes=size, devices=8)
     assert _time("nvidia-p100-pcie-16gb", bytes=size, devices=8) > 4 * sxm2
+
+
+def test_a_small_message_runs_on_the_channels_it_fills() -> None:
+    """64 KiB on 4 A100s: the tuner picks ring LL (10.2 µs + 64 KiB at 40 GB/s of algorithm bandwidth: 240 GB/s / 4
+    x 4/6), but NCCL runs it on 4 of its 24 channels (12 NVLinks, doubled): 64 KiB < 5 x 512 threads x 8 B x 4 ranks
+    (enqueue.cc), so 10.2 µs + 65536 B / (40 GB/s x 4/24) = 20.03 µs, where 22.9 µs is measured (LLMCompass)."""
+    assert nccl_choice(A100, "allreduce", 65536.0, 4)[:2] == ("ring", "LL")
+    assert _time("nvidia-a100-sxm4-80gb", bytes=65536, devices=4) == pytest.approx(
+        10.2e-6 + 65536 / (40e9 * 4 / 24), rel=1e-6)
+    # from 24 x 16 KiB = 384 KiB up every channel runs LL; Simple needs 24 x 512 x 64 B = 768 KiB
+    share = channel_share(np.array([2.0**16, 384 * 2.0**10, 2.0**19]), np.full(3, 24.0), LL, np.full(3, 4.0))
+    assert list(share) == pytest.approx([4 / 24, 1.0, 1.0])
+    share = channel_share(np.array([2.0**16, 384 * 2.0**10, 768 * 2.0**10]), np.full(3, 24.0), SIMPLE, np.ones(3))
+    assert list(share) == pytest.approx([2 / 24, 12 / 24, 1.0])
+
+
+def test_channels_are_nvlinks_doubled_and_two_over_pcie() -> None:
+    one = np.array([4.0])
+    assert ring_channels(A100, one, one / 4)[0] == 24  # 300 GB/s = 12 NVLinks
+    assert ring_channels(tables(load_hardware("nvidia-h100-sxm5-80gb")), one, one / 4)[0] == 32  # 18 links, capped
+    pcie = tables(load_hardware("nvidia-a100-pcie-80gb"))
+    assert ring_channels(pcie, one, one / 4)[0] == 2
+    assert ring_channels(pcie, one / 2, one / 4)[0] == 24  # a bridged pair: the bridge's 12 links
+
+
+def test_tree_bandwidth_takes_nccls_mid_size_correction() -> None:
+    """NCCL's treeCorrectionFactor (tuning.cc): at log2(bytes / 64) = 10 (64 KiB) LL / LL128 / Simple trees reach
+    0.6 / 0.6 / 0.6 of their modelled bandwidth, at 14 (1 MiB) 0.5 / 0.6 / 0.5; 1 below 64 B."""
+    sizes = np.array([8.0, 65536.0, 2.0**20])
+    assert list(tree_correction(sizes, LL)) == pytest.approx([1.0, 0.6, 0.5])
+    assert list(tree_correction(sizes, LL128)) == pytest.approx([1.0, 0.6, 0.6])
+    assert list(tree_correction(sizes, SIMPLE)) == pytest.approx([1.0, 0.6, 0.5])
+
+
+def test_a_ring_across_nodes_pays_nccls_plateau_latency() -> None:
+    """16 A100s, 8 a node, 1 GiB forced onto the ring: Simple, bus min(240, 8 x 25 GB/s x 0.8) = 160 GB/s, algorithm
+    bandwidth 160 x 16/30; latency (8.4 - 2) + 26 x 3.4 + 4 x 14 = 150.8 µs, x1.4 on Ampere (NCCL's "plateau effect
+    of ring" across nodes), plus the 2 µs kernel launch."""
+    size = 2.0**30
+    expected = 150.8e-6 * 1.4 + size / (160e9 * 16 / 30) + 2e-6
+    got = _time("nvidia-a100-sxm4-80gb", bytes=size, devices=16, devices_per_node=8, algorithm="ring")
+    assert got == pytest.approx(expected, rel=1e-6)
+
+
+def test_a_ring_over_both_sockets_of_a_dual_root_node_crosses_qpi() -> None:
+    """DeepBench's P100 node: 8 PCIe 3.0 cards, 4 per CPU socket, sockets joined by QPI (NCCL topo.h QPI_BW 6 GB/s).
+    256 MB on 8 cards: a ring over both sockets, bus min(15.75 x 0.8, 6) = 6 GB/s, so 2 x 7/8 x 256 MB / 6 GB/s
+    = 74.7 ms plus Simple's 8.4 + 14 x 5.7 µs on PCIe (76.6 ms measured); on 4 cards, one socket, 12.6 GB/s."""
+    size = 256e6
+    eight = _time("nvidia-p100-pcie-16gb", bytes=size, devices=8, dtype="fp32")
+    assert eight == pytest.approx(2 * 7 / 8 * size / 6e9 + (8.4 + 14 * 5.7) * 1e-6, rel=1e-6)
+    four = _time("nvidia-p100-pcie-16gb", bytes=size, devices=4, dtype="fp32")
+    assert four == pytest.approx(2 * 3 / 4 * size / (15.75e9 * 0.8) + (8.4 + 6 * 5.7) * 1e-6, rel=1e-6)
