@@ -171,11 +171,14 @@ def log_time_gradient(theta: FloatArray, f: Features, columns: Sequence[int] | N
     body_share = e.body_s / total_s
     out: FloatArray = np.empty((len(total_s), len(wanted)))
     parts: dict[int, FloatArray] = {}  # body share x each part's blend weight, computed once
+    betas = [column for column, i in enumerate(wanted) if i >= N_CURVE]
+    if betas:  # d / d beta, every shape column at once
+        out[:, betas] = body_share[:, None] * f.shape[:, [wanted[column] - N_CURVE for column in betas]]
     for column, i in enumerate(wanted):
         if i == 0:
             out[:, column] = e.floor_s / total_s  # d / d log o
         elif i >= N_CURVE:
-            out[:, column] = body_share * f.shape[:, i - N_CURVE]  # d / d beta
+            continue
         else:
             first = 1 if i < 5 else 5
             z, sig, width = e.ramps[0 if first == 1 else 1]

@@ -164,26 +164,49 @@ def distinct_rows(f: Features, groups: IntArray | None) -> tuple[Features, IntAr
     return f.take(first), inverse.astype(np.intp)
 
 
-def _problem(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None, form: str,
-             groups: IntArray | None = None) -> _Problem:
+@dataclass(frozen=True)
+class _Runs:
+    """What every form's problem on the same runs shares (computed once per ``fit_forms``): the prior mean, the
+    bounds of every parameter, which shape numbers vary, the distinct ops' rows and each run's row."""
+
+    mean: FloatArray
+    lower: FloatArray
+    upper: FloatArray
+    varies: np.ndarray[Any, np.dtype[np.bool_]]
+    rows: Features
+    inverse: IntArray
+    log_measured: FloatArray
+    identity: bool
+
+
+def _runs(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None, groups: IntArray | None) -> _Runs:
     mean = prior_for(f) if prior_mean is None else prior_mean
     varies = np.ptp(f.shape, axis=0) > 0 if f.shape.size else np.zeros(shape.N_SHAPE, dtype=bool)
-    # a shape number constant over the data cannot be told from the efficiency: it stays at the prior
-    free = np.array([i for i in FORMS[form] if i < curve.N_CURVE or varies[i - curve.N_CURVE]], dtype=np.intp)
     lower, upper = _bounds(f)
     rows, inverse = distinct_rows(f, groups)
-    return _Problem(mean, free, lower[free], upper[free], rows, np.log(measured_s), inverse, groups is None)
+    return _Runs(mean, lower, upper, varies, rows, inverse, np.log(measured_s), groups is None)
+
+
+def _problem(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None, form: str,
+             groups: IntArray | None = None, runs: _Runs | None = None) -> _Problem:
+    """``form``'s problem on these runs (``runs``: their shared parts, when the caller has them)."""
+    r = _runs(f, measured_s, prior_mean, groups) if runs is None else runs
+    # a shape number constant over the data cannot be told from the efficiency: it stays at the prior
+    free = np.array([i for i in FORMS[form] if i < curve.N_CURVE or r.varies[i - curve.N_CURVE]], dtype=np.intp)
+    return _Problem(r.mean, free, r.lower[free], r.upper[free], r.rows, r.log_measured, r.inverse, r.identity)
 
 
 def fit_theta(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None = None,
-              form: str = "ramp", warm_start: FloatArray | None = None, groups: IntArray | None = None) -> FloatArray:
+              form: str = "ramp", warm_start: FloatArray | None = None, groups: IntArray | None = None,
+              runs: _Runs | None = None) -> FloatArray:
     """Parameters minimising the robust log-time loss plus the priors (multi-start over ramp centres,
     or the one ``warm_start`` given: the fit of the form without shape numbers, for a ``+shape`` form).
 
     Only the parameters of ``form`` move; the others stay at the prior mean. ``groups`` (equal ids: equal ops)
-    lets repeats of one op share their evaluation of the form.
+    lets repeats of one op share their evaluation of the form; ``runs``: what the forms' problems on these runs
+    share (``fit_forms`` computes it once).
     """
-    problem = _problem(f, measured_s, prior_mean, form, groups)
+    problem = _problem(f, measured_s, prior_mean, form, groups, runs)
     mean, free, lower, upper = problem.mean, problem.free, problem.lower, problem.upper
     if free.size == 0:
         return mean.copy()
@@ -223,11 +246,12 @@ def fit_forms(f: Features, measured_s: FloatArray, prior_mean: FloatArray | None
     fold starts from the fit on all runs), else a ``+shape`` form from its base form's fit when that is in
     ``forms``."""
     out: dict[str, FloatArray] = {}
+    shared = _runs(f, measured_s, prior_mean, groups)
     for form in forms:
         base = out.get(form.removesuffix("+shape")) if form.endswith("+shape") else None
         start = warm.get(form) if warm is not None else None
         out[form] = fit_theta(f, measured_s, prior_mean, form, warm_start=base if start is None else start,
-                              groups=groups)
+                              groups=groups, runs=shared)
     return out
 
 

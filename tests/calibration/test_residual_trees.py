@@ -140,3 +140,23 @@ def test_lightgbm_export_predicts_as_lightgbm_in_chunks_and_after_json(monkeypat
     again = TreeEnsemble.from_json(json.loads(json.dumps(ensemble.to_json())))
     np.testing.assert_allclose(again.predict(test), expected, rtol=0, atol=1e-12)
 
+
+
+@pytest.mark.parametrize("helps", [True, False])
+def test_two_folds_decide_as_three(monkeypatch: pytest.MonkeyPatch, helps: bool) -> None:
+    """The trees' 2-fold cross-validation (``boost.FOLDS``) keeps them where 3 folds do (a per-width kernel switch)
+    and drops them where 3 folds do (an exact curve): the cheaper validation makes the same decision."""
+    from perfmodel.calibration import boost, build
+
+    ops = _gemms(3, 240)
+    truth = _measured(ops) if helps else curve.time_s(
+        curve.from_named({**curve.to_named(curve.IDENTITY), "compute_a": 0.2}),
+        curve.features(perfmodel.predict_many(HW, ops)))
+    runs = list(zip(ops, truth.tolist(), strict=True))
+    reports = {}
+    for folds in (2, 3):
+        monkeypatch.setattr(boost, "FOLDS", folds)
+        monkeypatch.setattr(build, "TREE_FOLDS", folds)
+        reports[folds] = fit_calibration(HW, runs).report["residual_trees"]
+    assert reports[2]["folds"] == 2 and reports[3]["folds"] == 3
+    assert reports[2]["kept"] is reports[3]["kept"] is helps
