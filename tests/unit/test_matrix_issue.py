@@ -37,6 +37,33 @@ def test_a_what_if_clock_scales_the_sustained_clock_too() -> None:
     assert peaks[DType.BF16] == pytest.approx(1.25 * 1307.4e12 * 1.207e9 / 2.1e9)
 
 
+def test_power_limited_share_from_energy_per_flop() -> None:
+    # MI355X: no measured clock; 1400 W / (0.717 pJ x 2516.6 TFLOP/s) = 0.7759 of the BF16 peak (hand-computed)
+    mi355x = tables(load_hardware("amd-mi355x"))
+    peaks = {p.dtype: p.peak_flops_per_s for p in mi355x.matrix_paths}
+    assert peaks[DType.BF16] == pytest.approx(2516.6e12 * 0.7759, rel=1e-4)
+    assert peaks[DType.FP16] == pytest.approx(1400 / 0.771e-12, rel=1e-9)  # 1815.8 TFLOP/s
+    # int8 has no energy figure: it takes the lowest listed share (fp16's 0.7215)
+    assert peaks[DType.INT8] == pytest.approx(5033.2e12 * 1400 / (0.771e-12 * 2516.6e12), rel=1e-9)
+    # more board power lifts the cap; at 2000 W BF16 needs 1804 W at its full peak, so the share is 1
+    big = derive_variant("amd-mi355x", "mi355x-2kw", {"tdp_w": 2000})
+    assert {p.dtype: p.peak_flops_per_s for p in tables(big).matrix_paths}[DType.BF16] == pytest.approx(2516.6e12)
+    # a measured sustained clock takes precedence over an energy figure
+    data = load_hardware("amd-mi300x").model_dump(mode="json")
+    data["id"] = "amd-mi300x-with-energy"
+    data["engines"][0]["energy_per_flop_j"] = {"bf16": 1e-9}
+    both = Hardware.model_validate(data)
+    assert {p.dtype: p.peak_flops_per_s for p in tables(both).matrix_paths}[DType.BF16] == pytest.approx(
+        1307.4e12 * 1.207e9 / 2.1e9)
+
+
+def test_energy_per_flop_must_be_positive() -> None:
+    data = load_hardware("amd-mi355x").model_dump(mode="json")
+    data["engines"][0]["energy_per_flop_j"] = {"bf16": 0.0}
+    with pytest.raises(ValueError, match="energy_per_flop_j"):
+        Hardware.model_validate(data)
+
+
 def test_sustained_clock_must_be_positive() -> None:
     data = load_hardware("amd-mi300x").model_dump(mode="json")
     data["engines"][0]["sustained_clock_hz"] = {"bf16": -1.0}
