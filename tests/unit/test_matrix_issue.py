@@ -57,6 +57,27 @@ def test_power_limited_share_from_energy_per_flop() -> None:
         1307.4e12 * 1.207e9 / 2.1e9)
 
 
+def _board_energy(device: str, dtype: DType) -> float:
+    """J per dense FLOP at the power limit from a spec's measured sustained clock: TDP / (peak x f_sus / f)."""
+    hw = load_hardware(device)
+    engine = hw.engines_of("matrix")[0]
+    assert engine.sustained_clock_hz and hw.tdp_w and hw.clock_hz
+    return hw.tdp_w / (engine.peak_flops_per_s[dtype] * engine.sustained_clock_hz[dtype] / hw.clock_hz)
+
+
+def test_mi355x_energy_is_derived_from_the_cdna3_measurements_only() -> None:
+    # the spec's figures = mean of MI300X and MI325X board energies x 0.68 (TSMC N5 -> N3E, -32 % power)
+    engine = load_hardware("amd-mi355x").engines_of("matrix")[0]
+    assert engine.energy_per_flop_j
+    for dtype in (DType.FP16, DType.BF16, DType.FP8_E4M3):
+        derived = 0.68 * (_board_energy("amd-mi300x", dtype) + _board_energy("amd-mi325x", dtype)) / 2.0
+        assert engine.energy_per_flop_j[dtype] == pytest.approx(derived, rel=2e-3)
+    # leave-one-device-out within CDNA 3 (docs/model.md): MI300X's BF16 energy predicts MI325X's clock at 1609 MHz
+    # (1447 measured), MI325X's predicts MI300X's at 1085 MHz (1207 measured)
+    assert 1000.0 / (_board_energy("amd-mi300x", DType.BF16) * 1307.4e12) * 2100 == pytest.approx(1609, abs=1)
+    assert 750.0 / (_board_energy("amd-mi325x", DType.BF16) * 1307.4e12) * 2100 == pytest.approx(1085, abs=1)
+
+
 def test_energy_per_flop_must_be_positive() -> None:
     data = load_hardware("amd-mi355x").model_dump(mode="json")
     data["engines"][0]["energy_per_flop_j"] = {"bf16": 0.0}
