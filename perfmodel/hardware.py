@@ -71,6 +71,10 @@ class ComputeEngine(Sourced):
         default=None, description="Median clock per dtype the vendor measured under dense matrix load (the peaks are "
         "at the chip's clock_hz, its boost): a dtype's peak scales by its sustained clock / clock_hz; a dtype not "
         "listed takes the lowest listed clock")
+    energy_per_flop_j: dict[DType, float] | None = Field(
+        default=None, description="Board energy per dense matrix FLOP (J) per dtype at the power limit, where no "
+        "sustained clock is measured: the engine then sustains at most tdp_w / energy_per_flop_j FLOP/s, so the "
+        "dtype's peak scales by min(1, tdp_w / (energy × peak)); a dtype not listed takes the lowest listed share")
     operand_sharing_tiles: int | None = Field(
         default=None, ge=1, le=16, description="Output tiles on neighbouring units that share one load of an operand "
         "panel from the last-level cache: TMA multicast in a thread-block cluster (Hopper), the 2-SM MMA "
@@ -83,13 +87,26 @@ class ComputeEngine(Sourced):
             raise ValueError("sustained_clock_hz: give at least one dtype, each clock > 0 Hz")
         return clocks
 
-    def sustained_fraction(self, dtype: DType, clock_hz: float | None) -> float:
-        """The share of ``dtype``'s peak (given at ``clock_hz``, Hz) that the engine's sustained clock allows: 1
-        without a sustained clock or a boost clock; never above 1."""
-        if not self.sustained_clock_hz or not clock_hz:
-            return 1.0
-        clock = self.sustained_clock_hz.get(dtype, min(self.sustained_clock_hz.values()))
-        return min(clock / clock_hz, 1.0)
+    @field_validator("energy_per_flop_j")
+    @classmethod
+    def _positive_energies(cls, energies: dict[DType, float] | None) -> dict[DType, float] | None:
+        if energies is not None and (not energies or not all(v > 0 for v in energies.values())):
+            raise ValueError("energy_per_flop_j: give at least one dtype, each energy > 0 J")
+        return energies
+
+    def sustained_fraction(self, dtype: DType, clock_hz: float | None, tdp_w: float | None = None) -> float:
+        """The share of ``dtype``'s peak (given at ``clock_hz``, Hz) that the engine sustains under dense matrix
+        load: the measured sustained clock / clock_hz where the vendor publishes one; else, with an energy per FLOP
+        and the board's ``tdp_w``, the power-limited share tdp_w / (energy × peak); else 1. Never above 1."""
+        if self.sustained_clock_hz and clock_hz:
+            clock = self.sustained_clock_hz.get(dtype, min(self.sustained_clock_hz.values()))
+            return min(clock / clock_hz, 1.0)
+        if self.energy_per_flop_j and tdp_w:
+            shares = {d: tdp_w / (e * self.peak_flops_per_s[d]) for d, e in self.energy_per_flop_j.items()
+                      if d in self.peak_flops_per_s}
+            if shares:
+                return min(shares.get(dtype, min(shares.values())), 1.0)
+        return 1.0
 
     @field_validator("peak_flops_per_s")
     @classmethod
@@ -270,7 +287,7 @@ class Hardware(Sourced):
         if data.get("supported_ops") is None:  # absent = all ops: the hash of specs without it is unchanged
             data.pop("supported_ops", None)
         for engine in data.get("engines", []):  # likewise the engine fields added later, where absent
-            for field in ("mma_scope", "sustained_clock_hz", "operand_sharing_tiles"):
+            for field in ("mma_scope", "sustained_clock_hz", "energy_per_flop_j", "operand_sharing_tiles"):
                 if engine.get(field) is None:
                     engine.pop(field, None)
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))

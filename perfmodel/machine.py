@@ -148,8 +148,10 @@ def _matrix_path(hw: Hardware, dtype: DType) -> Path:
         hit = _best(matrices, candidate)
         if hit:
             note = "" if candidate == dtype else f"{dtype.value} runs as {candidate.value} on {hit[0].name}"
-            # dense matrix work runs at the engine's sustained clock where the vendor publishes one
-            return Path(hit[0].name, candidate, hit[1] * hit[0].sustained_fraction(candidate, hw.clock_hz), note)
+            # dense matrix work runs at the engine's sustained clock where the vendor publishes one, else at the
+            # throughput its board power allows where an energy per FLOP is derived
+            share = hit[0].sustained_fraction(candidate, hw.clock_hz, hw.tdp_w)
+            return Path(hit[0].name, candidate, hit[1] * share, note)
     vector = _vector_path(hw, dtype)
     if not vector.supported:
         return vector

@@ -12,7 +12,6 @@ from benchmark_module import load_benchmark
 best_gemm = load_benchmark("best_gemm", "best_gemm_benchmark")
 
 KNOWN_MISSES = {
-    "amd-mi355x": "1.28: no published sustained clock under MFMA load for CDNA 4 (1400 W); its peaks are at 2.4 GHz",
     "intel-gaudi3": "1.15: the published row's own theoretical peak is 1677 TFLOP/s, the spec's (OAM, 900 W) 1835: a "
                     "lower-power Gaudi 3 SKU that has no spec here; K = 768 also leaves the MME's fill and drain "
                     "per output tile, which the double-buffered array model overlaps",

@@ -37,6 +37,54 @@ def test_a_what_if_clock_scales_the_sustained_clock_too() -> None:
     assert peaks[DType.BF16] == pytest.approx(1.25 * 1307.4e12 * 1.207e9 / 2.1e9)
 
 
+def test_power_limited_share_from_energy_per_flop() -> None:
+    # MI355X: no measured clock; 1400 W / (0.717 pJ x 2516.6 TFLOP/s) = 0.7759 of the BF16 peak (hand-computed)
+    mi355x = tables(load_hardware("amd-mi355x"))
+    peaks = {p.dtype: p.peak_flops_per_s for p in mi355x.matrix_paths}
+    assert peaks[DType.BF16] == pytest.approx(2516.6e12 * 0.7759, rel=1e-4)
+    assert peaks[DType.FP16] == pytest.approx(1400 / 0.771e-12, rel=1e-9)  # 1815.8 TFLOP/s
+    # int8 has no energy figure: it takes the lowest listed share (fp16's 0.7215)
+    assert peaks[DType.INT8] == pytest.approx(5033.2e12 * 1400 / (0.771e-12 * 2516.6e12), rel=1e-9)
+    # more board power lifts the cap; at 2000 W BF16 needs 1804 W at its full peak, so the share is 1
+    big = derive_variant("amd-mi355x", "mi355x-2kw", {"tdp_w": 2000})
+    assert {p.dtype: p.peak_flops_per_s for p in tables(big).matrix_paths}[DType.BF16] == pytest.approx(2516.6e12)
+    # a measured sustained clock takes precedence over an energy figure
+    data = load_hardware("amd-mi300x").model_dump(mode="json")
+    data["id"] = "amd-mi300x-with-energy"
+    data["engines"][0]["energy_per_flop_j"] = {"bf16": 1e-9}
+    both = Hardware.model_validate(data)
+    assert {p.dtype: p.peak_flops_per_s for p in tables(both).matrix_paths}[DType.BF16] == pytest.approx(
+        1307.4e12 * 1.207e9 / 2.1e9)
+
+
+def _board_energy(device: str, dtype: DType) -> float:
+    """J per dense FLOP at the power limit from a spec's measured sustained clock: TDP / (peak x f_sus / f)."""
+    hw = load_hardware(device)
+    engine = hw.engines_of("matrix")[0]
+    assert engine.sustained_clock_hz and hw.tdp_w and hw.clock_hz
+    return hw.tdp_w / (engine.peak_flops_per_s[dtype] * engine.sustained_clock_hz[dtype] / hw.clock_hz)
+
+
+def test_mi355x_energy_is_derived_from_the_cdna3_measurements_only() -> None:
+    # the spec's figures = mean of MI300X and MI325X board energies x 0.68 (TSMC N5 -> N3E, -32 % power)
+    engine = load_hardware("amd-mi355x").engines_of("matrix")[0]
+    assert engine.energy_per_flop_j
+    for dtype in (DType.FP16, DType.BF16, DType.FP8_E4M3):
+        derived = 0.68 * (_board_energy("amd-mi300x", dtype) + _board_energy("amd-mi325x", dtype)) / 2.0
+        assert engine.energy_per_flop_j[dtype] == pytest.approx(derived, rel=2e-3)
+    # leave-one-device-out within CDNA 3 (docs/model.md): MI300X's BF16 energy predicts MI325X's clock at 1609 MHz
+    # (1447 measured), MI325X's predicts MI300X's at 1085 MHz (1207 measured)
+    assert 1000.0 / (_board_energy("amd-mi300x", DType.BF16) * 1307.4e12) * 2100 == pytest.approx(1609, abs=1)
+    assert 750.0 / (_board_energy("amd-mi325x", DType.BF16) * 1307.4e12) * 2100 == pytest.approx(1085, abs=1)
+
+
+def test_energy_per_flop_must_be_positive() -> None:
+    data = load_hardware("amd-mi355x").model_dump(mode="json")
+    data["engines"][0]["energy_per_flop_j"] = {"bf16": 0.0}
+    with pytest.raises(ValueError, match="energy_per_flop_j"):
+        Hardware.model_validate(data)
+
+
 def test_sustained_clock_must_be_positive() -> None:
     data = load_hardware("amd-mi300x").model_dump(mode="json")
     data["engines"][0]["sustained_clock_hz"] = {"bf16": -1.0}
