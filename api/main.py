@@ -27,6 +27,7 @@ from perfmodel.specs import SpecError, library
 from perfmodel.store import NotFound, Store, StoreError
 from web import mount_dashboard
 from web.api_docs import mount_api_docs
+from web.stored_runs import start_reading
 
 API_PREFIX = "/api/v1"
 
@@ -46,10 +47,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         gc.set_threshold(*settings.gc_thresholds)
         jobs = app.state.perfmodel.jobs
         jobs.start()  # jobs a previous process left queued or running are marked interrupted
+        columns = start_reading(store)  # the stored runs' chart columns, read now, not by the first page
         try:
             yield
         finally:
             jobs.stop()
+            columns.join(timeout=60)
             store.dispose()  # no pooled connection outlives the app (tests drop their databases after it)
 
     app = FastAPI(title="perfmodel", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,

@@ -51,9 +51,10 @@ def seed(store: Any, runs: int, kernels: int) -> None:
 
 
 def wait_for_warm_up() -> None:
-    """Let the dashboard's start-up warm-up (``web/warmup.py``: plotly classes, spec library, templates) finish
-    before timing pages, and say what it cost; a checkout without it has nothing to wait for."""
-    threads = [t for t in threading.enumerate() if t.name == "perfmodel-dashboard-warm-up"]
+    """Let the dashboard's start-up warm-up (``web/warmup.py``: plotly classes, spec library, templates; and
+    ``web/stored_runs.py``: the stored runs' columns) finish before timing pages, and say what it cost; a checkout
+    without them has nothing to wait for."""
+    threads = [t for t in threading.enumerate() if t.name in ("perfmodel-dashboard-warm-up", "perfmodel-run-columns")]
     wall, cpu = time.perf_counter(), time.process_time()
     for thread in threads:
         thread.join(timeout=300)

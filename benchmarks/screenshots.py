@@ -44,6 +44,7 @@ SWEEP = {"base": "nvidia-h100-sxm5-80gb",
 
 
 NCU = TRACES / "attention__actual_parameter_analysis__data__5-9__bert_flashattn_nsight.csv"
+KINETO = TRACES / "timeline_analysis__sampled_rank-0.json.gz"  # a training rank on an A100 (the device shown)
 
 
 def upload_trace(base: str, path: Path | None) -> str | None:
@@ -89,8 +90,7 @@ def main() -> None:
         seed_runs(app.state.perfmodel.store, args.runs)
         pages = list(PAGES)
         pages.append(("sweeps", f"/sweeps/{store_sweep(app.state.perfmodel.store)}"))
-        kineto = next(iter(sorted(TRACES.glob("*.json*"))), None)
-        for name, file in (("roofline-trace", kineto), ("roofline-counters", NCU)):
+        for name, file in (("roofline-trace", KINETO), ("roofline-counters", NCU)):
             trace = upload_trace(base, file) if not args.only or name in args.only else None
             if trace:
                 pages.append((name, f"/roofline?hardware=nvidia-a100-sxm4-80gb&workload=trace&trace={trace}"))

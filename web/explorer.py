@@ -51,7 +51,9 @@ def explorer(hw: Hardware, work: Workload) -> ExplorerView:
     share = 100.0 * time_s / total
     rows = _rows(work, m, counts, measured, share)
     dtypes = _dtypes(work, m)
-    fig = roofline_figure([hw], dtypes, f"{hw.name}: {work.label}", per_engine=True)
+    points = counter_points(hw, work.counter_kernels)
+    fig = roofline_figure([hw], dtypes, f"{hw.name}: {work.label}", per_engine=True,
+                          y_min=_lowest_rate(m, measured, points))
     bandwidth = {r.level for r in memory_roofs(hw)}
     levels = [lv for lv in m.bytes_by_level if lv in bandwidth]
     drawable = m.flops > 0
@@ -80,7 +82,6 @@ def explorer(hw: Hardware, work: Workload) -> ExplorerView:
                 marker={"symbol": symbol, "size": sizes[idx], "color": [colours[i] for i in idx],
                         "line": {"width": 1.5, "color": [colours[i] for i in idx]}, "opacity": 0.85}))
     _joins(fig, m, measured, levels, drawable & has_measured)
-    points = counter_points(hw, work.counter_kernels)
     _counter_traces(fig, hw, points)
     for b in bounds:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=esc(f"bound: {b}"),
@@ -93,6 +94,15 @@ def explorer(hw: Hardware, work: Workload) -> ExplorerView:
 
 
 COUNTER_COLOUR = "#222222"
+
+
+def _lowest_rate(m: OpMetrics, measured: np.ndarray[Any, Any], points: list[CounterPoint]) -> float | None:
+    """The lowest FLOP/s the chart draws: predicted, measured and counted points (None without any)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rates = np.concatenate([m.flops / m.predicted_s, m.flops / measured,
+                                [p.flops / p.time_s for p in points if p.flops > 0 and p.time_s > 0]])
+    rates = rates[np.isfinite(rates) & (rates > 0)]
+    return float(rates.min()) if rates.size else None
 
 
 def _counter_traces(fig: go.Figure, hw: Hardware, points: list[CounterPoint]) -> None:

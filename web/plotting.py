@@ -81,8 +81,9 @@ def bound_colour(bound: str, index: int) -> str:
 
 
 def add_ceilings(fig: go.Figure, devices: list[Hardware], dtypes: list[str] | None, x_range: tuple[float, float],
-                 labels: bool, per_engine: bool = False) -> None:
-    """Every device's compute roofs (chosen dtypes) and memory roofs, with the DRAM ridge points marked."""
+                 labels: bool, per_engine: bool = False, label_gap: float | None = None) -> None:
+    """Every device's compute roofs (chosen dtypes) and memory roofs, with the DRAM ridge points marked;
+    ``label_gap``: a roof label's height in log10 FLOP/s (``label_gap_decades``; default ``LABEL_GAP_DECADES``)."""
     lo, hi = x_range
     for d, hw in enumerate(devices):
         colour = PALETTE[d % len(PALETTE)] if len(devices) > 1 else "#334155"
@@ -105,7 +106,8 @@ def add_ceilings(fig: go.Figure, devices: list[Hardware], dtypes: list[str] | No
                 fig.add_annotation(x=math.log10(end), y=math.log10(top), text=esc(name), showarrow=False,
                                    textangle=-MEMORY_LABEL_ANGLE, xanchor="left", yanchor="bottom", yshift=2,
                                    font={"color": colour, "size": 11}, bgcolor=LABEL_BACKGROUND)
-        sides = label_sides([r.peak_flops_per_s for r in roofs], top_above=not labels)
+        sides = label_sides([r.peak_flops_per_s for r in roofs], top_above=not labels,
+                            gap=label_gap or LABEL_GAP_DECADES)
         for r, roof in enumerate(roofs):
             if len(devices) == 1:
                 colour = PALETTE[(r + 1) % len(PALETTE)]
@@ -130,15 +132,23 @@ def add_ceilings(fig: go.Figure, devices: list[Hardware], dtypes: list[str] | No
 
 
 MEMORY_LABEL_ANGLE = 35  # degrees above horizontal: neighbouring diagonals end ~0.5 decade apart
-LABEL_GAP_DECADES = 0.25  # a roof label's height in log10 FLOP/s (11 px at ~50 px per decade, with a margin)
+LABEL_GAP_DECADES = 0.25  # a roof label's least height in log10 FLOP/s (11 px at ~50 px per decade, with a margin)
+LABEL_PX = 15  # a roof label's height on screen: 11 px text and its margin
+PLOT_MARGIN_PX = 110  # a chart's height less its plot area's (base_layout's top and bottom margins, and some)
 LABEL_SHIFT_PX = 240  # a label that finds no room at the right edge moves this far left
 LABEL_HEADROOM_DECADES = 1.0  # room above the top roof for the memory labels
 LABEL_BACKGROUND = "rgba(255,255,255,0.85)"  # a line passing behind a label does not cross its letters
 
 
-def label_sides(peaks: list[float], top_above: bool = True) -> list[tuple[bool, int]]:
+def label_gap_decades(span_decades: float, height: int) -> float:
+    """A roof label's height in log10 FLOP/s on a log axis spanning ``span_decades`` in a ``height`` px chart: a
+    chart whose points reach down many decades has fewer px per decade (at 10 decades in 560 px, 0.33)."""
+    return max(LABEL_GAP_DECADES, LABEL_PX * span_decades / (height - PLOT_MARGIN_PX))
+
+
+def label_sides(peaks: list[float], top_above: bool = True, gap: float = LABEL_GAP_DECADES) -> list[tuple[bool, int]]:
     """Where each compute roof's label goes (peaks in descending order), as (above the line?, px to the left of
-    the right edge): each label takes ``LABEL_GAP_DECADES`` of height above or below its line, the first of
+    the right edge): each label takes ``gap`` of height above or below its line, the first of
     above, below, then the same ``LABEL_SHIFT_PX`` further left, that no placed label overlaps. ``top_above``
     False keeps the top roof's label below it (the memory labels stand above the top roof)."""
     taken: list[tuple[float, float, int]] = []  # (low, high, shift) in log10 FLOP/s
@@ -146,14 +156,14 @@ def label_sides(peaks: list[float], top_above: bool = True) -> list[tuple[bool, 
     for peak in peaks:
         y = math.log10(peak)
         for shift in range(0, LABEL_SHIFT_PX * len(peaks) + 1, LABEL_SHIFT_PX):
-            near_top = math.log10(peaks[0]) - y < LABEL_GAP_DECADES
+            near_top = math.log10(peaks[0]) - y < gap
             sides = (False,) if near_top and not top_above and shift == 0 else (True, False)
             free = [above for above in sides
                     if not any(s == shift and lo < hi_ and lo_ < hi for lo_, hi_, s in taken
-                               for lo, hi in [(y, y + LABEL_GAP_DECADES) if above else (y - LABEL_GAP_DECADES, y)])]
+                               for lo, hi in [(y, y + gap) if above else (y - gap, y)])]
             if free:
                 above = free[0]
-                taken.append(((y, y + LABEL_GAP_DECADES) if above else (y - LABEL_GAP_DECADES, y)) + (shift,))
+                taken.append(((y, y + gap) if above else (y - gap, y)) + (shift,))
                 out.append((above, shift))
                 break
     return out
@@ -161,12 +171,20 @@ def label_sides(peaks: list[float], top_above: bool = True) -> list[tuple[bool, 
 
 def roofline_figure(devices: list[Hardware], dtypes: list[str] | None, title: str,
                     x_range: tuple[float, float] = (1e-2, 1e4), labels: bool = True, height: int = 560,
-                    per_engine: bool = False) -> go.Figure:
+                    per_engine: bool = False, y_min: float | None = None) -> go.Figure:
+    """Roofs of ``devices``; ``y_min``: the lowest FLOP/s of the points the caller will draw (the axis reaches
+    down to them, so the roof labels need more decades of room)."""
     fig = go.Figure()
-    add_ceilings(fig, devices, dtypes, x_range, labels, per_engine)
+    tops = [r.peak_flops_per_s for hw in devices for r in merged_roofs(hw, dtypes, per_engine)]
+    floors = [x_range[0] * r.bandwidth_bytes_per_s for hw in devices for r in memory_roofs(hw)]
+    floors += [y_min] if y_min is not None and y_min > 0 else []
+    gap = LABEL_GAP_DECADES
+    if tops and floors:
+        span = math.log10(max(tops)) + LABEL_HEADROOM_DECADES - math.log10(min(floors)) + 0.3  # marker padding
+        gap = label_gap_decades(span, height)
+    add_ceilings(fig, devices, dtypes, x_range, labels, per_engine, label_gap=gap)
     base_layout(fig, title, X_AXIS, Y_AXIS, height=height)
     fig.update_xaxes(range=[math.log10(x_range[0]), math.log10(x_range[1])])
-    tops = [r.peak_flops_per_s for hw in devices for r in merged_roofs(hw, dtypes, per_engine)]
     if labels and tops:
         fig.update_yaxes(autorange="min", range=[None, math.log10(max(tops)) + LABEL_HEADROOM_DECADES])
     return fig

@@ -1,5 +1,6 @@
-"""Stored runs as columns for the dashboard's aggregate views: one SQL query for the few columns a chart needs
-(no ORM objects, no tags), each distinct op predicted once per device, names fetched only for rows shown."""
+"""Stored runs as columns for the dashboard's aggregate views: the few columns a chart needs (no ORM objects, no
+tags; text columns as integer codes, kept between pages by ``web/stored_runs.py``), each distinct op predicted
+once per device, names fetched only for rows shown."""
 
 from __future__ import annotations
 
@@ -14,13 +15,45 @@ from sqlalchemy.orm import Session
 from api.state import AppState
 from perfmodel.store import Store, TraceKernelRow
 from perfmodel.store.kernels_repo import _kernel_row
-from perfmodel.store.models import RunModel, RunTagModel, TraceKernelModel
-from perfmodel.store.runs_repo import _filters
+from perfmodel.store.models import RunTagModel, TraceKernelModel
 from web.access import device
 from web.metrics import op_metrics
 
 NAME_TAGS = ("name", "kernel", "op_name")  # the tags a run's display name comes from, first found wins
 FloatArray = np.ndarray[Any, np.dtype[np.float64]]
+IntArray = np.ndarray[Any, np.dtype[np.intp]]
+
+
+def objects(values: list[Any]) -> np.ndarray[Any, np.dtype[np.object_]]:
+    """A 1-D object array of ``values`` (never 2-D, whatever the values are)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+@dataclass(frozen=True)
+class Coded:
+    """A text column as integer codes into its distinct values: row ``i`` is ``values[code[i]]``."""
+
+    values: np.ndarray[Any, np.dtype[np.object_]]
+    code: IntArray
+
+    @property
+    def size(self) -> int:
+        return int(self.code.size)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: Any) -> Any:
+        """One row's value for an integer, else the rows selected (a ``Coded``)."""
+        if isinstance(index, int | np.integer):
+            return self.values[self.code[index]]
+        return Coded(self.values, self.code[index])
+
+    def tolist(self) -> list[Any]:
+        out: list[Any] = self.values[self.code].tolist()
+        return out
 
 
 @dataclass
@@ -28,34 +61,39 @@ class RunColumns:
     """Matching runs by id: ids, device, op kind, measured time [s] and each op's stored JSON text."""
 
     run_id: np.ndarray[Any, np.dtype[np.int64]]
-    hardware_id: np.ndarray[Any, np.dtype[np.object_]]
-    op_kind: np.ndarray[Any, np.dtype[np.object_]]
+    hardware_id: Coded
+    op_kind: Coded
     measured_s: FloatArray
-    op_text: np.ndarray[Any, np.dtype[np.object_]]
+    op_text: Coded
 
     @property
     def size(self) -> int:
         return int(self.run_id.size)
 
+    def take(self, rows: Any) -> RunColumns:
+        """The runs selected by an index or mask."""
+        return RunColumns(self.run_id[rows], self.hardware_id[rows], self.op_kind[rows], self.measured_s[rows],
+                          self.op_text[rows])
+
 
 def read_run_columns(store: Store, hardware_id: str | None = None, op_kind: str | None = None,
                      source: str | None = None, trace_id: int | None = None) -> RunColumns:
-    """Every run matching the filters (the ``/api/v1/runs`` filters), in one query, ordered by id."""
-    where = _filters(hardware_id, op_kind, source, None, None, None, trace_id)
-    stmt = (select(RunModel.id, RunModel.hardware_id, RunModel.op_kind, RunModel.measured_time_s,
-                   cast(RunModel.op, Text)).where(*where).order_by(RunModel.id))
-    with store.engine.connect() as conn:
-        result = conn.execute(stmt)
-        rows = result.cursor.fetchall()  # the driver's plain tuples: no per-row Row objects (a third faster)
-        result.close()
-    ids, hardware, kinds, measured, ops = zip(*rows, strict=True) if rows else ((), (), (), (), ())
-    return RunColumns(np.asarray(ids, dtype=np.int64), np.asarray(hardware, dtype=object),
-                      np.asarray(kinds, dtype=object), np.asarray(measured, dtype=float), np.asarray(ops, dtype=object))
+    """Every run matching the filters (the ``/api/v1/runs`` filters), ordered by id, from the columns this
+    process keeps of the store (``web/stored_runs.py``: only runs stored since the last read are read)."""
+    from web.stored_runs import stored_runs
+
+    return stored_runs(store).columns(store, hardware_id, op_kind, source, trace_id)
 
 
-def codes(values: np.ndarray[Any, np.dtype[np.object_]]) -> tuple[list[Any], np.ndarray[Any, np.dtype[np.intp]]]:
-    """(distinct values in first-seen order, each value's index among them): a hash pass, where ``np.unique``
-    would sort Python strings."""
+def codes(values: Coded | np.ndarray[Any, np.dtype[np.object_]]) -> tuple[list[Any], IntArray]:
+    """(distinct values in first-seen order, each row's index among them): for a ``Coded`` column from its
+    integer codes; for an object array a hash pass, where ``np.unique`` would sort Python strings."""
+    if isinstance(values, Coded):
+        present, first = np.unique(values.code, return_index=True)
+        order = present[np.argsort(first, kind="stable")]
+        remap = np.zeros(values.values.size, dtype=np.intp)
+        remap[order] = np.arange(order.size)
+        return values.values[order].tolist(), remap[values.code]
     seen: dict[Any, int] = {}
     inverse = np.fromiter((seen.setdefault(v, len(seen)) for v in values.tolist()), dtype=np.intp,
                           count=values.size)

@@ -14,6 +14,7 @@ import plotly.graph_objects as go  # type: ignore[import-untyped]
 from api.state import AppState
 from web.plotting import PALETTE, base_layout, esc, figure_json
 from web.run_columns import (
+    Coded,
     FloatArray,
     RunColumns,
     RunPredictions,
@@ -23,7 +24,8 @@ from web.run_columns import (
     run_names,
 )
 
-GL_THRESHOLD = 2000  # WebGL above this many points (SVG scatter slows down past a few thousand)
+GL_THRESHOLD = 3000  # WebGL above this many points (SVG scatter slows down past a few thousand); a default sample
+# (SCATTER_MAX_POINTS, a few more where a class keeps its minimum: 2,002 of 3,023 demo runs) stays SVG
 SCATTER_MAX_POINTS = 2000  # past this, a sample: SVG (<= GL_THRESHOLD) drew 2,000 points 2.5x faster than WebGL 8,000
 SCATTER_MIN_PER_CLASS = 200  # every op class keeps this many points (or all it has) in the sample
 TOP_KERNELS = 25
@@ -37,7 +39,7 @@ def error_percent(predicted_s: FloatArray, measured_s: FloatArray) -> FloatArray
     return out
 
 
-def summary(kinds: np.ndarray[Any, Any], errors: FloatArray) -> list[dict[str, Any]]:
+def summary(kinds: Coded | np.ndarray[Any, Any], errors: FloatArray) -> list[dict[str, Any]]:
     """Per op class (and 'all' when there are several): count, median and p90 |error| [%], bias (median signed
     error [%]; > 0: model slower). Grouped by one sort, not a Python loop over runs."""
     names, inverse = codes(kinds)
@@ -162,17 +164,12 @@ def unmodelled_share(state: AppState, hardware_id: str | None, trace_id: int | N
     return 100.0 * unmatched / total if total > 0 else None
 
 
-def _take(runs: RunColumns, keep: np.ndarray[Any, np.dtype[np.bool_]]) -> RunColumns:
-    return RunColumns(runs.run_id[keep], runs.hardware_id[keep], runs.op_kind[keep], runs.measured_s[keep],
-                      runs.op_text[keep])
-
-
 def build(state: AppState, hardware_id: str | None, op_kind: str | None, source: str | None,
           trace_id: int | None) -> dict[str, Any]:
     """Everything the runs page shows (figures as JSON), computed once per data version and filter."""
     every = read_run_columns(state.store, hardware_id, op_kind, source, trace_id)
     pred = predict_columns(state, every)
-    runs = _take(every, pred.ok)
+    runs = every.take(pred.ok)
     out: dict[str, Any] = {"total": every.size, "shown": runs.size, "skipped": pred.skipped,
                            "unmodelled": unmodelled_share(state, hardware_id, trace_id)}
     if not runs.size:

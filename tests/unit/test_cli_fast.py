@@ -104,3 +104,13 @@ def test_entry_point_imports_no_more_than_the_command_needs(argv: list[str], loa
 def test_the_console_script_is_the_fast_entry_point() -> None:
     match = re.search(r'^perfmodel\s*=\s*"([\w.]+:\w+)"', (ROOT / "pyproject.toml").read_text(), re.M)
     assert match is not None and match.group(1) == "perfmodel.cli_fast:main"
+
+
+def test_python_m_perfmodel_runs_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m perfmodel`` (perfmodel/__main__.py) is the same command as the console script."""
+    argv = ["hardware", "list", "--kind", "tpu"]
+    assert run(argv) == 0
+    expected = capsys.readouterr().out
+    out = subprocess.run([sys.executable, "-m", "perfmodel", *argv], capture_output=True, text=True, check=True,
+                         cwd=ROOT).stdout
+    assert out == expected and "google-tpu-v5p" in out

@@ -49,3 +49,24 @@ def test_column_names_are_words() -> None:
     assert [column_name(k) for k in ("tile_m", "time_s", "footprint_bytes", "split_k", "raster_group")] == [
         "Tile M", "Predicted time", "On-chip footprint", "Split-K", "Raster group"]
     assert "_" not in column_name("rows_per_block")
+
+
+def test_roof_labels_keep_apart_when_the_points_stretch_the_axis() -> None:
+    """A100 fp16 tensor (312 T) and fp16 cuda-core (78 T) roofs are 0.6 decades apart: at the device page's scale
+    their labels fit between them, but a trace whose kernels reach down to 100 kFLOP/s squeezes the axis to ~40 px
+    a decade, and the two labels met (the roofline-counters screenshot)."""
+    from web.plotting import LABEL_PX, PLOT_MARGIN_PX, label_gap_decades
+
+    assert label_gap_decades(5.0, 560) == LABEL_GAP_DECADES  # a plain roofline keeps the least gap
+    fig = roofline_figure([load_hardware("nvidia-a100-sxm4-80gb")], ["fp16", "fp32"], "t", per_engine=True,
+                          y_min=1e5)
+    compute = [a for a in fig.layout.annotations if a.xanchor == "right"]
+    px_per_decade = (560 - PLOT_MARGIN_PX) / (fig.layout.yaxis.range[1] - 5.0)
+    for i, a in enumerate(compute):
+        for b in compute[:i]:
+            if a.xshift != b.xshift:
+                continue
+            # each label's pixel band: LABEL_PX above (yanchor bottom) or below (top) its roof
+            lo_a = a.y * px_per_decade - (LABEL_PX if a.yanchor == "top" else 0)
+            lo_b = b.y * px_per_decade - (LABEL_PX if b.yanchor == "top" else 0)
+            assert abs(lo_a - lo_b) >= LABEL_PX - 1e-6, (a.text, b.text)
