@@ -145,6 +145,7 @@ def reason_category(reason: str) -> str:
                            (("returns a view",), "view: no data moved"),
                            (("own time", "cpu op"), "framework time (CPU)"),
                            (("unrecognised",), "unrecognised kernel"),
+                           (("launch grid is not in the file",), "grid not recorded"),
                            (("is not modelled", "not modelled", "only the"), "op not modelled")):
         if any(key in lowered for key in keys):
             return category
@@ -258,6 +259,10 @@ def _reason_without_op(kernel: KernelRecord) -> str:
     where = f"op {kernel.ops[-1].name} is not modelled" if kernel.ops else "no op recorded for it"
     if kernel.category == "device":
         return f"{kernel.device_kind or 'device'} activity {kernel.name[:60]!r}: {where}"
+    plain = kernel_ops.plain_kernel_name(kernel.name) if kernel.grid is None else None
+    if family is None and plain is not None:
+        return (f"{plain}: a streaming kernel by name, one element per thread, but its launch grid is not in the "
+                "file (a summary): its element count is unknown")
     if family is None:
         return f"unrecognised kernel, {where}"
     bound = _gemm_bound(kernel) if family == "gemm" else ""
