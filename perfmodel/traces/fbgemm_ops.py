@@ -33,15 +33,44 @@ STATE_BYTES = 4.0  # a row-wise optimizer's fp32 state per row (rowwise adagrad'
 RADIX_BITS = 8  # CUB's onesweep radix sort: digits per pass
 
 
+# FBGEMM's communication quantizers (fbgemm_gpu/src/quantize_ops): float <-> one-byte hfp8 per element, and FP8
+# row-wise: each row's bytes then its fp32 scale and bias (8 bytes: ``[rows, columns + 8]``)
+_QUANT = {"fbgemm::FloatToHFP8Quantized": ("quantize", "tensor"),
+          "fbgemm::HFP8QuantizedToFloat": ("dequantize", "tensor"),
+          "fbgemm::FloatToFP8RowwiseQuantized": ("quantize", "channel"),
+          "fbgemm::FP8RowwiseQuantizedToFloat": ("dequantize", "channel")}
+ROW_SCALE_BIAS_BYTES = 8
+
+
 def recognised(name: str) -> bool:
-    return bool(_FORWARD.match(name) or _BACKWARD.match(name))
+    return bool(_FORWARD.match(name) or _BACKWARD.match(name) or name in _QUANT)
 
 
 def build(args: Args) -> tuple[OpDict, list[str]]:
-    """The forward lookup's op; a backward node raises ``Unbuildable`` (``NEEDS_FORWARD``): see ``backward``."""
+    """The forward lookup's or a quantizer's op; a backward node raises ``Unbuildable`` (``NEEDS_FORWARD``): see
+    ``backward``."""
+    if args.name in _QUANT:
+        return quantizer(args)
     if _BACKWARD.match(args.name):
         raise Unbuildable(f"{args.name}: the gradient [batch, total_D] alone: {NEEDS_FORWARD}")
     return forward(args)
+
+
+def quantizer(args: Args) -> tuple[OpDict, list[str]]:
+    """float -> one byte per element (hfp8 / fp8, as int8: its size) or back; row-wise: one scale per row."""
+    kind, granularity = _QUANT[args.name]
+    shape = list(args.shape(0))
+    if kind == "dequantize" and granularity == "channel":
+        if len(shape) < 2 or shape[-1] <= ROW_SCALE_BIAS_BYTES:
+            raise Unbuildable(f"{args.name}: rows of {shape[-1:]} bytes hold no data after their scale and bias")
+        shape[-1] -= ROW_SCALE_BIAS_BYTES
+    low, high = "int8", "fp32"
+    dtype = args.dtype(0)
+    if dtype != (high if kind == "quantize" else low):
+        raise Unbuildable(f"{args.name}: input {dtype}, expected {high if kind == 'quantize' else low}")
+    return ({"kind": kind, "shape": shape, "from_dtype": high if kind == "quantize" else low,
+             "to_dtype": low if kind == "quantize" else high, "granularity": granularity},
+            ["8-bit float codes counted as int8 (one byte each)"])
 
 
 def _elements(args: Args, index: int) -> int:

@@ -60,3 +60,22 @@ def test_total_d_recorded_sets_the_row_length_and_host_tables_are_refused() -> N
         forward(Args(_call(dims, types)))
     with pytest.raises(Unbuildable, match="host memory"):
         forward(Args(_call([d if i != 2 else [128] for i, d in enumerate(dims)], types, concrete)))
+
+
+def test_communication_quantizers_are_quantize_ops() -> None:
+    result = match_runs(parse_trace(DATA / RANK0))
+    quant = sorted({(run.op["kind"], tuple(run.op["shape"]), run.op["from_dtype"], run.op["granularity"])
+                    for run in result.runs if run.op["kind"] in ("quantize", "dequantize")})
+    # hfp8: one byte per float; FP8 row-wise: [rows, 256 + 8] bytes back to [rows, 256] floats
+    assert quant == [("dequantize", (1_638_400, 256), "int8", "channel"),
+                     ("dequantize", (382_132_224,), "int8", "tensor"),
+                     ("quantize", (1_492_704, 256), "fp32", "channel"),
+                     ("quantize", (419_430_400,), "fp32", "tensor")]
+
+
+def test_a_lambdas_parameter_is_the_element_type_not_its_functions_scalars() -> None:
+    from perfmodel.traces.kernel_names import cpp_dtype
+    name = ("void at::native::vectorized_elementwise_kernel<4, fbgemm_gpu::_float_to_hfp8_gpu(at::Tensor const&, long, "
+            "long, double)::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, ...)")
+    assert cpp_dtype(name) == "fp32"
+    assert cpp_dtype(name.replace("{lambda(float)#1}", "{lambda()#1}")) == "fp64"  # no element type: as before
