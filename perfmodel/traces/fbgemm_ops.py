@@ -42,8 +42,14 @@ _QUANT = {"fbgemm::FloatToHFP8Quantized": ("quantize", "tensor"),
 ROW_SCALE_BIAS_BYTES = 8
 
 
+# pooled embeddings reordered by feature (``permute_pooled_embs(pooled [batch, total_D], offsets, permute, ...)``) and
+# its backward node (the gradient, the same shape): every element read and written elsewhere in its row
+_PERMUTE = re.compile(r"^fbgemm::permute_pooled_embs(?:_auto_grad)?$|^torch::autograd::CppNode<fbgemm_gpu::"
+                      r"PermutePooledEmbsFunction<")
+
+
 def recognised(name: str) -> bool:
-    return bool(_FORWARD.match(name) or _BACKWARD.match(name) or name in _QUANT)
+    return bool(_FORWARD.match(name) or _BACKWARD.match(name) or name in _QUANT or _PERMUTE.match(name))
 
 
 def build(args: Args) -> tuple[OpDict, list[str]]:
@@ -51,6 +57,10 @@ def build(args: Args) -> tuple[OpDict, list[str]]:
     ``backward``."""
     if args.name in _QUANT:
         return quantizer(args)
+    if _PERMUTE.match(args.name):
+        shape = list(args.shape(0))
+        return ({"kind": "reshape", "shape": shape, "new_shape": shape, "dtype": args.dtype(0), "contiguous": False},
+                ["pooled embeddings permuted by feature: each element read and written once"])
     if _BACKWARD.match(args.name):
         raise Unbuildable(f"{args.name}: the gradient [batch, total_D] alone: {NEEDS_FORWARD}")
     return forward(args)

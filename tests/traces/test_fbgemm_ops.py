@@ -79,3 +79,11 @@ def test_a_lambdas_parameter_is_the_element_type_not_its_functions_scalars() -> 
             "long, double)::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, ...)")
     assert cpp_dtype(name) == "fp32"
     assert cpp_dtype(name.replace("{lambda(float)#1}", "{lambda()#1}")) == "fp64"  # no element type: as before
+
+
+def test_permuted_pooled_embeddings_and_their_gradient_are_copies() -> None:
+    result = match_runs(parse_trace(DATA / RANK0))
+    copies = [run.op for run in result.runs if run.op["kind"] == "reshape" and run.op["shape"] == [2048, 186588]]
+    # two steps x (forward permute, backward node's permute of the gradient), fp32, read and written once
+    assert copies == [{"kind": "reshape", "shape": [2048, 186588], "new_shape": [2048, 186588], "dtype": "fp32",
+                       "contiguous": False}] * 4
