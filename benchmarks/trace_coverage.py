@@ -47,7 +47,8 @@ DEVICE_CATEGORIES = ("kernel", "memcpy", "memset", "device")
 # (None: no spec of that device; an AMD file naming no device is predicted on none: "no spec")
 README_DEVICES: tuple[tuple[str, str | None], ...] = (
     # omniperf's "MI200" vcopy workload ran on an MI210 (its sysinfo.csv: gfx90a, 104 CUs, HBM 1638.4 GB/s)
-    ("mtia", None), ("mi100", "amd-mi100"), ("mi200", "amd-mi210"), ("mi250", "amd-mi250x"),
+    ("mtia", None), ("vernier", None),  # vernier: Jetson AGX Thor / RTX 5000 Ada laptop, no spec of either
+    ("mi100", "amd-mi100"), ("mi200", "amd-mi210"), ("mi250", "amd-mi250x"),
     ("mi300", "amd-mi300x"), ("rocprof", None),
                   ("resnet50", "nvidia-v100-sxm2-32gb"), ("sampled_rank", "nvidia-a100-sxm4-80gb"),
                   ("nsight", "nvidia-a100-sxm4-80gb"), ("", "nvidia-a100-sxm4-80gb"))
@@ -236,9 +237,12 @@ def measure(path: Path, waits: dict[int, float] | None = None) -> FileRow | None
         return None
     device = [k.category in DEVICE_CATEGORIES for k in parsed.kernels]  # "device": an accelerator's own events
     hardware, where = named_device(path, parsed)
-    if hardware is None:  # fallback: the device of the file's data set, by name (README_DEVICES)
+    named = getattr(parsed, "device_name", None)
+    if hardware is None and not named:  # fallback: the device of the file's data set, by name (README_DEVICES)
         hardware, where = next(hw for token, hw in README_DEVICES if token in path.name.lower()), "by name"
-    row = FileRow(path.name, parsed.format, f"{hardware} ({where})" if hardware else "no spec", 0.0, 0.0)
+    # a file that names a device without a spec here is predicted on none, not on its data set's default
+    no_spec = f"no spec ({named[:24]})" if named and hardware is None else "no spec"
+    row = FileRow(path.name, parsed.format, f"{hardware} ({where})" if hardware else no_spec, 0.0, 0.0)
     if not any(device):
         row.note = "no device timing (CPU ops only)" if parsed.kernels else "no records"
     elif not any(k.duration_s > 0 for k in parsed.kernels):

@@ -80,6 +80,7 @@ OP_MODULES: dict[str, str] = {
                     "perfmodel.ops.collective"),
     "attention": "perfmodel.ops.attention",
     "conv2d": "perfmodel.ops.conv",
+    "embedding_bag": "perfmodel.ops.embedding_bag",
     **dict.fromkeys(["elementwise", "reduce", "transpose", "reshape"], "perfmodel.ops.elementwise"),
     **dict.fromkeys(["gather", "embedding", "scatter"], "perfmodel.ops.indexing"),
     "matmul": "perfmodel.ops.matmul",

@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from perfmodel.traces.aten_args import TORCH_DTYPES, Args, Unbuildable
+from perfmodel.traces.aten_args import TORCH_DTYPES, Args, Unbuildable, broadcast
 
 OpDict = dict[str, Any]
 MAX_STRIDE = 8
@@ -106,7 +106,31 @@ def activation_backward(a: Args) -> OpDict:
             "flops_per_element": 1.0}
 
 
+_REDUCTIONS = {"0": "none", "1": "mean", "2": "sum"}  # at::Reduction
+
+
+def mse_loss(a: Args) -> tuple[OpDict, list[str]]:
+    """``mse_loss(self, target, reduction)``: (x - y)^2 per element; reduced (mean, sum: PyTorch's default mean) by a
+    second kernel over the squared errors, counted here as one more read of them (its output: one element)."""
+    shape = list(broadcast([a.shape(0), a.shape(1)]))
+    reduction = _REDUCTIONS.get(a.concrete(2) or "1", "mean")
+    notes = [] if a.concrete(2) else ["reduction not recorded: mean (the default) assumed"]
+    reads = 2 if reduction == "none" else 3
+    return ({"kind": "elementwise", "shape": shape, "dtype": a.dtype(0), "inputs": reads, "outputs": 1,
+             "flops_per_element": 3.0}, notes)
+
+
+def mse_loss_backward(a: Args) -> OpDict:
+    """``mse_loss_backward(grad_output, self, target, reduction)``: 2 (x - y) g [/ n] per element; a scalar
+    gradient (reduced loss) is not a tensor read."""
+    shape = list(a.shape(1))
+    reads = 2 + (1 if a.has_tensor(0) else 0)
+    return {"kind": "elementwise", "shape": shape, "dtype": a.dtype(1), "inputs": reads, "outputs": 1,
+            "flops_per_element": 3.0}
+
+
 BUILDERS: dict[str, Callable[[Args], OpDict | tuple[OpDict, list[str]]]] = {
+    "aten::mse_loss": mse_loss, "aten::mse_loss_backward": mse_loss_backward,
     "aten::cudnn_convolution_backward": cudnn_convolution_backward,
     "aten::miopen_convolution_backward": cudnn_convolution_backward,
     **dict.fromkeys(("aten::cudnn_batch_norm", "aten::native_batch_norm", "aten::miopen_batch_norm",

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from perfmodel.ops import OpError, make_op
-from perfmodel.traces import aten_comms, aten_foreach, aten_gemm, aten_nn, aten_simple, triton_ops
+from perfmodel.traces import aten_comms, aten_foreach, aten_gemm, aten_nn, aten_simple, fbgemm_ops, triton_ops
 from perfmodel.traces.aten_args import Args, Unbuildable
 from perfmodel.traces.records import OpCall
 
@@ -40,7 +40,7 @@ BUILDERS.update(dict.fromkeys(aten_foreach.NAMES, aten_foreach.foreach))
 def recognised(name: str) -> bool:
     """True for an op name perfmodel has a builder for (``aten::_scaled_dot_product_*`` and TorchInductor's
     ``triton_poi_...`` kernel records included)."""
-    return name in BUILDERS or _is_sdpa(name) or triton_ops.is_inductor_kernel(name)
+    return name in BUILDERS or _is_sdpa(name) or triton_ops.is_inductor_kernel(name) or fbgemm_ops.recognised(name)
 
 
 def _is_sdpa(name: str) -> bool:
@@ -51,7 +51,8 @@ def build(call: OpCall) -> tuple[OpDict, list[str]]:
     """The perfmodel op dict of one call and notes on what was assumed; ``Unbuildable`` if impossible."""
     args = Args(call)
     builder: Builder = aten_gemm.attention if _is_sdpa(call.name) else triton_ops.build \
-        if triton_ops.is_inductor_kernel(call.name) else BUILDERS[call.name]
+        if triton_ops.is_inductor_kernel(call.name) else fbgemm_ops.build if fbgemm_ops.recognised(call.name) \
+        else BUILDERS[call.name]
     result = builder(args)
     op, notes = result if isinstance(result, tuple) else (result, [])
     notes = [*args.notes, *notes]

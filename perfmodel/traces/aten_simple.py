@@ -109,6 +109,8 @@ def cat(a: Args) -> OpDict:
     if not lists or lists[0] is None:
         raise Unbuildable(f"{a.name}: the shapes of the concatenated tensor list were not recorded")
     shapes = a.tensor_shapes()
+    if not shapes:  # PyTorch before the tensor-list recording writes a TensorList argument as []
+        raise Unbuildable(f"{a.name}: the shapes of the concatenated tensor list were not recorded (Input Dims [])")
     total = sum(numel(s) for s in shapes)
     return {"kind": "elementwise", "shape": [total], "dtype": a.dtype(0), "inputs": 1, "outputs": 1,
             "flops_per_element": 0.0}

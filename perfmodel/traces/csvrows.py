@@ -67,5 +67,17 @@ def time_scale_s(cell: str, default_unit: str = "ns") -> float:
         raise TraceError(f"column {cell!r}: unknown time unit {unit!r}; known: ns, us, ms, s") from None
 
 
+BYTE_UNITS = {"b": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 1024.0, "mib": 1024.0**2, "gib": 1024.0**3}
+
+
+def byte_scale(cell: str) -> float:
+    """Bytes per unit of a size column from its header ('Bytes (MB)' -> 1e6); bytes where it names no unit."""
+    unit = header_unit(cell) or "B"
+    try:
+        return BYTE_UNITS[unit.lower()]
+    except KeyError:
+        raise TraceError(f"column {cell!r}: unknown size unit {unit!r}; known: B, KB, MB, GB, KiB, MiB, GiB") from None
+
+
 def cell(row: list[str], index: int | None) -> str:
     return row[index] if index is not None and index < len(row) else ""

@@ -72,6 +72,7 @@ CPP_DTYPES = (("c10::BFloat16", "bf16"), ("c10::Half", "fp16"), ("__half", "fp16
               ("float", "fp32"), ("c10::Float8_e4m3fn", "fp8_e4m3"), ("long", "int64"), ("int", "int32"),
               ("bool", "int8"), ("unsigned char", "int8"), ("signed char", "int8"))
 _CPP_TYPES = tuple((re.compile(rf"(?<![\w:]){re.escape(token)}(?!\w)"), dtype) for token, dtype in CPP_DTYPES)
+_LAMBDA = re.compile(r"\{lambda\(([^()]*)\)#\d+\}")
 # cuBLAS / cuDNN kernels named ``<arch>_<precision letter>[mma shape]gemm|cudnn``: ``volta_sgemm_128x64_nt``,
 # ``volta_scudnn_128x64_relu_interior_nn_v1``, ``volta_h884gemm_...``, ``volta_gcgemm_32x32_nt`` (complex single:
 # an FFT convolution's products), ``turing_fp16_s1688gemm_fp16_...``
@@ -82,8 +83,15 @@ _BLAS_DTYPES = {"s": "fp32", "c": "fp32", "gc": "fp32", "d": "fp64", "z": "fp64"
 
 @functools.lru_cache(maxsize=4096)
 def cpp_dtype(name: str) -> str | None:
-    """The element type a kernel's template arguments name (``<float, ...>``; in ``CPP_DTYPES`` order)."""
+    """The element type a kernel's template arguments name (``<float, ...>``; in ``CPP_DTYPES`` order); where the
+    functor is a lambda taking elements (``...::_float_to_hfp8_gpu(at::Tensor const&, long, long, double)::
+    {lambda(float)#1}``), the innermost such lambda's parameter types first: the enclosing function's scalar
+    arguments are not the elements."""
     head = name[:1024]
+    for params in reversed(_LAMBDA.findall(head)):
+        found = next((dtype for pattern, dtype in _CPP_TYPES if pattern.search(params)), None)
+        if found is not None:
+            return found
     return next((dtype for pattern, dtype in _CPP_TYPES if pattern.search(head)), None)
 
 

@@ -34,8 +34,9 @@ PYTORCH_THREAD_WORK = 4  # elements per thread of PyTorch's vectorized/unrolled 
 _VECTORIZED = re.compile(r"(?:vectorized|unrolled)_elementwise_kernel<")
 _LEGACY = re.compile(r"\belementwise_kernel<(\d+), (\d+),")
 _TENSORS = re.compile(r"Array<char\s?\*, (\d+)>")
-# a plain (hand-written HIP/CUDA) kernel: ``[void ]name[<T>](pointer and scalar arguments)``
-_PLAIN = re.compile(r"^(?:void )?(\w+)(?:<[\w: ]+>)?\(([^()]*)\)")
+# a plain (hand-written HIP/CUDA) kernel: ``[void ][namespaces::]name[<T>](pointer and scalar arguments)``
+_PLAIN = re.compile(r"^(?:void )?(?:[\w<>]+::)*(\w+)(?:<[\w: ]+>)?\(([^()]*)\)")
+_IN_PLACE = re.compile(r"axpy", re.IGNORECASE)  # BLAS axpy: y = a*x + y, its output also read
 _PLAIN_OPS = re.compile(r"copy|add|addition|sub|subtract|mul|multiply|div|divide|scale|axpy|triad", re.IGNORECASE)
 _POINTER = re.compile(r"^(const )?(\w+)( const)?\s?\*$")
 _POINTER_DTYPES = {"double": "fp64", "float": "fp32", "int": "int32", "long": "int64", "half": "fp16",
@@ -51,7 +52,8 @@ def transfer_direction(name: str) -> str:
     lowered = name.lower()
     for token, direction in (("htod", "h2d"), ("dtoh", "d2h"), ("dtod", "d2d"), ("ptop", "p2p"),
                              ("memset", "memset"), ("host -> device", "h2d"), ("device -> host", "d2h"),
-                             ("device -> device", "d2d")):
+                             ("device -> device", "d2d"), ("host-to-device", "h2d"), ("device-to-host", "d2h"),
+                             ("device-to-device", "d2d"), ("peer-to-peer", "p2p")):
         if token in lowered:
             return direction
     return "unknown"
@@ -135,6 +137,13 @@ def grid_op(kernel: KernelRecord) -> Inferred | None:
     return _plain_kernel(name, blocks * threads)
 
 
+def plain_kernel_name(name: str) -> str | None:
+    """The op word of a hand-written streaming kernel's name (``saxpyKernel`` of ``ns::saxpyKernel(float, ...)``),
+    None where the name is not one."""
+    plain = _PLAIN.match(name)
+    return plain.group(1) if plain is not None and _PLAIN_OPS.search(plain.group(1)) else None
+
+
 def _plain_kernel(name: str, elements: int) -> Inferred | None:
     """A hand-written streaming kernel named for what it does (``vecCopy(double*, ...)``,
     ``addition_kernel<float>(float*, float const*, float const*, int, int)``): one element per thread; const
@@ -155,10 +164,13 @@ def _plain_kernel(name: str, elements: int) -> Inferred | None:
     writes = len(pointers) - reads
     if reads == 0 or writes == 0:
         return None
+    note = (f"{plain.group(1)} by name: one {dtype} element per thread of its grid, const pointers read, the others "
+            "written")
+    if _IN_PLACE.search(plain.group(1)):
+        reads += writes
+        note += " (axpy updates y in place: y is read too)"
     return ({"kind": "elementwise", "shape": [elements], "dtype": dtype, "inputs": reads, "outputs": writes,
-             "flops_per_element": 1.0},
-            [f"{plain.group(1)} by name: one {dtype} element per thread of its grid, const pointers read, the "
-             "others written"], "grid/block", "low")
+             "flops_per_element": 2.0 if _IN_PLACE.search(plain.group(1)) else 1.0}, [note], "grid/block", "low")
 
 
 def _multi_tensor(name: str, depth: int, blocks: int) -> Inferred:

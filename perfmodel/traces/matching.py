@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfmodel.traces import aten_comms, aten_ops, counter_ops, gemm_ops, kernel_ops, triton_ops
+from perfmodel.traces import aten_comms, aten_ops, counter_ops, fbgemm_ops, gemm_ops, kernel_ops, triton_ops
 from perfmodel.traces.aten_args import Args, Unbuildable
 from perfmodel.traces.gc_pause import without_gc
 from perfmodel.traces.kernel_choices import kernel_choices
@@ -145,6 +145,7 @@ def reason_category(reason: str) -> str:
                            (("returns a view",), "view: no data moved"),
                            (("own time", "cpu op"), "framework time (CPU)"),
                            (("unrecognised",), "unrecognised kernel"),
+                           (("launch grid is not in the file",), "grid not recorded"),
                            (("is not modelled", "not modelled", "only the"), "op not modelled")):
         if any(key in lowered for key in keys):
             return category
@@ -190,6 +191,7 @@ class Fallbacks:
     an output shape from a backward op of the same shapes (``shape_links``)."""
 
     links: ConvLinks
+    embeddings: fbgemm_ops.EmbeddingLinks
     dtypes: CallDtypes = field(default_factory=dict)
 
 
@@ -207,6 +209,8 @@ def _build_fallback(call: OpCall, kernel: KernelRecord, reason: str, world_size:
         if not isinstance(built, str):
             return built, notes
         reason = built
+    if fbgemm_ops.NEEDS_FORWARD in reason:
+        return fbgemm_ops.linked_backward(call, fallbacks.embeddings) or reason, [fbgemm_ops.LINK_NOTE]
     if STRIDE_NOT_RECORDED in reason:
         linked = linked_call(call, fallbacks.links)
         if linked is not None:
@@ -236,7 +240,8 @@ def _modelled_op(kernel: KernelRecord, cache: _Cache, world_size: int | None,
         notes = [*notes, *extra]
         linked = any("backward node" in note for note in notes)
         source = COLLECTIVE if annotation or call.name.startswith("c10d::") else LINK if linked else SHAPES
-        assumed = linked or bool(extra) or triton_ops.is_inductor_kernel(call.name)  # Inductor outputs: assumed
+        # Inductor outputs, FBGEMM's mean row length: assumed
+        assumed = linked or bool(extra) or triton_ops.is_inductor_kernel(call.name) or fbgemm_ops.recognised(call.name)
         return call, op, notes, source, "medium" if assumed else "high"
     if first_reason is not None:
         return first_reason, reason_category(first_reason)
@@ -258,6 +263,10 @@ def _reason_without_op(kernel: KernelRecord) -> str:
     where = f"op {kernel.ops[-1].name} is not modelled" if kernel.ops else "no op recorded for it"
     if kernel.category == "device":
         return f"{kernel.device_kind or 'device'} activity {kernel.name[:60]!r}: {where}"
+    plain = kernel_ops.plain_kernel_name(kernel.name) if kernel.grid is None else None
+    if family is None and plain is not None:
+        return (f"{plain}: a streaming kernel by name, one element per thread, but its launch grid is not in the "
+                "file (a summary): its element count is unknown")
     if family is None:
         return f"unrecognised kernel, {where}"
     bound = _gemm_bound(kernel) if family == "gemm" else ""
@@ -392,7 +401,7 @@ def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:
     reasons: list[str | None] = []
     categories: list[str | None] = []
     missed: list[int] = []  # indices of the kernels no source explained (yet)
-    fallbacks = Fallbacks(ConvLinks(kernels))
+    fallbacks = Fallbacks(ConvLinks(kernels), fbgemm_ops.EmbeddingLinks(kernels))
     for index, kernel in enumerate(kernels):
         total += kernel.duration_s
         found = (ZERO_DURATION, "below timer resolution") if kernel.duration_s <= 0 else _kernel_op(

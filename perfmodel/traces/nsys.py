@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
-from perfmodel.traces.csvrows import cell, column_index, csv_rows, time_scale_s
+from perfmodel.traces.csvrows import byte_scale, cell, column_index, csv_rows, time_scale_s
 from perfmodel.traces.nsys_text import category_of, parse_kern_sum_text
 from perfmodel.traces.records import (
     MAX_RECORDS,
@@ -46,9 +46,13 @@ def parse_kern_sum(stream: BinaryIO, header_line: int, max_records: int = MAX_RE
 
 
 def parse_gpu_trace(stream: BinaryIO, header_line: int, max_records: int = MAX_RECORDS) -> ParsedTrace:
-    """``cuda_gpu_trace`` / ``gputrace``: one row per kernel, memcpy or memset."""
+    """``cuda_gpu_trace`` / ``gputrace``: one row per kernel, memcpy or memset. A copy's ``Bytes (MB)`` (nsys's
+    MB: 10^6 bytes, printed to 3 decimals) is its transfer size; its ``SrcMemKd``/``DstMemKd`` (Pageable, Pinned,
+    Device) follow its name as Kineto writes them (``(Pinned -> Device)``); the ``Device`` column's name (before
+    its ``(index)``) is the file's device."""
     records: list[KernelRecord] = []
     warnings: list[str] = []
+    device_name: str | None = None
     with csv_rows(stream, header_line) as rows:
         header = next(rows)
         start, duration, name = (column_index(header, "Start"), column_index(header, "Duration"),
@@ -58,6 +62,9 @@ def parse_gpu_trace(stream: BinaryIO, header_line: int, max_records: int = MAX_R
         start_scale, duration_scale = time_scale_s(header[start]), time_scale_s(header[duration])
         corr, device = column_index(header, "CorrId"), column_index(header, "Device")
         stream_col = column_index(header, "Strm", "Stream")
+        size = column_index(header, "Bytes", "Size")
+        size_scale = byte_scale(header[size]) if size is not None else 1.0
+        kinds = column_index(header, "SrcMemKd"), column_index(header, "DstMemKd")
         grid = [column_index(header, f"Grd{a}") for a in "XYZ"]
         block = [column_index(header, f"Blk{a}") for a in "XYZ"]
         for row in rows:
@@ -68,13 +75,22 @@ def parse_gpu_trace(stream: BinaryIO, header_line: int, max_records: int = MAX_R
                 warnings.append(f"more than {max_records} rows: the rest were not read")
                 break
             kernel_name = clip_name(cell(row, name))
+            category = category_of(kernel_name)
+            transfer = _scaled(cell(row, size), size_scale) if category != "kernel" else None
+            if category == "memcpy" and cell(row, kinds[0]) and cell(row, kinds[1]):
+                kernel_name = f"{kernel_name} ({cell(row, kinds[0])} -> {cell(row, kinds[1])})"
+            device_text = cell(row, device).strip()
+            device_name = device_name or device_text.rsplit(" (", 1)[0] or None
             records.append(KernelRecord(
-                name=kernel_name, category=category_of(kernel_name), duration_s=value * duration_scale,
+                name=kernel_name, category=category, duration_s=value * duration_scale,
                 source_format=TRACE_FORMAT, start_s=_scaled(cell(row, start), start_scale),
-                device=as_int(cell(row, device).split(" ")[-1].strip("()")) if device is not None else None,
+                device=as_int(device_text.split(" ")[-1].strip("()")) if device is not None else None,
                 stream=as_int(cell(row, stream_col)), correlation=as_int(cell(row, corr)),
-                grid=_dims(row, grid), block=_dims(row, block)))
-    return ParsedTrace(TRACE_FORMAT, records, warnings)
+                grid=_dims(row, grid), block=_dims(row, block),
+                transfer_bytes=round(transfer) if transfer is not None and transfer > 0 else None))
+    if device_name is not None and device_name.isdigit():
+        device_name = None  # a bare device index names no device
+    return ParsedTrace(TRACE_FORMAT, records, warnings, device_name=device_name)
 
 
 def _scaled(text: str, scale: float) -> float | None:
@@ -192,5 +208,6 @@ def _memory(db: sqlite3.Connection, table: str, category: Category, limit: int) 
         out.append(KernelRecord(
             name=name, category=category, duration_s=(end - start) * 1e-9, source_format=SQLITE_FORMAT,
             start_s=start * 1e-9, device=as_int(values.get("deviceId")), stream=as_int(values.get("streamId")),
-            correlation=as_int(values.get("correlationId")), counters={"bytes": size} if size is not None else {}))
+            correlation=as_int(values.get("correlationId")),
+            transfer_bytes=round(size) if size is not None and size > 0 else None))
     return out

@@ -55,6 +55,16 @@ TOY_CASES: list[tuple[dict[str, Any], float, str, str]] = [
     # 8,000 indices + 2 x 32,000 = 88,000 B.
     ({"kind": "scatter", "table_shape": [10000, 4], "num_indices": 1000, "dtype": "fp32", "reduce": "add"},
      88_000 / 1e12, "DRAM", ""),
+    # embedding_bag: 1000 lookups of 24-element fp16 rows (48 B -> 64 B in 32 B sectors) into 100 bags, unweighted:
+    # rows 64,000 + indices 8,000 + offsets 101 x 8 = 808 + pooled fp32 output 100 x 24 x 4 = 9,600 -> 82,408 B.
+    ({"kind": "embedding_bag", "num_indices": 1000, "embedding_dim": 24, "num_bags": 100, "dtype": "fp16"},
+     82_408 / 1e12, "DRAM", "pooled lookup: whole-sector row gathers"),
+    # its fused backward with a row-wise optimizer (4 B of state per row, one 32 B sector), 2 sort passes: rows read
+    # and written 2 x 64,000 + state 2 x 32,000 + indices 8,808 + sort 2 x 2 x 1000 x 12 = 48,000 + the bags'
+    # fp32 gradient rows (96 B, three sectors) 1000 x 96 = 96,000 -> 344,808 B.
+    ({"kind": "embedding_bag", "num_indices": 1000, "embedding_dim": 24, "num_bags": 100, "dtype": "fp16",
+      "pass": "backward", "sort_passes": 2, "state_bytes_per_row": 4}, 344_808 / 1e12, "DRAM",
+     "fused backward: sort, gradient rows, row updates"),
     # quantize [1024, 1024] bf16 -> int8, groups of 128: 2,097,152 + 1,048,576 + 8,192 fp32 scales x 4 B.
     ({"kind": "quantize", "shape": [1024, 1024], "from_dtype": "bf16", "to_dtype": "int8",
       "granularity": "group"}, 3_178_496 / 1e12, "DRAM", ""),

@@ -54,7 +54,7 @@ def test_rocm_trace_gemms_get_their_shapes() -> None:
                                    "transpose_b": True, "bias": True}
     assert ops["aten::mm"] == {"kind": "matmul", "m": 128, "k": 5, "n": 128, "dtype": "fp32"}
     assert ops["aten::sum"] == {"kind": "reduce", "shape": [5, 128], "axes": [0], "dtype": "fp32", "op": "sum"}
-    assert 0.0 < result.unmodelled_time_share < 1.0
+    assert result.unmodelled_time_share == 0.0  # every kernel has its op (mse_loss and its backward included)
 
 
 def _transformer_block() -> KinetoTrace:

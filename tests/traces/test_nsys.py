@@ -48,7 +48,7 @@ def test_sqlite_export(tmp_path: Path, columns: tuple[str, ...]) -> None:
         assert sum(k.duration_s for k in kernels) == pytest.approx(KERNEL_TIME_S)
         assert kernels[0].grid == (64, 2, 1) and kernels[0].correlation == 100
         (memcpy,) = [k for k in parsed.kernels if k.category == "memcpy"]
-        assert memcpy.name == "[CUDA memcpy HtoD]" and memcpy.counters["bytes"] == 1e6
+        assert memcpy.name == "[CUDA memcpy HtoD]" and memcpy.transfer_bytes == 1_000_000  # reaches copy_op
 
 
 def test_sqlite_without_kernel_table_is_rejected(tmp_path: Path) -> None:

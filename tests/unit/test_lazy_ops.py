@@ -14,7 +14,7 @@ import perfmodel.ops
 from perfmodel.ops import Op, OpError, make_op, op_class, op_kinds
 from perfmodel.ops.base import _REGISTRY, OP_MODULES
 
-OP_FAMILIES = {"attention", "collective", "conv", "elementwise", "indexing", "matmul", "norm", "quant"}
+OP_FAMILIES = {"attention", "collective", "conv", "elementwise", "embedding_bag", "indexing", "matmul", "norm", "quant"}
 
 
 def test_op_modules_is_the_registry() -> None:

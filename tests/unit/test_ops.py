@@ -31,6 +31,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "gather": {"kind": "gather", "table_shape": [1000, 64], "num_indices": 17, "dtype": "fp32",
                "index_dtype": "int32"},
     "embedding": {"kind": "embedding", "table_shape": [50000, 24], "num_indices": 10, "dtype": "fp16"},
+    "embedding_bag": {"kind": "embedding_bag", "num_indices": 300, "embedding_dim": 64, "num_bags": 20,
+                      "dtype": "fp16", "weighted": True},
     "scatter": {"kind": "scatter", "table_shape": [100, 8], "num_indices": 5, "dtype": "fp32",
                 "reduce": "add"},
     "layernorm": {"kind": "layernorm", "shape": [16, 768], "dtype": "bf16", "pass": "backward"},
