@@ -27,6 +27,10 @@ backwards took 0.5-5 ms where that implicit GEMM gave 2-90 ms (now 0.55-1.5x of 
 
 A stride longer than the filter's reach (1x1 stride 2) never touches some of x: its compulsory reads are the
 touched rows (NCHW) or rows and pixels (NHWC) only (``_touched_share``); dx is still written whole.
+
+The forward implicit GEMM and fused Winograd mark their GEMM slot ``gemm_simt_conv``: off the tensor cores of an
+NVIDIA GPU they run cuDNN's fixed SIMT tiles without split-K (``perfmodel.search.conv_space``): 128 output pixels
+x 32/64/128 channels, and 128 Winograd tiles x 128 channels.
 """
 
 from __future__ import annotations
@@ -253,6 +257,11 @@ class Conv2d(Op):
             nhwc_bytes=np.where([o.layout == "nchw" for o in ops], (x_bytes + w_bytes) * fwd
                                 + (x_bytes + y_bytes + w_bytes) * bwd, 0.0),
             gemm_batch=gemms[0], gemm_m=gemms[1], gemm_n=gemms[2], gemm_k=gemms[3],
+            # the forward implicit GEMM (family 1: 128 x 32/64/128) and fused Winograd (2: 128 x 128) run cuDNN's
+            # fixed SIMT tiles off the tensor cores, no split-K (conv_space); the non-fused Winograd's batched GEMMs,
+            # the FFT's complex ones and the gradients keep the free search
+            gemm_simt_conv=np.stack([np.where(nonfused | fft, 0.0, np.where(fused, 2.0, 1.0)), np.zeros(len(ops)),
+                                     np.zeros(len(ops))], axis=1),
         )
 
 

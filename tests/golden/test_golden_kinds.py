@@ -222,3 +222,24 @@ def test_nchw_convolutions_on_nvidia_tensor_cores_convert_to_nhwc_first(hardware
         assert nchw.bytes_by_level[hw.dram.name] - nhwc.bytes_by_level[hw.dram.name] == pytest.approx(converted)
     else:
         assert nchw.time_s == nhwc.time_s
+
+
+def test_cudnn_simt_convolution_runs_its_fixed_128_row_tiles_without_split_k() -> None:
+    """P100, fp32 (CUDA cores), 512 -> 512 channels 1x1 on 8 maps of 7x7: implicit GEMM M = 8·49 = 392, N = 512,
+    K = 512. cuDNN's SIMT kernels tile 128 output pixels by 32, 64 or 128 channels and never split K
+    (perfmodel/search/conv_space.py). 128x32: ⌈392/128⌉ x 512/32 = 4 x 16 = 64 CTAs on 56 SMs, so one SM runs
+    two, one after the other: 2 x 512/16 K-steps x 2·128·32·16 FLOPs / (10.6e12 / 56 FLOP/s per SM) = 44.317 µs.
+    128x64 (32 CTAs, one each: 32 steps of 2·128·64·16) takes the same; the tie goes to the smaller footprint.
+    The same GEMM as a matmul is free to pick small tiles and runs in half the time."""
+    conv = {"kind": "conv2d", "batch": 8, "in_channels": 512, "out_channels": 512, "height": 7, "width": 7,
+            "kernel_h": 1, "kernel_w": 1, "dtype": "fp32"}
+    cost = perfmodel.predict("nvidia-p100-sxm2-16gb", conv, defaults=IDEAL)
+    by_hand = 2 * (512 / 16) * (2 * 128 * 32 * 16) / (10.6e12 / 56)
+    assert cost.time_s == pytest.approx(by_hand, rel=1e-6)
+    assert (cost.schedule["tile_m"], cost.schedule["split_k"], cost.schedule["tiles"]) == (128, 1, 64)
+    matmul = perfmodel.predict("nvidia-p100-sxm2-16gb", {"kind": "matmul", "m": 392, "n": 512, "k": 512,
+                                                         "dtype": "fp32"}, defaults=IDEAL)
+    assert matmul.time_s < 0.6 * cost.time_s
+    # tensor cores (V100 fp16, NHWC) run cuDNN's s884 kernels, which may split: the free search
+    v100 = perfmodel.predict("nvidia-v100-sxm2-32gb", {**conv, "dtype": "fp16", "layout": "nhwc"}, defaults=IDEAL)
+    assert v100.schedule["tile_m"] != 128 or v100.schedule["split_k"] > 1 or v100.schedule["tiles"] != 64
