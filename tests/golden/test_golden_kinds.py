@@ -243,3 +243,24 @@ def test_cudnn_simt_convolution_runs_its_fixed_128_row_tiles_without_split_k() -
     # tensor cores (V100 fp16, NHWC) run cuDNN's s884 kernels, which may split: the free search
     v100 = perfmodel.predict("nvidia-v100-sxm2-32gb", {**conv, "dtype": "fp16", "layout": "nhwc"}, defaults=IDEAL)
     assert v100.schedule["tile_m"] != 128 or v100.schedule["split_k"] > 1 or v100.schedule["tiles"] != 64
+
+
+@pytest.mark.parametrize(("kernel", "stride", "dilation", "taps"), [
+    (5, 2, 1, 3 * 3),  # ⌈5/2⌉ = 3 taps per axis land on each dx pixel
+    (3, 2, 1, 2 * 2),
+    (1, 2, 1, 1),  # 1x1 stride 2: one tap (or none: the zeros of the skipped pixels)
+    (5, 1, 1, 5 * 5),  # no stride: every tap
+    (3, 2, 2, 3 * 3),  # dilation 2 = stride: every tap lands on the same phase
+])
+def test_strided_data_gradient_reduces_over_the_taps_that_reach_each_pixel(kernel: int, stride: int, dilation: int,
+                                                                           taps: int) -> None:
+    """Data gradient of 16 x 64 -> 128 on 80 x 350 as the transposed convolution split into stride² phases: an
+    implicit GEMM of N·H·W = 16·80·350 = 448,000 rows x C = 64 columns, reducing over K x the taps per dx pixel
+    (128 x ``taps``), so its MACs match the forward's instead of stride² times them."""
+    from perfmodel.ops import make_op
+
+    op = make_op({"kind": "conv2d", "batch": 16, "in_channels": 64, "out_channels": 128, "height": 80,
+                  "width": 350, "kernel_h": kernel, "kernel_w": kernel, "stride": stride, "dilation": dilation,
+                  "padding": (kernel - 1) * dilation // 2, "dtype": "fp32", "pass": "backward"})
+    work = type(op).work([op])
+    assert (work.gemm_m[0, 1], work.gemm_n[0, 1], work.gemm_k[0, 1]) == (448_000, 64, 128 * taps)
