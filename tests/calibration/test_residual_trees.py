@@ -160,3 +160,35 @@ def test_two_folds_decide_as_three(monkeypatch: pytest.MonkeyPatch, helps: bool)
         reports[folds] = fit_calibration(HW, runs).report["residual_trees"]
     assert reports[2]["folds"] == 2 and reports[3]["folds"] == 3
     assert reports[2]["kept"] is reports[3]["kept"] is helps
+
+
+def test_repeated_ops_are_predicted_once_each_as_row_by_row(odd_width: Calibration,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The calibrated path's per-op work runs once per distinct op (``distinct_ops``, ``once_per_op``): the same
+    answers, to the bit, as every row on its own, including ops outside the fitted range (notes) and repeats."""
+    from perfmodel.calibration import model
+
+    rng = np.random.default_rng(6)
+    pool = [*_gemms(7, 40), {"kind": "matmul", "m": 1, "n": 8192, "k": 8192, "dtype": "fp16"},
+            {"kind": "rmsnorm", "shape": [64, 4096], "dtype": "fp16"}]
+    ops = [make_op(dict(pool[int(i)])) for i in rng.integers(0, len(pool), 300)]  # equal ops, distinct objects
+    distinct, rows = model.distinct_ops(ops)
+    assert len(distinct) < 50 and all(distinct[j] == op for j, op in zip(rows.tolist(), ops, strict=True))
+    once = predict_calibrated(HW, ops, odd_width)
+    monkeypatch.setattr(model, "distinct_ops", lambda given: (list(given), np.arange(len(given))))
+    each = predict_calibrated(HW, ops, odd_width)
+    for name in ("time_s", "overhead_s", "interval_s", "in_calibrated_range", "utilization"):
+        np.testing.assert_array_equal(getattr(once, name), getattr(each, name), err_msg=name)
+    assert once.notes == each.notes and (once.bound == each.bound).all()
+    assert once.notes and not once.in_calibrated_range.all()
+
+
+def test_once_per_op_keeps_every_row_when_an_ops_rows_differ() -> None:
+    from perfmodel.calibration.model import once_per_op
+
+    values = np.array([[1.0, np.nan], [2.0, 0.0], [1.0, np.nan], [2.0, 0.0]])
+    kept, back = once_per_op(values, np.array([0, 1, 0, 1]))
+    assert kept.tolist() == [0, 1] and back.tolist() == [0, 1, 0, 1]
+    values[3, 1] = -0.0  # equal as a number, another bit pattern: kept apart
+    kept, back = once_per_op(values, np.array([0, 1, 0, 1]))
+    assert kept.tolist() == [0, 1, 2, 3] and back.tolist() == [0, 1, 2, 3]
