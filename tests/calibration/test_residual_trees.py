@@ -192,3 +192,28 @@ def test_once_per_op_keeps_every_row_when_an_ops_rows_differ() -> None:
     values[3, 1] = -0.0  # equal as a number, another bit pattern: kept apart
     kept, back = once_per_op(values, np.array([0, 1, 0, 1]))
     assert kept.tolist() == [0, 1, 2, 3] and back.tolist() == [0, 1, 2, 3]
+
+
+def test_the_compiled_walk_equals_the_numpy_walk_to_the_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``trees_jit.walk`` (where the compiled kernels are loaded) against the numpy walk: trees with missing values
+    both ways, rows with nan and values on the thresholds, more rows than ``PREDICT_ROWS``, and an ensemble with a
+    cycle (stopped after ``nodes`` steps by both)."""
+    from perfmodel.calibration import trees as trees_module
+    from perfmodel.search import gemm_kernel
+
+    rng = np.random.default_rng(8)
+    x = rng.uniform(0, 10, size=(3000, 4))
+    x[rng.random(x.shape) < 0.15] = np.nan
+    y = np.where(np.isnan(x[:, 0]), 1.0, np.sin(np.nan_to_num(x[:, 1]))) + 0.1 * rng.standard_normal(3000)
+    ensemble = fit_trees(x[:2000], y[:2000])
+    test = np.vstack([x[2000:], ensemble.threshold[ensemble.feature >= 0][:40, None].repeat(4, axis=1)])
+    cyclic = TreeEnsemble(ensemble.feature.copy(), ensemble.threshold, ensemble.left.copy(), ensemble.right.copy(),
+                          ensemble.value, 0.25, ensemble.missing_left)
+    cyclic.left[:, 0] = np.where(cyclic.feature[:, 0] >= 0, 0, cyclic.left[:, 0])  # node 0 loops to itself
+    assert gemm_kernel.load()
+    compiled = [e.predict(test) for e in (ensemble, cyclic)]
+    assert trees_module._compiled_walk(len(test) * len(ensemble.feature)) is not None
+    monkeypatch.setenv("PERFMODEL_NO_JIT", "1")
+    assert trees_module._compiled_walk(len(test) * len(ensemble.feature)) is None
+    for fast, e in zip(compiled, (ensemble, cyclic), strict=True):
+        np.testing.assert_array_equal(fast, e.predict(test))
