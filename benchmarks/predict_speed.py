@@ -148,7 +148,7 @@ def calibrated_speed(count: int) -> None:
     best, plain, ratios = 0.0, 0.0, []
     for _ in range(7):  # alternately: the uncalibrated prediction of the same ops, the baseline of the ratio
         start = time.process_time()
-        perfmodel.predict_many(hw, ops, timing=cal.timing, space=cal.space)
+        perfmodel.predict_many(hw, ops, timing="host" if cal.timing == "host" else "kernel", space=cal.space)
         uncalibrated = len(ops) / (time.process_time() - start)
         start = time.process_time()
         batch = predict_calibrated(hw, ops, cal)

@@ -17,7 +17,7 @@ from perfmodel.calibration.classes import class_keys, parent_key
 from perfmodel.calibration.distance import DistanceScale, coordinates
 from perfmodel.calibration.local import LocalCorrection
 from perfmodel.collectives import devices_per_node
-from perfmodel.cost import CostBatch
+from perfmodel.cost import CostBatch, _Rows
 from perfmodel.hardware import Hardware
 from perfmodel.ops.base import FloatArray, IntArray, Op
 from perfmodel.roofline import HardwareLike, OpLike, SpaceName, predict_many, resolve_hardware
@@ -254,7 +254,13 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
 def distinct_ops(ops: Sequence[Op]) -> tuple[list[Op], IntArray]:
     """The distinct ops of ``ops`` (equal frozen dataclasses: one), in first-seen order, and each op's index among
     them. Hashing an op costs under a microsecond, its class key, shape numbers and fields several: a batch of
-    repeated ops (a model's layers, a trace) pays those once per distinct op. Ops that do not hash: each its own."""
+    repeated ops (a model's layers, a trace) pays those once per distinct op. Ops that do not hash: each its own.
+    A taken batch's ops (``CostBatch.take``: ``predict_many`` of JSON dicts predicts each distinct dict once) are
+    told apart by the rows they were taken from first, so that each of those is built and hashed once."""
+    if isinstance(ops, _Rows):
+        taken, back = np.unique(ops._rows, return_inverse=True)
+        distinct, rows = distinct_ops([ops._ops[j] for j in taken.tolist()])
+        return distinct, rows[back.reshape(-1)]
     index: dict[Op, int] = {}
     try:
         rows = np.fromiter((index.setdefault(op, len(index)) for op in ops), dtype=np.intp, count=len(ops))

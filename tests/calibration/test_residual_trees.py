@@ -174,13 +174,15 @@ def test_repeated_ops_are_predicted_once_each_as_row_by_row(odd_width: Calibrati
     ops = [make_op(dict(pool[int(i)])) for i in rng.integers(0, len(pool), 300)]  # equal ops, distinct objects
     distinct, rows = model.distinct_ops(ops)
     assert len(distinct) < 50 and all(distinct[j] == op for j, op in zip(rows.tolist(), ops, strict=True))
-    once = predict_calibrated(HW, ops, odd_width)
+    dicts = [op.to_dict() for op in ops]  # predicted once per distinct dict, then taken (CostBatch.take)
+    once = [predict_calibrated(HW, given, odd_width) for given in (ops, dicts)]
     monkeypatch.setattr(model, "distinct_ops", lambda given: (list(given), np.arange(len(given))))
     each = predict_calibrated(HW, ops, odd_width)
-    for name in ("time_s", "overhead_s", "interval_s", "in_calibrated_range", "utilization"):
-        np.testing.assert_array_equal(getattr(once, name), getattr(each, name), err_msg=name)
-    assert once.notes == each.notes and (once.bound == each.bound).all()
-    assert once.notes and not once.in_calibrated_range.all()
+    for batch in once:
+        for name in ("time_s", "overhead_s", "interval_s", "in_calibrated_range", "utilization"):
+            np.testing.assert_array_equal(getattr(batch, name), getattr(each, name), err_msg=name)
+        assert batch.notes == each.notes and (batch.bound == each.bound).all()
+    assert each.notes and not each.in_calibrated_range.all()
 
 
 def test_once_per_op_keeps_every_row_when_an_ops_rows_differ() -> None:
