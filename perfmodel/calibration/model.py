@@ -184,14 +184,55 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     """A new batch with calibrated ``time_s`` and ``overhead_s``, per-row ``interval_s`` (n x 2 seconds,
     nan where no measurement informs it) and ``in_calibrated_range``.
 
-    The breakdown (bytes, per-level and per-engine times) stays the model's speed-of-light one.
+    The breakdown (bytes, per-level and per-engine times) stays the model's speed-of-light one. Each row's answer
+    depends on its op and its row of ``batch`` only: rows repeating an earlier row's op and model row (bit for bit,
+    notes included) are calibrated once and taken (``CostBatch.take``: their ``ops`` entry is the equal first op).
     """
     hw = batch.hardware
     if calibration.hardware_id not in (hw.id, hw.derived_from):
         raise ValueError(f"calibration for {calibration.hardware_id!r} applied to {hw.id!r}: fit one for it, "
                          "or seed one with fit_calibration(hardware, runs, base=...)")
-    n = len(batch)
     distinct, op_row = distinct_ops(batch.ops)  # the per-op Python runs once per distinct op
+    repeated = _repeated_rows(batch, op_row)
+    if repeated is not None:
+        first, back = repeated
+        return _apply(calibration, batch.take(first), distinct, np.arange(first.size)).take(back)
+    return _apply(calibration, batch, distinct, op_row)
+
+
+def _repeated_rows(batch: CostBatch, op_row: IntArray) -> tuple[IntArray, IntArray] | None:
+    """(first, back): the first row of each distinct op (``op_row``: each row's) and each row's position in
+    ``first``, where some op repeats and every array of ``batch`` (and its notes) holds the same bits on the rows
+    of one op; else None."""
+    _, first, back = np.unique(op_row, return_index=True, return_inverse=True)
+    if first.size == len(op_row):
+        return None
+    back = back.reshape(-1)
+    source = first[back]  # per row, the row it would be taken from
+    arrays = [batch.time_s, batch.bound, batch.overhead_s, batch.compulsory_bytes, batch.utilization,
+              *(a for group in (batch.flops_by_engine, batch.bytes_by_level, batch.time_s_by_level,
+                                batch.time_s_by_engine, batch.schedule) for a in group.values()),
+              *(a for a in (batch.interval_s, batch.in_calibrated_range, batch.uncalibrated_interval_s)
+                if a is not None)]
+    for values in arrays:
+        whole = np.ascontiguousarray(values)
+        if whole.dtype.hasobject or len(whole) != len(op_row):
+            return None
+        if not np.array_equal(whole[source].view(np.uint8), whole.view(np.uint8)):
+            return None
+    if batch.notes:
+        noted = np.zeros(len(op_row), dtype=bool)
+        noted[list(batch.notes)] = True
+        if not np.array_equal(noted[source], noted) or any(
+                batch.notes[int(source[i])] != texts for i, texts in batch.notes.items()):
+            return None
+    return first, back
+
+
+def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_row: IntArray) -> CostBatch:
+    """``apply_calibration`` of ``batch``, whose row i holds the op ``distinct[op_row[i]]``."""
+    hw = batch.hardware
+    n = len(batch)
     f = curve.features(batch, shape.shape_matrix(distinct)[op_row])
     names, key_of = np.unique(np.array(class_keys(distinct, devices_per_node(hw)), dtype=str), return_inverse=True)
     inverse = key_of.reshape(-1)[op_row]

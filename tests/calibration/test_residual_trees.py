@@ -219,3 +219,28 @@ def test_the_compiled_walk_equals_the_numpy_walk_to_the_bit(monkeypatch: pytest.
     assert trees_module._compiled_walk(len(test) * len(ensemble.feature)) is None
     for fast, e in zip(compiled, (ensemble, cyclic), strict=True):
         np.testing.assert_array_equal(fast, e.predict(test))
+
+
+def test_rows_of_one_op_that_differ_are_calibrated_each(odd_width: Calibration,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch whose rows of one op differ (a model time, a note) is not calibrated once per op: each row as its
+    own, as with no repeats at all."""
+    import dataclasses
+
+    from perfmodel.calibration import model
+    from perfmodel.calibration.model import apply_calibration
+
+    ops = [make_op(d) for d in _gemms(9, 20)] * 3
+    batch = perfmodel.predict_many(HW, ops, timing=odd_width.timing)  # type: ignore[arg-type]
+    slower = dataclasses.replace(batch, time_s=batch.time_s * np.where(np.arange(60) == 45, 1.5, 1.0))
+    noted = dataclasses.replace(batch, notes={**batch.notes, 50: ["a note only this row has"]})
+    assert model._repeated_rows(batch, model.distinct_ops(ops)[1]) is not None
+    got = [apply_calibration(odd_width, b) for b in (batch, slower, noted)]
+    assert [model._repeated_rows(b, model.distinct_ops(ops)[1]) for b in (slower, noted)] == [None, None]
+    monkeypatch.setattr(model, "distinct_ops", lambda given: (list(given), np.arange(len(given))))
+    for fast, b in zip(got, (batch, slower, noted), strict=True):
+        each = apply_calibration(odd_width, b)
+        np.testing.assert_array_equal(fast.time_s, each.time_s)
+        np.testing.assert_array_equal(fast.interval_s, each.interval_s)
+        assert fast.notes == each.notes
+    assert got[1].time_s[45] != got[1].time_s[5] and got[2].notes[50] != got[2].notes.get(10)
