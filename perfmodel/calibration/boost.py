@@ -104,11 +104,13 @@ class ResidualTrees:
     weight: float = WEIGHT
 
     def log_factor(self, f: curve.Features, model_s: FloatArray, ops: Sequence[Op], keys: Sequence[str],
-                   curve_s: FloatArray) -> FloatArray:
-        """log(t_new / t_curve) per op (its features ``f``, model and curve seconds, class key)."""
+                   curve_s: FloatArray, per_op: Sequence[dict[str, float]] | None = None) -> FloatArray:
+        """log(t_new / t_curve) per op (its features ``f``, model and curve seconds, class key; ``per_op``: each
+        op's ``op_fields`` when already known, e.g. computed once per distinct op)."""
         if not len(ops):
             return np.zeros(0)
-        x = _matrix(f, model_s, [op_fields(op) for op in ops], keys, self.classes, self.fields)
+        fields = [op_fields(op) for op in ops] if per_op is None else per_op
+        x = _matrix(f, model_s, fields, keys, self.classes, self.fields)
         out: FloatArray = self.weight * (np.log(model_s) + self.trees.predict(x) - np.log(curve_s))
         return out
 

@@ -63,8 +63,9 @@ class Features:
         return Features(*(getattr(self, name)[index] for name in self.__dataclass_fields__))
 
 
-def features(batch: CostBatch) -> Features:
-    """The form's inputs from a batch's breakdown."""
+def features(batch: CostBatch, shape_rows: FloatArray | None = None) -> Features:
+    """The form's inputs from a batch's breakdown (``shape_rows``: its ops' ``shape.shape_matrix`` when already
+    known, e.g. computed once per distinct op)."""
     engines = [v for k, v in batch.time_s_by_engine.items() if k != "interconnect"]
     memory = [*batch.time_s_by_level.values(), batch.time_s_by_engine.get("interconnect", np.zeros(len(batch)))]
     t_c = np.max(np.vstack(engines), axis=0) if engines else np.zeros(len(batch))
@@ -78,7 +79,7 @@ def features(batch: CostBatch) -> Features:
     log_flops = np.where(has_flops, np.log10(np.maximum(flops, 1.0)), log_bytes)
     body = np.maximum(batch.time_s - batch.overhead_s, 0.0)
     return Features(batch.overhead_s.astype(float), body, share, log_flops, log_bytes, has_flops,
-                    shape.shape_matrix(batch.ops))
+                    shape.shape_matrix(batch.ops) if shape_rows is None else shape_rows)
 
 
 def range_values(f: Features) -> FloatArray:

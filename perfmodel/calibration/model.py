@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -12,14 +12,14 @@ import numpy as np
 
 from perfmodel import uncalibrated_interval
 from perfmodel.calibration import curve, shape
-from perfmodel.calibration.boost import ResidualTrees
+from perfmodel.calibration.boost import ResidualTrees, op_fields
 from perfmodel.calibration.classes import class_keys, parent_key
 from perfmodel.calibration.distance import DistanceScale, coordinates
 from perfmodel.calibration.local import LocalCorrection
 from perfmodel.collectives import devices_per_node
-from perfmodel.cost import CostBatch
+from perfmodel.cost import CostBatch, _Rows
 from perfmodel.hardware import Hardware
-from perfmodel.ops.base import FloatArray, IntArray
+from perfmodel.ops.base import FloatArray, IntArray, Op
 from perfmodel.roofline import HardwareLike, OpLike, SpaceName, predict_many, resolve_hardware
 
 FORMAT = 1
@@ -184,15 +184,58 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     """A new batch with calibrated ``time_s`` and ``overhead_s``, per-row ``interval_s`` (n x 2 seconds,
     nan where no measurement informs it) and ``in_calibrated_range``.
 
-    The breakdown (bytes, per-level and per-engine times) stays the model's speed-of-light one.
+    The breakdown (bytes, per-level and per-engine times) stays the model's speed-of-light one. Each row's answer
+    depends on its op and its row of ``batch`` only: rows repeating an earlier row's op and model row (bit for bit,
+    notes included) are calibrated once and taken (``CostBatch.take``: their ``ops`` entry is the equal first op).
     """
     hw = batch.hardware
     if calibration.hardware_id not in (hw.id, hw.derived_from):
         raise ValueError(f"calibration for {calibration.hardware_id!r} applied to {hw.id!r}: fit one for it, "
                          "or seed one with fit_calibration(hardware, runs, base=...)")
+    distinct, op_row = distinct_ops(batch.ops)  # the per-op Python runs once per distinct op
+    repeated = _repeated_rows(batch, op_row)
+    if repeated is not None:
+        first, back = repeated
+        return _apply(calibration, batch.take(first), distinct, np.arange(first.size)).take(back)
+    return _apply(calibration, batch, distinct, op_row)
+
+
+def _repeated_rows(batch: CostBatch, op_row: IntArray) -> tuple[IntArray, IntArray] | None:
+    """(first, back): the first row of each distinct op (``op_row``: each row's) and each row's position in
+    ``first``, where some op repeats and every array of ``batch`` (and its notes) holds the same bits on the rows
+    of one op; else None."""
+    _, first, back = np.unique(op_row, return_index=True, return_inverse=True)
+    if first.size == len(op_row):
+        return None
+    back = back.reshape(-1)
+    source = first[back]  # per row, the row it would be taken from
+    arrays = [batch.time_s, batch.bound, batch.overhead_s, batch.compulsory_bytes, batch.utilization,
+              *(a for group in (batch.flops_by_engine, batch.bytes_by_level, batch.time_s_by_level,
+                                batch.time_s_by_engine, batch.schedule) for a in group.values()),
+              *(a for a in (batch.interval_s, batch.in_calibrated_range, batch.uncalibrated_interval_s)
+                if a is not None)]
+    for values in arrays:
+        whole = np.ascontiguousarray(values)
+        if whole.dtype.hasobject or len(whole) != len(op_row):
+            return None
+        if not np.array_equal(whole[source].view(np.uint8), whole.view(np.uint8)):
+            return None
+    if batch.notes:
+        noted = np.zeros(len(op_row), dtype=bool)
+        noted[list(batch.notes)] = True
+        if not np.array_equal(noted[source], noted) or any(
+                batch.notes[int(source[i])] != texts for i, texts in batch.notes.items()):
+            return None
+    return first, back
+
+
+def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_row: IntArray) -> CostBatch:
+    """``apply_calibration`` of ``batch``, whose row i holds the op ``distinct[op_row[i]]``."""
+    hw = batch.hardware
     n = len(batch)
-    f = curve.features(batch)
-    names, inverse = np.unique(np.array(class_keys(batch.ops, devices_per_node(hw)), dtype=str), return_inverse=True)
+    f = curve.features(batch, shape.shape_matrix(distinct)[op_row])
+    names, key_of = np.unique(np.array(class_keys(distinct, devices_per_node(hw)), dtype=str), return_inverse=True)
+    inverse = key_of.reshape(-1)[op_row]
     entries = [calibration.entry(str(k)) for k in names]
     theta = np.array([e.applied_theta for e in entries]).reshape(len(entries), curve.N_PARAMS)[inverse]
     nan2 = (math.nan, math.nan)
@@ -205,7 +248,8 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     unbounded = ([-math.inf] * shape.N_SHAPE, [math.inf] * shape.N_SHAPE)
     ranges = np.array([e.shape_range or unbounded for e in entries]).reshape(len(entries), 2, -1)[inverse]
     own = [str(k) in calibration.classes for k in names]  # a variant on its class's fit: the curve only
-    local = _local_log_factor([e.local if mine else None for e, mine in zip(entries, own, strict=True)], inverse, f)
+    local = _local_log_factor([e.local if mine else None for e, mine in zip(entries, own, strict=True)], inverse, f,
+                              op_row)
     low = np.column_stack([flops_range[:, 0], bytes_range[:, 0], ranges[:, 0]])
     high = np.column_stack([flops_range[:, 1], bytes_range[:, 1], ranges[:, 1]])
     outside = curve.beyond(f, low, high)
@@ -217,12 +261,17 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     if trees is not None and n:  # rows of a class fitted here: averaged with the device's residual trees
         own_fit = np.array([mine and e.source == "fitted" for e, mine in zip(entries, own, strict=True)])[inverse]
         rows = np.flatnonzero(own_fit & (batch.time_s > 0) & (time > 0))
-        row_keys = names[inverse[rows]].tolist()
-        time[rows] *= np.exp(trees.log_factor(unclipped.take(rows), batch.time_s[rows],
-                                              [batch.ops[int(i)] for i in rows], row_keys, time[rows]))
+        u = unclipped.take(rows)  # all the trees read of a row, with its op's key and fields
+        kept, back = once_per_op(np.column_stack([curve.range_values(u), u.compute_share, batch.time_s[rows],
+                                                  time[rows]]), op_row[rows])
+        rows_kept = rows[kept]
+        time[rows] *= np.exp(trees.log_factor(unclipped.take(rows_kept), batch.time_s[rows_kept],
+                                              [batch.ops[int(i)] for i in rows_kept],
+                                              names[inverse[rows_kept]].tolist(), time[rows_kept],
+                                              [op_fields(distinct[j]) for j in op_row[rows_kept].tolist()])[back])
     overhead = np.minimum(curve.overhead_s(theta, f), time) if n else np.zeros(0)
     in_range = fitted[inverse] & ~outside.any(axis=1)
-    interval_log = _distance_band(entries, own, inverse, in_range, unclipped, interval_log)
+    interval_log = _distance_band(entries, own, inverse, in_range, unclipped, interval_log, op_row)
     beyond_fit = fitted[inverse] & ~in_range  # a fitted class, this op beyond its data
     beyond_log = np.array([e.beyond_log or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
     interval_log = np.where((beyond_fit & np.isfinite(beyond_log[:, 0]))[:, None], beyond_log, interval_log)
@@ -241,6 +290,36 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     return dataclasses.replace(batch, time_s=time, overhead_s=overhead, utilization=utilization, bound=bound,
                                interval_s=interval, in_calibrated_range=in_range, notes=notes,
                                uncalibrated_interval_s=None)
+
+
+def distinct_ops(ops: Sequence[Op]) -> tuple[list[Op], IntArray]:
+    """The distinct ops of ``ops`` (equal frozen dataclasses: one), in first-seen order, and each op's index among
+    them. Hashing an op costs under a microsecond, its class key, shape numbers and fields several: a batch of
+    repeated ops (a model's layers, a trace) pays those once per distinct op. Ops that do not hash: each its own.
+    A taken batch's ops (``CostBatch.take``: ``predict_many`` of JSON dicts predicts each distinct dict once) are
+    told apart by the rows they were taken from first, so that each of those is built and hashed once."""
+    if isinstance(ops, _Rows):
+        taken, back = np.unique(ops._rows, return_inverse=True)
+        distinct, rows = distinct_ops([ops._ops[j] for j in taken.tolist()])
+        return distinct, rows[back.reshape(-1)]
+    index: dict[Op, int] = {}
+    try:
+        rows = np.fromiter((index.setdefault(op, len(index)) for op in ops), dtype=np.intp, count=len(ops))
+    except TypeError:
+        return list(ops), np.arange(len(ops))
+    return list(index), rows
+
+
+def once_per_op(values: FloatArray, op_row: IntArray) -> tuple[IntArray, IntArray]:
+    """(kept, back): one row of ``values`` (rows x columns, float) per distinct op (``op_row``: each row's, from
+    ``distinct_ops``) and, per row, its op's position in ``kept``, checked: ``values[kept][back]`` equals ``values``
+    bit for bit (else every row is kept), so that a function of the rows' values may run on ``kept`` alone."""
+    _, kept, back = np.unique(op_row, return_index=True, return_inverse=True)
+    back = back.reshape(-1)
+    whole = np.ascontiguousarray(values, dtype=np.float64)
+    if kept.size == len(op_row) or not np.array_equal(whole[kept][back].view(np.int64), whole.view(np.int64)):
+        return np.arange(len(op_row)), np.arange(len(op_row))
+    return kept, back
 
 
 def _beyond_notes(batch: CostBatch, rows: IntArray, outside: np.ndarray[Any, np.dtype[np.bool_]],
@@ -288,9 +367,9 @@ def _unvaried_band(beyond_fit: np.ndarray[Any, np.dtype[np.bool_]], ranges: Floa
 
 def _distance_band(entries: list[ClassParams], own: list[bool], inverse: IntArray,
                    in_range: np.ndarray[Any, np.dtype[np.bool_]], f: curve.Features,
-                   interval_log: FloatArray) -> FloatArray:
+                   interval_log: FloatArray, op_row: IntArray) -> FloatArray:
     """In-range rows of a class fitted here with a ``distance`` scale: its band times the op's spread (nearer the
-    fitted ops than k-fold's held-out runs were: narrower; farther: wider)."""
+    fitted ops than k-fold's held-out runs were: narrower; farther: wider); once per distinct op (``op_row``)."""
     out = interval_log
     for i, (entry, mine) in enumerate(zip(entries, own, strict=True)):
         if entry.distance is None or not mine or entry.source != "fitted":
@@ -298,7 +377,9 @@ def _distance_band(entries: list[ClassParams], own: list[bool], inverse: IntArra
         rows = np.flatnonzero((inverse == i) & in_range)
         if rows.size:
             out = out.copy() if out is interval_log else out
-            out[rows] *= entry.distance.factor(coordinates(f.take(rows)))[:, None]
+            x = coordinates(f.take(rows))
+            kept, back = once_per_op(x, op_row[rows])
+            out[rows] *= entry.distance.factor(x[kept])[back][:, None]
     return out
 
 
@@ -341,13 +422,15 @@ def _borrowed_band(entries: list[ClassParams], inverse: IntArray, f: curve.Featu
 
 
 def _local_log_factor(corrections: list[LocalCorrection | None], inverse: IntArray,
-                      f: curve.Features) -> FloatArray:
-    """Per row, the local correction c(x) of its key (0 where it has none)."""
+                      f: curve.Features, op_row: IntArray) -> FloatArray:
+    """Per row, the local correction c(x) of its key (0 where it has none); once per distinct op (``once_per_op``:
+    ``op_row``, each row's distinct op)."""
     out = np.zeros(len(inverse))
     for i, correction in enumerate(corrections):
         if correction is not None:
             rows = np.flatnonzero(inverse == i)
-            out[rows] = correction.log_factor(f.take(rows))
+            kept, back = once_per_op(curve.range_values(f.take(rows)), op_row[rows])
+            out[rows] = correction.log_factor(f.take(rows[kept]))[back]
     return out
 
 

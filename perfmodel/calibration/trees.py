@@ -16,6 +16,7 @@ DeepBench V100 0.125 vs 0.121, T4 0.127 vs 0.128) and 9-15x faster; scikit-learn
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -54,8 +55,15 @@ class TreeEnsemble:
         return int(self.feature.max()) + 1 if self.feature.size else 0
 
     def predict(self, x: FloatArray) -> FloatArray:
-        """Sum of the trees per row of ``x`` (rows x columns), ``PREDICT_ROWS`` rows at a time (memory: a few
-        trees x ``PREDICT_ROWS`` arrays)."""
+        """Sum of the trees per row of ``x`` (rows x columns): compiled (``trees_jit``, the same answers to the bit)
+        where the process uses the compiled kernels (``gemm_kernel.use_kernel``), else in numpy ``PREDICT_ROWS``
+        rows at a time (memory: a few trees x ``PREDICT_ROWS`` arrays)."""
+        walk = _compiled_walk(len(x) * len(self.feature))
+        if walk is not None:
+            out = np.empty(len(x))
+            walk(np.ascontiguousarray(x, dtype=float), self.feature, self.threshold, self.left, self.right, self.value,
+                 self.missing_left, self.base, out)
+            return out
         if len(x) > PREDICT_ROWS:
             return np.concatenate([self._predict(x[i:i + PREDICT_ROWS]) for i in range(0, len(x), PREDICT_ROWS)])
         return self._predict(x)
@@ -107,6 +115,24 @@ class TreeEnsemble:
                 or not np.isfinite(value).all()):
             raise ValueError("calibration trees: a child index outside its tree, or a leaf value not finite")
         return TreeEnsemble(feature, threshold, left, right, value, base, missing_left)
+
+
+def _compiled_walk(elements: int) -> Callable[..., None] | None:
+    """``trees_jit.walk`` where ``elements`` (rows x trees) go through the compiled kernels (once they are loaded,
+    always: ``gemm_kernel.use_kernel``), else None (numpy)."""
+    from perfmodel.search import gemm_kernel
+
+    return _walk_kernel() if gemm_kernel.use_kernel(elements) else None
+
+
+@functools.cache
+def _walk_kernel() -> Callable[..., None] | None:
+    try:
+        from perfmodel.calibration import trees_jit
+    except ImportError:  # pragma: no cover - numba is a dependency; the numpy walk covers its absence
+        return None
+    walk: Callable[..., None] = trees_jit.walk
+    return walk
 
 
 def _finite(a: FloatArray) -> list[list[float | None]]:

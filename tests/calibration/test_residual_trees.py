@@ -160,3 +160,87 @@ def test_two_folds_decide_as_three(monkeypatch: pytest.MonkeyPatch, helps: bool)
         reports[folds] = fit_calibration(HW, runs).report["residual_trees"]
     assert reports[2]["folds"] == 2 and reports[3]["folds"] == 3
     assert reports[2]["kept"] is reports[3]["kept"] is helps
+
+
+def test_repeated_ops_are_predicted_once_each_as_row_by_row(odd_width: Calibration,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The calibrated path's per-op work runs once per distinct op (``distinct_ops``, ``once_per_op``): the same
+    answers, to the bit, as every row on its own, including ops outside the fitted range (notes) and repeats."""
+    from perfmodel.calibration import model
+
+    rng = np.random.default_rng(6)
+    pool = [*_gemms(7, 40), {"kind": "matmul", "m": 1, "n": 8192, "k": 8192, "dtype": "fp16"},
+            {"kind": "rmsnorm", "shape": [64, 4096], "dtype": "fp16"}]
+    ops = [make_op(dict(pool[int(i)])) for i in rng.integers(0, len(pool), 300)]  # equal ops, distinct objects
+    distinct, rows = model.distinct_ops(ops)
+    assert len(distinct) < 50 and all(distinct[j] == op for j, op in zip(rows.tolist(), ops, strict=True))
+    dicts = [op.to_dict() for op in ops]  # predicted once per distinct dict, then taken (CostBatch.take)
+    once = [predict_calibrated(HW, given, odd_width) for given in (ops, dicts)]
+    monkeypatch.setattr(model, "distinct_ops", lambda given: (list(given), np.arange(len(given))))
+    each = predict_calibrated(HW, ops, odd_width)
+    for batch in once:
+        for name in ("time_s", "overhead_s", "interval_s", "in_calibrated_range", "utilization"):
+            np.testing.assert_array_equal(getattr(batch, name), getattr(each, name), err_msg=name)
+        assert batch.notes == each.notes and (batch.bound == each.bound).all()
+    assert each.notes and not each.in_calibrated_range.all()
+
+
+def test_once_per_op_keeps_every_row_when_an_ops_rows_differ() -> None:
+    from perfmodel.calibration.model import once_per_op
+
+    values = np.array([[1.0, np.nan], [2.0, 0.0], [1.0, np.nan], [2.0, 0.0]])
+    kept, back = once_per_op(values, np.array([0, 1, 0, 1]))
+    assert kept.tolist() == [0, 1] and back.tolist() == [0, 1, 0, 1]
+    values[3, 1] = -0.0  # equal as a number, another bit pattern: kept apart
+    kept, back = once_per_op(values, np.array([0, 1, 0, 1]))
+    assert kept.tolist() == [0, 1, 2, 3] and back.tolist() == [0, 1, 2, 3]
+
+
+def test_the_compiled_walk_equals_the_numpy_walk_to_the_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``trees_jit.walk`` (where the compiled kernels are loaded) against the numpy walk: trees with missing values
+    both ways, rows with nan and values on the thresholds, more rows than ``PREDICT_ROWS``, and an ensemble with a
+    cycle (stopped after ``nodes`` steps by both)."""
+    from perfmodel.calibration import trees as trees_module
+    from perfmodel.search import gemm_kernel
+
+    rng = np.random.default_rng(8)
+    x = rng.uniform(0, 10, size=(3000, 4))
+    x[rng.random(x.shape) < 0.15] = np.nan
+    y = np.where(np.isnan(x[:, 0]), 1.0, np.sin(np.nan_to_num(x[:, 1]))) + 0.1 * rng.standard_normal(3000)
+    ensemble = fit_trees(x[:2000], y[:2000])
+    test = np.vstack([x[2000:], ensemble.threshold[ensemble.feature >= 0][:40, None].repeat(4, axis=1)])
+    cyclic = TreeEnsemble(ensemble.feature.copy(), ensemble.threshold, ensemble.left.copy(), ensemble.right.copy(),
+                          ensemble.value, 0.25, ensemble.missing_left)
+    cyclic.left[:, 0] = np.where(cyclic.feature[:, 0] >= 0, 0, cyclic.left[:, 0])  # node 0 loops to itself
+    assert gemm_kernel.load()
+    compiled = [e.predict(test) for e in (ensemble, cyclic)]
+    assert trees_module._compiled_walk(len(test) * len(ensemble.feature)) is not None
+    monkeypatch.setenv("PERFMODEL_NO_JIT", "1")
+    assert trees_module._compiled_walk(len(test) * len(ensemble.feature)) is None
+    for fast, e in zip(compiled, (ensemble, cyclic), strict=True):
+        np.testing.assert_array_equal(fast, e.predict(test))
+
+
+def test_rows_of_one_op_that_differ_are_calibrated_each(odd_width: Calibration,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch whose rows of one op differ (a model time, a note) is not calibrated once per op: each row as its
+    own, as with no repeats at all."""
+    import dataclasses
+
+    from perfmodel.calibration import model
+    from perfmodel.calibration.model import apply_calibration
+
+    ops = [make_op(d) for d in _gemms(9, 20)] * 3
+    batch = perfmodel.predict_many(HW, ops, timing=odd_width.timing)  # type: ignore[arg-type]
+    slower = dataclasses.replace(batch, time_s=batch.time_s * np.where(np.arange(60) == 45, 1.5, 1.0))
+    noted = dataclasses.replace(batch, notes={**batch.notes, 50: ["a note only this row has"]})
+    assert model._repeated_rows(batch, model.distinct_ops(ops)[1]) is not None
+    got = [apply_calibration(odd_width, b) for b in (batch, slower, noted)]
+    assert [model._repeated_rows(b, model.distinct_ops(ops)[1]) for b in (slower, noted)] == [None, None]
+    monkeypatch.setattr(model, "distinct_ops", lambda given: (list(given), np.arange(len(given))))
+    for fast, b in zip(got, (batch, slower, noted), strict=True):
+        each = apply_calibration(odd_width, b)
+        np.testing.assert_array_equal(fast.time_s, each.time_s)
+        np.testing.assert_array_equal(fast.interval_s, each.interval_s)
+        assert fast.notes == each.notes
+    assert got[1].time_s[45] != got[1].time_s[5] and got[2].notes[50] != got[2].notes.get(10)
