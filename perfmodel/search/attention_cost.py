@@ -202,8 +202,15 @@ def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray
     # softmax has no MMA to hide under; resident CTAs cover each other's fill
     dram_unit = t.bandwidth_bytes_per_s(t.dram) * dd.dram_efficiency / np.maximum(active, 1.0)
     fill = (t.latency_s(t.dram) + bq * hd * e / dram_unit + load + (softmax if overlap else 0.0)) / resident
-    compute = np.where(col(causal) > 0,
-                       np.maximum(kv_heads * pairs / units * t_pair + ctas / units * fill, per_cta * t_pair + fill),
+    # causal: uneven CTAs. The mean over the SMs, but never under the longest CTA (the last Q tile sees every key).
+    # FA2 launches a plain grid with the Q tiles of a head in order, lightest first (Dao-AILab/flash-attention,
+    # csrc/flash_attn/src/flash_fwd_launch_template.h: grid (Q tiles, batch, heads), blockIdx.x the Q tile), so
+    # the last CTA to start is a longest one: list scheduling's bound, mean + (1 − 1/SMs) x longest (Graham 1969),
+    # is reached once there are more CTAs than SMs
+    mean = kv_heads * pairs / units * t_pair + ctas / units * fill
+    longest = per_cta * t_pair + fill
+    in_order = np.where(ctas > units, mean + (1.0 - 1.0 / units) * longest, np.maximum(mean, longest))
+    compute = np.where(col(causal) > 0, np.maximum(mean, longest) if overlap else in_order,
                        np.ceil(ctas / units) * (per_cta * t_pair + fill)) + t.latency_s(t.dram)
     compute = compute + combine / reuse_bw
     f = col(np.ones_like(bh) if fwd is None else fwd)
