@@ -4,13 +4,16 @@ One CTA per (batch, head, Q-tile of BQ rows) walks the KV tiles of BKV keys: S =
 (BQ x BKV x d), online softmax (BQ·BKV exponentials on the special-function units), O += P V
 (BQ x BKV x dv). Per KV tile:
 
-    softmax = BQ·BKV / sfu_unit + 4·BQ·BKV / vector_unit_fp32      (exp on MUFU, then scale/max/sum)
+    softmax = BQ·BKV / sfu_unit + (3.5·BQ·BKV + BQ·dv) / fp32_ops_unit  (exp on MUFU; scale/max/sum/cvt, O rescale)
     FA3 (asynchronous MMA: Hopper wgmma, Blackwell tcgen05; warp-specialised, ping-pong softmax):
         t_pair = max(2·BQ·BKV·(d + dv) / peak_unit, softmax, BKV·(d + dv)·e / L2_bw_unit)
     FA2 (synchronous mma.sync: the same warps wait for S, exponentiate, then issue P·V):
         t_pair = max(2·BQ·BKV·(d + dv) / peak_unit + softmax, BKV·(d + dv)·e / L2_bw_unit)
+    fp32_ops_unit = fp32 FLOP peak / 2 per SM (one instruction per CUDA core per clock; the peak counts FMAs twice)
     pipelined over the stages against the L2 latency (docs/model.md, 'Flash attention: FA2 vs FA3'); each CTA
-    adds a pipeline fill of (DRAM latency + under FA3 one unhidden softmax) / resident CTAs
+    adds a pipeline fill of (DRAM latency + BQ·d·e / DRAM_bw_unit + one KV tile's L2 load + under FA3 one
+    unhidden softmax) / resident CTAs; the backward adds its preprocess and postprocess kernels (D = rowsum(dO∘O),
+    zeroing and converting the fp32 dQ accumulator), DRAM-bound and serial
     pairs  = Q-tiles x ⌈skv / BKV⌉, or with a causal mask only the KV tiles left of the diagonal
              (bottom-right aligned; the diagonal tile is computed whole)
     time   = ⌈CTAs / units⌉ · ⌈skv/BKV⌉ · t_pair        (causal: max(pairs / units, ⌈skv/BKV⌉) · t_pair)
@@ -36,7 +39,15 @@ from perfmodel.ops.base import FloatArray
 from perfmodel.ops.work import DTYPE_INDEX
 from perfmodel.search.gemm_cost import pipelined_step, tie_break
 
-SOFTMAX_VECTOR_FLOPS = 4.0
+# fp32 instructions per score besides the exp (docs/model.md, 'Flash attention: FA2 vs FA3'); each is one result per
+# CUDA core per clock, half the FMA-counted FLOP peak (CUDA C++ Programming Guide, 'Arithmetic Instructions': 128
+# results/clk/SM for fp32 add, multiply, multiply-add on cc 8.0 and 9.0; a multiply-add is 2 of the peak's FLOPs).
+# Forward: scale and subtract the running max (one FFMA feeding exp2), row max, row sum, and half a conversion
+# (cvt packs two fp32 P values to fp16/bf16 for P·V); plus the O rescale by exp(m_old − m_new), BQ·dv per KV tile.
+# Backward: scale and subtract the LSE, dP − D, P·(dP − D), and the P and dS conversions (half each).
+SOFTMAX_FORWARD_OPS = 3.5
+SOFTMAX_BACKWARD_OPS = 4.0
+LSE_BYTES = 4.0  # fp32 per query row
 
 
 def overlaps_softmax(t: MachineTables) -> bool:
@@ -44,6 +55,35 @@ def overlaps_softmax(t: MachineTables) -> bool:
     instruction: wgmma (``mma_scope: warpgroup``, Hopper) or tcgen05 (``cta``, Blackwell). With mma.sync
     (``warp``: Volta to Ada) the issuing warps wait on S, so FlashAttention-2 runs MMA and softmax in turn."""
     return any(e.mma_scope in ("warpgroup", "cta") for e in t.hardware.engines_of("matrix"))
+
+
+def softmax_seconds(t: MachineTables, bq: FloatArray, bkv: FloatArray, dv: FloatArray, fp32_flops_per_s: FloatArray,
+                    backward: bool = False) -> FloatArray:
+    """Softmax time of one (Q tile, KV tile) pair on one SM: the exps on the special-function units plus the fp32
+    instructions at one per CUDA core per clock (``fp32_flops_per_s`` is the FMA-counted FLOP peak, twice that rate).
+    Forward: SOFTMAX_FORWARD_OPS per score and the O rescale, BQ·dv per KV tile; backward: SOFTMAX_BACKWARD_OPS per
+    score. The same warps issue both, so they add."""
+    units = float(t.units)
+    sfu = bq * bkv / (t.special_peak * t.defaults.vector_efficiency / units)
+    ops_per_s = fp32_flops_per_s / 2.0 * t.defaults.vector_efficiency / units
+    ops = SOFTMAX_BACKWARD_OPS * bq * bkv if backward else SOFTMAX_FORWARD_OPS * bq * bkv + bq * dv
+    result: FloatArray = sfu + ops / ops_per_s
+    return result
+
+
+def backward_side_kernels_seconds(t: MachineTables, bh: FloatArray, sq: FloatArray, d: FloatArray, dv: FloatArray,
+                                  elem: FloatArray) -> FloatArray:
+    """FlashAttention-2/-3 run the backward as three kernels (Dao-AILab/flash-attention: hopper/
+    flash_bwd_preprocess_kernel.h and flash_bwd_postprocess_kernel.h; csrc/flash_attn's dot_do_o and convert_dQ).
+    Before the main kernel, D = rowsum(dO∘O) reads O and dO, reads the LSE and writes D and the LSE in log2 (fp32),
+    and zeroes the fp32 dQ accumulator; after it, the accumulator is read and dQ written in the operand type. Both
+    stream DRAM, each behind a DRAM latency, and neither overlaps the main kernel."""
+    rows = bh * sq
+    pre = rows * (2.0 * dv * elem + 3.0 * LSE_BYTES + d * 4.0)
+    post = rows * d * (4.0 + elem)
+    dram_bw = t.bandwidth_bytes_per_s(t.dram) * t.defaults.dram_efficiency
+    result: FloatArray = 2.0 * t.latency_s(t.dram) + (pre + post) / dram_bw
+    return result
 
 
 def _fp32_vector_peak(t: MachineTables, fallback: FloatArray) -> FloatArray:
@@ -147,10 +187,8 @@ def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray
 
     peak_unit = col(peak) * dd.matrix_efficiency / units
     matrix = 2.0 * bq * bkv * (dpad + dvpad) / peak_unit
-    sfu = bq * bkv / (t.special_peak * dd.vector_efficiency / units)
-    vector_fp32 = col(_fp32_vector_peak(t, vector_peak)) * dd.vector_efficiency / units
-    vector = SOFTMAX_VECTOR_FLOPS * bq * bkv / vector_fp32
-    softmax = sfu + vector  # the same warps issue the exp and the fp32 max/scale/sum
+    fp32_peak = col(_fp32_vector_peak(t, vector_peak))
+    softmax = softmax_seconds(t, bq, bkv, hdv, fp32_peak)
     active = np.minimum(ctas, units)
     reuse_level = t.llc if t.llc is not None else t.dram
     reuse_bw = t.bandwidth_bytes_per_s(reuse_level) * dd.onchip_efficiency
@@ -159,17 +197,26 @@ def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray
     step = np.maximum(np.maximum(matrix, softmax) if overlap else matrix + softmax, load)
     t_pair = pipelined_step(step, t.latency_s(reuse_level), stages, resident)
     per_cta = np.ceil(kv_tiles / split)
-    # each CTA's pipeline fills and drains: its Q and first KV tiles come from DRAM, and under the ping-pong its
-    # first softmax has no MMA to hide under; resident CTAs cover each other's fill
-    fill = (t.latency_s(t.dram) + (softmax if overlap else 0.0)) / resident
-    compute = np.where(col(causal) > 0,
-                       np.maximum(kv_heads * pairs / units * t_pair + ctas / units * fill, per_cta * t_pair + fill),
+    # each CTA's pipeline fills before its first MMA: its Q tile streams from DRAM (latency, then the tile at the
+    # CTA's share of DRAM bandwidth), its first KV tile at its share of the L2's, and under the ping-pong its first
+    # softmax has no MMA to hide under; resident CTAs cover each other's fill
+    dram_unit = t.bandwidth_bytes_per_s(t.dram) * dd.dram_efficiency / np.maximum(active, 1.0)
+    fill = (t.latency_s(t.dram) + bq * hd * e / dram_unit + load + (softmax if overlap else 0.0)) / resident
+    # causal: uneven CTAs. The mean over the SMs, but never under the longest CTA (the last Q tile sees every key).
+    # FA2 launches a plain grid with the Q tiles of a head in order, lightest first (Dao-AILab/flash-attention,
+    # csrc/flash_attn/src/flash_fwd_launch_template.h: grid (Q tiles, batch, heads), blockIdx.x the Q tile), so
+    # the last CTA to start is a longest one: list scheduling's bound, mean + (1 − 1/SMs) x longest (Graham 1969),
+    # is reached once there are more CTAs than SMs
+    mean = kv_heads * pairs / units * t_pair + ctas / units * fill
+    longest = per_cta * t_pair + fill
+    in_order = np.where(ctas > units, mean + (1.0 - 1.0 / units) * longest, np.maximum(mean, longest))
+    compute = np.where(col(causal) > 0, np.maximum(mean, longest) if overlap else in_order,
                        np.ceil(ctas / units) * (per_cta * t_pair + fill)) + t.latency_s(t.dram)
     compute = compute + combine / reuse_bw
     f = col(np.ones_like(bh) if fwd is None else fwd)
     b = col(np.zeros_like(bh) if bwd is None else bwd)
     back = _backward(t, bq, bkv, stages, col(bh), col(sq), col(skv), hd, hdv, dpad, dvpad, e, col(causal),
-                     peak_unit, vector_fp32, reuse_bw, overlap)
+                     peak_unit, fp32_peak, reuse_bw, overlap)
     compute = f * compute + b * back["compute_s"]
     footprint = np.where(b > 0, np.maximum(footprint, back["footprint_bytes"]), footprint)
     feasible = feasible & ((b == 0) | back["feasible"])
@@ -184,7 +231,8 @@ def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray
     busy = np.clip(ctas / (units * dd.blocks_per_unit_for_bandwidth), 1.0 / units, 1.0)
     t_dram = t.latency_s(t.dram) + dram / (t.bandwidth_bytes_per_s(t.dram) * dd.dram_efficiency * busy)
     t_reuse = t.latency_s(reuse_level) + reuse / reuse_bw if t.llc is not None else np.zeros_like(t_dram)
-    body = np.maximum(np.maximum(compute, t_dram), t_reuse)
+    # the backward's preprocess and postprocess kernels run before and after it, not under it
+    body = np.maximum(np.maximum(compute, t_dram), t_reuse) + b * back["serial_s"]
     shape = np.broadcast_shapes(body.shape, footprint.shape)
     judged = np.where(np.broadcast_to(feasible, shape), body, np.inf)
     return {"compute_s": compute, "dram_s": t_dram, "reuse_s": np.broadcast_to(t_reuse, shape), "body_s": body,
@@ -204,7 +252,7 @@ def _residency(t: MachineTables, footprint_bytes: FloatArray,
 
 def _backward(t: MachineTables, bq: FloatArray, bkv: FloatArray, stages: FloatArray, bh: FloatArray, sq: FloatArray,
               skv: FloatArray, hd: FloatArray, hdv: FloatArray, dpad: FloatArray, dvpad: FloatArray, e: FloatArray,
-              causal: FloatArray, peak_unit: FloatArray, vector_fp32: FloatArray, reuse_bw: float,
+              causal: FloatArray, peak_unit: FloatArray, fp32_peak: FloatArray, reuse_bw: float,
               overlap: bool) -> dict[str, FloatArray]:
     """The FlashAttention-2/-3 backward: one CTA per (query head, KV tile) keeps dK and dV (fp32) on chip and walks
     the Q tiles; per (Q tile, KV tile) pair five MMAs (S = Q Kᵀ recomputed, dP = dO Vᵀ, dV += Pᵀ dO, dK += dSᵀ Q,
@@ -220,19 +268,22 @@ def _backward(t: MachineTables, bq: FloatArray, bkv: FloatArray, stages: FloatAr
     registers = (2.0 * bq * bkv + bkv * (hd + hdv)) * 4.0
     resident, feasible = _residency(t, footprint, registers)
     matrix = 2.0 * bq * bkv * (3.0 * dpad + 2.0 * dvpad) / peak_unit
-    softmax = bq * bkv / (t.special_peak * t.defaults.vector_efficiency / units) \
-        + 2.0 * SOFTMAX_VECTOR_FLOPS * bq * bkv / vector_fp32
+    softmax = softmax_seconds(t, bq, bkv, hdv, fp32_peak, backward=True)
     pair_bytes = bq * (hd + hdv) * e + 2.0 * bq * hd * 4.0  # Q and dO tiles; dQ atomics (fp32, read + write)
     load = pair_bytes / (reuse_bw / np.maximum(np.minimum(ctas, units), 1.0))
     step = np.maximum(np.maximum(matrix, softmax) if overlap else matrix + softmax, load)
     reuse_level = t.llc if t.llc is not None else t.dram
     t_pair = pipelined_step(step, t.latency_s(reuse_level), stages, resident)
     per_cta = np.where(causal > 0, np.ceil(pairs / kv_tiles), qt)
-    fill = (t.latency_s(t.dram) + (softmax if overlap else 0.0)) / resident
+    # the CTA's K and V tiles stream at its share of DRAM bandwidth and its first Q, dO tiles at its L2 share
+    dram_unit = t.bandwidth_bytes_per_s(t.dram) * t.defaults.dram_efficiency / np.maximum(np.minimum(ctas, units), 1.0)
+    fill = (t.latency_s(t.dram) + bkv * (hd + hdv) * e / dram_unit + load + (softmax if overlap else 0.0)) / resident
     compute = np.where(causal > 0,
                        np.maximum(bh * pairs / units * t_pair + ctas / units * fill, qt * t_pair + fill),
                        np.ceil(ctas / units) * (per_cta * t_pair + fill)) + t.latency_s(t.dram)
-    return {"compute_s": compute, "reuse_bytes": bh * pairs * pair_bytes, "pairs": pairs, "ctas": ctas,
+    serial = backward_side_kernels_seconds(t, bh, sq, hd, hdv, e)
+    return {"compute_s": compute, "serial_s": serial, "reuse_bytes": bh * pairs * pair_bytes, "pairs": pairs,
+            "ctas": ctas,
             "footprint_bytes": footprint, "feasible": feasible}
 
 

@@ -32,10 +32,14 @@ TOY_CASES: list[tuple[dict[str, Any], float, str, str]] = [
       "kernel_h": 3, "kernel_w": 3, "padding": 1, "dtype": "fp16", "algorithm": "winograd_nonfused"},
      150_994_944 / 8e12 + 7_184_384 / 1e12, "tensor", "non-fused Winograd: GEMMs plus transform streams"),
     # attention 1x4 heads x 256 x 256 x 64: 2·4·256·256·(64+64) = 67,108,864 / 8e12 = 8.389 µs;
-    # exp 262,144 / 1e11 = 2.621 µs; fp32 max/scale/sum 4 x 262,144 / 1e12 = 1.049 µs; bytes 528,384 / 1e12 = 0.5 µs.
+    # exp 262,144 / 1e11 = 2.621 µs; fp32 instructions (scale, max, sum, half a cvt: 3.5 per score, and the O
+    # rescale 256·64 per 256 x 256 tile pair, one per head) 3.5 x 262,144 + 4 x 16,384 = 983,040 at half the 1e12
+    # FLOP/s = 1.966 µs; one CTA per head on each of the 4 SMs first streams its Q tile from DRAM, 4 x 32,768 B /
+    # 1e12, and its KV tile from the L2, 4 x 65,536 B / 4e12 (0.197 µs); bytes 528,384 / 1e12 = 0.5 µs.
     # The toy's MMA is synchronous (no mma_scope: mma.sync), so FlashAttention-2 runs MMA and softmax in turn.
     ({"kind": "attention", "batch": 1, "heads": 4, "seq_q": 256, "seq_kv": 256, "head_dim": 64,
-      "dtype": "fp16"}, 67_108_864 / 8e12 + 262_144 / 1e11 + 4 * 262_144 / 1e12, "tensor",
+      "dtype": "fp16"}, 67_108_864 / 8e12 + 262_144 / 1e11 + 983_040 / 5e11 + 131_072 / 1e12 + 262_144 / 4e12,
+     "tensor",
      "flash attention (FA2: MMA then softmax), compute-bound"),
     # layernorm [64, 4096] fp32: x + y 2 x 1,048,576, gamma+beta 32,768, mean+rstd 512 = 2,130,432 B
     # / 1e12 = 2.130 µs > 8 x 262,144 / 1e12 = 2.097 µs of vector work.

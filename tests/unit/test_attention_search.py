@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 import perfmodel
-from perfmodel.search.attention_cost import _causal_pairs
+from perfmodel.machine import tables
+from perfmodel.search.attention_cost import _causal_pairs, backward_side_kernels_seconds, softmax_seconds
+from perfmodel.specs import load_hardware
 
 H100 = "nvidia-h100-sxm5-80gb"
 
@@ -93,3 +95,54 @@ def test_a100_runs_softmax_in_turn_and_h100_overlaps_it() -> None:
         cost = perfmodel.predict(hw, _attention("forward"))
         share[hw] = 4.0 * 2 * 16 * 8192 ** 2 * 128 / cost.time_s / peak
     assert share[H100] > share["nvidia-a100-sxm4-80gb"] + 0.1
+
+
+def test_softmax_time_per_tile_pair_golden() -> None:
+    """H100 SXM5, one 128 x 128 tile pair, dv = 128 (docs/model.md, 'Flash attention: FA2 vs FA3'), by hand:
+    exps 16,384 / (3.865e12 · 0.85 / 132 = 2.48883e10 /s per SM) = 658.30 ns; fp32 instructions
+    3.5 · 16,384 + 128 · 128 = 73,728 at 66.9e12 / 2 · 0.85 / 132 = 2.15398e11 /s per SM = 342.29 ns (forward);
+    backward 4 · 16,384 = 65,536 → 304.25 ns."""
+    t = tables(load_hardware(H100))
+    one = np.array([128.0])
+    fp32 = np.array([66.9e12])
+    assert float(softmax_seconds(t, one, one, one, fp32)[0]) == pytest.approx(658.30e-9 + 342.29e-9, rel=1e-4)
+    assert float(softmax_seconds(t, one, one, one, fp32, backward=True)[0]) == pytest.approx(658.30e-9 + 304.25e-9,
+                                                                                              rel=1e-4)
+
+
+def test_backward_side_kernels_golden() -> None:
+    """b·h = 16, 16,384 queries, d = dv = 128, bf16 on H100 (3.35 TB/s x 0.87): the preprocess moves per row
+    2·128·2 (O, dO) + 3·4 (LSE in, D and LSE·log2 e out) + 128·4 (dQ accumulator zeroed) = 1,036 B, the
+    postprocess 128·(4 + 2) = 768 B: 262,144 rows x 1,804 B = 472,907,776 B / 2.9145e12 B/s = 162.26 µs, plus two
+    DRAM latencies of 0.6 µs = 163.46 µs."""
+    t = tables(load_hardware(H100))
+    seconds = backward_side_kernels_seconds(t, np.array([16.0]), np.array([16384.0]), np.array([128.0]),
+                                            np.array([128.0]), np.array([2.0]))
+    assert float(seconds[0]) == pytest.approx(163.46e-6, rel=1e-4)
+
+
+def test_short_sequences_pay_the_q_tile_fill() -> None:
+    """At 512 tokens a CTA walks 4 KV tiles of 128, so streaming its Q tile from DRAM before the first MMA (at
+    its 1/132 share of HBM) is a visible share of its time; at 16K (128 tiles) it is not. 512 / 16K: 0.67 (0.86
+    with the DRAM latency alone; published FA3 at head dim 64: 333 / 497 = 0.67, FA2 at 128: 309 / 370 = 0.84)."""
+    def tflops(seq: int) -> float:
+        op = {"kind": "attention", "batch": 16384 // seq, "heads": 16, "seq_q": seq, "seq_kv": seq,
+              "head_dim": 128, "dtype": "bf16"}
+        return 4.0 * op["batch"] * 16 * seq ** 2 * 128 / perfmodel.predict(H100, op).time_s / 1e12  # type: ignore[operator]
+    assert tflops(512) < 0.75 * tflops(16384)
+
+
+def test_fa2_causal_pays_the_in_order_tail() -> None:
+    """FA2 (mma.sync: A100) launches a plain grid, a head's Q tiles lightest first, so the last CTA to start is a
+    longest one: mean + (1 − 1/SMs) x longest. 16 heads x 16K at head dim 128: 64 x 128 tiles, 4,096 CTAs over
+    108 SMs, 16 x 16,512 / 108 ≈ 2,446 tile pairs per SM and 128 for the longest CTA: causal / full 0.535 (0.506
+    with the larger of the mean and the longest, on 128 x 128 tiles). FA3's rule stays the larger of the two:
+    H100 0.496."""
+    op = {"kind": "attention", "batch": 1, "heads": 16, "seq_q": 16384, "seq_kv": 16384, "head_dim": 128,
+          "dtype": "bf16"}
+
+    def ratio(hardware: str) -> float:
+        return perfmodel.predict(hardware, {**op, "causal": True}).time_s / perfmodel.predict(hardware, op).time_s
+
+    assert 0.52 < ratio("nvidia-a100-sxm4-80gb") < 0.56
+    assert ratio(H100) < 0.51

@@ -44,8 +44,19 @@ def test_fa2_is_predicted_slower_than_fa3_on_every_published_forward_shape(resul
 
 
 def test_forward_median_error_on_h100(results: list[dict[str, object]]) -> None:
-    """Before the FA2/FA3 split: FA3 fwd non-causal 54 %, FA2 fwd 134-137 % too fast (docs/accuracy.md)."""
+    """Before the FA2/FA3 split: FA3 fwd non-causal 54 %, FA2 fwd 134-137 % too fast (docs/accuracy.md). After
+    the split 32 / 21 / 54 %; with the softmax at the fp32 instruction rate, the Q-tile fill and (FA2) the in-order
+    causal tail: 9.6 / 3.0 / 24.1 %, FA3 causal 21.7 %."""
     summary = _bench().summary(results)
-    assert summary[("fa3", "forward", "0")][0] < 0.40
-    assert summary[("fa2", "forward", "0")][0] < 0.35
-    assert summary[("fa2", "forward", "1")][0] < 0.65
+    assert summary[("fa3", "forward", "0")][0] < 0.15
+    assert summary[("fa2", "forward", "0")][0] < 0.10
+    assert summary[("fa2", "forward", "1")][0] < 0.30
+    assert summary[("fa3", "forward", "1")][0] < 0.25
+
+
+def test_backward_median_error_on_h100(results: list[dict[str, object]]) -> None:
+    """Before the backward's preprocess/postprocess kernels and CTA fill: FA3 44.7 %, FA2 98.6 %; after 21.2 /
+    72.1 % (FA2's backward on Hopper stays the largest gap: docs/model.md §6)."""
+    summary = _bench().summary(results)
+    assert summary[("fa3", "backward", "0")][0] < 0.30
+    assert summary[("fa2", "backward", "0")][0] < 0.80
