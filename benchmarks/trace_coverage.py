@@ -275,18 +275,18 @@ def measure(path: Path, waits: dict[int, float] | None = None) -> FileRow | None
 def _print(rows: list[FileRow], top_reasons: int) -> None:
     gpu = [r for r in rows if r.device_s > 0]
     sources = sorted({s for r in gpu for s in r.by_source}, key=lambda s: -sum(r.by_source.get(s, 0) for r in gpu))
-    print(f"{'file':<46}{'format':<15}{'device':<34}{'device time':>12}{'matched':>8}{'|err| med':>10}  "
+    print(f"{'file':<46}{'format':<20}{'device':<34}{'device time':>12}{'matched':>8}{'|err| med':>10}  "
           "by source / unmatched by reason (share of the file's device time)")
     for r in rows:
         if r.device_s <= 0:
-            print(f"{r.name[:45]:<46}{r.fmt:<15}{'-':<34}{'-':>12}{'-':>8}{'-':>10}  {r.note}")
+            print(f"{r.name[:45]:<46}{r.fmt[:19]:<20}{'-':<34}{'-':>12}{'-':>8}{'-':>10}  {r.note}")
             continue
         err = weighted_median(r.errors)
         src = ", ".join(f"{s} {v / r.device_s:.0%}" for s, v in sorted(r.by_source.items(), key=lambda x: -x[1]))
         why = ", ".join(f"{s} {v / r.device_s:.0%}" for s, v in
                         sorted(r.by_reason.items(), key=lambda x: -x[1])[:top_reasons])
         net = f" ({r.note}; raw |err| med {weighted_median(r.raw_errors):.1f}%)" if r.raw_errors else ""
-        print(f"{r.name[:45]:<46}{r.fmt:<15}{r.hardware[:33]:<34}{r.device_s * 1e3:>10.2f}ms{r.share:>8.1%}"
+        print(f"{r.name[:45]:<46}{r.fmt[:19]:<20}{r.hardware[:33]:<34}{r.device_s * 1e3:>10.2f}ms{r.share:>8.1%}"
               f"{err:>9.1f}%  [{src or '-'}] unmatched: [{why or '-'}]{net}")
     if not gpu:
         return
