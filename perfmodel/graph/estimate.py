@@ -21,9 +21,9 @@ from perfmodel.graph.ir import Graph, GraphError
 from perfmodel.graph.memory import DoesNotFit, MemoryReport, memory
 from perfmodel.graph.schedule import Timeline, schedule
 from perfmodel.hardware import Hardware
-from perfmodel.ops import Op, OpError, make_op
+from perfmodel.ops import ROLES, Op, OpError, make_op
 from perfmodel.ops.base import FloatArray
-from perfmodel.roofline import HardwareLike, SpaceName, Timing, predict_many, resolve_hardware
+from perfmodel.roofline import HardwareLike, SpaceName, Timing, predict_many, resolve_hardware, work_of
 
 Progress = Callable[[str, float], None]  # (stage name, fraction of the whole command done in [0, 1])
 
@@ -154,10 +154,18 @@ def estimate(graph: Graph, hardware: HardwareLike, space: SpaceName = "full", fu
     mem = memory(graph, hw)
     if check_memory and not mem.fits:
         raise DoesNotFit(graph.name, mem.explain(hw.id))
-    roles = [_largest_role(op) for op in compiled.ops]
-    return Estimate(graph, hw, batch, compiled.index, timeline, mem, report, roles)
+    return Estimate(graph, hw, batch, compiled.index, timeline, mem, report, _largest_roles(compiled.ops))
 
 
-def _largest_role(op: Op) -> str:
-    roles = op.bytes_by_role()
-    return max(roles, key=lambda r: roles[r]) if roles else ""
+def _largest_roles(ops: list[Op]) -> list[str]:
+    """Per op, the role of its largest compulsory DRAM bytes (``Op.bytes_by_role``, granularity 1), from one
+    vectorised ``work_of`` over all ops instead of one per op."""
+    if not ops:
+        return []
+    work = work_of(ops, 1.0)
+    columns = [(role, work.bytes_by_role[role].tolist()) for role in ROLES]
+    out = []
+    for i in range(len(ops)):
+        roles = {role: float(values[i]) for role, values in columns if values[i]}
+        out.append(max(roles, key=lambda r: roles[r]) if roles else "")
+    return out
