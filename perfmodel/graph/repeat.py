@@ -71,10 +71,15 @@ class LayerCopy:
                                node.unsupported, node.fallback, node.bytes_saved), at, outputs, from_at, len(names)))
         offsets = [d for x in names if x != input_name for d in _offsets(x, base)] or [0]
         self.low, self.high = min(offsets), max(offsets)
-        self.format = _SEP.join(_template(x, base, self.low, input_name) for x in names)
+        # each distinct name is formatted once (a tensor is one node's output and others' input); ``positions``
+        # spreads them back over the nodes' fields, the copies sharing the strings
+        unique = {x: k for k, x in enumerate(dict.fromkeys(names))}
+        self.positions = [unique[x] for x in names]
+        self.format = _SEP.join(_template(x, base, self.low, input_name) for x in unique)
 
     def names(self, index: int, input_name: str) -> list[str]:
-        return self.format.format(*range(index + self.low, index + self.high + 1), x=input_name).split(_SEP)
+        rendered = self.format.format(*range(index + self.low, index + self.high + 1), x=input_name).split(_SEP)
+        return list(map(rendered.__getitem__, self.positions))
 
     def render(self, index: int, stage: int, input_name: str = "",
                tensors: dict[str, Tensor] | None = None) -> tuple[list[Node], list[str]]:
