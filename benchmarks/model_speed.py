@@ -2,9 +2,12 @@
 
     python benchmarks/model_speed.py [--variants 200]
 
+0. The largest bundled config (by parameters), and a check that every bundled model's copied layers are
+   fused once per distinct layer context (dense, MoE, GPT-2 style; prefill, decode, train).
 1. Llama-3-70B (TP=8) and Llama-3.1-405B (TP=8, PP=2) prefill (8 x 2048 tokens) and decode (batch 8,
    KV 4096) on H100s with the full GEMM schedule search per distinct op: build + fuse + cost + schedule
-   + memory (CPU ms, best of 5), then to_json; copied layers against the layer-by-layer build.
+   + memory (CPU ms, best of 5), then to_json; copied layers against the layer-by-layer build; then the
+   largest model's estimate stage by stage.
 2. A sweep of hardware variants (DRAM bandwidth, matrix peak, SMEM, clock) x one workload:
    serial in this process, 2 local processes, and a 2-worker Dask LocalCluster on loopback.
 """
@@ -18,7 +21,12 @@ import time
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from perfmodel.graph import LlmConfig, LlmWorkload, Parallelism, build_llm, bundled, estimate
+from perfmodel.graph import LlmConfig, LlmWorkload, Parallelism, build_llm, bundled, bundled_names, estimate
+from perfmodel.graph.estimate import _largest_roles, compile_graph, predict_compiled
+from perfmodel.graph.fusion import RULES, fuse, fuse_slots
+from perfmodel.graph.memory import memory
+from perfmodel.graph.repeat import fuse_repeated
+from perfmodel.graph.schedule import schedule
 from perfmodel.graph.sweep import SweepSpec, run_sweep
 from perfmodel.search import gemm_kernel
 
@@ -56,6 +64,58 @@ def time_estimates(repeats: int = 5) -> None:
             print(f"{name} {phase:7} {par.tp}x{par.pp} H100, full search, {nodes} nodes, {ops} distinct ops: "
                   f"estimate {copied * 1e3:.1f} ms CPU (layer by layer {each * 1e3:.1f} ms, ratio "
                   f"{each / copied:.2f}); to_json {copied_json * 1e3:.1f} ms; step {step * 1e3:.2f} ms")
+
+
+def largest_bundled() -> tuple[str, int]:
+    """The bundled config with the most parameters (one device holding the whole model)."""
+    sizes = {name: build_llm(bundled(name), LlmWorkload(), Parallelism()).params for name in bundled_names()}
+    name = max(sizes, key=lambda n: sizes[n])
+    return name, sizes[name]
+
+
+def repeat_path_used() -> None:
+    """Every bundled model (dense, MoE, GPT-2 style), prefill/decode/train: the copied-layer plan applies
+    (one window fused per distinct layer context, then copied), not the node-by-node fallback."""
+    par = Parallelism(tp=2, pp=2, devices_per_node=8)
+    misses = []
+    for name in bundled_names():
+        for phase in ("prefill", "decode", "train"):
+            graph = build_llm(bundled(name), LlmWorkload(phase=phase, batch=4, kv_len=1024), par)
+            plan = graph.repeat
+            if plan is None or fuse_repeated(graph, plan, lambda window: fuse_slots(window, dict(RULES))) is None:
+                misses.append(f"{name} {phase}")
+    print(f"copied layers fused once per context for every bundled model x phase: {not misses} {misses or ''}")
+
+
+def stage_breakdown(name: str, par: Parallelism, repeats: int = 10) -> None:
+    """Best-of CPU ms of each stage of ``estimate`` (build, fuse, compile, cost, schedule, memory, roles)."""
+    cfg, hw = bundled(name), H100
+    from perfmodel.roofline import resolve_hardware
+
+    device = resolve_hardware(hw)
+    for phase in ("prefill", "decode"):
+        workload = LlmWorkload(phase=phase, batch=8, prompt_tokens=2048, kv_len=4096)
+        best: dict[str, float] = {}
+        for _ in range(repeats):
+            t = [time.process_time()]
+            graph = build_llm(cfg, workload, par)
+            t.append(time.process_time())
+            fuse(graph)
+            t.append(time.process_time())
+            compiled = compile_graph(graph)
+            t.append(time.process_time())
+            batch = predict_compiled(compiled, device, "full")
+            t.append(time.process_time())
+            schedule(graph, compiled.node_times(batch), par.microbatches)
+            t.append(time.process_time())
+            memory(graph, device)
+            t.append(time.process_time())
+            _largest_roles(compiled.ops)
+            t.append(time.process_time())
+            for k, stage in enumerate(("build", "fuse", "compile", "cost", "schedule", "memory", "roles")):
+                best[stage] = min(best.get(stage, float("inf")), t[k + 1] - t[k])
+        parts = ", ".join(f"{k} {v * 1e3:.2f}" for k, v in best.items())
+        print(f"{name} {phase} stages, best of {repeats} (CPU ms): {parts}; sum {sum(best.values()) * 1e3:.1f}")
 
 
 def sweep_spec(variants: int) -> SweepSpec:
@@ -105,7 +165,11 @@ def main() -> None:
     parser.add_argument("--variants", type=int, default=200)
     parser.add_argument("--no-sweeps", action="store_true", help="only the whole-model estimates")
     args = parser.parse_args()
+    name, params = largest_bundled()
+    print(f"largest bundled model: {name} ({params / 1e9:.0f} B parameters)")
+    repeat_path_used()
     time_estimates()
+    stage_breakdown(name, Parallelism(tp=8, pp=2, devices_per_node=8))
     if not args.no_sweeps:
         time_sweeps(args.variants)
 

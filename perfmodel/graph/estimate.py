@@ -21,9 +21,9 @@ from perfmodel.graph.ir import Graph, GraphError
 from perfmodel.graph.memory import DoesNotFit, MemoryReport, memory
 from perfmodel.graph.schedule import Timeline, schedule
 from perfmodel.hardware import Hardware
-from perfmodel.ops import Op, OpError, make_op
+from perfmodel.ops import ROLES, Op, OpError, make_op
 from perfmodel.ops.base import FloatArray
-from perfmodel.roofline import HardwareLike, SpaceName, Timing, predict_many, resolve_hardware
+from perfmodel.roofline import HardwareLike, SpaceName, Timing, predict_many, resolve_hardware, work_of
 
 Progress = Callable[[str, float], None]  # (stage name, fraction of the whole command done in [0, 1])
 
@@ -47,28 +47,29 @@ def compile_graph(graph: Graph) -> CompiledGraph:
     """Build each distinct op once; a bad op is an error naming its node.
 
     Ops are told apart by their JSON text; nodes that share one op dict (copied layers) are matched by
-    identity first, so the text is built once per dict."""
+    identity first, so the text is built once per dict (and the per-node work is C-level maps)."""
+    nodes = graph.nodes
+    given = [node.op if node.op is not None else node.fallback for node in nodes]
+    ids = list(map(id, given))
+    dicts = dict(zip(ids, given, strict=True))
     slots: dict[str, int] = {}
     by_id: dict[int, int] = {}  # id of an op dict -> its row (the dicts live in the graph meanwhile)
     ops: list[Op] = []
-    rows: list[int] = []
-    for node in graph.nodes:
-        op = node.op if node.op is not None else node.fallback
-        slot = by_id.get(id(op))
+    for key_id in dict.fromkeys(ids):  # first occurrences in node order: rows and errors as node by node
+        op = dicts[key_id]
+        if op is None:
+            raise GraphError(nodes[ids.index(key_id)].name, "no op and no fallback")
+        key = json.dumps(op, sort_keys=True, default=str)
+        slot = slots.get(key)
         if slot is None:
-            if op is None:
-                raise GraphError(node.name, "no op and no fallback")
-            key = json.dumps(op, sort_keys=True, default=str)
-            slot = slots.get(key)
-            if slot is None:
-                try:
-                    ops.append(make_op(op))
-                except OpError as exc:
-                    raise GraphError(node.name, str(exc)) from exc
-                slot = slots[key] = len(ops) - 1
-            by_id[id(op)] = slot
-        rows.append(slot)
-    return CompiledGraph(graph, ops, np.array(rows, dtype=np.intp))
+            try:
+                ops.append(make_op(op))
+            except OpError as exc:
+                raise GraphError(nodes[ids.index(key_id)].name, str(exc)) from exc
+            slot = slots[key] = len(ops) - 1
+        by_id[key_id] = slot
+    index = np.fromiter(map(by_id.__getitem__, ids), dtype=np.intp, count=len(ids))
+    return CompiledGraph(graph, ops, index)
 
 
 def predict_compiled(compiled: CompiledGraph, hardware: Hardware, space: SpaceName = "full",
@@ -154,10 +155,18 @@ def estimate(graph: Graph, hardware: HardwareLike, space: SpaceName = "full", fu
     mem = memory(graph, hw)
     if check_memory and not mem.fits:
         raise DoesNotFit(graph.name, mem.explain(hw.id))
-    roles = [_largest_role(op) for op in compiled.ops]
-    return Estimate(graph, hw, batch, compiled.index, timeline, mem, report, roles)
+    return Estimate(graph, hw, batch, compiled.index, timeline, mem, report, _largest_roles(compiled.ops))
 
 
-def _largest_role(op: Op) -> str:
-    roles = op.bytes_by_role()
-    return max(roles, key=lambda r: roles[r]) if roles else ""
+def _largest_roles(ops: list[Op]) -> list[str]:
+    """Per op, the role of its largest compulsory DRAM bytes (``Op.bytes_by_role``, granularity 1), from one
+    vectorised ``work_of`` over all ops instead of one per op."""
+    if not ops:
+        return []
+    work = work_of(ops, 1.0)
+    columns = [(role, work.bytes_by_role[role].tolist()) for role in ROLES]
+    out = []
+    for i in range(len(ops)):
+        roles = {role: float(values[i]) for role, values in columns if values[i]}
+        out.append(max(roles, key=lambda r: roles[r]) if roles else "")
+    return out

@@ -65,17 +65,32 @@ def _bytes(op: dict[str, Any] | None, node: str) -> float:
         raise GraphError(node, str(exc)) from exc
 
 
+OpBytes = dict[int, tuple[dict[str, Any], float]]  # id of an op dict -> (the dict, its compulsory bytes)
+
+
 class _State:
     """Nodes by slot (None once merged away), readers and producer of every tensor: O(1) updates."""
 
-    def __init__(self, graph: Graph, slots: list[Node | None]) -> None:
+    def __init__(self, graph: Graph, slots: list[Node | None], op_bytes: OpBytes | None = None) -> None:
         self.graph = graph
         self.nodes = slots
+        self.op_bytes: OpBytes = {} if op_bytes is None else op_bytes
         self.readers: dict[str, list[int]] = {}
         for i, node in enumerate(slots):
             if node is not None:
                 for name in dict.fromkeys(node.inputs):
                     self.readers.setdefault(name, []).append(i)
+
+    def bytes_of(self, op: dict[str, Any] | None, node: str) -> float:
+        """``_bytes`` of an op dict, once per dict (copied layers share theirs; ops are never mutated here)."""
+        if op is None:
+            return 0.0
+        hit = self.op_bytes.get(id(op))
+        if hit is not None and hit[0] is op:
+            return hit[1]
+        value = _bytes(op, node)
+        self.op_bytes[id(op)] = (op, value)  # holding the dict keeps its id from being reused
+        return value
 
     def readers_of(self, tensor: str) -> list[int]:
         return self.readers.get(tensor, [])
@@ -113,7 +128,8 @@ def fuse(graph: Graph, rules: tuple[str, ...] | None = None) -> FusionReport:
     if plan is not None:
         from perfmodel.graph.repeat import fuse_repeated
 
-        done = fuse_repeated(graph, plan, lambda window: fuse_slots(window, chosen))
+        op_bytes: OpBytes = {}  # shared by the windows: their layers share op dicts
+        done = fuse_repeated(graph, plan, lambda window: fuse_slots(window, chosen, op_bytes))
         if done is not None:
             graph.nodes = done[0]
             return FusionReport(done[1])
@@ -122,12 +138,13 @@ def fuse(graph: Graph, rules: tuple[str, ...] | None = None) -> FusionReport:
     return FusionReport([entry for _, _, entry in result.entries])
 
 
-def fuse_slots(graph: Graph, chosen: dict[str, Rule]) -> FusedSlots:
-    """The fusion of ``graph``'s nodes by slot, without changing the graph."""
+def fuse_slots(graph: Graph, chosen: dict[str, Rule], op_bytes: OpBytes | None = None) -> FusedSlots:
+    """The fusion of ``graph``'s nodes by slot, without changing the graph (``op_bytes``: a cache of op bytes
+    by op dict, shared by calls on graphs whose nodes share op dicts)."""
     result = FusedSlots(list(graph.nodes))
     if "attention" in chosen:
         _fuse_attention(graph, result)
-    state = _State(graph, result.slots)
+    state = _State(graph, result.slots, op_bytes)
     for i in range(len(result.slots)):
         current = i
         while current >= 0:
@@ -161,7 +178,7 @@ def _try(state: _State, i: int, rules: dict[str, Rule], entries: list[tuple[int,
 def _merge(state: _State, i: int, j: int, rule: str, label: str, op: dict[str, Any]) -> dict[str, Any]:
     a, b = state.nodes[i], state.nodes[j]
     assert a is not None and b is not None
-    saved = _bytes(a.op, a.name) + _bytes(b.op, b.name) - _bytes(op, f"{a.name}+{b.name}")
+    saved = state.bytes_of(a.op, a.name) + state.bytes_of(b.op, b.name) - state.bytes_of(op, f"{a.name}+{b.name}")
     inputs = list(dict.fromkeys([*a.inputs, *(x for x in b.inputs if x not in a.outputs)]))
     keep_a = [o for o in a.outputs if any(k != j for k in state.readers_of(o))]
     node = Node(name=_fused_name(a, b), op=op, inputs=inputs, outputs=[*keep_a, *b.outputs],

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 _LAYER = re.compile(r"layers\.(\d+)(?!\d)")
 _SEP = "\x1f"  # joins a layer's names into one format string (rendered with one call)
 _new = object.__new__
-_set = object.__setattr__
+_NODE_KEYS = Node("", None).__dict__.keys()
 
 
 def _offsets(name: str, base: int) -> list[int]:
@@ -51,25 +51,35 @@ class LayerCopy:
         self.stage = stage
         names = [output_name, *extra]  # rendered too, returned by ``render``
         self.extra = len(names)
-        self.rows: list[tuple[dict[str, Any], int, int, int, int]] = []  # fields, where its names start/end
-        self.tensor_rows: list[tuple[int, dict[str, Any]]] = []  # name position, the tensor's fields
+        # per node: its other fields (positional, as ``Node`` takes them) and where its names start/end
+        self.rows: list[tuple[tuple[Any, ...], int, int, int, int]] = []
+        self.tensor_rows: list[tuple[int, tuple[int, ...], str, str]] = []  # name position, shape, dtype, layout
         for node in nodes:
+            if node.__dict__.keys() != _NODE_KEYS:
+                raise ValueError(f"node {node.name!r}: fields beyond Node's cannot be copied")
             at = len(names)
             names += [node.name, node.layer, *node.inputs]
             outputs = len(names)
             for x in node.outputs:
                 if x in tensors:
-                    self.tensor_rows.append((len(names), tensors[x].__dict__))
+                    t = tensors[x]
+                    self.tensor_rows.append((len(names), t.shape, t.dtype, t.layout))
                 names.append(x)
             from_at = len(names)
             names += node.fused_from
-            self.rows.append((node.__dict__, at, outputs, from_at, len(names)))
+            self.rows.append(((node.op, node.source_op, node.stream, node.params, node.weight_bytes, node.stage,
+                               node.unsupported, node.fallback, node.bytes_saved), at, outputs, from_at, len(names)))
         offsets = [d for x in names if x != input_name for d in _offsets(x, base)] or [0]
         self.low, self.high = min(offsets), max(offsets)
-        self.format = _SEP.join(_template(x, base, self.low, input_name) for x in names)
+        # each distinct name is formatted once (a tensor is one node's output and others' input); ``positions``
+        # spreads them back over the nodes' fields, the copies sharing the strings
+        unique = {x: k for k, x in enumerate(dict.fromkeys(names))}
+        self.positions = [unique[x] for x in names]
+        self.format = _SEP.join(_template(x, base, self.low, input_name) for x in unique)
 
     def names(self, index: int, input_name: str) -> list[str]:
-        return self.format.format(*range(index + self.low, index + self.high + 1), x=input_name).split(_SEP)
+        rendered = self.format.format(*range(index + self.low, index + self.high + 1), x=input_name).split(_SEP)
+        return list(map(rendered.__getitem__, self.positions))
 
     def render(self, index: int, stage: int, input_name: str = "",
                tensors: dict[str, Tensor] | None = None) -> tuple[list[Node], list[str]]:
@@ -77,17 +87,16 @@ class LayerCopy:
         the names there of the output and the extra names given when recording."""
         shift = stage - self.stage
         names = self.names(index, input_name)
-        out = []
-        for fields, at, outputs, from_at, end in self.rows:
-            copy = _new(Node)
-            copy.__dict__ = {**fields, "name": names[at], "layer": names[at + 1], "inputs": names[at + 2:outputs],
-                             "outputs": names[outputs:from_at], "fused_from": names[from_at:end],
-                             "stage": fields["stage"] + shift}
-            out.append(copy)
+        # ``Node(...)`` positionally keeps the instance's values inline (about half the cost of a dict per copy)
+        out = [Node(names[at], op, names[at + 2:outputs], names[outputs:from_at], names[at + 1], source, stream,
+                    params, wbytes, node_stage + shift, unsupported, fallback, names[from_at:end], saved)
+               for (op, source, stream, params, wbytes, node_stage, unsupported, fallback, saved), at, outputs,
+               from_at, end in self.rows]
         if tensors is not None:
-            for at, fields in self.tensor_rows:
-                tensor = _new(Tensor)
-                _set(tensor, "__dict__", {**fields, "name": names[at]})
+            for at, shape, dtype, layout in self.tensor_rows:
+                tensor = _new(Tensor)  # a frozen dataclass: its fields set in its own dict, no __setattr__
+                fields = tensor.__dict__
+                fields["name"], fields["shape"], fields["dtype"], fields["layout"] = names[at], shape, dtype, layout
                 tensors[names[at]] = tensor
         return out, names[:self.extra]
 

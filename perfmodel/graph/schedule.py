@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfmodel.graph.ir import Graph
+from perfmodel.graph.ir import Graph, Stream
 from perfmodel.ops.base import FloatArray
 
 
@@ -54,8 +54,9 @@ class Timeline:
 def schedule(graph: Graph, time_s: FloatArray, microbatches: int = 1) -> Timeline:
     """Place every node on its stage's streams (``time_s`` per node, in graph order)."""
     n = len(graph.nodes)
-    if all(node.stream != "comm_overlap" for node in graph.nodes):
-        return _serial(graph, time_s, microbatches)
+    streams = [node.stream for node in graph.nodes]
+    if "comm_overlap" not in streams:
+        return _serial(graph, time_s, microbatches, streams)
     start, end = np.zeros(n), np.zeros(n)
     producer = graph.producers()
     times = time_s.tolist()
@@ -90,11 +91,11 @@ def schedule(graph: Graph, time_s: FloatArray, microbatches: int = 1) -> Timelin
                     microbatches=microbatches)
 
 
-def _serial(graph: Graph, time_s: FloatArray, microbatches: int) -> Timeline:
+def _serial(graph: Graph, time_s: FloatArray, microbatches: int, streams: list[Stream]) -> Timeline:
     """No overlapped streams: every node waits for the one before it (a running sum)."""
     end = np.cumsum(time_s)
-    stages = np.array([node.stage for node in graph.nodes], dtype=np.int64)
-    comm = np.array([node.stream == "comm" for node in graph.nodes], dtype=bool)
+    stages = np.fromiter([node.stage for node in graph.nodes], dtype=np.int64, count=len(streams))
+    comm = np.fromiter(map("comm".__eq__, streams), dtype=bool, count=len(streams))
     per_stage = np.bincount(stages, weights=time_s) if len(stages) else np.zeros(0)
     present = np.unique(stages)
     return Timeline(start_s=end - time_s, end_s=end, stage_times_s=per_stage[present].tolist(),
