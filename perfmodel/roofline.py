@@ -177,8 +177,8 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
 
     engine_times = {"matrix": t_matrix, "vector": t_vector, "special": t_special}
     columns = [t_matrix, t_vector, t_special, *level_times.values(), t_comm]
-    stack = np.vstack(columns)
-    body = np.where(gemm, np.maximum(totals.body_s, np.maximum(t_vector, t_special)), stack.max(axis=0))
+    top, which = _top(columns)
+    body = np.where(gemm, np.maximum(totals.body_s, np.maximum(t_vector, t_special)), top)
     # an algorithm's transform kernels (Winograd non-fused) stream through DRAM after the GEMMs: their time adds;
     # so do NVIDIA's NCHW -> NHWC conversions (cuDNN's nchwToNhwcKernel) before a tensor-core convolution
     serial_bytes = work.serial_bytes + 2.0 * work.nhwc_bytes * _converts_to_nhwc(t, work.matrix_dtype)
@@ -187,8 +187,8 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         body = body + serial_s
         levels[t.dram.name] = levels[t.dram.name] + serial_bytes
         level_times[t.dram.name] = level_times[t.dram.name] + serial_s
-        stack[3 + list(level_times).index(t.dram.name)] = level_times[t.dram.name]  # the bound counts them too
-    which = stack.argmax(axis=0)
+        columns[3 + list(level_times).index(t.dram.name)] = level_times[t.dram.name]  # the bound counts them too
+        which = _top(columns)[1]
     per_kernel = t.kernel_overhead_s + (d.host_overhead_s if timing == "host" else 0.0)
     if t.hardware.kind == "gpu":  # flushed caches: code and parameters come from DRAM first (efficiency.py)
         per_kernel += d.cold_start_round_trips * dram_latency
@@ -216,6 +216,20 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         compulsory_bytes=compulsory, utilization=utilization, schedule=totals.schedule,
         notes=_notes(t, work, resident, llc is not None),
     )
+
+
+def _top(columns: list[FloatArray]) -> tuple[FloatArray, np.ndarray[Any, np.dtype[np.intp]]]:
+    """Per row, the largest of ``columns`` and the first column holding it: ``np.vstack(columns).max(axis=0)``
+    and ``.argmax(axis=0)`` bit for bit (the max reduces the rows in the same order), one column at a time
+    (no columns x ops copy, no strided argmax). A NaN anywhere leaves the index to ``argmax`` (NaN wins there)."""
+    top = columns[0]
+    which = np.zeros(top.size, dtype=np.intp)
+    for j, values in enumerate(columns[1:], start=1):
+        which[values > top] = j  # strictly: a tie keeps the first column, as argmax does
+        top = np.maximum(top, values)
+    if np.isnan(top).any():
+        which = np.vstack(columns).argmax(axis=0)
+    return top, which
 
 
 def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]], m_peak: FloatArray,

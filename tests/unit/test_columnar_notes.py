@@ -93,3 +93,21 @@ def test_every_kind_of_note_is_exercised() -> None:
         kinds |= {"vector"} & {"vector" for p in t.vector_paths if p.note in texts}
         kinds |= {"llc"} & {"llc" for text in texts if text.startswith("working set fits")}
     assert kinds == {"matrix", "vector", "llc"}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_top_is_vstack_max_and_argmax(seed: int) -> None:
+    """roofline._top (column by column) gives what np.vstack(...).max / .argmax gave, bit for bit: ties keep the
+    first column, signed zeros and infinities as they were, a NaN as argmax places it."""
+    rng = np.random.default_rng(seed)
+    n = 5000
+    pool = np.array([0.0, -0.0, 1e-6, 2e-6, np.inf, 3.5e-5])
+    columns = [rng.choice(pool, n) if j % 2 else rng.random(n) * 1e-5 for j in range(7)]
+    if seed >= 4:
+        columns[seed - 1][rng.integers(0, n, 20)] = np.nan
+    top, which = roofline._top(columns)
+    stack = np.vstack(columns)
+    np.testing.assert_array_equal(top.view(np.int64), stack.max(axis=0).view(np.int64))
+    np.testing.assert_array_equal(which, stack.argmax(axis=0))
+    assert which.dtype == stack.argmax(axis=0).dtype
+
