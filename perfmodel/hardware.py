@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from perfmodel.dtypes import DType
 
@@ -80,19 +80,14 @@ class ComputeEngine(Sourced):
         "panel from the last-level cache: TMA multicast in a thread-block cluster (Hopper), the 2-SM MMA "
         "(Blackwell); null or 1: every tile loads its own panels")
 
-    @field_validator("sustained_clock_hz")
+    @field_validator("sustained_clock_hz", "energy_per_flop_j")
     @classmethod
-    def _positive_clocks(cls, clocks: dict[DType, float] | None) -> dict[DType, float] | None:
-        if clocks is not None and (not clocks or not all(v > 0 for v in clocks.values())):
-            raise ValueError("sustained_clock_hz: give at least one dtype, each clock > 0 Hz")
-        return clocks
-
-    @field_validator("energy_per_flop_j")
-    @classmethod
-    def _positive_energies(cls, energies: dict[DType, float] | None) -> dict[DType, float] | None:
-        if energies is not None and (not energies or not all(v > 0 for v in energies.values())):
-            raise ValueError("energy_per_flop_j: give at least one dtype, each energy > 0 J")
-        return energies
+    def _positive_per_dtype(cls, values: dict[DType, float] | None, info: ValidationInfo) -> dict[DType, float] | None:
+        """A per-dtype table, when given, names at least one dtype and holds only positive values."""
+        if values is not None and (not values or not all(v > 0 for v in values.values())):
+            unit = "clock > 0 Hz" if info.field_name == "sustained_clock_hz" else "energy > 0 J"
+            raise ValueError(f"{info.field_name}: give at least one dtype, each {unit}")
+        return values
 
     def sustained_fraction(self, dtype: DType, clock_hz: float | None, tdp_w: float | None = None) -> float:
         """The share of ``dtype``'s peak (given at ``clock_hz``, Hz) that the engine sustains under dense matrix
