@@ -14,13 +14,12 @@
 from __future__ import annotations
 
 import dataclasses
-import gc
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 
-from perfmodel import uncalibrated_interval
+from perfmodel import roofline_labels, uncalibrated_interval
 from perfmodel.cost import Cost, CostBatch
 from perfmodel.efficiency import ModelDefaults
 from perfmodel.hardware import Hardware
@@ -177,7 +176,7 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
 
     engine_times = {"matrix": t_matrix, "vector": t_vector, "special": t_special}
     columns = [t_matrix, t_vector, t_special, *level_times.values(), t_comm]
-    top, which = _top(columns)
+    top, which = roofline_labels.top_bound(columns)
     body = np.where(gemm, np.maximum(totals.body_s, np.maximum(t_vector, t_special)), top)
     # an algorithm's transform kernels (Winograd non-fused) stream through DRAM after the GEMMs: their time adds;
     # so do NVIDIA's NCHW -> NHWC conversions (cuDNN's nchwToNhwcKernel) before a tensor-core convolution
@@ -188,7 +187,7 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         levels[t.dram.name] = levels[t.dram.name] + serial_bytes
         level_times[t.dram.name] = level_times[t.dram.name] + serial_s
         columns[3 + list(level_times).index(t.dram.name)] = level_times[t.dram.name]  # the bound counts them too
-        which = _top(columns)[1]
+        which = roofline_labels.top_bound(columns)[1]
     per_kernel = t.kernel_overhead_s + (d.host_overhead_s if timing == "host" else 0.0)
     if t.hardware.kind == "gpu":  # flushed caches: code and parameters come from DRAM first (efficiency.py)
         per_kernel += d.cold_start_round_trips * dram_latency
@@ -201,8 +200,9 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         body = body + fresh_s
         level_times[t.dram.name] = level_times[t.dram.name] + fresh_s
     time_s = body + overhead
-    bound = _bound_names(t, work, which, ["matrix", "vector", "special", *level_times.keys(), "interconnect"],
-                         (overhead >= body) & (work.kernels > 0), work.kernels + extra_kernels == 0)
+    labels = ["matrix", "vector", "special", *level_times.keys(), "interconnect"]
+    bound = roofline_labels.bound_names(t, work, which, labels,
+                                        (overhead >= body) & (work.kernels > 0), work.kernels + extra_kernels == 0)
 
     peak_used = np.where(work.flops_matrix > 0, m_peak, v_peak)
     flops = work.flops
@@ -214,22 +214,8 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         bytes_by_level=levels, time_s_by_level=level_times,
         time_s_by_engine={**engine_times, "interconnect": t_comm},
         compulsory_bytes=compulsory, utilization=utilization, schedule=totals.schedule,
-        notes=_notes(t, work, resident, llc is not None),
+        notes=roofline_labels.row_notes(t, work, resident, llc is not None),
     )
-
-
-def _top(columns: list[FloatArray]) -> tuple[FloatArray, np.ndarray[Any, np.dtype[np.intp]]]:
-    """Per row, the largest of ``columns`` and the first column holding it: ``np.vstack(columns).max(axis=0)``
-    and ``.argmax(axis=0)`` bit for bit (the max reduces the rows in the same order), one column at a time
-    (no columns x ops copy, no strided argmax). A NaN anywhere leaves the index to ``argmax`` (NaN wins there)."""
-    top = columns[0]
-    which = np.zeros(top.size, dtype=np.intp)
-    for j, values in enumerate(columns[1:], start=1):
-        which[values > top] = j  # strictly: a tie keeps the first column, as argmax does
-        top = np.maximum(top, values)
-    if np.isnan(top).any():
-        which = np.vstack(columns).argmax(axis=0)
-    return top, which
 
 
 def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]], m_peak: FloatArray,
@@ -354,72 +340,6 @@ def _converts_to_nhwc(t: MachineTables, matrix_dtype: np.ndarray[Any, np.dtype[n
     on_tensor = np.array([p.engine == "tensor" for p in t.matrix_paths])
     out: np.ndarray[Any, np.dtype[np.bool_]] = on_tensor[matrix_dtype] & nvidia_gpu
     return out
-
-
-def _bound_names(t: MachineTables, work: Work, which: np.ndarray[Any, np.dtype[np.intp]], labels: list[str],
-                 latency: np.ndarray[Any, np.dtype[np.bool_]],
-                 idle: np.ndarray[Any, np.dtype[np.bool_]]) -> np.ndarray[Any, np.dtype[np.str_]]:
-    """What bounds each op: ``labels[which]``, an engine class replaced by the engine running it, 'latency'
-    where the fixed overhead dominates, 'none' for an op without kernels (integer codes, one lookup)."""
-    names = [*labels, *(p.engine for p in t.matrix_paths), *(p.engine for p in t.vector_paths), t.special_engine,
-             "latency", "none"]
-    matrix_at, vector_at = len(labels), len(labels) + len(t.matrix_paths)
-    special_at = vector_at + len(t.vector_paths)
-    code = which.astype(np.intp)
-    # in turn, as string replacement would: an engine named 'vector' that ran matrix work becomes the vector engine
-    for cls, replacement in (("matrix", matrix_at + work.matrix_dtype), ("vector", vector_at + work.vector_dtype),
-                             ("special", np.full(code.size, special_at))):
-        named = np.array([name == cls for name in names])
-        code = np.where(named[code], replacement, code)
-    code[latency] = special_at + 1
-    code[idle] = special_at + 2
-    out: np.ndarray[Any, np.dtype[np.str_]] = np.array(names)[code]
-    return out
-
-
-def _notes(t: MachineTables, work: Work, resident: np.ndarray[Any, np.dtype[np.bool_]],
-           has_llc: bool) -> dict[int, list[str]]:
-    """Each noted row's notes: its matrix path's note (matrix flops), else its vector path's (vector flops only),
-    then the LLC's when its working set is resident. The notes of a row are set by one small integer (matrix
-    note code, vector note code, resident flag), so the rows are coded with numpy and the dict is built from a
-    table of the distinct codes' texts (one new list per row, as before; rows in the same order: matrix-noted,
-    vector-noted, then resident only)."""
-    matrix_texts = [p.note for p in t.matrix_paths]  # by dtype code
-    vector_texts = [p.note for p in t.vector_paths]
-    matrix_noted = np.array([bool(text) for text in matrix_texts])[work.matrix_dtype]  # only ops with a note
-    vector_noted = np.array([bool(text) for text in vector_texts])[work.vector_dtype]
-    on_matrix = (work.flops_matrix > 0) & matrix_noted
-    on_vector = (work.flops_matrix == 0) & (work.flops_vector > 0) & vector_noted
-    llc_text = f"working set fits {t.llc.name}: served from it" if has_llc and t.llc is not None else None
-    served = resident & (work.dram_bytes > 0) if llc_text is not None else np.zeros(work.n, dtype=bool)
-    # code = (matrix code + 1 or 0) x (vectors + 1) x 2 + (vector code + 1 or 0) x 2 + resident
-    stride = 2 * (len(vector_texts) + 1)
-    code = (np.where(on_matrix, work.matrix_dtype + 1, 0) * stride + np.where(on_vector, work.vector_dtype + 1, 0) * 2
-            + served)
-    rows = np.flatnonzero(code)
-    if rows.size == 0:
-        return {}
-    codes = code[rows]
-    # the order the rows were added in before: matrix-noted rows, vector-noted rows, then the resident only
-    group = np.where(codes >= stride, 0, np.where(codes >= 2, 1, 2)).astype(np.int8)
-    if (group[1:] < group[:-1]).any():
-        order = np.argsort(group, kind="stable")
-        rows, codes = rows[order], codes[order]
-    table: list[tuple[str, ...]] = [()] * (int(codes.max()) + 1)
-    for c in np.flatnonzero(np.bincount(codes)).tolist():
-        matrix, rest = divmod(c, stride)
-        vector, llc = divmod(rest, 2)
-        table[c] = (*((matrix_texts[matrix - 1],) if matrix else ()), *((vector_texts[vector - 1],) if vector else ()),
-                    *((llc_text,) if llc and llc_text is not None else ()))
-    # the collector would scan the heap again and again while the lists are made (3-5x their cost at 1M rows);
-    # they hold strings only (no cycle), so it waits until they are built
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return dict(zip(rows.tolist(), map(list, map(table.__getitem__, codes.tolist())), strict=True))
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def resolve_hardware(hardware: HardwareLike) -> Hardware:

@@ -1,15 +1,16 @@
-"""roofline._notes (rows coded with numpy, lists built from a table of distinct notes) gives the notes of the
+"""roofline_labels.row_notes (rows coded with numpy, lists built from a table of distinct notes) gives the notes of the
 per-row loop it replaced: the same rows, texts, order within a row and order of rows, on every bundled device."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 from typing import Any
 
 import numpy as np
 import pytest
 
-from perfmodel import roofline
+from perfmodel import roofline_labels
 from perfmodel.columnar import predict_columns
 from perfmodel.machine import MachineTables, tables
 from perfmodel.ops import Work
@@ -18,7 +19,7 @@ from perfmodel.specs import list_hardware, load_hardware
 
 def _loop_notes(t: MachineTables, work: Work, resident: np.ndarray[Any, np.dtype[np.bool_]],
                 has_llc: bool) -> dict[int, list[str]]:
-    """The per-row loop of roofline._notes before it was coded (commit 30e5a53), kept as the reference."""
+    """The per-row loop of roofline_labels.row_notes before it was coded (commit 30e5a53), kept as the reference."""
     notes: dict[int, list[str]] = {}
     matrix_texts = [p.note for p in t.matrix_paths]
     matrix_noted = np.array([bool(text) for text in matrix_texts])[work.matrix_dtype]
@@ -50,11 +51,9 @@ def _supported_rows(device: str, columns: dict[str, Any]) -> dict[str, Any]:
     """The rows the device runs (a dtype it cannot run raises for the whole table)."""
     keep = []
     for i in range(len(columns["kind"])):
-        try:
+        with contextlib.suppress(ValueError):  # a dtype the device cannot run: the row is left out
             predict_columns(device, {k: v[i:i + 1] for k, v in columns.items()})
             keep.append(i)
-        except ValueError:
-            pass
     return {k: v[keep] for k, v in columns.items()}
 
 
@@ -62,7 +61,7 @@ def _supported_rows(device: str, columns: dict[str, Any]) -> dict[str, Any]:
 def test_coded_notes_equal_the_loop(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
     columns = _supported_rows(device, _table(120))
     seen: list[tuple[dict[int, list[str]], dict[int, list[str]]]] = []
-    coded = roofline._notes
+    coded = roofline_labels.row_notes
 
     def both(t: MachineTables, work: Work, resident: np.ndarray[Any, np.dtype[np.bool_]],
              has_llc: bool) -> dict[int, list[str]]:
@@ -70,7 +69,7 @@ def test_coded_notes_equal_the_loop(device: str, monkeypatch: pytest.MonkeyPatch
         seen.append((got, _loop_notes(t, work, resident, has_llc)))
         return got
 
-    monkeypatch.setattr(roofline, "_notes", both)
+    monkeypatch.setattr(roofline_labels, "row_notes", both)
     for warm in (False, True):
         batch = predict_columns(device, columns, warm_cache=warm)
         got, want = seen[-1]
@@ -78,7 +77,7 @@ def test_coded_notes_equal_the_loop(device: str, monkeypatch: pytest.MonkeyPatch
         assert list(got) == list(want)  # rows in the same order
         assert len({id(texts) for texts in got.values()}) == len(got)  # a list of its own per row
         assert batch.notes is got
-        assert gc.isenabled()  # _notes holds the collector only while it builds the lists
+        assert gc.isenabled()  # row_notes holds the collector only while it builds the lists
 
 
 def test_every_kind_of_note_is_exercised() -> None:
@@ -97,15 +96,15 @@ def test_every_kind_of_note_is_exercised() -> None:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_top_is_vstack_max_and_argmax(seed: int) -> None:
-    """roofline._top (column by column) gives what np.vstack(...).max / .argmax gave, bit for bit: ties keep the
-    first column, signed zeros and infinities as they were, a NaN as argmax places it."""
+    """roofline_labels.top_bound (column by column) gives what np.vstack(...).max / .argmax gave, bit for bit:
+    ties keep the first column, signed zeros and infinities as they were, a NaN as argmax places it."""
     rng = np.random.default_rng(seed)
     n = 5000
     pool = np.array([0.0, -0.0, 1e-6, 2e-6, np.inf, 3.5e-5])
     columns = [rng.choice(pool, n) if j % 2 else rng.random(n) * 1e-5 for j in range(7)]
     if seed >= 4:
         columns[seed - 1][rng.integers(0, n, 20)] = np.nan
-    top, which = roofline._top(columns)
+    top, which = roofline_labels.top_bound(columns)
     stack = np.vstack(columns)
     np.testing.assert_array_equal(top.view(np.int64), stack.max(axis=0).view(np.int64))
     np.testing.assert_array_equal(which, stack.argmax(axis=0))
