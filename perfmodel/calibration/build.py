@@ -18,6 +18,16 @@ from typing import Any
 import numpy as np
 
 from perfmodel.calibration import curve
+from perfmodel.calibration.bands import (
+    MIN_CONFORMAL_RUNS,
+    band_ratio,
+    beyond_band,
+    beyond_factor,
+    class_interval,
+    conformal_band,
+    in_range_residuals,
+    quantile_band,
+)
 from perfmodel.calibration.boost import FOLDS as TREE_FOLDS
 from perfmodel.calibration.boost import ResidualTrees, fit_residual_trees
 from perfmodel.calibration.classes import class_keys, parent_key, related, single_node_key
@@ -95,7 +105,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
         prior = (_belief(base.hardware_level, foreign) if base is not None and base.hardware_level.source != "defaults"
                  else None)
         pooled = fit_with_cv(f.take(pooled_idx), measured[pooled_idx], groups[pooled_idx], folds, seed, prior)
-        hardware_level = ClassParams("fitted", pooled.theta, int(pooled_idx.size), _interval(pooled),
+        hardware_level = ClassParams("fitted", pooled.theta, int(pooled_idx.size), class_interval(pooled),
                                      *_ranges(f.take(pooled_idx)), shape_range=curve.shape_range(f.take(pooled_idx)))
     elif base is not None and base.hardware_level.source != "defaults":
         hardware_level = _carried(base.hardware_level, base, foreign)
@@ -143,7 +153,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
             held_beyond[idx] = beyond_run
             members_of[key] = (idx, held_out_distances(coordinates(f.take(idx)), result.cv_fold)
                                if result.cv_fold is not None else np.full(idx.size, np.nan))
-            interval = _interval(result, in_range_residuals(out_of_fold, beyond_run))
+            interval = class_interval(result, in_range_residuals(out_of_fold, beyond_run))
             if np.isfinite(out_of_fold).sum() < MIN_CONFORMAL_RUNS:
                 few_held_out.append(key)
             entry = ClassParams("fitted", result.theta, int(idx.size), interval, *_ranges(f.take(idx)),
@@ -162,7 +172,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
                                 shape_range=hardware_level.shape_range, weight=borrowed(hardware_level).weight)
         else:
             entry = ClassParams("defaults", curve.IDENTITY, int(idx.size),
-                                _quantiles(np.log(measured[idx] / model_s[idx])))
+                                quantile_band(np.log(measured[idx] / model_s[idx])))
         classes[key] = entry
         cv = result.cv_residuals if result is not None else (pooled_cv[idx] if entry.source == "hardware" else None)
         rows[key] = _class_report(key, entry, f.take(idx) if f is not None and idx.size else None, measured[idx],
@@ -183,13 +193,13 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
     for key in few_held_out:  # the device's pooled held-out runs, over every class fitted here
         if pooled_band is not None:
             classes[key] = dataclasses.replace(classes[key], interval_log=pooled_band)
-            rows[key]["interval_ratio"] = _ratio(pooled_band)
+            rows[key]["interval_ratio"] = band_ratio(pooled_band)
     factor, beyond_runs = beyond_factor(list(results.values()))
     if factor is not None:
         for key, result in results.items():
-            classes[key] = dataclasses.replace(classes[key], beyond_log=_beyond_band(result, classes[key].interval_log,
+            classes[key] = dataclasses.replace(classes[key], beyond_log=beyond_band(result, classes[key].interval_log,
                                                                                       factor))
-            rows[key]["beyond_ratio"] = _ratio(classes[key].beyond_log)
+            rows[key]["beyond_ratio"] = band_ratio(classes[key].beyond_log)
     if base is not None:
         for key, seeded in base.classes.items():
             if key not in classes and seeded.source in ("fitted", "transferred"):
@@ -300,7 +310,7 @@ def _rebanded(classes: dict[str, ClassParams], rows: dict[str, dict[str, Any]],
         if key in classes and classes[key].source == "fitted" and np.isfinite(held_out).sum() >= MIN_CONFORMAL_RUNS:
             band = conformal_band(held_out)
             classes[key] = dataclasses.replace(classes[key], interval_log=band)
-            rows[key]["interval_ratio"] = _ratio(band)
+            rows[key]["interval_ratio"] = band_ratio(band)
 
 
 def _distance_bands(classes: dict[str, ClassParams], rows: dict[str, dict[str, Any]],
@@ -334,7 +344,7 @@ def _distance_bands(classes: dict[str, ClassParams], rows: dict[str, dict[str, A
         if band is None:
             continue
         classes[key] = dataclasses.replace(classes[key], interval_log=band, distance=scale)
-        rows[key]["interval_ratio"] = _ratio(band)
+        rows[key]["interval_ratio"] = band_ratio(band)
         rows[key]["distance"] = {"typical": typical, "exponent": exponent, "rho_range": [low, high]}
 
 
@@ -375,121 +385,6 @@ def _carried(seeded: ClassParams, base: Calibration, foreign: bool) -> ClassPara
                        weight=transferred(seeded).weight)
 
 
-LOG_BAND_LIMIT = math.log(1e4)  # a band edge is at most 10^4 or 10^-4 times the prediction: beyond, no information
-
-
-def _clamped(band: Range | None) -> Range | None:
-    """``band`` with each edge inside ±``LOG_BAND_LIMIT`` (so ``exp`` of it is finite and JSON can hold it)."""
-    if band is None:
-        return None
-    lo, hi = (min(max(float(v), -LOG_BAND_LIMIT), LOG_BAND_LIMIT) for v in band)
-    return lo, hi
-
-
-def _quantiles(log_residuals: FloatArray) -> Range | None:
-    r = log_residuals[np.isfinite(log_residuals)]
-    if r.size < 2:
-        return None
-    lo, hi = np.quantile(r, [0.1, 0.9])
-    return _clamped((float(lo), float(hi)))
-
-
-# Held-out runs a class needs for a band of its own (fewer: the device's pooled band): the smallest n whose
-# conformal ranks exist, ⌊0.1 (n + 1)⌋ ≥ 1 and ⌈0.9 (n + 1)⌉ ≤ n, so the band holds a new exchangeable run with
-# probability ≥ 0.8. It was 30: Vidur's two-node all-reduces and the 10-11-run LLMCompass classes took their
-# device's pooled band, over classes 3-20x apart in error. Scoreboard coverage default / swapped at 7c27155, 30 ->
-# 9: Vidur 0.846 / 0.742 -> 0.850 / 0.746 (A100 all-reduce 0.48 / 0.40 -> 1.00 / 0.93), LLMCompass 0.970 / 0.832
-# -> 0.960 / 0.762 (101 rows: a row is a point; at cefba79 it was 0.91 / 0.65 -> 0.88 / 0.68), DeepBench 0.822 /
-# 0.857 -> 0.822 / 0.861.
-MIN_CONFORMAL_RUNS = 9
-# Held-out runs inside their fold's fitted data a class needs for its in-range band to be theirs alone: the smallest
-# n whose widest conformal band (the extremes) holds a new exchangeable run with probability (n - 1) / (n + 1) of at
-# least 0.75, the low end of the aim (n = 7: 0.75).
-MIN_IN_RANGE_RUNS = 7
-
-
-def in_range_residuals(held_out: FloatArray, beyond: np.ndarray[Any, np.dtype[np.bool_]]) -> FloatArray:
-    """The out-of-fold residuals an in-range band is taken from (Mondrian split on what ``in_calibrated_range``
-    tells at prediction): those of runs held out inside their fold's fitted data when ``MIN_IN_RANGE_RUNS`` are,
-    else all (nan for the others). Runs held out beyond their fold's data are extrapolations: the beyond band's."""
-    within = np.isfinite(held_out) & ~beyond
-    if int(within.sum()) < MIN_IN_RANGE_RUNS:
-        return held_out
-    out: FloatArray = np.where(within, held_out, np.nan)
-    return out
-
-
-def conformal_band(log_residuals: FloatArray) -> Range | None:
-    """Split-conformal 10-90 % band of held-out log residuals: of the n finite ones sorted, the
-    ⌊0.1 (n + 1)⌋-th and the ⌈0.9 (n + 1)⌉-th (the extremes when n is small), so a new run exchangeable with
-    them falls inside with probability ≥ 0.8 (Vovk et al.; Lei et al. 2018). None below 2 residuals."""
-    r = np.sort(log_residuals[np.isfinite(log_residuals)])
-    if r.size < 2:
-        return None
-    low = max(math.floor(0.1 * (r.size + 1)), 1)
-    high = min(math.ceil(0.9 * (r.size + 1)), r.size)
-    return _clamped((float(r[low - 1]), float(r[high - 1])))
-
-
-def _interval(result: FitResult, held_out: FloatArray | None = None) -> Range | None:
-    """The conformal band (``conformal_band``) of ``held_out`` (each run's out-of-fold log residual, default
-    the fit's k-fold ones); the in-sample residuals' band when fewer than 5 were held out."""
-    cv = result.cv_residuals if held_out is None else held_out
-    if cv is not None and np.isfinite(cv).sum() >= 5:
-        return conformal_band(cv)
-    return _quantiles(result.residuals)
-
-
-MIN_BEYOND_RUNS = 10  # held-out runs beyond their fold's data a device needs before its beyond band is set
-BEYOND_QUANTILE = 0.8  # the 10-90 % band's coverage
-
-
-MIN_WITHIN_RUNS = 5  # held-out runs inside their fold's data a class needs for its within band
-
-
-def _within_band(result: FitResult) -> Range | None:
-    """The 10-90 % band of the k-fold residuals of runs held out inside their fold's data, stretched to hold 0
-    (the calibrated prediction itself); None with fewer than ``MIN_WITHIN_RUNS`` of them."""
-    cv = result.cv_residuals
-    if cv is None:
-        return None
-    within = cv[np.isfinite(cv) & (~result.cv_outside if result.cv_outside is not None else True)]
-    band = _quantiles(within) if within.size >= MIN_WITHIN_RUNS else None
-    return None if band is None else (min(band[0], -1e-3), max(band[1], 1e-3))
-
-
-def beyond_factor(results: Sequence[FitResult]) -> tuple[float | None, int]:
-    """How much wider than its class's cross-validated band an op beyond the fitted data misses: over every
-    class's k-fold runs held out beyond their fold's data (``fit.outside``), the ``BEYOND_QUANTILE`` of
-    |residual| / the band's edge on its side (1 = at the edge); at least 1. None below ``MIN_BEYOND_RUNS``."""
-    ratios = []
-    for result in results:
-        cv, beyond, band = result.cv_residuals, result.cv_outside, _within_band(result)
-        if cv is None or beyond is None or band is None:
-            continue
-        out = cv[beyond & np.isfinite(cv)]
-        ratios.append(np.where(out > 0, out / band[1], out / band[0]))
-    pooled = np.concatenate(ratios) if ratios else np.zeros(0)
-    if pooled.size < MIN_BEYOND_RUNS:
-        return None, int(pooled.size)
-    return max(1.0, float(np.quantile(pooled, BEYOND_QUANTILE))), int(pooled.size)
-
-
-def _beyond_band(result: FitResult, interval: Range | None, factor: float) -> Range | None:
-    """The class's within band times ``factor``, never narrower than ``interval``."""
-    band = _within_band(result)
-    if band is None:
-        return interval
-    lo, hi = band[0] * factor, band[1] * factor
-    return _clamped((lo, hi) if interval is None else (min(lo, interval[0]), max(hi, interval[1])))
-
-
-def _ratio(band: Range | None) -> list[float] | None:
-    """The band as ratios t / t_cal (edges clamped to ±``LOG_BAND_LIMIT``: never an overflow)."""
-    edges = _clamped(band)
-    return None if edges is None else [math.exp(edges[0]), math.exp(edges[1])]
-
-
 def _ranges(f: curve.Features) -> tuple[Range | None, Range]:
     flops = f.log10_flops[f.has_flops]
     flops_range = (float(flops.min()), float(flops.max())) if flops.size else None
@@ -505,7 +400,7 @@ def _class_report(key: str, entry: ClassParams, f: curve.Features | None, measur
                            "weight": entry.weight, "folds": folds,
                            "form": form,
                            "in_sample": None, "cv": None, "uncalibrated": None, "size_range": None,
-                           "interval_ratio": _ratio(entry.interval_log)}
+                           "interval_ratio": band_ratio(entry.interval_log)}
     if f is not None and measured.size:
         calibrated = curve.time_s(entry.applied_theta, f)
         out["in_sample"] = abs_pct(np.log(measured / calibrated))

@@ -15,7 +15,7 @@ import pytest
 
 from perfmodel import predict_many
 from perfmodel.calibration import Calibration, fit_calibration, predict_calibrated
-from perfmodel.calibration.build import MIN_BEYOND_RUNS, beyond_factor
+from perfmodel.calibration.bands import MIN_BEYOND_RUNS, beyond_factor
 from perfmodel.calibration.curve import Features
 from perfmodel.calibration.fit import FitResult, outside
 from perfmodel.calibration.shape import N_SHAPE

@@ -9,7 +9,7 @@ import numpy as np
 
 import perfmodel
 from perfmodel.calibration import Calibration, curve, fit_calibration, predict_calibrated
-from perfmodel.calibration.build import (
+from perfmodel.calibration.bands import (
     LOG_BAND_LIMIT,
     MIN_CONFORMAL_RUNS,
     MIN_IN_RANGE_RUNS,

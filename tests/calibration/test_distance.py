@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from perfmodel.calibration.build import conformal_band
+from perfmodel.calibration.bands import conformal_band
 from perfmodel.calibration.distance import (
     MAX_EXPONENT,
     DistanceScale,

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from perfmodel.calibration import Calibration, build, fit_calibration, predict_calibrated
-from perfmodel.calibration.build import beyond_factor
+from perfmodel.calibration import Calibration, bands, fit_calibration, predict_calibrated
+from perfmodel.calibration.bands import beyond_factor
 from perfmodel.calibration.fit import FitResult
 from tests.calibration.test_calibration import HW, gemms, norms
 
@@ -80,8 +80,9 @@ def test_a_huge_beyond_factor_on_a_wide_band_cannot_overflow() -> None:
     wide = FitResult(np.zeros(1), wide_cv, wide_cv, 5, "scale", np.zeros(60, dtype=bool))
     factor, _ = beyond_factor([tight, wide])
     assert factor is not None and factor > 1000
-    band = build._beyond_band(wide, (-3.0, 3.0), factor)
-    assert band is not None and -build.LOG_BAND_LIMIT <= band[0] < band[1] <= build.LOG_BAND_LIMIT
-    ratio = build._ratio(band)
+    band = bands.beyond_band(wide, (-3.0, 3.0), factor)
+    assert band is not None and -bands.LOG_BAND_LIMIT <= band[0] < band[1] <= bands.LOG_BAND_LIMIT
+    ratio = bands.band_ratio(band)
     assert ratio is not None and all(np.isfinite(ratio))
-    np.testing.assert_allclose(build._ratio((-1e6, 1e6)) or [], np.exp([-build.LOG_BAND_LIMIT, build.LOG_BAND_LIMIT]))
+    limit = bands.LOG_BAND_LIMIT
+    np.testing.assert_allclose(bands.band_ratio((-1e6, 1e6)) or [], np.exp([-limit, limit]))
