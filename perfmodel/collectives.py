@@ -126,6 +126,18 @@ def socket_bound_bytes_per_s(t: MachineTables, p: FloatArray, q: FloatArray) -> 
     return np.where(np.minimum(p, q) > per_node / 2.0, link, np.inf)
 
 
+def switch_bound_bytes_per_s(t: MachineTables, p: FloatArray) -> FloatArray:
+    """A PCIe node whose devices share a switch uplink (``devices_per_pcie_switch``): a ring's members behind one
+    switch (ranks packed in order) all send up and receive down that one link, each getting its share; inf
+    otherwise."""
+    ic = t.hardware.interconnect
+    shared = ic.devices_per_pcie_switch if ic is not None else None
+    if not shared or shared < 2 or _topology(t.hardware) != "pcie":
+        return np.full(p.shape, np.inf)
+    link = (ic.link_bandwidth_bytes_per_s if ic is not None else None) or 25e9
+    return link * t.defaults.link_efficiency / np.clip(p, 1.0, float(shared))
+
+
 def _base_s(t: MachineTables, base_us: float) -> float:
     """NCCL's base latency without the kernel launch, which the model already charges per kernel."""
     return max(base_us * 1e-6 * t.defaults.collective_latency_scale - t.kernel_overhead_s, 0.0)
@@ -154,7 +166,7 @@ def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArra
         hop = np.where(pair, "nvlink", hop)
     multi = nodes > 1
     bus = np.where(multi, np.minimum(bus, q * nic.bandwidth_bytes_per_s), bus)
-    bus = np.minimum(bus, socket_bound_bytes_per_s(t, p, q))
+    bus = np.minimum(bus, np.minimum(socket_bound_bytes_per_s(t, p, q), switch_bound_bytes_per_s(t, p)))
     nvlink = hop == "nvlink"
     channels = ring_channels(t, p, nodes)
     ll_max = np.where(multi, np.where(nodes <= 2, _LL_MAX_GBPS_MULTI_NODE[0], _LL_MAX_GBPS_MULTI_NODE[1]),

@@ -162,6 +162,10 @@ class Interconnect(Sourced):
         default=None, gt=0, description="Per direction, sustained: the CPU socket link (QPI, UPI, xGMI) of a dual-root "
         "PCIe node, which a ring over more than half the node's devices crosses; NCCL's topology counts Intel QPI 6, "
         "Skylake UPI 10, AMD 16 GB/s (src/graph/topo.h); null: one root, nothing to cross")
+    devices_per_pcie_switch: int | None = Field(
+        default=None, gt=0, description="PCIe nodes: devices behind one PCIe switch whose collective traffic shares "
+        "the switch's one uplink (link_bandwidth_bytes_per_s) to the CPU, as where it is staged through host memory "
+        "instead of moving peer to peer; null: each device's traffic has its own link")
     host_link_bandwidth_bytes_per_s: float | None = Field(
         default=None, gt=0, description="Per direction: the link to the host's memory (PCIe x16, NVLink-C2C) that "
         "memcpy HtoD/DtoH crosses; null: PCIe 4.0 x16 (25e9) is assumed")

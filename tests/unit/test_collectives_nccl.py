@@ -106,15 +106,16 @@ def test_tpus_and_npus_run_no_gpu_protocols() -> None:
 
 
 def test_p100_pcie_node_rings_run_over_pcie_and_one_fdr_port() -> None:
-    """DeepBench's all-reduce node (8 P100 PCIe cards on PLX switches, InfiniBand FDR across nodes): a 256 MB ring
-    on one socket's 4 cards moves 2 x 3/4 x S at PCIe 3.0 x16 (15.75 GB/s x 0.8); across two nodes the node's one
-    FDR port (6.8 GB/s, 0.85 GB/s per GPU x 8) sets the ring's bus bandwidth, not the NVLink of the SXM2 part."""
+    """DeepBench's all-reduce node (8 P100 PCIe cards, two on each PLX switch, InfiniBand FDR across nodes): a 256 MB
+    ring on one socket's 4 cards moves 2 x 3/4 x S at half of PCIe 3.0 x16 (15.75 GB/s x 0.8 / 2: the switch's one
+    uplink carries both its cards' traffic); across two nodes the node's one FDR port (6.8 GB/s, 0.85 GB/s per GPU
+    x 8) sets the ring's bus bandwidth, not the NVLink of the SXM2 part."""
     p100 = tables(load_hardware("nvidia-p100-pcie-16gb"))
     eff = p100.defaults.link_efficiency
     size = 256e6
     algo, proto, seconds = nccl_choice(p100, "allreduce", size, 4)
     assert (algo, proto) == ("ring", "Simple")
-    assert 2 * 3 / 4 * size / (15.75e9 * eff) < seconds < 1.05 * 2 * 3 / 4 * size / (15.75e9 * eff)
+    assert 2 * 3 / 4 * size / (15.75e9 * eff / 2) < seconds < 1.05 * 2 * 3 / 4 * size / (15.75e9 * eff / 2)
     _, _, across = nccl_choice(p100, "allreduce", size, 16)
     assert across == pytest.approx(2 * 15 / 16 * size / (8 * 0.85e9 * eff), rel=0.02)
     sxm2 = _time("nvidia-p100-sxm2-16gb", bytes=size, devices=8)
@@ -166,9 +167,22 @@ def test_a_ring_across_nodes_pays_nccls_plateau_latency() -> None:
 def test_a_ring_over_both_sockets_of_a_dual_root_node_crosses_qpi() -> None:
     """DeepBench's P100 node: 8 PCIe 3.0 cards, 4 per CPU socket, sockets joined by QPI (NCCL topo.h QPI_BW 6 GB/s).
     256 MB on 8 cards: a ring over both sockets, bus min(15.75 x 0.8, 6) = 6 GB/s, so 2 x 7/8 x 256 MB / 6 GB/s
-    = 74.7 ms plus Simple's 8.4 + 14 x 5.7 µs on PCIe (76.6 ms measured); on 4 cards, one socket, 12.6 GB/s."""
+    = 74.7 ms plus Simple's 8.4 + 14 x 5.7 µs on PCIe (76.6 ms measured); on 4 cards, one socket, the two cards
+    behind each PLX switch share its x16 uplink: 12.6 / 2 = 6.3 GB/s (67.2 ms measured, 2 x 3/4 x 256 MB / 6.3 GB/s
+    = 61.0 ms; was 30.6 ms at the full 12.6)."""
     size = 256e6
     eight = _time("nvidia-p100-pcie-16gb", bytes=size, devices=8, dtype="fp32")
     assert eight == pytest.approx(2 * 7 / 8 * size / 6e9 + (8.4 + 14 * 5.7) * 1e-6, rel=1e-6)
     four = _time("nvidia-p100-pcie-16gb", bytes=size, devices=4, dtype="fp32")
-    assert four == pytest.approx(2 * 3 / 4 * size / (15.75e9 * 0.8) + (8.4 + 6 * 5.7) * 1e-6, rel=1e-6)
+    assert four == pytest.approx(2 * 3 / 4 * size / (15.75e9 * 0.8 / 2) + (8.4 + 6 * 5.7) * 1e-6, rel=1e-6)
+
+
+def test_two_cards_behind_one_pcie_switch_share_its_uplink() -> None:
+    """DeepBench's README: two GPUs per PLX switch, 'all pairs of GPUs communicate simultaneously over 16 lanes of
+    PCIe v3'. 258 MB (64.5 M floats) on 2 cards: each sends S and receives S through the one x16 uplink, so
+    S / (15.75 GB/s x 0.8 / 2) + (8.4 + 2 x 5.7) µs = 40.96 ms (43.8 ms measured; 20.5 ms at the full x16). A spec
+    without the field keeps each card's own link."""
+    size = 258e6
+    two = _time("nvidia-p100-pcie-16gb", bytes=size, devices=2, dtype="fp32")
+    assert two == pytest.approx(size / (15.75e9 * 0.8 / 2) + (8.4 + 2 * 5.7) * 1e-6, rel=1e-6)
+    assert _time("nvidia-a100-pcie-80gb", bytes=size, devices=4) == pytest.approx(1.5 * size / (32e9 * 0.8), rel=0.01)
