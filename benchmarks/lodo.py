@@ -39,7 +39,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from measured_data import FLUSHED_DATASETS, HOST_ISSUED_LOOPS, Row, _read, all_rows, compiled_call
+from measured_data import (
+    FLUSHED_DATASETS,
+    HOST_ISSUED_LOOPS,
+    UNSYNCED_COLLECTIVE_LAUNCHES,
+    Row,
+    _read,
+    all_rows,
+    compiled_call,
+)
 
 import perfmodel
 from perfmodel.collectives import devices_per_node
@@ -80,10 +88,15 @@ GRIDS: dict[str, tuple[float, ...]] = {
 # compiled_call_s (0-50 us) is switched off, fixed at 0: fitted beside the others it let the A100 fold's kernel floor
 # drop to 1 us, and the A100's 6,141 elementwise rows lost more than layer norm (84 rows) and softmax (44) gained
 # (docs/accuracy.md, fourth pass). _predict still adds it where a caller gives it.
+# Vidur's eager, unsynchronised collective calls (measured_data.UNSYNCED_COLLECTIVE_LAUNCHES) last at least the
+# host's interval between two eager torch.distributed calls: time = max(prediction, peer_issue_interval_s), a
+# property of that harness, fitted the same way on the other devices' rows of it (never the held-out device's).
 HARNESS_GRIDS: dict[str, tuple[float, ...]] = {
     "issue_interval_s": (0.0, 5e-6, 10e-6, 15e-6, 20e-6),
+    "peer_issue_interval_s": (0.0, 10e-6, 20e-6, 30e-6, 40e-6, 50e-6, 60e-6),
 }
-HARNESS_TERMS = frozenset({"compiled_call_s", "issue_interval_s"})  # what _predict reads from a harness dict
+# what _predict reads from a harness dict
+HARNESS_TERMS = frozenset({"compiled_call_s", "issue_interval_s", "peer_issue_interval_s"})
 FIT_ROWS_PER_CELL = 200
 FIT_PASSES = 2
 
@@ -134,6 +147,10 @@ def _predict(rows: Sequence[Row], defaults_of: dict[str, ModelDefaults], harness
     if issue_s:
         looped = np.array([r.dataset in HOST_ISSUED_LOOPS for r in rows])
         out = np.where(looped, np.maximum(out, issue_s), out)
+    peer_s = (harness or {}).get("peer_issue_interval_s", 0.0)
+    if peer_s:
+        held = np.array([(r.dataset, r.label) in UNSYNCED_COLLECTIVE_LAUNCHES for r in rows])
+        out = np.where(held, np.maximum(out, peer_s), out)
     return out
 
 
