@@ -38,3 +38,33 @@ def test_vidur_multi_node_rows_are_banded_as_unknown_network() -> None:
     assert lodo._in_scope(on_node, "network known") and not lodo._in_scope(on_node, "across, unknown network")
     assert lodo._in_scope(deepbench, "across nodes") and lodo._in_scope(deepbench, "network known")
     assert all(lodo._in_scope(r, "all") for r in (across, on_node, deepbench))
+
+
+def test_vidurs_unsynchronised_all_reduce_lasts_at_least_the_peer_issue_interval() -> None:
+    """Vidur's all-reduce (rank 0's kernels over eager, unsynchronised calls) is max(device time, the host's issue
+    interval); its send/recv and the other data sets' all-reduce are device time."""
+    a100 = "nvidia-a100-sxm4-80gb"
+    small = {"kind": "allreduce", "bytes": 2048.0, "devices": 8, "devices_per_node": 8, "dtype": "fp16"}
+    send = {**small, "kind": "sendrecv", "devices": 2, "devices_per_node": 2}
+    rows = [data.Row("vidur", a100, small, 3e-5, "kernel", "allreduce", "allreduce"),
+            data.Row("llmcompass", a100, small, 3e-5, "kernel", "allreduce", "allreduce"),
+            data.Row("vidur", a100, send, 3e-5, "kernel", "sendrecv", "sendrecv")]
+    shipped = {a100: lodo.defaults_for(load_hardware(a100))}
+    device = lodo._predict(rows, shipped)
+    held = lodo._predict(rows, shipped, {"peer_issue_interval_s": 60e-6})
+    assert device[0] < 60e-6 and held[0] == 60e-6
+    assert list(held[1:]) == list(device[1:])
+
+
+def test_collective_rows_choose_only_collective_defaults() -> None:
+    """The joint refit: kernel defaults are chosen on the kernel rows alone, collective ones on the collective rows
+    alone, so adding collective rows never moves a kernel default."""
+    a100 = "nvidia-a100-sxm4-80gb"
+    kernels = [r for r in data.vidur() if r.hardware == a100][:40:4]
+    ar = [r for r in data.collectives() if r.dataset == "llmcompass"][::4]
+    shipped = {a100: lodo.defaults_for(load_hardware(a100))}
+    grids = {k: lodo.GRIDS[k] for k in ("kernel_overhead_s", "link_efficiency")}
+    alone = lodo.fit_defaults(kernels, shipped, grids)
+    both = lodo.fit_defaults([*kernels, *ar], shipped, grids)
+    assert both["kernel_overhead_s"] == alone["kernel_overhead_s"]
+    assert lodo.fit_defaults(ar, shipped, grids)["link_efficiency"] == both["link_efficiency"]
