@@ -280,14 +280,17 @@ def _point_to_point(t: MachineTables, kind: IntArray, size: FloatArray, p: Float
     intra, nic, _ = fabrics(t)
     ic = t.hardware.interconnect
     link = np.full(p.shape, intra.bandwidth_bytes_per_s)
-    if ic is not None and ic.bridge_bandwidth_bytes_per_s:
-        link = np.where((p == 2) & (nodes == 1), ic.bridge_bandwidth_bytes_per_s * t.defaults.link_efficiency, link)
+    nvlink = np.full(p.shape, intra.hop != "pcie")
+    if ic is not None and ic.bridge_bandwidth_bytes_per_s:  # a bridged pair talks over the bridge: NVLink
+        bridged = (p == 2) & (nodes == 1)
+        link = np.where(bridged, ic.bridge_bandwidth_bytes_per_s * t.defaults.link_efficiency, link)
+        nvlink = nvlink | bridged
     multi = nodes > 1
     # a message up to P2P_LL_THRESHOLD_BYTES runs LL (8-byte stores: 4 data bytes and a flag), larger ones Simple
     ll = (size <= P2P_LL_THRESHOLD_BYTES) & (t.hardware.kind == "gpu")
     proto_share = np.where(ll, 0.5, 1.0)
-    tier = "pcie" if intra.hop == "pcie" else "nvlink"
-    hop = np.where(ll, _hop_s(t, tier, "ring", LL), _hop_s(t, tier, "ring", SIMPLE))
+    hop = np.where(ll, np.where(nvlink, _hop_s(t, "nvlink", "ring", LL), _hop_s(t, "pcie", "ring", LL)),
+                   np.where(nvlink, _hop_s(t, "nvlink", "ring", SIMPLE), _hop_s(t, "pcie", "ring", SIMPLE)))
     net_hop = np.where(ll, _hop_s(t, "net", "ring", LL), _hop_s(t, "net", "ring", SIMPLE))
     send = np.where(multi, net_hop + size / (nic.bandwidth_bytes_per_s * proto_share),
                     hop + size / (link * proto_share))
