@@ -106,7 +106,13 @@ def render_cost(cost: Cost) -> str:
 
 
 def resolve_hardware(hardware_id: str) -> Hardware:
-    """A bundled device, else a custom one stored in the service's database (e.g. ``host``)."""
+    """A bundled device (pre-validated: perfmodel.spec_cache), else a custom one stored in the service's database
+    (e.g. ``host``)."""
+    from perfmodel.spec_cache import bundled_hardware
+
+    cached = bundled_hardware(hardware_id)
+    if cached is not None:
+        return cached
     from perfmodel.specs import load_hardware, parse_spec
 
     try:
