@@ -1,33 +1,33 @@
-"""Pre-validated bundled devices for the ``perfmodel`` command (issue 25, benchmarks/cli_start.py).
+"""Pre-validated bundled devices for ``perfmodel predict`` (issue 25, benchmarks/cli_start.py).
 
-Validating a spec builds the pydantic validators of the hardware model (``defer_build``: ~0.04-0.06 s of CPU on
-first use in a process, more than the prediction itself). The command instead loads a bundled device from a
-pickle of the object the validated path returned, written on first use under ``$PERFMODEL_CACHE_DIR`` (else
-``$XDG_CACHE_HOME/perfmodel``, else ``~/.cache/perfmodel``) and read back only while its key matches: the key is
-the sha256 of the device's spec file (from the library's current index, perfmodel.spec_index), the package
-version, the pydantic version and the source of the model (perfmodel/hardware.py, perfmodel/dtypes.py). Anything
-else (an edited spec, a stale index, another version, a specs directory of the user's, an unknown id, a cache
-that cannot be read or written) takes the validated path: same object, same output, slower.
+Validating a spec imports pydantic and builds the hardware model's validators (~0.15 s of CPU together, more
+than the prediction itself). ``predict`` instead loads a bundled device from a pickle of the plain copy
+(perfmodel.hardware_methods.plain_copy) of the object the validated path returned, written on first use under
+``$PERFMODEL_CACHE_DIR`` (else ``$XDG_CACHE_HOME/perfmodel``, else ``~/.cache/perfmodel``) and read back only
+while its key matches: the sha256 of the device's spec file (from the library's current index,
+perfmodel.spec_index), the package version, pydantic's version.py and the model's source (perfmodel/hardware.py,
+hardware_methods.py, dtypes.py). Anything else (an edited spec, a stale index, another version, a specs
+directory of the user's, an unknown id, a cache that cannot be read or written) takes the validated path: same
+values, same output, slower.
 
-Only the command uses it (perfmodel.cli_fast.resolve_hardware); the API and ``perfmodel.specs`` validate as
-before. Imports nothing heavy of its own: the pickle imports the hardware model.
+Only ``predict`` without a calibration uses it (perfmodel.cli_fast.predict_text); the API, the other commands
+and ``perfmodel.specs`` validate as before. Imports neither pydantic nor the hardware model while the pickle is
+current. A pickle runs code when loaded: the cache folder must be the user's own (as ~/.cache is).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import pickle
-from typing import TYPE_CHECKING
 
 from perfmodel import __version__, spec_index
-
-if TYPE_CHECKING:
-    from perfmodel.hardware import Hardware
+from perfmodel.hardware_methods import PlainHardware, plain_copy
 
 CACHE_DIR_ENV = "PERFMODEL_CACHE_DIR"
-FORMAT = 1  # bump when what is pickled changes
-_MODEL_SOURCES = ("hardware.py", "dtypes.py")
+FORMAT = 2  # bump when what is pickled changes
+_MODEL_SOURCES = ("hardware.py", "hardware_methods.py", "dtypes.py")
 
 
 def cache_dir() -> str:
@@ -41,16 +41,20 @@ def cache_dir() -> str:
 
 def cache_key(file_sha256: str) -> str | None:
     """The key of a device whose spec file has ``file_sha256``: it changes with the file, the package version, the
-    pydantic version and the model's source; None where that source cannot be read."""
-    import pydantic  # loaded already by the pickle's classes; its version is part of the pickled state's meaning
-
-    digest = hashlib.sha256(f"{FORMAT}\0{__version__}\0{pydantic.VERSION}\0{file_sha256}".encode())
+    pydantic version (its version.py, read, not imported) and the model's source; None where a source cannot be
+    read."""
+    digest = hashlib.sha256(f"{FORMAT}\0{__version__}\0{file_sha256}".encode())
     here = os.path.dirname(os.path.abspath(__file__))
     try:
-        for name in _MODEL_SOURCES:
-            with open(os.path.join(here, name), "rb") as stream:
+        spec = importlib.util.find_spec("pydantic")
+        origin = None if spec is None else spec.origin
+        if origin is None:
+            return None
+        for path in (os.path.join(os.path.dirname(origin), "version.py"),
+                     *(os.path.join(here, name) for name in _MODEL_SOURCES)):
+            with open(path, "rb") as stream:
                 digest.update(b"\0" + stream.read())
-    except OSError:
+    except (OSError, ImportError, ValueError):
         return None
     return digest.hexdigest()[:32]
 
@@ -72,10 +76,10 @@ def cache_path(hardware_id: str, key: str) -> str:
     return os.path.join(cache_dir(), f"hardware-{hardware_id}-{key}.pickle")
 
 
-def bundled_hardware(hardware_id: str) -> Hardware | None:
-    """A bundled device from its pre-validated pickle while the key matches, else validated (and the pickle
-    written for the next call); None where the cache does not apply (see the module's doc): the caller loads it
-    as usual."""
+def bundled_plain(hardware_id: str) -> PlainHardware | None:
+    """The plain copy of a bundled device from its pickle while the key matches, else of the validated device
+    (and the pickle written for the next call); None where the cache does not apply (see the module's doc): the
+    caller loads the device as usual."""
     file_hash = _bundled_file_hash(hardware_id)
     key = None if file_hash is None else cache_key(file_hash)
     if key is None:
@@ -86,12 +90,12 @@ def bundled_hardware(hardware_id: str) -> Hardware | None:
         return cached
     from perfmodel.specs import load_hardware
 
-    hardware = load_hardware(hardware_id)
-    _write(path, hardware)
-    return hardware
+    plain = plain_copy(load_hardware(hardware_id))
+    _write(path, plain)
+    return plain
 
 
-def _read(path: str, hardware_id: str) -> Hardware | None:
+def _read(path: str, hardware_id: str) -> PlainHardware | None:
     try:
         with open(path, "rb") as stream:
             data = stream.read()
@@ -101,17 +105,14 @@ def _read(path: str, hardware_id: str) -> Hardware | None:
         loaded = pickle.loads(data)
     except Exception:  # a damaged or foreign file: validate instead, and rewrite it
         return None
-    from perfmodel.hardware import Hardware
-
-    return loaded if isinstance(loaded, Hardware) and loaded.id == hardware_id else None
+    return loaded if isinstance(loaded, PlainHardware) and loaded.id == hardware_id else None
 
 
-def _write(path: str, hardware: Hardware) -> None:
-    """Pickle ``hardware`` (its content hash computed, so ``predict --json`` needs no serializer either) to
-    ``path`` atomically; older pickles of the device are removed. A cache that cannot be written is skipped."""
+def _write(path: str, hardware: PlainHardware) -> None:
+    """Pickle ``hardware`` to ``path`` atomically; older pickles of the device are removed. A cache that cannot be
+    written is skipped."""
     import tempfile
 
-    _ = hardware.content_hash
     folder, name = os.path.split(path)
     stem = name.rsplit("-", 1)[0]  # hardware-<id>: the key has no '-'
     try:
