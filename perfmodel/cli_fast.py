@@ -16,7 +16,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from perfmodel.units import format_bytes, format_rate, format_time_s
 
@@ -120,6 +120,16 @@ def resolve_hardware(hardware_id: str) -> Hardware:
         return parse_spec(row.spec, f"stored hardware {hardware_id!r}")
 
 
+def bundled_or_resolved(hardware_id: str) -> Hardware:
+    """A bundled device as its pre-validated plain copy (perfmodel.spec_cache: no pydantic to import, no validator
+    to build), else ``resolve_hardware``. The copy has the fields and lookups of a ``Hardware``, not its pydantic
+    API: only for the prediction's own code."""
+    from perfmodel.spec_cache import bundled_plain
+
+    plain = bundled_plain(hardware_id)
+    return resolve_hardware(hardware_id) if plain is None else cast("Hardware", plain)
+
+
 def stored_calibration(hardware_id: str, ref: str) -> tuple[Calibration, int]:
     """A stored calibration of ``hardware_id`` by id or 'latest', and its id."""
     from perfmodel.calibration import Calibration
@@ -138,13 +148,13 @@ def predict_text(hardware_id: str, kind: str, fields: list[str] | None, timing: 
     """``perfmodel predict``: one op on one device, as text or JSON."""
     from perfmodel.ops import OpError, make_op
     from perfmodel.roofline import predict_many
-    from perfmodel.specs import SpecError
+    from perfmodel.spec_error import SpecError
 
     op = {"kind": kind, **parse_assignments(fields or [])}
     if timing not in ("kernel", "host"):
         raise CliError("--timing is kernel or host")
     try:
-        hardware = resolve_hardware(hardware_id)
+        hardware = bundled_or_resolved(hardware_id) if calibration is None else resolve_hardware(hardware_id)
         fitted = stored_calibration(hardware.id, calibration)[0] if calibration else None
         # a calibration corrects the model in the GEMM space it was fitted on
         batch = predict_many(hardware, [make_op(op)], timing=timing, warm_cache=warm_cache,  # type: ignore[arg-type]

@@ -33,13 +33,16 @@ node and the off-node share (p-q)/p over the node's NICs; send/recv moves its by
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from perfmodel.hardware import Hardware
 from perfmodel.machine import MachineTables
 from perfmodel.ops.base import FloatArray, IntArray
 from perfmodel.ops.collective import ALGORITHMS, COMM_KINDS
+
+if TYPE_CHECKING:
+    from perfmodel.hardware import Hardware
 
 ALLREDUCE, ALLGATHER, REDUCESCATTER, ALLTOALL, SENDRECV, HOSTCOPY, HOSTCOPY_PAGEABLE = (
     COMM_KINDS.index(k) for k in ("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv", "hostcopy",

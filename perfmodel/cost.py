@@ -7,14 +7,16 @@ import typing
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 from perfmodel import __version__
-from perfmodel.hardware import Hardware
 from perfmodel.ops import Op
 from perfmodel.ops.base import FloatArray
+
+if TYPE_CHECKING:
+    from perfmodel.hardware import Hardware
 
 
 @dataclass

@@ -8,8 +8,10 @@ A spec's own number (e.g. ``launch_overhead_s``, a level's ``latency_s``) wins o
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from perfmodel.hardware import Hardware
+if TYPE_CHECKING:
+    from perfmodel.hardware import Hardware
 
 
 @dataclass(frozen=True)

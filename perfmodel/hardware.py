@@ -1,5 +1,8 @@
 """Hardware description: engines, memory levels, interconnect (pydantic, frozen, SI units).
 
+The lookups the model uses (``citation``, ``level``, ``peak_flops_per_s``, ...) live in
+perfmodel.hardware_methods, pydantic-free, shared with the plain copies ``perfmodel predict`` reads.
+
 Every number carries a citation: a block's ``source`` covers its numbers, ``sources`` names a
 different citation per field, and ``unknown`` gives the reason for every optional number left null.
 """
@@ -14,18 +17,18 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from perfmodel.dtypes import DType
+from perfmodel.hardware_methods import EngineClass, EngineMethods, HardwareMethods, SourcedMethods
 
-EngineClass = Literal["matrix", "vector", "special"]
 LevelKind = Literal["dram", "cache", "scratchpad", "registers"]
 HardwareKind = Literal["gpu", "npu", "tpu", "cpu"]
 
 _LEVEL_RANK = {"dram": 0, "cache": 1, "scratchpad": 1, "registers": 2}
 
 
-class Sourced(BaseModel):
+class Sourced(BaseModel, SourcedMethods):
     """Base for blocks whose numbers need citations."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     source: str = Field(min_length=3, description="Citation (document and section) for this block's numbers")
     sources: dict[str, str] = Field(default_factory=dict, description="Per-field citation overriding `source`")
@@ -44,12 +47,8 @@ class Sourced(BaseModel):
 
     _explain_if_null: ClassVar[tuple[str, ...]] = ()
 
-    def citation(self, field: str) -> str:
-        """The citation of one field (its own, else the block's)."""
-        return self.sources.get(field, self.source)
 
-
-class ComputeEngine(Sourced):
+class ComputeEngine(Sourced, EngineMethods):
     """One class of compute unit (tensor/matrix, vector/SIMT, special-function)."""
 
     name: str = Field(min_length=1)
@@ -88,20 +87,6 @@ class ComputeEngine(Sourced):
             unit = "clock > 0 Hz" if info.field_name == "sustained_clock_hz" else "energy > 0 J"
             raise ValueError(f"{info.field_name}: give at least one dtype, each {unit}")
         return values
-
-    def sustained_fraction(self, dtype: DType, clock_hz: float | None, tdp_w: float | None = None) -> float:
-        """The share of ``dtype``'s peak (given at ``clock_hz``, Hz) that the engine sustains under dense matrix
-        load: the measured sustained clock / clock_hz where the vendor publishes one; else, with an energy per FLOP
-        and the board's ``tdp_w``, the power-limited share tdp_w / (energy × peak); else 1. Never above 1."""
-        if self.sustained_clock_hz and clock_hz:
-            clock = self.sustained_clock_hz.get(dtype, min(self.sustained_clock_hz.values()))
-            return min(clock / clock_hz, 1.0)
-        if self.energy_per_flop_j and tdp_w:
-            shares = {d: tdp_w / (e * self.peak_flops_per_s[d]) for d, e in self.energy_per_flop_j.items()
-                      if d in self.peak_flops_per_s}
-            if shares:
-                return min(shares.get(dtype, min(shares.values())), 1.0)
-        return 1.0
 
     @field_validator("peak_flops_per_s")
     @classmethod
@@ -183,7 +168,7 @@ class Dma(Sourced):
     bandwidth_bytes_per_s: float | None = Field(default=None, gt=0, description="All engines")
 
 
-class Hardware(Sourced):
+class Hardware(Sourced, HardwareMethods):
     """A device: compute engines, memory levels outermost first, interconnect."""
 
     _explain_if_null = ("clock_hz", "launch_overhead_s", "tdp_w")
@@ -241,43 +226,6 @@ class Hardware(Sourced):
                 raise ValueError(f"levels[{index}] ({level.name}) is larger than {previous.name}: "
                                  "levels are out of order, list outermost first")
         return levels
-
-    # --- lookups used by the model -------------------------------------------------------
-    @property
-    def dram(self) -> MemoryLevel:
-        return self.levels[0]
-
-    def level(self, name: str) -> MemoryLevel:
-        for level in self.levels:
-            if level.name.lower() == name.lower():
-                return level
-        raise KeyError(f"{self.id} has no memory level {name!r}")
-
-    def engine(self, name: str) -> ComputeEngine:
-        for engine in self.engines:
-            if engine.name == name:
-                return engine
-        raise KeyError(f"{self.id} has no engine {name!r}")
-
-    def engines_of(self, engine_class: EngineClass) -> tuple[ComputeEngine, ...]:
-        return tuple(e for e in self.engines if e.engine_class == engine_class)
-
-    def level_capacity_bytes(self, level: MemoryLevel) -> float | None:
-        """Whole-chip capacity of a level (per-unit capacity times units)."""
-        if level.capacity_bytes is None:
-            return None
-        return level.capacity_bytes * (self.units if level.per_unit else 1)
-
-    def peak_flops_per_s(self, dtype: DType, engine_class: EngineClass = "matrix") -> float | None:
-        """Best dense peak for a dtype over the engines of one class, None if unsupported."""
-        peaks = [e.peak_flops_per_s[dtype] for e in self.engines_of(engine_class) if dtype in e.peak_flops_per_s]
-        return max(peaks) if peaks else None
-
-    def best_sixteen_bit_flops_per_s(self) -> float | None:
-        """The best dense 16-bit matrix peak, FLOP/s: the larger of fp16 and bf16 (they differ on some parts, e.g.
-        MI100's fp16 184.6 vs bf16 92.3 TFLOP/s); one definition for the CLI and the dashboard."""
-        peaks = [p for p in (self.peak_flops_per_s(DType.FP16), self.peak_flops_per_s(DType.BF16)) if p]
-        return max(peaks) if peaks else None
 
     @functools.cached_property
     def content_hash(self) -> str:

@@ -7,13 +7,16 @@ path (fp32 -> vector engine, fp8 -> 16-bit matrix, int4 -> int8 matrix ...) and 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from perfmodel.dtypes import DType
 from perfmodel.efficiency import ModelDefaults, defaults_for
-from perfmodel.hardware import ComputeEngine, Hardware, MemoryLevel
 from perfmodel.ops.base import DTYPES, FloatArray
+
+if TYPE_CHECKING:
+    from perfmodel.hardware import ComputeEngine, Hardware, MemoryLevel
 
 # CUDA C++ Programming Guide, compute capability table: 2048 resident threads per SM on
 # cc 6.0/7.0/8.0/9.0 (1024 on 7.5, 1536 on 8.6/8.9: specs give their own).

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 import numpy as np
 
 from perfmodel import roofline_labels, uncalibrated_interval
 from perfmodel.cost import Cost, CostBatch
 from perfmodel.efficiency import ModelDefaults
-from perfmodel.hardware import Hardware
 from perfmodel.machine import MachineTables, tables
 from perfmodel.ops import Op, OpError, Work, make_op
 from perfmodel.ops.base import DTYPE_BYTES, FloatArray
@@ -32,10 +31,11 @@ from perfmodel.search.gemm_space import GemmCandidates, compact_space, full_spac
 # the collective and flash-attention models are imported where a batch has such ops (`perfmodel predict` of a
 # GEMM needs neither: issue 25)
 if TYPE_CHECKING:
+    from perfmodel.hardware import Hardware
     from perfmodel.search.attention_cost import AttentionCandidates
 
 Timing = Literal["kernel", "host"]
-HardwareLike = Hardware | str
+HardwareLike: TypeAlias = "Hardware | str"
 OpLike = Op | dict[str, Any]
 
 
@@ -344,7 +344,7 @@ def _converts_to_nhwc(t: MachineTables, matrix_dtype: np.ndarray[Any, np.dtype[n
 
 def resolve_hardware(hardware: HardwareLike) -> Hardware:
     """A ``Hardware`` as given, or the bundled device of that id."""
-    if isinstance(hardware, Hardware):
+    if not isinstance(hardware, str):
         return hardware
     from perfmodel.specs import load_hardware
 

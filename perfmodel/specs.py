@@ -12,19 +12,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from perfmodel.hardware import Hardware
+from perfmodel.spec_error import SpecError as SpecError
 from perfmodel.spec_index import INDEX_NAME, build_index, device_file, index_text, indexed_spec
 from perfmodel.spec_index import SPECS_DIR_ENV as SPECS_DIR_ENV
 from perfmodel.spec_index import specs_dir_name as _specs_dir_name
-
-
-class SpecError(ValueError):
-    """A hardware spec that cannot be loaded: names the file, the field and the reason."""
-
-    def __init__(self, path: str, field: str, reason: str) -> None:
-        super().__init__(f"{path}: {field}: {reason}")
-        self.path = path
-        self.field = field
-        self.reason = reason
 
 
 def specs_dir() -> Path:

@@ -53,11 +53,14 @@ def toy() -> Hardware:
 
 @pytest.fixture(scope="session", autouse=True)
 def isolated_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """``PERFMODEL_DATA_DIR`` in this worker's own temporary folder and no inherited ``PERFMODEL_DATABASE_URL``:
-    a command or app run with default settings uses a fresh SQLite file here, not ./var shared by all workers
-    (tests that need another database set their own with monkeypatch)."""
-    saved = {name: os.environ.get(name) for name in ("PERFMODEL_DATA_DIR", "PERFMODEL_DATABASE_URL")}
+    """``PERFMODEL_DATA_DIR`` and ``PERFMODEL_CACHE_DIR`` in this worker's own temporary folders and no inherited
+    ``PERFMODEL_DATABASE_URL``: a command or app run with default settings uses a fresh SQLite file here, not ./var
+    shared by all workers, and writes no pickles to ~/.cache (tests that need another database set their own with
+    monkeypatch)."""
+    saved = {name: os.environ.get(name)
+             for name in ("PERFMODEL_DATA_DIR", "PERFMODEL_DATABASE_URL", "PERFMODEL_CACHE_DIR")}
     os.environ["PERFMODEL_DATA_DIR"] = str(tmp_path_factory.mktemp("var"))
+    os.environ["PERFMODEL_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))  # perfmodel.spec_cache's pickles
     os.environ.pop("PERFMODEL_DATABASE_URL", None)
     try:
         yield

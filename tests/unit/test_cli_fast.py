@@ -93,11 +93,12 @@ print("LOADED", sorted({m.split(".")[0] for m in sys.modules} & set(heavy)))
 @pytest.mark.parametrize(("argv", "loaded"), [
     (["hardware", "list"], []),
     (["hardware", "list", "--json", "--vendor", "amd"], []),
-    (["predict", H100, *MATMUL], ["numpy", "pydantic"]),
+    (["predict", H100, *MATMUL], ["numpy"]),  # the device's plain copy (perfmodel.spec_cache) once written
 ])
 def test_entry_point_imports_no_more_than_the_command_needs(argv: list[str], loaded: list[str]) -> None:
-    out = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, check=True,
-                         cwd=ROOT).stdout
+    for _ in range(2):  # the second run: predict's pickle written by the first
+        out = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, check=True,
+                             cwd=ROOT).stdout
     assert f"LOADED {loaded}" in out
 
 
