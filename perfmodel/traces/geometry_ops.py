@@ -7,7 +7,8 @@ is None) but whose grid and block the file records becomes a streaming op over o
 - element type: the pointer arguments of its demangled signature (``double const*``: fp64), else the element type
   of its template arguments, else fp32 (said in a note);
 - reads: its pointer-to-const arguments, writes: its other pointer arguments (a signature without pointers, or a
-  name without a signature: one read and one write assumed);
+  name without a signature: one read and one write assumed; pointers none of them const, in a kernel not named
+  for a fill: each read and written, as where the inputs come in a struct of pointers);
 - a kernel named for a reduction (``norm``, ``reduce``, ``dot``, ``sum``) reads its arrays and writes at most
   one partial result per block: a ``reduce`` over each block's threads (one input array), else a stream of reads;
 - a compiler-generated offload region (OpenMP / OpenACC): its grid is the runtime's team count, which the runtime
@@ -40,6 +41,7 @@ POINTER_DTYPES = {"double": "fp64", "float": "fp32", "int": "int32", "unsigned i
 # a word starting with norm / reduc / dot / sum: lower case after no lower-case letter, or capitalised (camelCase)
 _REDUCTION = re.compile(r"(?<![a-z])(?:norm|reduc|dot|sum)|Norm|Reduc|Dot|Sum")
 _CONST = re.compile(r"\bconst\b")
+_FILL = re.compile(r"fill|zero|memset|init|clear", re.IGNORECASE)  # kernels that write without reading
 # a vendor library's kernels (cuDNN's ``cask_cudnn::`` / ``cudnn::ops::`` helpers, ...): their launch is the
 # library's choice over a problem the name does not give, so no element-per-thread guess for them
 _LIBRARY = re.compile(r"cudnn|cask|cublas|cutlass|cutensor|cufft|miopen|rocblas|hipblas|rocfft|xmma|nccl|rccl",
@@ -126,6 +128,9 @@ def geometry_op(kernel: KernelRecord) -> Inferred | None:
     if not typed:
         reads, writes = 1, 1
         notes.append("no pointer arguments in the name: one array read and one written assumed")
+    elif reads == 0 and _FILL.search(kernel.name[:512]) is None:
+        reads = writes  # nothing declared const (or its inputs passed in a struct): what it writes, it reads
+        notes.append(f"no pointer-to-const argument: its {writes} pointer(s) assumed read and written")
     else:
         notes.append(f"{reads} pointer-to-const argument(s) read, {writes} other pointer(s) written")
     if _REDUCTION.search(kernel.name[:512]) is not None:

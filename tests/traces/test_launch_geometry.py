@@ -124,3 +124,13 @@ def test_real_traces_carry_work_per_launch(name: str) -> None:
 def test_a_hip_summary_kernel_without_grid_says_the_grid_is_missing() -> None:
     parsed = parse_trace(DATA / f"{JACOBI}HIP__jacobi_kernel_stats.csv")
     assert set(match_runs(parsed).time_by_category()) == {"grid not recorded"}
+
+
+@pytest.mark.parametrize(("name", "reads"), [
+    ("void at::native::CatArrayBatchedCopy<float, unsigned int, 1, 128, 1>(float*, Meta<float, 128>, int)", 1),
+    ("saxpy(float, float*, float*, int)", 2),  # nothing declared const: each pointer read and written
+    ("fill_kernel(float*, float, int)", 0),  # a fill only writes
+])
+def test_pointers_none_of_them_const(name: str, reads: int) -> None:
+    found = geometry_op(_kernel(name))
+    assert found is not None and found[0]["inputs"] == reads and found[0]["outputs"] == max(reads, 1)
