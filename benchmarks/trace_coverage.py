@@ -8,6 +8,11 @@ the file names, else the device its data README gives), and the unmatched time b
 one job given together (Kineto files, same world size, overlapping spans): their collectives are scored net of
 the time they waited for their peers (``peer_wait``), the raw error shown beside it. Convolution calls the matcher
 flags as cuDNN benchmark-mode trials (several algorithms in one call) count as matched but are not scored.
+Runs sized by their launch alone (source ``launch geometry``, confidence low) are scored apart too: the pooled
+median is printed with and without them. Files whose records carry no work per launch (a summary of kernel names,
+calls and durations: nsys ``cuda_gpu_kern_sum``, rocprofv3 ``kernel_stats.csv``) cannot be matched by any tool:
+they are listed under their own heading with their share of the device time and are not counted as GPU files for
+the mean and the 50 % rule (the figures with them are printed beside).
 
     .venv/bin/python benchmarks/trace_coverage.py            # this tree
     cd /tmp/pm-base && PYTHONPATH=. /work/main/.venv/bin/python /work/main/benchmarks/trace_coverage.py \
