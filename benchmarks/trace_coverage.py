@@ -8,6 +8,11 @@ the file names, else the device its data README gives), and the unmatched time b
 one job given together (Kineto files, same world size, overlapping spans): their collectives are scored net of
 the time they waited for their peers (``peer_wait``), the raw error shown beside it. Convolution calls the matcher
 flags as cuDNN benchmark-mode trials (several algorithms in one call) count as matched but are not scored.
+Runs sized by their launch alone (source ``launch geometry``, confidence low) are scored apart too: the pooled
+median is printed with and without them. Files whose records carry no work per launch (a summary of kernel names,
+calls and durations: nsys ``cuda_gpu_kern_sum``, rocprofv3 ``kernel_stats.csv``) cannot be matched by any tool:
+they are listed under their own heading with their share of the device time and are not counted as GPU files for
+the mean and the 50 % rule (the figures with them are printed beside).
 
     .venv/bin/python benchmarks/trace_coverage.py            # this tree
     cd /tmp/pm-base && PYTHONPATH=. /work/main/.venv/bin/python /work/main/benchmarks/trace_coverage.py \
@@ -79,7 +84,11 @@ class FileRow:
     raw_errors: list[tuple[float, float]] = field(default_factory=list)  # before taking peer waiting out
     # per match confidence (high: read from the file; medium / low: bounded or assumed): its runs' (|error|, s)
     by_confidence: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    # the runs sized by their launch alone (source "launch geometry") and all the others, scored apart
+    geometry_errors: list[tuple[float, float]] = field(default_factory=list)
+    other_errors: list[tuple[float, float]] = field(default_factory=list)
     note: str = ""
+    no_work: str = ""  # why the file carries no work per launch (a summary of names and durations), else ""
 
     @property
     def share(self) -> float:
@@ -211,6 +220,28 @@ def scored(result: Any) -> Any:
 
 
 CONFIDENCES = ("high", "medium", "low")
+GEOMETRY = "launch geometry"  # geometry_ops.GEOMETRY (kept literal: older trees have no such module)
+
+
+def _no_work(parsed: Any) -> str:
+    """Why the file carries no work per launch, "" where it does (or the tree cannot tell)."""
+    try:
+        from perfmodel.traces.geometry_ops import no_launch_work
+    except ImportError:  # an older tree
+        return ""
+    return no_launch_work(parsed.kernels, parsed.format) or ""
+
+
+def _split_geometry(hardware: Any, parsed: Any, result: Any) -> tuple[list[tuple[float, float]], ...]:
+    """(|error|, s) of the runs sized by their launch alone, and of all the other runs, each scored alone."""
+    from dataclasses import replace
+
+    out = []
+    for geometry in (True, False):
+        runs = [r for r in result.runs if (getattr(r, "source", "") == GEOMETRY) == geometry]
+        report = trace_report(hardware, parsed, replace(result, runs=runs)) if runs else None
+        out.append([(abs(r.error_pct), r.measured_s) for r in report.ops if r.measured_s > 0] if report else [])
+    return out[0], out[1]
 
 
 def _by_confidence(hardware: Any, parsed: Any, result: Any) -> dict[str, list[tuple[float, float]]]:
@@ -243,6 +274,7 @@ def measure(path: Path, waits: dict[int, float] | None = None) -> FileRow | None
     # a file that names a device without a spec here is predicted on none, not on its data set's default
     no_spec = f"no spec ({named[:24]})" if named and hardware is None else "no spec"
     row = FileRow(path.name, parsed.format, f"{hardware} ({where})" if hardware else no_spec, 0.0, 0.0)
+    row.no_work = _no_work(parsed)
     if not any(device):
         row.note = "no device timing (CPU ops only)" if parsed.kernels else "no records"
     elif not any(k.duration_s > 0 for k in parsed.kernels):
@@ -269,11 +301,35 @@ def measure(path: Path, waits: dict[int, float] | None = None) -> FileRow | None
             net = trace_report(load_hardware(hardware), parsed, scored(net_result))
             row.errors = [(abs(r.error_pct), r.measured_s) for r in net.ops if r.measured_s > 0]
         row.by_confidence = _by_confidence(load_hardware(hardware), parsed, scored(net_result))
+        row.geometry_errors, row.other_errors = _split_geometry(load_hardware(hardware), parsed, scored(net_result))
     return row
 
 
+def _pooled(rows: list[FileRow], pick: Any) -> float:
+    """Time-weighted median of the (|error|, s) pairs ``pick(row)`` gives, each file weighing the same."""
+    return weighted_median([(e, w / r.device_s) for r in rows for e, w in pick(r)])
+
+
+def _print_no_work(rows: list[FileRow], gpu: list[FileRow]) -> None:
+    """The files with device time but no work per launch, under their own heading, and the goals with them."""
+    if not rows:
+        return
+    everything = sum(r.device_s for r in [*gpu, *rows])
+    print(f"\n{len(rows)} files with device time but NO WORK PER LAUNCH (names, calls and durations only: no grid, "
+          "no shapes, no counters, no bytes). No tool can match them, so they are not counted as GPU files for the "
+          "mean and the 50% rule above; they are:")
+    for r in rows:
+        print(f"  {r.name[:70]:<72}{r.device_s * 1e3:>10.2f} ms ({r.device_s / everything:.1%} of all device time), "
+              f"{r.share:.0%} matched")
+    shares = [r.share for r in [*gpu, *rows]]
+    print(f"  counted as GPU files too: matched share mean {np.mean(shares):.1%}, {sum(s < 0.5 for s in shares)} "
+          "below 50%")
+
+
 def _print(rows: list[FileRow], top_reasons: int) -> None:
-    gpu = [r for r in rows if r.device_s > 0]
+    timed = [r for r in rows if r.device_s > 0]
+    gpu = [r for r in timed if not r.no_work]
+    no_work = [r for r in timed if r.no_work]
     sources = sorted({s for r in gpu for s in r.by_source}, key=lambda s: -sum(r.by_source.get(s, 0) for r in gpu))
     print(f"{'file':<46}{'format':<20}{'device':<34}{'device time':>12}{'matched':>8}{'|err| med':>10}  "
           "by source / unmatched by reason (share of the file's device time)")
@@ -286,23 +342,29 @@ def _print(rows: list[FileRow], top_reasons: int) -> None:
         why = ", ".join(f"{s} {v / r.device_s:.0%}" for s, v in
                         sorted(r.by_reason.items(), key=lambda x: -x[1])[:top_reasons])
         net = f" ({r.note}; raw |err| med {weighted_median(r.raw_errors):.1f}%)" if r.raw_errors else ""
+        head = "NO WORK PER LAUNCH " if r.no_work else ""
         print(f"{r.name[:45]:<46}{r.fmt[:19]:<20}{r.hardware[:33]:<34}{r.device_s * 1e3:>10.2f}ms{r.share:>8.1%}"
-              f"{err:>9.1f}%  [{src or '-'}] unmatched: [{why or '-'}]{net}")
+              f"{err:>9.1f}%  {head}[{src or '-'}] unmatched: [{why or '-'}]{net}")
     if not gpu:
+        _print_no_work(no_work, gpu)
         return
     shares = [r.share for r in gpu]
-    pooled = [(e, w / r.device_s) for r in gpu for e, w in r.errors]  # each file weighs the same
     total = sum(r.device_s for r in gpu)
-    print(f"\n{len(gpu)} files with device time ({len(rows) - len(gpu)} without): matched share mean "
+    print(f"\n{len(gpu)} GPU files with work per launch ({len(no_work)} with device time but no work per launch, "
+          f"{len(rows) - len(timed)} without device time): matched share mean "
           f"{np.mean(shares):.1%}, min {min(shares):.1%}, {sum(s < 0.5 for s in shares)} below 50%; "
-          f"all device time {sum(r.matched_s for r in gpu) / total:.1%} matched")
+          f"all their device time {sum(r.matched_s for r in gpu) / total:.1%} matched")
     for r in sorted((r for r in gpu if r.share < 0.5), key=lambda r: r.share):
         top = max(r.by_reason.items(), key=lambda x: x[1], default=("-", 0.0))
         print(f"  below 50%: {r.name[:60]} {r.share:.0%} matched; most of the rest: {top[0]} "
               f"{top[1] / r.device_s:.0%}")
     print(f"time-weighted median |error| of matched ops, uncalibrated: per file mean "
           f"{np.nanmean([weighted_median(r.errors) for r in gpu if r.errors] or [np.nan]):.1f}%, "
-          f"pooled (files weighted equally) {weighted_median(pooled):.1f}%")
+          f"pooled (files weighted equally) {_pooled(gpu, lambda r: r.errors):.1f}%")
+    geometry_files = [r for r in gpu if r.geometry_errors]
+    print(f"  without the {GEOMETRY} runs: pooled {_pooled(gpu, lambda r: r.other_errors):.1f}%; {GEOMETRY} runs "
+          f"alone: pooled {_pooled(geometry_files, lambda r: r.geometry_errors):.1f}% ({len(geometry_files)} files, "
+          f"mean {np.mean([r.by_source.get(GEOMETRY, 0.0) / r.device_s for r in gpu]):.1%} of a file's device time)")
     parts = []
     for confidence in CONFIDENCES:
         scored_files = [r for r in gpu if r.by_confidence.get(confidence)]
@@ -321,6 +383,7 @@ def _print(rows: list[FileRow], top_reasons: int) -> None:
     print("mean share by source: " + ", ".join(f"{s} {by_source[s]:.1%}" for s in sources))
     print("mean unmatched share by reason: " + ", ".join(
         f"{s} {v:.1%}" for s, v in sorted(by_reason.items(), key=lambda x: -x[1])))
+    _print_no_work(no_work, gpu)
 
 
 def _rank_groups(paths: list[Path]) -> tuple[list[str], dict[Path, dict[int, float]]]:

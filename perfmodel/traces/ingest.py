@@ -18,6 +18,7 @@ from perfmodel.hardware import Hardware
 from perfmodel.ops import make_op
 from perfmodel.store import RunIn, Store, TraceKernelIn, TraceKernelRow
 from perfmodel.store.tags import check_tags
+from perfmodel.traces.geometry_ops import no_launch_work
 from perfmodel.traces.matching import MatchResult, match_runs
 from perfmodel.traces.parse import parse_trace
 from perfmodel.traces.records import CounterTotals, KernelRecord, ParsedTrace, TraceError
@@ -118,7 +119,9 @@ def ingest_trace(store: Store, hardware: Hardware, stream: BinaryIO, filename: s
     stored = store.store_trace(hardware.id, filename, parsed.format, size, sha256, runs, kernels, checked)
     if stored.duplicate:  # a concurrent upload of the same content stored it first: the same trace
         return Ingested(stored.upload_id, duplicate=True)
-    return Ingested(stored.upload_id, False, parsed.warnings, alarms_json(hardware, parsed.kernels, matched))
+    no_work = no_launch_work(parsed.kernels, parsed.format)  # said first: nothing of such a file is modelled
+    warnings = [no_work, *parsed.warnings] if no_work else parsed.warnings
+    return Ingested(stored.upload_id, False, warnings, alarms_json(hardware, parsed.kernels, matched))
 
 
 def _parse_and_match(stream: BinaryIO, filename: str) -> tuple[ParsedTrace, MatchResult]:

@@ -12,7 +12,10 @@ its work, and records which source and how sure:
 6. ``repeated kernel``: a kernel still unmatched whose name, grid and block were matched alone elsewhere in the
    file (another iteration of the step) takes that run's op, confidence low;
 7. ``GEMM tile x grid``: a library GEMM kernel still unmatched, sized by its name's tile and its grid, K assumed
-   (``gemm_ops``, confidence low).
+   (``gemm_ops``, confidence low);
+8. ``launch geometry``: any other kernel no library rule names, with its grid and block: one element per launched
+   thread, element type and arrays read / written from its signature's pointers (``geometry_ops``, confidence
+   low; an offload region's launch is a lower bound of its loop).
 
 Kernels of one op call are summed into one run; an activity no source explains is kept as *unmodelled* with
 its time, its reason and a reason category: never dropped silently."""
@@ -24,7 +27,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfmodel.traces import aten_comms, aten_ops, counter_ops, fbgemm_ops, gemm_ops, kernel_ops, triton_ops
+from perfmodel.traces import (
+    aten_comms,
+    aten_ops,
+    counter_ops,
+    fbgemm_ops,
+    gemm_ops,
+    geometry_ops,
+    kernel_ops,
+    triton_ops,
+)
 from perfmodel.traces.aten_args import Args, Unbuildable
 from perfmodel.traces.gc_pause import without_gc
 from perfmodel.traces.kernel_choices import kernel_choices
@@ -45,7 +57,7 @@ REPEATED = "repeated kernel"
 OFFLOAD_REGION = "compiler-generated offload region"  # an OpenMP / OpenACC target region (``offload_region``)
 OFFLOAD_CATEGORY = "offload region: work not in file"
 SOURCES = (SHAPES, LINK, COLLECTIVE, "memcpy/memset", "grid/block", counter_ops.COUNTERS, gemm_ops.TILE_GRID,
-           REPEATED)
+           REPEATED, geometry_ops.GEOMETRY)
 # unmatched kernels a matched launch of the same kernel (name, grid, block) elsewhere in the file may explain
 REPEATABLE = frozenset({"shapes not recorded", "unrecognised kernel", "op not modelled"})
 
@@ -267,6 +279,9 @@ def _reason_without_op(kernel: KernelRecord) -> str:
     if family is None and plain is not None:
         return (f"{plain}: a streaming kernel by name, one element per thread, but its launch grid is not in the "
                 "file (a summary): its element count is unknown")
+    if family is None and kernel.grid is None and kernel.category == "kernel":
+        return (f"no rule names this kernel ({where}) and its launch grid is not in the file: nothing sizes its "
+                "work (a launch would give one element per thread)")
     if family is None:
         return f"unrecognised kernel, {where}"
     bound = _gemm_bound(kernel) if family == "gemm" else ""
@@ -276,7 +291,8 @@ def _reason_without_op(kernel: KernelRecord) -> str:
 def _offload_reason(kernel: KernelRecord, function: str, line: int) -> str:
     """Why a compiler-generated offload region stays unmatched: its work is a loop of the user's source (trip
     count, arrays, element type), none of it in the file; its launch is the runtime's choice (LLVM's OpenMP runtime
-    caps the teams from the device's compute units and strides the loop over them), so its grid is no bound."""
+    caps the teams from the device's compute units and strides the loop over them), so a recorded grid is only a
+    lower bound of the loop (``geometry_ops`` sizes a region by it as such; this reason is for one without)."""
     launch = ""
     if kernel.grid is not None and kernel.block is not None:
         teams, threads = math.prod(kernel.grid), math.prod(kernel.block)
@@ -423,10 +439,10 @@ def match_runs(parsed: ParsedTrace | Iterable[KernelRecord]) -> MatchResult:
     missed = [index for index in missed if call_of_kernel[index] is None]
     for index in _repeated(kernels, runs, missed, categories):
         call_of_kernel[index], reasons[index], categories[index] = -1 - index, None, None
-    for index in missed:  # last, after a repeated launch could give the op with its real K
+    for index in missed:  # last, after a repeated launch could give the op with its real K; the launch alone last
         kernel = kernels[index]
         done = call_of_kernel[index] is not None or kernel.duration_s <= 0
-        inferred = None if done else gemm_ops.tile_grid_op(kernel)
+        inferred = None if done else gemm_ops.tile_grid_op(kernel) or geometry_ops.geometry_op(kernel)
         if inferred is not None:
             _add(runs, index, kernel, (_own_call(kernel, index), *inferred))
             call_of_kernel[index], reasons[index], categories[index] = -1 - index, None, None

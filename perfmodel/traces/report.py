@@ -20,6 +20,7 @@ from perfmodel.hardware import Hardware
 from perfmodel.ops import Op
 from perfmodel.ops.base import FloatArray
 from perfmodel.roofline import predict_many, predict_valid
+from perfmodel.traces.geometry_ops import no_launch_work
 from perfmodel.traces.ingest import alarms_json
 from perfmodel.traces.matching import MatchedRun, MatchResult, UnmodelledKernel
 from perfmodel.traces.measured_roofline import (
@@ -86,6 +87,7 @@ class TraceReport:
     by_source: dict[str, float] = field(default_factory=dict)  # matched time (s) per match source
     by_category: dict[str, float] = field(default_factory=dict)  # unmodelled time (s) per reason category
     has_device_time: bool = True  # False: a CPU-only profile, its times are host op times
+    no_work: str | None = None  # why nothing can be modelled where no record carries work per launch (a summary)
 
     @property
     def unmodelled_share(self) -> float:
@@ -207,7 +209,7 @@ def trace_report(hardware: Hardware, parsed: ParsedTrace, matched: MatchResult,
         unmodelled=list(matched.unmodelled), rejected=rejected, warnings=list(parsed.warnings), notes=notes,
         alarms=alarms_json(hardware, parsed.kernels, matched), counter_points=counter_points(hardware, parsed.kernels),
         by_source=matched.time_by_source(), by_category=matched.time_by_category(),
-        has_device_time=parsed.has_device_time)
+        has_device_time=parsed.has_device_time, no_work=no_launch_work(parsed.kernels, parsed.format))
 
 
 def _source_lines(report: TraceReport) -> list[str]:
@@ -325,7 +327,8 @@ def format_trace_report(report: TraceReport, top: int = 15) -> str:
         head = (f"NO DEVICE TIMING: this {report.format} file is a CPU-only profile; its {report.kernels:,} records "
                 f"are host op times ({format_time_s(report.total_kernel_time_s)}), not kernel time; "
                 f"{report.unmodelled_share:.1%} of it unmodelled. Predictions: {model}, device time of the ops.")
-    lines = [head, *_source_lines(report), ""]
+    lines = [report.no_work, head] if report.no_work else [head]
+    lines += [*_source_lines(report), ""]
     if report.kinds:
         lines += [*_kind_lines(report), "", *_op_lines(report, top)]
     else:

@@ -61,6 +61,17 @@ def test_a_foreach_call_reads_each_list(name: str, dims: list[Any], types: list[
 def test_a_foreach_call_whose_kernel_names_no_type_stays_unmatched() -> None:
     t = KinetoTrace()
     external = t.op("aten::_foreach_add_", 0, 20, [[[8], [8]], [[8], [8]], []], ["TensorList", "TensorList", "Scalar"])
-    t.kernel("some_foreach_kernel", 5, 10, 4, external=external)
+    t.kernel("some_foreach_kernel", 5, 10, 4, external=external, extra={"grid": None, "block": None})
     result = match_runs(parse_trace(t.to_bytes()))
     assert result.runs == [] and "no Input type" in result.unmodelled[0].reason
+
+
+def test_a_foreach_call_not_typed_falls_to_its_launch_only() -> None:
+    """With its launch recorded the kernel is sized by it alone (fp32 assumed, confidence low), never typed from
+    the call's lists."""
+    t = KinetoTrace()
+    external = t.op("aten::_foreach_add_", 0, 20, [[[8], [8]], [[8], [8]], []], ["TensorList", "TensorList", "Scalar"])
+    t.kernel("some_foreach_kernel", 5, 10, 4, external=external)
+    (run,) = match_runs(parse_trace(t.to_bytes())).runs
+    assert (run.source, run.confidence, run.op["shape"], run.op["dtype"]) == ("launch geometry", "low", [512], "fp32")
+    assert any("fp32 assumed" in note for note in run.notes)

@@ -139,7 +139,7 @@ def test_a_call_no_kernel_name_types_stays_unmatched() -> None:
     t.op("aten::cudnn_batch_norm", 0, 20, None, None,
          extra={"Input dims": [[32, 128, 28, 28], [128], [128], [128], [128], [], [], []], "Input type": []})
     t.kernel("cask_cudnn::computeOffsetsKernel(cask_cudnn::ComputeOffsetsParams)", 2, 100, 2)
-    (missed,) = match_runs(parse_trace(t.to_bytes())).unmodelled
+    (missed,) = match_runs(parse_trace(t.to_bytes())).unmodelled  # a cuDNN helper: not sized by its launch
     assert "no Input type" in missed.reason and missed.category == "shapes not recorded"
 
 
@@ -342,11 +342,19 @@ def test_a_plain_hip_kernel_named_for_its_op_reads_its_const_pointers(name: str,
                       "outputs": outputs, "flops_per_element": 1.0}
 
 
-def test_a_plain_kernel_of_another_purpose_stays_unmodelled() -> None:
+def test_a_plain_kernel_of_another_purpose_is_sized_by_its_launch_only() -> None:
+    """Not a streaming op by name: no grid/block op; its launch alone gives a low-confidence one, the type of the
+    array it reads (float const*), its int* bins written."""
     t = KinetoTrace()
     t.kernel("histogram_kernel(int*, float const*, int)", 0, 10, 10)
+    (run,) = match_runs(parse_trace(t.to_bytes())).runs
+    assert (run.source, run.confidence) == ("launch geometry", "low")
+    assert run.op == {"kind": "elementwise", "shape": [512], "dtype": "fp32", "inputs": 1, "outputs": 1,
+                      "flops_per_element": 0.0}
+    t = KinetoTrace()
+    t.kernel("histogram_kernel(int*, float const*, int)", 0, 10, 10, extra={"grid": None, "block": None})
     result = match_runs(parse_trace(t.to_bytes()))
-    assert result.runs == [] and result.unmodelled[0].category == "unrecognised kernel"
+    assert result.runs == [] and result.unmodelled[0].category == "grid not recorded"
 
 
 @pytest.mark.parametrize(("name", "region"), [
@@ -361,18 +369,24 @@ def test_an_offload_region_names_its_function_and_source_line(name: str, region:
     assert offload_region(name) == region
 
 
-def test_an_offload_region_stays_unmatched_with_its_source_line_and_launch() -> None:
-    """A target region named for a GEMM is not a library GEMM: no tile, no family guess, no grid-sized op (the
-    runtime's team count is no bound of its loop); kept with where it is in the source and its launch."""
+def test_an_offload_region_is_a_lower_bound_from_its_launch() -> None:
+    """A target region named for a GEMM is not a library GEMM: no tile, no family guess. Its launch (the runtime's
+    team count, capped and strided over) is a lower bound of its loop: a streaming op, confidence low, that says
+    so; without a launch it stays unmatched with where it is in the source."""
     from perfmodel.traces.matching import OFFLOAD_CATEGORY
 
     t = KinetoTrace()
     t.kernel("__omp_offloading_fd00_2a_matmul_l30", 0, 10, 10, extra={"grid": [912, 1, 1], "block": [256, 1, 1]})
+    (run,) = match_runs(parse_trace(t.to_bytes())).runs
+    assert (run.source, run.confidence, run.op["kind"], run.op["shape"]) == ("launch geometry", "low",
+                                                                              "elementwise", [233472])
+    assert "offload region matmul (line 30)" in run.notes[0] and "lower bound" in run.notes[0]
+    t = KinetoTrace()
+    t.kernel("__omp_offloading_fd00_2a_matmul_l30", 0, 10, 10, extra={"grid": None, "block": None})
     result = match_runs(parse_trace(t.to_bytes()))
     (left,) = result.unmodelled
     assert result.runs == [] and left.category == OFFLOAD_CATEGORY
-    assert "matmul at source line 30" in left.reason and "233,472 work-items" in left.reason
-    assert "gemm" not in left.reason
+    assert "matmul at source line 30" in left.reason and "gemm" not in left.reason
 
 
 def test_stored_runs_carry_their_match_source_and_confidence() -> None:

@@ -31,7 +31,7 @@ def test_alexnet_convs_and_gemms_are_found_but_have_no_shapes() -> None:
     """The alexnet trace was recorded without record_shapes: the ops are found, the shapes are not; only the
     elementwise kernels (sized by grid x block), the on-device fills and the host copies become runs."""
     result = match_runs(parse_trace(DATA / "critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"))
-    assert {r.source for r in result.runs} == {"grid/block", "memcpy/memset", "GEMM tile x grid"}
+    assert {r.source for r in result.runs} == {"grid/block", "memcpy/memset", "GEMM tile x grid", "launch geometry"}
     assert {r.op["kind"] for r in result.runs} == {"elementwise", "hostcopy", "matmul"}
     pageable = [r for r in result.runs if r.op["kind"] == "hostcopy" and r.op["pageable"]]
     # the pageable host-to-device input copies are most of its device time

@@ -239,10 +239,9 @@ OPENMP = "HPCTrainingExamples__Rocprofv3__OpenMP__jacobi_kernel_{}.csv"
 
 def test_real_rocprofv3_openmp_kernel_trace_reads_every_dispatch() -> None:
     """MI300A, ROCm 6 columns (no Stream_Id): grids in work-items become blocks; the OpenMP target regions name no
-    work (their loops are in the program's source), so the matcher keeps their time, as offload regions whose work
-    is not in the file (not dropped, not guessed from the runtime's grid)."""
+    work (their loops are in the program's source): each is sized by its launch alone, a lower bound of its loop
+    (the runtime caps its teams), source launch geometry, confidence low."""
     from perfmodel.traces import match_runs
-    from perfmodel.traces.matching import OFFLOAD_CATEGORY
 
     parsed = parse_trace(DATA / OPENMP.format("trace"))
     with open(DATA / OPENMP.format("trace"), newline="") as handle:
@@ -253,11 +252,13 @@ def test_real_rocprofv3_openmp_kernel_trace_reads_every_dispatch() -> None:
     norm = parsed.kernels[0]
     assert norm.grid == (233472 // 256, 1, 1) and norm.block == (256, 1, 1)
     result = match_runs(parsed)
-    assert result.runs == [] and result.time_by_category() == {OFFLOAD_CATEGORY: pytest.approx(expected)}
-    by_name = {u.name: u for u in result.unmodelled}
-    norm_left = by_name["__omp_offloading_32_2f3c6__QMnorm_modPnorm_l26"]
-    assert norm_left.count == 3 and "norm_mod::norm at source line 26" in norm_left.reason
-    assert "912 teams x 256 threads = 233,472 work-items" in norm_left.reason
+    assert result.unmodelled == [] and result.time_by_source() == {"launch geometry": pytest.approx(expected)}
+    assert {r.confidence for r in result.runs} == {"low"}
+    norms = [r for r in result.runs if r.op_name == "__omp_offloading_32_2f3c6__QMnorm_modPnorm_l26"]
+    assert len(norms) == 3 and norms[0].op == {"kind": "reduce", "shape": [912, 256], "axes": [1], "dtype": "fp32",
+                                               "op": "sum"}
+    assert "norm_mod::norm (line 26)" in norms[0].notes[0] and "233,472 work-items" in norms[0].notes[0]
+    assert "lower bound" in norms[0].notes[0]
 
 
 ROCPD = "HPCTrainingExamples__Rocprofv3__rocpd__out_kernel_trace.csv"
@@ -267,7 +268,6 @@ def test_real_rocpd_csv_kernel_trace() -> None:
     """rocpd's CSV export (ROCm 7: a ``Guid`` column first, ``Lds_Block_Size`` / ``Vgpr_Count`` spellings, the agent
     as ``Agent 4``) of the same OpenMP Jacobi: every dispatch, its duration and grid against the csv module."""
     from perfmodel.traces import match_runs
-    from perfmodel.traces.matching import OFFLOAD_CATEGORY
 
     rows = _rows(ROCPD)
     parsed = parse_trace(DATA / ROCPD)
@@ -278,7 +278,8 @@ def test_real_rocpd_csv_kernel_trace() -> None:
     boundary = parsed.kernels[2]
     assert boundary.device == 4 and boundary.block == (32, 1, 1) and boundary.grid == (4096 // 32, 1, 1)
     result = match_runs(parsed)
-    assert result.runs == [] and set(result.time_by_category()) == {OFFLOAD_CATEGORY}
+    assert result.unmodelled == [] and set(result.time_by_source()) == {"launch geometry"}
+    assert [r.op["shape"] for r in result.runs if "boundary" in r.op_name] == [[4096], [4096]]
 
 
 def test_real_rocprofv3_hip_kernel_stats() -> None:
