@@ -41,6 +41,8 @@ class TrainingRequest(BaseModel):
     grad_bytes: Literal[2, 4] = Field(default=2, description="bytes per gradient (4: fp32 accumulation)")
     ends_in_pipeline_split: bool = Field(default=False, description="the embedding and the loss take one layer "
                                          "slot each in the pipeline split (Llama 3 §3.3.2)")
+    cp_attention: Literal["ring", "allgather"] = Field(default="ring", description="context parallelism: ring "
+                                                       "attention, or all-gather K/V first (Llama 3 §3.3.2)")
 
     @model_validator(mode="after")
     def _one_source(self) -> TrainingRequest:
@@ -59,7 +61,8 @@ class TrainingRequest(BaseModel):
         return TrainingSetup(seq_len=self.seq_len, global_batch=self.global_batch, precision=self.precision,
                              offload="optimizer" if self.offload else "none", dropout=self.dropout,
                              flash_attention=self.flash_attention, sequence_parallel=self.sequence_parallel,
-                             grad_bytes=float(self.grad_bytes), ends_in_pipeline_split=self.ends_in_pipeline_split)
+                             grad_bytes=float(self.grad_bytes), ends_in_pipeline_split=self.ends_in_pipeline_split,
+                             cp_attention=self.cp_attention)
 
 
 class LayoutSearchRequest(TrainingRequest):

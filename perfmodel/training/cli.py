@@ -37,6 +37,8 @@ def train_layouts_command(
     fp32_grads: Annotated[bool, typer.Option("--fp32-grads", help="4-byte gradients (fp32 accumulation)")] = False,
     ends_in_split: Annotated[bool, typer.Option("--ends-in-split", help="embedding and loss take a layer slot "
                                                 "each in the pipeline split (Llama 3)")] = False,
+    cp_allgather: Annotated[bool, typer.Option("--cp-allgather", help="context parallelism all-gathers K/V "
+                                               "before the attention, exposed (Llama 3), not a ring")] = False,
     tp: Annotated[int | None, typer.Option(help="fix tensor parallelism")] = None,
     pp: Annotated[int | None, typer.Option(help="fix pipeline stages")] = None,
     cp: Annotated[int | None, typer.Option(help="fix context parallelism")] = None,
@@ -73,7 +75,8 @@ def train_layouts_command(
         setup = TrainingSetup(seq_len=seq_len, global_batch=global_batch, precision=precision,  # type: ignore[arg-type]
                               offload="optimizer" if offload else "none", dropout=dropout,
                               flash_attention=not no_flash, sequence_parallel=not no_sequence_parallel,
-                              grad_bytes=4.0 if fp32_grads else 2.0, ends_in_pipeline_split=ends_in_split)
+                              grad_bytes=4.0 if fp32_grads else 2.0, ends_in_pipeline_split=ends_in_split,
+                              cp_attention="allgather" if cp_allgather else "ring")
         if dp is not None:
             layout = Layout(tp=tp or 1, pp=pp or 1, dp=dp, cp=cp or 1, ep=ep or 1, zero=zero or 0,
                             recompute=recompute or "none", micro_batch=micro_batch or 1,  # type: ignore[arg-type]

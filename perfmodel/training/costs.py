@@ -122,6 +122,17 @@ def dropout_nodes(cfg: LlmConfig, key: ProbeKey, seq_len: int, flash: bool, sequ
     return out
 
 
+def sequence_parallel_comm(node: Node) -> list[Node]:
+    """Under sequence parallelism a layer's tensor-parallel all-reduce runs as a reduce-scatter and an all-gather
+    of the same buffer (Korthikanti et al. 2022, §4.2.2: g and ḡ). Over a ring they move what the all-reduce
+    moves, 2(p−1)/p of the buffer per device; but on an NVSwitch with in-switch reduction (NVLS) the all-reduce
+    moves each byte once up and once down, which the pair cannot: charged as the pair, not the all-reduce."""
+    op = node.op or {}
+    if node.stream != "comm" or op.get("kind") != "allreduce" or not node.layer.startswith("layers."):
+        return [node]
+    return [replace(node, op={**op, "kind": kind}) for kind in ("reducescatter", "allgather")]
+
+
 def cost_table(cfg: LlmConfig, hardware: Hardware, keys: list[ProbeKey], seq_len: int, dtype: str = "bf16",
                flash: bool = True, dropout: bool = False, sequence_parallel: bool = True) -> CostTable:
     """Cost every probe in ``keys`` with one ``predict_many`` over their distinct ops (with ``dropout``, the
@@ -146,7 +157,10 @@ def cost_table(cfg: LlmConfig, hardware: Hardware, keys: list[ProbeKey], seq_len
             continue
         graphs[key] = graph
         extra = dropout_nodes(cfg, key, seq_len, flash, sequence_parallel) if dropout else []
-        rows[key] = [(n, slot(op), slot(_forward(op))) for n in [*graph.nodes, *extra] if (op := n.cost_op)
+        nodes = [*graph.nodes, *extra]
+        if sequence_parallel and key.tp > 1:
+            nodes = [split for n in nodes for split in sequence_parallel_comm(n)]
+        rows[key] = [(n, slot(op), slot(_forward(op))) for n in nodes if (op := n.cost_op)
                      is not None and n.stream != "comm_overlap" and not n.layer.startswith("optimizer")
                      and not n.name.endswith(VOCAB_GATHER)]
     adam = slot({"kind": "elementwise", "shape": [ADAM_PROBE_PARAMS], "dtype": "fp32", "inputs": 4, "outputs": 3,

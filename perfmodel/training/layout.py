@@ -77,7 +77,9 @@ class TrainingSetup:
     ``offload``: ``optimizer`` keeps the fp32 master weights and Adam moments in host memory;
     ``ends_in_pipeline_split``: the embedding and the loss each take one layer's slot when the layers are split
     into pipeline stages and chunks, so the first and last stages hold one layer fewer (Megatron-Core's
-    ``account_for_embedding_in_pipeline_split`` / ``account_for_loss_in_pipeline_split``; Llama 3, §3.3.2).
+    ``account_for_embedding_in_pipeline_split`` / ``account_for_loss_in_pipeline_split``; Llama 3, §3.3.2);
+    ``cp_attention``: how context parallelism shares K/V, ``ring`` (ring attention, the send/recv hidden behind the
+    attention where it is shorter) or ``allgather`` (Llama 3, §3.3.2: all-gather K/V, then attend; exposed).
     """
 
     seq_len: int = 2048
@@ -90,6 +92,7 @@ class TrainingSetup:
     offload: Offload = "none"
     host_memory_bytes_per_s: float = 100e9  # host DRAM for the CPU Adam step (a two-socket server, sustained)
     ends_in_pipeline_split: bool = False
+    cp_attention: Literal["ring", "allgather"] = "ring"
 
     def __post_init__(self) -> None:
         _positive("training", seq_len=self.seq_len, global_batch=self.global_batch)
@@ -99,6 +102,8 @@ class TrainingSetup:
             raise GraphError("training", f"grad_bytes must be 2 (bf16) or 4 (fp32), got {self.grad_bytes}")
         if self.offload not in ("none", "optimizer"):
             raise GraphError("training", f"offload must be none or optimizer, got {self.offload!r}")
+        if self.cp_attention not in ("ring", "allgather"):
+            raise GraphError("training", f"cp_attention must be ring or allgather, got {self.cp_attention!r}")
         if self.host_memory_bytes_per_s <= 0:
             raise GraphError("training", "host_memory_bytes_per_s must be positive")
 

@@ -61,6 +61,7 @@ class PublishedRun:
     micro_batch: tuple[int, ...] = (1, 2, 4, 8)
     virtual_stages: tuple[int, ...] | None = None  # the chunk count the source states; None: searched
     interleaved: bool = False  # the source states the interleaved schedule (v > 1 wherever pp > 1)
+    cp_allgather: bool = False  # context parallelism all-gathers K/V before the attention (not a ring)
     ends_in_split: bool = False  # the source gives the embedding and the loss a layer's slot in the pipeline split
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -119,6 +120,7 @@ RUNS: tuple[PublishedRun, ...] = (
                    "llama-3.1-405b", sequence_parallel=True, dropout=False, flash_attention=True,
                    interleaved=True,  # §3.3.2 and Figure 6: interleaved 1F1B, chunk count not given
                    ends_in_split=True,  # §3.3.2 "memory imbalance": one layer fewer on the first and last stages
+                   cp_allgather=True,  # §3.3.2: all-gather K and V, then compute the local queries' attention
                    notes=("interleaved schedule (§3.3.2, Figure 6); chunk count searched",
                           "first and last stages one layer fewer: the embedding and the loss take their slots "
                           "(§3.3.2)"))
@@ -153,7 +155,8 @@ def predict(run: PublishedRun) -> dict[str, Any]:
     dp = run.devices // (run.tp * run.pp * run.cp)
     setup = TrainingSetup(seq_len=run.seq_len, global_batch=run.global_batch, grad_bytes=run.grad_bytes,
                           sequence_parallel=run.sequence_parallel, dropout=run.dropout,
-                          flash_attention=run.flash_attention, ends_in_pipeline_split=run.ends_in_split)
+                          flash_attention=run.flash_attention, ends_in_pipeline_split=run.ends_in_split,
+                          cp_attention="allgather" if run.cp_allgather else "ring")
     space = SearchSpace(tp=(run.tp,), pp=(run.pp,), cp=(run.cp,), ep=(1,), zero=(run.zero if dp > 1 else 0,),
                         recompute=run.recompute, micro_batch=run.micro_batch, virtual_stages=stated_chunks(run, cfg),
                         schedules=("1f1b",))

@@ -98,12 +98,23 @@ def _stride_per_node(per_node: int, stride: Any, size: Any) -> Any:
     return np.clip(per_node // np.maximum(stride, 1), 1, np.maximum(size, 1)).astype(float)
 
 
+def all_gather_cp_exposed(coll: Any, kv_block: Any, cp: Any, per_node: Any, full_recompute: Any) -> Any:
+    """Exposed seconds per layer and micro-batch of all-gather context parallelism (Llama 3, §3.3.2): the
+    forward all-gathers the cp ranks' K/V blocks (output: cp blocks) before the attention, which needs all of
+    them, so nothing hides it; the backward gathers them again (only the local block is kept) and
+    reduce-scatters the K/V gradients (bf16); full recomputation repeats the forward's gather."""
+    gather = coll(ALLGATHER, cp * kv_block, cp, per_node)
+    scatter = coll(REDUCESCATTER, cp * kv_block, cp, per_node)
+    return np.where(full_recompute, 3.0, 2.0) * gather + scatter
+
+
 def step_times(cfg: LlmConfig, hardware: Hardware, table: CostTable, costs: dict[str, FloatArray],
                lay: LayoutArrays, seq_len: int, global_batch: int, sequence_parallel: bool,
                grad_bytes: float, offload: bool, host_memory_bytes_per_s: float,
-               ends_in_split: bool = False) -> StepTimes:
+               ends_in_split: bool = False, cp_allgather: bool = False) -> StepTimes:
     """Step time of every layout in ``lay`` (``costs``: ``probe_arrays`` of the probes ``lay.probe`` indexes);
-    ``ends_in_split``: the embedding and the loss take a layer's slot in the pipeline split (``TrainingSetup``)."""
+    ``ends_in_split``: the embedding and the loss take a layer's slot in the pipeline split (``TrainingSetup``);
+    ``cp_allgather``: context parallelism all-gathers K/V before the attention instead of passing them round a ring."""
     t = tables(hardware)
     per_node = devices_per_node(hardware)
     launch = t.kernel_overhead_s
@@ -142,6 +153,8 @@ def step_times(cfg: LlmConfig, hardware: Hardware, table: CostTable, costs: dict
     attn_bwd = c["attention_s"] - attn_fwd
     cp_exposed = np.maximum(ring_fwd - attn_fwd, 0.0) + np.maximum(2.0 * ring_fwd - attn_bwd, 0.0)
     cp_exposed += np.where(rc == FULL, np.maximum(ring_fwd - attn_fwd, 0.0), 0.0)
+    if cp_allgather:  # Llama 3 §3.3.2: all-gather K/V, then attend; the gather is on the critical path
+        cp_exposed = all_gather_cp_exposed(coll, kv_block, cp, _stride_per_node(per_node, tp, cp), rc == FULL)
     # ZeRO-3 / FSDP: gather each layer's weights in the forward and the backward, reduce-scatter its gradients.
     # Dense weights are shared by the dp·cp ranks; routed experts (ep dividing dp) by dp·cp / ep of them.
     shards = dp * cp

@@ -42,3 +42,16 @@ def test_check_lists_fixes_and_refuses_a_wrong_device_count(client: TestClient) 
     assert not out["layout"]["fits"] and out["fixes"]
     bad = client.post("/api/v1/training/check", headers=AUTH, json={**BASE, "devices": 8, "tp": 3})
     assert bad.status_code == 422 and "not devices = 8" in bad.text
+
+
+def test_all_gather_context_parallelism_is_exposed_over_http(client: TestClient) -> None:
+    """cp_attention="allgather" (Llama 3 §3.3.2): the K/V gather shows; the default ring hides behind attention."""
+    body = {**BASE, "seq_len": 32768, "devices": 8, "global_batch": 4, "tp": 4, "cp": 2, "dp": 1, "pp": 1,
+            "micro_batch": 1, "recompute": "full"}
+    rows = {style: client.post("/api/v1/training/check", headers=AUTH, json={**body, "cp_attention": style})
+            for style in ("ring", "allgather")}
+    assert all(r.status_code == 200 for r in rows.values()), rows["allgather"].text
+    exposed = {k: r.json()["layout"]["time_s"]["cp_exposed_s"] for k, r in rows.items()}
+    assert exposed["ring"] == 0.0 < exposed["allgather"]
+    bad = client.post("/api/v1/training/check", headers=AUTH, json={**body, "cp_attention": "ulysses"})
+    assert bad.status_code == 422
