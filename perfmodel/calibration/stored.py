@@ -19,6 +19,9 @@ from perfmodel.roofline import SpaceName
 from perfmodel.store import RunRow, Store
 
 MAX_FIT_RUNS = 200_000
+# trace runs sized from their launch alone (one element per thread, offload regions' capped teams): lower
+# bounds of their work, never fitted unless the selection asks for them by this tag
+LOWER_BOUND_MATCH_SOURCES = frozenset({"launch geometry"})
 
 
 class NoSuchCalibration(LookupError):
@@ -64,10 +67,17 @@ def fit_selected(store: Store, hardware: Hardware, selection: dict[str, Any], *,
     if not rows and base is None:
         raise ValueError(f"filter: no stored runs of {hardware.id!r} match; store runs or upload a trace first, "
                          "or seed from a related device with a base calibration")
-    runs = [(make_op(r.op), r.measured_time_s) for r in (fastest_of_repeats(rows) if fastest_repeat else rows)]
+    asked_sources = {str((chosen.get("tags") or {}).get("match_source"))}
+    kept = [r for r in rows if r.tags.get("match_source") not in LOWER_BOUND_MATCH_SOURCES - asked_sources]
+    if not kept and base is None:
+        raise ValueError(f"filter: the {len(rows)} matching runs of {hardware.id!r} are all sized from their kernel "
+                         "launch alone (match_source 'launch geometry': lower bounds of their work); select them "
+                         "by that tag to fit them anyway")
+    runs = [(make_op(r.op), r.measured_time_s) for r in (fastest_of_repeats(kept) if fastest_repeat else kept)]
     calibration = fit_calibration(hardware, runs, folds=folds, base=base, progress=progress, space=space,
                                   min_runs=min_runs)
-    report = {**calibration.report, "runs_used": len(rows), "filter": _json_ready(chosen),
+    report = {**calibration.report, "runs_used": len(kept), "runs_lower_bound_excluded": len(rows) - len(kept),
+              "filter": _json_ready(chosen),
               "base_calibration": base_calibration}
     if fastest_repeat:
         report["fitted_runs"] = len(runs)  # one per distinct op: its fastest repeat
