@@ -23,7 +23,7 @@ widened by the band pooled over all classes); coverage is counted on the left-ou
 ``--write-intervals`` stores the per-class bands of all held-out rows, which every uncalibrated prediction
 carries (``perfmodel/uncalibrated_interval.py``).
 
-    python benchmarks/lodo.py [--vendor] [--markdown] [--write-intervals]
+    python benchmarks/lodo.py [--vendor] [--markdown] [--write-intervals] [--folds DEVICE ...] [--classes LABEL ...]
 """
 
 from __future__ import annotations
@@ -65,6 +65,8 @@ from perfmodel.uncalibrated_interval import (
 # Defaults that measured data set (or could have set): each moves over a physically plausible grid.
 GRIDS: dict[str, tuple[float, ...]] = {
     "matrix_efficiency": (0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95),
+    # a convolution library's kernels (cuDNN, MIOpen) apart from the BLAS GEMMs: only convolution rows move it
+    "conv_matrix_efficiency": (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8),
     "vector_efficiency": (0.6, 0.7, 0.8, 0.85, 0.9, 1.0),
     "dram_efficiency": (0.7, 0.75, 0.8, 0.85, 0.87, 0.9, 0.95),
     "onchip_efficiency": (0.5, 0.6, 0.75, 0.9),
@@ -219,8 +221,9 @@ class Folds:
     fitted: dict[str, dict[str, float]]  # fold -> fitted value per default
 
 
-def run_folds(rows: Sequence[Row], fold_of: np.ndarray) -> Folds:
-    """Fit the defaults without each fold, predict the fold with them."""
+def run_folds(rows: Sequence[Row], fold_of: np.ndarray, only: Sequence[str] = ()) -> Folds:
+    """Fit the defaults without each fold, predict the fold with them (``only``: just these folds, the others'
+    rows left unpredicted, nan)."""
     devices = sorted({r.hardware for r in rows})
     shipped_defaults = {hw: defaults_for(load_hardware(hw)) for hw in devices}
     shipped = _predict(rows, shipped_defaults)
@@ -230,6 +233,8 @@ def run_folds(rows: Sequence[Row], fold_of: np.ndarray) -> Folds:
     # rows over a network their data set does not describe choose no default: that network is not the spec's
     described = np.array(["devices" not in r.op or not _in_scope(r, "across, unknown network") for r in rows])
     for fold in sorted(set(fold_of)):
+        if only and fold not in only:
+            continue
         train = _fit_sample(rows, np.nonzero((fold_of != fold) & described)[0])
         choice = fit_defaults([rows[i] for i in train], shipped_defaults, grids)
         fitted[fold] = choice
@@ -361,19 +366,33 @@ def _buildable(row: Row) -> bool:
     return True
 
 
+def _subset(folds: Folds, index: Sequence[int]) -> Folds:
+    """The folds' predictions of the rows at ``index`` (a class or fold filter)."""
+    return Folds(folds.predicted[list(index)], folds.shipped[list(index)], folds.fitted)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--vendor", action="store_true", help="leave one vendor out instead of one device")
     parser.add_argument("--markdown", action="store_true", help="print the table as markdown")
+    parser.add_argument("--folds", nargs="*", default=(), metavar="FOLD",
+                        help="hold out only these devices (or vendors): a shorter run, the other rows unscored")
+    parser.add_argument("--classes", nargs="*", default=(), metavar="LABEL",
+                        help="print only these op classes (every class still fits the defaults)")
     parser.add_argument("--write-intervals", action="store_true",
                         help=f"store the per-class bands of the held-out residuals in {TABLE_PATH.name}")
     args = parser.parse_args()
     known = set(perfmodel.list_hardware())
     rows = [r for r in [*all_rows(), *extra_collectives()] if r.hardware in known and _buildable(r)]
     fold_of = np.array([vendor(r.hardware) if args.vendor else r.hardware for r in rows])
-    folds = run_folds(rows, fold_of)
-    print("\n".join(table(rows, folds, fold_of, args.markdown)))
-    print("\n".join(bands(rows, folds)))
+    if args.write_intervals and args.folds:
+        parser.error("--write-intervals needs every fold: drop --folds")
+    folds = run_folds(rows, fold_of, args.folds)
+    scored = [i for i, r in enumerate(rows) if np.isfinite(folds.predicted[i])
+              and (not args.classes or r.label in args.classes)]
+    print("\n".join(table([rows[i] for i in scored], _subset(folds, scored), fold_of[scored], args.markdown)))
+    if not args.folds:
+        print("\n".join(bands(rows, folds)))
     print("\nfitted defaults per left-out " + ("vendor" if args.vendor else "device") + ":")
     for fold, values in folds.fitted.items():
         print(f"  {fold:<24} " + ", ".join(f"{k}={v:g}" for k, v in values.items()))

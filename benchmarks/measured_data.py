@@ -182,10 +182,13 @@ def deepbench() -> Iterator[Row]:
             yield Row("deepbench", hw, fwd, float(r["fwd_ms"]) * 1e-3, "kernel", group, "conv2d")
         if _number(r["bwd_inputs_ms"]) and _number(r["bwd_params_ms"]):
             seconds = (float(r["bwd_inputs_ms"]) + float(r["bwd_params_ms"])) * 1e-3
-            # DeepBench records the forward algorithm only. The backward of a shape whose forward ran the non-fused
-            # Winograd is assumed to run it too (cuDNN has it for data and weight gradients; V100 fp32 runs these
-            # backwards at up to 18 TFLOP/s of direct-convolution FLOPs, above its 15.7 peak); the fused one is not.
-            bwd = fwd if fwd.get("algorithm") == "winograd_nonfused" else base
+            # DeepBench records the forward algorithm only. The backward of a shape whose forward ran a Winograd is
+            # assumed to run it too. Non-fused: cuDNN has it for data and weight gradients (V100 fp32 runs these
+            # backwards at up to 18 TFLOP/s of direct-convolution FLOPs, above its 15.7 peak). Fused: the data
+            # gradient (cuDNN's BWD_DATA_ALGO_WINOGRAD; MIOpen's Winograd solvers take backward data as a forward
+            # convolution with the flipped filter), the weight gradient an implicit GEMM (Conv2d): 22 of the P100's 44
+            # such backwards take less than that implicit GEMM at 100 % of peak (ideal tiles, no floor).
+            bwd = fwd if fwd.get("algorithm") in ("winograd_nonfused", "winograd") else base
             yield Row("deepbench", hw, {**bwd, "pass": "backward"}, seconds, "kernel", group, "conv2d_bwd")
 
 

@@ -41,6 +41,9 @@ class ModelDefaults:
     # the first address needs; 0 (the default) for a kernel launched again and again, whose code and parameters
     # stay cached whether or not its data does
     cold_start_round_trips: float = 0.0
+    # sustained share of dense matrix peak in a convolution library's own kernels (cuDNN, MIOpen: implicit GEMM,
+    # Winograd, FFT) instead of ``matrix_efficiency`` (cuBLAS/rocBLAS GEMMs); None: ``matrix_efficiency``
+    conv_matrix_efficiency: float | None = None
 
 
 # Nsight Compute flushes every cache before each replay by default (--cache-control all): the kernel's first
@@ -79,6 +82,7 @@ _GPU = ModelDefaults(
     # Where a spec has no L2 figure: A100 has 7.2 TB/s of L2 over 2.0 TB/s of HBM (3.5x), V100
     # 2048 B/clk (3.1 TB/s) over 0.9 TB/s (3.5x); use 3x.
     llc_to_dram_bandwidth=3.0,
+    conv_matrix_efficiency=0.6,
 )
 
 _NPU = ModelDefaults(

@@ -25,8 +25,9 @@ from perfmodel.efficiency import ModelDefaults
 from perfmodel.machine import MachineTables, tables
 from perfmodel.ops import Op, OpError, Work, make_op
 from perfmodel.ops.base import DTYPE_BYTES, FloatArray
+from perfmodel.search.conv_space import simt_conv_space
 from perfmodel.search.gemm_cost import GemmChoice, best_gemms
-from perfmodel.search.gemm_space import GemmCandidates, compact_space, full_space
+from perfmodel.search.gemm_space import GemmCandidates, compact_space, concat_spaces, full_space
 
 # the collective and flash-attention models are imported where a batch has such ops (`perfmodel predict` of a
 # GEMM needs neither: issue 25)
@@ -119,7 +120,7 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     totals = _GemmTotals(n)
     if gemm.any():
         idx = np.nonzero(gemm)[0]
-        _gemms(t, work, idx, m_peak, compulsory, space or compact_space(t), totals)
+        _gemms(t, work, idx, m_peak * _library_share(d, work), compulsory, space or compact_space(t), totals)
     if flash.any():
         from perfmodel.search.attention_cost import attention_space, compact_attention_space
 
@@ -218,6 +219,17 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     )
 
 
+def _library_share(d: ModelDefaults, work: Work) -> FloatArray:
+    """Per op, the sustained share of matrix peak its GEMMs reach over the one the GEMM model applies
+    (``matrix_efficiency``): ``conv_matrix_efficiency / matrix_efficiency`` for a convolution library's kernels,
+    1 elsewhere (docs/model.md section 4)."""
+    conv = d.conv_matrix_efficiency
+    if conv is None or not work.conv_library.any():
+        return np.ones(work.n)
+    out: FloatArray = np.where(work.conv_library > 0, conv / d.matrix_efficiency, 1.0)
+    return out
+
+
 def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]], m_peak: FloatArray,
            compulsory: FloatArray, space: GemmCandidates, out: _GemmTotals) -> None:
     """Choose a schedule for every GEMM slot of the ops in ``idx``; add its figures to ``out``.
@@ -231,9 +243,25 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
     gemm_flops = 2.0 * batch * work.gemm_m[idx] * work.gemm_n[idx] * work.gemm_k[idx]
     share = gemm_flops[rows, slots] / np.maximum(gemm_flops.sum(axis=1)[rows], 1.0)
     elem = DTYPE_BYTES[work.matrix_dtype[op_rows]]
-    choice = _best_distinct(t, space, batch[rows, slots], work.gemm_m[idx][rows, slots],
-                            work.gemm_n[idx][rows, slots], work.gemm_k[idx][rows, slots], elem, m_peak[op_rows],
-                            compulsory[op_rows] * share)
+    columns = (batch[rows, slots], work.gemm_m[idx][rows, slots], work.gemm_n[idx][rows, slots],
+               work.gemm_k[idx][rows, slots], elem, m_peak[op_rows], compulsory[op_rows] * share)
+    # cuDNN's SIMT convolutions run their own fixed tiles (conv_space), one family per code: searched apart, their
+    # candidates indexed after ``space``'s
+    family = np.where(_simt_on_cudnn(t, work.matrix_dtype[op_rows]), work.gemm_simt_conv[idx][rows, slots], 0.0)
+    if family.any():
+        parts, spaces = [], [space]
+        for code in np.unique(family):
+            own = space if code == 0 else simt_conv_space(t, int(code))
+            where = family == code
+            part = _best_distinct(t, own, *(c[where] for c in columns))
+            if code != 0:
+                part = dataclasses.replace(part, index=part.index + sum(s.size for s in spaces))
+                spaces.append(own)
+            parts.append((where, part))
+        choice = GemmChoice(*(_merge(parts, f.name) for f in dataclasses.fields(GemmChoice)))
+        space = concat_spaces(*spaces)
+    else:
+        choice = _best_distinct(t, space, *columns)
     for name in ("compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes", "reuse_bytes"):
         np.add.at(getattr(out, name), op_rows, getattr(choice, name))
     np.add.at(out.extra_kernels, op_rows, np.where(space.split[choice.index] > 1, 1.0, 0.0))
@@ -247,6 +275,24 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
               "resident_tiles": choice.resident, "footprint_bytes": choice.footprint_bytes}
     for key, values in chosen.items():
         out.schedule[key][op_rows[first]] = values[first]
+
+
+def _simt_on_cudnn(t: MachineTables, matrix_dtype: np.ndarray[Any, np.dtype[np.int64]]
+                   ) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """GEMMs whose dtype runs off the tensor cores of an NVIDIA GPU (cuDNN's SIMT kernels), by matrix dtype code."""
+    nvidia_gpu = t.hardware.kind == "gpu" and t.hardware.vendor == "nvidia"
+    off_tensor = np.array([p.engine != "tensor" for p in t.matrix_paths])
+    out: np.ndarray[Any, np.dtype[np.bool_]] = off_tensor[matrix_dtype] & nvidia_gpu
+    return out
+
+
+def _merge(parts: Sequence[tuple[np.ndarray[Any, np.dtype[np.bool_]], GemmChoice]], name: str
+           ) -> np.ndarray[Any, Any]:
+    """One field of choices made over disjoint row sets: each part's values at its rows."""
+    out = np.empty(sum(int(where.sum()) for where, _ in parts), dtype=getattr(parts[0][1], name).dtype)
+    for where, part in parts:
+        out[where] = getattr(part, name)
+    return out
 
 
 DISTINCT_FROM_GEMMS = 64  # from this many GEMMs, repeated shapes are searched once (np.unique costs less)

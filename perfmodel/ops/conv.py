@@ -27,6 +27,10 @@ backwards took 0.5-5 ms where that implicit GEMM gave 2-90 ms (now 0.55-1.5x of 
 
 A stride longer than the filter's reach (1x1 stride 2) never touches some of x: its compulsory reads are the
 touched rows (NCHW) or rows and pixels (NHWC) only (``_touched_share``); dx is still written whole.
+
+The forward implicit GEMM and fused Winograd mark their GEMM slot ``gemm_simt_conv``: off the tensor cores of an
+NVIDIA GPU they run cuDNN's fixed SIMT tiles without split-K (``perfmodel.search.conv_space``): 128 output pixels
+x 32/64/128 channels, and 128 Winograd tiles x 128 channels.
 """
 
 from __future__ import annotations
@@ -209,6 +213,13 @@ class Conv2d(Op):
         transforms = (x_bytes + w_bytes + y_bytes) * passes + points * elem * (
             (tiles * (c + k) + k * c) * (fwd + bwd) + (tiles_dx * (c + k) + k * c) * bwd)  # non-fused only
         m_gemm = nb * p * q
+        # a strided convolution's data gradient is s_h·s_w sub-convolutions, one per phase of dx (sub-pixel
+        # decomposition of the transposed convolution): each dx pixel takes only the ⌈R/s_h⌉·⌈S/s_w⌉ taps that land
+        # on it, so its implicit GEMM reduces over K·⌈R/s_h⌉·⌈S/s_w⌉, not K·R·S over zero-filled dy (1x1: 1 tap);
+        # with a dilation d the taps' offsets repeat every s/gcd(s, d) phases
+        dgrad_taps = (_phase_taps(column(ops, "kernel_h"), column(ops, "stride"), column(ops, "dilation"))
+                      * _phase_taps(column(ops, "kernel_w"), along_w_column(ops, "stride"),
+                                    along_w_column(ops, "dilation")) * column(ops, "kernel_d"))
         # thin C (first layers): a data gradient with C/g columns wastes most of every tile, so libraries run it
         # as dy x W^T (NPQ x C/g·R·S x K/g) and scatter-add the columns into dx (col2im / atomics)
         thin = ~wino & ~fft & ~dw & (c / g < THIN_DGRAD_CHANNELS)
@@ -237,7 +248,7 @@ class Conv2d(Op):
              np.where(wino | fft, c / g, (c / g) * r * s)),
             (per_pass * bwd,
              np.where(wino, tiles_dx, np.where(thin, m_gemm, np.where(fft, fft_images, nb_x * h * w))),
-             np.where(thin, (c / g) * r * s, c / g), np.where(wino | thin | fft, k / g, (k / g) * r * s)),
+             np.where(thin, (c / g) * r * s, c / g), np.where(wino | thin | fft, k / g, (k / g) * dgrad_taps)),
             (np.where(dw, 0.0, np.where(nonfused, points * g, np.where(fft, complex_gemms, g)) * bwd), k / g,
              np.where(nonfused | fft, c / g, (c / g) * r * s),
              np.where(nonfused, tiles, np.where(fft, fft_images, m_gemm))),
@@ -253,12 +264,26 @@ class Conv2d(Op):
             nhwc_bytes=np.where([o.layout == "nchw" for o in ops], (x_bytes + w_bytes) * fwd
                                 + (x_bytes + y_bytes + w_bytes) * bwd, 0.0),
             gemm_batch=gemms[0], gemm_m=gemms[1], gemm_n=gemms[2], gemm_k=gemms[3],
+            # the forward implicit GEMM (family 1: 128 x 32/64/128) and fused Winograd (2: 128 x 128) run cuDNN's
+            # fixed SIMT tiles off the tensor cores, no split-K (conv_space); the non-fused Winograd's batched GEMMs,
+            # the FFT's complex ones and the gradients keep the free search
+            gemm_simt_conv=np.stack([np.where(nonfused | fft, 0.0, np.where(fused, 2.0, 1.0)), np.zeros(len(ops)),
+                                     np.zeros(len(ops))], axis=1),
+            conv_library=np.ones(len(ops)),  # cuDNN's / MIOpen's convolution kernels, not the BLAS GEMMs
         )
 
 
 def along_w_column(ops: Sequence[Conv2d], name: Literal["stride", "padding", "dilation"]) -> FloatArray:
     """``Conv2d.along_w`` of many convolutions as a float array."""
     return np.fromiter((o.along_w(name) for o in ops), dtype=np.float64, count=len(ops))
+
+
+def _phase_taps(taps: FloatArray, stride: FloatArray, dilation: FloatArray) -> FloatArray:
+    """Filter taps along one axis that reach one dx pixel in a strided convolution's data gradient:
+    ⌈taps / (s / gcd(s, d))⌉ (all of them without a stride)."""
+    period = stride / np.gcd(stride.astype(np.int64), dilation.astype(np.int64))
+    out: FloatArray = np.ceil(taps / period)
+    return out
 
 
 def _touched_share(ops: Sequence[Conv2d]) -> FloatArray:

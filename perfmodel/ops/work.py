@@ -52,6 +52,9 @@ class Work:
     gemm_m: FloatArray = field(default_factory=lambda: np.zeros(0))
     gemm_n: FloatArray = field(default_factory=lambda: np.zeros(0))
     gemm_k: FloatArray = field(default_factory=lambda: np.zeros(0))
+    # 1 where a GEMM slot is a library's SIMT implicit-GEMM convolution, whose tiles are fixed when its dtype runs
+    # off the matrix engine (``perfmodel.search.conv_space``); n x slots like gemm_batch
+    gemm_simt_conv: FloatArray = field(default_factory=lambda: np.zeros(0))
     comm_kind: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     comm_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))
     comm_devices: FloatArray = field(default_factory=lambda: np.zeros(0))
@@ -61,16 +64,19 @@ class Work:
     serial_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))
     # operand bytes a tensor-core kernel reads in NHWC while the op stores NCHW: converted (read + write) first
     nhwc_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))
+    # 1 where the op's GEMMs run in a convolution library's kernels (cuDNN, MIOpen), whose sustained share of the
+    # matrix peak is ``ModelDefaults.conv_matrix_efficiency``; 0 elsewhere
+    conv_library: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         zeros = np.zeros(self.n)
         for name in ("threads", "bytes_per_thread", "threads_per_unit_cap", "scratchpad_bytes", "comm_bytes",
-                     "comm_devices", "comm_devices_per_node", "serial_bytes", "nhwc_bytes"):
+                     "comm_devices", "comm_devices_per_node", "serial_bytes", "nhwc_bytes", "conv_library"):
             if getattr(self, name).size == 0:
                 setattr(self, name, zeros)
         if self.attention.size == 0:
             self.attention = np.zeros((self.n, len(ATTENTION_FIELDS)))
-        for name in ("gemm_batch", "gemm_m", "gemm_n", "gemm_k"):
+        for name in ("gemm_batch", "gemm_m", "gemm_n", "gemm_k", "gemm_simt_conv"):
             value = getattr(self, name)
             if value.size == 0:
                 setattr(self, name, np.zeros((self.n, GEMM_SLOTS)))

@@ -56,6 +56,12 @@ class GemmCandidates:
                                                                    "group")))
 
 
+def concat_spaces(*spaces: GemmCandidates) -> GemmCandidates:
+    """The candidates of ``spaces`` one after the other (indices of the first unchanged)."""
+    return GemmCandidates(*(np.concatenate([getattr(s, f) for s in spaces])
+                            for f in ("bm", "bn", "bk_bytes", "stages", "split", "group")))
+
+
 def _product(bm: tuple[int, ...], bn: tuple[int, ...], bk_bytes: tuple[int, ...], stages: tuple[int, ...],
              splits: tuple[int, ...], groups: tuple[int, ...]) -> GemmCandidates:
     """Every combination, in ``itertools.product`` order (the last axis fastest): a meshgrid, not a list of

@@ -9,6 +9,7 @@ NVLink 450 GB/s per direction, 8 per node, 50 GB/s network per GPU.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -236,3 +237,66 @@ def test_nchw_convolutions_on_nvidia_tensor_cores_convert_to_nhwc_first(hardware
         assert nchw.bytes_by_level[hw.dram.name] - nhwc.bytes_by_level[hw.dram.name] == pytest.approx(converted)
     else:
         assert nchw.time_s == nhwc.time_s
+
+
+def test_cudnn_simt_convolution_runs_its_fixed_128_row_tiles_without_split_k() -> None:
+    """P100, fp32 (CUDA cores), 512 -> 512 channels 1x1 on 8 maps of 7x7: implicit GEMM M = 8·49 = 392, N = 512,
+    K = 512. cuDNN's SIMT kernels tile 128 output pixels by 32, 64 or 128 channels and never split K
+    (perfmodel/search/conv_space.py). 128x32: ⌈392/128⌉ x 512/32 = 4 x 16 = 64 CTAs on 56 SMs, so one SM runs
+    two, one after the other: 2 x 512/16 K-steps x 2·128·32·16 FLOPs / (10.6e12 / 56 FLOP/s per SM) = 44.317 µs.
+    128x64 (32 CTAs, one each: 32 steps of 2·128·64·16) takes the same; the tie goes to the smaller footprint.
+    The same GEMM as a matmul is free to pick small tiles and runs in half the time."""
+    conv = {"kind": "conv2d", "batch": 8, "in_channels": 512, "out_channels": 512, "height": 7, "width": 7,
+            "kernel_h": 1, "kernel_w": 1, "dtype": "fp32"}
+    cost = perfmodel.predict("nvidia-p100-sxm2-16gb", conv, defaults=IDEAL)
+    by_hand = 2 * (512 / 16) * (2 * 128 * 32 * 16) / (10.6e12 / 56)
+    assert cost.time_s == pytest.approx(by_hand, rel=1e-6)
+    assert (cost.schedule["tile_m"], cost.schedule["split_k"], cost.schedule["tiles"]) == (128, 1, 64)
+    matmul = perfmodel.predict("nvidia-p100-sxm2-16gb", {"kind": "matmul", "m": 392, "n": 512, "k": 512,
+                                                         "dtype": "fp32"}, defaults=IDEAL)
+    assert matmul.time_s < 0.6 * cost.time_s
+    # tensor cores (V100 fp16, NHWC) run cuDNN's s884 kernels, which may split: the free search
+    v100 = perfmodel.predict("nvidia-v100-sxm2-32gb", {**conv, "dtype": "fp16", "layout": "nhwc"}, defaults=IDEAL)
+    assert v100.schedule["tile_m"] != 128 or v100.schedule["split_k"] > 1 or v100.schedule["tiles"] != 64
+
+
+@pytest.mark.parametrize(("kernel", "stride", "dilation", "taps"), [
+    (5, 2, 1, 3 * 3),  # ⌈5/2⌉ = 3 taps per axis land on each dx pixel
+    (3, 2, 1, 2 * 2),
+    (1, 2, 1, 1),  # 1x1 stride 2: one tap (or none: the zeros of the skipped pixels)
+    (5, 1, 1, 5 * 5),  # no stride: every tap
+    (3, 2, 2, 3 * 3),  # dilation 2 = stride: every tap lands on the same phase
+])
+def test_strided_data_gradient_reduces_over_the_taps_that_reach_each_pixel(kernel: int, stride: int, dilation: int,
+                                                                           taps: int) -> None:
+    """Data gradient of 16 x 64 -> 128 on 80 x 350 as the transposed convolution split into stride² phases: an
+    implicit GEMM of N·H·W = 16·80·350 = 448,000 rows x C = 64 columns, reducing over K x the taps per dx pixel
+    (128 x ``taps``), so its MACs match the forward's instead of stride² times them."""
+    from perfmodel.ops import make_op
+
+    op = make_op({"kind": "conv2d", "batch": 16, "in_channels": 64, "out_channels": 128, "height": 80,
+                  "width": 350, "kernel_h": kernel, "kernel_w": kernel, "stride": stride, "dilation": dilation,
+                  "padding": (kernel - 1) * dilation // 2, "dtype": "fp32", "pass": "backward"})
+    work = type(op).work([op])
+    assert (work.gemm_m[0, 1], work.gemm_n[0, 1], work.gemm_k[0, 1]) == (448_000, 64, 128 * taps)
+
+
+def test_convolution_gemms_run_at_the_convolution_library_share_of_matrix_peak() -> None:
+    """A convolution's GEMMs are cuDNN's/MIOpen's kernels: their compute time divides by peak x
+    ``conv_matrix_efficiency``, a matmul's by peak x ``matrix_efficiency`` (docs/model.md section 5). V100 fp16
+    NHWC 256 -> 256 3x3 (padding 1) on 64 maps of 56x56: the implicit GEMM M = 200,704, N = 256, K = 2,304; at a
+    convolution share of 0.5 the schedule search sees half the peak, as it would with a GEMM share of 0.5 and none
+    for convolutions given (None: the GEMM's): the same time to the bit; its tensor-core time is twice the ideal
+    one (to the 1 % a different tile choice at half the peak may move it), the same GEMM as a matmul no longer."""
+    conv = {"kind": "conv2d", "batch": 64, "in_channels": 256, "out_channels": 256, "height": 56, "width": 56,
+            "kernel_h": 3, "kernel_w": 3, "padding": 1, "dtype": "fp16", "layout": "nhwc"}
+    matmul = {"kind": "matmul", "m": 64 * 56 * 56, "n": 256, "k": 9 * 256, "dtype": "fp16"}
+    half = dataclasses.replace(IDEAL, conv_matrix_efficiency=0.5)
+    ideal = perfmodel.predict("nvidia-v100-sxm2-32gb", conv, defaults=IDEAL)
+    slow = perfmodel.predict("nvidia-v100-sxm2-32gb", conv, defaults=half)
+    assert slow.bound == "tensor"
+    assert slow.time_s_by_engine["matrix"] == pytest.approx(2.0 * ideal.time_s_by_engine["matrix"], rel=0.01)
+    assert perfmodel.predict("nvidia-v100-sxm2-32gb", matmul, defaults=half).time_s == pytest.approx(
+        perfmodel.predict("nvidia-v100-sxm2-32gb", matmul, defaults=IDEAL).time_s, rel=1e-12)
+    unset = dataclasses.replace(IDEAL, matrix_efficiency=0.5)
+    assert perfmodel.predict("nvidia-v100-sxm2-32gb", conv, defaults=unset).time_s == slow.time_s
