@@ -37,8 +37,9 @@ class RowOps(Sequence[Op]):
     def __init__(self, n: int, parts: list[Part]) -> None:
         self._n = n
         self._parts = [ops for ops, _ in parts]
-        self._part = np.zeros(n, dtype=np.intp)  # which part holds each row, and where in it
-        self._position = np.zeros(n, dtype=np.intp)
+        # which part holds each row, and where in it (the narrowest integers that hold them: 5-9 bytes a row)
+        self._part = np.zeros(n, dtype=np.min_scalar_type(max(len(parts) - 1, 0)))
+        self._position = np.zeros(n, dtype=np.int32 if n < 2**31 else np.intp)
         for p, (_, rows) in enumerate(parts):
             self._part[rows] = p
             self._position[rows] = np.arange(rows.size)
