@@ -18,6 +18,7 @@ import numpy as np
 
 from perfmodel import uncalibrated_interval
 from perfmodel.cost import CostBatch
+from perfmodel.cost_stitch import Stitch
 from perfmodel.efficiency import ModelDefaults
 from perfmodel.machine import tables
 from perfmodel.ops import Op, OpError, Work, make_op, op_class, op_kinds
@@ -36,8 +37,9 @@ class RowOps(Sequence[Op]):
     def __init__(self, n: int, parts: list[Part]) -> None:
         self._n = n
         self._parts = [ops for ops, _ in parts]
-        self._part = np.zeros(n, dtype=np.intp)  # which part holds each row, and where in it
-        self._position = np.zeros(n, dtype=np.intp)
+        # which part holds each row, and where in it (the narrowest integers that hold them: 5-9 bytes a row)
+        self._part = np.zeros(n, dtype=np.min_scalar_type(max(len(parts) - 1, 0)))
+        self._position = np.zeros(n, dtype=np.int32 if n < 2**31 else np.intp)
         for p, (_, rows) in enumerate(parts):
             self._part[rows] = p
             self._position[rows] = np.arange(rows.size)
@@ -158,14 +160,52 @@ def _predict_dicts(dicts: Sequence[Mapping[str, Any]], hardware: HardwareLike, t
     return _predict(hardware, parts, len(dicts), timing, warm_cache, defaults, space)
 
 
+CHUNK_ROWS = 1 << 16  # a table of more rows is predicted this many rows at a time (``predict_columns``)
+
+
 def predict_columns(hardware: HardwareLike, columns: Mapping[str, Any], timing: Timing = "kernel",
                     warm_cache: bool = False, defaults: ModelDefaults | None = None,
                     space: SpaceName = "compact") -> CostBatch:
     """Predict the ops of a table: ``columns["kind"]`` names each row's kind, the other columns its fields
     (``dtype`` as names, a ``shape`` column as an ops x rank array; a kind ignores the columns it has no
-    field for). Rows of a kind whose class does not read columns are built as ``Op``s from their cells."""
+    field for). Rows of a kind whose class does not read columns are built as ``Op``s from their cells.
+
+    A table of numpy arrays longer than ``CHUNK_ROWS`` is predicted ``CHUNK_ROWS`` rows at a time into arrays
+    allocated once (``cost_stitch``): the same answers, with one chunk's intermediate columns alive at a time
+    instead of the whole table's."""
     if "kind" not in columns:
         raise OpError("?", "kind", "the table has no 'kind' column")
+    n = len(columns["kind"])
+    if n > CHUNK_ROWS and all(isinstance(v, np.ndarray) and len(v) == n for v in columns.values()):
+        batch = _predict_chunks(hardware, columns, n, timing, warm_cache, defaults, space)
+        if batch is not None:
+            return batch
+    parts, n = _table_parts(columns)
+    return _predict(hardware, parts, n, timing, warm_cache, defaults, space)
+
+
+def _predict_chunks(hardware: HardwareLike, columns: Mapping[str, Any], n: int, timing: Timing, warm_cache: bool,
+                    defaults: ModelDefaults | None, space: SpaceName) -> CostBatch | None:
+    """``predict_columns`` chunk by chunk; None when the chunks' batches do not stack (other level, engine or
+    schedule keys) or a chunk raises (the whole table then raises the error the one-piece path names)."""
+    stitch = Stitch(n)
+    all_parts: list[Part] = []
+    for start in range(0, n, CHUNK_ROWS):
+        chunk = {name: values[start:start + CHUNK_ROWS] for name, values in columns.items()}
+        try:
+            parts, rows = _table_parts(chunk)
+            batch = _predict(hardware, parts, rows, timing, warm_cache, defaults, space)
+        except OpError:
+            return None
+        if not stitch.add(start, batch):
+            return None
+        del batch
+        all_parts += [(ops, at + start) for ops, at in parts]
+    return stitch.batch(RowOps(n, all_parts))
+
+
+def _table_parts(columns: Mapping[str, Any]) -> tuple[list[Part], int]:
+    """The table's rows grouped by kind (``OpColumns`` or ``Op``s, and their rows), and its row count."""
     kinds = np.asarray(columns["kind"]).astype(str)
     names = op_kinds()
     inverse = factorize(kinds, names)
@@ -182,7 +222,7 @@ def predict_columns(hardware: HardwareLike, columns: Mapping[str, Any], timing: 
         cls = op_class(kind)
         ops = from_arrays(cls, columns, rows) if cls.columnar else [_cell_op(kind, columns, int(i)) for i in rows]
         parts.append((ops, rows))
-    return _predict(hardware, parts, int(kinds.size), timing, warm_cache, defaults, space)
+    return parts, int(kinds.size)
 
 
 def _cell_op(kind: str, columns: Mapping[str, Any], i: int) -> Op:

@@ -145,12 +145,14 @@ def _dtype_codes(op_kind: str, key: str, optional: bool, raw: np.ndarray[Any, An
 
 def _default_column(kind: str, default: Any, size: int) -> np.ndarray[Any, Any]:
     """A field's default for ``size`` rows, in the ``OpColumns`` layout."""
+    # one value seen ``size`` times (a read-only view, no bytes per row): the defaults of a table's missing
+    # columns are most of an ``OpColumns``' fields, and reading them indexes or broadcasts like a full column
     if kind == "dtype":
-        return np.full(size, NO_DTYPE if default is None else DTYPE_INDEX[default], dtype=np.int64)
+        return np.broadcast_to(np.array(NO_DTYPE if default is None else DTYPE_INDEX[default], dtype=np.int64), size)
     if kind in ("number", "int", "flag"):
-        return np.full(size, float(default))
+        return np.broadcast_to(np.array(float(default)), size)
     if kind == "choice":
-        return np.full(size, default)
+        return np.broadcast_to(np.array(default), size)
     if kind == "shape":
         return _shape_block([default] * size)
     return np.full(size, default, dtype=object)

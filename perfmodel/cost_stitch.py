@@ -1,0 +1,82 @@
+"""One ``CostBatch`` from the batches of consecutive row ranges (a table predicted chunk by chunk).
+
+Each chunk's arrays are copied into arrays allocated once for the whole table, and the chunk is then
+dropped, so the memory a prediction holds at once is the result plus one chunk's intermediates instead of
+every intermediate column of the whole table. ``add`` answers False when a chunk's batch is not shaped as
+the first one's (other level, engine or schedule keys, or dtypes): its rows would not line up, and the
+caller predicts the table in one piece instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from perfmodel.cost import CostBatch
+from perfmodel.ops import Op
+
+_ARRAYS = ("time_s", "overhead_s", "compulsory_bytes", "utilization", "interval_s", "in_calibrated_range",
+           "uncalibrated_interval_s")
+_GROUPS = ("flops_by_engine", "bytes_by_level", "time_s_by_level", "time_s_by_engine", "schedule")
+
+
+def _layout(batch: CostBatch) -> tuple[Any, ...]:
+    """What must agree between chunks for their rows to be stacked: keys, dtypes and row shapes."""
+    def shape(values: np.ndarray[Any, Any] | None) -> tuple[Any, ...] | None:
+        return None if values is None else (values.dtype.str, values.shape[1:])
+
+    arrays = tuple(shape(getattr(batch, name)) for name in _ARRAYS)
+    groups = tuple(tuple((k, shape(v)) for k, v in getattr(batch, name).items()) for name in _GROUPS)
+    return arrays, groups, batch.bound.dtype.str
+
+
+class Stitch:
+    """The rows of ``n``-row table, filled a chunk (a ``CostBatch`` of consecutive rows) at a time."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self._layout: tuple[Any, ...] | None = None
+        self._arrays: dict[str, np.ndarray[Any, Any] | None] = {}
+        self._groups: dict[str, dict[str, np.ndarray[Any, Any]]] = {}
+        self._bound: np.ndarray[Any, Any] = np.empty(0, dtype=str)
+        self._notes: dict[int, list[str]] = {}
+        self._hardware: Any = None
+
+    def add(self, start: int, batch: CostBatch) -> bool:
+        """Copy ``batch`` (rows ``start:start + len(batch)``) in; False when its layout differs from the first's."""
+        layout = _layout(batch)
+        if self._layout is None:
+            self._layout, self._hardware = layout, batch.hardware
+            self._bound = np.empty(self.n, batch.bound.dtype)  # the same dtype in every chunk (the layout)
+            for name in _ARRAYS:
+                values = getattr(batch, name)
+                self._arrays[name] = None if values is None else np.empty((self.n, *values.shape[1:]), values.dtype)
+            self._groups = {name: {k: np.empty(self.n, v.dtype) for k, v in getattr(batch, name).items()}
+                            for name in _GROUPS}
+        elif layout != self._layout:
+            return False
+        end = start + len(batch)
+        for name, out in self._arrays.items():
+            if out is not None:
+                out[start:end] = getattr(batch, name)
+        for name, group in self._groups.items():
+            for k, values in getattr(batch, name).items():
+                group[k][start:end] = values
+        self._bound[start:end] = batch.bound
+        if batch.notes:
+            self._notes.update(zip([start + i for i in batch.notes], batch.notes.values(), strict=True))
+        return True
+
+    def batch(self, ops: Sequence[Op]) -> CostBatch:
+        """The whole table's batch (every row added), with ``ops`` as its ops."""
+        a, g = self._arrays, self._groups
+        return CostBatch(
+            hardware=self._hardware, ops=ops, time_s=a["time_s"], bound=self._bound,  # type: ignore[arg-type]
+            overhead_s=a["overhead_s"], flops_by_engine=g["flops_by_engine"],  # type: ignore[arg-type]
+            bytes_by_level=g["bytes_by_level"], time_s_by_level=g["time_s_by_level"],
+            time_s_by_engine=g["time_s_by_engine"], compulsory_bytes=a["compulsory_bytes"],  # type: ignore[arg-type]
+            utilization=a["utilization"], schedule=g["schedule"], notes=self._notes,  # type: ignore[arg-type]
+            interval_s=a["interval_s"], in_calibrated_range=a["in_calibrated_range"],
+            uncalibrated_interval_s=a["uncalibrated_interval_s"])
