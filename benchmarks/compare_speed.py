@@ -95,10 +95,28 @@ def measure(base_path: Path, new_path: Path) -> dict[str, Any]:
                             for g in result.regressions[:5]]}
 
 
-def _child(tree: Path, base_path: Path, new_path: Path) -> dict[str, Any]:
+def measure_cached(base_path: Path, new_path: Path) -> dict[str, Any]:
+    """The CI gate's case with the side cache (``perfmodel.compare.cache``): CPU s of a comparison whose base was
+    compared before (new parsed), and of one where both were; the cache filled by a first, untimed comparison."""
+    from perfmodel.compare import cache, load  # on demand: absent from older trees
+
+    hw = load_hardware("nvidia-v100-sxm2-32gb")
+    with tempfile.TemporaryDirectory() as folder:
+        os.environ[cache.ENV] = folder
+        load.file_side(base_path)
+        c0 = time.process_time()
+        base_side, new_side = load.file_side(base_path), load.file_side(new_path)
+        diff_sides(base_side, new_side, hw)
+        c1 = time.process_time()
+        digest = hashlib.sha1(repr(diff_sides(load.file_side(base_path), load.file_side(new_path), hw)).encode())
+        c2 = time.process_time()
+    return {"base_cached": c1 - c0, "both_cached": c2 - c1, "digest": digest.hexdigest()}
+
+
+def _child(tree: Path, base_path: Path, new_path: Path, mode: str = "--measure") -> dict[str, Any]:
     """``measure`` in a fresh interpreter with ``tree``'s perfmodel first on the path."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    out = subprocess.run([sys.executable, __file__, "--measure", str(base_path), str(new_path)], env=env, cwd=tree,
+    out = subprocess.run([sys.executable, __file__, mode, str(base_path), str(new_path)], env=env, cwd=tree,
                          check=True, capture_output=True, text=True).stdout
     result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     return result
@@ -110,9 +128,10 @@ def main() -> None:
     parser.add_argument("--baseline", default="main", help="git ref measured in the same run (alternated); '' for none")
     parser.add_argument("--repeats", type=int, default=1, help="alternated runs of each")
     parser.add_argument("--measure", nargs=2, type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--measure-cached", nargs=2, type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.measure:
-        print(json.dumps(measure(*args.measure)))
+    if args.measure or args.measure_cached:
+        print(json.dumps(measure(*args.measure) if args.measure else measure_cached(*args.measure_cached)))
         return
     root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as folder:
@@ -130,6 +149,7 @@ def main() -> None:
             for _ in range(args.repeats):
                 for name, tree in trees.items():
                     runs[name].append(_child(tree, base_path, new_path))
+            cached = _child(root, base_path, new_path, "--measure-cached")
         finally:
             if args.baseline:
                 subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(old)], check=False)
@@ -144,6 +164,9 @@ def main() -> None:
         print(f"  ratio {args.baseline} / this tree: parse {old_r['parse'] / new_r['parse']:.2f}x, match "
               f"{old_r['match'] / new_r['match']:.2f}x, diff {old_r['diff'] / new_r['diff']:.2f}x, total "
               f"{old_r['total'] / new_r['total']:.2f}x; same comparison: {old_r['digest'] == new_r['digest']}")
+    same = cached["digest"] == best["this tree"]["digest"]
+    print(f"  with the side cache (PERFMODEL_COMPARE_CACHE), this tree: base compared before, new parsed "
+          f"{cached['base_cached']:.2f}; both compared before {cached['both_cached']:.2f}; same comparison: {same}")
     for line in best["this tree"]["regressions"]:
         print(f"  regression {line}")
 
