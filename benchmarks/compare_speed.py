@@ -79,9 +79,9 @@ def measure(base_path: Path, new_path: Path) -> dict[str, Any]:
     """One comparison from files with the ``perfmodel`` on the path: CPU s of each stage and what it found."""
     hw = load_hardware("nvidia-v100-sxm2-32gb")
     c0 = time.process_time()
-    base, new = parse_trace(base_path, "base"), parse_trace(new_path, "new")
+    base, new = parse_trace(base_path, base_path.name), parse_trace(new_path, new_path.name)
     c1 = time.process_time()
-    base_side, new_side = side_from_parsed(base, "base"), side_from_parsed(new, "new")
+    base_side, new_side = side_from_parsed(base, base_path.name), side_from_parsed(new, new_path.name)
     c2 = time.process_time()
     result = diff_sides(base_side, new_side, hw)
     c3 = time.process_time()
@@ -125,7 +125,9 @@ def _child(tree: Path, base_path: Path, new_path: Path, mode: str = "--measure")
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--kernels", type=int, default=100_000)
-    parser.add_argument("--baseline", default="main", help="git ref measured in the same run (alternated); '' for none")
+    parser.add_argument("--baseline", default="merge-base",
+                        help="git ref measured in the same run (alternated; default: where this branch left main); "
+                             "'' for none")
     parser.add_argument("--repeats", type=int, default=1, help="alternated runs of each")
     parser.add_argument("--measure", nargs=2, type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--measure-cached", nargs=2, type=Path, help=argparse.SUPPRESS)
@@ -139,6 +141,9 @@ def main() -> None:
         count = build(args.kernels, 0.0, 1.0, 1, base_path)
         build(args.kernels, 0.02, 1.05, 2, new_path)
         trees = {"this tree": root}
+        if args.baseline == "merge-base":
+            args.baseline = subprocess.run(["git", "-C", str(root), "merge-base", "HEAD", "main"], check=True,
+                                           capture_output=True, text=True).stdout.strip()[:10]
         if args.baseline:
             old = Path(folder, "baseline")
             subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", str(old), args.baseline], check=True,
