@@ -1,9 +1,10 @@
 """Speed of ``perfmodel compare`` on two large traces: a real Kineto trace (ResNet-50 training steps on a V100)
 repeated until it has ``--kernels`` kernels, the second copy with 2 % noise on every kernel and a 5 % slowdown of
-the kernels of every convolution call of one input shape. Prints the parse time, the compare time (grouping, tests,
-predictions) and what the comparison found. Figures only.
+the kernels of every convolution call of one input shape. Prints the CPU time of parsing both, matching and grouping
+both, the diff (tests, predictions) and the total, for this tree and for a baseline ref (``--baseline``, a temporary
+git worktree; each run in its own interpreter, alternated), their ratio, and whether both compared alike.
 
-    .venv/bin/python benchmarks/compare_speed.py --kernels 100000
+    .venv/bin/python benchmarks/compare_speed.py --kernels 100000 --baseline main --repeats 2
 """
 
 from __future__ import annotations
@@ -11,8 +12,12 @@ from __future__ import annotations
 import argparse
 import copy
 import gzip
+import hashlib
 import json
+import os
 import random
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -70,33 +75,105 @@ def build(kernels: int, noise: float, slow: float, seed: int, path: Path) -> int
     return copies * per_copy
 
 
+def measure(base_path: Path, new_path: Path) -> dict[str, Any]:
+    """One comparison from files with the ``perfmodel`` on the path: CPU s of each stage and what it found."""
+    hw = load_hardware("nvidia-v100-sxm2-32gb")
+    c0 = time.process_time()
+    base, new = parse_trace(base_path, base_path.name), parse_trace(new_path, new_path.name)
+    c1 = time.process_time()
+    base_side, new_side = side_from_parsed(base, base_path.name), side_from_parsed(new, new_path.name)
+    c2 = time.process_time()
+    result = diff_sides(base_side, new_side, hw)
+    c3 = time.process_time()
+    verdicts: dict[str, int] = {}
+    for g in result.groups:
+        verdicts[g.verdict] = verdicts.get(g.verdict, 0) + 1
+    return {"parse": c1 - c0, "match": c2 - c1, "diff": c3 - c2, "total": c3 - c0, "records": len(base.kernels),
+            "groups": len(result.groups), "verdicts": verdicts,
+            "digest": hashlib.sha1(repr(result).encode()).hexdigest(),
+            "regressions": [f"{g.name} {g.key[2][:80]}: {g.change_pct:+.1f}% ({g.base_calls} calls)"
+                            for g in result.regressions[:5]]}
+
+
+def measure_cached(base_path: Path, new_path: Path) -> dict[str, Any]:
+    """The CI gate's case with the side cache (``perfmodel.compare.cache``): CPU s of a comparison whose base was
+    compared before (new parsed), and of one where both were; the cache filled by a first, untimed comparison."""
+    from perfmodel.compare import cache, load  # on demand: absent from older trees
+
+    hw = load_hardware("nvidia-v100-sxm2-32gb")
+    with tempfile.TemporaryDirectory() as folder:
+        os.environ[cache.ENV] = folder
+        load.file_side(base_path)
+        c0 = time.process_time()
+        base_side, new_side = load.file_side(base_path), load.file_side(new_path)
+        diff_sides(base_side, new_side, hw)
+        c1 = time.process_time()
+        digest = hashlib.sha1(repr(diff_sides(load.file_side(base_path), load.file_side(new_path), hw)).encode())
+        c2 = time.process_time()
+    return {"base_cached": c1 - c0, "both_cached": c2 - c1, "digest": digest.hexdigest()}
+
+
+def _child(tree: Path, base_path: Path, new_path: Path, mode: str = "--measure") -> dict[str, Any]:
+    """``measure`` in a fresh interpreter with ``tree``'s perfmodel first on the path."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    out = subprocess.run([sys.executable, __file__, mode, str(base_path), str(new_path)], env=env, cwd=tree,
+                         check=True, capture_output=True, text=True).stdout
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--kernels", type=int, default=100_000)
+    parser.add_argument("--baseline", default="merge-base",
+                        help="git ref measured in the same run (alternated; default: where this branch left main); "
+                             "'' for none")
+    parser.add_argument("--repeats", type=int, default=1, help="alternated runs of each")
+    parser.add_argument("--measure", nargs=2, type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--measure-cached", nargs=2, type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.measure or args.measure_cached:
+        print(json.dumps(measure(*args.measure) if args.measure else measure_cached(*args.measure_cached)))
+        return
+    root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as folder:
         base_path, new_path = Path(folder, "base.json.gz"), Path(folder, "new.json.gz")
         count = build(args.kernels, 0.0, 1.0, 1, base_path)
         build(args.kernels, 0.02, 1.05, 2, new_path)
-        hw = load_hardware("nvidia-v100-sxm2-32gb")
-        t0, c0 = time.perf_counter(), time.process_time()
-        base, new = parse_trace(base_path, "base"), parse_trace(new_path, "new")
-        t1, c1 = time.perf_counter(), time.process_time()
-        base_side, new_side = side_from_parsed(base, "base"), side_from_parsed(new, "new")
-        t2, c2 = time.perf_counter(), time.process_time()
-        result = diff_sides(base_side, new_side, hw)
-        t3, c3 = time.perf_counter(), time.process_time()
-    print(f"{count:,} device activities per trace ({len(base.kernels):,} records parsed)")
-    print(f"CPU s (process time; the machine is shared): parse both {c1 - c0:.2f}; match and group both "
-          f"{c2 - c1:.2f}; diff {c3 - c2:.2f}; compare after parsing {c3 - c1:.2f}; all {c3 - c0:.2f}")
-    print(f"wall s: parse both {t1 - t0:.2f}; match and group both {t2 - t1:.2f}; diff {t3 - t2:.2f}; "
-          f"all {t3 - t0:.2f}")
-    verdicts: dict[str, int] = {}
-    for g in result.groups:
-        verdicts[g.verdict] = verdicts.get(g.verdict, 0) + 1
-    print(f"{len(result.groups)} groups: {verdicts}")
-    for g in result.regressions[:5]:
-        print(f"  regression {g.name} {g.key[2][:80]}: {g.change_pct:+.1f}% ({g.base_calls} calls)")
+        trees = {"this tree": root}
+        if args.baseline == "merge-base":
+            args.baseline = subprocess.run(["git", "-C", str(root), "merge-base", "HEAD", "main"], check=True,
+                                           capture_output=True, text=True).stdout.strip()[:10]
+        if args.baseline:
+            old = Path(folder, "baseline")
+            subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", str(old), args.baseline], check=True,
+                           capture_output=True)
+            trees[args.baseline] = old
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+        try:
+            for _ in range(args.repeats):
+                for name, tree in trees.items():
+                    runs[name].append(_child(tree, base_path, new_path))
+            cached = _child(root, base_path, new_path, "--measure-cached")
+        finally:
+            if args.baseline:
+                subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(old)], check=False)
+    print(f"{count:,} device activities per trace ({runs['this tree'][0]['records']:,} records parsed); CPU s "
+          "(process time, best of the alternated runs; the machine is shared)")
+    best = {name: min(each, key=lambda r: r["total"]) for name, each in runs.items()}
+    for name, r in best.items():
+        print(f"  {name:>10}: parse both {r['parse']:.2f}; match and group both {r['match']:.2f}; diff "
+              f"{r['diff']:.2f}; total {r['total']:.2f}  ({r['groups']} groups: {r['verdicts']})")
+    if args.baseline:
+        old_r, new_r = best[args.baseline], best["this tree"]
+        print(f"  ratio {args.baseline} / this tree: parse {old_r['parse'] / new_r['parse']:.2f}x, match "
+              f"{old_r['match'] / new_r['match']:.2f}x, diff {old_r['diff'] / new_r['diff']:.2f}x, total "
+              f"{old_r['total'] / new_r['total']:.2f}x; same comparison: {old_r['digest'] == new_r['digest']}")
+    same = cached["digest"] == best["this tree"]["digest"]
+    print(f"  with the side cache (PERFMODEL_COMPARE_CACHE), this tree: base compared before, new parsed "
+          f"{cached['base_cached']:.2f}; both compared before {cached['both_cached']:.2f}; same comparison: {same}")
+    for line in best["this tree"]["regressions"]:
+        print(f"  regression {line}")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from perfmodel.compare import cache
 from perfmodel.compare.diff import CompareError
 from perfmodel.compare.sides import Side, side_from_parsed, side_from_runs
 from perfmodel.hardware import Hardware
@@ -47,12 +48,20 @@ def stored_side(store: Any, upload_id: int, label: str | None = None) -> tuple[S
 
 
 def file_side(path: Path) -> Side:
+    """A trace file's side (from the cache where ``PERFMODEL_COMPARE_CACHE`` names one: ``cache``)."""
     if not path.is_file():
         raise CompareError(f"{path}: {'not a file' if path.exists() else 'no such file'}")
+    folder = cache.cache_folder()
+    content = path.read_bytes() if folder is not None else b""
+    if folder is not None and (side := cache.load(folder, content, path.name)) is not None:
+        return side
     try:
-        return side_from_parsed(parse_trace(path, path.name), path.name)
+        side = side_from_parsed(parse_trace(content or path, path.name), path.name)
     except TraceError as exc:
         raise CompareError(f"{path.name}: {exc}") from None
+    if folder is not None:
+        cache.store(folder, content, side)
+    return side
 
 
 def load_side(ref: str, store: Callable[[], Any]) -> tuple[Side, str | None]:

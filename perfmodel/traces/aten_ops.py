@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +38,7 @@ BUILDERS.update(dict.fromkeys(("aten::_log_softmax", "aten::log_softmax"), aten_
 BUILDERS.update(dict.fromkeys(aten_foreach.NAMES, aten_foreach.foreach))
 
 
+@functools.lru_cache(maxsize=1 << 16)  # asked once per kernel per enclosing op: a trace repeats a few hundred names
 def recognised(name: str) -> bool:
     """True for an op name perfmodel has a builder for (``aten::_scaled_dot_product_*`` and TorchInductor's
     ``triton_poi_...`` kernel records included)."""

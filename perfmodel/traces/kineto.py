@@ -97,6 +97,30 @@ def _calls(ops: list[OpEvent], order: list[int]) -> None:
                          op.concrete, parent, op.strides, op.outputs, op.lists)
 
 
+class _LazyCalls:
+    """The ``OpCall`` of an op built on first use, parents first (the same calls and call ids ``_calls`` gives: an
+    op's call id is its position in ``_time_order``): a kernel trace's chains hold a fraction of its ops."""
+
+    def __init__(self, ops: list[OpEvent], order: list[int]) -> None:
+        self.ops = ops
+        call_ids = np.empty(len(ops), dtype=np.int64)
+        call_ids[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int64)
+        self.call_ids: list[int] = call_ids.tolist()
+
+    def __call__(self, index: int) -> OpCall:
+        ops, pending = self.ops, []
+        while index >= 0 and ops[index].call is None:
+            pending.append(index)
+            index = ops[index].parent
+        parent = ops[index].call if index >= 0 else None
+        for i in reversed(pending):
+            op = ops[i]
+            parent = op.call = OpCall(self.call_ids[i], op.name, op.ts_us * US, (op.end_us - op.ts_us) * US, op.dims,
+                                      op.types, op.concrete, parent, op.strides, op.outputs, op.lists)
+        assert parent is not None
+        return parent
+
+
 class _Locator:
     """Innermost op of a thread holding a time point."""
 
@@ -108,18 +132,18 @@ class _Locator:
             self.order[thread] = indices
             self.starts[thread] = [ops[i].ts_us for i in indices]
 
-    def find(self, thread: tuple[Any, Any], ts_us: float) -> OpEvent | None:
+    def find(self, thread: tuple[Any, Any], ts_us: float) -> int:
+        """The op's index; -1 where none holds the time point."""
         starts = self.starts.get(thread)
         if not starts:
-            return None
+            return -1
         position = bisect.bisect_right(starts, ts_us) - 1
         if position < 0:
-            return None
-        op: OpEvent | None
-        op = self.ops[self.order[thread][position]]
-        while op is not None and op.end_us < ts_us:  # the latest-starting op ended: climb to one that holds
-            op = self.ops[op.parent] if op.parent >= 0 else None
-        return op
+            return -1
+        index = self.order[thread][position]
+        while index >= 0 and self.ops[index].end_us < ts_us:  # the latest-starting op ended: climb to one that holds
+            index = self.ops[index].parent
+        return index
 
 
 def _chain(call: OpCall | None) -> tuple[OpCall, ...]:
@@ -147,15 +171,15 @@ def _records(collected: Collector) -> list[KernelRecord]:
     by_thread = _by_thread(ops, order)
     _nest(ops, by_thread)
     _link_backward(ops)
-    _calls(ops, order)
+    call_of = _LazyCalls(ops, order)
     locator = _Locator(ops, by_thread)
-    by_external: dict[int, OpEvent | None] = {}
-    for each in ops:
+    by_external: dict[int, int] = {}  # External id -> the one op that has it (-1: several have it)
+    for i, each in enumerate(ops):
         if each.external_id is not None:
-            by_external[each.external_id] = None if each.external_id in by_external else each
+            by_external[each.external_id] = -1 if each.external_id in by_external else i
     records: list[KernelRecord] = []
     kernels = collected.kernels
-    # per op call: its chain, collective, innermost op's name, dims and types
+    # per op (index; -1: none): its chain, collective, innermost op's name, dims and types
     chains: dict[int, tuple[tuple[OpCall, ...], CommArgs | None, str | None, Any, Any]] = {}
     launches = collected.launches
     position_of, threads, launch_ts, launch_external = (launches.index, launches.threads, launches.ts_us,
@@ -164,22 +188,20 @@ def _records(collected: Collector) -> list[KernelRecord]:
     for index, k in enumerate(kernels):
         kernels[index] = None  # type: ignore[call-overload]  # free each pending kernel as it is converted
         position = position_of.get(k.correlation) if k.correlation is not None else None
-        op: OpEvent | None = None
+        op = -1
         external = k.external_id
         if position is not None:  # its launch: the innermost op around it, else the launch's External id
             op = find(threads[position], launch_ts[position])
             if launch_external[position] != NO_ID:
                 external = launch_external[position]
-        if op is None:
-            op = by_external.get(external) if external is not None else None
-        call = op.call if op else None
-        call_id = -1 if call is None else call.call_id
-        known = chains.get(call_id)
+        if op < 0 and external is not None:
+            op = by_external.get(external, -1)
+        known = chains.get(op)
         if known is None:
-            chain = _chain(call)
+            chain = _chain(call_of(op) if op >= 0 else None)
             inner = chain[-1] if chain else None
-            known = chains[call_id] = (chain, _comm(ops, op), inner.name if inner else None,
-                                       inner.input_dims if inner else None, inner.input_types if inner else None)
+            known = chains[op] = (chain, _comm(ops, ops[op] if op >= 0 else None), inner.name if inner else None,
+                                  inner.input_dims if inner else None, inner.input_types if inner else None)
         records.append(KernelRecord(
             name=k.name, category=k.category, duration_s=k.dur_us * US, source_format=FORMAT,
             start_s=k.ts_us * US, device=k.device, stream=k.stream, correlation=k.correlation, grid=k.grid,

@@ -241,7 +241,9 @@ def _modelled_op(kernel: KernelRecord, cache: _Cache, world_size: int | None,
         annotation = call.name.startswith(aten_comms.ANNOTATION_PREFIX)
         if not (annotation or aten_ops.recognised(call.name)):
             continue
-        built = _build(call, world_size, cache)
+        built = cache.get(("#call", id(call)))  # a call of the trace: alive meanwhile
+        if built is None:
+            built = cache[("#call", id(call))] = _build(call, world_size, cache)
         extra: list[str] = []
         if isinstance(built, str) and fallbacks is not None:
             built, extra = _build_fallback(call, kernel, built, world_size, cache, fallbacks)
