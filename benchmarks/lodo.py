@@ -13,11 +13,8 @@ cell). A held-out device's own rows never choose any value.
 Harness: how a data set timed its ops is described, not left to the defaults (``measured_data``): Nsight Compute
 rows ran after a full cache flush (each kernel pays ``FLUSHED_CACHE_ROUND_TRIPS``); LLMCompass's
 ``torch.compile``'d calls add a per-call host cost (``compiled_call_s``) and DeepBench's back-to-back call loops
-take at least an issue interval per call (``HARNESS_GRIDS``), fitted
-with the defaults, also without the held-out device. The loaded-latency factor is searched up to 3 only (the
-Little's-law ceiling at ``GRIDS``). A streaming kernel's DRAM share (``stream_dram_efficiency``) is fitted apart from
-the GEMM tiles' and once per vendor (``PER_VENDOR``): the held-out device takes its vendor's value from the other
-devices, or the other vendors' mean where none of them is of its vendor.
+take at least an issue interval per call (``HARNESS_GRIDS``), fitted with the defaults, also without the held-out
+device. The loaded-latency factor is searched up to 3 only (the Little's-law ceiling at ``GRIDS``).
 
 Intervals: each prediction gets [pred·q10, pred·q90], the quantiles of measured/predicted of its class
 over the *other* folds' held-out rows, every device weighing the same (a class on fewer than three devices
@@ -61,7 +58,6 @@ GRIDS: dict[str, tuple[float, ...]] = {
     "matrix_efficiency": (0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95),
     "vector_efficiency": (0.6, 0.7, 0.8, 0.85, 0.9, 1.0),
     "dram_efficiency": (0.7, 0.75, 0.8, 0.85, 0.87, 0.9, 0.95),
-    "stream_dram_efficiency": (0.7, 0.75, 0.8, 0.85, 0.87, 0.9, 0.95),
     "onchip_efficiency": (0.5, 0.6, 0.75, 0.9),
     # at most 3: a larger factor would keep a full-occupancy stream of 16-byte loads on the A100 (108 SMs x 2,048
     # threads x 16 B = 3.5 MB in flight, 0.6 us idle latency) under the sustained DRAM share it is given (0.87 x
@@ -81,19 +77,13 @@ GRIDS: dict[str, tuple[float, ...]] = {
 # DeepBench's back-to-back call loops (measured_data.HOST_ISSUED_LOOPS) take at least the host's time per call:
 # time = max(prediction, issue_interval_s), fitted the same way.
 # compiled_call_s was switched off in the fourth pass (beside the others it let the A100 fold's kernel floor drop to
-# 1 us); since streaming kernels take their own DRAM share per vendor (PER_VENDOR) it is fitted again: layer norm
-# 27.1 -> 18.7 %, softmax 57.7 -> 46.5 %, no class worse for it (docs/accuracy.md, sixth pass).
+# 1 us); fitted again since (sixth pass: 20-30 us per fold, the A100 fold's floor stays 2 us): layer norm 27.1 ->
+# 18.9 %, matmul 11.8 -> 10.5 %, elementwise 23.8 -> 23.2 %, no class of >= 50 rows worse, one device or vendor out.
 HARNESS_GRIDS: dict[str, tuple[float, ...]] = {
     "issue_interval_s": (0.0, 5e-6, 10e-6, 15e-6, 20e-6),
     "compiled_call_s": (0.0, 10e-6, 20e-6, 30e-6, 40e-6, 50e-6),
 }
 HARNESS_TERMS = frozenset({"compiled_call_s", "issue_interval_s"})  # what _predict reads from a harness dict
-# Defaults fitted once per vendor, as "name@vendor": a streaming kernel's sustained DRAM share differs by vendor (the
-# dev set's ROCm PyTorch GELU, layer norm and softmax stream at 37-45 % of the MI210's HBM peak, NVIDIA's at 80-90 %:
-# docs/model.md section 5), and one shared value let the MI210's cells set the A100's. A vendor none of whose training
-# rows feel the default (the held-out vendor, or AMD without the MI210: the MI25 rows are GEMMs) takes the mean of the
-# other vendors' fitted values.
-PER_VENDOR = frozenset({"stream_dram_efficiency"})
 FIT_ROWS_PER_CELL = 200
 FIT_PASSES = 2
 
@@ -167,45 +157,17 @@ def fit_defaults(rows: Sequence[Row], shipped: dict[str, ModelDefaults], grids: 
     """Coordinate descent over the grids (FIT_PASSES passes from the shipped values) on ``rows``."""
     measured = np.array([r.measured_s for r in rows])
     cells = np.array([f"{r.label}|{r.hardware}" for r in rows])
-    first = next(iter(shipped.values()))
-    vendors = sorted({vendor(r.hardware) for r in rows})
-    grids = {f"{name}@{v}" if name in PER_VENDOR else name: grid
-             for name, grid in grids.items() for v in (vendors if name in PER_VENDOR else [""])}
-    choice = {name: _shipped_value(first, name) for name in grids}
+    choice = {name: float(getattr(next(iter(shipped.values())), name)) for name in grids}
     choice.update({name: 0.0 for name in HARNESS_GRIDS})
     for _ in range(FIT_PASSES):
         for name, grid in {**grids, **HARNESS_GRIDS}.items():
             scores = []
             for value in grid:
                 model, harness = _split({**choice, name: value})
-                predicted = _predict(rows, with_model(shipped, model), harness)
+                predicted = _predict(rows, {hw: dataclasses.replace(d, **model) for hw, d in shipped.items()}, harness)
                 scores.append(_score(np.log(predicted / measured), cells))
-            best = int(np.argmin(scores))
-            if "@" in name and max(scores) - scores[best] < 1e-12:
-                choice.pop(name, None)  # no training row of that vendor feels it: the other vendors' value (with_model)
-                continue
-            choice[name] = grid[best]
+            choice[name] = grid[int(np.argmin(scores))]
     return choice
-
-
-def _shipped_value(defaults: ModelDefaults, name: str) -> float:
-    """A default's shipped value; ``name@vendor`` is a per-vendor copy of ``name``."""
-    base = name.split("@")[0]
-    return float(defaults.stream_dram if base == "stream_dram_efficiency" else getattr(defaults, base))
-
-
-def with_model(shipped: dict[str, ModelDefaults], model: dict[str, float]) -> dict[str, ModelDefaults]:
-    """Each device's defaults with the fitted values: ``name@vendor`` on that vendor's devices only; a vendor without
-    its own value takes the mean of the other vendors' (``PER_VENDOR``)."""
-    out = {}
-    for hw, d in shipped.items():
-        mine = {k.split("@")[0]: v for k, v in model.items() if "@" not in k or k.split("@")[1] == vendor(hw)}
-        for name in PER_VENDOR:
-            others = [v for k, v in model.items() if k.startswith(name + "@")]
-            if name not in mine and others:
-                mine[name] = float(np.mean(others))
-        out[hw] = dataclasses.replace(d, **mine)
-    return out
 
 
 def _split(choice: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
@@ -237,7 +199,7 @@ def run_folds(rows: Sequence[Row], fold_of: np.ndarray) -> Folds:
         fitted[fold] = choice
         held = np.nonzero(fold_of == fold)[0]
         model, harness = _split(choice)
-        defaults = with_model(shipped_defaults, model)
+        defaults = {hw: dataclasses.replace(d, **model) for hw, d in shipped_defaults.items()}
         predicted[held] = _predict([rows[int(i)] for i in held], defaults, harness)
     return Folds(predicted, shipped, fitted)
 

@@ -39,14 +39,6 @@ class ModelDefaults:
     # the first address needs; 0 (the default) for a kernel launched again and again, whose code and parameters
     # stay cached whether or not its data does
     cold_start_round_trips: float = 0.0
-    # sustained share of DRAM peak for a streaming kernel (elementwise, norms, gathers: every thread loads, computes
-    # little and stores); None: ``dram_efficiency``, the share the GEMM and attention tile models use
-    stream_dram_efficiency: float | None = None
-
-    @property
-    def stream_dram(self) -> float:
-        """The DRAM share a streaming kernel sustains (``stream_dram_efficiency``, else ``dram_efficiency``)."""
-        return self.dram_efficiency if self.stream_dram_efficiency is None else self.stream_dram_efficiency
 
 
 # Nsight Compute flushes every cache before each replay by default (--cache-control all): the kernel's first
