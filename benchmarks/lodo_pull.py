@@ -12,7 +12,6 @@ with it every class of the held-out device).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from lodo import (
     _split,
     extra_collectives,
     fit_defaults,
+    with_model,
 )
 from measured_data import Row, all_rows
 
@@ -48,7 +48,7 @@ def cell_terms(rows: list[Row], choice: dict[str, float], name: str, grid: tuple
     terms = np.zeros((len(names), len(grid)))
     for j, value in enumerate(grid):
         model, harness = _split({**choice, name: value})
-        predicted = _predict(rows, {hw: dataclasses.replace(d, **model) for hw, d in shipped.items()}, harness)
+        predicted = _predict(rows, with_model(shipped, model), harness)
         error = np.abs(np.log(predicted / measured))
         terms[:, j] = [np.median(error[cells == c]) for c in names]
     return names, terms
@@ -60,7 +60,7 @@ def main() -> None:
     parser.add_argument("default", help=f"one of {', '.join([*GRIDS, *HARNESS_GRIDS])}")
     args = parser.parse_args()
     grids = {**GRIDS, **HARNESS_GRIDS}
-    if args.default not in grids:
+    if args.default.split("@")[0] not in grids:
         parser.error(f"unknown default {args.default!r}")
     known = set(perfmodel.list_hardware())
     rows = [r for r in [*all_rows(), *extra_collectives()] if r.hardware in known and _buildable(r)]
@@ -71,7 +71,7 @@ def main() -> None:
     fitted = {k: v for k, v in GRIDS.items() if all(hasattr(d, k) for d in shipped.values())}
     choice = fit_defaults(sample, shipped, fitted)
     print(f"fold without {args.device}: " + ", ".join(f"{k}={v:g}" for k, v in choice.items()))
-    grid = grids[args.default]
+    grid = grids[args.default.split("@")[0]]
     names, terms = cell_terms(sample, choice, args.default, grid)
     print(f"{'cell':<40} " + " ".join(f"{v:>10g}" for v in grid) + "  prefers")
     for cell, row in zip(names, terms, strict=True):

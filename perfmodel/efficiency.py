@@ -45,6 +45,15 @@ class ModelDefaults:
     # Winograd, FFT) instead of ``matrix_efficiency`` (cuBLAS/rocBLAS GEMMs); None: ``matrix_efficiency``
     conv_matrix_efficiency: float | None = None
 
+    # sustained share of DRAM peak for a streaming kernel (elementwise, norms, gathers: every thread loads, computes
+    # little and stores); None: ``dram_efficiency``, the share the GEMM and attention tile models use
+    stream_dram_efficiency: float | None = None
+
+    @property
+    def stream_dram(self) -> float:
+        """The DRAM share a streaming kernel sustains (``stream_dram_efficiency``, else ``dram_efficiency``)."""
+        return self.dram_efficiency if self.stream_dram_efficiency is None else self.stream_dram_efficiency
+
 
 # Nsight Compute flushes every cache before each replay by default (--cache-control all): the kernel's first
 # instructions and then its parameters (the constant bank its first address is computed from) come from DRAM, two

@@ -140,7 +140,7 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     # streaming kernels on GPUs: Little's law (below) already limits them by their threads
     mem_busy = np.where((work.threads > 0) & (t.hardware.kind == "gpu"), 1.0, busy)
     level_times = {t.dram.name: _level_time(dram_bytes, t.bandwidth_bytes_per_s(t.dram), dram_latency,
-                                            d.dram_efficiency, mem_busy)}
+                                            d.stream_dram, mem_busy)}
     # Little's law over every byte of the stream: a warm one's hits arrive at the LLC's latency, its misses
     # at DRAM's (a resident working set has no DRAM bytes: its stream is timed at the LLC below)
     llc_args = (t.latency_s(llc), t.bandwidth_bytes_per_s(llc)) if llc is not None else (0.0, 1.0)

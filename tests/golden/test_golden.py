@@ -189,3 +189,17 @@ def test_decode_gemv_h100_is_weight_bandwidth_bound() -> None:
                                                        "dtype": "bf16"})
     assert cost.bound.startswith("HBM")
     assert 40e-6 < cost.time_s < 60e-6
+
+
+def test_a_stream_takes_the_stream_dram_share_and_a_gemm_does_not(toy: Hardware) -> None:
+    """``stream_dram_efficiency`` 0.5 on the ideal toy: the 6,291,456 B add streams at 0.5 TB/s, 12.58 µs (twice
+    the ideal 6.291 µs); the 1024^3 fp16 GEMM keeps its ideal 268.4 µs (its tiles take ``dram_efficiency``); left
+    None, a stream takes ``dram_efficiency`` as before."""
+    import dataclasses
+
+    half = dataclasses.replace(IDEAL, stream_dram_efficiency=0.5)
+    add = {"kind": "elementwise", "shape": [1024, 1024], "inputs": 2, "dtype": "fp16"}
+    gemm = {"kind": "matmul", "m": 1024, "n": 1024, "k": 1024, "dtype": "fp16"}
+    assert perfmodel.predict(toy, add, defaults=half).time_s == pytest.approx(2 * 6_291_456 / 1e12)
+    assert perfmodel.predict(toy, gemm, defaults=half).time_s == pytest.approx(ideal(toy, gemm).time_s)
+    assert IDEAL.stream_dram == IDEAL.dram_efficiency == 1.0

@@ -76,3 +76,28 @@ def test_latency_factor_grid_lets_a_full_occupancy_stream_reach_the_sustained_dr
     assert 3.0 <= ceiling < 4.0
     assert max(lodo.GRIDS["loaded_latency_factor"]) <= ceiling
     assert t.defaults.loaded_latency_factor in lodo.GRIDS["loaded_latency_factor"]
+
+
+def test_a_per_vendor_default_reaches_its_vendors_devices_only() -> None:
+    """``stream_dram_efficiency@nvidia`` sets the NVIDIA devices' streaming DRAM share, not the MI210's; a vendor
+    without a value of its own takes the mean of the others' (docs/model.md section 5)."""
+    assert "stream_dram_efficiency" in lodo.PER_VENDOR
+    both = lodo.with_model(_shipped(), {"stream_dram_efficiency@nvidia": 0.9, "stream_dram_efficiency@amd": 0.7,
+                                        "kernel_overhead_s": 3e-6})
+    assert both[A100].stream_dram == 0.9 and both["amd-mi210"].stream_dram == 0.7
+    assert both[A100].dram_efficiency == both["amd-mi210"].dram_efficiency  # the GEMM tiles' share is not split
+    assert both[A100].kernel_overhead_s == both["amd-mi210"].kernel_overhead_s == 3e-6
+    one = lodo.with_model(_shipped(), {"stream_dram_efficiency@nvidia": 0.9})
+    assert one["amd-mi210"].stream_dram == 0.9
+
+
+def test_a_fit_keeps_no_value_for_a_vendor_its_rows_cannot_feel() -> None:
+    """Rows of NVIDIA devices only (a streaming op and a GEMM): the fit chooses an NVIDIA streaming share and none
+    for AMD, whose devices then follow NVIDIA's."""
+    gemm = {"kind": "matmul", "m": 2048, "n": 2048, "k": 2048, "dtype": "fp16"}
+    stream = {"kind": "elementwise", "shape": [4096, 4096], "dtype": "fp16"}
+    rows = [data.Row("vidur", A100, stream, 60e-6, "kernel", "-", "elementwise"),
+            data.Row("vidur", "amd-mi210", gemm, 200e-6, "kernel", "-", "matmul")]
+    grids = {"stream_dram_efficiency": lodo.GRIDS["stream_dram_efficiency"]}
+    choice = lodo.fit_defaults(rows, _shipped(), grids)
+    assert "stream_dram_efficiency@nvidia" in choice and "stream_dram_efficiency@amd" not in choice
