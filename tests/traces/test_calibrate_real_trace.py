@@ -24,9 +24,13 @@ def test_a_real_trace_calibrates_its_device_and_the_calibration_predicts_better(
     assert fitted.exit_code == 0, fitted.output
     report = json.loads(fitted.stdout)["report"]
     assert report["runs_used"] > 1000
-    conv = next(c for name, c in report["classes"].items() if name.startswith("conv"))
-    # held-out folds: the per-device correction beats the uncalibrated model on runs it was not fitted to
-    assert conv["cv"]["median_abs_pct"] < conv["uncalibrated"]["median_abs_pct"]
+    convs = [c for name, c in report["classes"].items() if name.startswith("conv")]
+    # held-out folds: a class's correction is never worse than the uncalibrated model on runs it was not fitted to
+    # (a class the model already fits, V100 forward convolutions at 5.3 %, keeps form 'none'), and it beats the
+    # model on at least one convolution class (the backward ones)
+    assert len(convs) == 2
+    assert all(c["cv"]["median_abs_pct"] <= c["uncalibrated"]["median_abs_pct"] for c in convs)
+    assert any(c["cv"]["median_abs_pct"] < c["uncalibrated"]["median_abs_pct"] for c in convs)
     calibrated = runner.invoke(app, ["trace", str(RESNET), "--hardware", V100, "--calibration", "latest", "--json"])
     uncalibrated = runner.invoke(app, ["trace", str(RESNET), "--hardware", V100, "--json"])
     errors = [{k["kind"]: k["median_abs_error_pct"] for k in json.loads(r.stdout)["kinds"]}
