@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import numpy as np
+from synthetic_ops import random_gemms, random_norms
 
 import perfmodel
 from perfmodel.calibration import Calibration, curve, fit_calibration, predict_calibrated
@@ -51,16 +52,6 @@ def test_cv_subset_keeps_whole_ops_up_to_the_cap() -> None:
     assert cv_subset(groups, 10_000, seed=1).all()
 
 
-def _gemms(n: int, rng: np.random.Generator) -> list[dict[str, Any]]:
-    dims = np.round(2 ** rng.uniform(6, 13, size=(n, 3))).astype(int)
-    return [{"kind": "matmul", "m": int(m), "n": int(k), "k": int(j), "dtype": "fp16"} for m, k, j in dims]
-
-
-def _norms(n: int, rng: np.random.Generator) -> list[dict[str, Any]]:
-    rows = np.round(2 ** rng.uniform(4, 14, size=n)).astype(int)
-    return [{"kind": "rmsnorm", "shape": [int(r), 4096], "dtype": "fp16"} for r in rows]
-
-
 def _measured(ops: list[dict[str, Any]], noise: float, rng: np.random.Generator) -> np.ndarray:
     """The model's time, 1.3x slower, times lognormal noise of ``noise`` (log sd): a known truth."""
     return np.asarray(perfmodel.predict_many(HW, ops).time_s) * 1.3 * np.exp(noise * rng.standard_normal(len(ops)))
@@ -70,9 +61,9 @@ def test_the_band_covers_about_eighty_percent_of_fresh_runs_with_known_noise() -
     """End to end: fitted on 300 noisy GEMM runs (log sd 0.1), the 10-90 % interval holds 0.8 of fresh runs of new
     shapes from the same distribution (0.72-0.88 allowed for 400 draws); the band is about ±1.28 sd wide."""
     rng = np.random.default_rng(31)
-    ops = _gemms(300, rng)
+    ops = random_gemms(300, rng)
     cal = fit_calibration(HW, list(zip(ops, _measured(ops, 0.1, rng).tolist(), strict=True)))
-    fresh = _gemms(400, rng)
+    fresh = random_gemms(400, rng)
     batch = predict_calibrated(HW, fresh, cal)
     assert batch.interval_s is not None
     measured = _measured(fresh, 0.1, rng)
@@ -86,7 +77,7 @@ def test_a_class_of_ten_runs_takes_its_own_band_not_the_device_pooled_one() -> N
     """Ten exact-ish RMSNorm runs (log sd 0.01) beside noisy GEMMs (0.3): the norm's band is its own out-of-fold
     residuals' (conformal ranks exist from 9 held-out runs), not the pooled band the GEMMs' noise would set."""
     rng = np.random.default_rng(32)
-    gemm_ops, norm_ops = _gemms(120, rng), _norms(10, rng)
+    gemm_ops, norm_ops = random_gemms(120, rng), random_norms(10, rng)
     runs = list(zip(gemm_ops, _measured(gemm_ops, 0.3, rng).tolist(), strict=True)) + list(
         zip(norm_ops, _measured(norm_ops, 0.01, rng).tolist(), strict=True))
     cal = fit_calibration(HW, runs)
@@ -102,7 +93,7 @@ def test_an_op_varying_a_shape_number_the_fit_never_varied_gets_the_uncalibrated
     so its band reaches the class's uncalibrated band around the model's time (``model_log``); a fitted-width one
     keeps the class's own band. Stored and read back the same; params stored before it have none."""
     rng = np.random.default_rng(33)
-    ops = _norms(60, rng)
+    ops = random_norms(60, rng)
     rows = np.array([op["shape"][0] for op in ops], dtype=float)
     # the model misses by a size ramp (0.6x to 1.6x) the calibration learns: a narrow calibrated band, a wide
     # uncalibrated one

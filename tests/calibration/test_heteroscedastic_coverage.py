@@ -6,22 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from synthetic_ops import random_gemms, random_norms
 
 import perfmodel
 from perfmodel.calibration import fit_calibration, predict_calibrated
 
 HW = "nvidia-a100-sxm4-80gb"
 FRESH = 600  # fresh runs per class: a coverage's sampling sd is sqrt(0.16 / 600) = 0.016
-
-
-def _gemms(n: int, rng: np.random.Generator) -> list[dict[str, Any]]:
-    dims = np.round(2 ** rng.uniform(6, 13, size=(n, 3))).astype(int)
-    return [{"kind": "matmul", "m": int(m), "n": int(k), "k": int(j), "dtype": "fp16"} for m, k, j in dims]
-
-
-def _norms(n: int, rng: np.random.Generator) -> list[dict[str, Any]]:
-    rows = np.round(2 ** rng.uniform(4, 14, size=n)).astype(int)
-    return [{"kind": "rmsnorm", "shape": [int(r), 4096], "dtype": "fp16"} for r in rows]
 
 
 def _softmaxes(n: int, rng: np.random.Generator) -> list[dict[str, Any]]:
@@ -44,12 +35,12 @@ def _measured(ops: list[dict[str, Any]], rng: np.random.Generator) -> np.ndarray
 
 def _fit_and_score(seed: int) -> dict[str, float]:
     rng = np.random.default_rng(seed)
-    fit_ops = _gemms(200, rng) + _norms(150, rng) + _softmaxes(150, rng)
+    fit_ops = random_gemms(200, rng) + random_norms(150, rng) + _softmaxes(150, rng)
     cal = fit_calibration(HW, list(zip(fit_ops, _measured(fit_ops, rng).tolist(), strict=True)),
                           residual_trees=False)
     out: dict[str, float] = {}
     inside_all = []
-    for name, make in (("matmul", _gemms), ("rmsnorm", _norms), ("softmax", _softmaxes)):
+    for name, make in (("matmul", random_gemms), ("rmsnorm", random_norms), ("softmax", _softmaxes)):
         fresh = make(FRESH, rng)
         batch = predict_calibrated(HW, fresh, cal)
         assert batch.interval_s is not None
@@ -75,7 +66,7 @@ def test_a_band_blind_to_the_classes_noise_would_fail_the_aim() -> None:
     """The check can fail: one band for every class (the 10-90 % of all fresh runs' log residuals pooled) holds far
     more than 85 % of the exact norms and under 75 % of the GEMMs."""
     rng = np.random.default_rng(41)
-    gemm, norm = _gemms(FRESH, rng), _norms(FRESH, rng)
+    gemm, norm = random_gemms(FRESH, rng), random_norms(FRESH, rng)
     log_ratio = {name: np.log(_measured(ops, rng) / np.asarray(perfmodel.predict_many(HW, ops).time_s))
                  for name, ops in (("matmul", gemm), ("rmsnorm", norm))}
     centred = {name: r - np.median(r) for name, r in log_ratio.items()}  # the classes' biases taken out

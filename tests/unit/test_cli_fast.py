@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_probe import probe_script
 from typer.testing import CliRunner
 
 from perfmodel.cli import app
@@ -78,16 +79,10 @@ def test_anything_else_goes_to_the_typer_app(argv: list[str], capsys: pytest.Cap
     assert capsys.readouterr() == ("", "")
 
 
-PROBE = """import sys
-from perfmodel.cli_fast import main
-sys.argv = ["perfmodel", *sys.argv[1:]]
-try:
-    main()
-except SystemExit as exc:
-    assert exc.code in (0, None), exc.code
-heavy = ("typer", "click", "pydantic", "yaml", "numpy", "scipy", "sqlalchemy", "fastapi", "plotly", "rich", "api")
-print("LOADED", sorted({m.split(".")[0] for m in sys.modules} & set(heavy)))
-"""
+PROBE = probe_script(
+    'heavy = ("typer", "click", "pydantic", "yaml", "numpy", "scipy", "sqlalchemy", "fastapi", "plotly", "rich",'
+    ' "api")\n'
+    'print("LOADED", sorted({m.split(".")[0] for m in sys.modules} & set(heavy)))\n')
 
 
 @pytest.mark.parametrize(("argv", "loaded"), [

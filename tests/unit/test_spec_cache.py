@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_probe import probe_script
 
 from perfmodel import cli_fast, spec_cache, specs
 from perfmodel.hardware_methods import PlainHardware, plain_copy
@@ -101,15 +102,7 @@ def test_not_used_for_a_users_library_an_unknown_id_or_an_unwritable_cache(cache
     assert hardware is not None and hardware.id == H100
 
 
-PROBE = """import sys
-from perfmodel.cli_fast import main
-sys.argv = ["perfmodel", *sys.argv[1:]]
-try:
-    main()
-except SystemExit as exc:
-    assert exc.code in (0, None), exc.code
-print("PYDANTIC", "pydantic" in sys.modules)
-"""
+PROBE = probe_script('print("PYDANTIC", "pydantic" in sys.modules)\n')
 
 
 def test_a_warm_predict_imports_no_pydantic(cache: Path) -> None:
