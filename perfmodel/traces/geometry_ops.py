@@ -21,6 +21,7 @@ Also: whether a file carries any work per launch at all (``no_launch_work``), fo
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -110,8 +111,7 @@ def geometry_op(kernel: KernelRecord) -> Inferred | None:
     region = offload_region(kernel.name)
     if region is None and (kernel_family(kernel.name) is not None or _LIBRARY.search(kernel.name[:512])):
         return None
-    blocks, threads = kernel.grid[0] * kernel.grid[1] * kernel.grid[2], kernel.block[0] * kernel.block[1] * \
-        kernel.block[2]
+    blocks, threads = math.prod(kernel.grid), math.prod(kernel.block)
     if blocks <= 0 or threads <= 0:
         return None
     elements = blocks * threads

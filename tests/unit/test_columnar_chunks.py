@@ -47,10 +47,7 @@ def _identical(a: CostBatch, b: CostBatch) -> None:
 @pytest.mark.parametrize("device", list_hardware())
 def test_chunks_give_the_one_piece_answers(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
     columns = _table(700, seed=len(device))
-    try:
-        whole = columnar.predict_columns(device, columns)
-    except OpError:
-        pytest.skip("the device runs none of these dtypes")
+    whole = columnar.predict_columns(device, columns)  # every bundled device runs some of these dtypes
     monkeypatch.setattr(columnar, "CHUNK_ROWS", 128)  # six chunks, the last one short
     _identical(columnar.predict_columns(device, columns), whole)
 
