@@ -73,9 +73,10 @@ def footprint(shape: ActivationShape, costs: dict[str, FloatArray], lay: LayoutA
 
     def states(params: Any) -> tuple[Any, Any, Any]:
         """Dense parameters sharded over dp·cp, the stage's routed experts over dp·cp / ep (ZeRO)."""
-        w, g, o = model_state_bytes(params, lay.zero, shards, setup.weight_bytes, setup.grad_bytes, offload=offload)
+        w, g, o = model_state_bytes(params, lay.zero, shards, setup.weight_bytes, setup.grad_bytes, offload=offload,
+                                    microbatches=m)
         we, ge, oe = model_state_bytes(experts, lay.zero, expert_shards, setup.weight_bytes, setup.grad_bytes,
-                                       offload=offload)
+                                       offload=offload, microbatches=m)
         gathered = np.where(lay.zero >= 3, GATHERED_LAYERS * c["layer_params"] * setup.weight_bytes, 0.0)
         return w + we + gathered, g + ge, o + oe
 

@@ -4,7 +4,9 @@ Model states follow the ZeRO paper (Rajbhandari et al. 2020, §5): with Ψ param
 device, mixed-precision Adam holds 2Ψ (bf16 weights) + 2Ψ (bf16 gradients) + KΨ (fp32 master
 weights and two moments, K = 12); stage 1 shards the KΨ over the Nd data-parallel ranks, stage
 2 also the gradients, stage 3 (FSDP) also the weights: 2Ψ + 2Ψ + KΨ/Nd, 2Ψ + (2+K)Ψ/Nd,
-(2+2+K)Ψ/Nd. Context-parallel ranks hold the same weights, so Nd = dp · cp (Megatron's
+(2+2+K)Ψ/Nd. Stage 2's gradient shard needs a reduce-scatter per micro-batch; the step model
+reduces once per step, so with gradient accumulation (m > 1) stage 2 holds stage 1's full
+gradient. Context-parallel ranks hold the same weights, so Nd = dp · cp (Megatron's
 data-and-context group).
 
 Activations follow Korthikanti et al. 2022 (§4), generalised from GPT's layer to any config:
@@ -149,15 +151,21 @@ def held_layer_microbatches(pp: Any, microbatches: Any, virtual_stages: Any, lay
 
 
 def model_state_bytes(params: Any, zero: Any, shards: Any, weight_bytes: float = 2.0, grad_bytes: float = 2.0,
-                      optimizer_bytes: float = ADAM_STATE_BYTES_PER_PARAM, offload: bool = False
-                      ) -> tuple[Any, Any, Any]:
+                      optimizer_bytes: float = ADAM_STATE_BYTES_PER_PARAM, offload: bool = False,
+                      microbatches: Any = 1.0) -> tuple[Any, Any, Any]:
     """(weights, gradients, optimizer state) bytes per device for ``params`` parameters on it before
     ZeRO, sharded over ``shards`` data-parallel ranks by stage ``zero`` (0–3); ``offload``: the
-    optimizer state lives in host memory."""
+    optimizer state lives in host memory.
+
+    ZeRO-2 reduces the gradients once per step (``step.step_times``): with ``microbatches`` > 1 each
+    device accumulates its full gradient until then (Megatron's distributed optimizer; Llama 3 §3.3.2:
+    fp32 accumulation over the micro-batches, then one fp32 reduce-scatter), so only a one-micro-batch
+    step keeps the 1/Nd gradient shard. ZeRO-3 reduce-scatters every micro-batch and keeps the shard."""
     p = np.asarray(params, dtype=float)
     z = np.asarray(zero)
     nd = np.asarray(shards, dtype=float)
     weights = weight_bytes * p / np.where(z >= 3, nd, 1.0)
-    grads = grad_bytes * p / np.where(z >= 2, nd, 1.0)
+    sharded_grads = (z >= 3) | ((z == 2) & (np.asarray(microbatches, dtype=float) <= 1.0))
+    grads = grad_bytes * p / np.where(sharded_grads, nd, 1.0)
     opt = 0.0 * p if offload else optimizer_bytes * p / np.where(z >= 1, nd, 1.0)
     return weights, grads, opt

@@ -29,6 +29,17 @@ def test_zero_stages_match_the_zero_papers_figure_1() -> None:
         assert float(w + g + o) / GB == pytest.approx(gb, rel=0.05)
 
 
+def test_zero2_keeps_its_gradient_shard_only_without_accumulation() -> None:
+    """The step model reduces ZeRO-2's gradients once per step, so with m > 1 micro-batches the device
+    accumulates the full gradient (as ZeRO-1); with one micro-batch the 1/Nd shard holds (ZeRO paper)."""
+    _, g1, _ = model_state_bytes(7.5e9, 1, 64, grad_bytes=4.0, microbatches=32)
+    _, g2, _ = model_state_bytes(7.5e9, 2, 64, grad_bytes=4.0, microbatches=32)
+    _, g2_one, _ = model_state_bytes(7.5e9, 2, 64, grad_bytes=4.0, microbatches=1)
+    _, g3, _ = model_state_bytes(7.5e9, 3, 64, grad_bytes=4.0, microbatches=32)
+    assert float(g2) == float(g1) == 4.0 * 7.5e9
+    assert float(g2_one) == float(g3) == pytest.approx(4.0 * 7.5e9 / 64)
+
+
 def test_offload_moves_the_optimizer_state_off_the_device() -> None:
     w, g, o = model_state_bytes(1e9, 1, 8, offload=True)
     assert float(o) == 0.0 and float(w + g) == 4e9
