@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from perfmodel.graph.ir import GraphError
+from perfmodel.training.variability import DEVICE_SPEED_SPREAD
 
 Recompute = Literal["none", "selective", "full"]
 RECOMPUTE_MODES: tuple[Recompute, ...] = ("none", "selective", "full")
@@ -79,7 +80,8 @@ class TrainingSetup:
     into pipeline stages and chunks, so the first and last stages hold one layer fewer (Megatron-Core's
     ``account_for_embedding_in_pipeline_split`` / ``account_for_loss_in_pipeline_split``; Llama 3, §3.3.2);
     ``cp_attention``: how context parallelism shares K/V, ``ring`` (ring attention, the send/recv hidden behind the
-    attention where it is shorter) or ``allgather`` (Llama 3, §3.3.2: all-gather K/V, then attend; exposed).
+    attention where it is shorter) or ``allgather`` (Llama 3, §3.3.2: all-gather K/V, then attend; exposed);
+    ``device_speed_spread``: the range of sustained speeds among same-SKU devices (``variability``; 0: identical).
     """
 
     seq_len: int = 2048
@@ -93,6 +95,7 @@ class TrainingSetup:
     host_memory_bytes_per_s: float = 100e9  # host DRAM for the CPU Adam step (a two-socket server, sustained)
     ends_in_pipeline_split: bool = False
     cp_attention: Literal["ring", "allgather"] = "ring"
+    device_speed_spread: float = DEVICE_SPEED_SPREAD
 
     def __post_init__(self) -> None:
         _positive("training", seq_len=self.seq_len, global_batch=self.global_batch)
@@ -104,6 +107,8 @@ class TrainingSetup:
             raise GraphError("training", f"offload must be none or optimizer, got {self.offload!r}")
         if self.cp_attention not in ("ring", "allgather"):
             raise GraphError("training", f"cp_attention must be ring or allgather, got {self.cp_attention!r}")
+        if not 0.0 <= self.device_speed_spread < 1.0:
+            raise GraphError("training", f"device_speed_spread must be in [0, 1), got {self.device_speed_spread}")
         if self.host_memory_bytes_per_s <= 0:
             raise GraphError("training", "host_memory_bytes_per_s must be positive")
 

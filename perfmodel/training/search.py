@@ -185,7 +185,7 @@ def search_layouts(cfg: LlmConfig, hardware: Hardware, devices: int, setup: Trai
     times = step_times(cfg, hardware, costs, arrays, lay, setup.seq_len, setup.global_batch,
                        setup.sequence_parallel, setup.grad_bytes, setup.offload == "optimizer",
                        setup.host_memory_bytes_per_s, setup.ends_in_pipeline_split,
-                       setup.cp_attention == "allgather")
+                       setup.cp_attention == "allgather", setup.device_speed_spread)
     shape = ActivationShape.of(cfg, setup.dropout, setup.flash_attention)
     mem = footprint(shape, arrays, lay, setup, cfg.layers)
     capacity = float(hardware.level_capacity_bytes(hardware.dram) or np.inf)

@@ -41,8 +41,11 @@ from perfmodel.ops.base import FloatArray
 from perfmodel.training.costs import CostTable, LayerCosts
 from perfmodel.training.layout import SCHEDULES
 from perfmodel.training.memory import ACT_BYTES, FULL, SELECTIVE
+from perfmodel.training.variability import slowest_device_slowdown
 
 ZB_H1 = SCHEDULES.index("zb-h1")
+# LayerCosts fields that are kernel compute (run at the slowest device's pace); the rest are collectives and sizes
+COMPUTE_FIELDS = ("layer_s", "layer_forward_s", "attention_s", "attention_forward_s", "embed_s", "head_s")
 HOST_ADAM_BYTES_PER_PARAM = 28.0  # CPU Adam: reads fp32 master, m, v (12) and a bf16 gradient (2), writes 12 + 2
 HOST_COPY_BYTES_PER_PARAM = 4.0  # bf16 gradient to the host, bf16 weight back
 
@@ -111,10 +114,11 @@ def all_gather_cp_exposed(coll: Any, kv_block: Any, cp: Any, per_node: Any, full
 def step_times(cfg: LlmConfig, hardware: Hardware, table: CostTable, costs: dict[str, FloatArray],
                lay: LayoutArrays, seq_len: int, global_batch: int, sequence_parallel: bool,
                grad_bytes: float, offload: bool, host_memory_bytes_per_s: float,
-               ends_in_split: bool = False, cp_allgather: bool = False) -> StepTimes:
+               ends_in_split: bool = False, cp_allgather: bool = False, device_spread: float = 0.0) -> StepTimes:
     """Step time of every layout in ``lay`` (``costs``: ``probe_arrays`` of the probes ``lay.probe`` indexes);
     ``ends_in_split``: the embedding and the loss take a layer's slot in the pipeline split (``TrainingSetup``);
-    ``cp_allgather``: context parallelism all-gathers K/V before the attention instead of passing them round a ring."""
+    ``cp_allgather``: context parallelism all-gathers K/V before the attention instead of passing them round a ring;
+    ``device_spread``: same-SKU devices' speed range (``variability``): compute runs at the slowest device's pace."""
     t = tables(hardware)
     per_node = devices_per_node(hardware)
     launch = t.kernel_overhead_s
@@ -129,6 +133,8 @@ def step_times(cfg: LlmConfig, hardware: Hardware, table: CostTable, costs: dict
 
     c = {k: v[lay.probe] for k, v in costs.items()}
     tp, pp, dp, cp, v = (x.astype(float) for x in (lay.tp, lay.pp, lay.dp, lay.cp, lay.virtual_stages))
+    slow = slowest_device_slowdown(tp * pp * dp * cp, device_spread)
+    c.update({k: c[k] * slow for k in COMPUTE_FIELDS})
     m = global_batch / (dp * lay.micro_batch)
     split = ends_in_split & (lay.pp > 1)
     layers_stage = np.ceil((cfg.layers + np.where(split, 2.0, 0.0)) / pp)  # the middle (the fullest) stage's
