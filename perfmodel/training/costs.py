@@ -133,6 +133,22 @@ def sequence_parallel_comm(node: Node) -> list[Node]:
     return [replace(node, op={**op, "kind": kind}) for kind in ("reducescatter", "allgather")]
 
 
+SEQUENCE_PARALLEL_ROWS = ("input_norm", "post_attention_norm", "attention_output_norm", "mlp_output_norm",
+                          "attention_residual_add", "mlp_residual_add", "parallel_residual_add")
+
+
+def sequence_parallel_rows(node: Node, tp: int, hidden: int) -> Node:
+    """Under sequence parallelism the layer's norms and residual adds run on the device's s/tp tokens between the
+    all-gather and the reduce-scatter (Korthikanti et al. 2022, §4.2.2: LayerNorm and dropout in the
+    sequence-parallel region), not on all s tokens as in the tensor-parallel graph."""
+    op = node.op or {}
+    shape = op.get("shape")
+    if (tp <= 1 or node.name.rsplit(".", 1)[-1] not in SEQUENCE_PARALLEL_ROWS or not isinstance(shape, list)
+            or len(shape) != 2 or shape[1] != hidden):
+        return node
+    return replace(node, op={**op, "shape": [-(-int(shape[0]) // tp), hidden]})
+
+
 def cost_table(cfg: LlmConfig, hardware: Hardware, keys: list[ProbeKey], seq_len: int, dtype: str = "bf16",
                flash: bool = True, dropout: bool = False, sequence_parallel: bool = True) -> CostTable:
     """Cost every probe in ``keys`` with one ``predict_many`` over their distinct ops (with ``dropout``, the
@@ -159,7 +175,8 @@ def cost_table(cfg: LlmConfig, hardware: Hardware, keys: list[ProbeKey], seq_len
         extra = dropout_nodes(cfg, key, seq_len, flash, sequence_parallel) if dropout else []
         nodes = [*graph.nodes, *extra]
         if sequence_parallel and key.tp > 1:
-            nodes = [split for n in nodes for split in sequence_parallel_comm(n)]
+            nodes = [sequence_parallel_rows(split, key.tp, cfg.hidden) for n in nodes
+                     for split in sequence_parallel_comm(n)]
         rows[key] = [(n, slot(op), slot(_forward(op))) for n in nodes if (op := n.cost_op)
                      is not None and n.stream != "comm_overlap" and not n.layer.startswith("optimizer")
                      and not n.name.endswith(VOCAB_GATHER)]

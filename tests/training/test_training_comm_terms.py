@@ -13,7 +13,7 @@ from perfmodel.graph.ir import GraphError, Node
 from perfmodel.graph.llm_config import bundled
 from perfmodel.machine import tables
 from perfmodel.roofline import resolve_hardware
-from perfmodel.training.costs import ProbeKey, cost_table, sequence_parallel_comm
+from perfmodel.training.costs import ProbeKey, cost_table, sequence_parallel_comm, sequence_parallel_rows
 from perfmodel.training.fit import evaluate
 from perfmodel.training.layout import Layout, TrainingSetup
 from perfmodel.training.step import all_gather_cp_exposed
@@ -57,7 +57,24 @@ def test_the_cost_table_charges_sequence_parallel_tp_comm_as_the_pair() -> None:
     pair = _coll(H100, REDUCESCATTER, AR_BYTES) + _coll(H100, ALLGATHER, AR_BYTES)
     ratio = pair / _coll(H100, ALLREDUCE, AR_BYTES)
     assert sp.tp_comm_s == pytest.approx(ratio * plain.tp_comm_s, rel=0.02)
-    assert sp.layer_s == plain.layer_s
+    assert sp.layer_s < plain.layer_s  # the norms and residual adds on s/tp tokens (below)
+    assert sp.layer_s - sp.attention_s > 0.9 * (plain.layer_s - plain.attention_s)  # the GEMMs are the same
+
+
+def test_sequence_parallelism_runs_norms_and_residual_adds_on_a_tp_share_of_the_tokens() -> None:
+    """Korthikanti et al. 2022 §4.2.2: LayerNorm, dropout and the residual add sit in the sequence-parallel region."""
+    norm = Node(name="layers.3.input_norm", op={"kind": "rmsnorm", "shape": [8192, 16384], "dtype": "bf16"},
+                layer="layers.3")
+    add = Node(name="layers.3.mlp_residual_add", op={"kind": "elementwise", "shape": [8192, 16384]},
+               layer="layers.3")
+    q_norm = Node(name="layers.3.q_norm", op={"kind": "rmsnorm", "shape": [8192, 2048]}, layer="layers.3")
+    for node in (norm, add):
+        out = sequence_parallel_rows(node, 8, 16384)
+        assert out.op and out.op["shape"] == [1024, 16384] and out.name == node.name
+    assert sequence_parallel_rows(norm, 1, 16384) is norm
+    assert sequence_parallel_rows(q_norm, 8, 16384) is q_norm  # on the tp-sharded heads already
+    assert sequence_parallel_rows(Node(name="layers.3.input_norm", op={"kind": "rmsnorm", "shape": [10, 16384]},
+                                       layer="layers.3"), 8, 16384).op == {"kind": "rmsnorm", "shape": [2, 16384]}
 
 
 def test_all_gather_context_parallelism_exposes_two_gathers_and_a_scatter() -> None:

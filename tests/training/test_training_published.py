@@ -46,9 +46,14 @@ def test_each_run_uses_the_schedule_its_source_states() -> None:
 
 # History of the two 8K-context rows (issue 29; docs/accuracy.md, 'Training throughput'): +23.9 / +21.7 % after
 # issue 24's H100 GEMM and flash-attention kernels, +17.8 / +16.0 % with sequence parallelism's reduce-scatter +
-# all-gather, +14.2 / +12.6 % with the step at the slowest device's pace (``training.variability``, Sinha et al.
-# 2022): within 15 %, with 0.8 and 2.4 points to spare; the strict xfail this test carried is gone.
-@pytest.mark.parametrize("name", ["Llama 3 405B, 8K GPUs", "Llama 3 405B, 16K GPUs"])
+# all-gather, +14.2 / +12.6 % with the step at the slowest device's pace (``training.variability``), then
+# +21.1 / +19.1 % once sequence parallelism's norms and residual adds ran on s/tp tokens (they had been charged
+# on all s: a pessimism that hid part of the gap)
+_H100_GAP = "Llama 3 on H100 +19-21 % fast: ~17 % of the published step is missing from the model (issue 29)"
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=_H100_GAP))
+                                  for n in ("Llama 3 405B, 8K GPUs", "Llama 3 405B, 16K GPUs")])
 def test_llama3_at_8k_context_runs_without_recomputation_within_15_percent(name: str) -> None:
     """Llama 3 §3.3.2: 8K-token pre-training without activation checkpointing (the embedding and loss in the
     pipeline split, interleaved 1F1B); the search, free to recompute, finds that fastest and within 15 %."""
