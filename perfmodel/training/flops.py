@@ -6,6 +6,12 @@
 - PaLM (Chowdhery et al. 2022, App. B): 6·N + 12·L·H·Q·T per token (N non-embedding parameters).
 - PaLM with causal attention: 6·N + 6·L·H·Q·T per token (only the unmasked half of the scores), reported beside
   PaLM's where a source does not say which it used.
+- 6·N per token (Kaplan et al. 2020's C = 6ND, no attention): Llama 3's total compute, 3.8e25 FLOPs for 405B
+  parameters and 15.6T tokens, is this count.
+
+Frameworks count attention non-causal: Megatron-LM's ``num_floating_point_operations`` (the s/h term of
+12·B·s·l·h²·(…)) and torchtitan's ``get_num_flop_per_token`` (6N + 12·L·H·Q·T, "we follow the convention and do
+not account for sparsity in causal attention").
 """
 
 from __future__ import annotations
@@ -41,6 +47,16 @@ def megatron_flops(batch: int, seq: int, layers: int, hidden: int, vocab: int) -
 def model_flops(batch: int, seq: int, layers: int, hidden: int, vocab: int) -> float:
     """Korthikanti et al. 2022 model FLOPs (MFU's numerator)."""
     return 72.0 * batch * seq * layers * hidden ** 2 * (1.0 + seq / (6.0 * hidden) + vocab / (12.0 * layers * hidden))
+
+
+def six_n_flops(cfg: LlmConfig, batch: int, seq: int) -> float:
+    """6·N per token (no attention term), N the non-embedding parameters a token passes through."""
+    return 6.0 * active_layer_params(cfg) * cfg.layers * batch * seq
+
+
+def causal_attention_flops(cfg: LlmConfig, batch: int, seq: int) -> float:
+    """The useful (causal) attention FLOPs of a step, forward and backward: 6·L·H·Q·T per token."""
+    return 6.0 * cfg.layers * cfg.heads * cfg.head_dim * seq * batch * seq
 
 
 def palm_flops(cfg: LlmConfig, batch: int, seq: int, causal: bool = False) -> float:

@@ -137,6 +137,42 @@ def source_flops(run: PublishedRun, cfg: LlmConfig) -> float:
     return flops.palm_flops(cfg, run.global_batch, run.seq_len)
 
 
+TABLE_CONVENTIONS = ("palm", "palm-causal", "6N")
+
+
+def convention_flops(cfg: LlmConfig, batch: int, seq: int, convention: str) -> float:
+    """A step's FLOPs in one of ``TABLE_CONVENTIONS``: PaLM's (non-causal attention), PaLM's with causal attention,
+    or 6N (no attention)."""
+    if convention == "palm":
+        return flops.palm_flops(cfg, batch, seq)
+    if convention == "palm-causal":
+        return flops.palm_flops(cfg, batch, seq, causal=True)
+    if convention == "6N":
+        return flops.six_n_flops(cfg, batch, seq)
+    raise ValueError(f"unknown convention {convention!r}; one of {', '.join(TABLE_CONVENTIONS)}")
+
+
+def implied_attention_tflops(long: PublishedRun, short: PublishedRun, convention: str) -> float:
+    """The useful (causal) attention TFLOP/s per device a source's own rows imply if it counted in ``convention``:
+    two runs of one model with the same tokens per device, differing in sequence length; each one's step time
+    is its FLOPs in that convention over its published TFLOP/s, and the longer run's extra step time is charged to
+    its extra causal attention work. Only published figures enter (no prediction); it is a lower bound, since the
+    extra time also holds the long run's context-parallel communication. Negative: the count cannot be right."""
+    cfg = long.config()
+    if short.config() != cfg or long.global_batch * long.seq_len * short.devices != (
+            short.global_batch * short.seq_len * long.devices):
+        raise ValueError("the two runs need the same model and the same tokens per device")
+
+    def step_s(run: PublishedRun) -> float:
+        return convention_flops(cfg, run.global_batch, run.seq_len, convention) / (
+            run.published_tflops * 1e12 * run.devices)
+
+    def attention(run: PublishedRun) -> float:
+        return flops.causal_attention_flops(cfg, run.global_batch, run.seq_len) / run.devices
+
+    return (attention(long) - attention(short)) / (step_s(long) - step_s(short)) / 1e12
+
+
 def stated_chunks(run: PublishedRun, cfg: LlmConfig) -> tuple[int, ...]:
     """The chunk counts v to try: the source's where stated; else every candidate, v > 1 only where the
     source states the interleaved schedule and pp > 1 (v = 1 left when the stages hold one layer each)."""

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from perfmodel.training import flops
-from perfmodel.training.published import RUNS, predict, stated_chunks
+from perfmodel.training.published import (
+    RUNS,
+    TABLE_CONVENTIONS,
+    PublishedRun,
+    convention_flops,
+    implied_attention_tflops,
+    predict,
+    stated_chunks,
+)
 
 
 def test_megatrons_count_is_four_thirds_of_the_model_count_without_the_logits() -> None:
@@ -71,3 +79,25 @@ def test_the_causal_count_drops_half_of_palms_attention_term() -> None:
     attention = 12.0 * cfg.layers * cfg.heads * cfg.head_dim * run.seq_len * run.global_batch * run.seq_len
     assert palm - causal == pytest.approx(attention / 2)
     assert attention / palm == pytest.approx(0.57, abs=0.01)
+
+
+def _llama(name: str) -> PublishedRun:
+    return next(r for r in RUNS if r.name == name)
+
+
+def test_table_4s_own_rows_rule_out_a_6n_count_and_leave_palm_slow() -> None:
+    """Published figures only: at 131K vs 8K (same tokens per GPU) a 6N count would give the extra attention more
+    than the H100's 989 TFLOP/s peak; PaLM's count leaves it at ~180, the causal count at ~350 (FA2-class)."""
+    long, short = _llama("Llama 3 405B, 16K GPUs, 131K context"), _llama("Llama 3 405B, 16K GPUs")
+    implied = {c: implied_attention_tflops(long, short, c) for c in TABLE_CONVENTIONS}
+    assert implied["6N"] > 989.4
+    assert implied["palm"] == pytest.approx(182, rel=0.02)
+    assert implied["palm-causal"] == pytest.approx(351, rel=0.02)
+
+
+def test_implied_attention_needs_matching_runs_and_a_known_convention() -> None:
+    long = _llama("Llama 3 405B, 16K GPUs, 131K context")
+    with pytest.raises(ValueError, match="same tokens per device"):
+        implied_attention_tflops(long, _llama("Llama 3 405B, 8K GPUs"), "palm")
+    with pytest.raises(ValueError, match="unknown convention"):
+        convention_flops(long.config(), 1, 8192, "hfu")
