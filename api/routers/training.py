@@ -19,6 +19,7 @@ from perfmodel.hardware import Hardware
 from perfmodel.training.fit import make_it_fit
 from perfmodel.training.layout import RECOMPUTE_MODES, SCHEDULES, Layout, Recompute, Schedule, TrainingSetup
 from perfmodel.training.search import DEFAULT_MICRO_BATCHES, SearchSpace, fastest, search_layouts
+from perfmodel.training.variability import DEVICE_SPEED_SPREAD
 
 router = APIRouter(tags=["training"], dependencies=[Depends(require_read)])
 
@@ -43,6 +44,9 @@ class TrainingRequest(BaseModel):
                                          "slot each in the pipeline split (Llama 3 §3.3.2)")
     cp_attention: Literal["ring", "allgather"] = Field(default="ring", description="context parallelism: ring "
                                                        "attention, or all-gather K/V first (Llama 3 §3.3.2)")
+    device_speed_spread: float = Field(default=DEVICE_SPEED_SPREAD, ge=0.0, lt=1.0, description="range of "
+                                       "sustained speeds among same-SKU devices; the step computes at the slowest's "
+                                       "pace (0: off)")
 
     @model_validator(mode="after")
     def _one_source(self) -> TrainingRequest:
@@ -62,7 +66,7 @@ class TrainingRequest(BaseModel):
                              offload="optimizer" if self.offload else "none", dropout=self.dropout,
                              flash_attention=self.flash_attention, sequence_parallel=self.sequence_parallel,
                              grad_bytes=float(self.grad_bytes), ends_in_pipeline_split=self.ends_in_pipeline_split,
-                             cp_attention=self.cp_attention)
+                             cp_attention=self.cp_attention, device_speed_spread=self.device_speed_spread)
 
 
 class LayoutSearchRequest(TrainingRequest):

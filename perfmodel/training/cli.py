@@ -39,6 +39,9 @@ def train_layouts_command(
                                                 "each in the pipeline split (Llama 3)")] = False,
     cp_allgather: Annotated[bool, typer.Option("--cp-allgather", help="context parallelism all-gathers K/V "
                                                "before the attention, exposed (Llama 3), not a ring")] = False,
+    device_speed_spread: Annotated[float | None, typer.Option(help="range of sustained speeds among same-SKU devices; "
+                                                              "the step computes at the slowest's pace (0: off; "
+                                                              "default 0.08, Sinha et al. 2022)")] = None,
     tp: Annotated[int | None, typer.Option(help="fix tensor parallelism")] = None,
     pp: Annotated[int | None, typer.Option(help="fix pipeline stages")] = None,
     cp: Annotated[int | None, typer.Option(help="fix context parallelism")] = None,
@@ -65,6 +68,7 @@ def train_layouts_command(
         fastest,
         search_layouts,
     )
+    from perfmodel.training.variability import DEVICE_SPEED_SPREAD
 
     try:
         cfg = resolve_model(model)
@@ -76,7 +80,9 @@ def train_layouts_command(
                               offload="optimizer" if offload else "none", dropout=dropout,
                               flash_attention=not no_flash, sequence_parallel=not no_sequence_parallel,
                               grad_bytes=4.0 if fp32_grads else 2.0, ends_in_pipeline_split=ends_in_split,
-                              cp_attention="allgather" if cp_allgather else "ring")
+                              cp_attention="allgather" if cp_allgather else "ring",
+                              device_speed_spread=DEVICE_SPEED_SPREAD if device_speed_spread is None
+                              else device_speed_spread)
         if dp is not None:
             layout = Layout(tp=tp or 1, pp=pp or 1, dp=dp, cp=cp or 1, ep=ep or 1, zero=zero or 0,
                             recompute=recompute or "none", micro_batch=micro_batch or 1,  # type: ignore[arg-type]

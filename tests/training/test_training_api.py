@@ -55,3 +55,14 @@ def test_all_gather_context_parallelism_is_exposed_over_http(client: TestClient)
     assert exposed["ring"] == 0.0 < exposed["allgather"]
     bad = client.post("/api/v1/training/check", headers=AUTH, json={**body, "cp_attention": "ulysses"})
     assert bad.status_code == 422
+
+
+def test_the_device_speed_spread_is_an_option_over_http(client: TestClient) -> None:
+    """device_speed_spread = 0 turns the slowest-device term off (faster step); outside [0, 1) is a 422."""
+    body = {**BASE, "devices": 8, "global_batch": 8, "tp": 8, "pp": 1, "dp": 1}
+    steps = [client.post("/api/v1/training/check", headers=AUTH, json={**body, "device_speed_spread": s})
+             for s in (0.0, 0.08)]
+    assert all(r.status_code == 200 for r in steps), steps[0].text
+    assert steps[0].json()["layout"]["step_s"] < steps[1].json()["layout"]["step_s"]
+    assert client.post("/api/v1/training/check", headers=AUTH, json={**body, "device_speed_spread": 1.0}
+                       ).status_code == 422

@@ -40,3 +40,12 @@ def test_workload_flags_change_the_memory() -> None:
     gpt = json.loads(RUNNER.invoke(app, [*BASE, *one, "--dropout", "--no-flash", "--no-sequence-parallel",
                                          "--fp32-grads"]).output)["layout"]["memory_bytes"]
     assert gpt["activations"] > 2 * plain["activations"] and gpt["gradients"] == 2 * plain["gradients"]
+
+
+def test_the_device_speed_spread_flag_changes_the_step() -> None:
+    one = ["--devices", "8", "--global-batch", "8", "--tp", "8", "--pp", "1", "--dp", "1", "--json"]
+    off, default = (json.loads(RUNNER.invoke(app, [*BASE, *one, *extra]).output)["layout"]["step_s"]
+                    for extra in (["--device-speed-spread", "0"], []))
+    assert off < default
+    bad = RUNNER.invoke(app, [*BASE, *one, "--device-speed-spread", "1.5"])
+    assert bad.exit_code != 0 and "device_speed_spread" in bad.output
