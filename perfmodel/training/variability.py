@@ -4,7 +4,7 @@ Devices of one SKU do not sustain the same speed: each chip's power manager sets
 and chips differ in leakage, so at the same power limit some run slower. Sinha et al. 2022, "Not All GPUs
 Are Created Equal: Characterizing Variability in Large-Scale, Accelerator-Rich Systems" (SC'22,
 arXiv:2208.11035, abstract), measured 8 % average performance variation (max 22 %) between same-SKU GPUs
-of five clusters (V100, MI60), outliers apart (up to 1.5x slower than the median, which operators retire).
+of five clusters (NVIDIA and AMD), outliers apart (up to 1.5x slower than the median, which operators retire).
 
 A step of tensor, pipeline and data parallelism synchronises every device (tp collectives each layer,
 pipeline sends each micro-batch, the data-parallel reduction each step), so its compute runs at the pace
