@@ -6,6 +6,7 @@ progress is per chunk.
 
 from __future__ import annotations
 
+import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Any
 
@@ -27,9 +28,17 @@ def run_chunk_compiled(base_id: str, chunk: list[tuple[int, dict[str, Any]]], wo
     return run_chunk(base_id, chunk, workloads, space)
 
 
+def _worker_context() -> multiprocessing.context.BaseContext:
+    """Workers start from a fresh interpreter (``forkserver``, else ``spawn``), never by ``fork``: a fork
+    copies locks that another thread of the caller holds at that moment (numba's compiler lock, a logging
+    handler's) into a child that can then never take them, and the sweep hangs."""
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
 def run_processes(spec: SweepSpec, chunks: Chunks, workers: int, progress: Progress | None) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as pool:
         futures = [pool.submit(run_chunk_compiled, spec.base, chunk, spec.workloads, spec.space) for chunk in chunks]
         for done, future in enumerate(as_completed(futures), start=1):
             rows.extend(future.result())
