@@ -380,7 +380,8 @@ def bands(rows: Sequence[Row], folds: Folds) -> list[str]:
 UNKNOWN_NETWORK_DATASETS = frozenset({"vidur"})
 # Their multi-node rows are predicted over the network a cluster that names no RDMA fabric is assumed to have, not
 # the spec's DGX InfiniBand: NCCL over TCP sockets on one 100 GbE host port per node (``network_transport``
-# "socket", ``collectives.SOCKET_*``; the NC96ads_A100_v4 VMs have no InfiniBand). A stated default, not a fit: no
+# "socket", ``collectives.SOCKET_*``; Azure names Ethernet, no InfiniBand, for the NC A100 v4 VMs; docs/model.md,
+# "Collectives"). A stated default, not a fit: no
 # measured row chooses it.
 UNDESCRIBED_NETWORK = {"interconnect.network_transport": "socket",
                        "interconnect.network_bandwidth_bytes_per_s": SOCKET_HOST_PORT_BYTES_PER_S}
