@@ -148,6 +148,8 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     first_trip = hit * llc_args[0] + (1.0 - hit) * dram_latency
     level_times[t.dram.name] = np.where(dram_bytes > 0, np.maximum(level_times[t.dram.name],
                                                                    first_trip + flight), 0.0)
+    if t.hardware.kind == "gpu" and work.dependent_round_trips.any():  # a chain of loads: one latency each
+        level_times[t.dram.name] = np.maximum(level_times[t.dram.name], work.dependent_round_trips * dram_latency)
     # each GEMM of an op is its own kernel: the op's level times add up over its GEMMs
     level_times[t.dram.name] = np.where(gemm, totals.dram_s, level_times[t.dram.name])
     if llc is not None:

@@ -26,6 +26,10 @@ ROWS_PER_BLOCK = 4.0  # one warp per row, a few rows per thread block
 # index_select_out_cuda_impl: indexSelectLargeIndex runs min(ceil(elements / 128), 8 x SM count) blocks of 128
 # threads, each thread striding over elements: at most 8 x 128 = 1024 threads on an SM, whatever could be resident.
 INDEX_SELECT_THREADS_PER_UNIT = 8.0 * 128.0
+# Same file: at most 16 indices run indexSelectSmallIndex, whose threads stride over one row's elements and loop over
+# the indices in turn; dst and src are not __restrict__, so each row's index load, then its table load, waits for
+# the last row's store: one dependent DRAM round trip per row (docs/model.md, "Small index_select").
+SMALL_INDEX_MAX_ROWS = 16
 
 
 def _rounded(row_bytes: FloatArray, granularity_bytes: float) -> FloatArray:
@@ -87,6 +91,7 @@ class Gather(RowAccess):
         roles = {"weights": idx * rounded, "indices": index_bytes, "activations_out": idx * row}
         work = cls._work(ops, roles, np.zeros(len(ops)))
         work.threads_per_unit_cap = np.full(len(ops), INDEX_SELECT_THREADS_PER_UNIT)
+        work.dependent_round_trips = np.where(idx <= SMALL_INDEX_MAX_ROWS, idx, 0.0)
         return work
 
 

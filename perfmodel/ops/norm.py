@@ -31,6 +31,12 @@ from perfmodel.ops.base import (
 
 STATS_BYTES = 4.0  # fp32 mean / rstd saved per row for the backward
 THREADS_PER_ROW = 1024.0  # one thread block per row (Apex / vLLM style), up to 1024 threads
+# PyTorch's softmax forward (aten/src/ATen/native/cuda/SoftMax.cu, host_softmax): rows of at most 1024 elements run
+# the persistent warp softmax (PersistentSoftmax.cuh), which holds a row in registers and reads it once; longer rows
+# run cunn_SoftMaxForward, one block per row that reads x for the max, again for the sum of exp, and again to write
+# y: three reads (docs/model.md, "Softmax passes")
+PERSISTENT_SOFTMAX_MAX_COLS = 1024
+SOFTMAX_BLOCK_READS = 3.0
 
 
 @dataclass(frozen=True)
@@ -164,3 +170,14 @@ class Softmax(RowOp):
     vector_flops_per_element = 4.0
     special_per_row = 0.0
     special_per_element = 1.0
+
+    @classmethod
+    def work(cls, ops: Sequence[Self] | OpColumns, granularity_bytes: float = 1.0) -> Work:
+        """Rows longer than ``PERSISTENT_SOFTMAX_MAX_COLS`` read x three times forward (bytes)."""
+        work = super().work(ops, granularity_bytes)
+        cols = last_dim(ops)
+        fwd, _ = pass_factors(ops)
+        tensor = shape_elements(ops) * dtype_bytes(ops, "dtype")
+        extra = np.where(cols > PERSISTENT_SOFTMAX_MAX_COLS, (SOFTMAX_BLOCK_READS - 1.0) * tensor * fwd, 0.0)
+        work.bytes_by_role["activations_in"] = work.bytes_by_role["activations_in"] + extra
+        return work

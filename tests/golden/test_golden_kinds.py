@@ -93,8 +93,9 @@ def test_toy(toy: Hardware, op: dict[str, Any], expected_s: float, bound: str, w
 
 H100 = "nvidia-h100-sxm5-80gb"
 H100_CASES: list[tuple[dict[str, Any], float, str]] = [
-    # softmax [4096, 4096] bf16: 2 x 33,554,432 B / 3.35e12 = 20.03 µs > 16.8M exps / 3.865e12 = 4.3 µs.
-    ({"kind": "softmax", "shape": [4096, 4096], "dtype": "bf16"}, 67_108_864 / 3.35e12, "HBM3"),
+    # softmax [4096, 4096] bf16: rows over 1,024 run PyTorch's block softmax, x read three times and y written:
+    # 4 x 33,554,432 B / 3.35e12 = 40.07 µs > 16.8M exps / 3.865e12 = 4.3 µs.
+    ({"kind": "softmax", "shape": [4096, 4096], "dtype": "bf16"}, 134_217_728 / 3.35e12, "HBM3"),
     # layernorm [8192, 8192] bf16: 2 x 134,217,728 + 32,768 + 65,536 = 268,533,760 B / 3.35e12.
     ({"kind": "layernorm", "shape": [8192, 8192], "dtype": "bf16"}, 268_533_760 / 3.35e12, "HBM3"),
     # embedding 4096 x 4096 bf16 rows (8192 B): 33,554,432 read + 32,768 indices + 33,554,432 out.
