@@ -25,6 +25,7 @@ from perfmodel.efficiency import ModelDefaults
 from perfmodel.machine import MachineTables, tables
 from perfmodel.ops import Op, OpError, Work, make_op
 from perfmodel.ops.base import DTYPE_BYTES, FloatArray
+from perfmodel.search import choice_memo
 from perfmodel.search.conv_space import simt_conv_space
 from perfmodel.search.gemm_cost import GemmChoice, best_gemms
 from perfmodel.search.gemm_space import GemmCandidates, compact_space, concat_spaces, full_space
@@ -315,7 +316,10 @@ def _best_distinct(t: MachineTables, space: GemmCandidates, *columns: FloatArray
     inverse = np.empty(order.size, dtype=np.intp)
     inverse[order] = np.cumsum(starts) - 1
     first = order[starts]
-    choice = best_gemms(t, space, *(c[first] for c in columns))
+    distinct = tuple(c[first] for c in columns)
+    memo = choice_memo.active()  # a chunked table's earlier chunks searched most of its shapes already
+    choice = best_gemms(t, space, *distinct) if memo is None else memo.search(
+        t, space, distinct, lambda *c: best_gemms(t, space, *c))
     return GemmChoice(*(getattr(choice, f.name)[inverse] for f in dataclasses.fields(GemmChoice)))
 
 
