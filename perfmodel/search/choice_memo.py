@@ -26,11 +26,33 @@ _ACTIVE: ContextVar[ChoiceMemo | None] = ContextVar("perfmodel_choice_memo", def
 
 
 class _Entry:
-    """The rows searched for one (tables, space) and their choices (arrays, grown as rows are added)."""
+    """The rows searched for one (tables, space), sorted (each row's bits as one ``void`` key), the slot of each in
+    ``choice``, and the choices (arrays in the order the rows were searched)."""
 
-    def __init__(self) -> None:
-        self.rows: dict[tuple[int, ...], int] = {}
+    def __init__(self, width_bytes: int) -> None:
+        self.keys = np.empty(0, dtype=np.dtype((np.void, width_bytes)))
+        self.slot = np.empty(0, dtype=np.intp)
         self.choice: GemmChoice | None = None
+
+    def find(self, rows: np.ndarray[Any, Any]) -> np.ndarray[Any, np.dtype[np.intp]]:
+        """Each row's slot in ``choice``; -1 where it was not searched."""
+        if self.keys.size == 0:
+            return np.full(rows.size, -1, dtype=np.intp)
+        at = np.minimum(np.searchsorted(self.keys, rows), self.keys.size - 1)
+        found: np.ndarray[Any, np.dtype[np.intp]] = np.where(self.keys[at] == rows, self.slot[at], -1)
+        return found
+
+    def add(self, rows: np.ndarray[Any, Any], found: GemmChoice) -> np.ndarray[Any, np.dtype[np.intp]]:
+        """Remember ``found`` (the choices of ``rows``); their slots."""
+        start = 0 if self.choice is None else int(self.choice.index.size)
+        slots = start + np.arange(rows.size, dtype=np.intp)
+        keys, slot = np.concatenate([self.keys, rows]), np.concatenate([self.slot, slots])
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.slot = keys[order], slot[order]
+        self.choice = found if self.choice is None else GemmChoice(*(
+            np.concatenate([getattr(self.choice, f.name), getattr(found, f.name)])
+            for f in dataclasses.fields(GemmChoice)))
+        return slots
 
 
 class ChoiceMemo:
@@ -43,25 +65,17 @@ class ChoiceMemo:
     def search(self, tables: Any, space: Any, columns: tuple[FloatArray, ...],
                best: Callable[..., GemmChoice]) -> GemmChoice:
         """``best(*columns)``, searching only the rows this memo has not seen with ``tables`` and ``space``."""
+        bits = np.stack([np.asarray(c, dtype=np.float64).view(np.int64) for c in columns], axis=1)
+        rows = np.ascontiguousarray(bits).view(np.dtype((np.void, bits.shape[1] * 8))).reshape(-1)
         key = (id(tables), id(space))
         entry = self._entries.get(key)
-        if entry is None or len(entry.rows) > MAX_ROWS:
-            entry = self._entries[key] = _Entry()
+        if entry is None or entry.keys.size > MAX_ROWS or entry.keys.dtype != rows.dtype:
+            entry = self._entries[key] = _Entry(bits.shape[1] * 8)
             self._alive += [tables, space]
-        bits = np.stack([np.asarray(c, dtype=np.float64).view(np.int64) for c in columns], axis=1)
-        rows = list(map(tuple, bits.tolist()))
-        known = entry.rows
-        at = np.fromiter((known.get(r, -1) for r in rows), dtype=np.intp, count=len(rows))
+        at = entry.find(rows)
         new = np.flatnonzero(at < 0)
         if new.size:
-            found = best(*(c[new] for c in columns))
-            start = 0 if entry.choice is None else int(entry.choice.index.size)
-            for j, i in enumerate(new.tolist()):  # a row repeated among the new ones: its first answer is kept
-                known.setdefault(rows[i], start + j)
-            entry.choice = found if entry.choice is None else GemmChoice(*(
-                np.concatenate([getattr(entry.choice, f.name), getattr(found, f.name)])
-                for f in dataclasses.fields(GemmChoice)))
-            at[new] = start + np.arange(new.size)
+            at[new] = entry.add(rows[new], best(*(c[new] for c in columns)))
         assert entry.choice is not None
         return GemmChoice(*(getattr(entry.choice, f.name)[at] for f in dataclasses.fields(GemmChoice)))
 
