@@ -42,7 +42,9 @@ def _rows(n: int, seed: int) -> tuple[np.ndarray[Any, Any], ...]:
 def _fake_best(searched: list[int]) -> Any:
     def best(*columns: np.ndarray[Any, Any]) -> GemmChoice:
         searched.append(columns[0].size)
-        value = sum(c * 10.0**j for j, c in enumerate(columns))  # a different answer for each row
+        value = np.zeros(columns[0].size)
+        for j, c in enumerate(columns):
+            value = value + c * 10.0**j  # a different answer for each row
         return GemmChoice(value.astype(np.intp), *([value] * (len(dataclasses.fields(GemmChoice)) - 1)))
     return best
 
