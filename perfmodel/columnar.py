@@ -90,7 +90,10 @@ def _interval_ratios(parts: list[Part], n: int) -> FloatArray:
             ratios[rows] = uncalibrated_interval.interval_s(ops, np.ones(len(ops)))
             continue
         passes = ops.values.get("pass_", np.full(ops.n, "forward"))
-        names, inverse = np.unique(passes, return_inverse=True)
+        if ops.n and (passes == passes[0]).all():  # one pass (the usual table): no sort of the strings
+            names, inverse = passes[:1], np.zeros(ops.n, dtype=np.intp)
+        else:
+            names, inverse = np.unique(passes, return_inverse=True)
         proxies = [SimpleNamespace(kind=ops.cls.kind, pass_=str(p)) for p in names.tolist()]
         ratios[rows] = uncalibrated_interval.interval_s(proxies, np.ones(len(proxies)))[inverse.ravel()]  # type: ignore[arg-type]
     return ratios
