@@ -52,10 +52,11 @@ from measured_data import (
 )
 
 import perfmodel
-from perfmodel.collectives import devices_per_node
+from perfmodel.collectives import SOCKET_HOST_PORT_BYTES_PER_S, devices_per_node
 from perfmodel.efficiency import FLUSHED_CACHE_ROUND_TRIPS, ModelDefaults, defaults_for
+from perfmodel.hardware import Hardware
 from perfmodel.ops import make_op
-from perfmodel.specs import load_hardware
+from perfmodel.specs import derive_variant, load_hardware
 from perfmodel.uncalibrated_interval import (
     TABLE_PATH,
     band_key,
@@ -144,14 +145,15 @@ def _predict(rows: Sequence[Row], defaults_of: dict[str, ModelDefaults], harness
     flushed kernel's round trips (``FLUSHED_CACHE_ROUND_TRIPS``), a compiled call the harness's ``compiled_call_s``,
     a call timed in a back-to-back loop at least ``issue_interval_s``."""
     out = np.full(len(rows), np.nan)
-    groups: dict[tuple[str, str, bool], list[int]] = defaultdict(list)
+    groups: dict[tuple[str, str, bool, bool], list[int]] = defaultdict(list)
     for i, row in enumerate(rows):
-        groups[(row.hardware, row.timing, row.dataset in FLUSHED_DATASETS)].append(i)
-    for (hw, timing, flushed), idx in groups.items():
+        groups[(row.hardware, row.timing, row.dataset in FLUSHED_DATASETS, _undescribed_network(row))].append(i)
+    for (hw, timing, flushed, undescribed), idx in groups.items():
         defaults = defaults_of[hw]
         if flushed:
             defaults = dataclasses.replace(defaults, cold_start_round_trips=FLUSHED_CACHE_ROUND_TRIPS)
-        batch = perfmodel.predict_many(hw, [rows[i].op for i in idx], timing=timing,  # type: ignore[arg-type]
+        device: str | Hardware = undescribed_network_variant(hw) if undescribed else hw
+        batch = perfmodel.predict_many(device, [rows[i].op for i in idx], timing=timing,  # type: ignore[arg-type]
                                        defaults=defaults)
         out[idx] = batch.time_s
     compiled_s = (harness or {}).get("compiled_call_s", 0.0)
@@ -376,6 +378,29 @@ def bands(rows: Sequence[Row], folds: Folds) -> list[str]:
 # 8 80GB A100s', 'Azure Standard_NC96ads_A100_v4 with 4 80GB A100s') name no NIC, and their 1-GPU-per-node runs
 # level off at 6-8 GB/s, well below the 25 GB/s per GPU of a DGX A100's HDR ports. Scored, but banded apart.
 UNKNOWN_NETWORK_DATASETS = frozenset({"vidur"})
+# Their multi-node rows are predicted over the network a cluster that names no RDMA fabric is assumed to have, not
+# the spec's DGX InfiniBand: NCCL over TCP sockets on one 100 GbE host port per node (``network_transport``
+# "socket", ``collectives.SOCKET_*``; Azure names Ethernet, no InfiniBand, for the NC A100 v4 VMs; docs/model.md,
+# "Collectives"). A stated default, not a fit: no
+# measured row chooses it.
+UNDESCRIBED_NETWORK = {"interconnect.network_transport": "socket",
+                       "interconnect.network_bandwidth_bytes_per_s": SOCKET_HOST_PORT_BYTES_PER_S}
+_VARIANTS: dict[str, Hardware] = {}
+
+
+def undescribed_network_variant(hardware: str) -> Hardware:
+    """The device over an undescribed network (``UNDESCRIBED_NETWORK``), built once per device."""
+    if hardware not in _VARIANTS:
+        _VARIANTS[hardware] = derive_variant(hardware, f"{hardware}-undescribed-network", UNDESCRIBED_NETWORK)
+    return _VARIANTS[hardware]
+
+
+def _undescribed_network(row: Row) -> bool:
+    """A multi-node collective of a data set that does not describe its network."""
+    if row.dataset not in UNKNOWN_NETWORK_DATASETS or row.label not in COLLECTIVE_LABELS:
+        return False
+    per_node = row.op.get("devices_per_node") or devices_per_node(load_hardware(row.hardware))
+    return int(per_node) < int(row.op["devices"])
 
 
 def _in_scope(row: Row, scope: str) -> bool:

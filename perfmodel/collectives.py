@@ -8,12 +8,14 @@ and runs the fastest. We follow its model (docs/model.md §3, "Collectives", der
 
 - **Bus bandwidth** B: the device's links per direction x the sustained share (NCCL's own per-link figures,
   20 GB/s per 25 GB/s NVLink, are 0.8); across nodes min(B, q x the per-device NIC bandwidth) (q devices
-  per node, one NIC each, the channels spread over them); two cards joined by a bridge use the bridge.
+  per node, one NIC each, the channels spread over them); over TCP sockets (``network_transport`` "socket") the
+  node's one host port instead, at SOCKET_WIRE_SHARE of its rate; two cards joined by a bridge use the bridge.
 - **Protocols** scale B: Simple 1; LL128 0.92 (120 of 128 bytes are data; 0.7 with one device per node;
   NVLink only); LL 1/4 for rings (8-byte stores carry 4 bytes and a flag), 1/3.8 for trees, capped at
   NCCL's per-architecture LL ceiling.
 - **Algorithm bandwidth**: ring all-reduce B x p / (2(p-1)), all-gather / reduce-scatter B x p / (p-1);
-  tree B x 0.92 x 0.5; NVLS (NVSwitch reduction) B x 5/6.
+  tree B x 0.92 x 0.5, its network share doubled on two nodes (each direction of a node's link carries the
+  buffer once, not twice); NVLS (NVSwitch reduction) B x 5/6.
 - **Latency** (NCCL's base + per-hop tables, NVLink / PCIe / network): ring base + (steps - inter-node
   steps) x intra hop + inter-node steps x network hop, steps 2(p-1) for all-reduce (p-1 otherwise);
   tree base + 2((p/n - 1) x intra hop + log2(n) x network hop); NVLS one NVLS hop (+ network hop).
@@ -73,6 +75,12 @@ _NVLS_RATIO = 5.0 / 6.0  # NCCL: NVLS bus -> algorithm bandwidth
 _NET_OVERHEAD_US = 1.0  # NCCL getNetOverhead: per-step host post on x86 (x3 for Simple), multi-node rings
 # NCCL enqueue.cc NCCL_PARAM(P2pLLThreshold, "P2P_LL_THRESHOLD", 16384): a send/recv up to this runs LL
 P2P_LL_THRESHOLD_BYTES = 16384.0
+# NCCL over TCP sockets (no RDMA NIC, NCCL's "NET/Socket"): the host's Ethernet port, one per node, where the spec
+# gives none: 100 GbE (the ports of NVIDIA/nccl#450's and nccl-tests#83's clusters)
+SOCKET_HOST_PORT_BYTES_PER_S = 12.5e9
+# NCCL's sockets reach about half the wire rate: all-reduce bus bandwidth 4-6 GB/s on 100 Gb/s TCP (NVIDIA/nccl#450),
+# at most 60 % of a 32 Gb/s link (NVIDIA/nccl#209); NCCL runs at the speed of its slowest socket (nccl-tests#83)
+SOCKET_WIRE_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -118,6 +126,16 @@ def fabrics(t: MachineTables) -> tuple[Fabric, Fabric, float]:
             float(devices_per_node(t.hardware)))
 
 
+def node_network_bytes_per_s(t: MachineTables, q: FloatArray) -> FloatArray:
+    """A node's network bandwidth per direction (sustained) for q of its devices: q RDMA NICs (one per device), or
+    over TCP sockets the host's one port at SOCKET_WIRE_SHARE of its rate, shared by all q."""
+    ic = t.hardware.interconnect
+    if ic is not None and ic.network_transport == "socket":
+        port = ic.network_bandwidth_bytes_per_s or SOCKET_HOST_PORT_BYTES_PER_S
+        return np.full(q.shape, port * SOCKET_WIRE_SHARE)
+    return q * fabrics(t)[1].bandwidth_bytes_per_s
+
+
 def socket_bound_bytes_per_s(t: MachineTables, p: FloatArray, q: FloatArray) -> FloatArray:
     """A ring over more of a dual-root PCIe node's devices than one socket holds (q/2) crosses the socket link:
     its bandwidth as NCCL's topology counts it (``socket_link_bandwidth_bytes_per_s``); inf otherwise."""
@@ -159,7 +177,7 @@ def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArra
                 nodes: FloatArray, runtime: bool = False) -> dict[tuple[str, int], FloatArray]:
     """Seconds of every (algorithm, protocol) NCCL could run, inf where it cannot: as NCCL's tuner predicts them
     (all channels), or with ``runtime`` as they run (the channels the message fills, ``channel_share``)."""
-    intra, nic, _ = fabrics(t)
+    intra, _, _ = fabrics(t)
     ic = t.hardware.interconnect
     bus = np.full(p.shape, intra.bandwidth_bytes_per_s)
     hop = np.full(p.shape, intra.hop, dtype=object)
@@ -168,8 +186,13 @@ def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArra
         bus = np.where(pair, ic.bridge_bandwidth_bytes_per_s * t.defaults.link_efficiency, bus)
         hop = np.where(pair, "nvlink", hop)
     multi = nodes > 1
-    bus = np.where(multi, np.minimum(bus, q * nic.bandwidth_bytes_per_s), bus)
-    bus = np.minimum(bus, np.minimum(socket_bound_bytes_per_s(t, p, q), switch_bound_bytes_per_s(t, p)))
+    node_net = node_network_bytes_per_s(t, q)
+    intra_bus = np.minimum(bus, np.minimum(socket_bound_bytes_per_s(t, p, q), switch_bound_bytes_per_s(t, p)))
+    bus = np.where(multi, np.minimum(intra_bus, node_net), intra_bus)
+    # tree on two nodes: each node's link carries the buffer once per direction (half of it in each of the two
+    # trees, up and down), against twice in a tree over more nodes: the network's share doubles (docs/model.md)
+    tree_net = np.where(nodes == 2, 2.0, 1.0) * node_net
+    tree_bus_raw = np.where(multi, np.minimum(intra_bus, tree_net), intra_bus)
     nvlink = hop == "nvlink"
     channels = ring_channels(t, p, nodes)
     ll_max = np.where(multi, np.where(nodes <= 2, _LL_MAX_GBPS_MULTI_NODE[0], _LL_MAX_GBPS_MULTI_NODE[1]),
@@ -206,7 +229,7 @@ def _candidates(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArra
             algbw = algbw * channel_share(size, channels, proto, np.where(proto == LL, p, 1.0))
         out[("ring", proto)] = np.where(algbw > 0, latency + size / np.maximum(algbw, 1e-30), np.inf)
         # tree (all-reduce only): a chain inside the node, a double binary tree across nodes
-        tree_bus = bus * _TREE_SHARE
+        tree_bus = tree_bus_raw * _TREE_SHARE
         if proto == LL:
             tree_bus = np.minimum(tree_bus / 3.8, ll_max)
         elif proto == LL128:
@@ -280,9 +303,13 @@ def channel_share(size: FloatArray, channels: FloatArray, proto: int, ranks: Flo
 def _point_to_point(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArray, q: FloatArray,
                     nodes: FloatArray) -> FloatArray:
     """All-to-all (pairwise exchange) and send/recv: NCCL's p2p path, one hop per peer, no collective base."""
-    intra, nic, _ = fabrics(t)
+    intra, _, _ = fabrics(t)
     ic = t.hardware.interconnect
     link = np.full(p.shape, intra.bandwidth_bytes_per_s)
+    # a device's share of its node's network: its own NIC (RDMA), or the host port one pair uses alone (send/recv)
+    # or the node's q devices share (all-to-all) over sockets
+    nic_bw = node_network_bytes_per_s(t, np.ones(p.shape))
+    node_bw = node_network_bytes_per_s(t, q)
     nvlink = np.full(p.shape, intra.hop != "pcie")
     if ic is not None and ic.bridge_bandwidth_bytes_per_s:  # a bridged pair talks over the bridge: NVLink
         bridged = (p == 2) & (nodes == 1)
@@ -295,11 +322,11 @@ def _point_to_point(t: MachineTables, kind: IntArray, size: FloatArray, p: Float
     hop = np.where(ll, np.where(nvlink, _hop_s(t, "nvlink", "ring", LL), _hop_s(t, "pcie", "ring", LL)),
                    np.where(nvlink, _hop_s(t, "nvlink", "ring", SIMPLE), _hop_s(t, "pcie", "ring", SIMPLE)))
     net_hop = np.where(ll, _hop_s(t, "net", "ring", LL), _hop_s(t, "net", "ring", SIMPLE))
-    send = np.where(multi, net_hop + size / (nic.bandwidth_bytes_per_s * proto_share),
+    send = np.where(multi, net_hop + size / (nic_bw * proto_share),
                     hop + size / (link * proto_share))
     # all-to-all: each device keeps 1/p, sends (q-1)/p to its node and (p-q)/p over its own NIC, all at once
     on_node = size * (np.minimum(q, p) - 1.0) / p / (link * proto_share)
-    off_node = size * (p - q) / p / (nic.bandwidth_bytes_per_s * proto_share)
+    off_node = size * (p - q) / p / (node_bw / q * proto_share)
     a2a = (np.minimum(q, p) - 1.0) * hop + np.where(multi, (nodes - 1.0) * net_hop, 0.0) + \
         np.maximum(on_node, np.where(multi, off_node, 0.0))
     return np.where(kind == SENDRECV, send, a2a)

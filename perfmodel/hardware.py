@@ -154,6 +154,11 @@ class Interconnect(Sourced):
     host_link_bandwidth_bytes_per_s: float | None = Field(
         default=None, gt=0, description="Per direction: the link to the host's memory (PCIe x16, NVLink-C2C) that "
         "memcpy HtoD/DtoH crosses; null: PCIe 4.0 x16 (25e9) is assumed")
+    network_transport: Literal["rdma", "socket"] | None = Field(
+        default=None, description="How NCCL crosses the network: rdma (InfiniBand, RoCE, EFA: each device's own NIC at "
+        "network_bandwidth_bytes_per_s) or socket (TCP over the host's one Ethernet port, shared by the node's "
+        "devices: network_bandwidth_bytes_per_s is then that port's, per node, of which NCCL's sockets reach about "
+        "half); null: rdma")
     in_network_reduction: bool = Field(
         default=False, description="The switch reduces in the network (NVLink SHARP: NCCL's NVLS algorithm)")
 

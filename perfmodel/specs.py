@@ -174,7 +174,8 @@ def derive_variant(base: Hardware | str, new_id: str, overrides: dict[str, Any])
 
     Keys are dotted paths: ``clock_hz``, ``units``, ``launch_overhead_s``,
     ``levels.<name|dram|onchip|*>.<field>``, ``engines.<name|*>.peak_flops_per_s[.<dtype>]``,
-    ``interconnect.<field>``. A value is a number (set it) or ``"x1.5"`` / ``"*1.5"`` (scale it).
+    ``interconnect.<field>``. A value is a number (set it) or ``"x1.5"`` / ``"*1.5"`` (scale it), or a word for a
+    word field (``interconnect.network_transport``: ``"socket"``).
     Scaling ``clock_hz`` also scales every engine peak and on-chip bandwidth (they are per-clock).
     """
     hardware = load_hardware(base) if isinstance(base, str) else base
@@ -263,7 +264,9 @@ def _set_or_scale(target: dict[str, Any], path: str, value: Any, key: str) -> No
         target = target[part]
     if parts[-1] not in target:
         raise SpecError("overrides", key, f"unknown field {parts[-1]!r}; fields: {sorted(target)}")
-    if isinstance(value, str):
+    if isinstance(value, str) and _SCALE.match(value) is None and not isinstance(target[parts[-1]], int | float):
+        target[parts[-1]] = value  # a word field (network_transport, topology): set it
+    elif isinstance(value, str):
         _scale_field(target, parts[-1], _factor(value, key), key)
     else:
         target[parts[-1]] = value

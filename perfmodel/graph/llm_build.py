@@ -131,7 +131,7 @@ class _Builder:
     def norm(self, name: str, x: str, width: int, rows: int | None = None) -> str:
         kind = self.cfg.norm
         rows = self.tokens if rows is None else rows
-        params = width * (2 if kind == "layernorm" and self.cfg.norm_bias else 1)
+        params = width * (2 if kind == "layernorm" and self.cfg.norm_bias else 1) if self.cfg.norm_affine else 0
         return self.emit(name, {"kind": kind, "shape": [rows, width], "dtype": self.act, "pass": self.pass_},
                          [x], (rows, width), params, self.act)
 
@@ -199,6 +199,8 @@ def _embed(b: _Builder) -> str:
     x = b.emit("embedding", {"kind": "embedding", "table_shape": [rows, width], "num_indices": b.tokens,
                              "dtype": b.act}, [ids], (b.tokens, width), rows * width, b.act)
     x = _tp_reduce(b, "embedding_allreduce", x)
+    if cfg.embed_norm:  # BLOOM: word_embeddings_layernorm
+        x = b.norm("embedding_norm", x, width)
     if cfg.embed_proj_dim:  # OPT-350m: project_in
         x = b.linear("project_in", x, width, h, quantized=False)
     if cfg.learned_positions:

@@ -29,7 +29,8 @@ _TEXT_OF = {"paligemma": "gemma", "llava": "llama", "gemma3": "gemma3_text", "qw
             "llama4": "llama4_text", "mistral3": "mistral"}
 _TEXT_ALIASES = {"qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2"}  # nested text model types built as another
 FAMILY_TYPES = ("gemma2", "gemma3_text", "gpt_oss", "falcon", "refinedweb", "refinedwebmodel", "opt",  # llm_families
-                "phi", "starcoder2", "olmo2", "llama4_text", "cohere")
+                "phi", "starcoder2", "olmo2", "llama4_text", "cohere",
+                "bloom", "mpt", "gptj", "gpt_bigcode", "phimoe", "olmo")  # the last six: llm_families_more
 KNOWN_TYPES = (*_LLAMA_TYPES, "gpt2", "gpt_neox", "deepseek_v2", "deepseek_v3", *FAMILY_TYPES, *_TEXT_OF)
 
 
@@ -49,6 +50,8 @@ class LlmConfig:
     max_positions: int
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     norm_bias: bool = True  # LayerNorms hold a bias (Cohere's do not)
+    norm_affine: bool = True  # norms hold weights (OLMo 1's LayerNorm is non-parametric)
+    embed_norm: bool = False  # BLOOM: a LayerNorm right after the word embeddings
     gated_mlp: bool = True  # SwiGLU (gate, up, down) vs GELU MLP (fc1, fc2)
     qkv_bias: bool = False
     out_bias: bool = False

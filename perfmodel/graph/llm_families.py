@@ -18,6 +18,7 @@ from typing import Any
 
 from perfmodel.graph.ir import GraphError
 from perfmodel.graph.llm_config import LlmConfig, _activation, _llama, _need, _opt
+from perfmodel.graph.llm_families_more import MORE_TYPES, build_more
 
 OPT_POSITION_OFFSET = 2  # OPTLearnedPositionalEmbedding keeps 2 extra rows (padding offset)
 # transformers' Gemma2Config / Gemma3TextConfig defaults: Gemma 3's nested text_config lists only what differs
@@ -49,6 +50,8 @@ def build_family(data: dict[str, Any], name: str, model_type: str) -> LlmConfig:
         return _cohere(data, name)
     if model_type == "olmo2":
         return replace(_llama(data, name, model_type), post_norms_only=True, qk_norm_full=True)
+    if model_type in MORE_TYPES:
+        return build_more(data, name, model_type)
     raise GraphError("config", f"model_type {model_type!r} has no family builder")
 
 

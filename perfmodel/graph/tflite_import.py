@@ -52,6 +52,9 @@ REDUCE_OPS = {"MEAN": "mean", "SUM": "sum", "REDUCE_MAX": "max", "REDUCE_MIN": "
 TRANSPOSED_CONV = ("TRANSPOSE_CONV", "CUSTOM:Convolution2DTransposeBias")  # the latter: MediaPipe's, with a bias
 LOAD_TIME_OPS = ("DEQUANTIZE", "DENSIFY")  # on a constant input: run once when the interpreter loads the model
 PERMUTE_OPS = ("DEPTH_TO_SPACE", "SPACE_TO_DEPTH")  # a block permutation: x read once, y written once
+# ops whose constant inputs are parameters (PRELU: its per-channel slopes)
+WEIGHTED_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL", "CONV_3D", "PRELU",
+                *TRANSPOSED_CONV)
 BILINEAR_FLOPS_PER_DIM = 3.0  # a lerp per interpolated spatial dimension (as the ONNX importer's Resize)
 
 
@@ -123,12 +126,16 @@ class _Reader:
         # (kernels/dequantize.cc float_dequantized_weights_initialized, kernels/densify.cc
         # dense_weights_initialized), so the output is a weight and the node costs nothing per step
         self.folded: set[int] = set()
+        # the stored buffer behind each tensor (a folded output: its constant source's) and those already counted
+        self.buffer_of = [int(sub.Tensors(i).Buffer()) for i in range(sub.TensorsLength())]
+        self.counted: set[int] = set()
         for k in range(sub.OperatorsLength()):
             op = sub.Operators(k)
             if self.codes[op.OpcodeIndex()] in LOAD_TIME_OPS and op.InputsLength() and op.OutputsLength():
                 src, dst = int(op.Inputs(0)), int(op.Outputs(0))
                 if 0 <= src < len(self.constant) and self.constant[src] and 0 <= dst < len(self.constant):
                     self.constant[dst] = True
+                    self.buffer_of[dst] = self.buffer_of[src]
                     self.folded.add(k)
 
     def nodes(self, index: int) -> list[Node]:
@@ -141,10 +148,9 @@ class _Reader:
         label = f"{code.lower()}_{index}" + (f" ({self.names[outs[0]]})" if outs else "")
         in_shapes = [self.info[self.names[i]][0] for i in ins]
         out_shape, out_dtype = self.info[self.names[outs[0]]] if outs else ((1,), "fp32")
-        weights = ins[1:] if code == "TRANSPOSE_CONV" else ins  # its input 0 is the int32 output shape
-        params = sum(math.prod(self.info[self.names[i]][0]) for i in weights if self.constant[i]) if code in (
-            "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL", "CONV_3D", *TRANSPOSED_CONV) else 0
-        weight_bytes = sum(self._bytes(i) for i in weights if self.constant[i]) if params else 0.0
+        weights = self._new_weights(code, ins) if index not in self.folded else []
+        params = sum(math.prod(self.info[self.names[i]][0]) for i in weights)
+        weight_bytes = sum(self._bytes(i) for i in weights)
         names_in, names_out = [self.names[i] for i in ins], [self.names[o] for o in outs]
         if index in self.folded:  # weights dequantized / densified at load: nothing per step
             return [Node(label, view(out_shape, out_dtype), names_in, names_out, source_op=code)]
@@ -164,6 +170,21 @@ class _Reader:
                          weight_bytes=weight_bytes)]
         return [Node(f"{label}/{k}", one, names_in, names_out, source_op=code, params=params if k == 0 else 0,
                      weight_bytes=weight_bytes if k == 0 else 0.0) for k, one in enumerate(ops)]
+
+    def _new_weights(self, code: str, ins: list[int]) -> list[int]:
+        """The constant inputs of a weighted op not yet counted: a buffer two ops share (a bias read by two
+        convolutions) is one set of parameters, held by the first op that reads it."""
+        if code not in WEIGHTED_OPS:
+            return []
+        found = []
+        for i in ins[1:] if code == "TRANSPOSE_CONV" else ins:  # TRANSPOSE_CONV's input 0: the output shape
+            if not self.constant[i]:
+                continue
+            key = self.buffer_of[i]
+            if key not in self.counted:
+                self.counted.add(key)
+                found.append(i)
+        return found
 
     def _bytes(self, i: int) -> float:
         shape, dtype = self.info[self.names[i]]

@@ -273,8 +273,20 @@ class Collector:
                 cache[text] = found
         return found
 
+    def _raw(self, raw: msgspec.Raw, convert: Callable[[object], Any], cache: dict[bytes, Any]) -> Any:
+        """``_converted`` with its common case inline: a raw value (not absent) whose text was seen before."""
+        if type(raw) is msgspec.Raw and raw is not NOT_RECORDED:
+            found = cache.get(bytes(raw), _MISSING)
+            if found is not _MISSING:
+                return found
+        return self._converted(raw, convert, cache)
+
     def _add_kernel(self, event: Event, category: Category, args: EventArgs, device_kind: str | None) -> None:
-        ts, dur = _number(event.ts), _number(event.dur)
+        ts, dur = event.ts, event.dur
+        if type(ts) is not float or ts - ts != 0.0:  # not a finite float: the general conversion
+            ts = _number(ts)
+        if type(dur) is not float or dur - dur != 0.0:
+            dur = _number(dur)
         if ts is None or dur is None or dur < 0:
             self.skipped += 1
             return
@@ -283,34 +295,47 @@ class Collector:
             return
         nbytes = args.size if args.bytes is msgspec.UNSET else args.bytes
         device, stream, correlation, external = args.device, args.stream, args.correlation, args.external_id
+        name = event.name
+        shared_name = self._names.get(name) if type(name) is str else None
         cache = self._caches
         self.kernels.append(KernelEvent(
-            self.name(event.name), category, ts, dur, device if type(device) is int else as_int(device),
+            self.name(name) if shared_name is None else shared_name, category, ts, dur,
+            device if type(device) is int else as_int(device),
             stream if type(stream) is int else as_int(stream),
             correlation if type(correlation) is int else as_int(correlation),
-            external if type(external) is int else as_int(external),
-            self._converted(args.grid, _dim3, cache[4]), self._converted(args.block, _dim3, cache[4]),
-            None if args.collective_name is None else _comm_of(args), as_int(nbytes), device_kind))
+            external if type(external) is int else None if external is None else as_int(external),
+            self._raw(args.grid, _dim3, cache[4]), self._raw(args.block, _dim3, cache[4]),
+            None if args.collective_name is None else _comm_of(args),
+            nbytes if type(nbytes) is int else None if nbytes is None else as_int(nbytes), device_kind))
 
     def _add_op(self, event: Event, args: EventArgs) -> None:
-        ts, dur = _number(event.ts), _number(event.dur)
+        ts, dur = event.ts, event.dur
+        if type(ts) is not float or ts - ts != 0.0:  # not a finite float: the general conversion
+            ts = _number(ts)
+        if type(dur) is not float or dur - dur != 0.0:
+            dur = _number(dur)
         if ts is None or dur is None or dur < 0 or len(self.ops) >= 4 * self.max_records:
             return
         name = event.name
         sequence, external = args.sequence, args.external_id
         backward = isinstance(name, str) and "Backward" in name and not name.startswith("aten::")
+        shared_name = self._names.get(name) if type(name) is str else None
+        pid, tid = event.pid, event.tid
+        thread = self._threads.get((pid, tid)) if type(pid) in _PLAIN_IDS and type(tid) in _PLAIN_IDS else None
         cache = self._caches
         dims = args.input_dims if args.input_dims is not NOT_RECORDED else args.legacy_input_dims
-        types = None if args.input_types is NOT_RECORDED else self._converted(args.input_types, _type_names, cache[1])
+        types = None if args.input_types is NOT_RECORDED else self._raw(args.input_types, _type_names, cache[1])
         self.ops.append(OpEvent(
-            self.thread(event), ts, ts + dur, self.name(name), external if type(external) is int else as_int(external),
-            None if dims is NOT_RECORDED else self._converted(dims, _shapes, cache[0]), types,
-            None if args.concrete_inputs is NOT_RECORDED else self._converted(args.concrete_inputs,
-                                                                              _concrete_values, cache[2]),
+            self.thread(event) if thread is None else thread, ts, ts + dur,
+            self.name(name) if shared_name is None else shared_name,
+            external if type(external) is int else None if external is None else as_int(external),
+            None if dims is NOT_RECORDED else self._raw(dims, _shapes, cache[0]), types,
+            None if args.concrete_inputs is NOT_RECORDED else self._raw(args.concrete_inputs,
+                                                                        _concrete_values, cache[2]),
             None if args.collective_name is None else _comm_of(args),
-            None if args.input_strides is NOT_RECORDED else self._converted(args.input_strides, _shapes, cache[3]),
+            None if args.input_strides is NOT_RECORDED else self._raw(args.input_strides, _shapes, cache[3]),
             sequence=sequence if type(sequence) is int else None, backward=backward,
-            lists=self._converted(dims, _list_shapes, cache[5]) if types and LIST_TYPE in types
+            lists=self._raw(dims, _list_shapes, cache[5]) if types and LIST_TYPE in types
             and dims is not NOT_RECORDED else None))
 
 

@@ -13,6 +13,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from perfmodel.traces.gunzip import GZIP_ERRORS, open_gzip
 from perfmodel.traces.records import TraceError
 
 Source = bytes | bytearray | memoryview | str | os.PathLike[str] | BinaryIO
@@ -169,7 +170,7 @@ def byte_stream(opened: Opened) -> Iterator[BinaryIO]:
     try:
         max_bytes, which, why = _byte_limit(limits, opened.gzipped, _compressed_size(opened, base))
         if opened.gzipped:
-            with gzip.GzipFile(fileobj=base, mode="rb") as unzipped:
+            with open_gzip(base) as unzipped:
                 yield _Bounded(unzipped, True, (max_bytes, which, why), limits.max_s)  # type: ignore[misc]
         elif max_bytes is None and limits.max_s is None:
             yield base
@@ -207,7 +208,7 @@ class _Bounded(io.RawIOBase):
     def _read_some(self, size: int) -> bytes:
         try:
             chunk = self._inner.read(size)
-        except (EOFError, OSError, zlib.error) as exc:
+        except GZIP_ERRORS as exc:
             if not self._gzipped:
                 raise
             raise TraceError(f"the gzip stream is truncated or corrupt ({exc}): re-export the trace") from None

@@ -197,3 +197,32 @@ def float_with_unmodelled_op(rows: int = 4, cols: int = 64, dynamic: bool = Fals
     y = w.tensor("y", [rows, cols], TT.FLOAT32)
     w.op(Op.CUMSUM, [h, axis], [y])
     return w.finish()
+
+
+def shared_fp16_bias_prelu(size: int = 8, width: int = 16) -> bytes:
+    """As MediaPipe's pose_detection: fp16 weights each behind a DEQUANTIZE, and one dequantized bias read by two
+    DEPTHWISE_CONV_2D ops; a PRELU with per-channel slopes between them."""
+    w = _Writer()
+    rng = np.random.default_rng(1)
+
+    def fp16(*shape: int) -> tuple[list[int], bytes]:
+        return list(shape), rng.standard_normal(shape).astype(np.float16).tobytes()
+
+    def dequantized(name: str, *shape: int) -> int:
+        dims, data = fp16(*shape)
+        raw = w.tensor(f"{name}_fp16", dims, TT.FLOAT16, data)
+        out = w.tensor(f"{name}_dequantize", dims, TT.FLOAT32)
+        w.op(Op.DEQUANTIZE, [raw], [out])
+        return out
+
+    x = w.tensor("input", [1, size, size, width], TT.FLOAT32)
+    k1, k2 = dequantized("dw1/weights", 1, 3, 3, width), dequantized("dw2/weights", 1, 3, 3, width)
+    bias = dequantized("shared/bias", width)
+    alpha = w.tensor("prelu/alpha", [1, 1, width], TT.FLOAT32, np.full(width, 0.25, np.float32).tobytes())
+    h1 = w.tensor("dw1/out", [1, size, size, width], TT.FLOAT32)
+    w.op(Op.DEPTHWISE_CONV_2D, [x, k1, bias], [h1], Opt.DepthwiseConv2DOptions, _conv_options(1, True, True))
+    h2 = w.tensor("prelu/out", [1, size, size, width], TT.FLOAT32)
+    w.op(Op.PRELU, [h1, alpha], [h2])
+    y = w.tensor("dw2/out", [1, size, size, width], TT.FLOAT32)
+    w.op(Op.DEPTHWISE_CONV_2D, [h2, k2, bias], [y], Opt.DepthwiseConv2DOptions, _conv_options(1, True, True))
+    return w.finish()

@@ -8,9 +8,19 @@ import numpy as np
 import pytest
 
 import perfmodel
-from perfmodel.collectives import LL, LL128, SIMPLE, channel_share, nccl_choice, ring_channels, tree_correction
+from perfmodel.collectives import (
+    LL,
+    LL128,
+    SIMPLE,
+    SOCKET_HOST_PORT_BYTES_PER_S,
+    SOCKET_WIRE_SHARE,
+    channel_share,
+    nccl_choice,
+    ring_channels,
+    tree_correction,
+)
 from perfmodel.machine import tables
-from perfmodel.specs import load_hardware
+from perfmodel.specs import derive_variant, load_hardware
 
 A100 = tables(load_hardware("nvidia-a100-sxm4-80gb"))
 
@@ -85,7 +95,7 @@ def test_across_nodes_the_nics_of_a_node_share_the_ring() -> None:
     """Two nodes: bus bandwidth min(links, q x NIC): 1 device per node gets one NIC, 4 get four."""
     size = 2.0**30
     one = _time("nvidia-a100-sxm4-80gb", bytes=size, devices=2, devices_per_node=1)
-    four = _time("nvidia-a100-sxm4-80gb", bytes=size, devices=8, devices_per_node=4)
+    four = _time("nvidia-a100-sxm4-80gb", bytes=size, devices=8, devices_per_node=4, algorithm="ring")
     nic = 25e9 * 0.8
     assert one == pytest.approx(size / nic, rel=0.01)
     assert four == pytest.approx(2 * 7 / 8 * size / (4 * nic), rel=0.01)
@@ -196,3 +206,67 @@ def test_a_bridged_pairs_send_pays_the_nvlink_hop() -> None:
     assert send == pytest.approx(2e-6 + 3.4e-6 + 65536 / 240e9, rel=1e-6)
     small = _time("nvidia-a100-pcie-80gb", kind="sendrecv", bytes=8192, devices=2, devices_per_node=2)
     assert small == pytest.approx(2e-6 + 0.6e-6 + 8192 / 120e9, rel=1e-6)
+
+
+def test_a_two_node_tree_carries_the_buffer_once_each_way() -> None:
+    """Tree all-reduce on two nodes: each node's link carries S once per direction (half in each of the two trees,
+    up and down), so its network share is 2 x q x NIC; on three nodes a node is inner in one tree (1.5 S each way)
+    and a leaf in the other (0.5 S): 2 S, the plain q x NIC. 1 GiB on 2 x 4 A100s (4 HDR NICs a node): min(240,
+    2 x 4 x 20) x 0.92 x 0.5 = 73.6 GB/s, beating the ring's 80 x 8 / 14 = 45.7 GB/s (NCCL picks the tree on two
+    nodes: nccl-tests#196); on 3 x 4 the tree gets 80 x 0.46 = 36.8 GB/s."""
+    size = 2.0**30
+    two = tables(load_hardware("nvidia-a100-sxm4-80gb"))
+    algo, proto, seconds = nccl_choice(two, "allreduce", size, 8, per_node=4)
+    assert (algo, proto) == ("tree", "Simple")
+    latency = 2 * (3 * 28e-6 + 1 * 28e-6)  # Simple tree: base 0 (no launch to take off), 28 µs hops
+    assert seconds == pytest.approx(latency + size / (160e9 * 0.92 * 0.5), rel=1e-6)
+    three = _time("nvidia-a100-sxm4-80gb", bytes=size, devices=12, devices_per_node=4, algorithm="tree")
+    assert three > size / (80e9 * 0.92 * 0.5)
+    assert three < 1.01 * (size / (80e9 * 0.92 * 0.5) + 2 * (3 + np.log2(3)) * 28e-6)
+
+
+def _socket(hw: str = "nvidia-a100-sxm4-80gb") -> perfmodel.Hardware:
+    return derive_variant(hw, "socket-a100", {"interconnect.network_transport": "socket",
+                                              "interconnect.network_bandwidth_bytes_per_s": 12.5e9})
+
+
+def test_socket_transport_shares_one_host_port_at_half_its_rate() -> None:
+    """NCCL over TCP sockets: the node's one 100 GbE port (12.5 GB/s) at SOCKET_WIRE_SHARE 0.5, shared by all its
+    devices: a 64 MiB send between nodes = 2 µs launch + 14 µs network hop + S / 6.25 GB/s; a 1 GiB ring on 2 x 4
+    devices moves 2 x 7/8 x S through the node's 6.25 GB/s, not through four 25 GB/s NICs."""
+    hw = _socket()
+    assert hw.interconnect is not None and hw.interconnect.network_transport == "socket"
+    size = 64 * 2.0**20
+    send = perfmodel.predict(hw, {"kind": "sendrecv", "bytes": size, "devices": 2, "devices_per_node": 1,
+                                  "dtype": "fp16"}).time_s
+    assert send == pytest.approx(2e-6 + 14e-6 + size / 6.25e9, rel=1e-6)
+    big = 2.0**30
+    ring = perfmodel.predict(hw, {"kind": "allreduce", "bytes": big, "devices": 8, "devices_per_node": 4,
+                                  "algorithm": "ring", "dtype": "fp16"}).time_s
+    assert ring == pytest.approx(2 * 7 / 8 * big / 6.25e9, rel=0.01)
+    rdma = _time("nvidia-a100-sxm4-80gb", bytes=big, devices=8, devices_per_node=4, algorithm="ring")
+    assert ring > 10 * rdma
+    # one node: the network is not crossed, the transport changes nothing
+    assert perfmodel.predict(hw, {"kind": "allreduce", "bytes": big, "devices": 8, "dtype": "fp16"}).time_s == \
+        _time("nvidia-a100-sxm4-80gb", bytes=big, devices=8)
+
+
+def test_socket_ports_default_to_100_gbe_and_all_to_all_shares_it() -> None:
+    """A socket node whose spec gives no port: 100 GbE (SOCKET_HOST_PORT_BYTES_PER_S); an all-to-all's off-node
+    share of 4 devices goes through the one port: 4 x (4/8) x S / 6.25 GB/s, against S / 2 / 6.25 for one device."""
+    hw = derive_variant("nvidia-a100-pcie-80gb", "socket-pcie", {"interconnect.network_transport": "socket"})
+    assert hw.interconnect is not None and hw.interconnect.network_bandwidth_bytes_per_s is None
+    size = 2.0**30
+    send = perfmodel.predict(hw, {"kind": "sendrecv", "bytes": size, "devices": 2, "devices_per_node": 1,
+                                  "dtype": "fp16"}).time_s
+    assert send == pytest.approx(size / (SOCKET_HOST_PORT_BYTES_PER_S * SOCKET_WIRE_SHARE), rel=1e-3)
+    a2a = perfmodel.predict(_socket(), {"kind": "alltoall", "bytes": size, "devices": 8, "devices_per_node": 4,
+                                        "dtype": "fp16"}).time_s
+    assert a2a == pytest.approx(4 * 0.5 * size / 6.25e9, rel=1e-3)
+
+
+def test_network_transport_is_a_word_field_of_derive_variant() -> None:
+    with pytest.raises(perfmodel.SpecError):
+        derive_variant("nvidia-a100-sxm4-80gb", "bad", {"interconnect.network_transport": "carrier-pigeon"})
+    with pytest.raises(perfmodel.SpecError):  # a numeric field still takes only numbers and scales
+        derive_variant("nvidia-a100-sxm4-80gb", "bad", {"interconnect.network_bandwidth_bytes_per_s": "socket"})

@@ -68,3 +68,20 @@ def test_collective_rows_choose_only_collective_defaults() -> None:
     both = lodo.fit_defaults([*kernels, *ar], shipped, grids)
     assert both["kernel_overhead_s"] == alone["kernel_overhead_s"]
     assert lodo.fit_defaults(ar, shipped, grids)["link_efficiency"] == both["link_efficiency"]
+
+
+def test_vidur_multi_node_rows_run_over_an_undescribed_socket_network() -> None:
+    """Vidur names no network: its multi-node collectives are predicted over NCCL's TCP sockets on one 100 GbE port
+    per node (UNDESCRIBED_NETWORK), its one-node rows and the other data sets' rows over the spec's own fabric."""
+    a100 = "nvidia-a100-sxm4-80gb"
+    across = _allreduce("vidur", a100, 2, 1)
+    on_node = _allreduce("vidur", a100, 8, 8)
+    other = _allreduce("llmcompass", a100, 2, 1)
+    assert lodo._undescribed_network(across)
+    assert not lodo._undescribed_network(on_node) and not lodo._undescribed_network(other)
+    variant = lodo.undescribed_network_variant(a100)
+    assert variant.interconnect is not None and variant.interconnect.network_transport == "socket"
+    shipped = {a100: lodo.defaults_for(load_hardware(a100))}
+    slow, fast = lodo._predict([across, other], shipped)
+    assert slow > 2 * fast  # 6.25 GB/s through the port against one 20 GB/s HDR NIC
+    assert lodo._predict([on_node], shipped)[0] == lodo._predict([_allreduce("llmcompass", a100, 8, 8)], shipped)[0]
