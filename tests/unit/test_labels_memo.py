@@ -98,3 +98,15 @@ def test_chunked_with_memo_gives_the_op_path(device: str, monkeypatch: pytest.Mo
     assert chunked.bound.tolist() == plain.bound.tolist()
     for key, values in plain.schedule.items():
         assert chunked.schedule[key].tobytes() == values.tobytes(), key
+
+
+def test_unicode_factorize_matches_the_string_search() -> None:
+    """The fixed-width byte comparison gives the unicode comparison's codes: names longer than the column, repeated
+    names (the first wins), an empty cell and a cell no name matches included."""
+    from perfmodel.ops.columns import factorize
+
+    names = ["rmsnorm", "matmul", "matmul_long_name", "mat", "matmul", "softmax"]
+    values = np.array(["matmul", "mat", "", "rmsnorm", "nope", "softmax", "matmu"])
+    got = factorize(values, names)
+    assert got.tolist() == [1, 3, -1, 0, -1, 5, -1]
+    assert got.tolist() == factorize(values.astype(object), names).tolist()  # the generic path
