@@ -25,6 +25,7 @@ from perfmodel.ops import Op, OpError, Work, make_op, op_class, op_kinds
 from perfmodel.ops.base import FloatArray, OpColumns
 from perfmodel.ops.columns import factorize, from_arrays, from_dicts, row_op
 from perfmodel.roofline import HardwareLike, SpaceName, Timing, evaluate, resolve_hardware
+from perfmodel.search import choice_memo
 from perfmodel.search.gemm_space import compact_space, full_space
 
 IntArray = np.ndarray[Any, np.dtype[np.intp]]
@@ -89,7 +90,10 @@ def _interval_ratios(parts: list[Part], n: int) -> FloatArray:
             ratios[rows] = uncalibrated_interval.interval_s(ops, np.ones(len(ops)))
             continue
         passes = ops.values.get("pass_", np.full(ops.n, "forward"))
-        names, inverse = np.unique(passes, return_inverse=True)
+        if ops.n and (passes == passes[0]).all():  # one pass (the usual table): no sort of the strings
+            names, inverse = passes[:1], np.zeros(ops.n, dtype=np.intp)
+        else:
+            names, inverse = np.unique(passes, return_inverse=True)
         proxies = [SimpleNamespace(kind=ops.cls.kind, pass_=str(p)) for p in names.tolist()]
         ratios[rows] = uncalibrated_interval.interval_s(proxies, np.ones(len(proxies)))[inverse.ravel()]  # type: ignore[arg-type]
     return ratios
@@ -160,7 +164,7 @@ def _predict_dicts(dicts: Sequence[Mapping[str, Any]], hardware: HardwareLike, t
     return _predict(hardware, parts, len(dicts), timing, warm_cache, defaults, space)
 
 
-CHUNK_ROWS = 1 << 16  # a table of more rows is predicted this many rows at a time (``predict_columns``)
+CHUNK_ROWS = 1 << 14  # a table of more rows is predicted this many rows at a time (``predict_columns``)
 
 
 def predict_columns(hardware: HardwareLike, columns: Mapping[str, Any], timing: Timing = "kernel",
@@ -190,17 +194,18 @@ def _predict_chunks(hardware: HardwareLike, columns: Mapping[str, Any], n: int, 
     schedule keys) or a chunk raises (the whole table then raises the error the one-piece path names)."""
     stitch = Stitch(n)
     all_parts: list[Part] = []
-    for start in range(0, n, CHUNK_ROWS):
-        chunk = {name: values[start:start + CHUNK_ROWS] for name, values in columns.items()}
-        try:
-            parts, rows = _table_parts(chunk)
-            batch = _predict(hardware, parts, rows, timing, warm_cache, defaults, space)
-        except OpError:
-            return None
-        if not stitch.add(start, batch):
-            return None
-        del batch
-        all_parts += [(ops, at + start) for ops, at in parts]
+    with choice_memo.scope():  # each distinct GEMM shape is searched once for the whole table
+        for start in range(0, n, CHUNK_ROWS):
+            chunk = {name: values[start:start + CHUNK_ROWS] for name, values in columns.items()}
+            try:
+                parts, rows = _table_parts(chunk)
+                batch = _predict(hardware, parts, rows, timing, warm_cache, defaults, space)
+            except OpError:
+                return None
+            if not stitch.add(start, batch):
+                return None
+            del batch
+            all_parts += [(ops, at + start) for ops, at in parts]
     return stitch.batch(RowOps(n, all_parts))
 
 

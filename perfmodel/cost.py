@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 
 from perfmodel import __version__
+from perfmodel.labels import Labels
 from perfmodel.ops import Op
 from perfmodel.ops.base import FloatArray
 
@@ -59,7 +60,7 @@ class CostBatch:
     hardware: Hardware
     ops: Sequence[Op]
     time_s: FloatArray
-    bound: np.ndarray[Any, np.dtype[np.str_]]
+    bound: Labels  # per row, the engine or level bounding it (1-byte codes; reads like a unicode array)
     overhead_s: FloatArray
     flops_by_engine: dict[str, FloatArray]
     bytes_by_level: dict[str, FloatArray]

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from perfmodel.cost import CostBatch
+from perfmodel.labels import Labels
 from perfmodel.ops import Op
 
 _ARRAYS = ("time_s", "overhead_s", "compulsory_bytes", "utilization", "interval_s", "in_calibrated_range",
@@ -29,7 +30,7 @@ def _layout(batch: CostBatch) -> tuple[Any, ...]:
 
     arrays = tuple(shape(getattr(batch, name)) for name in _ARRAYS)
     groups = tuple(tuple((k, shape(v)) for k, v in getattr(batch, name).items()) for name in _GROUPS)
-    return arrays, groups, batch.bound.dtype.str
+    return arrays, groups, batch.bound.names, batch.bound.codes.dtype.str
 
 
 class Stitch:
@@ -40,7 +41,7 @@ class Stitch:
         self._layout: tuple[Any, ...] | None = None
         self._arrays: dict[str, np.ndarray[Any, Any] | None] = {}
         self._groups: dict[str, dict[str, np.ndarray[Any, Any]]] = {}
-        self._bound: np.ndarray[Any, Any] = np.empty(0, dtype=str)
+        self._bound = Labels(np.empty(0, dtype=np.uint8), ())
         self._notes: dict[int, list[str]] = {}
         self._hardware: Any = None
 
@@ -49,7 +50,8 @@ class Stitch:
         layout = _layout(batch)
         if self._layout is None:
             self._layout, self._hardware = layout, batch.hardware
-            self._bound = np.empty(self.n, batch.bound.dtype)  # the same dtype in every chunk (the layout)
+            # the same label table and code dtype in every chunk (the layout)
+            self._bound = Labels(np.empty(self.n, batch.bound.codes.dtype), batch.bound.names)
             for name in _ARRAYS:
                 values = getattr(batch, name)
                 self._arrays[name] = None if values is None else np.empty((self.n, *values.shape[1:]), values.dtype)
@@ -64,7 +66,7 @@ class Stitch:
         for name, group in self._groups.items():
             for k, values in getattr(batch, name).items():
                 group[k][start:end] = values
-        self._bound[start:end] = batch.bound
+        self._bound.codes[start:end] = batch.bound.codes
         if batch.notes:
             self._notes.update(zip([start + i for i in batch.notes], batch.notes.values(), strict=True))
         return True

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from perfmodel.labels import Labels
 from perfmodel.machine import MachineTables
 from perfmodel.ops import Work
 from perfmodel.ops.base import FloatArray
@@ -29,9 +30,9 @@ def top_bound(columns: list[FloatArray]) -> tuple[FloatArray, np.ndarray[Any, np
 
 def bound_names(t: MachineTables, work: Work, which: np.ndarray[Any, np.dtype[np.intp]], labels: list[str],
                 latency: np.ndarray[Any, np.dtype[np.bool_]],
-                idle: np.ndarray[Any, np.dtype[np.bool_]]) -> np.ndarray[Any, np.dtype[np.str_]]:
+                idle: np.ndarray[Any, np.dtype[np.bool_]]) -> Labels:
     """What bounds each op: ``labels[which]``, an engine class replaced by the engine running it, 'latency'
-    where the fixed overhead dominates, 'none' for an op without kernels (integer codes, one lookup)."""
+    where the fixed overhead dominates, 'none' for an op without kernels (integer codes, kept as 1-byte ``Labels``)."""
     names = [*labels, *(p.engine for p in t.matrix_paths), *(p.engine for p in t.vector_paths), t.special_engine,
              "latency", "none"]
     matrix_at, vector_at = len(labels), len(labels) + len(t.matrix_paths)
@@ -44,8 +45,7 @@ def bound_names(t: MachineTables, work: Work, which: np.ndarray[Any, np.dtype[np
         code = np.where(named[code], replacement, code)
     code[latency] = special_at + 1
     code[idle] = special_at + 2
-    out: np.ndarray[Any, np.dtype[np.str_]] = np.array(names)[code]
-    return out
+    return Labels.from_codes(code, names)
 
 
 def row_notes(t: MachineTables, work: Work, resident: np.ndarray[Any, np.dtype[np.bool_]],

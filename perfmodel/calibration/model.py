@@ -209,7 +209,7 @@ def _repeated_rows(batch: CostBatch, op_row: IntArray) -> tuple[IntArray, IntArr
         return None
     back = back.reshape(-1)
     source = first[back]  # per row, the row it would be taken from
-    arrays = [batch.time_s, batch.bound, batch.overhead_s, batch.compulsory_bytes, batch.utilization,
+    arrays = [batch.time_s, batch.bound.codes, batch.overhead_s, batch.compulsory_bytes, batch.utilization,
               *(a for group in (batch.flops_by_engine, batch.bytes_by_level, batch.time_s_by_level,
                                 batch.time_s_by_engine, batch.schedule) for a in group.values()),
               *(a for a in (batch.interval_s, batch.in_calibrated_range, batch.uncalibrated_interval_s)

@@ -120,7 +120,7 @@ def _predict(hardware: Hardware | None, ops: list[dict[str, Any]]) -> list[Predi
 
     def run(built: list[Op]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
         batch = predict_many(hardware, built, timing="kernel")
-        return batch.time_s, batch.bound
+        return batch.time_s, np.asarray(batch.bound)
 
     index, result, _ = predict_valid(ops, run)
     out: list[Prediction | None] = [None] * len(ops)
