@@ -147,6 +147,8 @@ def _algorithm(name: str, conv: dict[str, Any]) -> str:
         algorithm = "fft_tiling" if "tiling" in lower else "fft"
     elif "winograd" in lower:
         algorithm = "winograd_nonfused" if "nonfused" in lower else "winograd"
+    elif lower == "convolutionfwdalgogemm":  # MIOpen's GEMM path: per-image im2col + BLAS GEMM (conv_im2col)
+        algorithm = "im2col_gemm"
     else:
         return "implicit_gemm"
     try:
