@@ -60,7 +60,7 @@ from perfmodel.ops.base import (
 from perfmodel.ops.conv_fft import COMPLEX_GEMM_REAL_GEMMS, FFT_ALGORITHMS, fft_error, fft_terms
 from perfmodel.ops.conv_im2col import im2col_error, im2col_terms
 
-CONV_LIBRARY_IM2COL = 0.0  # the per-image path's GEMMs are the BLAS library's (MIOpenGEMM / rocBLAS)
+CONV_LIBRARY_IM2COL = 1.0  # MIOpen 1.x calls its own GEMMs (GemmBackend_t::miopengemm), at the conv library share
 THIN_DGRAD_CHANNELS = 16  # C/g below this: the data gradient runs as a GEMM onto columns and col2im
 
 NONFUSED_TILE = 6  # transformed tile side of cuDNN's non-fused Winograd (alpha = outputs + taps - 1)
