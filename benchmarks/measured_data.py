@@ -147,6 +147,8 @@ def _algorithm(name: str, conv: dict[str, Any]) -> str:
         algorithm = "fft_tiling" if "tiling" in lower else "fft"
     elif "winograd" in lower:
         algorithm = "winograd_nonfused" if "nonfused" in lower else "winograd"
+    elif lower == "convolutionfwdalgogemm":  # MIOpen's GEMM path: per-image im2col + BLAS GEMM (conv_im2col)
+        algorithm = "im2col_gemm"
     else:
         return "implicit_gemm"
     try:
@@ -188,7 +190,8 @@ def deepbench() -> Iterator[Row]:
             # gradient (cuDNN's BWD_DATA_ALGO_WINOGRAD; MIOpen's Winograd solvers take backward data as a forward
             # convolution with the flipped filter), the weight gradient an implicit GEMM (Conv2d): 22 of the P100's 44
             # such backwards take less than that implicit GEMM at 100 % of peak (ideal tiles, no floor).
-            bwd = fwd if fwd.get("algorithm") in ("winograd_nonfused", "winograd") else base
+            # MIOpen's GEMM path runs the gradients per image too (its BackwardWeightsGemm loops over the batch)
+            bwd = fwd if fwd.get("algorithm") in ("winograd_nonfused", "winograd", "im2col_gemm") else base
             yield Row("deepbench", hw, {**bwd, "pass": "backward"}, seconds, "kernel", group, "conv2d_bwd")
 
 

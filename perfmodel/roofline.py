@@ -246,8 +246,10 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
     gemm_flops = 2.0 * batch * work.gemm_m[idx] * work.gemm_n[idx] * work.gemm_k[idx]
     share = gemm_flops[rows, slots] / np.maximum(gemm_flops.sum(axis=1)[rows], 1.0)
     elem = DTYPE_BYTES[work.matrix_dtype[op_rows]]
+    # GEMMs issued one after another (a per-image loop): one is searched, each repeat adds its time and launch
+    serial = np.maximum(work.gemm_serial[idx][rows, slots], 1.0)
     columns = (batch[rows, slots], work.gemm_m[idx][rows, slots], work.gemm_n[idx][rows, slots],
-               work.gemm_k[idx][rows, slots], elem, m_peak[op_rows], compulsory[op_rows] * share)
+               work.gemm_k[idx][rows, slots], elem, m_peak[op_rows], compulsory[op_rows] * share / serial)
     # cuDNN's SIMT convolutions run their own fixed tiles (conv_space), one family per code: searched apart, their
     # candidates indexed after ``space``'s
     family = np.where(_simt_on_cudnn(t, work.matrix_dtype[op_rows]), work.gemm_simt_conv[idx][rows, slots], 0.0)
@@ -265,13 +267,15 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
         space = concat_spaces(*spaces)
     else:
         choice = _best_distinct(t, space, *columns)
+    if (serial > 1).any():
+        choice = dataclasses.replace(choice, **{f: getattr(choice, f) * serial for f in _SERIAL_SUMS})
     first = np.ones(len(rows), dtype=bool)
     first[1:] = rows[1:] != rows[:-1]
     # one GEMM per op (no row repeated): a plain indexed add, the same sums as ``np.add.at`` at a fraction of its cost
     add = _add_unique if first.all() else np.add.at
     for name in ("compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes", "reuse_bytes"):
         add(getattr(out, name), op_rows, getattr(choice, name))
-    add(out.extra_kernels, op_rows, np.where(space.split[choice.index] > 1, 1.0, 0.0))
+    add(out.extra_kernels, op_rows, np.where(space.split[choice.index] > 1, serial, 0.0) + serial - 1.0)
     add(out.busy, op_rows, choice.busy * share)
     chosen = {"tile_m": space.bm[choice.index], "tile_n": space.bn[choice.index],
               "tile_k": np.maximum(np.ceil(space.bk_bytes[choice.index] / elem / t.mma_k) * t.mma_k, t.mma_k),
@@ -280,6 +284,9 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
               "resident_tiles": choice.resident, "footprint_bytes": choice.footprint_bytes}
     for key, values in chosen.items():
         out.schedule[key][op_rows[first]] = values[first]
+
+
+_SERIAL_SUMS = ("compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes", "reuse_bytes")  # add up over repeats
 
 
 def _add_unique(total: FloatArray, rows: np.ndarray[Any, np.dtype[np.intp]], values: FloatArray) -> None:

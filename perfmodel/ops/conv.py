@@ -58,7 +58,9 @@ from perfmodel.ops.base import (
     require_positive,
 )
 from perfmodel.ops.conv_fft import COMPLEX_GEMM_REAL_GEMMS, FFT_ALGORITHMS, fft_error, fft_terms
+from perfmodel.ops.conv_im2col import im2col_error, im2col_terms
 
+CONV_LIBRARY_IM2COL = 1.0  # MIOpen 1.x calls its own GEMMs (GemmBackend_t::miopengemm), at the conv library share
 THIN_DGRAD_CHANNELS = 16  # C/g below this: the data gradient runs as a GEMM onto columns and col2im
 
 NONFUSED_TILE = 6  # transformed tile side of cuDNN's non-fused Winograd (alpha = outputs + taps - 1)
@@ -92,7 +94,8 @@ class Conv2d(Op):
     groups: int = 1
     compute_dtype: DType | None = None
     layout: Literal["nchw", "nhwc"] = "nchw"
-    algorithm: Literal["implicit_gemm", "winograd", "winograd_nonfused", "fft", "fft_tiling"] = "implicit_gemm"
+    algorithm: Literal["implicit_gemm", "winograd", "winograd_nonfused", "fft", "fft_tiling",
+                       "im2col_gemm"] = "implicit_gemm"
     bias: bool = False
     pass_: Pass = "forward"
     depth: int = 1
@@ -133,9 +136,9 @@ class Conv2d(Op):
                 and self.stride == self.along_w("stride") == 1 and self.dilation == self.along_w("dilation") == 1):
             raise OpError(self.kind, "algorithm", "winograd_nonfused needs a 3x3 or 5x5 kernel with stride 1 "
                           "and no dilation")
-        fft_reason = fft_error(self)
-        if fft_reason is not None:
-            raise OpError(self.kind, "algorithm", fft_reason)
+        reason = fft_error(self) or im2col_error(self)
+        if reason is not None:
+            raise OpError(self.kind, "algorithm", reason)
         if self.out_h <= 0 or self.out_w <= 0:
             field = "kernel_h" if self.out_h <= 0 else "kernel_w"
             raise OpError(self.kind, field, f"kernel larger than the padded input: output "
@@ -224,7 +227,12 @@ class Conv2d(Op):
         # as dy x W^T (NPQ x C/g·R·S x K/g) and scatter-add the columns into dx (col2im / atomics)
         thin = ~wino & ~fft & ~dw & (c / g < THIN_DGRAD_CHANNELS)
         col_bytes = 2.0 * m_gemm * c * r * s * elem * bwd
-        serial = np.where(nonfused, transforms, 0.0) + spectra.spectra_bytes * passes + np.where(thin, col_bytes, 0.0)
+        # MIOpen's GEMM path (conv_im2col): one image at a time, im2col into a workspace then a BLAS GEMM
+        per_image = im2col_terms(ops, nb, c / g, r * s, p * q, elem, passes)
+        im2col = per_image.on
+        thin = thin & ~im2col
+        serial = (np.where(nonfused, transforms, 0.0) + spectra.spectra_bytes * passes + np.where(thin, col_bytes, 0.0)
+                  + per_image.col_bytes)
         # backward: data-gradient and weight-gradient convolutions, each with the forward's FLOPs as implicit GEMMs
         matrix = np.where(dw, 0.0, np.where(wino, wino_flops + flops * bwd * ~nonfused, flops * passes))
         complex_flops = 2.0 * COMPLEX_GEMM_REAL_GEMMS * spectra.frequencies * fft_images * k * c
@@ -243,12 +251,16 @@ class Conv2d(Op):
         # non-fused: 36 of K x C x tiles)
         complex_gemms = COMPLEX_GEMM_REAL_GEMMS * spectra.frequencies  # fft: 4 real GEMMs per frequency
         per_pass = np.where(dw, 0.0, np.where(wino, points * g, np.where(fft, complex_gemms, g)))  # fwd and dgrad
+        # per-image GEMMs (im2col_gemm): rows P·Q of one image, the batch run serially (gemm_serial)
+        m_gemm = np.where(im2col, p * q, m_gemm)
+        thin_cols = thin | im2col  # the data gradient onto columns: P·Q x C/g·R·S x K/g, then col2im
         gemms = gemm_slots(
             (per_pass * fwd, np.where(wino, tiles, np.where(fft, fft_images, m_gemm)), k / g,
              np.where(wino | fft, c / g, (c / g) * r * s)),
             (per_pass * bwd,
-             np.where(wino, tiles_dx, np.where(thin, m_gemm, np.where(fft, fft_images, nb_x * h * w))),
-             np.where(thin, (c / g) * r * s, c / g), np.where(wino | thin | fft, k / g, (k / g) * dgrad_taps)),
+             np.where(wino, tiles_dx, np.where(thin_cols, m_gemm, np.where(fft, fft_images, nb_x * h * w))),
+             np.where(thin_cols, (c / g) * r * s, c / g),
+             np.where(wino | thin_cols | fft, k / g, (k / g) * dgrad_taps)),
             (np.where(dw, 0.0, np.where(nonfused, points * g, np.where(fft, complex_gemms, g)) * bwd), k / g,
              np.where(nonfused | fft, c / g, (c / g) * r * s),
              np.where(nonfused, tiles, np.where(fft, fft_images, m_gemm))),
@@ -267,9 +279,11 @@ class Conv2d(Op):
             # the forward implicit GEMM (family 1: 128 x 32/64/128) and fused Winograd (2: 128 x 128) run cuDNN's
             # fixed SIMT tiles off the tensor cores, no split-K (conv_space); the non-fused Winograd's batched GEMMs,
             # the FFT's complex ones and the gradients keep the free search
-            gemm_simt_conv=np.stack([np.where(nonfused | fft, 0.0, np.where(fused, 2.0, 1.0)), np.zeros(len(ops)),
-                                     np.zeros(len(ops))], axis=1),
-            conv_library=np.ones(len(ops)),  # cuDNN's / MIOpen's convolution kernels, not the BLAS GEMMs
+            gemm_simt_conv=np.stack([np.where(nonfused | fft | im2col, 0.0, np.where(fused, 2.0, 1.0)),
+                                     np.zeros(len(ops)), np.zeros(len(ops))], axis=1),
+            gemm_serial=np.repeat(per_image.serial[:, None], 3, axis=1),
+            # cuDNN's / MIOpen's convolution kernels, not the BLAS GEMMs (which the per-image path calls)
+            conv_library=np.where(im2col, CONV_LIBRARY_IM2COL, 1.0),
         )
 
 

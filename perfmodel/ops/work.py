@@ -55,6 +55,9 @@ class Work:
     # 1 where a GEMM slot is a library's SIMT implicit-GEMM convolution, whose tiles are fixed when its dtype runs
     # off the matrix engine (``perfmodel.search.conv_space``); n x slots like gemm_batch
     gemm_simt_conv: FloatArray = field(default_factory=lambda: np.zeros(0))
+    # GEMMs of a slot issued one after another (a library's loop over the batch: MIOpen's per-image im2col GEMMs),
+    # each a kernel of gemm_batch GEMMs paying its own waves and launch; 0 or 1: one kernel; n x slots
+    gemm_serial: FloatArray = field(default_factory=lambda: np.zeros(0))
     comm_kind: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     comm_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))
     comm_devices: FloatArray = field(default_factory=lambda: np.zeros(0))
@@ -79,7 +82,7 @@ class Work:
                 setattr(self, name, zeros)
         if self.attention.size == 0:
             self.attention = np.zeros((self.n, len(ATTENTION_FIELDS)))
-        for name in ("gemm_batch", "gemm_m", "gemm_n", "gemm_k", "gemm_simt_conv"):
+        for name in ("gemm_batch", "gemm_m", "gemm_n", "gemm_k", "gemm_simt_conv", "gemm_serial"):
             value = getattr(self, name)
             if value.size == 0:
                 setattr(self, name, np.zeros((self.n, GEMM_SLOTS)))
