@@ -22,6 +22,7 @@ import numpy as np
 from perfmodel import roofline_labels, uncalibrated_interval
 from perfmodel.cost import Cost, CostBatch
 from perfmodel.efficiency import ModelDefaults
+from perfmodel.gemm_sums import GEMM_SUMS, add_unique
 from perfmodel.machine import MachineTables, tables
 from perfmodel.ops import Op, OpError, Work, make_op
 from perfmodel.ops.base import DTYPE_BYTES, FloatArray
@@ -268,12 +269,11 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
     else:
         choice = _best_distinct(t, space, *columns)
     if (serial > 1).any():
-        choice = dataclasses.replace(choice, **{f: getattr(choice, f) * serial for f in _SERIAL_SUMS})
+        choice = dataclasses.replace(choice, **{f: getattr(choice, f) * serial for f in GEMM_SUMS})
     first = np.ones(len(rows), dtype=bool)
     first[1:] = rows[1:] != rows[:-1]
-    # one GEMM per op (no row repeated): a plain indexed add, the same sums as ``np.add.at`` at a fraction of its cost
-    add = _add_unique if first.all() else np.add.at
-    for name in ("compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes", "reuse_bytes"):
+    add = add_unique if first.all() else np.add.at
+    for name in GEMM_SUMS:
         add(getattr(out, name), op_rows, getattr(choice, name))
     add(out.extra_kernels, op_rows, np.where(space.split[choice.index] > 1, serial, 0.0) + serial - 1.0)
     add(out.busy, op_rows, choice.busy * share)
@@ -284,14 +284,6 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
               "resident_tiles": choice.resident, "footprint_bytes": choice.footprint_bytes}
     for key, values in chosen.items():
         out.schedule[key][op_rows[first]] = values[first]
-
-
-_SERIAL_SUMS = ("compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes", "reuse_bytes")  # add up over repeats
-
-
-def _add_unique(total: FloatArray, rows: np.ndarray[Any, np.dtype[np.intp]], values: FloatArray) -> None:
-    """``np.add.at(total, rows, values)`` for ``rows`` without repeats."""
-    total[rows] += values
 
 
 def _simt_on_cudnn(t: MachineTables, matrix_dtype: np.ndarray[Any, np.dtype[np.int64]]
