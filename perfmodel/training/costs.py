@@ -28,10 +28,11 @@ ATTENTION_NAMES = ("qk_matmul", "softmax", "av_matmul", "attention", "attention_
 DROPOUT_FLOPS = 2.0  # compare a random number with the keep probability, scale the kept value
 EXPERT_MARK = ".experts_"  # llm_build's routed-expert GEMMs (experts_gate_up, experts_down)
 VOCAB_GATHER = "logits_allgather"  # training keeps logits vocab-parallel (Megatron's cross-entropy): no gather
-ADAM_PROBE_PARAMS = 100_000_000
+ADAM_PROBE_PARAMS = 100_000_000  # one Adam step of this many fp32 parameters gives seconds per parameter
+STREAM_PROBE_BYTES_PER_ELEMENT = 8.0  # the stream probe reads and writes one fp32 value per element
 # an element-wise op's backward reads the output gradient and its saved inputs and writes the input gradients:
 # about twice the forward's traffic, so forward + backward = 3 x forward
-ELEMENTWISE_FORWARD_BACKWARD = 3.0  # one Adam step of this many fp32 parameters gives seconds per parameter
+ELEMENTWISE_FORWARD_BACKWARD = 3.0
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class CostTable:
 
     probes: dict[ProbeKey, LayerCosts | str]  # a string: why the probe cannot be built
     adam_s_per_param: float
+    stream_s_per_byte: float = 0.0  # a streaming element-wise kernel's DRAM seconds per byte moved
 
 
 def probe_config(cfg: LlmConfig) -> tuple[LlmConfig, list[float]]:
@@ -182,6 +184,8 @@ def cost_table(cfg: LlmConfig, hardware: Hardware, keys: list[ProbeKey], seq_len
                      and not n.name.endswith(VOCAB_GATHER)]
     adam = slot({"kind": "elementwise", "shape": [ADAM_PROBE_PARAMS], "dtype": "fp32", "inputs": 4, "outputs": 3,
                  "flops_per_element": ADAM_FLOPS_PER_PARAM, "transcendentals_per_element": 1.0})
+    stream = slot({"kind": "elementwise", "shape": [ADAM_PROBE_PARAMS], "dtype": "fp32", "inputs": 1, "outputs": 1,
+                   "flops_per_element": 1.0})  # 8 bytes per element: a copy-like stream
     kept, batch, errors = predict_valid(ops, lambda built: predict_many(hardware, built))
     times = np.full(len(ops), np.nan)
     if batch is not None:
@@ -195,9 +199,11 @@ def cost_table(cfg: LlmConfig, hardware: Hardware, keys: list[ProbeKey], seq_len
             probes[key] = built if isinstance(built, str) else bad or ""
         else:
             probes[key] = _layer_costs(rows[key], times, shares, key.cp)
-    if adam in errors:
-        raise GraphError("optimizer", errors[adam])
-    return CostTable(probes, float(times[adam]) / ADAM_PROBE_PARAMS)
+    for probe in (adam, stream):
+        if probe in errors:
+            raise GraphError("optimizer", errors[probe])
+    return CostTable(probes, float(times[adam]) / ADAM_PROBE_PARAMS,
+                     float(times[stream]) / (STREAM_PROBE_BYTES_PER_ELEMENT * ADAM_PROBE_PARAMS))
 
 
 def _layer_costs(rows: list[tuple[Node, int, int]], times: np.ndarray[Any, Any], shares: list[float],

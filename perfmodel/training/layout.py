@@ -15,6 +15,7 @@ from perfmodel.training.variability import DEVICE_SPEED_SPREAD
 Recompute = Literal["none", "selective", "full"]
 RECOMPUTE_MODES: tuple[Recompute, ...] = ("none", "selective", "full")
 Offload = Literal["none", "optimizer"]
+GradAccumulation = Literal["fused", "separate"]
 Schedule = Literal["1f1b", "zb-h1"]
 SCHEDULES: tuple[Schedule, ...] = ("1f1b", "zb-h1")  # 1F1B (interleaved when v > 1); zero-bubble H1
 ZERO_STAGES = (0, 1, 2, 3)
@@ -81,7 +82,10 @@ class TrainingSetup:
     ``account_for_embedding_in_pipeline_split`` / ``account_for_loss_in_pipeline_split``; Llama 3, §3.3.2);
     ``cp_attention``: how context parallelism shares K/V, ``ring`` (ring attention, the send/recv hidden behind the
     attention where it is shorter) or ``allgather`` (Llama 3, §3.3.2: all-gather K/V, then attend; exposed);
-    ``device_speed_spread``: the range of sustained speeds among same-SKU devices (``variability``; 0: identical).
+    ``device_speed_spread``: the range of sustained speeds among same-SKU devices (``variability``; 0: identical);
+    ``grad_accumulation``: how each micro-batch's weight gradients join the accumulated ones, ``fused`` (the
+    weight-gradient GEMM adds into the accumulator in its epilogue: Megatron-LM's gradient accumulation fusion) or
+    ``separate`` (the GEMM writes the gradient, then a DRAM-bound kernel adds it: PyTorch autograd / FSDP).
     """
 
     seq_len: int = 2048
@@ -96,6 +100,7 @@ class TrainingSetup:
     ends_in_pipeline_split: bool = False
     cp_attention: Literal["ring", "allgather"] = "ring"
     device_speed_spread: float = DEVICE_SPEED_SPREAD
+    grad_accumulation: GradAccumulation = "fused"
 
     def __post_init__(self) -> None:
         _positive("training", seq_len=self.seq_len, global_batch=self.global_batch)
@@ -107,6 +112,8 @@ class TrainingSetup:
             raise GraphError("training", f"offload must be none or optimizer, got {self.offload!r}")
         if self.cp_attention not in ("ring", "allgather"):
             raise GraphError("training", f"cp_attention must be ring or allgather, got {self.cp_attention!r}")
+        if self.grad_accumulation not in ("fused", "separate"):
+            raise GraphError("training", f"grad_accumulation must be fused or separate, got {self.grad_accumulation!r}")
         if not 0.0 <= self.device_speed_spread < 1.0:
             raise GraphError("training", f"device_speed_spread must be in [0, 1), got {self.device_speed_spread}")
         if self.host_memory_bytes_per_s <= 0:

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from perfmodel.graph.llm_config import LlmConfig, bundled
 from perfmodel.roofline import resolve_hardware
 from perfmodel.training import flops
-from perfmodel.training.layout import RECOMPUTE_MODES, TrainingSetup
+from perfmodel.training.layout import RECOMPUTE_MODES, GradAccumulation, TrainingSetup
 from perfmodel.training.search import SearchSpace, search_layouts, virtual_stage_candidates
 
 Convention = Literal["megatron", "model", "palm"]
@@ -63,6 +63,7 @@ class PublishedRun:
     interleaved: bool = False  # the source states the interleaved schedule (v > 1 wherever pp > 1)
     cp_allgather: bool = False  # context parallelism all-gathers K/V before the attention (not a ring)
     ends_in_split: bool = False  # the source gives the embedding and the loss a layer's slot in the pipeline split
+    grad_accumulation: GradAccumulation = "fused"  # weight gradients accumulate in the GEMM or in a kernel of their own
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def config(self) -> LlmConfig:
@@ -121,6 +122,7 @@ RUNS: tuple[PublishedRun, ...] = (
                    interleaved=True,  # §3.3.2 and Figure 6: interleaved 1F1B, chunk count not given
                    ends_in_split=True,  # §3.3.2 "memory imbalance": one layer fewer on the first and last stages
                    cp_allgather=True,  # §3.3.2: all-gather K and V, then compute the local queries' attention
+                   grad_accumulation="separate",  # §3.3.2: DP is FSDP, fp32 gradients accumulated over micro-batches
                    notes=("interleaved schedule (§3.3.2, Figure 6); chunk count searched",
                           "first and last stages one layer fewer: the embedding and the loss take their slots "
                           "(§3.3.2)"))
@@ -192,7 +194,8 @@ def predict(run: PublishedRun) -> dict[str, Any]:
     setup = TrainingSetup(seq_len=run.seq_len, global_batch=run.global_batch, grad_bytes=run.grad_bytes,
                           sequence_parallel=run.sequence_parallel, dropout=run.dropout,
                           flash_attention=run.flash_attention, ends_in_pipeline_split=run.ends_in_split,
-                          cp_attention="allgather" if run.cp_allgather else "ring")
+                          cp_attention="allgather" if run.cp_allgather else "ring",
+                          grad_accumulation=run.grad_accumulation)
     space = SearchSpace(tp=(run.tp,), pp=(run.pp,), cp=(run.cp,), ep=(1,), zero=(run.zero if dp > 1 else 0,),
                         recompute=run.recompute, micro_batch=run.micro_batch, virtual_stages=stated_chunks(run, cfg),
                         schedules=("1f1b",))

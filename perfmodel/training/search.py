@@ -95,7 +95,7 @@ class SearchResult:
                 "microbatches": float(t.microbatches[i]), "mfu": mfu, "tflops_per_device": achieved / 1e12,
                 "time_s": {k: float(getattr(t, k)[i]) for k in (
                     "compute_s", "recompute_s", "tp_comm_s", "cp_exposed_s", "zero3_exposed_s", "pipeline_send_s",
-                    "bubble_s", "dp_exposed_s", "dp_hidden_s", "optimizer_s")},
+                    "bubble_s", "dp_exposed_s", "dp_hidden_s", "grad_accumulate_s", "optimizer_s")},
                 "memory_bytes": {"weights": float(mem.weights_bytes[i]), "gradients": float(mem.gradients_bytes[i]),
                                  "optimizer": float(mem.optimizer_bytes[i]),
                                  "activations": float(mem.activations_bytes[i]), "total": float(mem.total_bytes[i]),
@@ -185,7 +185,8 @@ def search_layouts(cfg: LlmConfig, hardware: Hardware, devices: int, setup: Trai
     times = step_times(cfg, hardware, costs, arrays, lay, setup.seq_len, setup.global_batch,
                        setup.sequence_parallel, setup.grad_bytes, setup.offload == "optimizer",
                        setup.host_memory_bytes_per_s, setup.ends_in_pipeline_split,
-                       setup.cp_attention == "allgather", setup.device_speed_spread)
+                       setup.cp_attention == "allgather", setup.device_speed_spread,
+                       setup.grad_accumulation == "separate")
     shape = ActivationShape.of(cfg, setup.dropout, setup.flash_attention)
     mem = footprint(shape, arrays, lay, setup, cfg.layers)
     capacity = float(hardware.level_capacity_bytes(hardware.dram) or np.inf)

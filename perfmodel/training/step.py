@@ -5,7 +5,9 @@ collectives, the recomputation (selective: the core attention's forward; full: t
 forward and its tp collectives again), the exposed part of ring attention's send/recv under
 context parallelism (cp−1 KV blocks forward, KV and their gradients backward, hidden behind the
 attention compute of the same pass) and, under ZeRO-3/FSDP, the exposed part of the layer's
-parameter all-gather (forward and backward) and gradient reduce-scatter, per micro-batch.
+parameter all-gather (forward and backward) and gradient reduce-scatter, per micro-batch; and,
+where the weight gradients accumulate in a kernel of their own (PyTorch autograd, FSDP) rather than
+in the weight-gradient GEMM (Megatron's fusion), that kernel's DRAM stream.
 
 A stage runs ceil(L/pp) layers (+ embedding on the first, LM head on the last; with the ends in the
 split, ceil((L+2)/pp) slots, the first and last stage one layer fewer) and sends its
@@ -47,6 +49,7 @@ ZB_H1 = SCHEDULES.index("zb-h1")
 # LayerCosts fields that are kernel compute (run at the slowest device's pace); the rest are collectives and sizes
 COMPUTE_FIELDS = ("layer_s", "layer_forward_s", "attention_s", "attention_forward_s", "embed_s", "head_s")
 HOST_ADAM_BYTES_PER_PARAM = 28.0  # CPU Adam: reads fp32 master, m, v (12) and a bf16 gradient (2), writes 12 + 2
+GEMM_GRAD_BYTES = 2.0  # a weight-gradient GEMM's bf16 output
 HOST_COPY_BYTES_PER_PARAM = 4.0  # bf16 gradient to the host, bf16 weight back
 
 
@@ -92,6 +95,7 @@ class StepTimes:
     bubble_s: FloatArray
     dp_exposed_s: FloatArray
     dp_hidden_s: FloatArray
+    grad_accumulate_s: FloatArray  # separate weight-gradient accumulation kernels (0 when fused into the GEMMs)
     optimizer_s: FloatArray
     microbatches: FloatArray
 
@@ -99,6 +103,16 @@ class StepTimes:
 def _stride_per_node(per_node: int, stride: Any, size: Any) -> Any:
     """Devices of a group (ranks ``stride`` apart) that share a node."""
     return np.clip(per_node // np.maximum(stride, 1), 1, np.maximum(size, 1)).astype(float)
+
+
+def accumulation_s_per_param(m: Any, grad_bytes: float, stream_s_per_byte: float) -> Any:
+    """Seconds per parameter and micro-batch (mean over the step's ``m``) of accumulating weight gradients in a
+    kernel of their own: the GEMM writes each micro-batch's gradient in bf16; the first is cast into the
+    accumulator of ``grad_bytes`` (2 + grad_bytes bytes; nothing when the accumulator is bf16 too), each later one is
+    read with the accumulator, added, and written back (2 + 2·grad_bytes), all streaming DRAM."""
+    first = GEMM_GRAD_BYTES + grad_bytes if grad_bytes > GEMM_GRAD_BYTES else 0.0
+    m = np.asarray(m, dtype=float)
+    return ((m - 1.0) * (GEMM_GRAD_BYTES + 2.0 * grad_bytes) + first) / np.maximum(m, 1.0) * stream_s_per_byte
 
 
 def all_gather_cp_exposed(coll: Any, kv_block: Any, cp: Any, per_node: Any, full_recompute: Any) -> Any:
@@ -114,11 +128,14 @@ def all_gather_cp_exposed(coll: Any, kv_block: Any, cp: Any, per_node: Any, full
 def step_times(cfg: LlmConfig, hardware: Hardware, table: CostTable, costs: dict[str, FloatArray],
                lay: LayoutArrays, seq_len: int, global_batch: int, sequence_parallel: bool,
                grad_bytes: float, offload: bool, host_memory_bytes_per_s: float,
-               ends_in_split: bool = False, cp_allgather: bool = False, device_spread: float = 0.0) -> StepTimes:
+               ends_in_split: bool = False, cp_allgather: bool = False, device_spread: float = 0.0,
+               separate_accumulation: bool = False) -> StepTimes:
     """Step time of every layout in ``lay`` (``costs``: ``probe_arrays`` of the probes ``lay.probe`` indexes);
     ``ends_in_split``: the embedding and the loss take a layer's slot in the pipeline split (``TrainingSetup``);
     ``cp_allgather``: context parallelism all-gathers K/V before the attention instead of passing them round a ring;
-    ``device_spread``: same-SKU devices' speed range (``variability``): compute runs at the slowest device's pace."""
+    ``device_spread``: same-SKU devices' speed range (``variability``): compute runs at the slowest device's pace;
+    ``separate_accumulation``: weight gradients join the accumulator in their own DRAM-bound kernel (PyTorch / FSDP),
+    not in the weight-gradient GEMM's epilogue (``TrainingSetup.grad_accumulation``)."""
     t = tables(hardware)
     per_node = devices_per_node(hardware)
     launch = t.kernel_overhead_s
@@ -175,14 +192,19 @@ def step_times(cfg: LlmConfig, hardware: Hardware, table: CostTable, costs: dict
         """One collective over the dense group plus one over the experts' group (where there are experts)."""
         return coll(kind, dense, shards, q_dp) + np.where(has_experts, coll(kind, expert, expert_shards, q_ep), 0.0)
 
+    accumulate = accumulation_s_per_param(m, grad_bytes, table.stream_s_per_byte) if separate_accumulation else 0.0
     gather = grouped(ALLGATHER, dense_params * 2.0, c["expert_params"] * 2.0)
     scatter = grouped(REDUCESCATTER, dense_params * grad_bytes, c["expert_params"] * grad_bytes)
     fwd_layer = c["layer_forward_s"] + c["tp_comm_forward_s"]
     bwd_layer = c["layer_s"] + c["tp_comm_s"] - fwd_layer + recompute
     zero3 = np.where(lay.zero >= 3, np.maximum(gather - fwd_layer, 0.0) + np.maximum(gather + scatter - bwd_layer, 0.0),
                      0.0)
-    layer = c["layer_s"] + c["tp_comm_s"] + recompute + cp_exposed + zero3
-    ends = np.where(pp > 1, np.maximum(c["embed_s"], c["head_s"]), c["embed_s"] + c["head_s"])
+    # ZeRO-3 reduce-scatters each micro-batch's gradients: only the device's shard accumulates
+    grad_accumulate = accumulate * c["layer_params"] / np.where(lay.zero >= 3, shards, 1.0)
+    layer = c["layer_s"] + c["tp_comm_s"] + recompute + cp_exposed + zero3 + grad_accumulate
+    embed = c["embed_s"] + accumulate * c["embed_params"]
+    head = c["head_s"] + accumulate * c["head_params"]
+    ends = np.where(pp > 1, np.maximum(embed, head), embed + head)
     act_bytes = tokens * cfg.hidden * ACT_BYTES / (tp if sequence_parallel else 1.0)
     across = tp * cp * dp >= per_node
     send = coll(SENDRECV, act_bytes, np.where(pp > 1, 2.0, 1.0), np.where(across, 1.0, 2.0))
@@ -218,5 +240,6 @@ def step_times(cfg: LlmConfig, hardware: Hardware, table: CostTable, costs: dict
                      tp_comm_s=m * layers_stage * c["tp_comm_s"], cp_exposed_s=m * layers_stage * cp_exposed,
                      zero3_exposed_s=m * layers_stage * zero3, pipeline_send_s=m * sends,
                      bubble_s=bubble, dp_exposed_s=dp_exposed,
-                     dp_hidden_s=np.maximum(dp_total - dp_exposed, 0.0), optimizer_s=optimizer, microbatches=m)
+                     dp_hidden_s=np.maximum(dp_total - dp_exposed, 0.0),
+                     grad_accumulate_s=m * layers_stage * grad_accumulate, optimizer_s=optimizer, microbatches=m)
 
