@@ -85,7 +85,9 @@ class TrainingSetup:
     ``device_speed_spread``: the range of sustained speeds among same-SKU devices (``variability``; 0: identical);
     ``grad_accumulation``: how each micro-batch's weight gradients join the accumulated ones, ``fused`` (the
     weight-gradient GEMM adds into the accumulator in its epilogue: Megatron-LM's gradient accumulation fusion) or
-    ``separate`` (the GEMM writes the gradient, then a DRAM-bound kernel adds it: PyTorch autograd / FSDP).
+    ``separate`` (the GEMM writes the gradient, then a DRAM-bound kernel adds it: PyTorch autograd / FSDP);
+    ``pod_devices``: devices with full bisection bandwidth between them (a pod; None: the whole job), the pods
+    joined by uplinks tapered ``pod_oversubscription``:1 (Llama 3 §3.3.1: 3,072-GPU pods, 1:7 above them).
     """
 
     seq_len: int = 2048
@@ -101,6 +103,8 @@ class TrainingSetup:
     cp_attention: Literal["ring", "allgather"] = "ring"
     device_speed_spread: float = DEVICE_SPEED_SPREAD
     grad_accumulation: GradAccumulation = "fused"
+    pod_devices: int | None = None
+    pod_oversubscription: float = 1.0
 
     def __post_init__(self) -> None:
         _positive("training", seq_len=self.seq_len, global_batch=self.global_batch)
@@ -113,7 +117,12 @@ class TrainingSetup:
         if self.cp_attention not in ("ring", "allgather"):
             raise GraphError("training", f"cp_attention must be ring or allgather, got {self.cp_attention!r}")
         if self.grad_accumulation not in ("fused", "separate"):
-            raise GraphError("training", f"grad_accumulation must be fused or separate, got {self.grad_accumulation!r}")
+            raise GraphError("training",
+                             f"grad_accumulation must be fused or separate, got {self.grad_accumulation!r}")
+        if self.pod_devices is not None and self.pod_devices < 1:
+            raise GraphError("training", f"pod_devices must be at least 1, got {self.pod_devices}")
+        if self.pod_oversubscription < 1.0:
+            raise GraphError("training", f"pod_oversubscription must be at least 1, got {self.pod_oversubscription}")
         if not 0.0 <= self.device_speed_spread < 1.0:
             raise GraphError("training", f"device_speed_spread must be in [0, 1), got {self.device_speed_spread}")
         if self.host_memory_bytes_per_s <= 0:

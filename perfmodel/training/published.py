@@ -64,6 +64,7 @@ class PublishedRun:
     cp_allgather: bool = False  # context parallelism all-gathers K/V before the attention (not a ring)
     ends_in_split: bool = False  # the source gives the embedding and the loss a layer's slot in the pipeline split
     grad_accumulation: GradAccumulation = "fused"  # weight gradients accumulate in the GEMM or in a kernel of their own
+    pods: tuple[int, float] | None = None  # devices per full-bisection pod and the taper above the pods
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def config(self) -> LlmConfig:
@@ -123,6 +124,7 @@ RUNS: tuple[PublishedRun, ...] = (
                    ends_in_split=True,  # §3.3.2 "memory imbalance": one layer fewer on the first and last stages
                    cp_allgather=True,  # §3.3.2: all-gather K and V, then compute the local queries' attention
                    grad_accumulation="separate",  # §3.3.2: DP is FSDP, fp32 gradients accumulated over micro-batches
+                   pods=(3072, 7.0),  # §3.3.1: 3,072-GPU pods of full bisection, 1:7 oversubscribed above them
                    notes=("interleaved schedule (§3.3.2, Figure 6); chunk count searched",
                           "first and last stages one layer fewer: the embedding and the loss take their slots "
                           "(§3.3.2)"))
@@ -195,7 +197,8 @@ def predict(run: PublishedRun) -> dict[str, Any]:
                           sequence_parallel=run.sequence_parallel, dropout=run.dropout,
                           flash_attention=run.flash_attention, ends_in_pipeline_split=run.ends_in_split,
                           cp_attention="allgather" if run.cp_allgather else "ring",
-                          grad_accumulation=run.grad_accumulation)
+                          grad_accumulation=run.grad_accumulation, pod_devices=run.pods[0] if run.pods else None,
+                          pod_oversubscription=run.pods[1] if run.pods else 1.0)
     space = SearchSpace(tp=(run.tp,), pp=(run.pp,), cp=(run.cp,), ep=(1,), zero=(run.zero if dp > 1 else 0,),
                         recompute=run.recompute, micro_batch=run.micro_batch, virtual_stages=stated_chunks(run, cfg),
                         schedules=("1f1b",))

@@ -186,7 +186,7 @@ def search_layouts(cfg: LlmConfig, hardware: Hardware, devices: int, setup: Trai
                        setup.sequence_parallel, setup.grad_bytes, setup.offload == "optimizer",
                        setup.host_memory_bytes_per_s, setup.ends_in_pipeline_split,
                        setup.cp_attention == "allgather", setup.device_speed_spread,
-                       setup.grad_accumulation == "separate")
+                       setup.grad_accumulation == "separate", setup.pod_devices or 0, setup.pod_oversubscription)
     shape = ActivationShape.of(cfg, setup.dropout, setup.flash_attention)
     mem = footprint(shape, arrays, lay, setup, cfg.layers)
     capacity = float(hardware.level_capacity_bytes(hardware.dram) or np.inf)

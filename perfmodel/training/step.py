@@ -115,6 +115,19 @@ def accumulation_s_per_param(m: Any, grad_bytes: float, stream_s_per_byte: float
     return ((m - 1.0) * (GEMM_GRAD_BYTES + 2.0 * grad_bytes) + first) / np.maximum(m, 1.0) * stream_s_per_byte
 
 
+def pod_span(tp: Any, cp: Any, pp: Any, dp: Any, pod_devices: int) -> tuple[Any, Any]:
+    """Members of the data-parallel group (dp·cp ranks: cp of them tp apart, dp of them a replica of tp·cp·pp
+    apart, Megatron's and Llama 3's [TP, CP, PP, DP] order) that share a pod of ``pod_devices`` (a tp·cp block is
+    taken to sit in one pod), and the pods the group spans, fractional where the job ends inside a pod.
+    No pods (``pod_devices`` 0): (dp·cp, 1)."""
+    shards = np.asarray(dp * cp, dtype=float)
+    if pod_devices <= 0:
+        return shards, np.ones_like(shards)
+    replicas_per_pod = np.clip(np.floor(pod_devices / (tp * cp * pp)), 1.0, dp)
+    in_pod = cp * replicas_per_pod
+    return in_pod, np.where(tp * cp * pp * dp > pod_devices, shards / in_pod, 1.0)
+
+
 def all_gather_cp_exposed(coll: Any, kv_block: Any, cp: Any, per_node: Any, full_recompute: Any) -> Any:
     """Exposed seconds per layer and micro-batch of all-gather context parallelism (Llama 3, §3.3.2): the
     forward all-gathers the cp ranks' K/V blocks (output: cp blocks) before the attention, which needs all of
@@ -129,13 +142,16 @@ def step_times(cfg: LlmConfig, hardware: Hardware, table: CostTable, costs: dict
                lay: LayoutArrays, seq_len: int, global_batch: int, sequence_parallel: bool,
                grad_bytes: float, offload: bool, host_memory_bytes_per_s: float,
                ends_in_split: bool = False, cp_allgather: bool = False, device_spread: float = 0.0,
-               separate_accumulation: bool = False) -> StepTimes:
+               separate_accumulation: bool = False, pod_devices: int = 0,
+               pod_oversubscription: float = 1.0) -> StepTimes:
     """Step time of every layout in ``lay`` (``costs``: ``probe_arrays`` of the probes ``lay.probe`` indexes);
     ``ends_in_split``: the embedding and the loss take a layer's slot in the pipeline split (``TrainingSetup``);
     ``cp_allgather``: context parallelism all-gathers K/V before the attention instead of passing them round a ring;
     ``device_spread``: same-SKU devices' speed range (``variability``): compute runs at the slowest device's pace;
     ``separate_accumulation``: weight gradients join the accumulator in their own DRAM-bound kernel (PyTorch / FSDP),
-    not in the weight-gradient GEMM's epilogue (``TrainingSetup.grad_accumulation``)."""
+    not in the weight-gradient GEMM's epilogue (``TrainingSetup.grad_accumulation``); ``pod_devices``: devices with
+    full bisection bandwidth between them (0: the whole job), joined to the other pods by uplinks tapered
+    ``pod_oversubscription``:1."""
     t = tables(hardware)
     per_node = devices_per_node(hardware)
     launch = t.kernel_overhead_s
@@ -188,9 +204,21 @@ def step_times(cfg: LlmConfig, hardware: Hardware, table: CostTable, costs: dict
     dense_params = c["layer_params"] - c["expert_params"]
     has_experts = c["expert_params"] > 0
 
+    in_pod, pods = pod_span(tp, cp, pp, dp, pod_devices)
+
+    def dense_group(kind: int, size: Any) -> Any:
+        """The dense group's collective; spanning pods, a hierarchical one: over the members in each pod, then of
+        their 1/in_pod share across the pods, where every device of a pod crosses at once: the uplinks' taper
+        (``pod_oversubscription``) divides each device's network bandwidth."""
+        flat = coll(kind, size, shards, q_dp)
+        if pod_devices <= 0:
+            return flat
+        across = coll(kind, pod_oversubscription * np.asarray(size) / in_pod, np.ceil(pods), 1.0)
+        return np.where(pods > 1.0, coll(kind, size, in_pod, q_dp) + across, flat)
+
     def grouped(kind: int, dense: Any, expert: Any) -> Any:
         """One collective over the dense group plus one over the experts' group (where there are experts)."""
-        return coll(kind, dense, shards, q_dp) + np.where(has_experts, coll(kind, expert, expert_shards, q_ep), 0.0)
+        return dense_group(kind, dense) + np.where(has_experts, coll(kind, expert, expert_shards, q_ep), 0.0)
 
     accumulate = accumulation_s_per_param(m, grad_bytes, table.stream_s_per_byte) if separate_accumulation else 0.0
     gather = grouped(ALLGATHER, dense_params * 2.0, c["expert_params"] * 2.0)
