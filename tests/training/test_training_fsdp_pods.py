@@ -57,7 +57,7 @@ def test_separate_accumulation_adds_its_stream_to_every_micro_batch_of_every_lay
 def test_pod_span_counts_the_data_parallel_members_that_share_a_pod() -> None:
     # 16K GPUs, tp8 pp16: a 128-GPU replica, 24 of them in a 3,072-GPU pod; 128 ranks over 5 1/3 pods
     in_pod, pods = pod_span(8, 1, 16, 128, 3072)
-    assert (float(in_pod), float(pods)) == (24.0, pytest.approx(128 / 24))
+    assert float(in_pod) == 24.0 and float(pods) == pytest.approx(128 / 24)
     # 131K context, tp8 cp16 pp16 dp8: a 2,048-GPU replica, one per pod, its 16 cp ranks together
     in_pod, pods = pod_span(8, 16, 16, 8, 3072)
     assert (float(in_pod), float(pods)) == (16.0, 8.0)
@@ -68,8 +68,10 @@ def test_pod_span_counts_the_data_parallel_members_that_share_a_pod() -> None:
 def test_an_oversubscribed_pod_uplink_slows_the_data_parallel_reduction() -> None:
     cfg, hw = bundled("llama-3.1-405b"), resolve_hardware(H100)
 
-    def dp_total(**pods: float) -> float:
-        t = evaluate(cfg, hw, LLAMA_8K, TrainingSetup(seq_len=8192, global_batch=2048, grad_bytes=4.0, **pods))
+    def dp_total(pod_devices: int | None = None, pod_oversubscription: float = 1.0) -> float:
+        t = evaluate(cfg, hw, LLAMA_8K, TrainingSetup(seq_len=8192, global_batch=2048, grad_bytes=4.0,
+                                                      pod_devices=pod_devices,
+                                                      pod_oversubscription=pod_oversubscription))
         row = t.row(0)["time_s"]
         return float(row["dp_exposed_s"] + row["dp_hidden_s"])
 
