@@ -44,6 +44,12 @@ class TrainingRequest(BaseModel):
                                          "slot each in the pipeline split (Llama 3 §3.3.2)")
     cp_attention: Literal["ring", "allgather"] = Field(default="ring", description="context parallelism: ring "
                                                        "attention, or all-gather K/V first (Llama 3 §3.3.2)")
+    grad_accumulation: Literal["fused", "separate"] = Field(default="fused", description="weight gradients "
+                                                            "accumulate in the GEMM (Megatron) or in a kernel of "
+                                                            "their own (PyTorch / FSDP)")
+    pod_devices: int | None = Field(default=None, ge=1, le=1 << 24, description="devices per full-bisection pod")
+    pod_oversubscription: float = Field(default=1.0, ge=1.0, le=1000.0, description="taper of the uplinks above "
+                                        "the pods, k:1 (Llama 3 §3.3.1: 7)")
     device_speed_spread: float = Field(default=DEVICE_SPEED_SPREAD, ge=0.0, lt=1.0, description="range of "
                                        "sustained speeds among same-SKU devices; the step computes at the slowest's "
                                        "pace (0: off)")
@@ -66,7 +72,9 @@ class TrainingRequest(BaseModel):
                              offload="optimizer" if self.offload else "none", dropout=self.dropout,
                              flash_attention=self.flash_attention, sequence_parallel=self.sequence_parallel,
                              grad_bytes=float(self.grad_bytes), ends_in_pipeline_split=self.ends_in_pipeline_split,
-                             cp_attention=self.cp_attention, device_speed_spread=self.device_speed_spread)
+                             cp_attention=self.cp_attention, device_speed_spread=self.device_speed_spread,
+                             grad_accumulation=self.grad_accumulation, pod_devices=self.pod_devices,
+                             pod_oversubscription=self.pod_oversubscription)
 
 
 class LayoutSearchRequest(TrainingRequest):

@@ -39,6 +39,12 @@ def train_layouts_command(
                                                 "each in the pipeline split (Llama 3)")] = False,
     cp_allgather: Annotated[bool, typer.Option("--cp-allgather", help="context parallelism all-gathers K/V "
                                                "before the attention, exposed (Llama 3), not a ring")] = False,
+    separate_grad_accumulation: Annotated[bool, typer.Option(
+        "--separate-grad-accumulation", help="weight gradients accumulate in a kernel of their own (PyTorch / "
+        "FSDP), not in the weight-gradient GEMM (Megatron's fusion)")] = False,
+    pod_devices: Annotated[int | None, typer.Option(help="devices per full-bisection pod (Llama 3: 3072)")] = None,
+    pod_oversubscription: Annotated[float, typer.Option(help="taper of the uplinks above the pods, k:1 "
+                                                        "(Llama 3: 7)")] = 1.0,
     device_speed_spread: Annotated[float | None, typer.Option(help="range of sustained speeds among same-SKU devices; "
                                                               "the step computes at the slowest's pace (0: off; "
                                                               "default 0.08, Sinha et al. 2022)")] = None,
@@ -81,6 +87,8 @@ def train_layouts_command(
                               flash_attention=not no_flash, sequence_parallel=not no_sequence_parallel,
                               grad_bytes=4.0 if fp32_grads else 2.0, ends_in_pipeline_split=ends_in_split,
                               cp_attention="allgather" if cp_allgather else "ring",
+                              grad_accumulation="separate" if separate_grad_accumulation else "fused",
+                              pod_devices=pod_devices, pod_oversubscription=pod_oversubscription,
                               device_speed_spread=DEVICE_SPEED_SPREAD if device_speed_spread is None
                               else device_speed_spread)
         if dp is not None:

@@ -66,3 +66,16 @@ def test_the_device_speed_spread_is_an_option_over_http(client: TestClient) -> N
     assert steps[0].json()["layout"]["step_s"] < steps[1].json()["layout"]["step_s"]
     assert client.post("/api/v1/training/check", headers=AUTH, json={**body, "device_speed_spread": 1.0}
                        ).status_code == 422
+
+
+def test_fsdp_accumulation_and_pods_are_options_over_http(client: TestClient) -> None:
+    body = {**BASE, "devices": 8, "global_batch": 16, "tp": 2, "pp": 1, "dp": 4, "zero": 1}
+    rows = [client.post("/api/v1/training/check", headers=AUTH, json={**body, **extra})
+            for extra in ({}, {"grad_accumulation": "separate", "pod_devices": 2, "pod_oversubscription": 7})]
+    assert all(r.status_code == 200 for r in rows), rows[1].text
+    plain, fsdp = (r.json()["layout"] for r in rows)
+    assert fsdp["time_s"]["grad_accumulate_s"] > 0.0 == plain["time_s"]["grad_accumulate_s"]
+    assert fsdp["time_s"]["dp_exposed_s"] + fsdp["time_s"]["dp_hidden_s"] > \
+        plain["time_s"]["dp_exposed_s"] + plain["time_s"]["dp_hidden_s"]
+    bad = client.post("/api/v1/training/check", headers=AUTH, json={**body, "pod_oversubscription": 0.5})
+    assert bad.status_code == 422

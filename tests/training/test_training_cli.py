@@ -49,3 +49,18 @@ def test_the_device_speed_spread_flag_changes_the_step() -> None:
     assert off < default
     bad = RUNNER.invoke(app, [*BASE, *one, "--device-speed-spread", "1.5"])
     assert bad.exit_code != 0 and "device_speed_spread" in bad.output
+
+
+def test_fsdp_accumulation_and_pod_flags_lengthen_the_step() -> None:
+    """--separate-grad-accumulation: a DRAM stream per micro-batch (m = 4 here); --pod-devices with a taper: the
+    dp reduction of 4 ranks across 2-device pods crosses the tapered uplinks."""
+    one = ["--devices", "8", "--global-batch", "16", "--tp", "2", "--pp", "1", "--dp", "4", "--zero", "1", "--json"]
+    base, separate, pods = (json.loads(RUNNER.invoke(app, [*BASE, *one, *extra]).output)["layout"]
+                            for extra in ([], ["--separate-grad-accumulation"],
+                                          ["--pod-devices", "2", "--pod-oversubscription", "7"]))
+    assert base["time_s"]["grad_accumulate_s"] == 0.0 < separate["time_s"]["grad_accumulate_s"]
+    assert separate["step_s"] > base["step_s"]
+    dp = {k: v["time_s"]["dp_exposed_s"] + v["time_s"]["dp_hidden_s"] for k, v in (("base", base), ("pods", pods))}
+    assert dp["pods"] > dp["base"]
+    bad = RUNNER.invoke(app, [*BASE, *one, "--pod-devices", "2", "--pod-oversubscription", "0.5"])
+    assert bad.exit_code != 0 and "pod_oversubscription" in bad.output
