@@ -16,6 +16,8 @@ Rules (each band built from every device but the target: leave-one-device-out, a
 - ``class``: today's band of the op class (fewer than 3 devices: its union with the pooled band);
 - ``regime>=N``: the band of (class, regime) where N or more other devices have rows of it, else ``class``;
 - ``hull>=N``: the union of the ``class`` and (class, regime) bands;
+- ``matrix engine``: the class's band from the other devices that do (or do not) have a matrix engine as the
+  target does (two or more of them; else ``class``);
 - ``envelope`` / ``envelope regime``: the lowest 10 % and highest 90 % quantile of any one other device's rows.
 
 Scored two ways: every device's rows with its leave-one-device-out prediction (``lodo.run_folds``), and each
@@ -63,6 +65,12 @@ def regime_of(hardware: str, bound: list[str]) -> list[str]:
             for b in bound]
 
 
+def has_matrix_engine(hardware: str) -> bool:
+    """Whether the spec declares a matrix engine that runs no vector work (tensor cores, matrix cores)."""
+    t = tables(perfmodel.load_hardware(hardware))
+    return bool({p.engine for p in t.matrix_paths} - {p.engine for p in t.vector_paths} - {t.special_engine})
+
+
 def residuals(rows: list[Row], cache: Path | None) -> dict[str, Any]:
     """Leave-one-device-out and shipped predictions, class, regime and held-out flag of every dev-set row."""
     if cache is not None and cache.exists():
@@ -100,6 +108,13 @@ def rules(ratio: np.ndarray[Any, Any], cls: np.ndarray[Any, Any], reg: np.ndarra
             low, high = min(low, pooled[0]), max(high, pooled[1])
         return low, high
 
+    matrix_engine = {d: has_matrix_engine(d) for d in set(dev.tolist())}
+    feature = np.array([matrix_engine[d] for d in dev.tolist()])
+
+    def same_feature(target: str, c: str, r: str) -> Band:
+        mine = ok & (dev != target) & (cls == c) & (feature == matrix_engine[target])
+        return by_class(target, c, r) if len(set(dev[mine].tolist())) < 2 else balanced(mine)
+
     def by_regime(need: int, hull: bool) -> Callable[[str, str, str], Band]:
         def band(target: str, c: str, r: str) -> Band:
             base = by_class(target, c, r)
@@ -121,7 +136,8 @@ def rules(ratio: np.ndarray[Any, Any], cls: np.ndarray[Any, Any], reg: np.ndarra
         return band
 
     return {"class (today)": by_class, "regime>=2": by_regime(2, False), "regime>=3": by_regime(3, False),
-            "hull>=2": by_regime(2, True), "envelope": envelope(False), "envelope regime": envelope(True)}
+            "hull>=2": by_regime(2, True),
+            "matrix engine": same_feature, "envelope": envelope(False), "envelope regime": envelope(True)}
 
 
 def coverage(band: Callable[[str, str, str], Band], target: str, rows: Mask, ratio: np.ndarray[Any, Any],
