@@ -25,7 +25,7 @@ transfer target's held-out scoreboard rows (``scoreboard.fit_mask``; kernel timi
 time, which is what a transferred class predicts at ``TRANSFER_WEIGHT`` 0 (so ``transfer_weight.py``'s figure
 for every source of that target).
 
-    python benchmarks/transfer_bands.py [--cache /tmp/folds.pkl]   # about 10 min (the folds), seconds cached
+    python benchmarks/transfer_bands.py [--cache /tmp/folds.pkl]   # about 6-10 min (the folds), seconds cached
 """
 
 from __future__ import annotations
