@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from perfmodel.cost import CostBatch
+from perfmodel.gc_pause import without_gc
 from perfmodel.graph.fusion import FusionReport, fuse
 from perfmodel.graph.ir import Graph, GraphError
 from perfmodel.graph.memory import DoesNotFit, MemoryReport, memory
@@ -126,6 +127,7 @@ class Estimate:
         return estimate_json(self, detail)
 
 
+@without_gc
 def estimate(graph: Graph, hardware: HardwareLike, space: SpaceName = "full", fusion: bool = True,
              check_memory: bool = True, timing: Timing = "kernel", progress: Progress | None = None,
              span: tuple[float, float] = (0.0, 1.0), prefix: str = "") -> Estimate:

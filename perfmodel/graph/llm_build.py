@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from perfmodel.dtypes import DType, parse_dtype
+from perfmodel.gc_pause import without_gc
 from perfmodel.graph.ir import Graph, GraphError, Node, Stream
 from perfmodel.graph.llm_config import LlmConfig
 from perfmodel.graph.parallel import Parallelism, allgather, allreduce, alltoall, send, shard
@@ -145,6 +146,7 @@ class _Builder:
         return self.emit(name, op, [x], None, stream=stream)
 
 
+@without_gc
 def build_llm(cfg: LlmConfig, workload: LlmWorkload, par: Parallelism | None = None,
               copy_layers: bool = True) -> Graph:
     """The graph one device runs for one step (all pipeline stages listed, each node tagged).

@@ -1,46 +1,5 @@
-"""The cyclic garbage collector paused while a trace is parsed or matched.
+"""Moved to ``perfmodel.gc_pause`` (graphs pause the collector too); kept for the trace modules' imports."""
 
-Those passes build millions of small acyclic records (freed by reference counting); the collector would walk
-them again and again as they pile up (about 20 % of a 100k-kernel parse). Nested or concurrent pauses are
-counted: the collector runs again when the last one ends, and only if it was on before the first.
-"""
+from perfmodel.gc_pause import gc_paused, without_gc
 
-from __future__ import annotations
-
-import functools
-import gc
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import ParamSpec, TypeVar
-
-_LOCK = threading.Lock()
-_STATE = {"depth": 0, "was_enabled": 0}
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cyclic collector off inside the block (reference counting still frees every acyclic object)."""
-    with _LOCK:
-        if _STATE["depth"] == 0:
-            _STATE["was_enabled"] = int(gc.isenabled())
-            gc.disable()
-        _STATE["depth"] += 1
-    try:
-        yield
-    finally:
-        with _LOCK:
-            _STATE["depth"] -= 1
-            if _STATE["depth"] == 0 and _STATE["was_enabled"]:
-                gc.enable()
-
-
-def without_gc(function: Callable[P, R]) -> Callable[P, R]:
-    """``function`` run inside ``gc_paused``."""
-    @functools.wraps(function)
-    def wrapped(*args: P.args, **kwargs: P.kwargs) -> R:
-        with gc_paused():
-            return function(*args, **kwargs)
-    return wrapped
+__all__ = ["gc_paused", "without_gc"]
