@@ -128,7 +128,14 @@ def sweep_spec(variants: int) -> SweepSpec:
         "workloads": [{"model": "llama-3-70b", "phase": "decode", "batch": 8, "kv_len": 4096}]})
 
 
-def time_sweeps(variants: int) -> None:
+def time_sweeps(variants: int, repeats: int = 5, profile_workers: bool = False) -> None:
+    """Serial, 2 local processes and a 2-worker Dask LocalCluster; then ``repeats`` alternating serial / warm
+    Dask runs (medians: on a shared 2-core machine one pair says little), in wall clock and in CPU."""
+    import statistics
+
+    import dask
+
+    gemm_kernel.load()  # as in the workers
     spec = sweep_spec(variants)
     start = time.process_time()
     serial = run_sweep(spec)
@@ -140,38 +147,55 @@ def time_sweeps(variants: int) -> None:
     from distributed import Client, LocalCluster
 
     t0 = time.perf_counter()
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster) as client:  # type: ignore[no-untyped-call]
+    # the workers' 10 ms stack sampler off: a cluster kept for sweeps need not profile its tasks
+    with dask.config.set({"distributed.worker.profile.enabled": profile_workers}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                         dashboard_address=None) as cluster, Client(cluster) as client:  # type: ignore[no-untyped-call]
         started = time.perf_counter() - t0
-        dask = run_sweep(spec, client=client)
-        before, client_cpu = client.run(time.process_time), time.process_time()
-        warm = run_sweep(spec, client=client)
-        after, client_cpu = client.run(time.process_time), time.process_time() - client_cpu
-        workers_cpu = sum(after[k] - before[k] for k in after)
-    print(f"sweep, Dask LocalCluster 2 workers (loopback): {dask['elapsed_s']:.2f} s, "
-          f"{dask['evaluations_per_s']:.0f}/s with cold workers (imports, graph build); warm "
+        dask_rows = run_sweep(spec, client=client)
+        walls, cpus, warm = [], [], dask_rows
+        for _ in range(repeats):
+            start = time.process_time()
+            serial = run_sweep(spec)
+            serial_cpu = time.process_time() - start
+            before, client_cpu = client.run(time.process_time), time.process_time()
+            warm = run_sweep(spec, client=client)
+            client_cpu = time.process_time() - client_cpu
+            after = client.run(time.process_time)
+            workers_cpu = sum(after[k] - before[k] for k in after)
+            walls.append(serial["elapsed_s"] / (2 * warm["elapsed_s"]))
+            cpus.append(serial_cpu / (workers_cpu + client_cpu))
+    print(f"sweep, Dask LocalCluster 2 workers (loopback): {dask_rows['elapsed_s']:.2f} s, "
+          f"{dask_rows['evaluations_per_s']:.0f}/s with cold workers (imports, graph build); warm "
           f"{warm['elapsed_s']:.2f} s, {warm['evaluations_per_s']:.0f}/s (cluster start {started:.1f} s not included)")
-    print(f"parallel efficiency (warm, wall): {serial['elapsed_s'] / (2 * warm['elapsed_s']):.0%}; in CPU: serial "
-          f"{serial_cpu:.2f} s, Dask workers {workers_cpu:.2f} s + client {client_cpu:.2f} s "
-          f"({serial_cpu / (workers_cpu + client_cpu):.0%}; a loaded machine's wall clock says little, and idle "
-          "workers' heartbeats count in their CPU)")
-    same = [r["time_s"] for r in dask["rows"]] == [r["time_s"] for r in serial["rows"]]
-    print(f"Dask results identical to serial: {same}; Pareto front: {len(dask['pareto'][dask['rows'][0]['label']])} "
-          "variants")
+    print(f"parallel efficiency, {repeats} alternating serial / warm Dask runs: wall median "
+          f"{statistics.median(walls):.0%} (best {max(walls):.0%}); CPU (serial / Dask workers + client and "
+          f"scheduler) median {statistics.median(cpus):.0%} (best {max(cpus):.0%}); last pair: serial CPU "
+          f"{serial_cpu:.2f} s, workers {workers_cpu:.2f} s + client {client_cpu:.2f} s (a loaded machine's wall "
+          "clock says little; idle workers' heartbeats count in their CPU)")
+    same = [r["time_s"] for r in dask_rows["rows"]] == [r["time_s"] for r in serial["rows"]]
+    same = same and [r["time_s"] for r in warm["rows"]] == [r["time_s"] for r in serial["rows"]]
+    print(f"Dask results identical to serial: {same}; Pareto front: "
+          f"{len(dask_rows['pareto'][dask_rows['rows'][0]['label']])} variants")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--variants", type=int, default=200)
+    parser.add_argument("--sweeps-only", action="store_true", help="only the sweeps")
+    parser.add_argument("--profile-workers", action="store_true", help="keep the Dask workers' stack sampler on")
     parser.add_argument("--no-sweeps", action="store_true", help="only the whole-model estimates")
     args = parser.parse_args()
+    if args.sweeps_only:
+        time_sweeps(args.variants, profile_workers=args.profile_workers)
+        return
     name, params = largest_bundled()
     print(f"largest bundled model: {name} ({params / 1e9:.0f} B parameters)")
     repeat_path_used()
     time_estimates()
     stage_breakdown(name, Parallelism(tp=8, pp=2, devices_per_node=8))
     if not args.no_sweeps:
-        time_sweeps(args.variants)
+        time_sweeps(args.variants, profile_workers=args.profile_workers)
 
 
 if __name__ == "__main__":

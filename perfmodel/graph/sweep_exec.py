@@ -1,7 +1,10 @@
 """Sweep executors: local processes (``ProcessPoolExecutor``) or a Dask distributed cluster.
 
-Each task is ``sweep.run_chunk`` on a list of variants; results stream back as tasks finish, so
-progress is per chunk.
+Each task is ``sweep.run_chunk`` on a list of variants (a few chunks per worker: a task's fixed cost is paid
+per chunk, not per variant, and a slow worker still leaves work to the others); results stream back as tasks
+finish, so progress is per chunk. A Dask worker samples its running task's stack every 10 ms
+(``distributed.worker.profile``); for these CPU-bound tasks that is ~6 % more worker CPU, so a cluster kept for
+sweeps may turn it off (``benchmarks/model_speed.py`` does).
 """
 
 from __future__ import annotations
@@ -60,10 +63,15 @@ def run_dask(spec: SweepSpec, chunks: Chunks, scheduler: str | None, client: Any
         futures = [client.submit(run_chunk_compiled, spec.base, chunk, spec.workloads, spec.space, pure=False)
                    for chunk in chunks]
         rows: list[dict[str, Any]] = []
-        for done, future in enumerate(dask_completed(futures), start=1):  # type: ignore[no-untyped-call]
-            rows.extend(future.result())
-            if progress:
-                progress(done, len(chunks))
+        # results gathered as tasks finish, in batches (one transfer for the chunks done together, not one
+        # round trip each)
+        done = 0
+        for batch in dask_completed(futures, with_results=True).batches():  # type: ignore[no-untyped-call]
+            for _, chunk_rows in batch:
+                rows.extend(chunk_rows)
+                done += 1
+                if progress:
+                    progress(done, len(chunks))
         return rows
     finally:
         if own:
