@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from perfmodel import uncalibrated_interval
 from perfmodel.cost import CostBatch
 from perfmodel.gc_pause import without_gc
 from perfmodel.graph.fusion import FusionReport, fuse
@@ -22,9 +23,12 @@ from perfmodel.graph.ir import Graph, GraphError
 from perfmodel.graph.memory import DoesNotFit, MemoryReport, memory
 from perfmodel.graph.schedule import Timeline, schedule
 from perfmodel.hardware import Hardware
+from perfmodel.machine import tables
 from perfmodel.ops import ROLES, Op, OpError, make_op
 from perfmodel.ops.base import FloatArray
-from perfmodel.roofline import HardwareLike, SpaceName, Timing, predict_many, resolve_hardware, work_of
+from perfmodel.ops.work import Work
+from perfmodel.roofline import HardwareLike, SpaceName, Timing, evaluate, predict_many, resolve_hardware, work_of
+from perfmodel.search.gemm_space import compact_space, full_space
 
 Progress = Callable[[str, float], None]  # (stage name, fraction of the whole command done in [0, 1])
 
@@ -39,9 +43,22 @@ class CompiledGraph:
     graph: Graph
     ops: list[Op]
     index: np.ndarray[Any, np.dtype[np.intp]]
+    _work: dict[float, Work] = field(default_factory=dict, repr=False, compare=False)
 
     def node_times(self, batch: CostBatch) -> FloatArray:
         return typing.cast(FloatArray, batch.time_s[self.index])
+
+    def work(self, granularity_bytes: float) -> Work:
+        """``work_of`` the ops, once per DRAM access granularity (a sweep costs one graph on many variants of a
+        device); its arrays are read-only, so nothing that costs it can change it for the next variant."""
+        work = self._work.get(granularity_bytes)
+        if work is None:
+            work = self._work[granularity_bytes] = work_of(self.ops, granularity_bytes)
+            for value in vars(work).values():
+                for array in value.values() if isinstance(value, dict) else [value]:
+                    if isinstance(array, np.ndarray):
+                        array.flags.writeable = False
+        return work
 
 
 def compile_graph(graph: Graph) -> CompiledGraph:
@@ -78,8 +95,12 @@ def predict_compiled(compiled: CompiledGraph, hardware: Hardware, space: SpaceNa
     """``predict_many`` over the distinct ops; an op the device cannot run names its node."""
     if not compiled.ops:
         raise GraphError(compiled.graph.name, "the graph has no ops")
-    try:
-        return predict_many(hardware, compiled.ops, timing=timing, space=space)
+    try:  # ``predict_many``'s steps, with the ops' work kept from one device variant to the next
+        t = tables(hardware)
+        batch = evaluate(compiled.work(float(hardware.dram.access_granularity_bytes or 1)), compiled.ops, hardware,
+                         timing, space=full_space(t) if space == "full" else compact_space(t))
+        batch.uncalibrated_interval_s = uncalibrated_interval.interval_s(compiled.ops, batch.time_s)
+        return batch
     except OpError:
         for row, op in enumerate(compiled.ops):
             try:
