@@ -5,8 +5,8 @@ chosen while looking at dev-set measurements. Here every such default is *fitted
 only*, then the left-out device is scored with it: per op class x device, median and p90 |error| and
 the bias (median predicted / measured). The shipped defaults are scored beside it ("shipped").
 
-The fit is coordinate descent, bounded: two passes over the defaults, each moving over its grid with
-the others at their current values, keeping the value with the lowest balanced score on the training
+The fit is coordinate descent, bounded: passes over the defaults until one moves nothing, each default moving over
+its grid with the others at their current values, to the value with the lowest balanced score on the training
 devices (the mean over (op class, device) cells of the median |log(pred/meas)|, at most 200 rows a
 cell). A held-out device's own rows never choose any value.
 
@@ -113,7 +113,8 @@ HARNESS_TERMS = frozenset({"compiled_call_s", "issue_interval_s", "peer_issue_in
 # other vendors' fitted values.
 PER_VENDOR = frozenset({"stream_dram_efficiency"})
 FIT_ROWS_PER_CELL = 200
-FIT_PASSES = 2
+# passes until none moves a value; a value moves only to a strictly lower score (docs/accuracy.md, eighth pass)
+FIT_MAX_PASSES = 8
 
 
 VIDUR_TOPOLOGY_HW = {"a100_dgx": "nvidia-a100-sxm4-80gb", "a100_pairwise_nvlink": "nvidia-a100-pcie-80gb"}
@@ -220,7 +221,7 @@ def _floor_rows(rows: Sequence[Row], idx: np.ndarray, defaults_of: dict[str, Mod
 
 def fit_defaults(rows: Sequence[Row], shipped: dict[str, ModelDefaults], grids: dict[str, tuple[float, ...]]
                  ) -> dict[str, float]:
-    """Coordinate descent over the grids (FIT_PASSES passes from the shipped values) on ``rows``: a collective
+    """Coordinate descent over the grids from the shipped values on ``rows`` until a pass moves nothing: a collective
     default (``COLLECTIVE_DEFAULTS``) on the collective rows, every other on the rest."""
     measured = np.array([r.measured_s for r in rows])
     cells = np.array([f"{r.label}|{r.hardware}" for r in rows])
@@ -232,7 +233,8 @@ def fit_defaults(rows: Sequence[Row], shipped: dict[str, ModelDefaults], grids: 
              for name, grid in grids.items() for v in (vendors if name in PER_VENDOR else [""])}
     choice = {name: _shipped_value(first, name) for name in grids}
     choice.update({name: 0.0 for name in HARNESS_GRIDS})
-    for _ in range(FIT_PASSES):
+    for _ in range(FIT_MAX_PASSES):
+        before = dict(choice)
         for name, grid in {**grids, **HARNESS_GRIDS}.items():
             idx = groups[name in COLLECTIVE_DEFAULTS]
             if name == FLOOR_DEFAULT:
@@ -249,7 +251,11 @@ def fit_defaults(rows: Sequence[Row], shipped: dict[str, ModelDefaults], grids: 
             if "@" in name and max(scores) - scores[best] < 1e-12:
                 choice.pop(name, None)  # no training row of that vendor feels it: the other vendors' value (with_model)
                 continue
-            choice[name] = grid[best]
+            current = grid.index(choice[name]) if choice.get(name) in grid else None
+            if current is None or scores[best] < scores[current] - 1e-12:  # only a strict improvement moves it
+                choice[name] = grid[best]
+        if choice == before:
+            break
     return choice
 
 
