@@ -17,7 +17,9 @@ def _restore() -> Iterator[None]:
     was = gc.isenabled()
     gc.enable()
     yield
-    if not was:
+    if was:  # a test that turned it off leaves it as it found it
+        gc.enable()
+    else:
         gc.disable()
 
 
