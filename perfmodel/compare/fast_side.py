@@ -39,6 +39,18 @@ _MISSED, _CHAIN, _OWN = 0, 1, 2  # what the matcher made of a kernel: no op, an 
 def fast_file_side(source: Source, label: str) -> Side | None:
     """The side of a Kineto trace (bytes or a path), or None where the file is not one this path takes exactly
     as the reference does (another format, a broken file, an event shape it leaves to the reference)."""
+    read = read_columns(source)
+    if read is None:
+        return None
+    try:
+        return side_from_columns(*read[:1], label, *read[1:])
+    except Unsupported:
+        return None
+
+
+@without_gc
+def read_columns(source: Source) -> tuple[KinetoColumns, str | None, int | None] | None:
+    """A Kineto trace's columns, device name and world size; None where this path does not take the file."""
     try:
         opened = open_source(source)
         if detect(opened).format != kineto.FORMAT:
@@ -46,10 +58,9 @@ def fast_file_side(source: Source, label: str) -> Side | None:
         top_list = opened.head.decode("utf-8", "replace").lstrip("\ufeff \t\r\n").startswith("[")
         with byte_stream(opened) as stream:
             columns = KinetoColumns(stream, top_list)
-        device_name, world_size = kineto.head_metadata(opened.head)
-        return side_from_columns(columns, label, device_name, world_size)
     except (Unsupported, TraceError):
         return None
+    return (columns, *kineto.head_metadata(opened.head))
 
 
 def _chains(columns: KinetoColumns, calls: OpCalls) -> np.ndarray:
@@ -109,6 +120,7 @@ class _Runs:
         return len(self.first) - 1
 
 
+@without_gc
 def side_from_columns(columns: KinetoColumns, label: str, device_name: str | None,
                       world_size: int | None) -> Side:
     calls = OpCalls(columns)

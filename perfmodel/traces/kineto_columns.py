@@ -29,7 +29,7 @@ from perfmodel.traces.kineto_collect import (
     _shapes,
     _type_names,
 )
-from perfmodel.traces.kineto_events import NOT_RECORDED, Event, EventArgs, iter_event_batches
+from perfmodel.traces.kineto_events import NOT_RECORDED, PHASED, Event, EventArgs, iter_event_batches
 from perfmodel.traces.records import LIST_TYPE, MAX_RECORDS, OpCall, clip_name
 
 US = 1e-6
@@ -122,7 +122,7 @@ class KinetoColumns:
         launches: list[Event] = []
         actions: dict[str, str] = {}
         seen = 0
-        for batch in iter_event_batches(stream, top_level_list):
+        for batch in iter_event_batches(stream, top_level_list, PHASED):
             seen += len(batch)
             for event in batch:
                 if event.ph != "X" or type(event.cat) is not str:
