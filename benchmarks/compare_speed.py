@@ -83,12 +83,13 @@ def measure(base_path: Path, new_path: Path) -> dict[str, Any]:
     except ImportError:
         read_columns = None  # type: ignore[assignment]
     c0 = time.process_time()
-    columns = [read_columns(p) for p in (base_path, new_path)] if read_columns is not None else [None, None]
-    if columns[0] is not None and columns[1] is not None:
+    base_read = read_columns(base_path) if read_columns is not None else None
+    new_read = read_columns(new_path) if base_read is not None else None
+    if base_read is not None and new_read is not None:
         c1 = time.process_time()
-        base_side, new_side = (side_from_columns(c[0], p.name, *c[1:])
-                               for c, p in zip(columns, (base_path, new_path), strict=True))
-        count = len(columns[0][0].devices)
+        base_side = side_from_columns(base_read[0], base_path.name, base_read[1], base_read[2])
+        new_side = side_from_columns(new_read[0], new_path.name, new_read[1], new_read[2])
+        count = len(base_read[0].devices)
     else:
         base, new = parse_trace(base_path, base_path.name), parse_trace(new_path, new_path.name)
         c1 = time.process_time()

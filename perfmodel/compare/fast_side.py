@@ -23,11 +23,11 @@ from perfmodel.compare.sides import MAX_NAMES, Group, GroupKey, OpKeys, Side, ke
 from perfmodel.traces import fbgemm_ops, gemm_ops, geometry_ops, kineto
 from perfmodel.traces.detect import detect
 from perfmodel.traces.gc_pause import without_gc
+from perfmodel.traces.kernel_choices import kernel_choices
 from perfmodel.traces.kernel_names import kernel_family
 from perfmodel.traces.kineto_columns import MAX_CHAIN, US, KinetoColumns, OpCalls, Unsupported
-from perfmodel.traces.kernel_choices import kernel_choices
 from perfmodel.traces.matching import MAX_KERNEL_NAMES, REPEATABLE, REPEATED, ZERO_DURATION, _Cache, _kernel_op
-from perfmodel.traces.records import KernelRecord, OpCall, TraceError
+from perfmodel.traces.records import KernelRecord, TraceError
 from perfmodel.traces.shape_links import NO_INPUT_TYPE, STRIDE_NOT_RECORDED
 from perfmodel.traces.source import Source, byte_stream, open_source
 
@@ -43,7 +43,7 @@ def fast_file_side(source: Source, label: str) -> Side | None:
     if read is None:
         return None
     try:
-        return side_from_columns(*read[:1], label, *read[1:])
+        return side_from_columns(read[0], label, read[1], read[2])
     except Unsupported:
         return None
 
@@ -125,16 +125,15 @@ def side_from_columns(columns: KinetoColumns, label: str, device_name: str | Non
                       world_size: int | None) -> Side:
     calls = OpCalls(columns)
     chain = _chains(columns, calls)
-    count = len(columns.devices)
     kernel_op = columns.kernel_op
-    kernel_chain = np.where(kernel_op >= 0, chain[np.maximum(kernel_op, 0)], -1).tolist()
+    kernel_chain = np.where(kernel_op >= 0, np.r_[chain, -1][kernel_op], -1).tolist()
     dur_s = columns.dur_us * US
     zero = (dur_s <= 0).tolist()
     index: dict[tuple[Any, ...], int] = {}
     signature = np.array([index.setdefault(s, len(index)) for s in zip(
         columns.names, columns.categories, columns.device_kinds, columns.grids, columns.blocks, columns.nbytes,
-        zero, kernel_chain)], dtype=np.int64)
-    signatures, first = np.unique(signature, return_index=True)
+        zero, kernel_chain, strict=True)], dtype=np.int64)
+    _, first = np.unique(signature, return_index=True)
     reps = [_representative(columns, calls, k) for k in first.tolist()]  # alive meanwhile: the cache keys ids
     cache: _Cache = {}
     grid_cache: dict[Any, Any] = {}
@@ -256,11 +255,10 @@ def _choices(columns: KinetoColumns, run_of: np.ndarray, runs: _Runs) -> None:
 def _side(columns: KinetoColumns, label: str, device_name: str | None, signature: np.ndarray,
           reps: list[KernelRecord], run_of: np.ndarray, runs: _Runs, dur_s: np.ndarray) -> Side:
     """``side_from_parsed``'s grouping on the columns."""
-    count = len(signature)
     run_time = np.bincount(run_of[run_of >= 0], weights=dur_s[run_of >= 0], minlength=len(runs.first))
     ordered = np.lexsort((np.array(runs.first), np.array(runs.phase), np.array(runs.start)))
     groups: dict[GroupKey, Group] = {}
-    op_keys, known_keys = OpKeys(), {}
+    op_keys, known_keys = OpKeys(), dict[tuple[str, int], GroupKey]()
     group_of_run = np.empty(len(runs.first), dtype=np.int64)
     listed: list[Group] = []
     position: dict[GroupKey, int] = {}
@@ -324,5 +322,3 @@ def _layers(listed: list[Group], group_of: np.ndarray, layer: np.ndarray, texts:
         k = int(has[first[position]])
         listed[int(group_of[k])].layers[texts[int(layer[k])]] = float(sums[position])
 
-
-__all__ = ["fast_file_side", "side_from_columns", "OpCall"]
