@@ -78,13 +78,15 @@ def _chains(columns: KinetoColumns, calls: OpCalls) -> np.ndarray:
     held = np.flatnonzero(mark)
     held = held[np.argsort(columns.call_ids[held], kind="stable")]  # parents first
     known: dict[tuple[int, tuple[Any, ...]], int] = {}
-    depth = np.zeros(len(columns.ops), dtype=np.int64)
-    for i, p in zip(held.tolist(), parent[held].tolist(), strict=True):
-        key = (int(chain[p]) if p >= 0 else -1, calls.keys(i))
-        chain[i] = known.setdefault(key, len(known))
-        depth[i] = depth[p] + 1 if p >= 0 else 1
-        if depth[i] > MAX_CHAIN:
-            raise Unsupported("an op chain deeper than the reference keeps")
+    chain_of: dict[int, int] = {-1: -1}
+    depth_of: dict[int, int] = {-1: 0}
+    held_list = held.tolist()
+    for i, p, op_keys in zip(held_list, parent[held].tolist(), calls.keys(held_list), strict=True):
+        chain_of[i] = known.setdefault((chain_of[p], op_keys), len(known))
+        depth_of[i] = depth_of[p] + 1
+    if max(depth_of.values()) > MAX_CHAIN:
+        raise Unsupported("an op chain deeper than the reference keeps")
+    chain[held] = [chain_of[i] for i in held_list]
     return chain
 
 
@@ -175,22 +177,23 @@ def _group(columns: KinetoColumns, calls: OpCalls, label: str, device_name: str 
         ancestor[climb] = columns.parent[ancestor[climb]]
     run_key = np.where(k_kind == _CHAIN, ancestor, -1 - np.arange(count))
     run_of = np.full(count, -1, dtype=np.int64)
-    runs = _Runs()
     matched = np.flatnonzero(k_kind != _MISSED)
     keys, firsts, inverse = np.unique(run_key[matched], return_index=True, return_inverse=True)
-    by_first = np.argsort(firsts, kind="stable")
+    by_first = np.argsort(firsts, kind="stable")  # runs in the order of their first kernels (match_runs' dict)
     rank = np.empty(len(keys), dtype=np.int64)
-    for position, r in enumerate(by_first.tolist()):
-        k = int(matched[firsts[r]])
-        s = int(signature[k])
-        op = found[s][1]
-        if kind[s] == _CHAIN:
-            start, name = float(columns.op_ts[run_key[k]]) * US, columns.op_names[int(run_key[k])]
-        else:
-            start, name = float(columns.ts_us[k]) * US, found[s][0].name
-        rank[r] = runs.add(k, 0, start, op, name)
-        assert rank[r] == position
+    rank[by_first] = np.arange(len(keys))
     run_of[matched] = rank[inverse]
+    first_kernel = matched[firsts[by_first]]
+    run_signature = signature[first_kernel]
+    on_chain = kind[run_signature] == _CHAIN
+    call = run_key[first_kernel]
+    start = np.where(on_chain, columns.op_ts[np.where(on_chain, call, 0)], columns.ts_us[first_kernel]) * US
+    own = [None if len(f) == 2 else f[0].name for f in found]
+    runs = _Runs()
+    runs.first, runs.phase, runs.start = first_kernel.tolist(), [0] * len(keys), start.tolist()
+    runs.op = [found[s][1] for s in run_signature.tolist()]
+    runs.name = [columns.op_names[c] if c >= 0 and chained else own[s] for c, chained, s in zip(
+        call.tolist(), on_chain.tolist(), run_signature.tolist(), strict=True)]
     sources = [None if len(f) == 2 else f[3] for f in found]
     _later_passes(columns, signature, reps, found, run_of, runs, sources)
     _choices(columns, run_of, runs)
@@ -258,22 +261,32 @@ def _side(columns: KinetoColumns, label: str, device_name: str | None, signature
     run_time = np.bincount(run_of[run_of >= 0], weights=dur_s[run_of >= 0], minlength=len(runs.first))
     ordered = np.lexsort((np.array(runs.first), np.array(runs.phase), np.array(runs.start)))
     groups: dict[GroupKey, Group] = {}
-    op_keys, known_keys = OpKeys(), dict[tuple[str, int], GroupKey]()
-    group_of_run = np.empty(len(runs.first), dtype=np.int64)
     listed: list[Group] = []
     position: dict[GroupKey, int] = {}
-    for r in ordered.tolist():
-        op, name = runs.op[r], runs.name[r]
-        key = known_keys.get((name, id(op)))
-        if key is None:
-            key = known_keys[(name, id(op))] = op_keys(name, op)
+    pairs: dict[tuple[str, int], int] = {}  # (op name, op object) -> a code: runs of one signature share an op
+    code = np.array([pairs.setdefault(p, len(pairs)) for p in zip(runs.name, map(id, runs.op), strict=True)],
+                    dtype=np.int64)
+    in_order = code[ordered]
+    _, first = np.unique(in_order, return_index=True)
+    group_of_code = np.empty(len(pairs), dtype=np.int64)
+    op_keys = OpKeys()
+    for at_run in np.sort(first).tolist():
+        r = int(ordered[at_run])
+        op = runs.op[r]
+        key = op_keys(runs.name[r], op)
         at = position.get(key)
         if at is None:
             at = position[key] = len(listed)
             listed.append(Group(key, str(op.get("kind", "?")), dict(op)))
             groups[key] = listed[-1]
-        listed[at].times_s.append(float(run_time[r]))
-        group_of_run[r] = at
+        group_of_code[code[r]] = at
+    group_of_run = group_of_code[code]
+    sequence = group_of_run[ordered]
+    by_group = np.argsort(sequence, kind="stable")
+    bounds = np.searchsorted(sequence[by_group], np.arange(len(listed) + 1))
+    times = run_time[ordered[by_group]].tolist()
+    for at, group in enumerate(listed):
+        group.times_s = times[bounds[at]:bounds[at + 1]]
     group_of = np.where(run_of >= 0, group_of_run[np.maximum(run_of, 0)], -1)
     names: dict[str, str] = {}
     sig_name = [names.get(rep.name) or names.setdefault(rep.name, normalise_kernel_name(rep.name)) for rep in reps]

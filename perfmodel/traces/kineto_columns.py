@@ -215,19 +215,21 @@ class KinetoColumns:
         op = np.full(len(self.devices), -1, dtype=np.int64)
         slot = np.searchsorted(used, launch[has])
         op[has] = found[slot]
-        kernel_external = list(self.externals)
-        for k, s in zip(np.flatnonzero(has).tolist(), slot.tolist(), strict=True):
-            if external[s] is not None:
-                kernel_external[k] = external[s]
-        missing = [k for k in np.flatnonzero(op < 0).tolist() if kernel_external[k] is not None]
+        slots = np.full(len(self.devices), -1, dtype=np.int64)
+        slots[has] = slot
+        missing: list[tuple[int, int]] = []  # (kernel, External id) of kernels no launch placed in an op
+        for k, s in zip(np.flatnonzero(op < 0).tolist(), slots[op < 0].tolist(), strict=True):
+            own = external[s] if s >= 0 and external[s] is not None else self.externals[k]
+            if own is not None:
+                missing.append((k, own))
         if missing:
             by_external: dict[int, int] = {}
             for i, each in enumerate(_ints(_NO_ARGS.external_id if e.args is None else e.args.external_id
                                            for e in self.ops)):
                 if each is not None:
                     by_external[each] = -1 if each in by_external else i
-            for k in missing:
-                op[k] = by_external.get(kernel_external[k], -1)  # type: ignore[arg-type]
+            for k, own in missing:
+                op[k] = by_external.get(own, -1)
         return op
 
     def _find(self, thread: np.ndarray, ts: np.ndarray) -> np.ndarray:
@@ -259,14 +261,26 @@ class OpCalls:
         self.concrete, self.lists = _Converted(_concrete_values), _Converted(_list_shapes)
         self.gradients: dict[int, Any] | None = None
 
-    def keys(self, index: int) -> tuple[Any, ...]:
-        """What an op's call holds besides its id and times: (name, dims, types, concrete, strides, outputs)."""
-        args = self.columns.ops[index].args or _NO_ARGS
-        if args.collective_name is not None:
-            raise Unsupported("an op that records a collective")
-        dims = args.input_dims if args.input_dims is not NOT_RECORDED else args.legacy_input_dims
-        return (self.columns.op_names[index], _raw_key(dims), _raw_key(args.input_types),
-                _raw_key(args.concrete_inputs), _raw_key(args.input_strides), self._outputs(index))
+    def keys(self, indices: list[int]) -> list[tuple[Any, ...]]:
+        """What each op's call holds besides its id and times: (name, raw dims, types, concrete values, strides,
+        outputs); raw JSON texts stand for what they convert to."""
+        ops, names, out = self.columns.ops, self.columns.op_names, []
+        raw, absent = msgspec.Raw, NOT_RECORDED
+        for i in indices:
+            args = ops[i].args
+            if args is None:
+                out.append((names[i], None, None, None, None, None))
+                continue
+            if args.collective_name is not None:
+                raise Unsupported("an op that records a collective")
+            fields = (args.input_dims if args.input_dims is not absent else args.legacy_input_dims,
+                      args.input_types, args.concrete_inputs, args.input_strides)
+            if not all(type(f) is raw for f in fields):
+                raise Unsupported("a field decoded by the ijson fallback")
+            sequence = args.sequence
+            out.append((names[i], *[None if f is absent else bytes(f) for f in fields],
+                        None if type(sequence) is not int else self._outputs(i)))
+        return out
 
     def _outputs(self, index: int) -> Any:
         event = self.columns.ops[index]
