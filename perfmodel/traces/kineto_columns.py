@@ -273,12 +273,17 @@ class OpCalls:
                 continue
             if args.collective_name is not None:
                 raise Unsupported("an op that records a collective")
-            fields = (args.input_dims if args.input_dims is not absent else args.legacy_input_dims,
-                      args.input_types, args.concrete_inputs, args.input_strides)
-            if not all(type(f) is raw for f in fields):
+            dims, types, concrete, strides = (args.input_dims, args.input_types, args.concrete_inputs,
+                                              args.input_strides)
+            if dims is absent:
+                dims = args.legacy_input_dims
+            if type(dims) is not raw or type(types) is not raw or type(concrete) is not raw or \
+                    type(strides) is not raw:
                 raise Unsupported("a field decoded by the ijson fallback")
             sequence = args.sequence
-            out.append((names[i], *[None if f is absent else bytes(f) for f in fields],
+            out.append((names[i], None if dims is absent else bytes(dims), None if types is absent else bytes(types),
+                        None if concrete is absent else bytes(concrete),
+                        None if strides is absent else bytes(strides),
                         None if type(sequence) is not int else self._outputs(i)))
         return out
 
@@ -287,12 +292,15 @@ class OpCalls:
         name, sequence = event.name, (event.args or _NO_ARGS).sequence
         if type(sequence) is not int or ("Backward" in name and not name.startswith("aten::")):
             return None
-        if self.gradients is None:
+        if self.gradients is None:  # the first backward node (file order) of each sequence number with shapes
             self.gradients = {}
-            for each in self.columns.ops:
+            ops = self.columns.ops
+            nodes = {n for n in {e.name for e in ops} if "Backward" in n and not n.startswith("aten::")}
+            for each in ops:
+                if each.name not in nodes:
+                    continue
                 seq = (each.args or _NO_ARGS).sequence
-                if type(seq) is int and "Backward" in each.name and not each.name.startswith("aten::") and \
-                        seq not in self.gradients:
+                if type(seq) is int and seq not in self.gradients:
                     dims = self._dims(each.args or _NO_ARGS)
                     if dims:
                         self.gradients[seq] = dims
