@@ -13,6 +13,7 @@ a non-finite time, a collective, a CPU-only profile, a field decoded by the ijso
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from operator import attrgetter
 from typing import Any, BinaryIO
 
 import msgspec
@@ -35,6 +36,7 @@ from perfmodel.traces.records import LIST_TYPE, MAX_RECORDS, OpCall, clip_name
 US = 1e-6
 MAX_CHAIN = 256  # ops kept per chain by the reference (``kineto._chain``)
 _NO_ARGS = EventArgs()
+_PID, _TID = attrgetter("pid"), attrgetter("tid")
 _MISSING = object()
 
 
@@ -55,8 +57,11 @@ def _numbers(values: list[Any]) -> np.ndarray:
 def _ints(values: Iterable[Any]) -> list[int | None]:
     """Ids that are ints (or absent), within int64; anything else is not taken."""
     out = list(values)
-    if not set(map(type, out)) <= {int, type(None)} or any(v is not None and not NO_ID < v < 2**63 for v in out):
-        raise Unsupported("an id that is not an int64")
+    if not set(map(type, out)) <= {int, type(None)}:
+        raise Unsupported("an id that is not an int")
+    present = [v for v in out if v is not None]
+    if present and not (min(present) > NO_ID and max(present) < 2**63):
+        raise Unsupported("an id beyond int64")
     return out
 
 
@@ -85,10 +90,15 @@ class _Converted:
 
 def _names(values: list[Any]) -> list[str]:
     """Event names clipped (``clip_name``), once per distinct name."""
-    if not set(map(type, values)) <= {str}:
+    try:
+        clipped: dict[Any, Any] = dict.fromkeys(values)
+    except TypeError:
+        raise Unsupported("a name that is not a string") from None
+    if not set(map(type, clipped)) <= {str}:
         raise Unsupported("a name that is not a string")
-    known: dict[str, str] = {}
-    return [known.get(v) or known.setdefault(v, clip_name(v)) for v in values]
+    for name in clipped:
+        clipped[name] = clip_name(name)
+    return list(map(clipped.__getitem__, values))
 
 
 def _previous_enclosing(ends: np.ndarray, segment_start: np.ndarray) -> np.ndarray:
@@ -111,6 +121,17 @@ def _previous_enclosing(ends: np.ndarray, segment_start: np.ndarray) -> np.ndarr
         cursor = np.where(ok, start, cursor)
     previous = cursor - 1
     return np.where(previous >= segment_start, previous, -1)
+
+
+def _dim3s(raws: list[Any]) -> list[tuple[int, int, int] | None]:
+    """Grid or block sizes from their raw JSON (None: absent or null), converted once per distinct text."""
+    if not set(map(type, raws)) <= {msgspec.Raw}:
+        raise Unsupported("a field decoded by the ijson fallback")
+    texts = list(map(bytes, raws))  # b"": absent (``NOT_RECORDED``)
+    converted: dict[bytes, Any] = dict.fromkeys(texts)
+    for text in converted:
+        converted[text] = _dim3(msgspec.json.decode(text)) if text else None
+    return list(map(converted.__getitem__, texts))
 
 
 class KinetoColumns:
@@ -156,14 +177,13 @@ class KinetoColumns:
         if (self.dur_us < 0).any():
             raise Unsupported("a negative duration")
         args = [_NO_ARGS if e.args is None else e.args for e in devices]
-        if any(a.collective_name is not None for a in args):
+        if set(map(attrgetter("collective_name"), args)) != {None}:
             raise Unsupported("a collective kernel")
-        self.correlations = _ints(a.correlation for a in args)
-        self.externals = _ints(a.external_id for a in args)
+        self.correlations = _ints(map(attrgetter("correlation"), args))
+        self.externals = _ints(map(attrgetter("external_id"), args))
         self.nbytes = _ints(a.size if a.bytes is msgspec.UNSET else a.bytes for a in args)
-        dim3 = _Converted(_dim3)
-        self.grids = [dim3(_raw_key(a.grid)) for a in args]
-        self.blocks = [dim3(_raw_key(a.block)) for a in args]
+        self.grids = _dim3s(list(map(attrgetter("grid"), args)))
+        self.blocks = _dim3s(list(map(attrgetter("block"), args)))
 
     def _op_columns(self) -> None:
         ops = self.ops
@@ -189,7 +209,7 @@ class KinetoColumns:
     _thread_index: dict[tuple[Any, Any], int]
 
     def _threads(self, events: list[Event]) -> np.ndarray:
-        pids, tids = [e.pid for e in events], [e.tid for e in events]
+        pids, tids = list(map(_PID, events)), list(map(_TID, events))
         if not set(map(type, pids)) | set(map(type, tids)) <= {int, str}:
             raise Unsupported("a process or thread id that is not an int or a string")
         if not hasattr(self, "_thread_index"):
@@ -262,29 +282,26 @@ class OpCalls:
         self.gradients: dict[int, Any] | None = None
 
     def keys(self, indices: list[int]) -> list[tuple[Any, ...]]:
-        """What each op's call holds besides its id and times: (name, raw dims, types, concrete values, strides,
-        outputs); raw JSON texts stand for what they convert to."""
-        ops, names, out = self.columns.ops, self.columns.op_names, []
-        raw, absent = msgspec.Raw, NOT_RECORDED
-        for i in indices:
-            args = ops[i].args
-            if args is None:
-                out.append((names[i], None, None, None, None, None))
-                continue
-            if args.collective_name is not None:
-                raise Unsupported("an op that records a collective")
-            dims, types, concrete, strides = (args.input_dims, args.input_types, args.concrete_inputs,
-                                              args.input_strides)
-            if dims is absent:
-                dims = args.legacy_input_dims
-            if type(dims) is not raw or type(types) is not raw or type(concrete) is not raw or \
-                    type(strides) is not raw:
-                raise Unsupported("a field decoded by the ijson fallback")
-            sequence = args.sequence
-            out.append((names[i], None if dims is absent else bytes(dims), None if types is absent else bytes(types),
-                        None if concrete is absent else bytes(concrete),
-                        None if strides is absent else bytes(strides),
-                        None if type(sequence) is not int else self._outputs(i)))
+        """What each op's call holds besides its id and times: (name, raw JSON of its dims, types, concrete values
+        and strides joined by NUL bytes (which JSON text cannot hold; absent: empty), outputs)."""
+        ops, names = self.columns.ops, self.columns.op_names
+        out: list[tuple[Any, ...]] = []
+        join, absent = b"\0".join, NOT_RECORDED
+        try:
+            for i in indices:
+                args = ops[i].args
+                if args is None:
+                    out.append((names[i], None, None))
+                    continue
+                if args.collective_name is not None:
+                    raise Unsupported("an op that records a collective")
+                dims = args.input_dims
+                text = join((args.legacy_input_dims if dims is absent else dims, args.input_types,
+                             args.concrete_inputs, args.input_strides))
+                sequence = args.sequence
+                out.append((names[i], text, None if type(sequence) is not int else self._outputs(i)))
+        except TypeError:  # a field decoded by the ijson fallback (not raw JSON)
+            raise Unsupported("a field decoded by the ijson fallback") from None
         return out
 
     def _outputs(self, index: int) -> Any:
