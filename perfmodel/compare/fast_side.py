@@ -203,10 +203,11 @@ def _group(columns: KinetoColumns, calls: OpCalls, label: str, device_name: str 
 def _later_passes(columns: KinetoColumns, signature: np.ndarray, reps: list[KernelRecord], found: list[Any],
                   run_of: np.ndarray, runs: _Runs, sources: list[str | None]) -> None:
     """``match_runs`` after its first pass: repeated kernels, then GEMM tile x grid and launch geometry."""
-    missed = np.flatnonzero(run_of < 0).tolist()
+    missed_all = np.flatnonzero(run_of < 0)
+    missed = missed_all.tolist()
     repeatable = [len(f) == 2 and f[1] in REPEATABLE and rep.grid is not None for f, rep in zip(found, reps,
                                                                                                strict=True)]
-    if any(repeatable[signature[k]] for k in missed):
+    if np.array(repeatable, dtype=bool)[signature[missed_all]].any():
         counts = np.bincount(run_of[run_of >= 0], minlength=len(runs.first))
         known: dict[tuple[Any, ...], int] = {}
         for r, k in enumerate(runs.first):
@@ -218,15 +219,20 @@ def _later_passes(columns: KinetoColumns, signature: np.ndarray, reps: list[Kern
             source = known.get((rep.name, rep.grid, rep.block)) if repeatable[signature[k]] else None
             if source is not None:
                 run_of[k] = runs.add(k, 1, float(columns.ts_us[k]) * US, dict(runs.op[source]), _own_name(rep))
-    inferred: dict[int, Any] = {}
-    for k in missed:
-        s = int(signature[k])
-        if run_of[k] >= 0 or reps[s].duration_s <= 0:
-            continue
-        if s not in inferred:
-            inferred[s] = gemm_ops.tile_grid_op(reps[s]) or geometry_ops.geometry_op(reps[s])
-        if inferred[s] is not None:
-            run_of[k] = runs.add(k, 2, float(columns.ts_us[k]) * US, inferred[s][0], _own_name(reps[s]))
+    left = missed_all[run_of[missed_all] < 0]
+    timed = np.array([rep.duration_s > 0 for rep in reps], dtype=bool)
+    left = left[timed[signature[left]]]
+    inferred = {s: gemm_ops.tile_grid_op(reps[s]) or geometry_ops.geometry_op(reps[s])
+                for s in np.unique(signature[left]).tolist()}
+    has = np.array([inferred.get(s) is not None for s in range(len(reps))], dtype=bool)
+    left = left[has[signature[left]]]  # a run of its own each, in kernel order
+    left_signature = signature[left].tolist()
+    run_of[left] = np.arange(len(runs.first), len(runs.first) + len(left))
+    runs.first += left.tolist()
+    runs.phase += [2] * len(left)
+    runs.start += (columns.ts_us[left] * US).tolist()
+    runs.op += [inferred[s][0] for s in left_signature]
+    runs.name += [_own_name(reps[s]) for s in left_signature]
 
 
 def _choices(columns: KinetoColumns, run_of: np.ndarray, runs: _Runs) -> None:

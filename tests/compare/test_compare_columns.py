@@ -22,6 +22,7 @@ from perfmodel.compare.sides import Side
 from perfmodel.specs import load_hardware
 from perfmodel.traces import TraceError, parse_trace
 from perfmodel.traces.kineto_columns import _previous_enclosing
+from perfmodel.traces.matching import match_runs
 from tests.compare.conftest import REPO, RESNET_0, RESNET_4, ROOT, SHARED, trace_path
 
 TAKEN = {RESNET_0, RESNET_4, "critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz",
@@ -149,3 +150,31 @@ def test_previous_enclosing_is_the_stack(seed: int) -> None:
     starts[0] = 0
     segment = np.repeat(starts, np.diff(np.r_[starts, n]))
     assert _previous_enclosing(ends, segment).tolist() == _stack_parents(ends, segment)
+
+
+def test_later_passes_and_run_order_as_the_reference(tmp_path: Path) -> None:
+    """Kernels matched by ``match_runs``' later passes (a repeated kernel, launch geometry), a zero duration, and
+    runs of those passes starting with a framework op's call: the same side, the same run order."""
+    events: list[dict[str, object]] = []
+    for i in range(3):  # launched by no op, before and at the same time as the op calls below
+        events.append({"ph": "X", "cat": "kernel", "name": "my_kernel", "pid": 0, "tid": 7, "ts": 100 * i, "dur": 5,
+                       "args": {"grid": [16, 1, 1], "block": [256, 1, 1]}})
+        events.append({"ph": "X", "cat": "kernel", "name": "void other<float>(float const*, float*)", "pid": 0,
+                       "tid": 7, "ts": 100 * i, "dur": 0 if i == 0 else 5,
+                       "args": {"grid": [8, 1, 1], "block": [128, 1, 1]}})
+    for i in range(3):
+        t = 100 * i
+        events.append({"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": t, "dur": 20,
+                       "args": {"Input Dims": [[4096]], "Input type": ["float"], "External id": i + 1}})
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                       "ts": t + 5, "dur": 3, "args": {"correlation": i + 1, "External id": i + 1}})
+        events.append({"ph": "X", "cat": "kernel", "name": "my_kernel", "pid": 0, "tid": 7, "ts": t + 10,
+                       "dur": 4 + i, "args": {"correlation": i + 1, "grid": [16, 1, 1], "block": [256, 1, 1]}})
+    path = _write(tmp_path / "passes.json.gz", events)
+    sources = {run.source for run in match_runs(parse_trace(path, path.name)).runs}
+    assert sources == {"framework shapes", "repeated kernel", "launch geometry"}
+    fast = fast_file_side(path, path.name)
+    assert fast is not None and repr(fast) == repr(_reference(path))
+    # runs by start, ties in match_runs' order (the op call's run before the later passes' runs of the same start)
+    assert [key[1] for key in fast.groups] == ["aten::relu", "my_kernel", "void other<float>(float const*, float*)",
+                                               "other<float>"]
