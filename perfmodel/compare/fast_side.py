@@ -222,16 +222,19 @@ def _later_passes(columns: KinetoColumns, signature: np.ndarray, reps: list[Kern
     left = missed_all[run_of[missed_all] < 0]
     timed = np.array([rep.duration_s > 0 for rep in reps], dtype=bool)
     left = left[timed[signature[left]]]
-    inferred = {s: gemm_ops.tile_grid_op(reps[s]) or geometry_ops.geometry_op(reps[s])
-                for s in np.unique(signature[left]).tolist()}
-    has = np.array([inferred.get(s) is not None for s in range(len(reps))], dtype=bool)
+    inferred: dict[int, dict[str, Any]] = {}  # signature -> the op its kernels are given
+    for s in np.unique(signature[left]).tolist():
+        found_op = gemm_ops.tile_grid_op(reps[s]) or geometry_ops.geometry_op(reps[s])
+        if found_op is not None:
+            inferred[s] = found_op[0]
+    has = np.array([s in inferred for s in range(len(reps))], dtype=bool)
     left = left[has[signature[left]]]  # a run of its own each, in kernel order
     left_signature = signature[left].tolist()
     run_of[left] = np.arange(len(runs.first), len(runs.first) + len(left))
     runs.first += left.tolist()
     runs.phase += [2] * len(left)
     runs.start += (columns.ts_us[left] * US).tolist()
-    runs.op += [inferred[s][0] for s in left_signature]
+    runs.op += [inferred[s] for s in left_signature]
     runs.name += [_own_name(reps[s]) for s in left_signature]
 
 
