@@ -144,9 +144,9 @@ def reference_event_batches(stream: BinaryIO, top_level_list: bool) -> Iterator[
     return _ijson_events(PrefixedStream(b"", stream), "item" if top_level_list else "traceEvents.item")
 
 
-def _decode(piece: bytes, decoder: msgspec.json.Decoder[Any] = _DECODER) -> list[Event] | None:
+def _decode(piece: bytes | memoryview, decoder: msgspec.json.Decoder[Any] = _DECODER) -> list[Event] | None:
     """The events of ``[piece]``; None where it is not valid JSON (a cut inside a string or a nested value)."""
-    wrapped = b"[" + piece + b"]"
+    wrapped = b"".join((b"[", piece, b"]"))  # one copy of the piece
     try:
         events: list[Event] = decoder.decode(wrapped)
         return events
@@ -181,7 +181,8 @@ def _cut_events(data: bytes, pattern: re.Pattern[bytes],
         cut = _last_cut(data, pattern, end)
         if cut < 0:
             return None
-        events = _decode(data[:cut], decoder)
+        with memoryview(data) as view:
+            events = _decode(view[:cut], decoder)
         if events is not None:
             return cut, events
         end = cut - 1
