@@ -192,7 +192,7 @@ def _group(columns: KinetoColumns, calls: OpCalls, label: str, device_name: str 
     runs = _Runs()
     runs.first, runs.phase, runs.start = first_kernel.tolist(), [0] * len(keys), start.tolist()
     runs.op = [found[s][1] for s in run_signature.tolist()]
-    runs.name = [columns.op_names[c] if c >= 0 and chained else own[s] for c, chained, s in zip(
+    runs.name = [columns.op_name(c) if c >= 0 and chained else own[s] for c, chained, s in zip(
         call.tolist(), on_chain.tolist(), run_signature.tolist(), strict=True)]
     sources = [None if len(f) == 2 else f[3] for f in found]
     _later_passes(columns, signature, reps, found, run_of, runs, sources)

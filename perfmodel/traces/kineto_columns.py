@@ -123,15 +123,12 @@ def _previous_enclosing(ends: np.ndarray, segment_start: np.ndarray) -> np.ndarr
     return np.where(previous >= segment_start, previous, -1)
 
 
-def _dim3s(raws: list[Any]) -> list[tuple[int, int, int] | None]:
-    """Grid or block sizes from their raw JSON (None: absent or null), converted once per distinct text."""
-    if not set(map(type, raws)) <= {msgspec.Raw}:
-        raise Unsupported("a field decoded by the ijson fallback")
-    texts = list(map(bytes, raws))  # b"": absent (``NOT_RECORDED``)
-    converted: dict[bytes, Any] = dict.fromkeys(texts)
-    for text in converted:
-        converted[text] = _dim3(msgspec.json.decode(text)) if text else None
-    return list(map(converted.__getitem__, texts))
+def _dim3s(values: list[Any]) -> list[tuple[int, int, int] | None]:
+    """Grid or block sizes as ``Collector`` converts them (``_dim3``), the common [x, y, z] of ints inline."""
+    raw = msgspec.Raw
+    return [None if v is None or v is NOT_RECORDED else (v[0], v[1], v[2]) if type(v) is list and len(v) == 3
+            and type(v[0]) is int and type(v[1]) is int and type(v[2]) is int
+            else _dim3(msgspec.json.decode(v) if type(v) is raw else v) for v in values]
 
 
 class KinetoColumns:
@@ -192,7 +189,7 @@ class KinetoColumns:
         if (dur < 0).any():
             raise Unsupported("a negative op duration")
         self.op_end = self.op_ts + dur
-        self.op_names = _names([e.name for e in ops])
+        self._clipped: dict[str, str] = {}
         self.op_thread = self._threads(ops)
         order = np.lexsort((-self.op_end, self.op_ts))  # kineto._time_order: call id = position
         self.call_ids = np.empty(len(ops), dtype=np.int64)
@@ -207,6 +204,16 @@ class KinetoColumns:
         self.by_thread, self.thread_codes, self.thread_first = by_thread, threads[first], first
 
     _thread_index: dict[tuple[Any, Any], int]
+
+    def op_name(self, index: int) -> str:
+        """An op's name, clipped (``clip_name``), once per distinct name."""
+        name = self.ops[index].name
+        if type(name) is not str:
+            return clip_name(name)
+        clipped = self._clipped.get(name)
+        if clipped is None:
+            clipped = self._clipped[name] = clip_name(name)
+        return clipped
 
     def _threads(self, events: list[Event]) -> np.ndarray:
         pids, tids = list(map(_PID, events)), list(map(_TID, events))
@@ -284,14 +291,14 @@ class OpCalls:
     def keys(self, indices: list[int]) -> list[tuple[Any, ...]]:
         """What each op's call holds besides its id and times: (name, raw JSON of its dims, types, concrete values
         and strides joined by NUL bytes (which JSON text cannot hold; absent: empty), outputs)."""
-        ops, names = self.columns.ops, self.columns.op_names
+        ops, name_of = self.columns.ops, self.columns.op_name
         out: list[tuple[Any, ...]] = []
         join, absent = b"\0".join, NOT_RECORDED
         try:
             for i in indices:
                 args = ops[i].args
                 if args is None:
-                    out.append((names[i], None, None))
+                    out.append((name_of(i), None, None))
                     continue
                 if args.collective_name is not None:
                     raise Unsupported("an op that records a collective")
@@ -299,7 +306,7 @@ class OpCalls:
                 text = join((args.legacy_input_dims if dims is absent else dims, args.input_types,
                              args.concrete_inputs, args.input_strides))
                 sequence = args.sequence
-                out.append((names[i], text, None if type(sequence) is not int else self._outputs(i)))
+                out.append((name_of(i), text, None if type(sequence) is not int else self._outputs(i)))
         except TypeError:  # a field decoded by the ijson fallback (not raw JSON)
             raise Unsupported("a field decoded by the ijson fallback") from None
         return out
@@ -307,14 +314,16 @@ class OpCalls:
     def _outputs(self, index: int) -> Any:
         event = self.columns.ops[index]
         name, sequence = event.name, (event.args or _NO_ARGS).sequence
-        if type(sequence) is not int or ("Backward" in name and not name.startswith("aten::")):
+        if type(sequence) is not int or (isinstance(name, str) and "Backward" in name and
+                                         not name.startswith("aten::")):
             return None
         if self.gradients is None:  # the first backward node (file order) of each sequence number with shapes
             self.gradients = {}
             ops = self.columns.ops
-            nodes = {n for n in {e.name for e in ops} if "Backward" in n and not n.startswith("aten::")}
+            names = {e.name for e in ops if type(e.name) is str}
+            nodes = {n for n in names if "Backward" in n and not n.startswith("aten::")}
             for each in ops:
-                if each.name not in nodes:
+                if type(each.name) is not str or each.name not in nodes:
                     continue
                 seq = (each.args or _NO_ARGS).sequence
                 if type(seq) is int and seq not in self.gradients:
@@ -341,7 +350,7 @@ class OpCalls:
             ts, end = float(columns.op_ts[i]), float(columns.op_end[i])
             lists = self.lists(dims_raw) if types and LIST_TYPE in types and dims_raw is not None else None
             parent = self.calls[i] = OpCall(
-                int(columns.call_ids[i]), columns.op_names[i], ts * US, (end - ts) * US, self.shapes(dims_raw),
+                int(columns.call_ids[i]), columns.op_name(i), ts * US, (end - ts) * US, self.shapes(dims_raw),
                 types, self.concrete(_raw_key(args.concrete_inputs)), parent,
                 self.shapes(_raw_key(args.input_strides)), self._outputs(i), lists)
         assert parent is not None

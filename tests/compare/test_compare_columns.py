@@ -110,7 +110,8 @@ def test_other_files_fall_back(tmp_path: Path) -> None:
               "args": {"correlation": 1, "grid": [1, 1, 1], "block": [32, 1, 1]}}
     launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 5, "dur": 1,
               "args": {"correlation": 1}}
-    plain = _write(tmp_path / "plain.json.gz", [launch, kernel])
+    odd_sizes = {**kernel, "ts": 20, "args": {"grid": "(2, 1, 1)", "block": 64}}  # dim3's other spellings
+    plain = _write(tmp_path / "plain.json.gz", [launch, kernel, odd_sizes])
     assert repr(fast_file_side(plain, plain.name)) == repr(_reference(plain))
     odd_ts = _write(tmp_path / "odd.json.gz", [launch, {**kernel, "ts": "10"}])
     annotation = _write(tmp_path / "nccl.json.gz", [launch, kernel, {"ph": "X", "cat": "user_annotation",
