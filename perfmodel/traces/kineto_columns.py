@@ -177,7 +177,6 @@ class KinetoColumns:
         if set(map(attrgetter("collective_name"), args)) != {None}:
             raise Unsupported("a collective kernel")
         self.correlations = _ints(map(attrgetter("correlation"), args))
-        self.externals = _ints(map(attrgetter("external_id"), args))
         self.nbytes = _ints(a.size if a.bytes is msgspec.UNSET else a.bytes for a in args)
         self.grids = _dim3s(list(map(attrgetter("grid"), args)))
         self.blocks = _dim3s(list(map(attrgetter("block"), args)))
@@ -226,29 +225,29 @@ class KinetoColumns:
 
     def _attribute(self, launches: list[Event]) -> np.ndarray:
         """Per kernel, its op (``kineto._records``): through its launch, else its External id."""
-        correlations = [_NO_ARGS.correlation if e.args is None else e.args.correlation for e in launches]
+        correlations = [(e.args or _NO_ARGS).correlation for e in launches]
         if not set(map(type, correlations)) <= {int} or len(launches) >= 4 * MAX_RECORDS:
             raise Unsupported("a launch without an int correlation id")
         position_of = {c: i for i, c in enumerate(correlations)}  # the last launch of an id counts
-        launch = np.array([position_of.get(c, -1) if c is not None else -1 for c in self.correlations],
-                          dtype=np.int64)
+        get = position_of.get
+        launch = np.array([get(c, -1) if c is not None else -1 for c in self.correlations], dtype=np.int64)
         has = launch >= 0
         used = np.unique(launch[has])
         events = [launches[i] for i in used.tolist()]
         ts = _numbers([e.ts for e in events])
         thread = self._threads(events)
-        external = _ints(_NO_ARGS.external_id if e.args is None else e.args.external_id for e in events)
         found = self._find(thread, ts)
         op = np.full(len(self.devices), -1, dtype=np.int64)
         slot = np.searchsorted(used, launch[has])
         op[has] = found[slot]
         slots = np.full(len(self.devices), -1, dtype=np.int64)
         slots[has] = slot
-        missing: list[tuple[int, int]] = []  # (kernel, External id) of kernels no launch placed in an op
-        for k, s in zip(np.flatnonzero(op < 0).tolist(), slots[op < 0].tolist(), strict=True):
-            own = external[s] if s >= 0 and external[s] is not None else self.externals[k]
-            if own is not None:
-                missing.append((k, own))
+        unplaced = np.flatnonzero(op < 0).tolist()  # their launch's External id, else their own (read only here)
+        launch_ids = _ints((events[s].args or _NO_ARGS).external_id if s >= 0 else None
+                           for s in slots[unplaced].tolist())
+        own_ids = _ints((self.devices[k].args or _NO_ARGS).external_id for k in unplaced)
+        missing = [(k, launch_id if launch_id is not None else own_id) for k, launch_id, own_id in zip(
+            unplaced, launch_ids, own_ids, strict=True) if launch_id is not None or own_id is not None]
         if missing:
             by_external: dict[int, int] = {}
             for i, each in enumerate(_ints(_NO_ARGS.external_id if e.args is None else e.args.external_id

@@ -111,7 +111,12 @@ def test_other_files_fall_back(tmp_path: Path) -> None:
     launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 5, "dur": 1,
               "args": {"correlation": 1}}
     odd_sizes = {**kernel, "ts": 20, "args": {"grid": "(2, 1, 1)", "block": 64}}  # dim3's other spellings
-    plain = _write(tmp_path / "plain.json.gz", [launch, kernel, odd_sizes])
+    op = {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": 30, "dur": 9,
+          "args": {"Input Dims": [[4096]], "Input type": ["float"], "External id": 9}}
+    by_id = {**kernel, "ts": 50, "args": {"External id": 9}}  # no launch: its op by External id
+    plain = _write(tmp_path / "plain.json.gz", [launch, kernel, odd_sizes, op, by_id])
+    plain_side = fast_file_side(plain, plain.name)
+    assert plain_side is not None and any(key[1] == "aten::relu" for key in plain_side.groups)
     assert repr(fast_file_side(plain, plain.name)) == repr(_reference(plain))
     odd_ts = _write(tmp_path / "odd.json.gz", [launch, {**kernel, "ts": "10"}])
     annotation = _write(tmp_path / "nccl.json.gz", [launch, kernel, {"ph": "X", "cat": "user_annotation",
