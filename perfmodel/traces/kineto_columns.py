@@ -246,8 +246,11 @@ class KinetoColumns:
         launch_ids = _ints((events[s].args or _NO_ARGS).external_id if s >= 0 else None
                            for s in slots[unplaced].tolist())
         own_ids = _ints((self.devices[k].args or _NO_ARGS).external_id for k in unplaced)
-        missing = [(k, launch_id if launch_id is not None else own_id) for k, launch_id, own_id in zip(
-            unplaced, launch_ids, own_ids, strict=True) if launch_id is not None or own_id is not None]
+        missing: list[tuple[int, int]] = []
+        for k, launch_id, own_id in zip(unplaced, launch_ids, own_ids, strict=True):
+            either = launch_id if launch_id is not None else own_id
+            if either is not None:
+                missing.append((k, either))
         if missing:
             by_external: dict[int, int] = {}
             for i, each in enumerate(_ints(_NO_ARGS.external_id if e.args is None else e.args.external_id
