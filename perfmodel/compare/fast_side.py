@@ -27,12 +27,15 @@ from perfmodel.traces.kernel_choices import kernel_choices
 from perfmodel.traces.kernel_names import kernel_family
 from perfmodel.traces.kineto_columns import MAX_CHAIN, US, KinetoColumns, OpCalls, Unsupported
 from perfmodel.traces.matching import MAX_KERNEL_NAMES, REPEATABLE, REPEATED, ZERO_DURATION, _Cache, _kernel_op
-from perfmodel.traces.records import KernelRecord, TraceError
+from perfmodel.traces.records import KernelRecord
 from perfmodel.traces.shape_links import NO_INPUT_TYPE, STRIDE_NOT_RECORDED
 from perfmodel.traces.source import Source, byte_stream, open_source
 
 FALLBACK_MARKERS = (NO_INPUT_TYPE, STRIDE_NOT_RECORDED, fbgemm_ops.NEEDS_FORWARD)
-_MISSED, _CHAIN, _OWN = 0, 1, 2  # what the matcher made of a kernel: no op, an op call of its chain, its own call
+_MISSED, _CHAIN, _OWN = 0, 1, 2  # what the matcher made of a kernel: no op, an op call of its chain, its own
+# what sends a file to the reference path: an event shape it does not take, a broken file (``TraceError`` is a
+# ValueError), or any value odd enough to trip a conversion: the reference then answers (or says what is wrong)
+_LEFT_TO_REFERENCE = (Unsupported, ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError)
 
 
 @without_gc
@@ -44,7 +47,7 @@ def fast_file_side(source: Source, label: str) -> Side | None:
         return None
     try:
         return side_from_columns(read[0], label, read[1], read[2])
-    except Unsupported:
+    except _LEFT_TO_REFERENCE:
         return None
 
 
@@ -58,7 +61,7 @@ def read_columns(source: Source) -> tuple[KinetoColumns, str | None, int | None]
         top_list = opened.head.decode("utf-8", "replace").lstrip("\ufeff \t\r\n").startswith("[")
         with byte_stream(opened) as stream:
             columns = KinetoColumns(stream, top_list)
-    except (Unsupported, TraceError):
+    except _LEFT_TO_REFERENCE:
         return None
     return (columns, *kineto.head_metadata(opened.head))
 
