@@ -20,7 +20,7 @@ import numpy as np
 
 from perfmodel.compare.names import normalise_kernel_name
 from perfmodel.compare.sides import MAX_NAMES, Group, GroupKey, OpKeys, Side, kernel_shape, layer_of
-from perfmodel.traces import fbgemm_ops, gemm_ops, geometry_ops, kineto
+from perfmodel.traces import aten_comms, aten_ops, fbgemm_ops, gemm_ops, geometry_ops, kernel_ops, kineto
 from perfmodel.traces.detect import detect
 from perfmodel.traces.gc_pause import without_gc
 from perfmodel.traces.kernel_choices import kernel_choices
@@ -84,13 +84,19 @@ def _chains(columns: KinetoColumns, calls: OpCalls) -> np.ndarray:
     chain_of: dict[int, int] = {-1: -1}
     depth_of: dict[int, int] = {-1: 0}
     held_list = held.tolist()
-    for i, p, op_keys in zip(held_list, parent[held].tolist(), calls.keys(held_list), strict=True):
+    for i, p, op_keys in zip(held_list, parent[held].tolist(), calls.keys(held_list, reads_args), strict=True):
         chain_of[i] = known.setdefault((chain_of[p], op_keys), len(known))
         depth_of[i] = depth_of[p] + 1
     if max(depth_of.values()) > MAX_CHAIN:
         raise Unsupported("an op chain deeper than the reference keeps")
     chain[held] = [chain_of[i] for i in held_list]
     return chain
+
+
+def reads_args(name: str) -> bool:
+    """Whether the matcher reads the arguments of a call of this name: the ops it builds (``aten_ops``, a
+    ``nccl:`` annotation) and the copy ops a memcpy takes its bytes from; of any other call only the name."""
+    return aten_ops.recognised(name) or name.startswith(aten_comms.ANNOTATION_PREFIX) or name in kernel_ops._COPY_OPS
 
 
 def _representative(columns: KinetoColumns, calls: OpCalls, k: int) -> KernelRecord:

@@ -290,17 +290,24 @@ class OpCalls:
         self.concrete, self.lists = _Converted(_concrete_values), _Converted(_list_shapes)
         self.gradients: dict[int, Any] | None = None
 
-    def keys(self, indices: list[int]) -> list[tuple[Any, ...]]:
+    def keys(self, indices: list[int], reads_args: Callable[[str], bool]) -> list[tuple[Any, ...]]:
         """What each op's call holds besides its id and times: (name, raw JSON of its dims, types, concrete values
-        and strides joined by NUL bytes (which JSON text cannot hold; absent: empty), outputs)."""
+        and strides joined by NUL bytes (which JSON text cannot hold; absent: empty), outputs); only the name for
+        an op whose arguments no reader reads (``reads_args`` of its name False)."""
         ops, name_of = self.columns.ops, self.columns.op_name
         out: list[tuple[Any, ...]] = []
         join, absent = b"\0".join, NOT_RECORDED
+        read: dict[str, bool] = {}
         try:
             for i in indices:
-                args = ops[i].args
-                if args is None:
-                    out.append((name_of(i), None, None))
+                args, name = ops[i].args, name_of(i)
+                wanted = read.get(name)
+                if wanted is None:
+                    wanted = read[name] = reads_args(name)
+                if args is None or not wanted:
+                    if args is not None and args.collective_name is not None:
+                        raise Unsupported("an op that records a collective")
+                    out.append((name, None, None))
                     continue
                 if args.collective_name is not None:
                     raise Unsupported("an op that records a collective")
@@ -308,7 +315,7 @@ class OpCalls:
                 text = join((args.legacy_input_dims if dims is absent else dims, args.input_types,
                              args.concrete_inputs, args.input_strides))
                 sequence = args.sequence
-                out.append((name_of(i), text, None if type(sequence) is not int else self._outputs(i)))
+                out.append((name, text, None if type(sequence) is not int else self._outputs(i)))
         except TypeError:  # a field decoded by the ijson fallback (not raw JSON)
             raise Unsupported("a field decoded by the ijson fallback") from None
         return out
