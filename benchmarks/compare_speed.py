@@ -78,17 +78,30 @@ def build(kernels: int, noise: float, slow: float, seed: int, path: Path) -> int
 def measure(base_path: Path, new_path: Path) -> dict[str, Any]:
     """One comparison from files with the ``perfmodel`` on the path: CPU s of each stage and what it found."""
     hw = load_hardware("nvidia-v100-sxm2-32gb")
+    try:  # the columnar path (``perfmodel.compare.fast_side``) where the tree has it
+        from perfmodel.compare.fast_side import read_columns, side_from_columns
+    except ImportError:
+        read_columns = None  # type: ignore[assignment]
     c0 = time.process_time()
-    base, new = parse_trace(base_path, base_path.name), parse_trace(new_path, new_path.name)
-    c1 = time.process_time()
-    base_side, new_side = side_from_parsed(base, base_path.name), side_from_parsed(new, new_path.name)
+    base_read = read_columns(base_path) if read_columns is not None else None
+    new_read = read_columns(new_path) if base_read is not None else None
+    if base_read is not None and new_read is not None:
+        c1 = time.process_time()
+        base_side = side_from_columns(base_read[0], base_path.name, base_read[1], base_read[2])
+        new_side = side_from_columns(new_read[0], new_path.name, new_read[1], new_read[2])
+        count = len(base_read[0].devices)
+    else:
+        base, new = parse_trace(base_path, base_path.name), parse_trace(new_path, new_path.name)
+        c1 = time.process_time()
+        base_side, new_side = side_from_parsed(base, base_path.name), side_from_parsed(new, new_path.name)
+        count = len(base.kernels)
     c2 = time.process_time()
     result = diff_sides(base_side, new_side, hw)
     c3 = time.process_time()
     verdicts: dict[str, int] = {}
     for g in result.groups:
         verdicts[g.verdict] = verdicts.get(g.verdict, 0) + 1
-    return {"parse": c1 - c0, "match": c2 - c1, "diff": c3 - c2, "total": c3 - c0, "records": len(base.kernels),
+    return {"parse": c1 - c0, "match": c2 - c1, "diff": c3 - c2, "total": c3 - c0, "records": count,
             "groups": len(result.groups), "verdicts": verdicts,
             "digest": hashlib.sha1(repr(result).encode()).hexdigest(),
             "regressions": [f"{g.name} {g.key[2][:80]}: {g.change_pct:+.1f}% ({g.base_calls} calls)"

@@ -9,6 +9,7 @@ from typing import Any
 
 from perfmodel.compare import cache
 from perfmodel.compare.diff import CompareError
+from perfmodel.compare.fast_side import fast_file_side
 from perfmodel.compare.sides import Side, side_from_parsed, side_from_runs
 from perfmodel.hardware import Hardware
 from perfmodel.traces import TraceError, parse_trace
@@ -55,8 +56,9 @@ def file_side(path: Path) -> Side:
     content = path.read_bytes() if folder is not None else b""
     if folder is not None and (side := cache.load(folder, content, path.name)) is not None:
         return side
+    side = fast_file_side(content or path, path.name)  # None: a file the columnar path leaves to the reference
     try:
-        side = side_from_parsed(parse_trace(content or path, path.name), path.name)
+        side = side or side_from_parsed(parse_trace(content or path, path.name), path.name)
     except TraceError as exc:
         raise CompareError(f"{path.name}: {exc}") from None
     if folder is not None:

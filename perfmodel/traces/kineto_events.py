@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar, Union
 
 import ijson  # type: ignore[import-untyped]
 import msgspec
@@ -83,7 +83,34 @@ class Event(msgspec.Struct, gc=False):
     args: EventArgs | None = None
 
 
+class SpanArgs(EventArgs, gc=False):
+    """``EventArgs`` with the grid and block sizes decoded (lists of three ints, mostly: a list costs less than a
+    raw text's bytes)."""
+
+    grid: Any = None
+    block: Any = None
+
+
+class SpanEvent(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
+    """An event of phase ``X`` (a span: ops, launches, kernels) as ``PHASED`` decodes it: ``Event``'s fields."""
+
+    ph: ClassVar[str] = "X"
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: SpanArgs | None = None
+
+
+# the Chrome trace format's other phases: only the phase is decoded (their fields are skipped without objects)
+_OTHER_PHASES = tuple(msgspec.defstruct(f"Phase{ord(ph)}", [], tag_field="ph", tag=ph, gc=False,
+                                        namespace={"ph": ph}) for ph in "BEiICbnestfPONDMVvRc()")
 _DECODER = msgspec.json.Decoder(list[Event])
+# events by phase: a span's fields, the phase alone for any other; an event without a known phase (or any other
+# shape the tagged union rejects) sends its chunk to the untyped decoder, as an odd event does for ``_DECODER``
+PHASED = msgspec.json.Decoder(list[Union[SpanEvent, *_OTHER_PHASES]])  # type: ignore[valid-type]
 _FIELDS = dict(zip(EventArgs.__struct_fields__, EventArgs.__struct_encode_fields__, strict=True))
 
 
@@ -125,11 +152,12 @@ def reference_event_batches(stream: BinaryIO, top_level_list: bool) -> Iterator[
     return _ijson_events(PrefixedStream(b"", stream), "item" if top_level_list else "traceEvents.item")
 
 
-def _decode(piece: bytes) -> list[Event] | None:
+def _decode(piece: bytes | memoryview, decoder: msgspec.json.Decoder[Any] = _DECODER) -> list[Event] | None:
     """The events of ``[piece]``; None where it is not valid JSON (a cut inside a string or a nested value)."""
-    wrapped = b"[" + piece + b"]"
+    wrapped = b"".join((b"[", piece, b"]"))  # one copy of the piece
     try:
-        return _DECODER.decode(wrapped)
+        events: list[Event] = decoder.decode(wrapped)
+        return events
     except msgspec.ValidationError:  # valid JSON, an event or its args not an object: decode it untyped
         pass
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
@@ -152,7 +180,8 @@ def _last_cut(data: bytes, pattern: re.Pattern[bytes], end: int) -> int:
     return last
 
 
-def _cut_events(data: bytes, pattern: re.Pattern[bytes]) -> tuple[int, list[Event]] | None:
+def _cut_events(data: bytes, pattern: re.Pattern[bytes],
+                decoder: msgspec.json.Decoder[Any] = _DECODER) -> tuple[int, list[Event]] | None:
     """Decode ``data`` up to its last cut that decodes (trying ``MAX_RETRIES`` earlier ones): (bytes used, events);
     None where none decodes."""
     end = len(data)
@@ -160,7 +189,8 @@ def _cut_events(data: bytes, pattern: re.Pattern[bytes]) -> tuple[int, list[Even
         cut = _last_cut(data, pattern, end)
         if cut < 0:
             return None
-        events = _decode(data[:cut])
+        with memoryview(data) as view:
+            events = _decode(view[:cut], decoder)
         if events is not None:
             return cut, events
         end = cut - 1
@@ -191,8 +221,10 @@ def _array_start(stream: BinaryIO, top_level_list: bool) -> tuple[bytes, int | N
     return data, None
 
 
-def iter_event_batches(stream: BinaryIO, top_level_list: bool) -> Iterator[list[Event]]:
-    """The trace's events in file order, in batches. Raises ``TraceError`` for JSON that is broken or cut short."""
+def iter_event_batches(stream: BinaryIO, top_level_list: bool,
+                       decoder: msgspec.json.Decoder[Any] = _DECODER) -> Iterator[list[Event]]:
+    """The trace's events in file order, in batches. Raises ``TraceError`` for JSON that is broken or cut short.
+    ``decoder``: ``PHASED`` gives ``SpanEvent``s and phase-only events (each with ``ph``) for the plain ones."""
     prefix = "item" if top_level_list else "traceEvents.item"
     opening = b"[" if top_level_list else b'{"traceEvents":['
     data, position = _array_start(stream, top_level_list)
@@ -205,7 +237,7 @@ def iter_event_batches(stream: BinaryIO, top_level_list: bool) -> Iterator[list[
         data += chunk
         if not chunk:
             break
-        done = _cut_events(data, _EVENT_END)
+        done = _cut_events(data, _EVENT_END, decoder)
         if done is None:
             if len(data) > 4 * CHUNK_BYTES:  # no cut decodes in a large piece: let ijson read (or reject) it
                 yield from _ijson_events(PrefixedStream(opening + data, stream), prefix)
@@ -215,7 +247,7 @@ def iter_event_batches(stream: BinaryIO, top_level_list: bool) -> Iterator[list[
         yield events
         data = data[used:].lstrip(_WHITESPACE)[1:]  # past the ',' after the last event used
     # the end of the file: the last events up to the array's ']', then the rest of the document
-    done = _cut_events(data, _ARRAY_END) if data.lstrip(_WHITESPACE)[:1] != b"]" else (0, [])
+    done = _cut_events(data, _ARRAY_END, decoder) if data.lstrip(_WHITESPACE)[:1] != b"]" else (0, [])
     if done is None:
         yield from _ijson_events(PrefixedStream(opening + data, stream), prefix)
         return
