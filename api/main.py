@@ -1,4 +1,5 @@
-"""The FastAPI app factory: ``uvicorn --factory api.main:create_app``."""
+"""The FastAPI app factory: ``uvicorn --factory api.main:create_app`` (add ``--http
+api.http_protocol:CombinedWritesProtocol`` for one socket write per small response; ``perfmodel serve`` does)."""
 
 from __future__ import annotations
 

@@ -44,7 +44,8 @@ def start_server(port: int, workers: int, data_dir: str, settings: dict[str, str
     env = {**os.environ, "PERFMODEL_DATA_DIR": data_dir, **(settings or {})}
     env.pop("PERFMODEL_DATABASE_URL", None)
     command = [sys.executable, "-m", "uvicorn", "--factory", "api.main:create_app", "--host", "127.0.0.1",
-               "--port", str(port), "--workers", str(workers), "--http", http, "--log-level", "warning", "--no-access-log"]
+               "--port", str(port), "--workers", str(workers), "--http", http, "--log-level", "warning",
+               "--no-access-log"]
     server = subprocess.Popen(command, env=env, cwd=cwd)
     deadline = time.time() + start_timeout_s
     while time.time() < deadline:
@@ -206,7 +207,8 @@ def main() -> None:
     parser.add_argument("--cache-size", type=int, default=65_536,
                         help="server prediction cache (0: every /predict computes, a search per GEMM)")
     parser.add_argument("--http", default=None,
-                        help="uvicorn HTTP protocol (default api.http_protocol:CombinedWritesProtocol; 'auto': uvicorn's)")
+                        help="uvicorn HTTP protocol (default: api.http_protocol:CombinedWritesProtocol; "
+                             "'auto': uvicorn's own)")
     parser.add_argument("--in-process", action="store_true",
                         help="CPU per /predict through the ASGI app in this process, cache hits and misses")
     args = parser.parse_args()
@@ -224,7 +226,8 @@ def main() -> None:
         base = f"http://127.0.0.1:{port}"
         try:
             ops = mixed_ops(200, seed=1)
-            print(f"server: uvicorn ({args.http or 'api.http_protocol'}), {args.workers} worker(s), SQLite, prediction cache {args.cache_size:,}; "
+            protocol = args.http or "api.http_protocol"
+            print(f"server: uvicorn ({protocol}), {args.workers} worker(s), SQLite, prediction cache {args.cache_size:,}; "
                   f"{len(ops)} distinct ops, {HARDWARE}")
             print(f"{'clients':>8} {'requests/s':>11} {'p50 ms':>8} {'p99 ms':>8} {'server CPU/req ms':>18}")
             for clients in (1, 10, 50):
