@@ -227,8 +227,8 @@ def main() -> None:
         try:
             ops = mixed_ops(200, seed=1)
             protocol = args.http or "api.http_protocol"
-            print(f"server: uvicorn ({protocol}), {args.workers} worker(s), SQLite, prediction cache {args.cache_size:,}; "
-                  f"{len(ops)} distinct ops, {HARDWARE}")
+            print(f"server: uvicorn ({protocol}), {args.workers} worker(s), SQLite, prediction cache "
+                  f"{args.cache_size:,}; {len(ops)} distinct ops, {HARDWARE}")
             print(f"{'clients':>8} {'requests/s':>11} {'p50 ms':>8} {'p99 ms':>8} {'server CPU/req ms':>18}")
             for clients in (1, 10, 50):
                 rate, p50, p99, cpu = uvloop.run(load(port, clients, args.seconds, ops, server.pid))
