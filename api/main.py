@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from api.deps import READ_SCHEME
-from api.limits import BodySizeLimit, SecurityHeaders, VersionHeaders
+from api.limits import BodySizeLimit, ResponseHeaders
 from api.response_cache import CachedResponses
 from api.routers import advice as advice_router
 from api.routers import calibrations, comparisons, graphs, hardware, jobs, predict, runs, schedules, trace_diffs, traces
@@ -80,8 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes,
                        upload_limits={f"{API_PREFIX}/traces": settings.max_upload_bytes,
                                       f"{API_PREFIX}/graphs/estimate/onnx": settings.max_upload_bytes})
-    app.add_middleware(VersionHeaders, version=__version__)
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(ResponseHeaders, version=__version__)
     _document_access(app, settings)
     return app
 
