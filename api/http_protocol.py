@@ -19,6 +19,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 RESPONSE_HEAD = b"HTTP/1.1 "
 HEAD_END = b"\r\n\r\n"
+COMBINE_MAX_BYTES = 64 * 1024  # a larger body goes out after the head, not copied behind it
 
 
 class CombinedWrites:
@@ -34,7 +35,11 @@ class CombinedWrites:
         pending = self._pending
         if pending is not None:
             self._pending = None
-            self._transport.write(pending + bytes(data))
+            if len(data) <= COMBINE_MAX_BYTES:
+                self._transport.write(pending + bytes(data))
+                return
+            self._transport.write(pending)
+            self._transport.write(data)
         elif isinstance(data, bytes) and data.startswith(RESPONSE_HEAD) and data.endswith(HEAD_END):
             self._pending = data
             self._loop.call_soon(self.flush)

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from live_server import live_server
 
-from api.http_protocol import CombinedWrites
+from api.http_protocol import COMBINE_MAX_BYTES, CombinedWrites
 from api.main import create_app
 from api.settings import Settings
 from api.state import AppState
@@ -135,30 +136,28 @@ def test_combined_writes_send_every_byte_in_order() -> None:
         await asyncio.sleep(0)
         steps.append(list(transport.writes))
         transport.writes.clear()
+        big = b"x" * (COMBINE_MAX_BYTES + 1)
+        combined.write(head)
+        combined.write(big)  # a large body is not copied behind its head
+        steps.append(list(transport.writes))
+        transport.writes.clear()
         combined.write(head)
         combined.close()  # closing sends what waits first
         steps.append([*transport.writes, b"closed" if transport.closed else b"open"])
         assert combined.get_write_buffer_size() == 0  # the rest is the wrapped transport's
         return steps
 
-    one, two, three = asyncio.run(scenario())
+    one, two, large, three = asyncio.run(scenario())
     head = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n"
     assert one == [head + b"{}"] and two == [head] and three == [head, b"closed"]
+    assert large == [head, b"x" * (COMBINE_MAX_BYTES + 1)]
 
 
 def test_the_protocol_serves_keep_alive_requests(tmp_path: Any) -> None:
-    """uvicorn with ``--http api.http_protocol:CombinedWritesProtocol``: several requests on one connection,
-    each answer whole and in one piece."""
-    import sys
-
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2] / "benchmarks"))
-    from api_load import start_server
-
-    from web.testing import free_port
-
-    port = free_port()
-    server = start_server(port, 1, str(tmp_path), http="api.http_protocol:CombinedWritesProtocol")
-    try:
+    """uvicorn with ``--http api.http_protocol:CombinedWritesProtocol`` (as live_server starts it): several
+    requests on one keep-alive connection, each answer whole, with the middlewares' headers."""
+    with live_server(f"sqlite:///{tmp_path}/db.sqlite3", TOKEN, workers=1) as base:
+        port = int(base.rsplit(":", 1)[1])
         payload = json.dumps({"hardware": H100, "op": MATMUL}).encode()
         request = (b"POST /api/v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                    b"Content-Length: %d\r\n\r\n%b" % (len(payload), payload))
@@ -177,6 +176,3 @@ def test_the_protocol_serves_keep_alive_requests(tmp_path: Any) -> None:
                 bodies.append(body)
                 time.sleep(0.01)
         assert bodies[0] == bodies[1] == bodies[2] and json.loads(bodies[0])["time_s"] > 0
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
