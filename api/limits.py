@@ -1,4 +1,4 @@
-"""Pure ASGI middleware: 413 for oversized bodies; version and Server-Timing headers; security headers."""
+"""Pure ASGI middleware: 413 for oversized bodies; version, Server-Timing and security headers."""
 
 from __future__ import annotations
 
@@ -38,10 +38,16 @@ class BodySizeLimit:
         upload = next((v for k, v in self.upload_limits.items() if path.startswith(k)), None)
         limit = self.default_max_bytes if upload is None else upload
         setting = "PERFMODEL_MAX_BODY_BYTES" if upload is None else "PERFMODEL_MAX_UPLOAD_BYTES"
-        declared = dict(scope.get("headers", [])).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            await self._reject(send, limit, setting)
-            return
+        headers = dict(scope.get("headers", []))
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit():
+            if int(declared) > limit:
+                await self._reject(send, limit, setting)
+                return
+            if b"transfer-encoding" not in headers:
+                # the server reads exactly the declared length (HTTP/1.1: RFC 9112 section 6.3): within the limit
+                await self.app(scope, receive, send)
+                return
         seen = 0
         started = False
         exceeded = False
@@ -82,29 +88,6 @@ class BodySizeLimit:
         await send({"type": "http.response.body", "body": body.encode()})
 
 
-class VersionHeaders:
-    """``X-Perfmodel-Version`` and ``Server-Timing: app;dur=<ms>`` on every HTTP response."""
-
-    def __init__(self, app: ASGIApp, version: str) -> None:
-        self.app = app
-        self.version = version.encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        start = time.perf_counter()
-
-        async def stamped_send(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                duration_ms = (time.perf_counter() - start) * 1e3
-                message["headers"] = [*message.get("headers", []), (b"x-perfmodel-version", self.version),
-                                      (b"server-timing", f"app;dur={duration_ms:.3f}".encode())]
-            await send(message)
-
-        await self.app(scope, receive, stamped_send)
-
-
 # the dashboard: scripts and styles from this origin only (plotly.js is served locally; its charts set inline
 # styles), data: images (plotly's modebar, PNG export), no plugins, no framing, no foreign form targets
 DASHBOARD_CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
@@ -115,29 +98,39 @@ DOCS_CSP = DASHBOARD_CSP
 DOCS_PATHS = ("/docs", "/redoc")
 
 
-class SecurityHeaders:
-    """``X-Content-Type-Options: nosniff``, ``Referrer-Policy`` and ``X-Frame-Options`` on every response; a
-    Content-Security-Policy (with ``frame-ancestors 'none'``) on every HTML page."""
+class ResponseHeaders:
+    """On every HTTP response: ``X-Perfmodel-Version``, ``Server-Timing: app;dur=<ms>``,
+    ``X-Content-Type-Options: nosniff``, ``Referrer-Policy`` and ``X-Frame-Options`` (where the app did not set
+    them), and a Content-Security-Policy (with ``frame-ancestors 'none'``) on every HTML page. One middleware, one
+    wrapped ``send`` per request."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    SECURITY = ((b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"same-origin"),
+                (b"x-frame-options", b"DENY"))
+
+    def __init__(self, app: ASGIApp, version: str) -> None:
         self.app = app
+        self.version = version.encode()
+        self.dashboard_policy = DASHBOARD_CSP.encode()
+        self.docs_policy = DOCS_CSP.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        policy = (DOCS_CSP if scope.get("path", "").startswith(DOCS_PATHS) else DASHBOARD_CSP).encode()
+        start = time.perf_counter()
 
-        async def secured_send(message: Message) -> None:
+        async def stamped_send(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))
+                duration_ms = (time.perf_counter() - start) * 1e3
+                headers = [*message.get("headers", []), (b"x-perfmodel-version", self.version),
+                           (b"server-timing", f"app;dur={duration_ms:.3f}".encode())]
                 names = {name.lower() for name, _ in headers}
-                added = [(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"same-origin"),
-                         (b"x-frame-options", b"DENY")]
+                added = list(self.SECURITY)
                 content_type = next((v for k, v in headers if k.lower() == b"content-type"), b"")
                 if content_type.startswith(b"text/html"):
-                    added.append((b"content-security-policy", policy))
+                    docs = scope.get("path", "").startswith(DOCS_PATHS)
+                    added.append((b"content-security-policy", self.docs_policy if docs else self.dashboard_policy))
                 message["headers"] = headers + [(k, v) for k, v in added if k not in names]
             await send(message)
 
-        await self.app(scope, receive, secured_send)
+        await self.app(scope, receive, stamped_send)

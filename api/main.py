@@ -1,4 +1,5 @@
-"""The FastAPI app factory: ``uvicorn --factory api.main:create_app``."""
+"""The FastAPI app factory: ``uvicorn --factory api.main:create_app`` (add ``--http
+api.http_protocol:CombinedWritesProtocol`` for one socket write per small response; ``perfmodel serve`` does)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from api.deps import READ_SCHEME
-from api.limits import BodySizeLimit, SecurityHeaders, VersionHeaders
+from api.limits import BodySizeLimit, ResponseHeaders
+from api.response_cache import CachedResponses
 from api.routers import advice as advice_router
 from api.routers import calibrations, comparisons, graphs, hardware, jobs, predict, runs, schedules, trace_diffs, traces
 from api.routers import training as training_router
@@ -74,11 +76,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def health() -> dict[str, str]:
         return {"status": "ok", "model_version": __version__}
 
+    app.add_middleware(CachedResponses, state=app.state.perfmodel, path=f"{API_PREFIX}/predict")
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes,
                        upload_limits={f"{API_PREFIX}/traces": settings.max_upload_bytes,
                                       f"{API_PREFIX}/graphs/estimate/onnx": settings.max_upload_bytes})
-    app.add_middleware(VersionHeaders, version=__version__)
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(ResponseHeaders, version=__version__)
     _document_access(app, settings)
     return app
 

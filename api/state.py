@@ -29,6 +29,7 @@ class AppState:
     jobs: JobPool = field(init=False)
     _custom: dict[str, tuple[str, Hardware]] = field(default_factory=dict)
     _cache: OrderedDict[bytes, bytes] = field(default_factory=OrderedDict)
+    _responses: OrderedDict[bytes, bytes] = field(default_factory=OrderedDict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @staticmethod
@@ -69,9 +70,23 @@ class AppState:
             return hit
 
     def remember(self, key: bytes, value: bytes) -> None:
+        self._store(self._cache, key, value)
+
+    # --- response bodies by request bytes (api.response_cache): the same size limit ---
+    def cached_response(self, key: bytes) -> bytes | None:
+        with self._lock:
+            hit = self._responses.get(key)
+            if hit is not None:
+                self._responses.move_to_end(key)
+            return hit
+
+    def remember_response(self, key: bytes, value: bytes) -> None:
+        self._store(self._responses, key, value)
+
+    def _store(self, cache: OrderedDict[bytes, bytes], key: bytes, value: bytes) -> None:
         if self.settings.prediction_cache_size == 0:
             return
         with self._lock:
-            self._cache[key] = value
-            if len(self._cache) > self.settings.prediction_cache_size:
-                self._cache.popitem(last=False)
+            cache[key] = value
+            if len(cache) > self.settings.prediction_cache_size:
+                cache.popitem(last=False)

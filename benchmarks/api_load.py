@@ -33,13 +33,19 @@ HARDWARE = "nvidia-h100-sxm5-80gb"
 
 
 def start_server(port: int, workers: int, data_dir: str, settings: dict[str, str] | None = None,
-                 cwd: str | None = None, start_timeout_s: float = 60) -> subprocess.Popen[bytes]:
+                 cwd: str | None = None, start_timeout_s: float = 60,
+                 http: str | None = None) -> subprocess.Popen[bytes]:
     """uvicorn serving the app on 127.0.0.1:``port`` (SQLite in ``data_dir``; ``settings``: extra environment,
-    e.g. PERFMODEL_* values), once /health answers."""
+    e.g. PERFMODEL_* values), once /health answers. ``http``: uvicorn's HTTP protocol (default: the service's
+    own, ``api.http_protocol``, where the served tree has it)."""
+    if http is None:
+        tree_has_it = os.path.exists(os.path.join(cwd or os.getcwd(), "api", "http_protocol.py"))
+        http = "api.http_protocol:CombinedWritesProtocol" if tree_has_it else "auto"
     env = {**os.environ, "PERFMODEL_DATA_DIR": data_dir, **(settings or {})}
     env.pop("PERFMODEL_DATABASE_URL", None)
     command = [sys.executable, "-m", "uvicorn", "--factory", "api.main:create_app", "--host", "127.0.0.1",
-               "--port", str(port), "--workers", str(workers), "--log-level", "warning", "--no-access-log"]
+               "--port", str(port), "--workers", str(workers), "--http", http, "--log-level", "warning",
+               "--no-access-log"]
     server = subprocess.Popen(command, env=env, cwd=cwd)
     deadline = time.time() + start_timeout_s
     while time.time() < deadline:
@@ -200,6 +206,9 @@ def main() -> None:
     parser.add_argument("--no-batch", action="store_true", help="only the /predict load")
     parser.add_argument("--cache-size", type=int, default=65_536,
                         help="server prediction cache (0: every /predict computes, a search per GEMM)")
+    parser.add_argument("--http", default=None,
+                        help="uvicorn HTTP protocol (default: api.http_protocol:CombinedWritesProtocol; "
+                             "'auto': uvicorn's own)")
     parser.add_argument("--in-process", action="store_true",
                         help="CPU per /predict through the ASGI app in this process, cache hits and misses")
     args = parser.parse_args()
@@ -212,12 +221,14 @@ def main() -> None:
         return
     port = free_port()
     with tempfile.TemporaryDirectory() as data_dir:
-        server = start_server(port, args.workers, data_dir, {"PERFMODEL_PREDICTION_CACHE_SIZE": str(args.cache_size)})
+        server = start_server(port, args.workers, data_dir, {"PERFMODEL_PREDICTION_CACHE_SIZE": str(args.cache_size)},
+                              http=args.http)
         base = f"http://127.0.0.1:{port}"
         try:
             ops = mixed_ops(200, seed=1)
-            print(f"server: uvicorn, {args.workers} worker(s), SQLite, prediction cache {args.cache_size:,}; "
-                  f"{len(ops)} distinct ops, {HARDWARE}")
+            protocol = args.http or "api.http_protocol"
+            print(f"server: uvicorn ({protocol}), {args.workers} worker(s), SQLite, prediction cache "
+                  f"{args.cache_size:,}; {len(ops)} distinct ops, {HARDWARE}")
             print(f"{'clients':>8} {'requests/s':>11} {'p50 ms':>8} {'p99 ms':>8} {'server CPU/req ms':>18}")
             for clients in (1, 10, 50):
                 rate, p50, p99, cpu = uvloop.run(load(port, clients, args.seconds, ops, server.pid))

@@ -219,7 +219,10 @@ def serve(
     port = port or settings.port
     typer.echo(f"perfmodel {__version__}: http://{host}:{port}/  (API docs at /docs, "
                f"database {settings.resolved_database_url()})")
-    uvicorn.run("api.main:create_app", factory=True, host=host, port=port, workers=workers, log_level="warning")
+    from api.http_protocol import HTTP_PROTOCOL  # one socket write per small response
+
+    uvicorn.run("api.main:create_app", factory=True, host=host, port=port, workers=workers, log_level="warning",
+                http=HTTP_PROTOCOL)
 
 
 @app.command("calibrate")

@@ -1,7 +1,8 @@
 """POST /predict, /predict/batch and /search.
 
 /predict answers repeated questions from a cache of serialised responses without leaving the
-event loop; a miss is computed there too (a calibrated one in the thread pool). /predict/batch de-duplicates the ops (a
+event loop (a request whose exact bytes were answered before is replayed by ``api.response_cache`` before it gets
+here); a miss is computed there too (a calibrated one in the thread pool). /predict/batch de-duplicates the ops (a
 model's layers repeat), predicts the distinct ones vectorised and serialises with orjson.
 """
 
@@ -13,6 +14,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
 from api.deps import READ_SCHEME, get_state, read_bearer, require_read
+from api.response_cache import SCOPE_KEY
 from api.routers.convert import cost_json, finite, json_bytes, json_response, op_key
 from api.schemas import BatchOut, BatchRequest, CostOut, PredictRequest, SearchOut, SearchRequest
 from api.state import AppState
@@ -34,10 +36,12 @@ async def predict_one(body: PredictRequest, request: Request) -> Response:
     state: AppState = request.app.state.perfmodel
     if state.settings.read_requires_token:
         await require_read(state, await read_bearer(request))
-    hardware = state.bundled(body.hardware) or (await run_in_threadpool(state.hardware, body.hardware))[0]
+    bundled = state.bundled(body.hardware)
+    hardware = bundled or (await run_in_threadpool(state.hardware, body.hardware))[0]
     calibration_id: int | None = None
     calibration: Calibration | None = None
-    if body.calibration not in (None, "", "none"):
+    uncalibrated = body.calibration in (None, "", "none")
+    if not uncalibrated:
         calibration_id, calibration = await run_in_threadpool(state.calibrations.resolve, hardware.id,
                                                               body.calibration)
     key = b"|".join((hardware.content_hash.encode(), op_key(body.op), body.timing.encode(),
@@ -50,6 +54,10 @@ async def predict_one(body: PredictRequest, request: Request) -> Response:
         hit = (_predict_bytes(hardware, body, None, None) if calibration is None
                else await run_in_threadpool(_predict_bytes, hardware, body, calibration_id, calibration))
         state.remember(key, hit)
+    replay_key = request.scope.get(SCOPE_KEY)
+    if replay_key is not None and bundled is not None and uncalibrated:
+        # these bytes get this answer for as long as the process runs ("latest" may change): api.response_cache
+        state.remember_response(replay_key, hit)
     return json_response(hit)
 
 

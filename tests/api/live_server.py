@@ -34,7 +34,8 @@ def live_server(database_url: str, token: str, workers: int = 2, **env: str) -> 
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed below; a file, not a pipe that could fill and block
     process = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "--factory", "api.main:create_app", "--host", "127.0.0.1",
-         "--port", str(port), "--workers", str(workers), "--log-level", "warning"],
+         "--port", str(port), "--workers", str(workers), "--log-level", "warning",
+         "--http", "api.http_protocol:CombinedWritesProtocol"],
         cwd=ROOT, env=environ, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
