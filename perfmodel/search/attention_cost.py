@@ -86,6 +86,48 @@ def backward_side_kernels_seconds(t: MachineTables, bh: FloatArray, sq: FloatArr
     return result
 
 
+# FlashAttention-2's warp layouts under mma.sync (``mma_scope: warp``). Forward: "we split Q across 4 warps while keeping
+# K and V accessible by all warps" (Dao 2023, FA2 paper §3.3), so each of the 4 warps reads the whole K and V tile
+# from SMEM and P stays in its registers. Backward: 8 warps as a 2 x 4 grid on every MMA (Dao-AILab/flash-attention,
+# csrc/flash_attn/src/flash_bwd_launch_template.h, hdim >= 64: Flash_bwd_kernel_traits<.., 8 warps, AtomLayoutMSdP 2,
+# AtomLayoutNdKV 4, AtomLayoutMdQ 2>).
+FA2_FORWARD_WARPS = 4.0
+FA2_BACKWARD_GRID = (2.0, 4.0)  # warps along the Q tile's rows (M of S, dP, dQ), along the KV tile / head dim
+DQ_ACCUM_BYTES = 4.0  # fp32 dQ accumulator
+
+
+def _mma_smem_elements(t: MachineTables, m: FloatArray, n: FloatArray, k: FloatArray, a_in_smem: bool = True,
+                       grid: tuple[float, float] | None = None) -> FloatArray:
+    """SMEM elements one M x N x K MMA reads: a warp grid (wm, wn) reads A wn times and B wm times (every warp its
+    rows of A and columns of B); otherwise the matrix instruction's scope as in GEMMs (``smem_reads_a`` / ``_b``:
+    wgmma's two consumer warpgroups split M and each read all of B). A held in registers is not read."""
+    ra, rb = (grid[1], grid[0]) if grid is not None else (t.smem_reads_a, t.smem_reads_b)
+    result: FloatArray = k * ((ra * m if a_in_smem else 0.0) + rb * n)
+    return result
+
+
+def smem_pair_bytes(t: MachineTables, bq: FloatArray, bkv: FloatArray, d: FloatArray, dv: FloatArray, e: FloatArray,
+                    backward: bool = False) -> FloatArray:
+    """SMEM bytes read and written per (Q tile, KV tile) pair by the matrix operands (docs/model.md, 'Flash attention:
+    FA2 vs FA3'). Forward: S = Q Kᵀ (both from SMEM), O += P V (P in registers). Backward: S and dP recomputed, dV
+    += Pᵀ dO, dK += dSᵀ Q (P and dS written to SMEM to be read transposed), dQ += dS K; the asynchronous-MMA
+    kernels (FA3) also stage the fp32 dQ tile in SMEM for the TMA reduce-add (written and read)."""
+    warp = not overlaps_softmax(t)
+    if not backward:
+        grid_f = (FA2_FORWARD_WARPS, 1.0) if warp else None
+        result: FloatArray = e * (_mma_smem_elements(t, bq, bkv, d, grid=grid_f)
+                                  + _mma_smem_elements(t, bq, dv, bkv, a_in_smem=False, grid=grid_f))
+        return result
+    g = FA2_BACKWARD_GRID if warp else None
+    gt = (g[1], g[0]) if g is not None else None  # dV, dK: M is the KV tile
+    elements = (_mma_smem_elements(t, bq, bkv, d, grid=g) + _mma_smem_elements(t, bq, bkv, dv, grid=g)
+                + _mma_smem_elements(t, bkv, dv, bq, grid=gt) + _mma_smem_elements(t, bkv, d, bq, grid=gt)
+                + _mma_smem_elements(t, bq, d, bkv, grid=g) + 2.0 * bq * bkv)
+    dq = 0.0 if warp else 2.0 * bq * d * DQ_ACCUM_BYTES
+    result = e * elements + dq
+    return result
+
+
 def _fp32_vector_peak(t: MachineTables, fallback: FloatArray) -> FloatArray:
     """Softmax runs in fp32 registers whatever the operand type (FLOP/s)."""
     path = t.vector_paths[DTYPE_INDEX[DType.FP32]]
@@ -194,7 +236,10 @@ def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray
     reuse_bw = t.bandwidth_bytes_per_s(reuse_level) * dd.onchip_efficiency
     load = bkv * (hd + hdv) * e / (reuse_bw / np.maximum(active, 1.0))
     overlap = overlaps_softmax(t)
-    step = np.maximum(np.maximum(matrix, softmax) if overlap else matrix + softmax, load)
+    # the MMAs' operand reads from SMEM overlap the MMAs themselves (ldmatrix runs ahead, wgmma reads by descriptor)
+    smem_bw = t.scratchpad_bandwidth_per_unit or np.inf
+    mma = np.maximum(matrix, smem_pair_bytes(t, bq, bkv, hd, hdv, e) / smem_bw)
+    step = np.maximum(np.maximum(mma, softmax) if overlap else mma + softmax, load)
     t_pair = pipelined_step(step, t.latency_s(reuse_level), stages, resident)
     per_cta = np.ceil(kv_tiles / split)
     # each CTA's pipeline fills before its first MMA: its Q tile streams from DRAM (latency, then the tile at the
@@ -271,7 +316,9 @@ def _backward(t: MachineTables, bq: FloatArray, bkv: FloatArray, stages: FloatAr
     softmax = softmax_seconds(t, bq, bkv, hdv, fp32_peak, backward=True)
     pair_bytes = bq * (hd + hdv) * e + 2.0 * bq * hd * 4.0  # Q and dO tiles; dQ atomics (fp32, read + write)
     load = pair_bytes / (reuse_bw / np.maximum(np.minimum(ctas, units), 1.0))
-    step = np.maximum(np.maximum(matrix, softmax) if overlap else matrix + softmax, load)
+    mma = np.maximum(matrix, smem_pair_bytes(t, bq, bkv, hd, hdv, e, backward=True)
+                     / (t.scratchpad_bandwidth_per_unit or np.inf))
+    step = np.maximum(np.maximum(mma, softmax) if overlap else mma + softmax, load)
     reuse_level = t.llc if t.llc is not None else t.dram
     t_pair = pipelined_step(step, t.latency_s(reuse_level), stages, resident)
     per_cta = np.where(causal > 0, np.ceil(pairs / kv_tiles), qt)
