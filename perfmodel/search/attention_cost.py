@@ -310,7 +310,9 @@ def _backward(t: MachineTables, bq: FloatArray, bkv: FloatArray, stages: FloatAr
     pairs = np.where(causal > 0, _causal_pairs(sq, skv, bq, bkv), qt * kv_tiles)
     ctas = bh * kv_tiles
     footprint = (bkv * (hd + hdv) + stages * bq * (hd + hdv)) * e
-    registers = (2.0 * bq * bkv + bkv * (hd + hdv)) * 4.0
+    # fp32 in registers: S and dP (BQ x BKV), the dK and dV accumulators, and each Q row's LSE and D = rowsum(dO∘O)
+    # (FA2's flash_bwd_kernel.h and FA3's mainloop_bwd load both per row into registers)
+    registers = (2.0 * bq * bkv + bkv * (hd + hdv) + 2.0 * bq) * 4.0
     resident, feasible = _residency(t, footprint, registers)
     matrix = 2.0 * bq * bkv * (3.0 * dpad + 2.0 * dvpad) / peak_unit
     softmax = softmax_seconds(t, bq, bkv, hdv, fp32_peak, backward=True)
