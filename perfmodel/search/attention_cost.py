@@ -336,8 +336,7 @@ def _backward(t: MachineTables, bq: FloatArray, bkv: FloatArray, stages: FloatAr
             "footprint_bytes": footprint, "feasible": feasible}
 
 
-def best_attention(t: MachineTables, space: AttentionCandidates, **arrays: FloatArray) -> AttentionChoice:
-    """The cheapest schedule per op (equal times: smallest footprint, then first index, as ``tie_break``)."""
+def _pick(t: MachineTables, space: AttentionCandidates, arrays: dict[str, FloatArray]) -> AttentionChoice:
     costs = attention_costs(t, space, **arrays)
     judged = costs["judged_s"]
     best = tie_break(judged, np.broadcast_to(costs["footprint_bytes"], judged.shape))
@@ -349,3 +348,30 @@ def best_attention(t: MachineTables, space: AttentionCandidates, **arrays: Float
 
     return AttentionChoice(best, *(pick(f) for f in ("compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes",
                                                      "reuse_bytes", "pairs", "ctas", "resident", "footprint_bytes")))
+
+
+def best_attention(t: MachineTables, space: AttentionCandidates, **arrays: FloatArray) -> AttentionChoice:
+    """The cheapest schedule per op (equal times: smallest footprint, then first index, as ``tie_break``). An op
+    with both passes runs two kernels, each at its own best tile: the forward's times are added to the backward's
+    (the op's compulsory bytes charged once, with the backward); the schedule reported is the backward's."""
+    fwd, bwd = arrays.get("fwd"), arrays.get("bwd")
+    if fwd is None or bwd is None or not np.any((fwd > 0) & (bwd > 0)):
+        return _pick(t, space, arrays)
+    zero = np.zeros_like(bwd)
+    both = (fwd > 0) & (bwd > 0)
+    forward = _pick(t, space, {**arrays, "bwd": zero, "compulsory": np.where(both, 0.0, arrays["compulsory"])})
+    backward = _pick(t, space, {**arrays, "fwd": zero})
+    only_bwd = bwd > 0
+
+    def field(name: str) -> FloatArray:
+        f, b = getattr(forward, name), getattr(backward, name)
+        result: FloatArray = np.where(both, f + b, np.where(only_bwd, b, f)) if name in _SUMMED else \
+            np.where(only_bwd, b, f)
+        return result
+
+    return AttentionChoice(np.where(only_bwd, backward.index, forward.index),
+                           *(field(f) for f in ("compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes",
+                                                "reuse_bytes", "pairs", "ctas", "resident", "footprint_bytes")))
+
+
+_SUMMED = ("compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes", "reuse_bytes", "pairs")
