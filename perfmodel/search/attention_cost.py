@@ -86,7 +86,7 @@ def backward_side_kernels_seconds(t: MachineTables, bh: FloatArray, sq: FloatArr
     return result
 
 
-# FlashAttention-2's warp layouts under mma.sync (``mma_scope: warp``). Forward: "we split Q across 4 warps while keeping
+# FlashAttention-2 warp layouts under mma.sync (``mma_scope: warp``). Forward: "we split Q across 4 warps while keeping
 # K and V accessible by all warps" (Dao 2023, FA2 paper §3.3), so each of the 4 warps reads the whole K and V tile
 # from SMEM and P stays in its registers. Backward: 8 warps as a 2 x 4 grid on every MMA (Dao-AILab/flash-attention,
 # csrc/flash_attn/src/flash_bwd_launch_template.h, hdim >= 64: Flash_bwd_kernel_traits<.., 8 warps, AtomLayoutMSdP 2,
