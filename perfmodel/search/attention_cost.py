@@ -86,6 +86,48 @@ def backward_side_kernels_seconds(t: MachineTables, bh: FloatArray, sq: FloatArr
     return result
 
 
+# FlashAttention-2 warp layouts under mma.sync (``mma_scope: warp``). Forward: "we split Q across 4 warps while keeping
+# K and V accessible by all warps" (Dao 2023, FA2 paper §3.3), so each of the 4 warps reads the whole K and V tile
+# from SMEM and P stays in its registers. Backward: 8 warps as a 2 x 4 grid on every MMA (Dao-AILab/flash-attention,
+# csrc/flash_attn/src/flash_bwd_launch_template.h, hdim >= 64: Flash_bwd_kernel_traits<.., 8 warps, AtomLayoutMSdP 2,
+# AtomLayoutNdKV 4, AtomLayoutMdQ 2>).
+FA2_FORWARD_WARPS = 4.0
+FA2_BACKWARD_GRID = (2.0, 4.0)  # warps along the Q tile's rows (M of S, dP, dQ), along the KV tile / head dim
+DQ_ACCUM_BYTES = 4.0  # fp32 dQ accumulator
+
+
+def _mma_smem_elements(t: MachineTables, m: FloatArray, n: FloatArray, k: FloatArray, a_in_smem: bool = True,
+                       grid: tuple[float, float] | None = None) -> FloatArray:
+    """SMEM elements one M x N x K MMA reads: a warp grid (wm, wn) reads A wn times and B wm times (every warp its
+    rows of A and columns of B); otherwise the matrix instruction's scope as in GEMMs (``smem_reads_a`` / ``_b``:
+    wgmma's two consumer warpgroups split M and each read all of B). A held in registers is not read."""
+    ra, rb = (grid[1], grid[0]) if grid is not None else (t.smem_reads_a, t.smem_reads_b)
+    result: FloatArray = k * ((ra * m if a_in_smem else 0.0) + rb * n)
+    return result
+
+
+def smem_pair_bytes(t: MachineTables, bq: FloatArray, bkv: FloatArray, d: FloatArray, dv: FloatArray, e: FloatArray,
+                    backward: bool = False) -> FloatArray:
+    """SMEM bytes read and written per (Q tile, KV tile) pair by the matrix operands (docs/model.md, 'Flash attention:
+    FA2 vs FA3'). Forward: S = Q Kᵀ (both from SMEM), O += P V (P in registers). Backward: S and dP recomputed, dV
+    += Pᵀ dO, dK += dSᵀ Q (P and dS written to SMEM to be read transposed), dQ += dS K; the asynchronous-MMA
+    kernels (FA3) also stage the fp32 dQ tile in SMEM for the TMA reduce-add (written and read)."""
+    warp = not overlaps_softmax(t)
+    if not backward:
+        grid_f = (FA2_FORWARD_WARPS, 1.0) if warp else None
+        result: FloatArray = e * (_mma_smem_elements(t, bq, bkv, d, grid=grid_f)
+                                  + _mma_smem_elements(t, bq, dv, bkv, a_in_smem=False, grid=grid_f))
+        return result
+    g = FA2_BACKWARD_GRID if warp else None
+    gt = (g[1], g[0]) if g is not None else None  # dV, dK: M is the KV tile
+    elements = (_mma_smem_elements(t, bq, bkv, d, grid=g) + _mma_smem_elements(t, bq, bkv, dv, grid=g)
+                + _mma_smem_elements(t, bkv, dv, bq, grid=gt) + _mma_smem_elements(t, bkv, d, bq, grid=gt)
+                + _mma_smem_elements(t, bq, d, bkv, grid=g) + 2.0 * bq * bkv)
+    dq = 0.0 if warp else 2.0 * bq * d * DQ_ACCUM_BYTES
+    result = e * elements + dq
+    return result
+
+
 def _fp32_vector_peak(t: MachineTables, fallback: FloatArray) -> FloatArray:
     """Softmax runs in fp32 registers whatever the operand type (FLOP/s)."""
     path = t.vector_paths[DTYPE_INDEX[DType.FP32]]
@@ -194,7 +236,10 @@ def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray
     reuse_bw = t.bandwidth_bytes_per_s(reuse_level) * dd.onchip_efficiency
     load = bkv * (hd + hdv) * e / (reuse_bw / np.maximum(active, 1.0))
     overlap = overlaps_softmax(t)
-    step = np.maximum(np.maximum(matrix, softmax) if overlap else matrix + softmax, load)
+    # the MMAs' operand reads from SMEM overlap the MMAs themselves (ldmatrix runs ahead, wgmma reads by descriptor)
+    smem_bw = t.scratchpad_bandwidth_per_unit or np.inf
+    mma = np.maximum(matrix, smem_pair_bytes(t, bq, bkv, hd, hdv, e) / smem_bw)
+    step = np.maximum(np.maximum(mma, softmax) if overlap else mma + softmax, load)
     t_pair = pipelined_step(step, t.latency_s(reuse_level), stages, resident)
     per_cta = np.ceil(kv_tiles / split)
     # each CTA's pipeline fills before its first MMA: its Q tile streams from DRAM (latency, then the tile at the
@@ -265,13 +310,17 @@ def _backward(t: MachineTables, bq: FloatArray, bkv: FloatArray, stages: FloatAr
     pairs = np.where(causal > 0, _causal_pairs(sq, skv, bq, bkv), qt * kv_tiles)
     ctas = bh * kv_tiles
     footprint = (bkv * (hd + hdv) + stages * bq * (hd + hdv)) * e
-    registers = (2.0 * bq * bkv + bkv * (hd + hdv)) * 4.0
+    # fp32 in registers: S and dP (BQ x BKV), the dK and dV accumulators, and each Q row's LSE and D = rowsum(dO∘O)
+    # (FA2's flash_bwd_kernel.h and FA3's mainloop_bwd load both per row into registers)
+    registers = (2.0 * bq * bkv + bkv * (hd + hdv) + 2.0 * bq) * 4.0
     resident, feasible = _residency(t, footprint, registers)
     matrix = 2.0 * bq * bkv * (3.0 * dpad + 2.0 * dvpad) / peak_unit
     softmax = softmax_seconds(t, bq, bkv, hdv, fp32_peak, backward=True)
     pair_bytes = bq * (hd + hdv) * e + 2.0 * bq * hd * 4.0  # Q and dO tiles; dQ atomics (fp32, read + write)
     load = pair_bytes / (reuse_bw / np.maximum(np.minimum(ctas, units), 1.0))
-    step = np.maximum(np.maximum(matrix, softmax) if overlap else matrix + softmax, load)
+    mma = np.maximum(matrix, smem_pair_bytes(t, bq, bkv, hd, hdv, e, backward=True)
+                     / (t.scratchpad_bandwidth_per_unit or np.inf))
+    step = np.maximum(np.maximum(mma, softmax) if overlap else mma + softmax, load)
     reuse_level = t.llc if t.llc is not None else t.dram
     t_pair = pipelined_step(step, t.latency_s(reuse_level), stages, resident)
     per_cta = np.where(causal > 0, np.ceil(pairs / kv_tiles), qt)
@@ -287,8 +336,7 @@ def _backward(t: MachineTables, bq: FloatArray, bkv: FloatArray, stages: FloatAr
             "footprint_bytes": footprint, "feasible": feasible}
 
 
-def best_attention(t: MachineTables, space: AttentionCandidates, **arrays: FloatArray) -> AttentionChoice:
-    """The cheapest schedule per op (equal times: smallest footprint, then first index, as ``tie_break``)."""
+def _pick(t: MachineTables, space: AttentionCandidates, arrays: dict[str, FloatArray]) -> AttentionChoice:
     costs = attention_costs(t, space, **arrays)
     judged = costs["judged_s"]
     best = tie_break(judged, np.broadcast_to(costs["footprint_bytes"], judged.shape))
@@ -300,3 +348,30 @@ def best_attention(t: MachineTables, space: AttentionCandidates, **arrays: Float
 
     return AttentionChoice(best, *(pick(f) for f in ("compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes",
                                                      "reuse_bytes", "pairs", "ctas", "resident", "footprint_bytes")))
+
+
+def best_attention(t: MachineTables, space: AttentionCandidates, **arrays: FloatArray) -> AttentionChoice:
+    """The cheapest schedule per op (equal times: smallest footprint, then first index, as ``tie_break``). An op
+    with both passes runs two kernels, each at its own best tile: the forward's times are added to the backward's
+    (the op's compulsory bytes charged once, with the backward); the schedule reported is the backward's."""
+    fwd, bwd = arrays.get("fwd"), arrays.get("bwd")
+    if fwd is None or bwd is None or not np.any((fwd > 0) & (bwd > 0)):
+        return _pick(t, space, arrays)
+    zero = np.zeros_like(bwd)
+    both = (fwd > 0) & (bwd > 0)
+    forward = _pick(t, space, {**arrays, "bwd": zero, "compulsory": np.where(both, 0.0, arrays["compulsory"])})
+    backward = _pick(t, space, {**arrays, "fwd": zero})
+    only_bwd = bwd > 0
+
+    def field(name: str) -> FloatArray:
+        f, b = getattr(forward, name), getattr(backward, name)
+        result: FloatArray = np.where(both, f + b, np.where(only_bwd, b, f)) if name in _SUMMED else \
+            np.where(only_bwd, b, f)
+        return result
+
+    return AttentionChoice(np.where(only_bwd, backward.index, forward.index),
+                           *(field(f) for f in ("compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes",
+                                                "reuse_bytes", "pairs", "ctas", "resident", "footprint_bytes")))
+
+
+_SUMMED = ("compute_s", "dram_s", "reuse_s", "body_s", "dram_bytes", "reuse_bytes", "pairs")

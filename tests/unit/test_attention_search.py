@@ -9,7 +9,12 @@ import pytest
 
 import perfmodel
 from perfmodel.machine import tables
-from perfmodel.search.attention_cost import _causal_pairs, backward_side_kernels_seconds, softmax_seconds
+from perfmodel.search.attention_cost import (
+    _causal_pairs,
+    backward_side_kernels_seconds,
+    smem_pair_bytes,
+    softmax_seconds,
+)
 from perfmodel.specs import load_hardware
 
 H100 = "nvidia-h100-sxm5-80gb"
@@ -146,3 +151,24 @@ def test_fa2_causal_pays_the_in_order_tail() -> None:
 
     assert 0.52 < ratio("nvidia-a100-sxm4-80gb") < 0.56
     assert ratio(H100) < 0.51
+
+
+@pytest.mark.parametrize(("hardware", "bq", "bkv", "backward", "expected"), [
+    # FA2 forward, 4 warps split Q (paper §3.3): Q once, K and V by each warp, P in registers: 2·(128·128 + 4·64·256)
+    ("nvidia-a100-sxm4-80gb", 128, 64, False, 163_840),
+    # FA2 backward, 2 x 4 warp grids: S, dP (4·64 + 2·128)·128 each, dV, dK (2·128 + 4·128)·64 each, dQ
+    # (4·64 + 2·128)·128, P and dS written 2·64·128; 311,296 elements of 2 B
+    ("nvidia-a100-sxm4-80gb", 64, 128, True, 622_592),
+    # wgmma: 2 warpgroups each read all of B: forward 2·(128·128 + 2·128·256)
+    (H100, 128, 128, False, 163_840),
+    # wgmma backward: S, dP (64 + 2·128)·128, dV, dK (128 + 2·128)·64, dQ (64 + 2·128)·128, P and dS 2·64·128:
+    # 188,416 elements of 2 B, plus the fp32 dQ tile staged for the TMA reduce-add (2·64·128·4)
+    (H100, 64, 128, True, 442_368),
+])
+def test_smem_operand_bytes_per_tile_pair_golden(hardware: str, bq: int, bkv: int, backward: bool,
+                                                 expected: int) -> None:
+    t = tables(load_hardware(hardware))
+    got = smem_pair_bytes(t, np.array(float(bq)), np.array(float(bkv)), np.array(128.0), np.array(128.0),
+                          np.array(2.0), backward=backward)
+    assert float(got) == expected
+
