@@ -21,7 +21,7 @@ def _op(tokens: int, causal: bool = True) -> dict[str, Any]:
 
 def _pairs(op: dict[str, Any]) -> int:
     """Query-key pairs computed, a causal mask aligned bottom-right (the diagonal included)."""
-    sq, skv = op["seq_q"], op["seq_kv"]
+    sq, skv = int(op["seq_q"]), int(op["seq_kv"])
     return sq * skv - (sq * (sq - 1) // 2 if op["causal"] else 0)
 
 
