@@ -21,7 +21,9 @@ One CTA per (batch, head, Q-tile of BQ rows) walks the KV tiles of BKV keys: S =
 GQA packs the h / kv_heads query heads of a KV head into one Q tile (BQ / group tokens each), so
 K and V are loaded once per KV head and Q tile; split-KV (flash-decoding) spreads a Q tile's KV
 range over several CTAs and pays an fp32 combine. K and V come from DRAM once when the heads in
-flight keep them in half the LLC, else once per Q tile. SMEM holds the Q tile and
+flight keep them in half the LLC; else once per wave of a head's Q tiles: the CTAs in flight are
+consecutive Q tiles of one head (the grid's fastest index, or FA3's L2-swizzled scheduler) that start
+together and walk its KV tiles in step, sharing each as it streams. SMEM holds the Q tile and
 ``stages`` KV tiles; registers hold S (BQ x BKV) and O (BQ x dv) in fp32.
 """
 
@@ -267,9 +269,14 @@ def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray
     feasible = feasible & ((b == 0) | back["feasible"])
 
     llc_half = (t.hardware.level_capacity_bytes(t.llc) or 0.0) * dd.llc_resident_fraction if t.llc else 0.0
-    heads_in_flight = np.maximum(np.ceil(np.minimum(ctas, units * resident) / (qt * split)), 1.0)
+    in_flight = np.minimum(ctas, units * resident)
+    heads_in_flight = np.maximum(np.ceil(in_flight / (qt * split)), 1.0)
     per_head = col(kv_bytes) / np.maximum(kv_heads, 1.0)
-    kv_reads = np.where(per_head * heads_in_flight <= llc_half, 1.0, qt)
+    # a head too large for the LLC: its Q tiles in flight share each KV tile as they walk the keys together (FA2's
+    # grid has the Q tile fastest, flash_fwd_launch_template.h; FA3's schedulers order Q tiles within a head,
+    # hopper/tile_scheduler.hpp), so K and V stream from DRAM once per wave of the head's Q tiles
+    waves = np.minimum(qt, np.ceil(qt * split / np.maximum(in_flight, 1.0)))
+    kv_reads = np.where(per_head * heads_in_flight <= llc_half, 1.0, waves)
     dram = col(compulsory) + f * (col(kv_bytes) * (kv_reads - 1.0) + combine)
     reuse = col(compulsory) - col(kv_bytes) + f * (kv_heads * pairs * bkv * (hd + hdv) * e + combine) \
         + b * back["reuse_bytes"]

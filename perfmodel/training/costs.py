@@ -3,9 +3,10 @@
 A probe builds the training graph of the model cut to its distinct layers (a dense layer, and an
 MoE layer where the config has both) on one device of a tp (and ep) group, for a micro-batch of
 ``micro_batch`` sequences of seq/cp tokens, and costs every node with ``predict_many`` — all
-probes' distinct ops in one call. Attention under context parallelism (ring attention, load
-balanced): each rank's s/cp queries attend over all s keys, causal work s²/(2·cp), cp times the
-probe's (s/cp)²/2, so the probe's attention time is multiplied by cp.
+probes' distinct ops in one call. Attention under context parallelism: each rank's own kernels
+(``cp_attention.rank_calls``: the causal load balance's chunks, ring steps or all-gathered prefixes),
+the slowest rank's time; an attention the op model has no per-rank shapes for (unfused) is the probe's
+s/cp-token attention times cp (the same causal work, s²/(2·cp) per rank).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from perfmodel.graph.llm_config import LlmConfig
 from perfmodel.graph.parallel import Parallelism
 from perfmodel.hardware import Hardware
 from perfmodel.roofline import predict_many, predict_valid
+from perfmodel.training.cp_attention import rank_calls
 
 ATTENTION_KINDS = ("attention",)
 ATTENTION_NAMES = ("qk_matmul", "softmax", "av_matmul", "attention", "attention_window_band", "attention_dropout")
@@ -59,6 +61,10 @@ class LayerCosts:
     embed_params: float
     head_params: float
     expert_params: float = 0.0  # of layer_params: routed experts' (their data-parallel group is dp·cp / ep)
+
+
+RankSlots = list[list[tuple[int, int, int]]]  # per context-parallel rank: (forward+backward slot, forward slot, count)
+Row = tuple[Node, int, int, RankSlots | None]
 
 
 @dataclass(frozen=True)
@@ -152,9 +158,11 @@ def sequence_parallel_rows(node: Node, tp: int, hidden: int) -> Node:
 
 
 def cost_table(cfg: LlmConfig, hardware: Hardware, keys: list[ProbeKey], seq_len: int, dtype: str = "bf16",
-               flash: bool = True, dropout: bool = False, sequence_parallel: bool = True) -> CostTable:
+               flash: bool = True, dropout: bool = False, sequence_parallel: bool = True,
+               cp_allgather: bool = False) -> CostTable:
     """Cost every probe in ``keys`` with one ``predict_many`` over their distinct ops (with ``dropout``, the
-    dropout ops the graph leaves out)."""
+    dropout ops the graph leaves out; ``cp_allgather``: context parallelism's attention over all-gathered K/V,
+    else a ring)."""
     graphs: dict[ProbeKey, Graph | str] = {}
     slots: dict[str, int] = {}
     ops: list[dict[str, Any]] = []
@@ -166,7 +174,23 @@ def cost_table(cfg: LlmConfig, hardware: Hardware, keys: list[ProbeKey], seq_len
             ops.append(op)
         return slots[text]
 
-    rows: dict[ProbeKey, list[tuple[Node, int, int]]] = {}
+    # a sliding window shorter than the sequence keeps the probe's s/cp-token attention times cp
+    windowed = bool(cfg.sliding_window) and int(cfg.sliding_window or 0) < seq_len
+
+    def ranks(node: Node, op: dict[str, Any], cp: int) -> RankSlots | None:
+        plain = _is_attention(node) and not windowed and op.get("seq_q") == seq_len // cp
+        calls = rank_calls(op, cp, cp_allgather) if plain else [[(op, 1)]]
+        if len(calls) == 1 and len(calls[0]) == 1 and calls[0][0][0] is op:
+            return None
+        return [[(slot(call), slot(_forward(call)), n) for call, n in rank] for rank in calls]
+
+    def row(node: Node, op: dict[str, Any], cp: int) -> Row:
+        split = ranks(node, op, cp)
+        if split is not None:
+            return node, split[0][0][0], split[0][0][1], split
+        return node, slot(op), slot(_forward(op)), None
+
+    rows: dict[ProbeKey, list[Row]] = {}
     for key in keys:
         try:
             graph = _probe_graph(cfg, key, seq_len, dtype, flash)
@@ -179,7 +203,7 @@ def cost_table(cfg: LlmConfig, hardware: Hardware, keys: list[ProbeKey], seq_len
         if sequence_parallel and key.tp > 1:
             nodes = [sequence_parallel_rows(split, key.tp, cfg.hidden) for n in nodes
                      for split in sequence_parallel_comm(n)]
-        rows[key] = [(n, slot(op), slot(_forward(op))) for n in nodes if (op := n.cost_op)
+        rows[key] = [row(n, op, key.cp) for n in nodes if (op := n.cost_op)
                      is not None and n.stream != "comm_overlap" and not n.layer.startswith("optimizer")
                      and not n.name.endswith(VOCAB_GATHER)]
     adam = slot({"kind": "elementwise", "shape": [ADAM_PROBE_PARAMS], "dtype": "fp32", "inputs": 4, "outputs": 3,
@@ -194,7 +218,9 @@ def cost_table(cfg: LlmConfig, hardware: Hardware, keys: list[ProbeKey], seq_len
     probes: dict[ProbeKey, LayerCosts | str] = {}
     for key, built in graphs.items():
         bad = None if isinstance(built, str) else next(
-            (f"{node.name}: {errors[i]}" for node, both, fwd in rows[key] for i in (both, fwd) if i in errors), None)
+            (f"{node.name}: {errors[i]}" for node, both, fwd, split in rows[key]
+             for i in (both, fwd, *(j for rank in split or [] for call in rank for j in call[:2])) if i in errors),
+            None)
         if isinstance(built, str) or bad is not None:
             probes[key] = built if isinstance(built, str) else bad or ""
         else:
@@ -206,12 +232,18 @@ def cost_table(cfg: LlmConfig, hardware: Hardware, keys: list[ProbeKey], seq_len
                      float(times[stream]) / (STREAM_PROBE_BYTES_PER_ELEMENT * ADAM_PROBE_PARAMS))
 
 
-def _layer_costs(rows: list[tuple[Node, int, int]], times: np.ndarray[Any, Any], shares: list[float],
-                 cp: int) -> LayerCosts:
+def slowest_rank(split: RankSlots, times: np.ndarray[Any, Any]) -> tuple[float, float]:
+    """Forward + backward and forward seconds of the context-parallel rank whose attention calls cost most."""
+    per_rank = [(sum(n * float(times[b]) for b, _, n in rank), sum(n * float(times[f]) for _, f, n in rank))
+                for rank in split]
+    return max(per_rank)
+
+
+def _layer_costs(rows: list[Row], times: np.ndarray[Any, Any], shares: list[float], cp: int) -> LayerCosts:
     acc = {k: 0.0 for k in ("layer", "fwd", "attn", "attn_fwd", "comm", "comm_fwd", "params",
                             "embed", "head", "embed_params", "head_params", "expert_params")}
-    for node, both, fwd in rows:
-        t, tf = float(times[both]), float(times[fwd])
+    for node, both, fwd, split in rows:
+        t, tf = slowest_rank(split, times) if split is not None else (float(times[both]), float(times[fwd]))
         op = node.op or {}
         if op.get("kind") == "elementwise" and "pass" not in op:
             t = tf * ELEMENTWISE_FORWARD_BACKWARD  # the graph costs element-wise ops forward only
@@ -223,7 +255,7 @@ def _layer_costs(rows: list[tuple[Node, int, int]], times: np.ndarray[Any, Any],
                 acc["comm"] += w * t
                 acc["comm_fwd"] += 0.0 if node.name.endswith("_backward") else w * t
                 continue
-            scale = float(cp) if _is_attention(node) else 1.0
+            scale = float(cp) if _is_attention(node) and split is None else 1.0
             acc["layer"] += w * t * scale
             acc["fwd"] += w * tf * scale
             if _is_attention(node):

@@ -101,7 +101,10 @@ def test_llama3_all_gather_cp_is_exposed_where_the_ring_hides() -> None:
     per_layer = 2 * _coll_cp(ALLGATHER, 16 * kv_block) + _coll_cp(REDUCESCATTER, 16 * kv_block)
     exposed = rows["allgather"]["time_s"]["cp_exposed_s"]
     assert exposed == pytest.approx(4 * 8 * per_layer, rel=1e-6)  # 4 micro-batches x 8 layers per stage
-    assert rows["allgather"]["step_s"] > rows["ring"]["step_s"] + exposed
+    # the two run different attention kernels (each rank's ring steps or its all-gathered prefixes,
+    # training/cp_attention.py): what is not compute or bubble differs by at least the exposure
+    rest = {k: r["step_s"] - r["time_s"]["compute_s"] - r["time_s"]["bubble_s"] for k, r in rows.items()}
+    assert rest["allgather"] > rest["ring"] + exposed
 
 
 def _coll_cp(kind: int, size: float) -> float:

@@ -172,3 +172,18 @@ def test_smem_operand_bytes_per_tile_pair_golden(hardware: str, bq: int, bkv: in
                           np.array(2.0), backward=backward)
     assert float(got) == expected
 
+
+
+def test_a_head_too_large_for_the_l2_streams_its_kv_once_per_wave() -> None:
+    """Llama 3 405B's all-gather context parallelism: 4,096 queries of 16 heads over 131,072 keys of one KV head
+    (67 MB of K and V, beyond H100's 50 MB L2). The CTAs in flight are Q tiles of that head walking the keys
+    together: K and V stream from HBM once per wave of CTAs, not once per Q tile; the forward stays compute-bound,
+    within the model's matrix efficiency of the tensor peak."""
+    op = {"kind": "attention", "batch": 1, "heads": 16, "kv_heads": 1, "seq_q": 4096, "seq_kv": 131072,
+          "head_dim": 128, "dtype": "bf16", "causal": True, "pass": "forward"}
+    cost = perfmodel.predict(H100, op)
+    kv = 131072 * 2 * 128 * 2
+    assert cost.bytes_by_level["HBM3"] < 16 * kv  # once per Q tile (8 tokens x 16 heads) would be 512 x
+    assert cost.bound.startswith("compute") or not cost.bound.startswith("HBM")
+    flops = 4 * 16 * 128 * (4096 * 131072 - 4096 * 4095 / 2)
+    assert 0.7 * 989.4e12 < flops / cost.time_s < 0.8 * 989.4e12 + 1e12
