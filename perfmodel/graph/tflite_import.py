@@ -36,7 +36,9 @@ from perfmodel.ops import OpError, make_op
 
 TFLITE_DTYPES = {"FLOAT32": "fp32", "FLOAT16": "fp16", "BFLOAT16": "bf16", "FLOAT64": "fp64", "INT8": "int8",
                  "UINT8": "int8", "INT16": "int32", "UINT16": "int32", "INT32": "int32", "UINT32": "int32",
-                 "INT64": "int64", "UINT64": "int64", "BOOL": "bool", "INT4": "int4"}
+                 "INT64": "int64", "UINT64": "int64", "BOOL": "bool", "INT4": "int4",
+                 # a resource handle: one int32 resource id (kernels/read_variable.cc checks kTfLiteInt32, 1 element)
+                 "RESOURCE": "int32", "VARIANT": "int32"}
 ELEMENTWISE_OPS = {"ADD": "add", "SUB": "sub", "MUL": "mul", "DIV": "div", "MAXIMUM": "max", "MINIMUM": "min",
                    "RELU": "relu", "RELU6": "relu6", "RELU_N1_TO_1": "clamp", "LEAKY_RELU": "leakyrelu",
                    "LOGISTIC": "sigmoid", "TANH": "tanh", "HARD_SWISH": "hardswish", "GELU": "gelu", "EXP": "exp",
@@ -55,6 +57,10 @@ PERMUTE_OPS = ("DEPTH_TO_SPACE", "SPACE_TO_DEPTH")  # a block permutation: x rea
 # ops whose constant inputs are parameters (PRELU: its per-channel slopes)
 WEIGHTED_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL", "CONV_3D", "PRELU",
                 *TRANSPOSED_CONV)
+# streaming state (resource variables): VAR_HANDLE only names a variable and CALL_ONCE runs its init subgraph in
+# the first invocation and is a no-op after it (kernels/call_once.cc): nothing per step; READ_VARIABLE and
+# ASSIGN_VARIABLE memcpy the variable's tensor out / in (kernels/read_variable.cc, assign_variable.cc)
+NO_STEP_OPS = ("VAR_HANDLE", "CALL_ONCE")
 BILINEAR_FLOPS_PER_DIM = 3.0  # a lerp per interpolated spatial dimension (as the ONNX importer's Resize)
 
 
@@ -244,8 +250,12 @@ class _Reader:
             reads = round(math.prod(shape[0]) / max(math.prod(out_shape), 1))
             return {"kind": "elementwise", "shape": list(out_shape), "dtype": storage(dtype), "inputs": reads,
                     "outputs": 1, "flops_per_element": BILINEAR_FLOPS_PER_DIM * dims}
-        if code in PERMUTE_OPS:
+        if code in PERMUTE_OPS or code == "READ_VARIABLE":
             return elementwise("copy", out_shape, out_dtype, 1)
+        if code == "ASSIGN_VARIABLE":  # (resource id, value): the value is copied into the variable; no output
+            return elementwise("copy", shape[1], self.info[self.names[ins[1]]][1], 1)
+        if code in NO_STEP_OPS:
+            return view(out_shape, out_dtype)
         if code in VIEW_OPS:
             return view(out_shape, out_dtype)
         if code in COPY_OPS:
