@@ -10,7 +10,9 @@ built with ``make_op``. The answers are ``predict_many``'s, and ``CostBatch.ops`
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import repeat
 from types import SimpleNamespace
 from typing import Any, overload
 
@@ -125,24 +127,37 @@ def predict_dicts(hardware: HardwareLike, dicts: Sequence[Mapping[str, Any]], ti
 
 def _distinct(dicts: Sequence[Mapping[str, Any]]) -> tuple[list[int], IntArray] | None:
     """The first row of each distinct dict and each row's distinct number; None when a row is not a dict of
-    JSON values (those go the plain way, which names any error). Dicts are told apart by ``repr``, which
-    differs for any two different JSON values (1, 1.0, True and "1" included; floats round-trip)."""
-    seen: dict[str, int] = {}
-    first: list[int] = []
-    inverse: list[int] = []
-    for i, d in enumerate(dicts):
-        if d.__class__ is not dict or not _JSON_TYPES.issuperset(map(type, d.values())):
-            return None
-        key = repr(d)
-        at = seen.get(key)
-        if at is None:
-            at = seen[key] = len(first)
-            first.append(i)
-        inverse.append(at)
-    return first, np.array(inverse, dtype=np.intp)
+    JSON values (those go the plain way, which names any error).
+
+    Dicts are told apart by their ``marshal`` bytes (format 2: no references between objects, so equal dicts
+    give equal bytes), ~2.5x faster than ``repr``. Each value's type tag and bits are in the bytes: 1, 1.0, True
+    and "1" differ, and so do 0.0 and -0.0. A tag names one exact type (``str``, ``int``, ``float``, ``list``...)
+    except a byte string, which any buffer (a numpy scalar) also writes: rows with the same bytes have the same
+    tags, so checking the first row of each distinct dict for JSON types (lists included) checks every row."""
+    try:
+        keys = list(map(marshal.dumps, dicts, repeat(_MARSHAL_FORMAT)))  # type: ignore[arg-type]
+    except ValueError:  # not a dict, or a value marshal does not know
+        return None
+    seen: dict[bytes, int] = {}
+    inverse = [seen.setdefault(key, len(seen)) for key in keys]  # numbered in order of first appearance
+    codes = np.array(inverse, dtype=np.intp)
+    new = np.ones(codes.size, dtype=bool)  # a row whose number exceeds every earlier one's is its dict's first
+    new[1:] = codes[1:] > np.maximum.accumulate(codes)[:-1]
+    first = np.flatnonzero(new).tolist()
+    if not all(dicts[i].__class__ is dict and all(map(_json_value, dicts[i].values())) for i in first):
+        return None
+    return first, codes
 
 
-_JSON_TYPES = frozenset({str, int, float, bool, type(None), list})
+_MARSHAL_FORMAT = 2  # the last format without references between objects (3 added them, keyed by identity)
+_JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _json_value(value: Any) -> bool:
+    """A JSON scalar (exact type) or a list of JSON values."""
+    if value.__class__ is list:
+        return all(map(_json_value, value))
+    return value.__class__ in _JSON_SCALARS
 
 
 def _predict_dicts(dicts: Sequence[Mapping[str, Any]], hardware: HardwareLike, timing: Timing, warm_cache: bool,
