@@ -18,7 +18,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from perfmodel import uncalibrated_interval
+from perfmodel import row_keys, uncalibrated_interval
 from perfmodel.cost import CostBatch
 from perfmodel.cost_stitch import Stitch
 from perfmodel.efficiency import ModelDefaults
@@ -196,11 +196,58 @@ def predict_columns(hardware: HardwareLike, columns: Mapping[str, Any], timing: 
         raise OpError("?", "kind", "the table has no 'kind' column")
     n = len(columns["kind"])
     if n > CHUNK_ROWS and all(isinstance(v, np.ndarray) and len(v) == n for v in columns.values()):
-        batch = _predict_chunks(hardware, columns, n, timing, warm_cache, defaults, space)
+        args = (timing, warm_cache, defaults, space)
+        batch = _predict_distinct(hardware, columns, n, *args)
+        if batch is None:
+            batch = _predict_chunks(hardware, columns, n, *args)
         if batch is not None:
             return batch
     parts, n = _table_parts(columns)
     return _predict(hardware, parts, n, timing, warm_cache, defaults, space)
+
+
+MOST_DISTINCT = 0.5  # a table whose sample has more distinct rows than this share is predicted chunk by chunk
+
+
+def _predict_distinct(hardware: HardwareLike, columns: Mapping[str, Any], n: int, timing: Timing, warm_cache: bool,
+                      defaults: ModelDefaults | None, space: SpaceName) -> CostBatch | None:
+    """``predict_columns`` of a table that repeats rows: each distinct row of a kind (its fields' values, bit for
+    bit; ``row_keys``) predicted once, and every row given its distinct row's answers (``CostBatch.take``).
+    None when a spread sample of the table has more than ``MOST_DISTINCT`` distinct rows (merging would not pay)
+    or a row raises (the table then raises the error the one-piece path names)."""
+    step = max(1, n // row_keys.SAMPLE_ROWS)
+    try:
+        sample, size = _table_parts({name: values[::step] for name, values in columns.items()})
+        if sum(_distinct_count(ops) for ops, _ in sample) > MOST_DISTINCT * size:
+            return None
+        parts, _ = _table_parts(columns)
+        merged: list[Part] = []
+        inverse = np.empty(n, dtype=np.intp)
+        start = 0
+        for ops, rows in parts:
+            found = row_keys.distinct_rows(ops.values, ops.n) if isinstance(ops, OpColumns) else None
+            if found is None:  # Op objects, or a part whose rows mostly differ: predicted as they are
+                first, at = np.arange(len(ops), dtype=np.intp), np.arange(len(ops), dtype=np.intp)
+            else:
+                first, at = found
+            part: OpColumns | list[Op] = ops
+            if isinstance(ops, OpColumns):
+                part = OpColumns(ops.cls, int(first.size), {k: v[first] for k, v in ops.values.items()})
+            merged.append((part, np.arange(start, start + first.size, dtype=np.intp)))
+            inverse[rows] = start + at
+            start += int(first.size)
+        batch = _predict(hardware, merged, start, timing, warm_cache, defaults, space)
+    except OpError:
+        return None
+    out = batch.take(inverse)
+    out.ops = RowOps(n, parts)
+    return out
+
+
+def _distinct_count(ops: OpColumns | list[Op]) -> int:
+    """The distinct rows of a part (its length for ``Op`` objects or columns that do not hash)."""
+    found = row_keys.distinct_rows(ops.values, ops.n) if isinstance(ops, OpColumns) else None
+    return len(ops) if found is None else int(found[0].size)
 
 
 def _predict_chunks(hardware: HardwareLike, columns: Mapping[str, Any], n: int, timing: Timing, warm_cache: bool,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 
 from perfmodel import __version__
+from perfmodel.gc_pause import gc_paused
 from perfmodel.labels import Labels
 from perfmodel.ops import Op
 from perfmodel.ops.base import FloatArray
@@ -113,10 +114,14 @@ class CostBatch:
             return None if values is None else values[rows]
 
         notes: dict[int, list[str]] = {}
-        if self.notes:
-            for row, source in enumerate(rows.tolist()):
-                if source in self.notes:
-                    notes[row] = list(self.notes[source])
+        if self.notes:  # the rows whose source row has notes, found as an array (not one dict lookup per row)
+            noted = np.zeros(len(self), dtype=bool)
+            noted[np.fromiter(self.notes, dtype=np.intp, count=len(self.notes))] = True
+            at = np.flatnonzero(noted[rows])
+            source_notes = self.notes
+            with gc_paused():  # one new list per noted row, no cycle: the collector would rescan them (gc_pause)
+                notes = {row: list(source_notes[source]) for row, source in zip(at.tolist(), rows[at].tolist(),
+                                                                                   strict=True)}
         in_range = self.in_calibrated_range
         return CostBatch(
             hardware=self.hardware, ops=_Rows(self.ops, rows), time_s=self.time_s[rows], bound=self.bound[rows],
