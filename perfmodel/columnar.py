@@ -220,28 +220,30 @@ def _predict_distinct(hardware: HardwareLike, columns: Mapping[str, Any], n: int
         sample, size = _table_parts({name: values[::step] for name, values in columns.items()})
         if sum(_distinct_count(ops) for ops, _ in sample) > MOST_DISTINCT * size:
             return None
-        parts, _ = _table_parts(columns)
-        merged: list[Part] = []
-        inverse = np.empty(n, dtype=np.intp)
-        start = 0
-        for ops, rows in parts:
-            found = row_keys.distinct_rows(ops.values, ops.n) if isinstance(ops, OpColumns) else None
-            if found is None:  # Op objects, or a part whose rows mostly differ: predicted as they are
-                first, at = np.arange(len(ops), dtype=np.intp), np.arange(len(ops), dtype=np.intp)
-            else:
-                first, at = found
-            part: OpColumns | list[Op] = ops
-            if isinstance(ops, OpColumns):
-                part = OpColumns(ops.cls, int(first.size), {k: v[first] for k, v in ops.values.items()})
-            merged.append((part, np.arange(start, start + first.size, dtype=np.intp)))
-            inverse[rows] = start + at
-            start += int(first.size)
-        batch = _predict(hardware, merged, start, timing, warm_cache, defaults, space)
+        # the rows' ops are their distinct rows' (``CostBatch.take``): the whole table's columns are not kept
+        merged, inverse, size = _merge(_table_parts(columns)[0], n)
+        batch = _predict(hardware, merged, size, timing, warm_cache, defaults, space)
     except OpError:
         return None
-    out = batch.take(inverse)
-    out.ops = RowOps(n, parts)
-    return out
+    return batch.take(inverse)
+
+
+def _merge(parts: list[Part], n: int) -> tuple[list[Part], IntArray, int]:
+    """The parts of the ``n`` rows reduced to each kind's distinct rows (``Op`` objects and parts whose rows do
+    not hash kept as they are), each row's index among them, and their count."""
+    merged: list[Part] = []
+    inverse = np.empty(n, dtype=np.intp)
+    start = 0
+    for ops, rows in parts:
+        found = row_keys.distinct_rows(ops.values, ops.n) if isinstance(ops, OpColumns) else None
+        first, at = found or (np.arange(len(ops), dtype=np.intp), np.arange(len(ops), dtype=np.intp))
+        part: OpColumns | list[Op] = ops
+        if isinstance(ops, OpColumns):
+            part = OpColumns(ops.cls, int(first.size), {k: v[first] for k, v in ops.values.items()})
+        merged.append((part, np.arange(start, start + first.size, dtype=np.intp)))
+        inverse[rows] = start + at
+        start += int(first.size)
+    return merged, inverse, start
 
 
 def _distinct_count(ops: OpColumns | list[Op]) -> int:

@@ -118,10 +118,11 @@ class CostBatch:
             noted = np.zeros(len(self), dtype=bool)
             noted[np.fromiter(self.notes, dtype=np.intp, count=len(self.notes))] = True
             at = np.flatnonzero(noted[rows])
-            source_notes = self.notes
             with gc_paused():  # one new list per noted row, no cycle: the collector would rescan them (gc_pause)
-                notes = {row: list(source_notes[source]) for row, source in zip(at.tolist(), rows[at].tolist(),
-                                                                                   strict=True)}
+                for lo in range(0, at.size, _NOTED_BLOCK):  # Python ints of one block of rows alive at a time
+                    block = at[lo:lo + _NOTED_BLOCK]
+                    notes.update(zip(block.tolist(), map(list, map(self.notes.__getitem__, rows[block].tolist())),
+                                     strict=True))
         in_range = self.in_calibrated_range
         return CostBatch(
             hardware=self.hardware, ops=_Rows(self.ops, rows), time_s=self.time_s[rows], bound=self.bound[rows],
@@ -220,6 +221,9 @@ class CostBatch:
             "uncalibrated_interval_s": c["uncalibrated_interval_s"][i],
             "model_version": __version__,
         }
+
+
+_NOTED_BLOCK = 1 << 16  # noted rows copied at a time by ``CostBatch.take``
 
 
 class _Rows(Sequence[Op]):
