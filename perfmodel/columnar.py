@@ -275,7 +275,9 @@ def _predict_chunks(hardware: HardwareLike, columns: Mapping[str, Any], n: int, 
 
 def _table_parts(columns: Mapping[str, Any]) -> tuple[list[Part], int]:
     """The table's rows grouped by kind (``OpColumns`` or ``Op``s, and their rows), and its row count."""
-    kinds = np.asarray(columns["kind"]).astype(str)
+    kinds = np.asarray(columns["kind"])
+    if kinds.dtype.kind != "U":  # a unicode column is read as it is (not copied)
+        kinds = kinds.astype(str)
     names = op_kinds()
     inverse = factorize(kinds, names)
     if (inverse < 0).any():
