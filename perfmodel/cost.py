@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 
 from perfmodel import __version__
+from perfmodel.gc_pause import gc_paused
 from perfmodel.labels import Labels
 from perfmodel.ops import Op
 from perfmodel.ops.base import FloatArray
@@ -113,10 +114,15 @@ class CostBatch:
             return None if values is None else values[rows]
 
         notes: dict[int, list[str]] = {}
-        if self.notes:
-            for row, source in enumerate(rows.tolist()):
-                if source in self.notes:
-                    notes[row] = list(self.notes[source])
+        if self.notes:  # the rows whose source row has notes, found as an array (not one dict lookup per row)
+            noted = np.zeros(len(self), dtype=bool)
+            noted[np.fromiter(self.notes, dtype=np.intp, count=len(self.notes))] = True
+            at = np.flatnonzero(noted[rows])
+            with gc_paused():  # one new list per noted row, no cycle: the collector would rescan them (gc_pause)
+                for lo in range(0, at.size, _NOTED_BLOCK):  # Python ints of one block of rows alive at a time
+                    block = at[lo:lo + _NOTED_BLOCK]
+                    notes.update(zip(block.tolist(), map(list, map(self.notes.__getitem__, rows[block].tolist())),
+                                     strict=True))
         in_range = self.in_calibrated_range
         return CostBatch(
             hardware=self.hardware, ops=_Rows(self.ops, rows), time_s=self.time_s[rows], bound=self.bound[rows],
@@ -215,6 +221,9 @@ class CostBatch:
             "uncalibrated_interval_s": c["uncalibrated_interval_s"][i],
             "model_version": __version__,
         }
+
+
+_NOTED_BLOCK = 1 << 16  # noted rows copied at a time by ``CostBatch.take``
 
 
 class _Rows(Sequence[Op]):

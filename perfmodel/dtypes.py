@@ -61,10 +61,15 @@ _ALIASES = {
 }
 
 DTYPE_NAMES = tuple(d.value for d in DType)
+_CANONICAL: dict[str, DType] = {d.value: d for d in DType}
 
 
 def parse_dtype(value: str | DType) -> DType:
     """Return the DType for a canonical name or a common alias ('float16', 'half', 'bfloat16')."""
+    if value.__class__ is str:  # a canonical name, as JSON gives it: one dict lookup
+        found = _CANONICAL.get(value)
+        if found is not None:
+            return found
     if isinstance(value, DType):
         return value
     key = str(value).strip().lower().removeprefix("torch.")

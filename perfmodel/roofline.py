@@ -437,7 +437,7 @@ def predict_many(hardware: HardwareLike, ops: Iterable[OpLike], timing: Timing =
     """
     hw = resolve_hardware(hardware)
     given = ops if isinstance(ops, list) else list(ops)
-    if given and all(op.__class__ is dict or isinstance(op, Mapping) for op in given):
+    if given and (set(map(type, given)) == {dict} or all(isinstance(op, Mapping) for op in given)):
         from perfmodel.columnar import predict_dicts  # JSON dicts: columns, repeats predicted once
 
         return predict_dicts(hw, given, timing, warm_cache, defaults, space)  # type: ignore[arg-type]

@@ -143,7 +143,7 @@ def _factorize_unicode(values: np.ndarray[Any, Any], names: Sequence[str]) -> np
 def _dtype_codes(op_kind: str, key: str, optional: bool, raw: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """Dtype names to codes: canonical names compared at once, the rest (aliases, None) parsed one distinct
     name at a time."""
-    text = raw.astype(str)
+    text = raw if raw.dtype.kind == "U" else raw.astype(str)
     canonical = [d.value for d in DTYPES]
     codes = factorize(text, canonical)
     other = np.nonzero(codes < 0)[0]

@@ -70,3 +70,21 @@ def test_repeated_dicts_are_predicted_once_with_each_rows_answer() -> None:
     with pytest.raises(OpError, match="expected true/false"):  # 1 is not True for a flag: not merged with a
         perfmodel.predict_many("nvidia-h100-sxm5-80gb", [a, {**a, "bias": 1}])
     assert _distinct([a, {"kind": "matmul", "m": np.int64(4)}]) is None  # not plain JSON values: no dedupe
+
+
+def test_dicts_that_differ_only_in_a_values_type_or_sign_are_not_merged() -> None:
+    """The dedupe key keeps each value's exact type and bits (``marshal`` bytes); a numpy scalar anywhere, whose
+    bytes a byte string would share, turns the dedupe off."""
+    from perfmodel.columnar import _distinct
+
+    a: dict[str, Any] = {"kind": "allreduce", "bytes": 0.0, "devices": 8}
+    rows: list[dict[str, Any]] = [a, {**a, "bytes": -0.0}, {**a, "bytes": 0}, {**a, "bytes": False}, dict(a),
+                                  {**a, "devices": 8.0}, {**a, "x": [1, 2]}, {**a, "x": [1, 2.0]}, {**a, "x": [1, 2]}]
+    distinct = _distinct(rows)
+    assert distinct is not None and distinct[0] == [0, 1, 2, 3, 5, 6, 7] and distinct[1].tolist() == [
+        0, 1, 2, 3, 0, 4, 5, 6, 5]
+    assert _distinct([a, {**a, "x": [np.int64(1)]}]) is None  # a buffer inside a list
+    assert _distinct([a, {**a, "x": [b"\x01\x00\x00\x00\x00\x00\x00\x00"]}]) is None
+    assert _distinct([a, {**a, "x": {"y": 1}}]) is None  # a nested dict is not a value of an op field
+    assert _distinct([a, {**a, "x": (1, 2)}]) is None
+    assert _distinct([a, 3]) is None  # type: ignore[list-item]
