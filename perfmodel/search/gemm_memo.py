@@ -6,7 +6,8 @@ the same layer shapes) is estimated again on the same device. ``choose`` looks e
 bit for bit) under the device vector and the candidate space it is searched with, and runs the kernel on the
 rows not seen before: the same answers, since a row's choice depends on that row, the device vector and the
 space only. Bounded: ``MAX_KEYS`` (device, space) pairs, least recently used dropped, ``MAX_ROWS`` rows each.
-Only small calls use it (``SMALL_CALL_ROWS``): a table's chunks go through ``choice_memo`` instead.
+Only small calls on large spaces use it (``SMALL_CALL_ROWS``, ``MIN_SPACE``: the full spaces, built once per
+device kind); a table's chunks go through ``choice_memo`` instead.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import numpy as np
 from perfmodel.ops.base import FloatArray
 
 SMALL_CALL_ROWS = 64  # calls with more rows than this are not looked up (their per-row Python would cost more)
+MIN_SPACE = 1024  # smaller spaces are not kept (the compact set, a search's one winner: cheaper to cost again,
+# and a space made per call would push the full spaces' rows out)
 MAX_KEYS = 32  # (device vector, space) pairs kept
 MAX_ROWS = 4096  # rows kept per pair (then the pair's rows start again)
 

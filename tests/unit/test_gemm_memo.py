@@ -63,11 +63,14 @@ def test_device_and_space_are_part_of_the_key() -> None:
     h100, a100 = (tables(perfmodel.load_hardware(d)) for d in ("nvidia-h100-sxm5-80gb", "nvidia-a100-sxm4-80gb"))
     args = _rows(h100, 6, seed=5)
     for t in (h100, a100, h100):
-        for space in (full_space(t), compact_space(t)):
+        full = full_space(t)
+        reversed_space = full.take(np.arange(full.size)[::-1])  # the same candidates, other indices
+        for space in (full, reversed_space, compact_space(t)):
             got = best_gemms(t, space, *args)
             index, block = _direct(t, space, args)
             np.testing.assert_array_equal(got.index, index)
             np.testing.assert_array_equal(got.body_s, block[gemm_kernel.CHOICE_FIELDS.index("body_s")])
+    assert len(gemm_memo._MEMO) == 5  # two full spaces, three reversed copies (one per loop); no compact set
 
 
 def test_a_caller_changing_its_arrays_does_not_change_the_kept_choice() -> None:
@@ -86,5 +89,5 @@ def test_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gemm_memo, "MAX_ROWS", 10)
     t = tables(perfmodel.load_hardware("nvidia-h100-sxm5-80gb"))
     for seed in range(4):
-        best_gemms(t, compact_space(t), *_rows(t, 6, seed=seed))
-    assert all(len(rows) <= 10 for _, rows in gemm_memo._MEMO.values())
+        best_gemms(t, full_space(t), *_rows(t, 6, seed=seed))
+    assert gemm_memo._MEMO and all(len(rows) <= 10 for _, rows in gemm_memo._MEMO.values())
