@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 _LAYER = re.compile(r"layers\.(\d+)(?!\d)")
 _SEP = "\x1f"  # joins a layer's names into one format string (rendered with one call)
 _new = object.__new__
-_NODE_KEYS = Node("", None).__dict__.keys()
 
 
 def _offsets(name: str, base: int) -> list[int]:
@@ -57,8 +56,8 @@ class LayerCopy:
         self.rows: list[tuple[tuple[Any, ...], int, int, int, int]] = []
         self.tensor_rows: list[tuple[int, tuple[int, ...], str, str]] = []  # name position, shape, dtype, layout
         for node in nodes:
-            if node.__dict__.keys() != _NODE_KEYS:
-                raise ValueError(f"node {node.name!r}: fields beyond Node's cannot be copied")
+            if type(node) is not Node:
+                raise ValueError(f"node {node.name!r}: a {type(node).__name__}'s fields beyond Node's cannot be copied")
             at = len(names)
             names += [node.name, node.layer, *node.inputs]
             outputs = len(names)
