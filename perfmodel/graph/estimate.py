@@ -56,12 +56,16 @@ class CompiledGraph:
         costs it can change it for the next variant or graph."""
         work = self._work.get(granularity_bytes)
         if work is None:
-            work = self._work[granularity_bytes] = _kept(_WORK, (tuple(self.ops), granularity_bytes),
-                                                         lambda: _read_only(work_of(self.ops, granularity_bytes)))
+            def make() -> Work:
+                return _read_only(work_of(self.ops, granularity_bytes))
+
+            work = self._work[granularity_bytes] = (
+                _kept(_WORK, (tuple(self.ops), granularity_bytes), make) if len(self.ops) <= KEPT_OPS else make())
         return work
 
 
 _KEPT = 64  # entries of each cross-call memo below (least recently used dropped)
+KEPT_OPS = 1024  # graphs with more distinct ops keep nothing across calls (bounded memory; an LLM has ~15-40)
 _LOCK = threading.Lock()
 _WORK: OrderedDict[Hashable, Work] = OrderedDict()  # (ops, granularity) -> their work (read-only arrays)
 _ROLES: OrderedDict[Hashable, tuple[str, ...]] = OrderedDict()  # ops -> each one's largest DRAM byte role
@@ -217,7 +221,7 @@ def _largest_roles(ops: list[Op]) -> list[str]:
     vectorised ``work_of`` over all ops instead of one per op, kept across calls with the same ops."""
     if not ops:
         return []
-    roles: tuple[str, ...] = _kept(_ROLES, tuple(ops), lambda: _roles(ops))
+    roles = _kept(_ROLES, tuple(ops), lambda: _roles(ops)) if len(ops) <= KEPT_OPS else _roles(ops)
     return list(roles)
 
 

@@ -55,3 +55,11 @@ def test_kept_work_is_read_only() -> None:
     assert work is compiled.work(float(est.hardware.dram.access_granularity_bytes or 1))
     with pytest.raises(ValueError):
         work.gemm_m[0] = 0.0
+
+
+def test_a_graph_with_more_distinct_ops_than_kept_keeps_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    estimate_module.clear_kept()
+    monkeypatch.setattr(estimate_module, "KEPT_OPS", 2)
+    graph = build_llm(bundled("llama-3-8b"), LlmWorkload(), Parallelism(tp=2))
+    estimate(graph, H100, space="compact")
+    assert not estimate_module._WORK and not estimate_module._ROLES
