@@ -236,12 +236,13 @@ def _roles(ops: list[Op]) -> tuple[str, ...]:
 
 
 def clear_kept() -> None:
-    """Forget what estimates keep across calls: GEMM choices, fused layer windows, the ops' work and roles, the
-    ops built from op dicts (a benchmark times a cold estimate with it)."""
+    """Forget what estimates keep across calls: GEMM choices, attention tiles and collective times, fused layer
+    windows, the ops' work and roles, the ops built from op dicts (a benchmark times a cold estimate with it)."""
     from perfmodel.graph.repeat import clear_windows
-    from perfmodel.search import gemm_memo
+    from perfmodel.search import call_memo, gemm_memo
 
     gemm_memo.clear()
+    call_memo.clear()
     clear_windows()
     with _LOCK:
         for memo in (_WORK, _ROLES, _OPS):
