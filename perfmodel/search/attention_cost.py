@@ -357,7 +357,8 @@ def best_attention(t: MachineTables, space: AttentionCandidates, **arrays: Float
     (the op's compulsory bytes charged once, with the backward); the schedule reported is the backward's. A small
     call seen before with the same tables and space is answered from ``call_memo``."""
     names = sorted(arrays)
-    return call_memo.kept("attention:" + ",".join(names), (t, space), [np.asarray(arrays[k]) for k in names],
+    candidates = [space.bq, space.bkv, space.stages, space.split]  # by value: a space is built per call
+    return call_memo.kept("attention:" + ",".join(names), (t,), candidates + [np.asarray(arrays[k]) for k in names],
                           lambda: _best_attention(t, space, **arrays), _copy_choice)
 
 

@@ -43,3 +43,24 @@ def test_collective_times_kept_equal_the_computed_ones() -> None:
     np.testing.assert_array_equal(second, first)
     assert second is not first
     call_memo.clear()
+
+
+def test_an_attention_choice_is_kept_across_spaces_built_per_call() -> None:
+    from perfmodel.search.attention_cost import _best_attention, attention_space, best_attention
+
+    call_memo.clear()
+    t = tables(perfmodel.load_hardware("nvidia-h100-sxm5-80gb"))
+    one = np.ones(2)
+    arrays = {"bh": one * 64, "group": one * 4, "sq": np.array([1.0, 4096.0]), "skv": one * 4096, "d": one * 128,
+              "dv": one * 128, "causal": one, "elem": one * 2, "peak": one * float(t.matrix_peak[4]),
+              "vector_peak": one * float(t.vector_peak[4]), "compulsory": one * 1e8, "kv_bytes": one * 1e7,
+              "fwd": one, "bwd": one * 0}
+    first = best_attention(t, attention_space(t), **arrays)
+    assert len(call_memo._MEMO) == 1
+    second = best_attention(t, attention_space(t), **arrays)
+    assert len(call_memo._MEMO) == 1  # the second space (another object, the same candidates) hit
+    reference = _best_attention(t, attention_space(t), **arrays)
+    for name in reference.__dataclass_fields__:
+        np.testing.assert_array_equal(getattr(first, name), getattr(reference, name), err_msg=name)
+        np.testing.assert_array_equal(getattr(second, name), getattr(reference, name), err_msg=name)
+    call_memo.clear()
