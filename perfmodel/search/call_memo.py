@@ -9,9 +9,11 @@ arrays equal bit for bit (dtype, shape and bytes). Only calls whose arrays total
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import numpy as np
@@ -22,12 +24,29 @@ T = TypeVar("T")
 
 _LOCK = threading.Lock()
 _MEMO: OrderedDict[Hashable, tuple[tuple[Any, ...], Any]] = OrderedDict()
+_ON: ContextVar[bool] = ContextVar("perfmodel_call_memo_on", default=True)
+
+
+def enabled() -> bool:
+    """False inside ``not_kept()`` (``gemm_memo`` asks too)."""
+    return _ON.get()
+
+
+@contextlib.contextmanager
+def not_kept() -> Iterator[None]:
+    """Nothing looked up or kept inside the block: a sweep's device variants never repeat (each would only add an
+    entry, pushing out the ones worth keeping, and pay for its key)."""
+    token = _ON.set(False)
+    try:
+        yield
+    finally:
+        _ON.reset(token)
 
 
 def kept(name: str, holders: tuple[Any, ...], arrays: Sequence[np.ndarray[Any, Any]], make: Callable[[], T],
          copy: Callable[[T], T]) -> T:
     """``copy(make())``, ``make`` run only when this call was not seen before (see the module)."""
-    if sum(a.nbytes for a in arrays) > MAX_CALL_BYTES:
+    if not _ON.get() or sum(a.nbytes for a in arrays) > MAX_CALL_BYTES:
         return make()
     key = (name, tuple(map(id, holders)),
            tuple((a.dtype.str, a.shape, np.ascontiguousarray(a).tobytes()) for a in arrays))

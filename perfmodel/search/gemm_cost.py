@@ -41,7 +41,7 @@ import numpy as np
 
 from perfmodel.machine import MachineTables
 from perfmodel.ops.base import FloatArray, Work
-from perfmodel.search import gemm_kernel, gemm_memo
+from perfmodel.search import call_memo, gemm_kernel, gemm_memo
 from perfmodel.search.gemm_space import GemmCandidates, is_systolic
 from perfmodel.systolic import fold_cycles
 
@@ -288,7 +288,7 @@ def best_gemms(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: Fl
     if gemm_kernel.use_kernel(batch.size * space.size):
         v = gemm_kernel.device_vector(t)
         columns = (batch, m, n, k, elem_bytes, peak, compulsory_bytes)
-        if 0 < batch.size <= gemm_memo.SMALL_CALL_ROWS and space.size >= gemm_memo.MIN_SPACE:  # kept across calls
+        if 0 < batch.size <= gemm_memo.SMALL_CALL_ROWS and space.size >= gemm_memo.MIN_SPACE and call_memo.enabled():
             index, block = gemm_memo.choose(v, space, columns,
                                             lambda *c: gemm_kernel.best_per_op(v, space, *c))
         else:
