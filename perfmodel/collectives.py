@@ -334,7 +334,16 @@ def _point_to_point(t: MachineTables, kind: IntArray, size: FloatArray, p: Float
 
 def collective_time(t: MachineTables, kind: IntArray, size: FloatArray, devices: FloatArray,
                     per_node_given: FloatArray, algo: IntArray) -> FloatArray:
-    """Seconds per collective (0 where ``kind`` is 0: not a collective)."""
+    """Seconds per collective (0 where ``kind`` is 0: not a collective); a small call seen before with the same
+    tables is answered from ``call_memo``."""
+    from perfmodel.search import call_memo
+
+    return call_memo.kept("collective_time", (t,), [kind, size, devices, per_node_given, algo],
+                          lambda: _collective_time(t, kind, size, devices, per_node_given, algo), np.array)
+
+
+def _collective_time(t: MachineTables, kind: IntArray, size: FloatArray, devices: FloatArray,
+                     per_node_given: FloatArray, algo: IntArray) -> FloatArray:
     p = np.maximum(devices, 1.0)
     per_node_default = float(devices_per_node(t.hardware))
     q = np.minimum(np.where(per_node_given > 0, per_node_given, per_node_default), p)

@@ -8,10 +8,12 @@ time) and, for LLM graphs, time to first token / per output token and tokens/s.
 from __future__ import annotations
 
 import json
+import threading
 import typing
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -50,15 +52,48 @@ class CompiledGraph:
 
     def work(self, granularity_bytes: float) -> Work:
         """``work_of`` the ops, once per DRAM access granularity (a sweep costs one graph on many variants of a
-        device); its arrays are read-only, so nothing that costs it can change it for the next variant."""
+        device) and kept across graphs with the same ops (``_kept``); its arrays are read-only, so nothing that
+        costs it can change it for the next variant or graph."""
         work = self._work.get(granularity_bytes)
         if work is None:
-            work = self._work[granularity_bytes] = work_of(self.ops, granularity_bytes)
-            for value in vars(work).values():
-                for array in value.values() if isinstance(value, dict) else [value]:
-                    if isinstance(array, np.ndarray):
-                        array.flags.writeable = False
+            def make() -> Work:
+                return _read_only(work_of(self.ops, granularity_bytes))
+
+            work = self._work[granularity_bytes] = (
+                _kept(_WORK, (tuple(self.ops), granularity_bytes), make) if len(self.ops) <= KEPT_OPS else make())
         return work
+
+
+_KEPT = 64  # entries of each cross-call memo below (least recently used dropped)
+KEPT_OPS = 1024  # graphs with more distinct ops keep nothing across calls (bounded memory; an LLM has ~15-40)
+_LOCK = threading.Lock()
+_WORK: OrderedDict[Hashable, Work] = OrderedDict()  # (ops, granularity) -> their work (read-only arrays)
+_ROLES: OrderedDict[Hashable, tuple[str, ...]] = OrderedDict()  # ops -> each one's largest DRAM byte role
+_OPS: OrderedDict[Hashable, Op] = OrderedDict()  # an op dict's JSON text -> its (immutable) Op
+T = TypeVar("T")
+
+
+def _kept(memo: OrderedDict[Hashable, T], key: Hashable, make: Callable[[], T], size: int = _KEPT) -> T:
+    """``memo[key]``, made by ``make()`` on a miss (ops are immutable values: equal ops, equal results)."""
+    with _LOCK:
+        found = memo.get(key)
+        if found is not None:
+            memo.move_to_end(key)
+            return found
+    value = make()
+    with _LOCK:
+        memo[key] = value
+        while len(memo) > size:
+            memo.popitem(last=False)
+    return value
+
+
+def _read_only(work: Work) -> Work:
+    for value in vars(work).values():
+        for array in value.values() if isinstance(value, dict) else [value]:
+            if isinstance(array, np.ndarray):
+                array.flags.writeable = False
+    return work
 
 
 def compile_graph(graph: Graph) -> CompiledGraph:
@@ -81,7 +116,7 @@ def compile_graph(graph: Graph) -> CompiledGraph:
         slot = slots.get(key)
         if slot is None:
             try:
-                ops.append(make_op(op))
+                ops.append(_kept(_OPS, key, lambda: make_op(op), 4096))  # noqa: B023 - called at once
             except OpError as exc:
                 raise GraphError(nodes[ids.index(key_id)].name, str(exc)) from exc
             slot = slots[key] = len(ops) - 1
@@ -183,13 +218,32 @@ def estimate(graph: Graph, hardware: HardwareLike, space: SpaceName = "full", fu
 
 def _largest_roles(ops: list[Op]) -> list[str]:
     """Per op, the role of its largest compulsory DRAM bytes (``Op.bytes_by_role``, granularity 1), from one
-    vectorised ``work_of`` over all ops instead of one per op."""
+    vectorised ``work_of`` over all ops instead of one per op, kept across calls with the same ops."""
     if not ops:
         return []
+    roles = _kept(_ROLES, tuple(ops), lambda: _roles(ops)) if len(ops) <= KEPT_OPS else _roles(ops)
+    return list(roles)
+
+
+def _roles(ops: list[Op]) -> tuple[str, ...]:
     work = work_of(ops, 1.0)
     columns = [(role, work.bytes_by_role[role].tolist()) for role in ROLES]
     out = []
     for i in range(len(ops)):
         roles = {role: float(values[i]) for role, values in columns if values[i]}
         out.append(max(roles, key=lambda r: roles[r]) if roles else "")
-    return out
+    return tuple(out)
+
+
+def clear_kept() -> None:
+    """Forget what estimates keep across calls: GEMM choices, attention tiles and collective times, fused layer
+    windows, the ops' work and roles, the ops built from op dicts (a benchmark times a cold estimate with it)."""
+    from perfmodel.graph.repeat import clear_windows
+    from perfmodel.search import call_memo, gemm_memo
+
+    gemm_memo.clear()
+    call_memo.clear()
+    clear_windows()
+    with _LOCK:
+        for memo in (_WORK, _ROLES, _OPS):
+            memo.clear()

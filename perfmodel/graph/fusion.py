@@ -129,7 +129,7 @@ def fuse(graph: Graph, rules: tuple[str, ...] | None = None) -> FusionReport:
         from perfmodel.graph.repeat import fuse_repeated
 
         op_bytes: OpBytes = {}  # shared by the windows: their layers share op dicts
-        done = fuse_repeated(graph, plan, lambda window: fuse_slots(window, chosen, op_bytes))
+        done = fuse_repeated(graph, plan, lambda window: fuse_slots(window, chosen, op_bytes), tuple(chosen))
         if done is not None:
             graph.nodes = done[0]
             return FusionReport(done[1])

@@ -48,9 +48,12 @@ class Tensor:
         return self.numel * parse_dtype(self.dtype).bytes
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
-    """One op of the graph (per device), with where it sits (layer) and what it owns (params)."""
+    """One op of the graph (per device), with where it sits (layer) and what it owns (params).
+
+    Slotted: a large model's graph holds thousands (a 405B estimate makes ~3,000 with the fused copies): no
+    instance dict to build, fill and free for each."""
 
     name: str
     op: dict[str, Any] | None

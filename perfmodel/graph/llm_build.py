@@ -189,7 +189,7 @@ def build_llm(cfg: LlmConfig, workload: LlmWorkload, par: Parallelism | None = N
     if workload.phase == "train":
         _optimizer(b)
     b.graph.meta.update(_meta(cfg, workload, par))
-    b.graph.repeat = RepeatPlan.capture(b.graph, blocks) if copy_layers else None
+    b.graph.repeat = RepeatPlan.capture(b.graph, blocks, (cfg, workload, par)) if copy_layers else None
     return b.graph
 
 

@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import heapq
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,9 +95,12 @@ def memory(graph: Graph, hardware: Hardware) -> MemoryReport:
                 if n.name.endswith("kv_cache_write") and n.outputs:
                     t = tensors[n.outputs[0]]
                     kv += t.shape[-1] * batch * context * element_bytes[t.dtype]
-        sizes = sorted((tensors[o].numel * element_bytes[tensors[o].dtype] for n in nodes for o in n.outputs
-                        if o in tensors), reverse=True)
-        acts = sum(sizes) * in_flight if phase == "train" else sum(sizes[:2]) * max(in_flight, 1)
+        outputs = [tensors[o] for n in nodes for o in n.outputs if o in tensors]
+        sizes = [math.prod(t.shape) * element_bytes[t.dtype] for t in outputs]  # ``Tensor.numel`` x element bytes
+        if phase == "train":  # every output kept: summed largest first
+            acts = sum(sorted(sizes, reverse=True)) * in_flight
+        else:  # the two largest live at once
+            acts = sum(heapq.nlargest(2, sizes)) * max(in_flight, 1)
         grads = params * GRAD_BYTES_PER_PARAM if phase == "train" else 0.0
         opt = params * ADAM_BYTES_PER_PARAM if phase == "train" else 0.0
         reports.append(MemoryReport(weights, kv, acts, grads, opt, hardware.level_capacity_bytes(hardware.dram),

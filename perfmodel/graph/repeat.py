@@ -12,7 +12,9 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Callable, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +26,6 @@ if TYPE_CHECKING:
 _LAYER = re.compile(r"layers\.(\d+)(?!\d)")
 _SEP = "\x1f"  # joins a layer's names into one format string (rendered with one call)
 _new = object.__new__
-_NODE_KEYS = Node("", None).__dict__.keys()
 
 
 def _offsets(name: str, base: int) -> list[int]:
@@ -55,8 +56,8 @@ class LayerCopy:
         self.rows: list[tuple[tuple[Any, ...], int, int, int, int]] = []
         self.tensor_rows: list[tuple[int, tuple[int, ...], str, str]] = []  # name position, shape, dtype, layout
         for node in nodes:
-            if node.__dict__.keys() != _NODE_KEYS:
-                raise ValueError(f"node {node.name!r}: fields beyond Node's cannot be copied")
+            if type(node) is not Node:
+                raise ValueError(f"node {node.name!r}: a {type(node).__name__}'s fields beyond Node's cannot be copied")
             at = len(names)
             names += [node.name, node.layer, *node.inputs]
             outputs = len(names)
@@ -114,15 +115,17 @@ class LayerBlock:
 
 @dataclass
 class RepeatPlan:
-    """The layer blocks of a graph, with the nodes and ops they were recorded on (checked before use)."""
+    """The layer blocks of a graph, with the nodes and ops they were recorded on (checked before use), and what
+    the graph was built from (``signature``, hashable; None: unknown) when that alone decides its nodes."""
 
     blocks: list[LayerBlock]
     nodes: list[Node]
     ops: list[dict[str, Any] | None]
+    signature: Hashable | None = None
 
     @staticmethod
-    def capture(graph: Graph, blocks: list[LayerBlock]) -> RepeatPlan:
-        return RepeatPlan(blocks, list(graph.nodes), [n.op for n in graph.nodes])
+    def capture(graph: Graph, blocks: list[LayerBlock], signature: Hashable | None = None) -> RepeatPlan:
+        return RepeatPlan(blocks, list(graph.nodes), [n.op for n in graph.nodes], signature)
 
     def matches(self, graph: Graph) -> bool:
         """Whether ``graph`` still holds the very nodes and ops the plan was recorded on."""
@@ -133,13 +136,26 @@ class RepeatPlan:
 Entries = list[tuple[int, int, dict[str, Any]]]
 
 
-def fuse_repeated(graph: Graph, plan: RepeatPlan,
-                  fuse_window: Callable[[Graph], FusedSlots]) -> tuple[list[Node], list[dict[str, Any]]] | None:
-    """The fused nodes and report entries of ``graph``, fusing one window per distinct layer context;
-    None when the plan does not apply (the caller fuses every node)."""
+# fused windows kept across calls: (the plan's signature and the rules, the window's place) -> what fusing it gave
+WINDOWS_KEPT = 256
+_WINDOWS: OrderedDict[tuple[Hashable, Hashable], tuple[list[int], LayerCopy, list[tuple[int, dict[str, Any]]]]] = \
+    OrderedDict()
+_LOCK = threading.Lock()
+
+
+def fuse_repeated(graph: Graph, plan: RepeatPlan, fuse_window: Callable[[Graph], FusedSlots],
+                  cache_key: Hashable | None = None) -> tuple[list[Node], list[dict[str, Any]]] | None:
+    """The fused nodes and report entries of ``graph``, fusing one window per distinct layer context (and the
+    first and the last layer's windows, which hold the nodes before and after the layers); None when the plan
+    does not apply (the caller fuses every node).
+
+    ``cache_key`` (hashable: what decides ``fuse_window``, e.g. its rules) with a plan ``signature``: each window's
+    result is kept across calls under (signature, cache_key) and its place, and a graph built again from the same
+    signature copies it instead of fusing the window again (the nodes are those of the same build)."""
     blocks = plan.blocks
     if len(blocks) < 3 or not plan.matches(graph):
         return None
+    keep = None if cache_key is None or plan.signature is None else (plan.signature, cache_key)
     nodes = graph.nodes
     gaps = [_gap_key(nodes[a.end:b.start]) for a, b in itertools.pairwise(blocks)]
     last = len(blocks) - 1
@@ -148,40 +164,60 @@ def fuse_repeated(graph: Graph, plan: RepeatPlan,
     attention: list[dict[str, Any]] = []
     sweep: list[dict[str, Any]] = []
     for k, block in enumerate(blocks):
-        context = (k == 0 or blocks[k - 1].key, gaps[k - 1] if k else "", block.key,
-                   gaps[k] if k < last else "", k == last or blocks[k + 1].key)
-        if k in (0, last) or context not in done:
-            lo = 0 if k == 0 else blocks[k - 1].start
-            hi = len(nodes) if k == last else blocks[k + 1].end
-            window = fuse_window(Graph(graph.name, nodes[lo:hi], graph.tensors, graph.meta))
-            if any(window.slots[i - lo] is not nodes[i] for a, b in itertools.pairwise(blocks[max(k - 1, 0):k + 2])
-                   for i in range(a.end, b.start)):
+        place: Hashable = "first" if k == 0 else "last" if k == last else (
+            blocks[k - 1].key, gaps[k - 1], block.key, gaps[k], blocks[k + 1].key)
+        fused = done.get(place)
+        if fused is None and keep is not None:
+            with _LOCK:
+                fused = _WINDOWS.get((keep, place))
+        if fused is None:
+            fused = _fuse_block(graph, blocks, k, fuse_window)
+            if fused is None:
                 return None  # a node between layers changed: not a plain copy
-            start = 0 if k == 0 else block.start  # the first window also holds the nodes before layer 0
-            end = len(nodes) if k == last else block.end
-            entries = [(phase, e) for phase, root, e in window.entries if start <= root + lo < end]
-            if k in (0, last):
-                parts.append([n for n in window.slots[start - lo:end - lo] if n is not None])
-                _split(entries, attention, sweep)
-            else:  # per node of the block: -1 kept as is, -2 merged away, else its row in the copy of new nodes
-                slots = window.slots[start - lo:end - lo]
-                changed = [n for i, n in enumerate(slots) if n is not None and n is not nodes[start + i]]
-                rows, row = [], 0
-                for i, n in enumerate(slots):
-                    rows.append(-2 if n is None else -1 if n is nodes[start + i] else row)
-                    row += n is not None and n is not nodes[start + i]
-                copy = LayerCopy(changed, {}, block.index, block.stage, extra=[e["node"] for _, e in entries])
-                done[context] = (rows, copy, entries)
-        if 0 < k < last:
-            rows, copy, entries = done[context]
-            fresh, names = copy.render(block.index, block.stage)
-            parts.append([nodes[block.start + i] if r == -1 else fresh[r] for i, r in enumerate(rows) if r != -2])
-            _split([(phase, {**e, "node": name}) for (phase, e), name in zip(entries, names[1:], strict=True)],
-                   attention, sweep)
+            if keep is not None:
+                with _LOCK:
+                    _WINDOWS[(keep, place)] = fused
+                    while len(_WINDOWS) > WINDOWS_KEPT:
+                        _WINDOWS.popitem(last=False)
+        done[place] = fused
+        rows, copy, entries = fused
+        start = 0 if k == 0 else block.start  # the first window also holds the nodes before layer 0
+        fresh, names = copy.render(block.index, block.stage)
+        parts.append([nodes[start + i] if r == -1 else fresh[r] for i, r in enumerate(rows) if r != -2])
+        _split([(phase, {**e, "node": name}) for (phase, e), name in zip(entries, names[1:], strict=True)],
+               attention, sweep)
         if k < last:
             parts.append(nodes[block.end:blocks[k + 1].start])
-    fused = [n for part in parts for n in part]
-    return fused, attention + sweep
+    return [n for part in parts for n in part], attention + sweep
+
+
+def _fuse_block(graph: Graph, blocks: list[LayerBlock], k: int, fuse_window: Callable[[Graph], FusedSlots]
+                ) -> tuple[list[int], LayerCopy, list[tuple[int, dict[str, Any]]]] | None:
+    """Fuse block ``k`` with its neighbours: per node of the block, -1 kept as is, -2 merged away, else its row in
+    the copy of the new nodes; the copy; the block's report entries. None when a node between layers changed."""
+    nodes, last, block = graph.nodes, len(blocks) - 1, blocks[k]
+    lo = 0 if k == 0 else blocks[k - 1].start
+    hi = len(nodes) if k == last else blocks[k + 1].end
+    window = fuse_window(Graph(graph.name, nodes[lo:hi], graph.tensors, graph.meta))
+    if any(window.slots[i - lo] is not nodes[i] for a, b in itertools.pairwise(blocks[max(k - 1, 0):k + 2])
+           for i in range(a.end, b.start)):
+        return None
+    start = 0 if k == 0 else block.start
+    end = len(nodes) if k == last else block.end
+    entries = [(phase, e) for phase, root, e in window.entries if start <= root + lo < end]
+    slots = window.slots[start - lo:end - lo]
+    changed = [n for i, n in enumerate(slots) if n is not None and n is not nodes[start + i]]
+    rows, row = [], 0
+    for i, n in enumerate(slots):
+        rows.append(-2 if n is None else -1 if n is nodes[start + i] else row)
+        row += n is not None and n is not nodes[start + i]
+    return rows, LayerCopy(changed, {}, block.index, block.stage, extra=[e["node"] for _, e in entries]), entries
+
+
+def clear_windows() -> None:
+    """Forget the fused windows kept across calls."""
+    with _LOCK:
+        _WINDOWS.clear()
 
 
 def _split(entries: list[tuple[int, dict[str, Any]]], attention: list[dict[str, Any]],

@@ -37,6 +37,7 @@ from perfmodel.graph.memory import memory
 from perfmodel.graph.parallel import Parallelism
 from perfmodel.graph.schedule import schedule
 from perfmodel.hardware import Hardware
+from perfmodel.search import call_memo
 from perfmodel.specs import derive_variant, load_hardware
 
 Progress = Callable[[int, int], None]
@@ -129,7 +130,8 @@ def run_chunk(base_id: str, chunk: list[tuple[int, dict[str, Any]]], workloads: 
                 c = _compile_workload(w, devices, hw)
                 compiled[key] = (c, memory(c.graph, hw).total_bytes)  # the footprint does not depend on speed
             c, footprint = compiled[key]
-            batch = predict_compiled(c, hw, "full" if space == "full" else "compact")
+            with call_memo.not_kept():  # a variant's device is new: its choices would not come back
+                batch = predict_compiled(c, hw, "full" if space == "full" else "compact")
             tl = schedule(c.graph, c.node_times(batch), int(w.get("microbatches", 1)))
             capacity = hw.level_capacity_bytes(hw.dram)
             step = tl.step_s

@@ -39,6 +39,7 @@ from perfmodel.dtypes import DType
 from perfmodel.machine import MachineTables
 from perfmodel.ops.base import FloatArray
 from perfmodel.ops.work import DTYPE_INDEX
+from perfmodel.search import call_memo
 from perfmodel.search.gemm_cost import pipelined_step, tie_break
 
 # fp32 instructions per score besides the exp (docs/model.md, 'Flash attention: FA2 vs FA3'); each is one result per
@@ -360,7 +361,19 @@ def _pick(t: MachineTables, space: AttentionCandidates, arrays: dict[str, FloatA
 def best_attention(t: MachineTables, space: AttentionCandidates, **arrays: FloatArray) -> AttentionChoice:
     """The cheapest schedule per op (equal times: smallest footprint, then first index, as ``tie_break``). An op
     with both passes runs two kernels, each at its own best tile: the forward's times are added to the backward's
-    (the op's compulsory bytes charged once, with the backward); the schedule reported is the backward's."""
+    (the op's compulsory bytes charged once, with the backward); the schedule reported is the backward's. A small
+    call seen before with the same tables and space is answered from ``call_memo``."""
+    names = sorted(arrays)
+    candidates = [space.bq, space.bkv, space.stages, space.split]  # by value: a space is built per call
+    return call_memo.kept("attention:" + ",".join(names), (t,), candidates + [np.asarray(arrays[k]) for k in names],
+                          lambda: _best_attention(t, space, **arrays), _copy_choice)
+
+
+def _copy_choice(choice: AttentionChoice) -> AttentionChoice:
+    return AttentionChoice(*(np.array(getattr(choice, f)) for f in AttentionChoice.__dataclass_fields__))
+
+
+def _best_attention(t: MachineTables, space: AttentionCandidates, **arrays: FloatArray) -> AttentionChoice:
     fwd, bwd = arrays.get("fwd"), arrays.get("bwd")
     if fwd is None or bwd is None or not np.any((fwd > 0) & (bwd > 0)):
         return _pick(t, space, arrays)

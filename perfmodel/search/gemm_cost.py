@@ -41,7 +41,7 @@ import numpy as np
 
 from perfmodel.machine import MachineTables
 from perfmodel.ops.base import FloatArray, Work
-from perfmodel.search import gemm_kernel
+from perfmodel.search import call_memo, gemm_kernel, gemm_memo
 from perfmodel.search.gemm_space import GemmCandidates, is_systolic
 from perfmodel.systolic import fold_cycles
 
@@ -286,8 +286,13 @@ def best_gemms(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: Fl
     """The cheapest schedule of ``space`` for each GEMM (equal times: ``tie_break``): the compiled kernel keeps
     only each op's cheapest candidate; numpy costs the grid in chunks of ops."""
     if gemm_kernel.use_kernel(batch.size * space.size):
-        index, block = gemm_kernel.best_per_op(gemm_kernel.device_vector(t), space, batch, m, n, k, elem_bytes,
-                                               peak, compulsory_bytes)
+        v = gemm_kernel.device_vector(t)
+        columns = (batch, m, n, k, elem_bytes, peak, compulsory_bytes)
+        if 0 < batch.size <= gemm_memo.SMALL_CALL_ROWS and space.size >= gemm_memo.MIN_SPACE and call_memo.enabled():
+            index, block = gemm_memo.choose(v, space, columns,
+                                            lambda *c: gemm_kernel.best_per_op(v, space, *c))
+        else:
+            index, block = gemm_kernel.best_per_op(v, space, *columns)
         return GemmChoice(index, *block)
     rows = max(1, CHUNK_ELEMENTS // max(space.size, 1))
     parts: list[GemmChoice] = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 
@@ -57,3 +57,36 @@ def test_edited_graph_is_fused_node_by_node() -> None:
     assert report_copied.fusions == report_built.fusions
     fused = {f["node"] for f in report_copied.fusions}  # the edited layer lost its add+norm, its neighbours kept it
     assert "layers.5.mlp_residual_add+input_norm" not in fused and "layers.6.mlp_residual_add+input_norm" in fused
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-405b", "mixtral-8x7b", "gpt2"])
+def test_fused_windows_kept_across_builds_give_the_same_graph(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second build from the same config, workload and parallelism copies the kept fused windows (first, last,
+    each context): the same nodes and report as fusing it again, and as the layer-by-layer build."""
+    from perfmodel.graph import fusion, repeat
+
+    repeat.clear_windows()
+    windows: list[int] = []
+    real = fusion.fuse_slots
+
+    def counting(*args: Any) -> Any:
+        windows.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(fusion, "fuse_slots", counting)
+    fused = []
+    for _ in range(2):
+        copied, built = _pair(name, "decode", PARALLEL["tp2pp4"])
+        fused.append((fuse(copied).fusions, copied.nodes))
+        assert repeat._WINDOWS
+    assert len(windows) == len(repeat._WINDOWS) >= 3  # fused in the first build only
+    monkeypatch.undo()
+    report_built = fuse(built)
+    for fusions, nodes in fused:
+        assert nodes == built.nodes
+        assert fusions == report_built.fusions
+    # the rules are part of the key: a build fused with fewer rules fuses its windows again
+    copied, built = _pair(name, "decode", PARALLEL["tp2pp4"])
+    assert fuse(copied, ("add_norm",)).fusions == fuse(built, ("add_norm",)).fusions
+    assert copied.nodes == built.nodes
+    repeat.clear_windows()
