@@ -118,8 +118,6 @@ def llmcompass() -> Iterator[Row]:
             op = {"kind": "matmul", "m": int(r["M"]), "n": int(r["N"]), "k": int(r["K"]), "dtype": dtype}
         elif kind in ("softmax", "layernorm"):
             op = {"kind": kind, "shape": [int(r["M"]), int(r["N"])], "dtype": dtype}
-            if kind == "layernorm":  # the @torch.compile'd function (COMPILED_CALLS): Inductor's kernel
-                op["compiled"] = True
         elif kind == "gelu":
             op = {"kind": "elementwise", "shape": [int(r["elements"])], "dtype": dtype,
                   "flops_per_element": 8, "transcendentals_per_element": 1}

@@ -90,22 +90,6 @@ def llc_hit_share(compulsory: FloatArray, capacity_bytes: float, resident_fracti
     return share
 
 
-def reread_hit_share(work: Work, t: MachineTables, capacity_bytes: float, resident_fraction: float) -> FloatArray:
-    """Share of each op's DRAM bytes that are re-reads the last-level cache serves (``Work.reread_bytes``).
-
-    A block re-reads the row it has just read; between the two reads the other resident blocks bring in their own
-    rows, W = rows in flight x row bytes, rows in flight = min(rows, units x resident threads per unit / block
-    threads). The re-read hits as a warm stream of W would (``llc_hit_share``: all of it within f·C, f·C / W past).
-    """
-    threads = np.maximum(work.reread_block_threads, 1.0)
-    in_flight_rows = np.minimum(work.parallel_items, np.floor(t.units * t.resident_threads_per_unit / threads))
-    window = np.maximum(in_flight_rows, 1.0) * work.reread_row_bytes
-    hit = llc_hit_share(window, capacity_bytes, resident_fraction)
-    total = work.dram_bytes
-    share: FloatArray = np.where(total > 0, work.reread_bytes * hit / np.maximum(total, 1.0), 0.0)
-    return share
-
-
 def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing = "kernel",
              warm_cache: bool = False, defaults: ModelDefaults | None = None,
              space: GemmCandidates | None = None) -> CostBatch:
@@ -133,8 +117,6 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     llc_capacity = hardware.level_capacity_bytes(llc) if llc else None
     hit = llc_hit_share(compulsory, llc_capacity or 0.0, d.llc_resident_fraction) if warm_cache and llc \
         else np.zeros(n)
-    if llc and llc_capacity and t.hardware.kind == "gpu" and work.reread_bytes.any():  # re-reads of a row in flight
-        hit = hit + (1.0 - hit) * reread_hit_share(work, t, llc_capacity, d.llc_resident_fraction)
     gemm = (work.gemm_batch.sum(axis=1) > 0) & (work.flops_matrix > 0)
     flash = work.attention[:, 0] > 0
     totals = _GemmTotals(n)

@@ -37,15 +37,6 @@ THREADS_PER_ROW = 1024.0  # one thread block per row (Apex / vLLM style), up to 
 # y: three reads (docs/model.md, "Softmax passes")
 PERSISTENT_SOFTMAX_MAX_COLS = 1024
 SOFTMAX_BLOCK_READS = 3.0
-# torch.compile's Inductor keeps a row in registers (a persistent reduction) only up to 1,024 elements of an inner
-# reduction (torch/_inductor/choices.py, should_use_persistent_reduction: threshold {ReductionHint.INNER: 1024});
-# longer rows run a looped reduction, one loop over x for the statistics and a second over x to normalise: x read
-# twice (docs/model.md, "Compiled layer norm")
-INDUCTOR_PERSISTENT_MAX_COLS = 1024
-# its looped inner reduction runs one row per program (XBLOCK 1, RBLOCK 2048) with num_warps = 2048 // 128 capped at
-# 8 (torch/_inductor/runtime/triton_heuristics.py, triton_config_reduction; ReductionHint.INNER takes the contiguous
-# config): 8 warps of 32 threads per row
-INDUCTOR_REDUCTION_THREADS = 256.0
 
 
 @dataclass(frozen=True)
@@ -125,32 +116,12 @@ class RowOp(Op):
 @register
 @dataclass(frozen=True)
 class LayerNorm(RowOp):
-    """y = (x − mean) · rstd · γ + β; 8 FLOPs per element, one rsqrt per row.
-
-    ``compiled``: the kernel torch.compile (Inductor) generates; its forward reads x twice on rows of more than
-    ``INDUCTOR_PERSISTENT_MAX_COLS`` elements.
-    """
+    """y = (x − mean) · rstd · γ + β; 8 FLOPs per element, one rsqrt per row."""
 
     kind = "layernorm"
-    compiled: bool = False
     vector_flops_per_element = 8.0
     param_vectors = 2.0
     stats_per_row = 2.0
-
-    @classmethod
-    def work(cls, ops: Sequence[Self] | OpColumns, granularity_bytes: float = 1.0) -> Work:
-        """A compiled forward's looped reduction reads x a second time (bytes), row by row: a re-read the
-        last-level cache serves when the rows in flight fit it (``Work.reread_bytes``)."""
-        work = super().work(ops, granularity_bytes)
-        fwd, _ = pass_factors(ops)
-        looped = column(ops, "compiled") * (last_dim(ops) > INDUCTOR_PERSISTENT_MAX_COLS)
-        elem = dtype_bytes(ops, "dtype")
-        second = looped * shape_elements(ops) * elem * fwd
-        work.bytes_by_role["activations_in"] = work.bytes_by_role["activations_in"] + second
-        work.reread_bytes = second
-        work.reread_row_bytes = last_dim(ops) * elem
-        work.reread_block_threads = np.full(len(ops), INDUCTOR_REDUCTION_THREADS)
-        return work
 
 
 @register

@@ -72,18 +72,12 @@ class Work:
     conv_library: FloatArray = field(default_factory=lambda: np.zeros(0))
     # DRAM round trips a GPU kernel makes one after another, each waiting for the last (0: none; its loads overlap)
     dependent_round_trips: FloatArray = field(default_factory=lambda: np.zeros(0))
-    # bytes (part of the roles' bytes) a row kernel reads again from a row its block read just before, of rows of
-    # ``reread_row_bytes`` each handled by a block of ``reread_block_threads`` threads: served by the last-level
-    # cache when the rows resident at once fit its share (``roofline.reread_hit_share``); 0: none
-    reread_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))
-    reread_row_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))
-    reread_block_threads: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         zeros = np.zeros(self.n)
         for name in ("threads", "bytes_per_thread", "threads_per_unit_cap", "scratchpad_bytes", "comm_bytes",
                      "comm_devices", "comm_devices_per_node", "serial_bytes", "nhwc_bytes", "conv_library",
-                     "dependent_round_trips", "reread_bytes", "reread_row_bytes", "reread_block_threads"):
+                     "dependent_round_trips"):
             if getattr(self, name).size == 0:
                 setattr(self, name, zeros)
         if self.attention.size == 0:
