@@ -280,7 +280,8 @@ class Conv2d(Op):
             # fixed SIMT tiles off the tensor cores, no split-K (conv_space); the non-fused Winograd's batched GEMMs,
             # the FFT's complex ones and the gradients keep the free search
             gemm_simt_conv=np.stack([np.where(nonfused | fft | im2col, 0.0, np.where(fused, 2.0, 1.0)),
-                                     np.zeros(len(ops)), np.zeros(len(ops))], axis=1),
+                                     np.where(wino | fft | im2col | thin_cols, 0.0, 3.0),
+                                     np.where(wino | fft | im2col, 0.0, 3.0)], axis=1),
             gemm_serial=np.repeat(per_image.serial[:, None], 3, axis=1),
             # cuDNN's / MIOpen's convolution kernels, not the BLAS GEMMs (which the per-image path calls)
             conv_library=np.where(im2col, CONV_LIBRARY_IM2COL, 1.0),

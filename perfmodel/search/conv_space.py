@@ -24,7 +24,9 @@ from perfmodel.search.gemm_space import GemmCandidates, compact_space
 
 SIMT_CONV_TILE_M = 128  # output pixels (implicit GEMM) or Winograd tiles per CTA
 # output channels per CTA, by ``Work.gemm_simt_conv`` code: 1 implicit GEMM, 2 fused Winograd
-SIMT_CONV_TILES_N: dict[int, tuple[int, ...]] = {1: (32, 64, 128), 2: (128,)}
+SIMT_CONV_TILES_N: dict[int, tuple[int, ...]] = {1: (32, 64, 128), 2: (128,), 3: (32, 64, 128)}
+# families whose kernels split the reduction (the gradients' ``*_stridedB_splitK_*``): every split of the compact space
+SIMT_CONV_SPLIT_FAMILIES = frozenset({3})
 
 _SPACES: dict[tuple[object, ...], GemmCandidates] = {}
 
@@ -36,11 +38,12 @@ def simt_conv_space(t: MachineTables, family: int = 1) -> GemmCandidates:
     if key not in _SPACES:
         base = compact_space(t)
         rows = []
+        splits = np.unique(base.split) if family in SIMT_CONV_SPLIT_FAMILIES else np.array([1.0])
         for bn in SIMT_CONV_TILES_N[family]:
             same = np.nonzero((base.bm == SIMT_CONV_TILE_M) & (base.split == 1))[0]
             nearest = same[np.argmin(np.abs(base.bn[same] - bn) + 1e-3 * base.bk_bytes[same])]
-            rows.append((float(SIMT_CONV_TILE_M), float(bn), base.bk_bytes[nearest], base.stages[nearest], 1.0,
-                         base.group[nearest]))
+            rows += [(float(SIMT_CONV_TILE_M), float(bn), base.bk_bytes[nearest], base.stages[nearest], float(split),
+                      base.group[nearest]) for split in splits]
         grid = np.array(rows, dtype=np.float64)
         _SPACES[key] = GemmCandidates(*(grid[:, i] for i in range(grid.shape[1])))
     return _SPACES[key]
