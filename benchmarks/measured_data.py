@@ -183,8 +183,8 @@ def deepbench() -> Iterator[Row]:
         # kernels ran the padded one
         if base["dtype"] == "fp16" and "cuDNN 7" in r["software"]:
             base["layout"] = "nhwc"
-            for name in ("in_channels", "out_channels"):
-                base[name] = -(-base[name] // TENSOR_CORE_CHANNEL_PAD) * TENSOR_CORE_CHANNEL_PAD
+            for name, column in (("in_channels", "C"), ("out_channels", "K")):
+                base[name] = -(-int(r[column]) // TENSOR_CORE_CHANNEL_PAD) * TENSOR_CORE_CHANNEL_PAD
         algorithm = _algorithm(r["fwd_algorithm"], base)
         fwd = base if algorithm == "implicit_gemm" else {**base, "algorithm": algorithm}
         if _number(r["fwd_ms"]):
