@@ -49,6 +49,7 @@ from measured_data import (
     _read,
     all_rows,
     compiled_call,
+    looped_calls,
 )
 
 import perfmodel
@@ -163,7 +164,8 @@ def _predict(rows: Sequence[Row], defaults_of: dict[str, ModelDefaults], harness
     issue_s = (harness or {}).get("issue_interval_s", 0.0)
     if issue_s:
         looped = np.array([r.dataset in HOST_ISSUED_LOOPS for r in rows])
-        out = np.where(looped, np.maximum(out, issue_s), out)
+        calls = np.array([looped_calls(r) for r in rows], dtype=np.float64)  # a backward row: two timed loops
+        out = np.where(looped, np.maximum(out, issue_s * calls), out)
     peer_s = (harness or {}).get("peer_issue_interval_s", 0.0)
     if peer_s:
         held = np.array([(r.dataset, r.label) in UNSYNCED_COLLECTIVE_LAUNCHES for r in rows])

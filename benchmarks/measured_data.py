@@ -127,6 +127,7 @@ def llmcompass() -> Iterator[Row]:
         yield Row("llmcompass", hw, op, seconds, "host", f"{kind}", label)
 
 
+TENSOR_CORE_CHANNEL_PAD = 8  # conv_bench.cu pads half-precision C and K to this multiple (cuDNN >= 7 builds)
 DEEPBENCH_HW = {"NVIDIA V100 (DGX-1)": "nvidia-v100-sxm2-32gb", "NVIDIA Tesla P100": "nvidia-p100-sxm2-16gb",
                 "NVIDIA T4": "nvidia-t4", "AMD Radeon Instinct MI25": "amd-mi25"}
 
@@ -175,9 +176,15 @@ def deepbench() -> Iterator[Row]:
                 **_deepbench_dtypes(r["precision"])}
         hw = DEEPBENCH_HW[r["hardware"]]
         group = r["application"] or "-"
-        # conv_bench.cu with cuDNN >= 7 gives half-precision tensors NHWC (tensor-core math), float ones NCHW
+        # conv_bench.cu with cuDNN >= 7 gives half-precision tensors NHWC (tensor-core math), float ones NCHW, and
+        # pads a half-precision training problem's C and K up to multiples of 8 before timing it ("Tensor cores need
+        # channels to be a multiple of 8": pad_dim(padded_c, 8), pad_dim(padded_k, 8); baidu-research/DeepBench
+        # code/nvidia/conv_bench.cu @ 60bea70): the sheet lists the problem's own C (1 or 3 for first layers), the
+        # kernels ran the padded one
         if base["dtype"] == "fp16" and "cuDNN 7" in r["software"]:
             base["layout"] = "nhwc"
+            for name, column in (("in_channels", "C"), ("out_channels", "K")):
+                base[name] = -(-int(r[column]) // TENSOR_CORE_CHANNEL_PAD) * TENSOR_CORE_CHANNEL_PAD
         algorithm = _algorithm(r["fwd_algorithm"], base)
         fwd = base if algorithm == "implicit_gemm" else {**base, "algorithm": algorithm}
         if _number(r["fwd_ms"]):
@@ -261,6 +268,10 @@ COMPILED_CALLS = frozenset({("llmcompass", "layernorm", "nvidia-a100-sxm4-80gb")
 # (conv_bench.cu, gemm_bench.cu): a call cannot take less than the host needs to issue it (cuBLAS/cuDNN/MIOpen's
 # API work and the launch), however short its kernels.
 HOST_ISSUED_LOOPS = frozenset({"deepbench"})
+# A DeepBench backward row is the sum of two such loops, backward data and backward filter, each timed on its own
+# (time_cnn in conv_bench.cu: bwd_params_time, then bwd_inputs_time, each over num_repeats calls): it lasts at least
+# two issue intervals.
+LOOPED_CALLS_PER_ROW = {("deepbench", "conv2d_bwd"): 2}
 # Vidur times a collective as the median Kineto duration of rank 0's NCCL kernels over 11 eager torch.distributed
 # calls issued back to back after one barrier (vidur/profiling/collectives/collectives_wrapper.py: _run_collective,
 # CudaTimer(aggregation_fn=np.median, filter_str="nccl"); main.py keeps rank 0's stats; microsoft/vidur @ e26eb8f).
@@ -271,6 +282,12 @@ HOST_ISSUED_LOOPS = frozenset({"deepbench"})
 # 1/p of the runs: a faster row, 7-13 us among 50-60 us ones, is that case.) A send is not held: its message goes
 # into the receiver's FIFO (NCCL_STEPS slots) without waiting for the receiving kernel.
 UNSYNCED_COLLECTIVE_LAUNCHES = frozenset({("vidur", "allreduce")})
+
+
+def looped_calls(row: Row) -> int:
+    """Library calls a row of a back-to-back loop data set (``HOST_ISSUED_LOOPS``) adds up: each is timed in its own
+    loop and lasts at least the host's issue interval (``LOOPED_CALLS_PER_ROW``, else 1)."""
+    return LOOPED_CALLS_PER_ROW.get((row.dataset, row.label), 1)
 
 
 def compiled_call(row: Row) -> bool:

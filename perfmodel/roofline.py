@@ -27,7 +27,7 @@ from perfmodel.machine import MachineTables, tables
 from perfmodel.ops import Op, OpError, Work, make_op
 from perfmodel.ops.base import DTYPE_BYTES, FloatArray
 from perfmodel.search import choice_memo
-from perfmodel.search.conv_space import simt_conv_space
+from perfmodel.search.conv_space import family_of, simt_conv_space
 from perfmodel.search.gemm_cost import GemmChoice, best_gemms
 from perfmodel.search.gemm_space import GemmCandidates, compact_space, concat_spaces, full_space
 
@@ -253,7 +253,9 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
                work.gemm_k[idx][rows, slots], elem, m_peak[op_rows], compulsory[op_rows] * share / serial)
     # cuDNN's SIMT convolutions run their own fixed tiles (conv_space), one family per code: searched apart, their
     # candidates indexed after ``space``'s
-    family = np.where(_simt_on_cudnn(t, work.matrix_dtype[op_rows]), work.gemm_simt_conv[idx][rows, slots], 0.0)
+    simt = _simt_on_cudnn(t, work.matrix_dtype[op_rows])
+    nvidia_gpu = t.hardware.kind == "gpu" and t.hardware.vendor == "nvidia"
+    family = family_of(work.gemm_simt_conv[idx][rows, slots], simt, ~simt & nvidia_gpu)
     if family.any():
         parts, spaces = [], [space]
         for code in np.unique(family):

@@ -59,6 +59,7 @@ from perfmodel.ops.base import (
 )
 from perfmodel.ops.conv_fft import COMPLEX_GEMM_REAL_GEMMS, FFT_ALGORITHMS, fft_error, fft_terms
 from perfmodel.ops.conv_im2col import im2col_error, im2col_terms
+from perfmodel.search.conv_space import DATA_GRADIENT, FORWARD, FUSED_WINOGRAD, WEIGHT_GRADIENT
 
 CONV_LIBRARY_IM2COL = 1.0  # MIOpen 1.x calls its own GEMMs (GemmBackend_t::miopengemm), at the conv library share
 THIN_DGRAD_CHANNELS = 16  # C/g below this: the data gradient runs as a GEMM onto columns and col2im
@@ -279,8 +280,9 @@ class Conv2d(Op):
             # the forward implicit GEMM (family 1: 128 x 32/64/128) and fused Winograd (2: 128 x 128) run cuDNN's
             # fixed SIMT tiles off the tensor cores, no split-K (conv_space); the non-fused Winograd's batched GEMMs,
             # the FFT's complex ones and the gradients keep the free search
-            gemm_simt_conv=np.stack([np.where(nonfused | fft | im2col, 0.0, np.where(fused, 2.0, 1.0)),
-                                     np.zeros(len(ops)), np.zeros(len(ops))], axis=1),
+            gemm_simt_conv=np.stack([np.where(nonfused | fft | im2col, 0.0, np.where(fused, FUSED_WINOGRAD, FORWARD)),
+                                     np.where(wino | fft | im2col | thin_cols, 0.0, DATA_GRADIENT),
+                                     np.where(wino | fft | im2col, 0.0, WEIGHT_GRADIENT)], axis=1),
             gemm_serial=np.repeat(per_image.serial[:, None], 3, axis=1),
             # cuDNN's / MIOpen's convolution kernels, not the BLAS GEMMs (which the per-image path calls)
             conv_library=np.where(im2col, CONV_LIBRARY_IM2COL, 1.0),

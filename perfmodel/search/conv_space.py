@@ -23,27 +23,53 @@ from perfmodel.machine import MachineTables
 from perfmodel.search.gemm_space import GemmCandidates, compact_space
 
 SIMT_CONV_TILE_M = 128  # output pixels (implicit GEMM) or Winograd tiles per CTA
-# output channels per CTA, by ``Work.gemm_simt_conv`` code: 1 implicit GEMM, 2 fused Winograd
-SIMT_CONV_TILES_N: dict[int, tuple[int, ...]] = {1: (32, 64, 128), 2: (128,)}
+# ``Work.gemm_simt_conv`` codes, per GEMM slot: which of cuDNN's kernels runs it (0: a GEMM the free search schedules)
+FORWARD, FUSED_WINOGRAD, DATA_GRADIENT, WEIGHT_GRADIENT = 1, 2, 3, 4
+# kernel families: (CTA tiles (rows x columns), whether the family splits the reduction)
+FAMILY_TILES: dict[int, tuple[tuple[tuple[int, int], ...], bool]] = {
+    1: (((128, 32), (128, 64), (128, 128)), False),  # SIMT forward implicit GEMM: *_scudnn_128x{32,64,128}_*
+    2: (((128, 128),), False),  # SIMT fused Winograd: *_scudnn_winograd_128x128_*
+    3: (((128, 32), (128, 64), (128, 128)), True),  # SIMT gradients: *_scudnn_128x128_stridedB_splitK_*
+    4: (((128, 128), (256, 128)), False),  # tensor-core data gradient (s884cudnn 128x128, 256x128), no split-K
+}
+SIMT_CONV_TILES_N: dict[int, tuple[int, ...]] = {f: tuple(bn for _, bn in tiles) for f, (tiles, _) in
+                                                 FAMILY_TILES.items()}
+# code -> family, off the tensor cores (SIMT) and on them (NVIDIA tensor cores): 0 = the free search
+SIMT_FAMILY = {FORWARD: 1, FUSED_WINOGRAD: 2, DATA_GRADIENT: 3, WEIGHT_GRADIENT: 3}
+TENSOR_FAMILY = {DATA_GRADIENT: 4}
 
 _SPACES: dict[tuple[object, ...], GemmCandidates] = {}
 
 
+def family_of(codes: np.ndarray, simt: np.ndarray, tensor: np.ndarray) -> np.ndarray:
+    """The kernel family of each GEMM slot (0: the free search) from its ``Work.gemm_simt_conv`` code, by whether it
+    runs on an NVIDIA GPU's CUDA cores (``simt``) or its tensor cores (``tensor``)."""
+    out = np.zeros(codes.shape, dtype=np.float64)
+    for code, family in SIMT_FAMILY.items():
+        out = np.where(simt & (codes == code), float(family), out)
+    for code, family in TENSOR_FAMILY.items():
+        out = np.where(tensor & (codes == code), float(family), out)
+    return out
+
+
 def simt_conv_space(t: MachineTables, family: int = 1) -> GemmCandidates:
-    """cuDNN's SIMT forward-convolution tiles of a family (``SIMT_CONV_TILES_N``; 128 x BN, no split-K) with the
-    compact space's K-step and stages for a 128-row tile."""
+    """cuDNN's convolution tiles of a family (``FAMILY_TILES``: no split-K, or every split of the compact space)
+    with the compact space's K-step and stages for a tile of that many rows."""
     key = (family, t.mma_n, t.mma_m, t.hardware.kind, t.scratchpad_bytes_per_unit)
     if key not in _SPACES:
         base = compact_space(t)
+        tiles, splits_k = FAMILY_TILES[family]
+        splits = np.unique(base.split) if splits_k else np.array([1.0])
         rows = []
-        for bn in SIMT_CONV_TILES_N[family]:
-            same = np.nonzero((base.bm == SIMT_CONV_TILE_M) & (base.split == 1))[0]
+        for bm, bn in tiles:
+            same = np.nonzero((base.bm == bm) & (base.split == 1))[0]
             nearest = same[np.argmin(np.abs(base.bn[same] - bn) + 1e-3 * base.bk_bytes[same])]
-            rows.append((float(SIMT_CONV_TILE_M), float(bn), base.bk_bytes[nearest], base.stages[nearest], 1.0,
-                         base.group[nearest]))
+            rows += [(float(bm), float(bn), base.bk_bytes[nearest], base.stages[nearest], float(split),
+                      base.group[nearest]) for split in splits]
         grid = np.array(rows, dtype=np.float64)
         _SPACES[key] = GemmCandidates(*(grid[:, i] for i in range(grid.shape[1])))
     return _SPACES[key]
 
 
-__all__ = ["SIMT_CONV_TILES_N", "SIMT_CONV_TILE_M", "simt_conv_space"]
+__all__ = ["DATA_GRADIENT", "FAMILY_TILES", "FORWARD", "FUSED_WINOGRAD", "SIMT_CONV_TILES_N", "SIMT_CONV_TILE_M",
+           "WEIGHT_GRADIENT", "family_of", "simt_conv_space"]

@@ -301,3 +301,47 @@ def test_convolution_gemms_run_at_the_convolution_library_share_of_matrix_peak()
         perfmodel.predict("nvidia-v100-sxm2-32gb", matmul, defaults=IDEAL).time_s, rel=1e-12)
     unset = dataclasses.replace(IDEAL, matrix_efficiency=0.5)
     assert perfmodel.predict("nvidia-v100-sxm2-32gb", conv, defaults=unset).time_s == slow.time_s
+
+
+def test_tensor_core_data_gradient_runs_cudnn_tiles_without_split_k() -> None:
+    """V100 fp16 NHWC, 512 -> 512 3x3 (padding 1) on 7x7 maps, backward: the data gradient is an implicit GEMM of
+    M = N·49 rows, C = 512 columns, reducing over K·9 = 4,608. cuDNN's tensor-core data gradient (s884 128x128 /
+    256x128 tiles) does not split the reduction (perfmodel/search/conv_space.py): 128x128 gives ⌈392/128⌉ x 4 = 16
+    CTAs at 8 images and ⌈784/128⌉ x 4 = 28 at 16, both under the 80 SMs, each running all 144 K-steps, so the
+    data gradient barely grows with the batch (DeepBench V100 fp16: 134 and 135 us). The same GEMM as a matmul, and
+    the forward, split K and fill the device."""
+    op = {"kind": "conv2d", "batch": 8, "in_channels": 512, "out_channels": 512, "height": 7, "width": 7,
+          "kernel_h": 3, "kernel_w": 3, "padding": 1, "dtype": "fp16", "layout": "nhwc", "pass": "backward"}
+    hw = "nvidia-v100-sxm2-32gb"
+    eight = perfmodel.predict(hw, op, defaults=IDEAL)
+    sixteen = perfmodel.predict(hw, {**op, "batch": 16}, defaults=IDEAL)
+    for cost, ctas in ((eight, 16), (sixteen, 28)):  # the schedule shown is the first GEMM's: the data gradient
+        assert (cost.schedule["tile_m"], cost.schedule["tile_n"]) == (128, 128)
+        assert (cost.schedule["split_k"], cost.schedule["tiles"]) == (1, ctas)
+    assert sixteen.time_s < 1.3 * eight.time_s  # twice the rows, the same K-steps per CTA (the wgrad doubles)
+    matmul = perfmodel.predict(hw, {"kind": "matmul", "m": 392, "n": 512, "k": 4608, "dtype": "fp16"},
+                               defaults=IDEAL)
+    forward = perfmodel.predict(hw, {**op, "pass": "forward"}, defaults=IDEAL)
+    assert matmul.schedule["split_k"] > 1 and forward.schedule["split_k"] > 1
+    assert forward.time_s < 0.5 * eight.time_s
+
+
+def test_cudnn_simt_weight_gradient_splits_its_128_row_tiles() -> None:
+    """T4 fp32 (CUDA cores), 64 -> 64 1x1 on 16 maps of 112x112, backward: the weight gradient is K x C x N·P·Q =
+    64 x 64 x 200,704. cuDNN's SIMT gradient kernels are 128-row tiles that split the reduction
+    (``*_scudnn_128x128_stridedB_splitK_*``): one 128-row tile covers K = 64 twice over, so the split-K fills the SMs
+    with half-empty tiles, where a free GEMM search would pick 64x64 ones."""
+    from perfmodel.ops import make_op
+    from perfmodel.search.conv_space import DATA_GRADIENT, WEIGHT_GRADIENT
+
+    op = make_op({"kind": "conv2d", "batch": 16, "in_channels": 64, "out_channels": 64, "height": 112,
+                  "width": 112, "kernel_h": 1, "kernel_w": 1, "dtype": "fp32", "pass": "backward"})
+    work = type(op).work([op])
+    assert list(work.gemm_simt_conv[0, 1:]) == [DATA_GRADIENT, WEIGHT_GRADIENT]  # slot 0, the forward: unused
+    def matrix_s_per_flop(channels: int) -> float:
+        cost = perfmodel.predict("nvidia-t4", {**op.to_dict(), "in_channels": channels, "out_channels": channels},
+                                 defaults=IDEAL)
+        return float(cost.time_s_by_engine["matrix"] / cost.flops_by_engine["matrix"])
+
+    # 128 -> 128 fills every 128-row tile; 64 -> 64 runs its 64 x 64 weight gradient on half-empty ones
+    assert matrix_s_per_flop(64) > 1.3 * matrix_s_per_flop(128)
