@@ -1,6 +1,6 @@
 """Is a group's change real? Mann-Whitney U over the repeats of each side, a paired Wilcoxon signed-rank
 test where both sides have the same calls in the same order (the same program profiled twice), and a
-bootstrap CI of the ratio of medians (new / base)."""
+bootstrap CI of the ratio of medians (new / base). The tests are scipy's, computed by ``rank_tests``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats  # type: ignore[import-untyped,unused-ignore]
+
+from perfmodel.compare.rank_tests import mann_whitney_p, wilcoxon_p
 
 MIN_REPEATS = 5  # per side: below it no verdict ("too few repeats")
 BOOTSTRAP_RESAMPLES = 400
@@ -86,13 +87,12 @@ def measure_change(base_s: Sequence[float], new_s: Sequence[float], seed: int = 
     if med_base <= 0:
         return None
     ratio = float(np.median(new)) / med_base
-    p_mwu = _p(stats.mannwhitneyu(base, new, alternative="two-sided", method="asymptotic").pvalue) if np.ptp(
-        np.concatenate([base, new])) > 0 else 1.0
+    p_mwu = _p(mann_whitney_p(base, new)) if np.ptp(np.concatenate([base, new])) > 0 else 1.0
     paired = base.size == new.size
     p_paired: float | None = None
     if paired:
         moved = bool(np.any(new != base))
-        p_paired = _p(stats.wilcoxon(new, base, zero_method="zsplit", method="approx").pvalue) if moved else 1.0
+        p_paired = _p(wilcoxon_p(new, base)) if moved else 1.0
     thin_base, thin_new = _thin(base, MAX_BOOTSTRAP_SAMPLES), _thin(new, MAX_BOOTSTRAP_SAMPLES)
     low, high = _bootstrap(thin_base, thin_new, paired, seed)
     return Change(ratio, low, high, p_mwu, p_paired)
