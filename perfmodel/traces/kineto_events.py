@@ -173,7 +173,7 @@ def _decode_array(wrapped: bytes | memoryview, decoder: msgspec.json.Decoder[Any
     return [e for e in map(event_from_object, items) if e is not None]
 
 
-def _last_cut(data: bytes, pattern: re.Pattern[bytes], end: int) -> int:
+def _last_cut(data: bytes | bytearray, pattern: re.Pattern[bytes], end: int) -> int:
     """Index just after the last ``}`` before ``end`` that ``pattern`` finds a separator after; -1 if none."""
     quick = data.rfind(b"},", 0, end) if pattern is _EVENT_END else -1
     if quick >= 0:
@@ -263,13 +263,13 @@ def iter_event_batches(stream: BinaryIO, top_level_list: bool,
         if not chunk:
             break
         buffer = bytearray().join((buffer, chunk))
-        done = _cut_in_place(buffer, decoder)
-        if done is None:
+        in_place = _cut_in_place(buffer, decoder)
+        if in_place is None:
             if len(buffer) - 1 > 4 * CHUNK_BYTES:  # no cut decodes in a large piece: let ijson read (or reject) it
                 yield from _ijson_events(PrefixedStream(opening + bytes(buffer[1:]), stream), prefix)
                 return
             continue
-        cut, was, events = done
+        cut, was, events = in_place
         yield events
         rest = buffer[cut + 1:]  # past the ',' after the last event used
         buffer = bytearray(b"[") + (rest if was == 0x2C else rest.lstrip(_WHITESPACE)[1:])
