@@ -83,14 +83,6 @@ class Event(msgspec.Struct, gc=False):
     args: EventArgs | None = None
 
 
-class SpanArgs(EventArgs, gc=False):
-    """``EventArgs`` with the grid and block sizes decoded (lists of three ints, mostly: a list costs less than a
-    raw text's bytes)."""
-
-    grid: Any = None
-    block: Any = None
-
-
 class SpanEvent(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     """An event of phase ``X`` (a span: ops, launches, kernels) as ``PHASED`` decodes it: ``Event``'s fields."""
 
@@ -101,7 +93,7 @@ class SpanEvent(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     tid: Any = None
     ts: Any = None
     dur: Any = None
-    args: SpanArgs | None = None
+    args: EventArgs | None = None  # grid and block raw (not lists: no object the garbage collector tracks)
 
 
 # the Chrome trace format's other phases: only the phase is decoded (their fields are skipped without objects)
