@@ -1,6 +1,6 @@
 """Is a group's change real? Mann-Whitney U over the repeats of each side, a paired Wilcoxon signed-rank
 test where both sides have the same calls in the same order (the same program profiled twice), and a
-bootstrap CI of the ratio of medians (new / base)."""
+bootstrap CI of the ratio of medians (new / base). The tests are scipy's, computed by ``rank_tests``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats  # type: ignore[import-untyped,unused-ignore]
+
+from perfmodel.compare.rank_tests import mann_whitney_p, wilcoxon_p
 
 MIN_REPEATS = 5  # per side: below it no verdict ("too few repeats")
 BOOTSTRAP_RESAMPLES = 400
@@ -39,20 +40,17 @@ def _thin(values: np.ndarray, limit: int) -> np.ndarray:
 
 
 def resampled_medians(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """``np.median(values[idx], axis=1)`` without sorting each resample: a resample's median is the value at its
-    middle rank(s), found from its counts of each rank (one bincount and cumsum for all resamples)."""
+    """``np.median(values[idx], axis=1)`` without sorting floats: each resample's ranks (of ``values``, as the
+    smallest unsigned type that holds them: bytes up to 256 values) sorted by numpy's radix sort, its median the
+    value at its middle rank(s)."""
     n = values.size
     order = np.argsort(values, kind="stable")
-    ranks = np.empty(n, dtype=np.int64)
+    ranks = np.empty(n, dtype=np.uint8 if n <= 1 << 8 else np.uint16 if n <= 1 << 16 else np.int64)
     ranks[order] = np.arange(n)
-    rows = idx.shape[0]
-    offsets = (np.arange(rows, dtype=np.int64) * n)[:, None]
-    counts = np.bincount((ranks[idx] + offsets).ravel(), minlength=rows * n).reshape(rows, n)
-    below = counts.cumsum(axis=1)
+    m = idx.shape[1]
+    ranked = np.sort(ranks[idx], axis=1, kind="stable")  # radix sort for 8- and 16-bit ints
     ordered = values[order]
-    low = ordered[np.argmax(below > (idx.shape[1] - 1) // 2, axis=1)]
-    high = ordered[np.argmax(below > idx.shape[1] // 2, axis=1)]
-    return np.asarray((low + high) / 2.0)
+    return np.asarray((ordered[ranked[:, (m - 1) // 2]] + ordered[ranked[:, m // 2]]) / 2.0)
 
 
 def _bootstrap(base: np.ndarray, new: np.ndarray, paired: bool, seed: int) -> tuple[float, float]:
@@ -86,13 +84,12 @@ def measure_change(base_s: Sequence[float], new_s: Sequence[float], seed: int = 
     if med_base <= 0:
         return None
     ratio = float(np.median(new)) / med_base
-    p_mwu = _p(stats.mannwhitneyu(base, new, alternative="two-sided", method="asymptotic").pvalue) if np.ptp(
-        np.concatenate([base, new])) > 0 else 1.0
+    p_mwu = _p(mann_whitney_p(base, new)) if np.ptp(np.concatenate([base, new])) > 0 else 1.0
     paired = base.size == new.size
     p_paired: float | None = None
     if paired:
         moved = bool(np.any(new != base))
-        p_paired = _p(stats.wilcoxon(new, base, zero_method="zsplit", method="approx").pvalue) if moved else 1.0
+        p_paired = _p(wilcoxon_p(new, base)) if moved else 1.0
     thin_base, thin_new = _thin(base, MAX_BOOTSTRAP_SAMPLES), _thin(new, MAX_BOOTSTRAP_SAMPLES)
     low, high = _bootstrap(thin_base, thin_new, paired, seed)
     return Change(ratio, low, high, p_mwu, p_paired)

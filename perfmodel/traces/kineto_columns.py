@@ -124,11 +124,21 @@ def _previous_enclosing(ends: np.ndarray, segment_start: np.ndarray) -> np.ndarr
 
 
 def _dim3s(values: list[Any]) -> list[tuple[int, int, int] | None]:
-    """Grid or block sizes as ``Collector`` converts them (``_dim3``), the common [x, y, z] of ints inline."""
-    raw = msgspec.Raw
-    return [None if v is None or v is NOT_RECORDED else (v[0], v[1], v[2]) if type(v) is list and len(v) == 3
-            and type(v[0]) is int and type(v[1]) is int and type(v[2]) is int
-            else _dim3(msgspec.json.decode(v) if type(v) is raw else v) for v in values]
+    """Grid or block sizes as ``Collector`` converts them (``_dim3``), once per distinct raw text."""
+    raw, known = msgspec.Raw, dict[bytes, Any]()
+    out: list[tuple[int, int, int] | None] = []
+    for v in values:
+        if v is None or v is NOT_RECORDED:
+            out.append(None)
+        elif type(v) is raw:
+            text = bytes(v)
+            found = known.get(text, _MISSING)
+            if found is _MISSING:
+                found = known[text] = _dim3(msgspec.json.decode(text))
+            out.append(found)
+        else:  # decoded by another reader
+            out.append(_dim3(v))
+    return out
 
 
 class KinetoColumns:

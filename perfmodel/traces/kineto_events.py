@@ -83,14 +83,6 @@ class Event(msgspec.Struct, gc=False):
     args: EventArgs | None = None
 
 
-class SpanArgs(EventArgs, gc=False):
-    """``EventArgs`` with the grid and block sizes decoded (lists of three ints, mostly: a list costs less than a
-    raw text's bytes)."""
-
-    grid: Any = None
-    block: Any = None
-
-
 class SpanEvent(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     """An event of phase ``X`` (a span: ops, launches, kernels) as ``PHASED`` decodes it: ``Event``'s fields."""
 
@@ -101,7 +93,7 @@ class SpanEvent(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     tid: Any = None
     ts: Any = None
     dur: Any = None
-    args: SpanArgs | None = None
+    args: EventArgs | None = None  # grid and block raw (not lists: no object the garbage collector tracks)
 
 
 # the Chrome trace format's other phases: only the phase is decoded (their fields are skipped without objects)
@@ -154,7 +146,11 @@ def reference_event_batches(stream: BinaryIO, top_level_list: bool) -> Iterator[
 
 def _decode(piece: bytes | memoryview, decoder: msgspec.json.Decoder[Any] = _DECODER) -> list[Event] | None:
     """The events of ``[piece]``; None where it is not valid JSON (a cut inside a string or a nested value)."""
-    wrapped = b"".join((b"[", piece, b"]"))  # one copy of the piece
+    return _decode_array(b"".join((b"[", piece, b"]")), decoder)  # one copy of the piece
+
+
+def _decode_array(wrapped: bytes | memoryview, decoder: msgspec.json.Decoder[Any]) -> list[Event] | None:
+    """The events of the JSON array ``wrapped``; None where it is not valid JSON."""
     try:
         events: list[Event] = decoder.decode(wrapped)
         return events
@@ -169,7 +165,7 @@ def _decode(piece: bytes | memoryview, decoder: msgspec.json.Decoder[Any] = _DEC
     return [e for e in map(event_from_object, items) if e is not None]
 
 
-def _last_cut(data: bytes, pattern: re.Pattern[bytes], end: int) -> int:
+def _last_cut(data: bytes | bytearray, pattern: re.Pattern[bytes], end: int) -> int:
     """Index just after the last ``}`` before ``end`` that ``pattern`` finds a separator after; -1 if none."""
     quick = data.rfind(b"},", 0, end) if pattern is _EVENT_END else -1
     if quick >= 0:
@@ -193,6 +189,28 @@ def _cut_events(data: bytes, pattern: re.Pattern[bytes],
             events = _decode(view[:cut], decoder)
         if events is not None:
             return cut, events
+        end = cut - 1
+    return None
+
+
+def _cut_in_place(buffer: bytearray,
+                  decoder: msgspec.json.Decoder[Any]) -> tuple[int, int, list[Event]] | None:
+    """``_cut_events`` on ``buffer[1:]`` without copying the piece: ``buffer`` starts with the ``[`` that opens it and
+    the byte after the cut (its ``,`` or a space) becomes the ``]`` that closes it (put back where the cut does not
+    decode). (index of that byte, the byte it was, events); None where no cut decodes. A new buffer each piece:
+    the events' raw fields are views into it."""
+    end = len(buffer)
+    for _ in range(MAX_RETRIES):
+        cut = _last_cut(buffer, _EVENT_END, end)
+        if cut < 1:
+            return None
+        was = buffer[cut]
+        buffer[cut] = 0x5D  # ]
+        with memoryview(buffer) as view:
+            events = _decode_array(view[:cut + 1], decoder)
+        if events is not None:
+            return cut, was, events
+        buffer[cut] = was
         end = cut - 1
     return None
 
@@ -231,21 +249,23 @@ def iter_event_batches(stream: BinaryIO, top_level_list: bool,
     if position is None:
         yield from _ijson_events(PrefixedStream(data, stream), prefix)
         return
-    data = data[position:]
+    buffer = bytearray().join((b"[", memoryview(data)[position:]))  # the piece after its opening [
     while True:
         chunk = stream.read(CHUNK_BYTES)
-        data += chunk
         if not chunk:
             break
-        done = _cut_events(data, _EVENT_END, decoder)
-        if done is None:
-            if len(data) > 4 * CHUNK_BYTES:  # no cut decodes in a large piece: let ijson read (or reject) it
-                yield from _ijson_events(PrefixedStream(opening + data, stream), prefix)
+        buffer = bytearray().join((buffer, chunk))
+        in_place = _cut_in_place(buffer, decoder)
+        if in_place is None:
+            if len(buffer) - 1 > 4 * CHUNK_BYTES:  # no cut decodes in a large piece: let ijson read (or reject) it
+                yield from _ijson_events(PrefixedStream(opening + bytes(buffer[1:]), stream), prefix)
                 return
             continue
-        used, events = done
+        cut, was, events = in_place
         yield events
-        data = data[used:].lstrip(_WHITESPACE)[1:]  # past the ',' after the last event used
+        rest = buffer[cut + 1:]  # past the ',' after the last event used
+        buffer = bytearray(b"[") + (rest if was == 0x2C else rest.lstrip(_WHITESPACE)[1:])
+    data = bytes(buffer[1:])
     # the end of the file: the last events up to the array's ']', then the rest of the document
     done = _cut_events(data, _ARRAY_END, decoder) if data.lstrip(_WHITESPACE)[:1] != b"]" else (0, [])
     if done is None:

@@ -81,3 +81,15 @@ def test_broken_json_mid_array_is_the_reference_readers_error(monkeypatch: pytes
     text = '{"traceEvents": [' + good + ', {"ph": "X", "cat": kernel}, ' + good + "]}"
     with pytest.raises(TraceError, match="not valid JSON"):
         _events(text.encode())
+
+
+@pytest.mark.parametrize("separator", [",", " ,\n ", "\n,", ", "])
+def test_cuts_with_spaces_before_the_comma_decode_in_place(separator: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kineto_events, "CHUNK_BYTES", 150)  # the piece's closing ] written over the byte after a cut
+    events = [_kernel(i, "k},{" * (i % 2)) for i in range(200)]
+    text = '{"traceEvents": [' + separator.join(json.dumps(e) for e in events) + "]}"
+    read = _events(text.encode())
+    assert [(e.name, e.ts, e.args.correlation if e.args else None) for e in read] == [
+        (e["name"], e["ts"], i) for i, e in enumerate(events)]
+    grids = [e.args.grid for e in read if e.args]  # raw JSON, or decoded where the reader fell back to ijson
+    assert [g if isinstance(g, list) else json.loads(bytes(g)) for g in grids] == [[i + 1, 1, 1] for i in range(200)]
