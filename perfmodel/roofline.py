@@ -23,7 +23,7 @@ from perfmodel import roofline_labels, uncalibrated_interval
 from perfmodel.cost import Cost, CostBatch
 from perfmodel.efficiency import ModelDefaults
 from perfmodel.gemm_sums import GEMM_SUMS, add_unique
-from perfmodel.machine import MachineTables, tables
+from perfmodel.machine import MachineTables, derived, tables
 from perfmodel.ops import Op, OpError, Work, make_op
 from perfmodel.ops.base import DTYPE_BYTES, FloatArray
 from perfmodel.search import choice_memo
@@ -289,9 +289,7 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
 def _simt_on_cudnn(t: MachineTables, matrix_dtype: np.ndarray[Any, np.dtype[np.int64]]
                    ) -> np.ndarray[Any, np.dtype[np.bool_]]:
     """GEMMs whose dtype runs off the tensor cores of an NVIDIA GPU (cuDNN's SIMT kernels), by matrix dtype code."""
-    nvidia_gpu = t.hardware.kind == "gpu" and t.hardware.vendor == "nvidia"
-    off_tensor = np.array([p.engine != "tensor" for p in t.matrix_paths])
-    out: np.ndarray[Any, np.dtype[np.bool_]] = off_tensor[matrix_dtype] & nvidia_gpu
+    out: np.ndarray[Any, np.dtype[np.bool_]] = derived(t, "simt_on_cudnn", _simt_paths)[matrix_dtype]
     return out
 
 
@@ -381,8 +379,10 @@ SCHEDULE_KEYS = ("tile_m", "tile_n", "tile_k", "stages", "split_k", "raster_grou
 
 def _check_supported(t: MachineTables, work: Work, ops: Sequence[Op]) -> None:
     """An op whose dtype no engine of the device can run is an error, not a guess."""
-    matrix_ok = np.array([p.supported for p in t.matrix_paths])[work.matrix_dtype]
-    vector_ok = np.array([p.supported for p in t.vector_paths])[work.vector_dtype]
+    matrix_ok = derived(t, "matrix_supported", lambda t: np.array([p.supported for p in t.matrix_paths])
+                        )[work.matrix_dtype]
+    vector_ok = derived(t, "vector_supported", lambda t: np.array([p.supported for p in t.vector_paths])
+                        )[work.vector_dtype]
     bad = ((work.flops_matrix > 0) & ~matrix_ok) | ((work.flops_vector + work.flops_special > 0) & ~vector_ok)
     if bad.any():
         i = int(np.nonzero(bad)[0][0])
@@ -394,9 +394,21 @@ def _check_supported(t: MachineTables, work: Work, ops: Sequence[Op]) -> None:
 def _converts_to_nhwc(t: MachineTables, matrix_dtype: np.ndarray[Any, np.dtype[np.int64]]
                       ) -> np.ndarray[Any, np.dtype[np.bool_]]:
     """Ops whose GEMMs run on an NVIDIA GPU's tensor cores, which read NHWC operands (by matrix dtype code)."""
+    out: np.ndarray[Any, np.dtype[np.bool_]] = derived(t, "converts_to_nhwc", _nhwc_paths)[matrix_dtype]
+    return out
+
+
+def _nhwc_paths(t: MachineTables) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Per matrix dtype code: its GEMMs run on an NVIDIA GPU's tensor cores."""
     nvidia_gpu = t.hardware.kind == "gpu" and t.hardware.vendor == "nvidia"
-    on_tensor = np.array([p.engine == "tensor" for p in t.matrix_paths])
-    out: np.ndarray[Any, np.dtype[np.bool_]] = on_tensor[matrix_dtype] & nvidia_gpu
+    out: np.ndarray[Any, np.dtype[np.bool_]] = np.array([p.engine == "tensor" for p in t.matrix_paths]) & nvidia_gpu
+    return out
+
+
+def _simt_paths(t: MachineTables) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Per matrix dtype code: its GEMMs run off the tensor cores of an NVIDIA GPU."""
+    nvidia_gpu = t.hardware.kind == "gpu" and t.hardware.vendor == "nvidia"
+    out: np.ndarray[Any, np.dtype[np.bool_]] = np.array([p.engine != "tensor" for p in t.matrix_paths]) & nvidia_gpu
     return out
 
 
