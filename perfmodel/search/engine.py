@@ -104,8 +104,10 @@ def _rows(space: GemmCandidates, i: np.ndarray[Any, np.dtype[np.intp]], elem: fl
     on-chip footprint in bytes, waves; built column by column (one ``tolist`` each, not a ``float`` per value)."""
     bk = np.maximum(np.ceil(space.bk_bytes[i] / elem / t.mma_k) * t.mma_k, t.mma_k)
     columns = (space.bm[i], space.bn[i], bk, space.stages[i], space.split[i], space.group[i], time_s, footprint, waves)
-    return [dict(zip(ROW_KEYS, values, strict=True))
-            for values in zip(*(np.asarray(c, dtype=np.float64).tolist() for c in columns), strict=True)]
+    listed = [np.asarray(c, dtype=np.float64).tolist() for c in columns]
+    return [{"tile_m": bm, "tile_n": bn, "tile_k": tk, "stages": st, "split_k": sp, "raster_group": gr,
+             "time_s": ts, "footprint_bytes": fp, "waves": wv}  # ROW_KEYS, as a display (faster than dict(zip))
+            for bm, bn, tk, st, sp, gr, ts, fp, wv in zip(*listed, strict=True)]
 
 
 def _search_attention(hw: Hardware, t: MachineTables, op: Op, work: Work, top_k: int, seed: int,
