@@ -48,8 +48,8 @@ def _level_time(bytes_: FloatArray, bandwidth: float, latency_s: float, efficien
 
 
 def _in_flight_time(work: Work, t: MachineTables, latency_s: float, bandwidth: float,
-                    hit: FloatArray | None = None, llc_latency_s: float = 0.0, llc_bandwidth: float = 1.0
-                    ) -> FloatArray:
+                    hit: FloatArray | None = None, llc_latency_s: float = 0.0, llc_bandwidth: float = 1.0,
+                    dram_bytes: FloatArray | None = None) -> FloatArray:
     """Little's law: bandwidth = bytes in flight / latency, with latency rising under load.
 
     Bytes in flight F = resident threads (capped by units x resident threads per unit, or by what the
@@ -59,7 +59,7 @@ def _in_flight_time(work: Work, t: MachineTables, latency_s: float, bandwidth: f
     utilisation, L = h·Lc·(1 + a·h·bw/BWc) + (1−h)·L0·(1 + a·(1−h)·bw/BW), so the achieved bandwidth solves
     A·bw² + B·bw − F = 0 with A = a·(h²·Lc/BWc + (1−h)²·L0/BW), B = h·Lc + (1−h)·L0. A kernel whose threads
     keep few bytes in flight cannot reach the bandwidth roof, however large the tensor. Returns the time after
-    the first round trip (whose latency is B).
+    the first round trip (whose latency is B). ``dram_bytes``: ``work.dram_bytes`` where the caller has it.
     """
     if t.hardware.kind != "gpu":
         return np.zeros(work.n)
@@ -73,7 +73,7 @@ def _in_flight_time(work: Work, t: MachineTables, latency_s: float, bandwidth: f
     lin = np.maximum(h * llc_latency_s + (1.0 - h) * latency_s, 1e-12)
     # the stable root 2F / (B + sqrt(B² + 4AF)) of A·bw² + B·bw − F = 0
     achieved = 2.0 * in_flight / (lin + np.sqrt(lin * lin + 4.0 * quad * in_flight))
-    rest = np.maximum(work.dram_bytes - in_flight, 0.0)
+    rest = np.maximum((work.dram_bytes if dram_bytes is None else dram_bytes) - in_flight, 0.0)
     return np.where(in_flight > 0, rest / np.maximum(achieved, 1e-30), 0.0)
 
 
@@ -146,7 +146,8 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     # Little's law over every byte of the stream: a warm one's hits arrive at the LLC's latency, its misses
     # at DRAM's (a resident working set has no DRAM bytes: its stream is timed at the LLC below)
     llc_args = (t.latency_s(llc), t.bandwidth_bytes_per_s(llc)) if llc is not None else (0.0, 1.0)
-    flight = _in_flight_time(work, t, dram_latency, t.bandwidth_bytes_per_s(t.dram), hit, *llc_args)
+    flight = _in_flight_time(work, t, dram_latency, t.bandwidth_bytes_per_s(t.dram), hit, *llc_args,
+                             dram_bytes=compulsory)
     first_trip = hit * llc_args[0] + (1.0 - hit) * dram_latency
     level_times[t.dram.name] = np.where(dram_bytes > 0, np.maximum(level_times[t.dram.name],
                                                                    first_trip + flight), 0.0)
@@ -219,7 +220,7 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         bytes_by_level=levels, time_s_by_level=level_times,
         time_s_by_engine={**engine_times, "interconnect": t_comm},
         compulsory_bytes=compulsory, utilization=utilization, schedule=totals.schedule,
-        notes=roofline_labels.row_notes(t, work, resident, llc is not None),
+        notes=roofline_labels.row_notes(t, work, resident, llc is not None, compulsory),
     )
 
 
