@@ -220,7 +220,7 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         bytes_by_level=levels, time_s_by_level=level_times,
         time_s_by_engine={**engine_times, "interconnect": t_comm},
         compulsory_bytes=compulsory, utilization=utilization, schedule=totals.schedule,
-        notes=roofline_labels.row_notes(t, work, resident, llc is not None, compulsory),
+        notes=roofline_labels.row_notes(t, work, resident, llc is not None),
     )
 
 

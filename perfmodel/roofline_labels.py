@@ -64,7 +64,7 @@ def _bound_table(t: MachineTables, labels: tuple[str, ...]) -> _BoundTable:
 
 
 def row_notes(t: MachineTables, work: Work, resident: np.ndarray[Any, np.dtype[np.bool_]],
-              has_llc: bool, dram_bytes: FloatArray | None = None) -> dict[int, list[str]]:
+              has_llc: bool) -> dict[int, list[str]]:
     """Each noted row's notes: its matrix path's note (matrix flops), else its vector path's (vector flops only),
     then the LLC's when its working set is resident. The notes of a row are set by one small integer (matrix
     note code, vector note code, resident flag), so the rows are coded with numpy and the dict is built from a
@@ -79,8 +79,7 @@ def row_notes(t: MachineTables, work: Work, resident: np.ndarray[Any, np.dtype[n
     on_matrix = (work.flops_matrix > 0) & matrix_noted
     on_vector = (work.flops_matrix == 0) & (work.flops_vector > 0) & vector_noted
     llc_text = f"working set fits {t.llc.name}: served from it" if has_llc and t.llc is not None else None
-    compulsory = work.dram_bytes if dram_bytes is None else dram_bytes  # the caller's, where it has them
-    served = resident & (compulsory > 0) if llc_text is not None else np.zeros(work.n, dtype=bool)
+    served = resident & (work.dram_bytes > 0) if llc_text is not None else np.zeros(work.n, dtype=bool)
     # code = (matrix code + 1 or 0) x (vectors + 1) x 2 + (vector code + 1 or 0) x 2 + resident
     stride = 2 * (len(vector_texts) + 1)
     code = (np.where(on_matrix, work.matrix_dtype + 1, 0) * stride + np.where(on_vector, work.vector_dtype + 1, 0) * 2
