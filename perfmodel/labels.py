@@ -28,9 +28,16 @@ class Labels:
     @classmethod
     def from_codes(cls, codes: np.ndarray[Any, Any], names: Sequence[str]) -> Labels:
         """``names[codes]`` with repeated names merged into one code and codes in the narrowest unsigned type."""
+        distinct, remap = cls.coder(names)
+        return cls(remap[codes], distinct)
+
+    @staticmethod
+    def coder(names: Sequence[str]) -> tuple[tuple[str, ...], np.ndarray[Any, Any]]:
+        """What ``from_codes`` maps ``names`` to: the distinct names, and each name's code among them (narrowest
+        unsigned type)."""
         distinct = tuple(dict.fromkeys(names))
         remap = np.array([distinct.index(name) for name in names], dtype=np.min_scalar_type(max(len(distinct) - 1, 0)))
-        return cls(remap[codes], distinct)
+        return distinct, remap
 
     @classmethod
     def from_strings(cls, values: Sequence[str] | np.ndarray[Any, Any]) -> Labels:

@@ -6,8 +6,9 @@ path (fp32 -> vector engine, fp8 -> 16-bit matrix, int4 -> int8 matrix ...) and 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -177,6 +178,25 @@ def tables(hw: Hardware) -> MachineTables:
     built = _build(hw)
     _CACHE[id(hw)] = (hw, built)
     return built
+
+
+_T = TypeVar("_T")
+_DERIVED: dict[tuple[int, str], tuple[MachineTables, Any]] = {}
+
+
+def derived(t: MachineTables, name: str, build: Callable[[MachineTables], _T]) -> _T:
+    """``build(t)``, kept per tables object (by identity, as ``tables`` keeps them per Hardware) under ``name``: the
+    small arrays a model step derives from the tables alone, built once instead of on every call. Callers must not
+    modify what it returns."""
+    hit = _DERIVED.get((id(t), name))
+    if hit is not None and hit[0] is t:
+        value: _T = hit[1]
+        return value
+    if len(_DERIVED) > 4096:  # tables replaced per call (``evaluate(defaults=...)``) would pile up
+        _DERIVED.clear()
+    value = build(t)
+    _DERIVED[(id(t), name)] = (t, value)
+    return value
 
 
 def _build(hw: Hardware) -> MachineTables:

@@ -23,7 +23,7 @@ from perfmodel import roofline_labels, uncalibrated_interval
 from perfmodel.cost import Cost, CostBatch
 from perfmodel.efficiency import ModelDefaults
 from perfmodel.gemm_sums import GEMM_SUMS, add_unique
-from perfmodel.machine import MachineTables, tables
+from perfmodel.machine import MachineTables, derived, tables
 from perfmodel.ops import Op, OpError, Work, make_op
 from perfmodel.ops.base import DTYPE_BYTES, FloatArray
 from perfmodel.search import choice_memo
@@ -48,8 +48,8 @@ def _level_time(bytes_: FloatArray, bandwidth: float, latency_s: float, efficien
 
 
 def _in_flight_time(work: Work, t: MachineTables, latency_s: float, bandwidth: float,
-                    hit: FloatArray | None = None, llc_latency_s: float = 0.0, llc_bandwidth: float = 1.0
-                    ) -> FloatArray:
+                    hit: FloatArray | None = None, llc_latency_s: float = 0.0, llc_bandwidth: float = 1.0,
+                    dram_bytes: FloatArray | None = None) -> FloatArray:
     """Little's law: bandwidth = bytes in flight / latency, with latency rising under load.
 
     Bytes in flight F = resident threads (capped by units x resident threads per unit, or by what the
@@ -59,7 +59,7 @@ def _in_flight_time(work: Work, t: MachineTables, latency_s: float, bandwidth: f
     utilisation, L = h·Lc·(1 + a·h·bw/BWc) + (1−h)·L0·(1 + a·(1−h)·bw/BW), so the achieved bandwidth solves
     A·bw² + B·bw − F = 0 with A = a·(h²·Lc/BWc + (1−h)²·L0/BW), B = h·Lc + (1−h)·L0. A kernel whose threads
     keep few bytes in flight cannot reach the bandwidth roof, however large the tensor. Returns the time after
-    the first round trip (whose latency is B).
+    the first round trip (whose latency is B). ``dram_bytes``: ``work.dram_bytes`` where the caller has it.
     """
     if t.hardware.kind != "gpu":
         return np.zeros(work.n)
@@ -73,7 +73,7 @@ def _in_flight_time(work: Work, t: MachineTables, latency_s: float, bandwidth: f
     lin = np.maximum(h * llc_latency_s + (1.0 - h) * latency_s, 1e-12)
     # the stable root 2F / (B + sqrt(B² + 4AF)) of A·bw² + B·bw − F = 0
     achieved = 2.0 * in_flight / (lin + np.sqrt(lin * lin + 4.0 * quad * in_flight))
-    rest = np.maximum(work.dram_bytes - in_flight, 0.0)
+    rest = np.maximum((work.dram_bytes if dram_bytes is None else dram_bytes) - in_flight, 0.0)
     return np.where(in_flight > 0, rest / np.maximum(achieved, 1e-30), 0.0)
 
 
@@ -146,7 +146,8 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     # Little's law over every byte of the stream: a warm one's hits arrive at the LLC's latency, its misses
     # at DRAM's (a resident working set has no DRAM bytes: its stream is timed at the LLC below)
     llc_args = (t.latency_s(llc), t.bandwidth_bytes_per_s(llc)) if llc is not None else (0.0, 1.0)
-    flight = _in_flight_time(work, t, dram_latency, t.bandwidth_bytes_per_s(t.dram), hit, *llc_args)
+    flight = _in_flight_time(work, t, dram_latency, t.bandwidth_bytes_per_s(t.dram), hit, *llc_args,
+                             dram_bytes=compulsory)
     first_trip = hit * llc_args[0] + (1.0 - hit) * dram_latency
     level_times[t.dram.name] = np.where(dram_bytes > 0, np.maximum(level_times[t.dram.name],
                                                                    first_trip + flight), 0.0)
@@ -291,9 +292,7 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
 def _simt_on_cudnn(t: MachineTables, matrix_dtype: np.ndarray[Any, np.dtype[np.int64]]
                    ) -> np.ndarray[Any, np.dtype[np.bool_]]:
     """GEMMs whose dtype runs off the tensor cores of an NVIDIA GPU (cuDNN's SIMT kernels), by matrix dtype code."""
-    nvidia_gpu = t.hardware.kind == "gpu" and t.hardware.vendor == "nvidia"
-    off_tensor = np.array([p.engine != "tensor" for p in t.matrix_paths])
-    out: np.ndarray[Any, np.dtype[np.bool_]] = off_tensor[matrix_dtype] & nvidia_gpu
+    out: np.ndarray[Any, np.dtype[np.bool_]] = derived(t, "simt_on_cudnn", _simt_paths)[matrix_dtype]
     return out
 
 
@@ -383,8 +382,10 @@ SCHEDULE_KEYS = ("tile_m", "tile_n", "tile_k", "stages", "split_k", "raster_grou
 
 def _check_supported(t: MachineTables, work: Work, ops: Sequence[Op]) -> None:
     """An op whose dtype no engine of the device can run is an error, not a guess."""
-    matrix_ok = np.array([p.supported for p in t.matrix_paths])[work.matrix_dtype]
-    vector_ok = np.array([p.supported for p in t.vector_paths])[work.vector_dtype]
+    matrix_ok = derived(t, "matrix_supported", lambda t: np.array([p.supported for p in t.matrix_paths])
+                        )[work.matrix_dtype]
+    vector_ok = derived(t, "vector_supported", lambda t: np.array([p.supported for p in t.vector_paths])
+                        )[work.vector_dtype]
     bad = ((work.flops_matrix > 0) & ~matrix_ok) | ((work.flops_vector + work.flops_special > 0) & ~vector_ok)
     if bad.any():
         i = int(np.nonzero(bad)[0][0])
@@ -396,9 +397,21 @@ def _check_supported(t: MachineTables, work: Work, ops: Sequence[Op]) -> None:
 def _converts_to_nhwc(t: MachineTables, matrix_dtype: np.ndarray[Any, np.dtype[np.int64]]
                       ) -> np.ndarray[Any, np.dtype[np.bool_]]:
     """Ops whose GEMMs run on an NVIDIA GPU's tensor cores, which read NHWC operands (by matrix dtype code)."""
+    out: np.ndarray[Any, np.dtype[np.bool_]] = derived(t, "converts_to_nhwc", _nhwc_paths)[matrix_dtype]
+    return out
+
+
+def _nhwc_paths(t: MachineTables) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Per matrix dtype code: its GEMMs run on an NVIDIA GPU's tensor cores."""
     nvidia_gpu = t.hardware.kind == "gpu" and t.hardware.vendor == "nvidia"
-    on_tensor = np.array([p.engine == "tensor" for p in t.matrix_paths])
-    out: np.ndarray[Any, np.dtype[np.bool_]] = on_tensor[matrix_dtype] & nvidia_gpu
+    out: np.ndarray[Any, np.dtype[np.bool_]] = np.array([p.engine == "tensor" for p in t.matrix_paths]) & nvidia_gpu
+    return out
+
+
+def _simt_paths(t: MachineTables) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Per matrix dtype code: its GEMMs run off the tensor cores of an NVIDIA GPU."""
+    nvidia_gpu = t.hardware.kind == "gpu" and t.hardware.vendor == "nvidia"
+    out: np.ndarray[Any, np.dtype[np.bool_]] = np.array([p.engine != "tensor" for p in t.matrix_paths]) & nvidia_gpu
     return out
 
 

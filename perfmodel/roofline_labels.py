@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from perfmodel.labels import Labels
-from perfmodel.machine import MachineTables
+from perfmodel.machine import MachineTables, derived
 from perfmodel.ops import Work
 from perfmodel.ops.base import FloatArray
 
@@ -33,19 +33,34 @@ def bound_names(t: MachineTables, work: Work, which: np.ndarray[Any, np.dtype[np
                 idle: np.ndarray[Any, np.dtype[np.bool_]]) -> Labels:
     """What bounds each op: ``labels[which]``, an engine class replaced by the engine running it, 'latency'
     where the fixed overhead dominates, 'none' for an op without kernels (integer codes, kept as 1-byte ``Labels``)."""
-    names = [*labels, *(p.engine for p in t.matrix_paths), *(p.engine for p in t.vector_paths), t.special_engine,
-             "latency", "none"]
+    _, named, (distinct, remap) = _bound_table(t, tuple(labels))
     matrix_at, vector_at = len(labels), len(labels) + len(t.matrix_paths)
     special_at = vector_at + len(t.vector_paths)
     code = which.astype(np.intp)
     # in turn, as string replacement would: an engine named 'vector' that ran matrix work becomes the vector engine
-    for cls, replacement in (("matrix", matrix_at + work.matrix_dtype), ("vector", vector_at + work.vector_dtype),
-                             ("special", np.full(code.size, special_at))):
-        named = np.array([name == cls for name in names])
-        code = np.where(named[code], replacement, code)
+    for is_cls, replacement in zip(named, (matrix_at + work.matrix_dtype, vector_at + work.vector_dtype,
+                                           np.full(code.size, special_at)), strict=True):
+        code = np.where(is_cls[code], replacement, code)
     code[latency] = special_at + 1
     code[idle] = special_at + 2
-    return Labels.from_codes(code, names)
+    return Labels(remap[code], distinct)  # Labels.from_codes(code, names), its coder kept
+
+
+_BoundTable = tuple[list[str], tuple[np.ndarray[Any, np.dtype[np.bool_]], ...],
+                    tuple[tuple[str, ...], np.ndarray[Any, Any]]]
+
+
+def _bound_table(t: MachineTables, labels: tuple[str, ...]) -> _BoundTable:
+    """The bound names of ``bound_names`` (labels, matrix paths' engines, vector paths', special, latency, none) and,
+    for 'matrix', 'vector' and 'special' in turn, which of them bear that name, and ``Labels.coder`` of the names;
+    kept per (tables, labels)."""
+    def build(t: MachineTables) -> _BoundTable:
+        names = [*labels, *(p.engine for p in t.matrix_paths), *(p.engine for p in t.vector_paths), t.special_engine,
+                 "latency", "none"]
+        named = tuple(np.array([name == cls for name in names]) for cls in ("matrix", "vector", "special"))
+        return names, named, Labels.coder(names)
+
+    return derived(t, "bound_table " + "|".join(labels), build)
 
 
 def row_notes(t: MachineTables, work: Work, resident: np.ndarray[Any, np.dtype[np.bool_]],
@@ -57,8 +72,10 @@ def row_notes(t: MachineTables, work: Work, resident: np.ndarray[Any, np.dtype[n
     vector-noted, then resident only)."""
     matrix_texts = [p.note for p in t.matrix_paths]  # by dtype code
     vector_texts = [p.note for p in t.vector_paths]
-    matrix_noted = np.array([bool(text) for text in matrix_texts])[work.matrix_dtype]  # only ops with a note
-    vector_noted = np.array([bool(text) for text in vector_texts])[work.vector_dtype]
+    matrix_noted = derived(t, "matrix_noted", lambda t: np.array([bool(p.note) for p in t.matrix_paths])
+                           )[work.matrix_dtype]  # only ops with a note
+    vector_noted = derived(t, "vector_noted", lambda t: np.array([bool(p.note) for p in t.vector_paths])
+                           )[work.vector_dtype]
     on_matrix = (work.flops_matrix > 0) & matrix_noted
     on_vector = (work.flops_matrix == 0) & (work.flops_vector > 0) & vector_noted
     llc_text = f"working set fits {t.llc.name}: served from it" if has_llc and t.llc is not None else None

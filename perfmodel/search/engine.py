@@ -21,7 +21,7 @@ from perfmodel.cost import Cost
 from perfmodel.hardware import Hardware
 from perfmodel.machine import MachineTables, tables
 from perfmodel.ops import Op, make_op
-from perfmodel.ops.base import DTYPES, Work
+from perfmodel.ops.base import DTYPES, FloatArray, Work
 from perfmodel.roofline import HardwareLike, OpLike, evaluate, resolve_hardware, work_of
 from perfmodel.search import gemm_kernel
 from perfmodel.search.attention_cost import attention_costs, attention_space
@@ -95,13 +95,19 @@ def _ranked(time_s: np.ndarray[Any, np.dtype[np.float64]], footprint_bytes: np.n
     return ranked
 
 
-def _row(space: GemmCandidates, i: int, elem: float, t: MachineTables, time_s: float, footprint: float,
-         waves: float) -> dict[str, float]:
-    bk = max(np.ceil(space.bk_bytes[i] / elem / t.mma_k) * t.mma_k, t.mma_k)
-    return {"tile_m": float(space.bm[i]), "tile_n": float(space.bn[i]), "tile_k": float(bk),
-            "stages": float(space.stages[i]), "split_k": float(space.split[i]),
-            "raster_group": float(space.group[i]), "time_s": float(time_s), "footprint_bytes": float(footprint),
-            "waves": float(waves)}
+ROW_KEYS = ("tile_m", "tile_n", "tile_k", "stages", "split_k", "raster_group", "time_s", "footprint_bytes", "waves")
+
+
+def _rows(space: GemmCandidates, i: np.ndarray[Any, np.dtype[np.intp]], elem: float, t: MachineTables,
+          time_s: FloatArray, footprint: FloatArray, waves: FloatArray) -> list[dict[str, float]]:
+    """The listed rows of candidates ``i`` (space indices): tile sizes, stages, split, raster group, time in s,
+    on-chip footprint in bytes, waves; built column by column (one ``tolist`` each, not a ``float`` per value)."""
+    bk = np.maximum(np.ceil(space.bk_bytes[i] / elem / t.mma_k) * t.mma_k, t.mma_k)
+    columns = (space.bm[i], space.bn[i], bk, space.stages[i], space.split[i], space.group[i], time_s, footprint, waves)
+    listed = [np.asarray(c, dtype=np.float64).tolist() for c in columns]
+    return [{"tile_m": bm, "tile_n": bn, "tile_k": tk, "stages": st, "split_k": sp, "raster_group": gr,
+             "time_s": ts, "footprint_bytes": fp, "waves": wv}  # ROW_KEYS, as a display (faster than dict(zip))
+            for bm, bn, tk, st, sp, gr, ts, fp, wv in zip(*listed, strict=True)]
 
 
 def _search_attention(hw: Hardware, t: MachineTables, op: Op, work: Work, top_k: int, seed: int,
@@ -246,14 +252,14 @@ def _search(hw: Hardware, op: Op, top_k: int, budget: int | None, seed: int, sta
 
     launch = launch_overhead_s(t, work)
 
-    def row(i: int) -> dict[str, float]:
-        return _row(space, int(scores.keep[i]), elem, t, judged[i] + launch, scores.footprint_bytes[i],
-                    scores.waves[i])
+    def rows(at: np.ndarray[Any, np.dtype[np.intp]]) -> list[dict[str, float]]:
+        return _rows(space, scores.keep[at], elem, t, judged[at] + launch, scores.footprint_bytes[at],
+                     scores.waves[at])
 
     evaluated = int(scores.keep.size)
     return SearchResult(
         op_kind=op.kind, hardware_id=hw.id, hardware_hash=hw.content_hash, best=cost,
-        top_k=[row(int(i)) for i in order], pareto=[row(int(i)) for i in scores.front],
+        top_k=rows(order), pareto=rows(np.asarray(scores.front, dtype=np.intp)),
         space_size=space.size, evaluated=evaluated, pruned=scores.pruned,
         rejected=scores.rejected,
         search_time_s=time.perf_counter() - start, explanation=explain(cost, hw), seed=seed,

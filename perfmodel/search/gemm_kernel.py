@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from perfmodel.machine import MachineTables
+from perfmodel.machine import MachineTables, derived
 from perfmodel.ops.base import FloatArray
 from perfmodel.search.gemm_space import GemmCandidates, is_systolic
 
@@ -54,7 +54,13 @@ def systolic_load_bandwidth(t: MachineTables) -> float:
 
 
 def device_vector(t: MachineTables) -> FloatArray:
-    """The device constants the kernel reads, in the units ``gemm_costs`` uses (s, bytes, bytes/s)."""
+    """The device constants the kernel reads, in the units ``gemm_costs`` uses (s, bytes, bytes/s): a copy (the
+    caller's to edit) of the vector built once per tables object (``machine.derived``)."""
+    v: FloatArray = derived(t, "gemm_device_vector", _device_vector).copy()
+    return v
+
+
+def _device_vector(t: MachineTables) -> FloatArray:
     d = t.defaults
     systolic = is_systolic(t)
     v = np.zeros(D_SIZE)
