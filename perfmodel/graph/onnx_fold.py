@@ -1,0 +1,58 @@
+"""Constant folding of ONNX shape arithmetic (what ONNX Runtime's graph optimizer folds before the first run):
+a node whose inputs are all constants (initializers, ``Constant`` outputs, earlier folded values, or the
+``Shape`` of a tensor whose shape is static) is evaluated once with ``onnx.reference`` and its outputs become
+folded constants (free at run time). Exporters build attention masks and reshape targets this way
+(``ConstantOfShape`` → ``Equal`` → ``Where`` → ``Expand``), which shape inference alone cannot resolve.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+FOLDABLE = frozenset({
+    "Shape", "Size", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Mul", "Add", "Sub", "Div",
+    "Equal", "Less", "Greater", "Not", "And", "Or", "Where", "ConstantOfShape", "Range", "Reshape", "Expand",
+    "Identity", "Neg", "Abs", "Min", "Max", "ReduceProd", "Trilu", "CumSum",
+})
+MAX_FOLD_ELEMENTS = 1 << 20  # larger constant tensors stay run-time work (their shapes are still recorded)
+
+
+def fold_node(node: onnx.NodeProto, values: dict[str, np.ndarray[Any, Any]],
+              shapes: dict[str, tuple[int, ...]], opset: list[onnx.OperatorSetIdProto]) -> dict[str, np.ndarray[Any, Any]]:
+    """Output values of ``node`` when every input is known (``values``, or ``shapes`` for a ``Shape`` node);
+    empty when the node cannot or should not be folded (non-default domain, unknown input, too large)."""
+    if node.op_type not in FOLDABLE or node.domain not in ("", "ai.onnx"):
+        return {}
+    ins = [x for x in node.input if x]
+    if node.op_type == "Shape" and ins and ins[0] in shapes and ins[0] not in values:
+        shape = np.array(shapes[ins[0]], dtype=np.int64)
+        at = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        start, end = int(at.get("start", 0)), at.get("end")
+        return {node.output[0]: shape[start:None if end is None else int(end)]}
+    if not all(i in values for i in ins):
+        return {}
+    from onnx.reference import ReferenceEvaluator  # imported lazily: only graphs with shape arithmetic pay
+
+    graph = helper.make_graph(
+        [node], "fold",
+        [helper.make_tensor_value_info(i, helper.np_dtype_to_tensor_dtype(values[i].dtype), values[i].shape)
+         for i in dict.fromkeys(ins)],
+        [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in node.output if o])
+    try:
+        run = ReferenceEvaluator(helper.make_model(graph, opset_imports=list(opset)))
+        outs = run.run(None, {i: values[i] for i in dict.fromkeys(ins)})
+    except Exception:  # noqa: BLE001 - onnx.reference raises many types; an unfoldable node stays run-time work
+        return {}
+    result = {o: np.asarray(v) for o, v in zip([o for o in node.output if o], outs, strict=False)}
+    if any(v.size > MAX_FOLD_ELEMENTS for v in result.values()):
+        return {}
+    return result
+
+
+def tensor_value(t: onnx.TensorProto) -> np.ndarray[Any, Any]:
+    """The numpy value of an initializer or ``Constant`` tensor."""
+    return np.asarray(numpy_helper.to_array(t))
