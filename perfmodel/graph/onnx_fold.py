@@ -16,13 +16,17 @@ from onnx import helper, numpy_helper
 FOLDABLE = frozenset({
     "Shape", "Size", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Mul", "Add", "Sub", "Div",
     "Equal", "Less", "Greater", "Not", "And", "Or", "Where", "ConstantOfShape", "Range", "Reshape", "Expand",
-    "Identity", "Neg", "Abs", "Min", "Max", "ReduceProd", "Trilu", "CumSum",
+    "Identity", "Neg", "Abs", "Min", "Max", "ReduceProd", "Trilu", "CumSum", "Sqrt", "Pow", "Floor", "Ceil",
+    "Reciprocal", "Mod",
 })
 MAX_FOLD_ELEMENTS = 1 << 20  # larger constant tensors stay run-time work (their shapes are still recorded)
 
 
-def fold_node(node: onnx.NodeProto, values: dict[str, np.ndarray[Any, Any]],
-              shapes: dict[str, tuple[int, ...]], opset: list[onnx.OperatorSetIdProto]) -> dict[str, np.ndarray[Any, Any]]:
+Array = np.ndarray[Any, Any]
+
+
+def fold_node(node: onnx.NodeProto, values: dict[str, Array], shapes: dict[str, tuple[int, ...]],
+              opset: list[onnx.OperatorSetIdProto]) -> dict[str, Array]:
     """Output values of ``node`` when every input is known (``values``, or ``shapes`` for a ``Shape`` node);
     empty when the node cannot or should not be folded (non-default domain, unknown input, too large)."""
     if node.op_type not in FOLDABLE or node.domain not in ("", "ai.onnx"):
@@ -35,6 +39,8 @@ def fold_node(node: onnx.NodeProto, values: dict[str, np.ndarray[Any, Any]],
         return {node.output[0]: shape[start:None if end is None else int(end)]}
     if not all(i in values for i in ins):
         return {}
+    if node.op_type == "Gather" and values[ins[0]].dtype.kind == "f":  # an embedding lookup stays a kernel
+        return {}
     from onnx.reference import ReferenceEvaluator  # imported lazily: only graphs with shape arithmetic pay
 
     graph = helper.make_graph(
@@ -45,7 +51,7 @@ def fold_node(node: onnx.NodeProto, values: dict[str, np.ndarray[Any, Any]],
     try:
         run = ReferenceEvaluator(helper.make_model(graph, opset_imports=list(opset)))
         outs = run.run(None, {i: values[i] for i in dict.fromkeys(ins)})
-    except Exception:  # noqa: BLE001 - onnx.reference raises many types; an unfoldable node stays run-time work
+    except Exception:
         return {}
     result = {o: np.asarray(v) for o, v in zip([o for o in node.output if o], outs, strict=False)}
     if any(v.size > MAX_FOLD_ELEMENTS for v in result.values()):
@@ -53,6 +59,30 @@ def fold_node(node: onnx.NodeProto, values: dict[str, np.ndarray[Any, Any]],
     return result
 
 
-def tensor_value(t: onnx.TensorProto) -> np.ndarray[Any, Any]:
+def tensor_value(t: onnx.TensorProto) -> Array:
     """The numpy value of an initializer or ``Constant`` tensor."""
     return np.asarray(numpy_helper.to_array(t))
+
+
+BROADCASTING = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Where", "Equal", "Less", "Greater", "And", "Or",
+                          "Max", "Min", "Cast", "Erf", "Tanh", "Sqrt", "Relu", "Sigmoid", "Neg", "Not", "Softmax"})
+
+
+def late_shape(op_type: str, in_shapes: list[tuple[int, ...] | None], axis: int,
+               shape_arg: list[int] | None) -> tuple[int, ...] | None:
+    """Output shape of a node that shape inference left unresolved but whose inputs folding resolved:
+    broadcasting element-wise ops, ``Gather`` (``axis``) and ``Expand`` (target ``shape_arg``); None otherwise."""
+    if any(s is None for s in in_shapes) or not in_shapes:
+        return None
+    shapes = [s for s in in_shapes if s is not None]
+    try:
+        if op_type in BROADCASTING:
+            return tuple(int(d) for d in np.broadcast_shapes(*shapes))
+        if op_type == "Expand" and shape_arg is not None:
+            return tuple(int(d) for d in np.broadcast_shapes(shapes[0], tuple(shape_arg)))
+    except ValueError:
+        return None
+    if op_type == "Gather" and len(shapes) == 2 and shapes[0]:
+        a = axis % len(shapes[0])
+        return (*shapes[0][:a], *shapes[1], *shapes[0][a + 1:])
+    return None

@@ -30,6 +30,7 @@ from perfmodel.graph.mapping import (
     view,
 )
 from perfmodel.graph.onnx_ctx import INDEX_TYPES, ONNX_DTYPES, Ctx, Info, attrs, dtype_of
+from perfmodel.graph.onnx_fold import late_shape
 from perfmodel.graph.onnx_vision import SHAPE_PRESERVING, VISION_HANDLERS
 from perfmodel.ops import OpError, make_op
 
@@ -71,7 +72,12 @@ def _map(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[Node]:
             "params": params, "weight_bytes": wbytes}
     if outs and all(o in ctx.folded for o in outs):  # Constant / ConstantOfShape: folded, no kernel
         shape, dtype = ctx.info.get(outs[0], ((1,), "fp32"))
+        if op_type not in ("Constant", "ConstantOfShape"):  # folded shape arithmetic consumes its constants
+            base.update(params=0, weight_bytes=0.0)
+            ctx.charged.difference_update(ins)
         return [Node(name=label, op=view(shape, dtype), **base)]
+    if outs and outs[0] not in ctx.info:
+        _late_info(ctx, node, ins, outs[0])
     handler = HANDLERS.get(op_type)
     if op_type in SHAPE_PRESERVING and ins and outs and ins[0] in ctx.info:
         ctx.info.setdefault(outs[0], ctx.info[ins[0]])
@@ -121,6 +127,19 @@ def _fallback_node(ctx: Ctx, ins: list[str], outs: list[str], label: str, reason
     dtype = (out_info or in_info)[0][1]
     return Node(name=label, op=None, unsupported=reason,
                 fallback=fallback([s for s, _ in in_info], [s for s, _ in out_info], dtype), **base)
+
+
+def _late_info(ctx: Ctx, node: onnx.NodeProto, ins: list[str], out: str) -> None:
+    """Record the output shape shape inference missed once folding resolved the inputs (onnx_fold)."""
+    in_shapes = [ctx.info[i][0] if i in ctx.info else None for i in ins]
+    shape_arg = ctx.ints(ins[1]) if node.op_type == "Expand" and len(ins) > 1 else None
+    shape = late_shape(node.op_type, in_shapes, int(attrs(node).get("axis", 0)), shape_arg)
+    if shape is not None:
+        data = 1 if node.op_type == "Where" else 0
+        dtype = "bool" if node.op_type in ("Equal", "Less", "Greater", "And", "Or", "Not") else ctx.info[ins[data]][1]
+        if node.op_type == "Cast":
+            dtype = dtype_of(int(attrs(node)["to"]), out)
+        ctx.info[out] = (shape, dtype)
 
 
 def _wider(infos: list[Info], default: str) -> str:
