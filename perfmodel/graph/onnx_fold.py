@@ -65,24 +65,39 @@ def tensor_value(t: onnx.TensorProto) -> Array:
 
 
 BROADCASTING = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Where", "Equal", "Less", "Greater", "And", "Or",
-                          "Max", "Min", "Cast", "Erf", "Tanh", "Sqrt", "Relu", "Sigmoid", "Neg", "Not", "Softmax"})
+                          "Max", "Min", "Cast", "Erf", "Tanh", "Sqrt", "Relu", "Sigmoid", "Neg", "Not", "Softmax",
+                          "LayerNormalization", "Identity", "Dropout"})
 
 
-def late_shape(op_type: str, in_shapes: list[tuple[int, ...] | None], axis: int,
+def late_shape(op_type: str, in_shapes: list[tuple[int, ...] | None], at: dict[str, Any],
                shape_arg: list[int] | None) -> tuple[int, ...] | None:
     """Output shape of a node that shape inference left unresolved but whose inputs folding resolved:
-    broadcasting element-wise ops, ``Gather`` (``axis``) and ``Expand`` (target ``shape_arg``); None otherwise."""
+    broadcasting element-wise ops, ``MatMul``, ``Transpose`` (``perm``), ``Gather`` (``axis``), ``Expand`` and
+    ``Reshape`` (target ``shape_arg``); None otherwise."""
     if any(s is None for s in in_shapes) or not in_shapes:
         return None
     shapes = [s for s in in_shapes if s is not None]
+    x = shapes[0]
     try:
         if op_type in BROADCASTING:
             return tuple(int(d) for d in np.broadcast_shapes(*shapes))
         if op_type == "Expand" and shape_arg is not None:
-            return tuple(int(d) for d in np.broadcast_shapes(shapes[0], tuple(shape_arg)))
+            return tuple(int(d) for d in np.broadcast_shapes(x, tuple(shape_arg)))
+        if op_type == "MatMul" and len(shapes) == 2 and len(x) >= 2 and len(shapes[1]) >= 2:
+            batch = np.broadcast_shapes(x[:-2], shapes[1][:-2])
+            return (*(int(d) for d in batch), x[-2], shapes[1][-1])
     except ValueError:
         return None
-    if op_type == "Gather" and len(shapes) == 2 and shapes[0]:
-        a = axis % len(shapes[0])
-        return (*shapes[0][:a], *shapes[1], *shapes[0][a + 1:])
+    if op_type == "Transpose":
+        perm = at.get("perm") or list(reversed(range(len(x))))
+        return tuple(x[int(p)] for p in perm)
+    if op_type == "Reshape" and shape_arg is not None:
+        out = [x[i] if d == 0 and i < len(x) else d for i, d in enumerate(shape_arg)]
+        if out.count(-1) == 1:
+            known = int(np.prod([d for d in out if d != -1]))
+            out[out.index(-1)] = int(np.prod(x)) // max(known, 1)
+        return tuple(out) if all(d >= 0 for d in out) and int(np.prod(out)) == int(np.prod(x)) else None
+    if op_type == "Gather" and len(shapes) == 2 and x:
+        a = int(at.get("axis", 0)) % len(x)
+        return (*x[:a], *shapes[1], *x[a + 1:])
     return None

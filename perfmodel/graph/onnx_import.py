@@ -132,8 +132,9 @@ def _fallback_node(ctx: Ctx, ins: list[str], outs: list[str], label: str, reason
 def _late_info(ctx: Ctx, node: onnx.NodeProto, ins: list[str], out: str) -> None:
     """Record the output shape shape inference missed once folding resolved the inputs (onnx_fold)."""
     in_shapes = [ctx.info[i][0] if i in ctx.info else None for i in ins]
-    shape_arg = ctx.ints(ins[1]) if node.op_type == "Expand" and len(ins) > 1 else None
-    shape = late_shape(node.op_type, in_shapes, int(attrs(node).get("axis", 0)), shape_arg)
+    shape_arg = ctx.ints(ins[1]) if node.op_type in ("Expand", "Reshape") and len(ins) > 1 else None
+    shape = late_shape(node.op_type, in_shapes[:1] if node.op_type == "Reshape" else in_shapes, attrs(node),
+                       shape_arg)
     if shape is not None:
         data = 1 if node.op_type == "Where" else 0
         dtype = "bool" if node.op_type in ("Equal", "Less", "Greater", "And", "Or", "Not") else ctx.info[ins[data]][1]
