@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
@@ -107,6 +108,19 @@ class Ctx:
     def missing(name: str) -> str:
         return (f"shape or dtype of tensor {name!r} is unknown (shape inference could not resolve it; bind "
                 "symbolic dims with dims={'name': size} / --dim name=size)")
+
+    def mask_like(self, name: str) -> bool:
+        """A float constant that is not a learned weight: all elements equal (a mask of ones, a scalar) or an
+        additive attention mask (only 0 and ±inf / ±float max). Consumed by folded shape arithmetic, it is not a
+        parameter; a ``ConstantOfShape`` weight (the ONNX backend-test light models) always is."""
+        value = self.values.get(name)
+        if name in self.made or value is None or value.size == 0 or value.dtype.kind != "f":
+            return False
+        flat = value.reshape(-1)
+        if bool((flat == flat[0]).all()):
+            return True
+        big = np.abs(flat) >= np.finfo(value.dtype).max
+        return bool(((flat == 0) | big | np.isinf(flat)).all())
 
     def ints(self, name: str) -> list[int] | None:
         if name in self.values:

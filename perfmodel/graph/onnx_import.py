@@ -67,14 +67,13 @@ def _map(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[Node]:
     ins = [x for x in node.input if x]
     outs = [x for x in node.output if x]
     op_type = node.op_type
-    params, wbytes = _charge(ctx, ins, buffers=ins[3:5] if op_type == "BatchNormalization" else [])
+    computed = bool(outs) and all(o in ctx.folded for o in outs) and op_type not in ("Constant", "ConstantOfShape")
+    params, wbytes = _charge(ctx, [i for i in ins if not (computed and ctx.mask_like(i))],
+                             buffers=ins[3:5] if op_type == "BatchNormalization" else [])
     base: dict[str, Any] = {"inputs": ins, "outputs": outs, "layer": layer_of(label), "source_op": op_type,
             "params": params, "weight_bytes": wbytes}
     if outs and all(o in ctx.folded for o in outs):  # Constant / ConstantOfShape: folded, no kernel
         shape, dtype = ctx.info.get(outs[0], ((1,), "fp32"))
-        if op_type not in ("Constant", "ConstantOfShape"):  # folded shape arithmetic consumes its constants
-            base.update(params=0, weight_bytes=0.0)
-            ctx.charged.difference_update(ins)
         return [Node(name=label, op=view(shape, dtype), **base)]
     if outs and outs[0] not in ctx.info:
         _late_info(ctx, node, ins, outs[0])
