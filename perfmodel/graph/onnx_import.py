@@ -5,7 +5,8 @@ ONNX backend-test "light" models build every weight that way): the first node th
 parameters, and the constant-producing node itself is free (folded before the first run). Symbolic dims
 bind through ``dims``. Shape arithmetic on constants is folded (``onnx_fold``: exporter attention masks),
 and shapes that folding resolves are propagated late. A node whose handler cannot build a valid op (an
-unresolvable shape, sizes the op rejects) becomes an ``unsupported`` node with a bytes-bound fallback and the reason, never an abort.
+unresolvable shape, sizes the op rejects) becomes an ``unsupported`` node with a bytes-bound fallback and
+the reason, never an abort.
 """
 
 from __future__ import annotations
