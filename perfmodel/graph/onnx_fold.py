@@ -101,3 +101,32 @@ def late_shape(op_type: str, in_shapes: list[tuple[int, ...] | None], at: dict[s
         a = int(at.get("axis", 0)) % len(x)
         return (*x[:a], *shapes[1], *x[a + 1:])
     return None
+
+
+def einsum_dims(equation: str, shapes: list[tuple[int, ...]]) -> tuple[int, int, int, int] | None:
+    """(batch, m, n, k) of a two-operand ONNX ``Einsum`` read as a batched GEMM: batch = letters in both
+    inputs and the output, k = in both inputs only (contracted), m / n = in one input and the output.
+    Letters in one input only and not in the output are summed first (counted into k). None: not 2 operands,
+    an ellipsis, or shapes that do not match the equation."""
+    lhs, _, out = equation.replace(" ", "").partition("->")
+    terms = lhs.split(",")
+    if len(terms) != 2 or len(shapes) != 2 or "." in equation:
+        return None
+    if not out:  # implicit output: letters that appear once, alphabetical
+        out = "".join(sorted(c for c in set(lhs) if c.isalpha() and lhs.count(c) == 1))
+    size: dict[str, int] = {}
+    for term, shape in zip(terms, shapes, strict=True):
+        if len(term) != len(shape):
+            return None
+        for c, d in zip(term, shape, strict=True):
+            if size.setdefault(c, int(d)) != int(d) and min(size[c], int(d)) != 1:
+                return None
+            size[c] = max(size[c], int(d))
+    a, b = set(terms[0]), set(terms[1])
+
+    def prod(letters: set[str]) -> int:
+        return int(np.prod([size[c] for c in letters])) if letters else 1
+
+    batch = prod(a & b & set(out))
+    k = prod((a & b) - set(out)) * prod((a ^ b) - set(out))
+    return batch, prod((a - b) & set(out)), prod((b - a) & set(out)), k

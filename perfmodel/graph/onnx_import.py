@@ -32,7 +32,7 @@ from perfmodel.graph.mapping import (
     view,
 )
 from perfmodel.graph.onnx_ctx import INDEX_TYPES, ONNX_DTYPES, Ctx, Info, attrs, dtype_of
-from perfmodel.graph.onnx_fold import late_shape
+from perfmodel.graph.onnx_fold import einsum_dims, late_shape
 from perfmodel.graph.onnx_vision import SHAPE_PRESERVING, VISION_HANDLERS
 from perfmodel.ops import OpError, make_op
 
@@ -300,6 +300,19 @@ def _matmul_nbits(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, 
              "weight_dtype": "int4" if bits == 4 else "int8", "group_size": int(at.get("block_size", 128))}]
 
 
+def _einsum(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    """Two-operand Einsum as a batched GEMM (onnx_fold.einsum_dims); other forms fall back, named."""
+    infos = [ctx.get(i, label) for i in node.input if i]
+    eq = attrs(node)["equation"]
+    eq = eq.decode() if isinstance(eq, bytes) else str(eq)
+    dims = einsum_dims(eq, [s for s, _ in infos])
+    if dims is None:
+        raise GraphError(label, f"Einsum {eq!r}: only two-operand equations without '...' are costed")
+    batch, m, n, k = dims
+    return [{"kind": "matmul", "m": m, "n": n, "k": k, "dtype": infos[0][1], "batch": batch,
+             "b_batched": batch > 1}]
+
+
 def _concat(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
     y, dy = ctx.get(node.output[0], label)
     op = elementwise("copy", y, dy, 1)
@@ -328,7 +341,7 @@ HANDLERS: dict[str, Callable[[Ctx, onnx.NodeProto, str], list[dict[str, Any]]]] 
     "ReduceSumSquare": _reduce, "ReduceL2": _reduce, "Transpose": _transpose, "Gather": _gather,
     "ScatterND": _scatter, "ScatterElements": _scatter, "Scatter": _scatter,
     "QuantizeLinear": _quant("quantize"), "DequantizeLinear": _quant("dequantize"),
-    "Attention": _attention, "MultiHeadAttention": _attention, "MatMulNBits": _matmul_nbits,
+    "Einsum": _einsum, "Attention": _attention, "MultiHeadAttention": _attention, "MatMulNBits": _matmul_nbits,
     "Concat": _concat, "Slice": _concat, "Pad": _concat, "Tile": _concat, "Expand": _concat, "Split": _split,
     "ConstantOfShape": _fill, "Range": _fill, **VISION_HANDLERS,
 }

@@ -47,3 +47,16 @@ def test_folded_reshape_of_a_weight_keeps_its_parameters() -> None:
     assert graph.params == 4 * 8 * 4 and graph.unsupported() == []
     mm = next(n for n in graph.nodes if n.name == "mm")
     assert mm.op is not None and (mm.op["m"], mm.op["k"], mm.op["n"]) == (3, 32, 4)
+
+
+def test_einsum_is_a_batched_gemm_with_its_flops() -> None:
+    # attention scores as an Einsum: bhqd,bhkd->bhqk (batch b·h, m=q, n=k, contracted d)
+    node = helper.make_node("Einsum", ["x", "kmat"], ["y"], name="scores", equation="bhqd,bhkd->bhqk")
+    kmat = numpy_helper.from_array(np.zeros((2, 4, 32, 16), dtype=np.float32), "kmat")
+    graph = import_onnx(_model([node], [kmat], [2, 4, 8, 16]))
+    assert graph.unsupported() == []
+    op = graph.nodes[0].op
+    assert op is not None and (op["batch"], op["m"], op["n"], op["k"]) == (8, 8, 32, 16)
+    odd = helper.make_node("Einsum", ["x"], ["y"], name="trace", equation="...ii->...i")
+    fell = import_onnx(_model([odd], [], [3, 3])).unsupported()  # listed with a fallback, never an abort
+    assert [n.name for n in fell] == ["trace"] and "Einsum" in str(fell[0].unsupported)
