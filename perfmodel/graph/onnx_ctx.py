@@ -10,7 +10,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from perfmodel.graph.ir import GraphError
-from perfmodel.graph.onnx_fold import MAX_FOLD_ELEMENTS, fold_node, tensor_value
+from perfmodel.graph.onnx_fold import FOLDABLE, MAX_FOLD_ELEMENTS, fold_node, tensor_value
 
 ONNX_DTYPES = {"FLOAT": "fp32", "FLOAT16": "fp16", "BFLOAT16": "bf16", "DOUBLE": "fp64", "INT8": "int8",
                "UINT8": "int8", "INT16": "int32", "UINT16": "int32", "INT32": "int32", "UINT32": "int32",
@@ -47,12 +47,17 @@ class Ctx:
 
     def _fold(self, node: onnx.NodeProto) -> None:
         """Fold a node whose inputs are all constants; its outputs become free, with known shapes."""
+        if node.op_type not in FOLDABLE:
+            return
         local: dict[str, Any] = {}
         for name in node.input:
             if name in self.values:
                 local[name] = self.values[name]
             elif name in self.init and numel_of(self.init[name].dims) <= MAX_FOLD_ELEMENTS:
-                local[name] = self.values[name] = tensor_value(self.init[name])
+                try:  # external data not loaded, an odd encoding: the node stays run-time work
+                    local[name] = self.values[name] = tensor_value(self.init[name])
+                except Exception:  # numpy_helper raises several types
+                    return
         shapes = {n: self.info[n][0] for n in node.input[:1] if n in self.info}
         for out, value in fold_node(node, local, shapes, self._opset).items():
             self.values[out] = value
