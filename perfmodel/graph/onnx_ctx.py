@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
 from perfmodel.graph.ir import GraphError
+from perfmodel.graph.onnx_fold import FOLDABLE, MAX_FOLD_ELEMENTS, fold_node, tensor_value
 
 ONNX_DTYPES = {"FLOAT": "fp32", "FLOAT16": "fp16", "BFLOAT16": "bf16", "DOUBLE": "fp64", "INT8": "int8",
                "UINT8": "int8", "INT16": "int32", "UINT16": "int32", "INT32": "int32", "UINT32": "int32",
@@ -37,8 +39,32 @@ class Ctx:
             self.info[t.name] = (tuple(int(d) for d in t.dims), dtype_of(t.data_type, t.name))
         self.folded: set[str] = set()  # outputs of constant-producing nodes (free at run time)
         self.made: dict[str, tuple[Shape, int]] = {}  # ConstantOfShape weights: shape, ONNX dtype code
+        self.values: dict[str, Any] = {}  # numpy values of folded shape arithmetic (onnx_fold)
+        self._opset = list(model.opset_import)
         for node in g.node:
             self._constant(node)
+            self._fold(node)
+
+    def _fold(self, node: onnx.NodeProto) -> None:
+        """Fold a node whose inputs are all constants; its outputs become free, with known shapes."""
+        if node.op_type not in FOLDABLE:
+            return
+        local: dict[str, Any] = {}
+        for name in node.input:
+            if name in self.values:
+                local[name] = self.values[name]
+            elif name in self.init and numel_of(self.init[name].dims) <= MAX_FOLD_ELEMENTS:
+                try:  # external data not loaded, an odd encoding: the node stays run-time work
+                    local[name] = self.values[name] = tensor_value(self.init[name])
+                except Exception:  # numpy_helper raises several types
+                    return
+        shapes = {n: self.info[n][0] for n in node.input[:1] if n in self.info}
+        for out, value in fold_node(node, local, shapes, self._opset).items():
+            self.values[out] = value
+            if out not in self.folded:
+                self.folded.add(out)
+                code = helper.np_dtype_to_tensor_dtype(value.dtype)
+                self.info[out] = (tuple(int(d) for d in value.shape), dtype_of(code, out))
 
     def _constant(self, node: onnx.NodeProto) -> None:
         """Record the tensor a ``Constant`` / constant-shaped ``ConstantOfShape`` node makes."""
@@ -88,13 +114,35 @@ class Ctx:
         return (f"shape or dtype of tensor {name!r} is unknown (shape inference could not resolve it; bind "
                 "symbolic dims with dims={'name': size} / --dim name=size)")
 
+    def mask_like(self, name: str) -> bool:
+        """A float constant that is not a learned weight: all elements equal (a mask of ones, a scalar) or an
+        additive attention mask (only 0 and ±inf / ±float max). Consumed by folded shape arithmetic, it is not a
+        parameter; a ``ConstantOfShape`` weight (the ONNX backend-test light models) always is."""
+        value = self.values.get(name)
+        if name in self.made or value is None or value.size == 0 or value.dtype.kind != "f":
+            return False
+        flat = value.reshape(-1)
+        if bool((flat == flat[0]).all()):
+            return True
+        big = np.abs(flat) >= np.finfo(value.dtype).max
+        return bool(((flat == 0) | big | np.isinf(flat)).all())
+
     def ints(self, name: str) -> list[int] | None:
+        if name in self.values:
+            return [int(v) for v in self.values[name].reshape(-1)]
         t = self.init.get(name)
         return [int(v) for v in numpy_helper.to_array(t).reshape(-1)] if t is not None else None
 
     def floats(self, name: str) -> list[float] | None:
         t = self.init.get(name)
         return [float(v) for v in numpy_helper.to_array(t).reshape(-1)] if t is not None else None
+
+
+def numel_of(dims: Any) -> int:
+    n = 1
+    for d in dims:
+        n *= int(d)
+    return n
 
 
 def dtype_of(code: int, where: str) -> str:

@@ -3,8 +3,10 @@ com.microsoft ``Attention``, which includes its QKV projection). Initializers ar
 the float tensors of ``Constant`` nodes and of ``ConstantOfShape`` nodes whose shape is constant (the
 ONNX backend-test "light" models build every weight that way): the first node that reads one holds its
 parameters, and the constant-producing node itself is free (folded before the first run). Symbolic dims
-bind through ``dims``. A node whose handler cannot build a valid op (an unresolvable shape, sizes the op
-rejects) becomes an ``unsupported`` node with a bytes-bound fallback and the reason, never an abort.
+bind through ``dims``. Shape arithmetic on constants is folded (``onnx_fold``: exporter attention masks),
+and shapes that folding resolves are propagated late. A node whose handler cannot build a valid op (an
+unresolvable shape, sizes the op rejects) becomes an ``unsupported`` node with a bytes-bound fallback and
+the reason, never an abort.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from perfmodel.graph.mapping import (
     view,
 )
 from perfmodel.graph.onnx_ctx import INDEX_TYPES, ONNX_DTYPES, Ctx, Info, attrs, dtype_of
+from perfmodel.graph.onnx_fold import einsum_dims, late_shape
 from perfmodel.graph.onnx_vision import SHAPE_PRESERVING, VISION_HANDLERS
 from perfmodel.ops import OpError, make_op
 
@@ -66,12 +69,16 @@ def _map(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[Node]:
     ins = [x for x in node.input if x]
     outs = [x for x in node.output if x]
     op_type = node.op_type
-    params, wbytes = _charge(ctx, ins, buffers=ins[3:5] if op_type == "BatchNormalization" else [])
+    computed = bool(outs) and all(o in ctx.folded for o in outs) and op_type not in ("Constant", "ConstantOfShape")
+    params, wbytes = _charge(ctx, [i for i in ins if not (computed and ctx.mask_like(i))],
+                             buffers=ins[3:5] if op_type == "BatchNormalization" else [])
     base: dict[str, Any] = {"inputs": ins, "outputs": outs, "layer": layer_of(label), "source_op": op_type,
             "params": params, "weight_bytes": wbytes}
     if outs and all(o in ctx.folded for o in outs):  # Constant / ConstantOfShape: folded, no kernel
         shape, dtype = ctx.info.get(outs[0], ((1,), "fp32"))
         return [Node(name=label, op=view(shape, dtype), **base)]
+    if outs and outs[0] not in ctx.info:
+        _late_info(ctx, node, ins, outs[0])
     handler = HANDLERS.get(op_type)
     if op_type in SHAPE_PRESERVING and ins and outs and ins[0] in ctx.info:
         ctx.info.setdefault(outs[0], ctx.info[ins[0]])
@@ -121,6 +128,20 @@ def _fallback_node(ctx: Ctx, ins: list[str], outs: list[str], label: str, reason
     dtype = (out_info or in_info)[0][1]
     return Node(name=label, op=None, unsupported=reason,
                 fallback=fallback([s for s, _ in in_info], [s for s, _ in out_info], dtype), **base)
+
+
+def _late_info(ctx: Ctx, node: onnx.NodeProto, ins: list[str], out: str) -> None:
+    """Record the output shape shape inference missed once folding resolved the inputs (onnx_fold)."""
+    in_shapes = [ctx.info[i][0] if i in ctx.info else None for i in ins]
+    shape_arg = ctx.ints(ins[1]) if node.op_type in ("Expand", "Reshape") and len(ins) > 1 else None
+    shape = late_shape(node.op_type, in_shapes[:1] if node.op_type == "Reshape" else in_shapes, attrs(node),
+                       shape_arg)
+    if shape is not None:
+        data = 1 if node.op_type == "Where" else 0
+        dtype = "bool" if node.op_type in ("Equal", "Less", "Greater", "And", "Or", "Not") else ctx.info[ins[data]][1]
+        if node.op_type == "Cast":
+            dtype = dtype_of(int(attrs(node)["to"]), out)
+        ctx.info[out] = (shape, dtype)
 
 
 def _wider(infos: list[Info], default: str) -> str:
@@ -279,6 +300,19 @@ def _matmul_nbits(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, 
              "weight_dtype": "int4" if bits == 4 else "int8", "group_size": int(at.get("block_size", 128))}]
 
 
+def _einsum(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    """Two-operand Einsum as a batched GEMM (onnx_fold.einsum_dims); other forms fall back, named."""
+    infos = [ctx.get(i, label) for i in node.input if i]
+    eq = attrs(node)["equation"]
+    eq = eq.decode() if isinstance(eq, bytes) else str(eq)
+    dims = einsum_dims(eq, [s for s, _ in infos])
+    if dims is None:
+        raise GraphError(label, f"Einsum {eq!r}: only two-operand equations without '...' are costed")
+    batch, m, n, k = dims
+    return [{"kind": "matmul", "m": m, "n": n, "k": k, "dtype": infos[0][1], "batch": batch,
+             "b_batched": batch > 1}]
+
+
 def _concat(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
     y, dy = ctx.get(node.output[0], label)
     op = elementwise("copy", y, dy, 1)
@@ -307,7 +341,7 @@ HANDLERS: dict[str, Callable[[Ctx, onnx.NodeProto, str], list[dict[str, Any]]]] 
     "ReduceSumSquare": _reduce, "ReduceL2": _reduce, "Transpose": _transpose, "Gather": _gather,
     "ScatterND": _scatter, "ScatterElements": _scatter, "Scatter": _scatter,
     "QuantizeLinear": _quant("quantize"), "DequantizeLinear": _quant("dequantize"),
-    "Attention": _attention, "MultiHeadAttention": _attention, "MatMulNBits": _matmul_nbits,
+    "Einsum": _einsum, "Attention": _attention, "MultiHeadAttention": _attention, "MatMulNBits": _matmul_nbits,
     "Concat": _concat, "Slice": _concat, "Pad": _concat, "Tile": _concat, "Expand": _concat, "Split": _split,
     "ConstantOfShape": _fill, "Range": _fill, **VISION_HANDLERS,
 }
