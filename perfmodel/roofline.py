@@ -24,6 +24,7 @@ from perfmodel.cost import Cost, CostBatch
 from perfmodel.efficiency import ModelDefaults
 from perfmodel.gemm_sums import GEMM_SUMS, add_unique
 from perfmodel.machine import MachineTables, derived, tables
+from perfmodel.nvidia_gemm_paths import converts_to_nhwc, simt_on_cudnn
 from perfmodel.ops import Op, OpError, Work, make_op
 from perfmodel.ops.base import DTYPE_BYTES, FloatArray
 from perfmodel.search import choice_memo
@@ -186,7 +187,7 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     body = np.where(gemm, np.maximum(totals.body_s, np.maximum(t_vector, t_special)), top)
     # an algorithm's transform kernels (Winograd non-fused) stream through DRAM after the GEMMs: their time adds;
     # so do NVIDIA's NCHW -> NHWC conversions (cuDNN's nchwToNhwcKernel) before a tensor-core convolution
-    serial_bytes = work.serial_bytes + 2.0 * work.nhwc_bytes * _converts_to_nhwc(t, work.matrix_dtype)
+    serial_bytes = work.serial_bytes + 2.0 * work.nhwc_bytes * converts_to_nhwc(t, work.matrix_dtype)
     serial_s = serial_bytes / (t.bandwidth_bytes_per_s(t.dram) * d.dram_efficiency)
     if serial_s.any():
         body = body + serial_s
@@ -254,7 +255,7 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
                work.gemm_k[idx][rows, slots], elem, m_peak[op_rows], compulsory[op_rows] * share / serial)
     # cuDNN's SIMT convolutions run their own fixed tiles (conv_space), one family per code: searched apart, their
     # candidates indexed after ``space``'s
-    simt = _simt_on_cudnn(t, work.matrix_dtype[op_rows])
+    simt = simt_on_cudnn(t, work.matrix_dtype[op_rows])
     nvidia_gpu = t.hardware.kind == "gpu" and t.hardware.vendor == "nvidia"
     family = family_of(work.gemm_simt_conv[idx][rows, slots], simt, ~simt & nvidia_gpu)
     if family.any():
@@ -287,13 +288,6 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
               "resident_tiles": choice.resident, "footprint_bytes": choice.footprint_bytes}
     for key, values in chosen.items():
         out.schedule[key][op_rows[first]] = values[first]
-
-
-def _simt_on_cudnn(t: MachineTables, matrix_dtype: np.ndarray[Any, np.dtype[np.int64]]
-                   ) -> np.ndarray[Any, np.dtype[np.bool_]]:
-    """GEMMs whose dtype runs off the tensor cores of an NVIDIA GPU (cuDNN's SIMT kernels), by matrix dtype code."""
-    out: np.ndarray[Any, np.dtype[np.bool_]] = derived(t, "simt_on_cudnn", _simt_paths)[matrix_dtype]
-    return out
 
 
 def _merge(parts: Sequence[tuple[np.ndarray[Any, np.dtype[np.bool_]], GemmChoice]], name: str
@@ -392,27 +386,6 @@ def _check_supported(t: MachineTables, work: Work, ops: Sequence[Op]) -> None:
         matrix_path, vector_path = t.matrix_paths[int(work.matrix_dtype[i])], t.vector_paths[int(work.vector_dtype[i])]
         path = vector_path if matrix_ok[i] else matrix_path
         raise OpError(ops[i].kind if i < len(ops) else "?", "dtype", path.note)
-
-
-def _converts_to_nhwc(t: MachineTables, matrix_dtype: np.ndarray[Any, np.dtype[np.int64]]
-                      ) -> np.ndarray[Any, np.dtype[np.bool_]]:
-    """Ops whose GEMMs run on an NVIDIA GPU's tensor cores, which read NHWC operands (by matrix dtype code)."""
-    out: np.ndarray[Any, np.dtype[np.bool_]] = derived(t, "converts_to_nhwc", _nhwc_paths)[matrix_dtype]
-    return out
-
-
-def _nhwc_paths(t: MachineTables) -> np.ndarray[Any, np.dtype[np.bool_]]:
-    """Per matrix dtype code: its GEMMs run on an NVIDIA GPU's tensor cores."""
-    nvidia_gpu = t.hardware.kind == "gpu" and t.hardware.vendor == "nvidia"
-    out: np.ndarray[Any, np.dtype[np.bool_]] = np.array([p.engine == "tensor" for p in t.matrix_paths]) & nvidia_gpu
-    return out
-
-
-def _simt_paths(t: MachineTables) -> np.ndarray[Any, np.dtype[np.bool_]]:
-    """Per matrix dtype code: its GEMMs run off the tensor cores of an NVIDIA GPU."""
-    nvidia_gpu = t.hardware.kind == "gpu" and t.hardware.vendor == "nvidia"
-    out: np.ndarray[Any, np.dtype[np.bool_]] = np.array([p.engine != "tensor" for p in t.matrix_paths]) & nvidia_gpu
-    return out
 
 
 def resolve_hardware(hardware: HardwareLike) -> Hardware:
