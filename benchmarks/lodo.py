@@ -41,6 +41,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from lodo_network import (
+    COLLECTIVE_LABELS,
+    _in_scope,
+    _undescribed_network,
+    undescribed_network_variant,
+)
 from measured_data import (
     FLUSHED_DATASETS,
     HOST_ISSUED_LOOPS,
@@ -53,11 +59,10 @@ from measured_data import (
 )
 
 import perfmodel
-from perfmodel.collectives import SOCKET_HOST_PORT_BYTES_PER_S, devices_per_node
 from perfmodel.efficiency import FLUSHED_CACHE_ROUND_TRIPS, ModelDefaults, defaults_for
 from perfmodel.hardware import Hardware
 from perfmodel.ops import make_op
-from perfmodel.specs import derive_variant, load_hardware
+from perfmodel.specs import load_hardware
 from perfmodel.uncalibrated_interval import (
     TABLE_PATH,
     band_key,
@@ -192,7 +197,6 @@ def _fit_sample(rows: Sequence[Row], index: np.ndarray) -> np.ndarray:
 # every other default is chosen on the kernel rows alone, so a collective cell never pulls a kernel default (the
 # kernel floor, the issue interval) through the shared score. (Before, the A100 fold's kernel floor followed the
 # collective cells: docs/accuracy.md, sixth pass.)
-COLLECTIVE_LABELS = frozenset({"allreduce", "allgather", "reducescatter", "alltoall", "sendrecv"})
 COLLECTIVE_DEFAULTS = frozenset({"link_efficiency", "link_step_latency_s", "network_step_latency_s",
                                  "collective_latency_scale", "peer_issue_interval_s"})
 
@@ -406,51 +410,6 @@ def bands(rows: Sequence[Row], folds: Folds) -> list[str]:
                            f"{np.median(np.abs(s / m - 1)) * 100:>13.1f} {np.median(s / m):>5.2f} "
                            f"{np.median(np.abs(p / m - 1)) * 100:>10.1f} {np.median(p / m):>5.2f}")
     return out
-
-
-# Data sets whose multi-node runs crossed a network they do not describe: Vidur's clusters (README: 'A100 DGX with
-# 8 80GB A100s', 'Azure Standard_NC96ads_A100_v4 with 4 80GB A100s') name no NIC, and their 1-GPU-per-node runs
-# level off at 6-8 GB/s, well below the 25 GB/s per GPU of a DGX A100's HDR ports. Scored, but banded apart.
-UNKNOWN_NETWORK_DATASETS = frozenset({"vidur"})
-# Their multi-node rows are predicted over the network a cluster that names no RDMA fabric is assumed to have, not
-# the spec's DGX InfiniBand: NCCL over TCP sockets on one 100 GbE host port per node (``network_transport``
-# "socket", ``collectives.SOCKET_*``; Azure names Ethernet, no InfiniBand, for the NC A100 v4 VMs; docs/model.md,
-# "Collectives"). A stated default, not a fit: no
-# measured row chooses it.
-UNDESCRIBED_NETWORK = {"interconnect.network_transport": "socket",
-                       "interconnect.network_bandwidth_bytes_per_s": SOCKET_HOST_PORT_BYTES_PER_S}
-_VARIANTS: dict[str, Hardware] = {}
-
-
-def undescribed_network_variant(hardware: str) -> Hardware:
-    """The device over an undescribed network (``UNDESCRIBED_NETWORK``), built once per device."""
-    if hardware not in _VARIANTS:
-        _VARIANTS[hardware] = derive_variant(hardware, f"{hardware}-undescribed-network", UNDESCRIBED_NETWORK)
-    return _VARIANTS[hardware]
-
-
-def _undescribed_network(row: Row) -> bool:
-    """A multi-node collective of a data set that does not describe its network."""
-    if row.dataset not in UNKNOWN_NETWORK_DATASETS or row.label not in COLLECTIVE_LABELS:
-        return False
-    per_node = row.op.get("devices_per_node") or devices_per_node(load_hardware(row.hardware))
-    return int(per_node) < int(row.op["devices"])
-
-
-def _in_scope(row: Row, scope: str) -> bool:
-    """Whether a row belongs to a band's scope: all, network known (all but multi-node rows over an undescribed
-    network), one node, across nodes, across nodes over an unknown network."""
-    if scope == "all":
-        return True
-    per_node = row.op.get("devices_per_node") or devices_per_node(load_hardware(row.hardware))
-    across = int(per_node) < int(row.op["devices"])
-    unknown = across and row.dataset in UNKNOWN_NETWORK_DATASETS
-    if scope == "network known":
-        return not unknown
-    if scope == "across, unknown network":
-        return unknown
-    return across if scope == "across nodes" else not across
-
 
 
 def _buildable(row: Row) -> bool:

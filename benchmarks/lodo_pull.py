@@ -24,13 +24,13 @@ from lodo import (
     HARNESS_GRIDS,
     _buildable,
     _fit_sample,
-    _in_scope,
     _predict,
     _split,
     extra_collectives,
     fit_defaults,
     with_model,
 )
+from lodo_network import _in_scope
 from measured_data import Row, all_rows
 
 import perfmodel
