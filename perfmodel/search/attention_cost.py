@@ -60,15 +60,35 @@ def overlaps_softmax(t: MachineTables) -> bool:
     return any(e.mma_scope in ("warpgroup", "cta") for e in t.hardware.engines_of("matrix"))
 
 
+# FA3's ping-pong (two consumer warpgroups, one's softmax under the other's GEMMs) and its intra-warpgroup pipelining
+# hide only part of the softmax (Shah et al. 2024, arXiv:2407.08608, head dim 128, 8K tokens, forward: §3.1 "from
+# around 570 TFLOPS to 620 TFLOPS" with the ping-pong, Table 2: 661 with both). With no overlap a score costs its
+# MMA plus its softmax, at 570; with both, 661; the tensor pipe runs at the peak P = 989.4 TFLOP/s, so the exposed
+# share of the softmax is (1/661 - 1/P) / (1/570 - 1/P) = 0.675 (docs/model.md, 'Flash attention: FA2 vs FA3').
+FA3_PEAK_TFLOPS, FA3_NO_OVERLAP_TFLOPS, FA3_OVERLAP_TFLOPS = 989.4, 570.0, 661.0
+SOFTMAX_EXPOSED = (1.0 / FA3_OVERLAP_TFLOPS - 1.0 / FA3_PEAK_TFLOPS) / (1.0 / FA3_NO_OVERLAP_TFLOPS
+                                                                       - 1.0 / FA3_PEAK_TFLOPS)
+
+
+def pingpong_step(mma_peak: FloatArray, softmax_peak: FloatArray) -> FloatArray:
+    """One (Q tile, KV tile) pair of an asynchronous-MMA (FA3-style) kernel: the MMAs at the tensor pipe's datasheet
+    rate (or the SMEM operand reads, whichever binds) plus the share of the softmax, at the datasheet MUFU and fp32
+    rates, that the ping-pong and intra-warpgroup pipelining leave exposed (``SOFTMAX_EXPOSED``)."""
+    result: FloatArray = mma_peak + SOFTMAX_EXPOSED * softmax_peak
+    return result
+
+
 def softmax_seconds(t: MachineTables, bq: FloatArray, bkv: FloatArray, dv: FloatArray, fp32_flops_per_s: FloatArray,
-                    backward: bool = False) -> FloatArray:
+                    backward: bool = False, efficiency: float | None = None) -> FloatArray:
     """Softmax time of one (Q tile, KV tile) pair on one SM: the exps on the special-function units plus the fp32
     instructions at one per CUDA core per clock (``fp32_flops_per_s`` is the FMA-counted FLOP peak, twice that rate).
     Forward: SOFTMAX_FORWARD_OPS per score and the O rescale, BQ·dv per KV tile; backward: SOFTMAX_BACKWARD_OPS per
-    score. The same warps issue both, so they add."""
+    score. The same warps issue both, so they add. ``efficiency``: the share of the datasheet rates reached (default
+    the vector efficiency; the asynchronous-MMA kernels' tile loop runs at the datasheet rates, ``pingpong_step``)."""
     units = float(t.units)
-    sfu = bq * bkv / (t.special_peak * t.defaults.vector_efficiency / units)
-    ops_per_s = fp32_flops_per_s / 2.0 * t.defaults.vector_efficiency / units
+    eff = t.defaults.vector_efficiency if efficiency is None else efficiency
+    sfu = bq * bkv / (t.special_peak * eff / units)
+    ops_per_s = fp32_flops_per_s / 2.0 * eff / units
     ops = SOFTMAX_BACKWARD_OPS * bq * bkv if backward else SOFTMAX_FORWARD_OPS * bq * bkv + bq * dv
     result: FloatArray = sfu + ops / ops_per_s
     return result
@@ -241,8 +261,14 @@ def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray
     overlap = overlaps_softmax(t)
     # the MMAs' operand reads from SMEM overlap the MMAs themselves (ldmatrix runs ahead, wgmma reads by descriptor)
     smem_bw = t.scratchpad_bandwidth_per_unit or np.inf
-    mma = np.maximum(matrix, smem_pair_bytes(t, bq, bkv, hd, hdv, e) / smem_bw)
-    step = np.maximum(np.maximum(mma, softmax) if overlap else mma + softmax, load)
+    smem = smem_pair_bytes(t, bq, bkv, hd, hdv, e) / smem_bw
+    mma = np.maximum(matrix, smem)
+    if overlap:  # FA3 style: the tile loop at the datasheet rates, the softmax partly hidden (``pingpong_step``)
+        matrix_peak = matrix * dd.matrix_efficiency
+        mma_peak = np.maximum(matrix_peak, smem)
+        step = np.maximum(pingpong_step(mma_peak, softmax_seconds(t, bq, bkv, hdv, fp32_peak, efficiency=1.0)), load)
+    else:
+        step = np.maximum(mma + softmax, load)
     t_pair = pipelined_step(step, t.latency_s(reuse_level), stages, resident)
     per_cta = np.ceil(kv_tiles / split)
     # each CTA's pipeline fills before its first MMA: its Q tile streams from DRAM (latency, then the tile at the
@@ -326,9 +352,14 @@ def _backward(t: MachineTables, bq: FloatArray, bkv: FloatArray, stages: FloatAr
     softmax = softmax_seconds(t, bq, bkv, hdv, fp32_peak, backward=True)
     pair_bytes = bq * (hd + hdv) * e + 2.0 * bq * hd * 4.0  # Q and dO tiles; dQ atomics (fp32, read + write)
     load = pair_bytes / (reuse_bw / np.maximum(np.minimum(ctas, units), 1.0))
-    mma = np.maximum(matrix, smem_pair_bytes(t, bq, bkv, hd, hdv, e, backward=True)
-                     / (t.scratchpad_bandwidth_per_unit or np.inf))
-    step = np.maximum(np.maximum(mma, softmax) if overlap else mma + softmax, load)
+    smem = smem_pair_bytes(t, bq, bkv, hd, hdv, e, backward=True) / (t.scratchpad_bandwidth_per_unit or np.inf)
+    mma = np.maximum(matrix, smem)
+    if overlap:  # FA3 style, as the forward
+        mma_peak = np.maximum(matrix * t.defaults.matrix_efficiency, smem)
+        step = np.maximum(pingpong_step(mma_peak, softmax_seconds(t, bq, bkv, hdv, fp32_peak, backward=True,
+                                                                  efficiency=1.0)), load)
+    else:
+        step = np.maximum(mma + softmax, load)
     reuse_level = t.llc if t.llc is not None else t.dram
     t_pair = pipelined_step(step, t.latency_s(reuse_level), stages, resident)
     per_cta = np.where(causal > 0, np.ceil(pairs / kv_tiles), qt)
