@@ -10,8 +10,10 @@ import pytest
 import perfmodel
 from perfmodel.machine import tables
 from perfmodel.search.attention_cost import (
+    SOFTMAX_EXPOSED,
     _causal_pairs,
     backward_side_kernels_seconds,
+    pingpong_step,
     smem_pair_bytes,
     softmax_seconds,
 )
@@ -93,13 +95,34 @@ def test_backward_runs_the_flash_tile_model(hardware: str) -> None:
 
 
 def test_a100_runs_softmax_in_turn_and_h100_overlaps_it() -> None:
-    """mma.sync (A100): MMA + exp + fp32 softmax add up; wgmma (H100): the softmax hides under the MMAs, so at
-    head dim 128 H100's attention reaches a larger share of its tensor peak than A100's."""
+    """mma.sync (A100): MMA + exp + fp32 softmax add up; wgmma (H100): the ping-pong hides part of the softmax, so at
+    head dim 128 H100's attention reaches a larger share of its tensor peak than A100's, near FA3's published
+    646 TFLOP/s at 8K tokens (0.653 of the peak; FA3 paper Fig. 5)."""
     share = {}
     for hw, peak in ((H100, 989.4e12), ("nvidia-a100-sxm4-80gb", 312e12)):
         cost = perfmodel.predict(hw, _attention("forward"))
         share[hw] = 4.0 * 2 * 16 * 8192 ** 2 * 128 / cost.time_s / peak
-    assert share[H100] > share["nvidia-a100-sxm4-80gb"] + 0.1
+    assert share[H100] > share["nvidia-a100-sxm4-80gb"] + 0.05
+    assert share[H100] == pytest.approx(646.0 / 989.4, rel=0.08)
+
+
+def test_pingpong_exposed_softmax_share_golden() -> None:
+    """The exposed share from the FA3 paper's two figures at head dim 128, 8K tokens (570 TFLOP/s without the
+    ping-pong, 661 with it and intra-warpgroup pipelining), by hand: (1/661 − 1/989.4) / (1/570 − 1/989.4)
+    = 5.0218e-4 / 7.4373e-4 = 0.6752. A check, not a fit: the model's own softmax count at the datasheet rates
+    gives the no-overlap point back. One 128 x 128 pair at d = 128 on H100: MMAs 2·128·128·256 / (989.4e12 / 132)
+    = 1,119.1 ns; softmax 559.6 ns of exps + 290.9 ns of fp32 instructions = 850.5 ns; in turn 1,969.6 ns, i.e.
+    562 TFLOP/s (570 published), and with 0.675 of the softmax exposed 1,693.2 ns, 654 TFLOP/s (661 published)."""
+    assert SOFTMAX_EXPOSED == pytest.approx(0.6752, abs=1e-4)
+    t = tables(load_hardware(H100))
+    one = np.array([128.0])
+    mma = 2.0 * 128 * 128 * 256 / (989.4e12 / 132)
+    soft = float(softmax_seconds(t, one, one, one, np.array([66.9e12]), efficiency=1.0)[0])
+    assert soft == pytest.approx(850.5e-9, rel=1e-3)
+    in_turn = 989.4 * mma / (mma + soft)
+    overlapped = 989.4 * mma / float(pingpong_step(np.array([mma]), np.array([soft]))[0])
+    assert in_turn == pytest.approx(570.0, rel=0.02)
+    assert overlapped == pytest.approx(661.0, rel=0.02)
 
 
 def test_softmax_time_per_tile_pair_golden() -> None:
@@ -178,7 +201,7 @@ def test_a_head_too_large_for_the_l2_streams_its_kv_once_per_wave() -> None:
     """Llama 3 405B's all-gather context parallelism: 4,096 queries of 16 heads over 131,072 keys of one KV head
     (67 MB of K and V, beyond H100's 50 MB L2). The CTAs in flight are Q tiles of that head walking the keys
     together: K and V stream from HBM once per wave of CTAs, not once per Q tile; the forward stays compute-bound,
-    within the model's matrix efficiency of the tensor peak."""
+    at FA3's tile-loop rate (0.6-0.7 of the peak: the MMAs plus the softmax share the ping-pong leaves exposed)."""
     op = {"kind": "attention", "batch": 1, "heads": 16, "kv_heads": 1, "seq_q": 4096, "seq_kv": 131072,
           "head_dim": 128, "dtype": "bf16", "causal": True, "pass": "forward"}
     cost = perfmodel.predict(H100, op)
@@ -186,4 +209,4 @@ def test_a_head_too_large_for_the_l2_streams_its_kv_once_per_wave() -> None:
     assert cost.bytes_by_level["HBM3"] < 16 * kv  # once per Q tile (8 tokens x 16 heads) would be 512 x
     assert cost.bound.startswith("compute") or not cost.bound.startswith("HBM")
     flops = 4 * 16 * 128 * (4096 * 131072 - 4096 * 4095 / 2)
-    assert 0.7 * 989.4e12 < flops / cost.time_s < 0.8 * 989.4e12 + 1e12
+    assert 0.6 * 989.4e12 < flops / cost.time_s < 0.7 * 989.4e12
