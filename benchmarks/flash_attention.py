@@ -4,8 +4,8 @@
 
 Reads benchmarks/data/flash_attention_published.csv (FA3 paper figures, H100 SXM5, fp16/bf16) and prints
 the median |error| and bias of the predicted TFLOP/s per kernel, pass and mask. FA3 rows are the device as
-specified (wgmma: warp-specialised kernels, softmax overlapped); FA2 rows the same device with synchronous
-warp-level MMA (``mma_scope: warp``), FlashAttention-2's mma.sync. FLOPs as the source counts them:
+specified (wgmma: warp-specialised kernels, the softmax partly under the MMAs); FA2 rows the same device with
+synchronous warp-level MMA (``mma_scope: warp``), FlashAttention-2's mma.sync. FLOPs as the source counts them:
 4·b·s²·h·d, halved under a causal mask, x2.5 for the backward.
 """
 

@@ -5,8 +5,9 @@ One CTA per (batch, head, Q-tile of BQ rows) walks the KV tiles of BKV keys: S =
 (BQ x BKV x dv). Per KV tile:
 
     softmax = BQ·BKV / sfu_unit + (3.5·BQ·BKV + BQ·dv) / fp32_ops_unit  (exp on MUFU; scale/max/sum/cvt, O rescale)
-    FA3 (asynchronous MMA: Hopper wgmma, Blackwell tcgen05; warp-specialised, ping-pong softmax):
-        t_pair = max(2·BQ·BKV·(d + dv) / peak_unit, softmax, BKV·(d + dv)·e / L2_bw_unit)
+    FA3 (asynchronous MMA: Hopper wgmma, Blackwell tcgen05; warp-specialised, ping-pong softmax), at the
+    datasheet rates, with the share of the softmax the ping-pong leaves exposed (0.675, FA3 paper's 570 / 661):
+        t_pair = max(2·BQ·BKV·(d + dv) / peak_unit + 0.675·softmax, BKV·(d + dv)·e / L2_bw_unit)
     FA2 (synchronous mma.sync: the same warps wait for S, exponentiate, then issue P·V):
         t_pair = max(2·BQ·BKV·(d + dv) / peak_unit + softmax, BKV·(d + dv)·e / L2_bw_unit)
     fp32_ops_unit = fp32 FLOP peak / 2 per SM (one instruction per CUDA core per clock; the peak counts FMAs twice)
