@@ -13,6 +13,7 @@ from perfmodel.search.attention_cost import (
     SOFTMAX_EXPOSED,
     _causal_pairs,
     backward_side_kernels_seconds,
+    measured_pingpong,
     pingpong_step,
     smem_pair_bytes,
     softmax_seconds,
@@ -123,6 +124,17 @@ def test_pingpong_exposed_softmax_share_golden() -> None:
     overlapped = 989.4 * mma / float(pingpong_step(np.array([mma]), np.array([soft]))[0])
     assert in_turn == pytest.approx(570.0, rel=0.02)
     assert overlapped == pytest.approx(661.0, rel=0.02)
+
+
+def test_the_measured_pingpong_is_hoppers() -> None:
+    """The exposed share comes from Hopper's FA3 (wgmma); Blackwell (tcgen05, ``cta``) keeps the full overlap, and its
+    forward stays the larger of MMA and softmax: 2 x 16 heads x 8K, d = 128 at the same time as before the rule."""
+    assert measured_pingpong(tables(load_hardware(H100)))
+    assert measured_pingpong(tables(load_hardware("nvidia-h200-sxm-141gb")))
+    b200 = tables(load_hardware("nvidia-b200"))
+    assert not measured_pingpong(b200)
+    cost = perfmodel.predict("nvidia-b200", _attention("forward"))
+    assert 4.0 * 2 * 16 * 8192 ** 2 * 128 / cost.time_s / 1e12 == pytest.approx(1181.0, rel=0.01)
 
 
 def test_softmax_time_per_tile_pair_golden() -> None:
