@@ -63,10 +63,12 @@ def overlaps_softmax(t: MachineTables) -> bool:
 
 
 # FA3's ping-pong (two consumer warpgroups, one's softmax under the other's GEMMs) and its intra-warpgroup pipelining
-# hide only part of the softmax (Shah et al. 2024, arXiv:2407.08608, head dim 128, 8K tokens, forward: §3.1 "from
-# around 570 TFLOPS to 620 TFLOPS" with the ping-pong, Table 2: 661 with both). With no overlap a score costs its
-# MMA plus its softmax, at 570; with both, 661; the tensor pipe runs at the peak P = 989.4 TFLOP/s, so the exposed
-# share of the softmax is (1/661 - 1/P) / (1/570 - 1/P) = 0.675 (docs/model.md, 'Flash attention: FA2 vs FA3').
+# hide only part of the softmax. Shah et al. 2024 (arXiv:2407.08608), forward, head dim 128, ~8K tokens: §3.1 "from
+# 570 TFLOPS to 620-640 TFLOPS" with the ping-pong; §4.2 / Table 2 ({4, 8448, 16, 128}): 570 without warp
+# specialization (no consumer warpgroups to ping-pong), 582 with it alone, 661 with it and the 2-stage pipelining.
+# Reading 570 as MMA and softmax in turn (the model's own softmax count gives it back: 562) and the tensor pipe at
+# its peak P = 989.4 TFLOP/s, the exposed share of the softmax is (1/661 - 1/P) / (1/570 - 1/P) = 0.675
+# (docs/model.md, 'Flash attention: FA2 vs FA3').
 FA3_PEAK_TFLOPS, FA3_NO_OVERLAP_TFLOPS, FA3_OVERLAP_TFLOPS = 989.4, 570.0, 661.0
 SOFTMAX_EXPOSED = (1.0 / FA3_OVERLAP_TFLOPS - 1.0 / FA3_PEAK_TFLOPS) / (1.0 / FA3_NO_OVERLAP_TFLOPS
                                                                        - 1.0 / FA3_PEAK_TFLOPS)

@@ -108,7 +108,7 @@ def test_a100_runs_softmax_in_turn_and_h100_overlaps_it() -> None:
 
 
 def test_pingpong_exposed_softmax_share_golden() -> None:
-    """The exposed share from the FA3 paper's two figures at head dim 128, 8K tokens (570 TFLOP/s without the
+    """The exposed share from the FA3 paper's two figures at head dim 128, ~8K tokens (570 TFLOP/s without the
     ping-pong, 661 with it and intra-warpgroup pipelining), by hand: (1/661 − 1/989.4) / (1/570 − 1/989.4)
     = 5.0218e-4 / 7.4373e-4 = 0.6752. A check, not a fit: the model's own softmax count at the datasheet rates
     gives the no-overlap point back. One 128 x 128 pair at d = 128 on H100: MMAs 2·128·128·256 / (989.4e12 / 132)
