@@ -16,7 +16,6 @@ import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from perfmodel.dtypes import parse_dtype
@@ -27,13 +26,22 @@ if TYPE_CHECKING:
     from perfmodel.graph.fusion import FusedSlots
 
 
-@dataclass(frozen=True, slots=True)
 class Copied:
-    """Layer nodes by reference: ``copy``'s recorded nodes under ``names`` (its rendering) at ``stage``."""
+    """Layer nodes by reference: ``copy``'s recorded nodes at layer ``index`` and pipeline ``stage``, with
+    ``input_name`` as the layer's input; their names rendered once, when first read (``names``)."""
 
-    copy: LayerCopy
-    names: list[str]
-    stage: int
+    __slots__ = ("_names", "copy", "index", "input_name", "stage")
+
+    def __init__(self, copy: LayerCopy, index: int, stage: int, input_name: str = "",
+                 names: list[str] | None = None) -> None:
+        self.copy, self.index, self.stage, self.input_name, self._names = copy, index, stage, input_name, names
+
+    @property
+    def names(self) -> list[str]:
+        """``copy.names(index, input_name)``: the layer's names (each node's name, layer, inputs, ...)."""
+        if self._names is None:
+            self._names = self.copy.names(self.index, self.input_name)
+        return self._names
 
     def __len__(self) -> int:
         return len(self.copy.rows)
@@ -42,6 +50,9 @@ class Copied:
         return self.copy.nodes_at(self.names, self.stage)
 
     def column(self, field: str) -> list[Any]:
+        if field in ("name", "layer"):  # the rendered names: each node's name, then its layer
+            names, shift = self.names, field == "layer"
+            return [names[at + shift] for _, at, *_ in self.copy.rows]
         values = self.copy.column(field)
         shift = self.stage - self.copy.stage
         return [s + shift for s in values] if field == "stage" and shift else values
@@ -240,10 +251,11 @@ def fuse_lazy(graph: LazyGraph, plan: RepeatPlan, fuse_window: Callable[[Graph],
                         _WINDOWS.popitem(last=False)
         done[place] = fused
         copy, entries = fused
-        names = copy.names(block.index, "")
-        segments.append(Copied(copy, names, block.stage))
-        _split([(phase, {**e, "node": name}) for (phase, e), name in zip(entries, names[1:copy.extra], strict=True)],
-               attention, sweep)
+        segments.append(Copied(copy, block.index, block.stage))  # its names rendered when a report reads them
+        if entries:
+            names = copy.extra_names(block.index)
+            _split([(phase, {**e, "node": name}) for (phase, e), name in zip(entries, names, strict=True)],
+                   attention, sweep)
         if k < last and gap_nodes[k]:
             segments.append(gap_nodes[k])
     graph.set_segments([*segments, []])  # ``add`` appends to the trailing list

@@ -186,7 +186,7 @@ def build_llm(cfg: LlmConfig, workload: LlmWorkload, par: Parallelism | None = N
         else:  # the layer by reference: its names and output tensors, no nodes
             names = copy.names(i, x)
             copy.add_tensors(names, b.graph.tensors)
-            b.graph.add_copied(Copied(copy, names, b.stage))
+            b.graph.add_copied(Copied(copy, i, b.stage, x, names))
             x, params = names[0], sum(copy.column("params"))
         _gradient_bucket(b, params, x)
         blocks.append(LayerBlock(first, len(b.graph), i, key, b.stage))

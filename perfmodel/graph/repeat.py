@@ -78,7 +78,9 @@ class LayerCopy:
         # spreads them back over the nodes' fields, the copies sharing the strings
         unique = {x: k for k, x in enumerate(dict.fromkeys(names))}
         self.positions = [unique[x] for x in names]
-        self.format = _SEP.join(_template(x, base, self.low, input_name) for x in unique)
+        self._templates = [_template(x, base, self.low, input_name) for x in unique]
+        self.format = _SEP.join(self._templates)
+        self._extra_format: str | None = None
         self._columns: dict[str, list[Any]] = {}
         # what ``memory`` reads of each node: its output tensors' bytes, and a KV-cache write's (row width, bytes
         # per element of its first output); from ``tensors`` as recorded (copies have the same shapes)
@@ -87,6 +89,14 @@ class LayerCopy:
         self.kv_rows = [(tensors[node.outputs[0]].shape[-1], parse_dtype(tensors[node.outputs[0]].dtype).bytes)
                         if node.name.endswith("kv_cache_write") and node.outputs and node.outputs[0] in tensors
                         else None for node in nodes]
+
+    def extra_names(self, index: int) -> list[str]:
+        """The extra names given when recording, at layer ``index`` (without rendering the others)."""
+        if self._extra_format is None:
+            self._extra_format = _SEP.join(self._templates[self.positions[k]] for k in range(1, self.extra))
+        if self.extra <= 1:
+            return []
+        return self._extra_format.format(*range(index + self.low, index + self.high + 1), x="").split(_SEP)
 
     def names(self, index: int, input_name: str) -> list[str]:
         rendered = self.format.format(*range(index + self.low, index + self.high + 1), x=input_name).split(_SEP)
