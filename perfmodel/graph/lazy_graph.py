@@ -51,11 +51,11 @@ class Copied:
 
     def column(self, field: str) -> list[Any]:
         if field in ("name", "layer"):  # the rendered names: each node's name, then its layer
-            names, shift = self.names, field == "layer"
+            names, shift = self.names, int(field == "layer")
             return [names[at + shift] for _, at, *_ in self.copy.rows]
         values = self.copy.column(field)
-        shift = self.stage - self.copy.stage
-        return [s + shift for s in values] if field == "stage" and shift else values
+        moved = self.stage - self.copy.stage
+        return [s + moved for s in values] if field == "stage" and moved else values
 
 
 Segment = list[Node] | Copied
