@@ -30,19 +30,6 @@ _SEP = "\x1f"  # joins a layer's names into one format string (rendered with one
 _new = object.__new__
 
 
-def _offsets(name: str, base: int) -> list[int]:
-    return [int(p) - base for p in _LAYER.findall(name)]
-
-
-def _template(name: str, base: int, low: int, input_name: str | None) -> str:
-    """``name`` as a format string: its layer numbers become fields ``{k}`` (k = offset to ``base`` - ``low``),
-    the layer's input tensor becomes ``{x}``."""
-    if name == input_name:
-        return "{x}"
-    parts = _LAYER.split(name.replace("{", "{{").replace("}", "}}"))
-    return "".join(p if k % 2 == 0 else f"layers.{{{int(p) - base - low}}}" for k, p in enumerate(parts))
-
-
 class LayerCopy:
     """Nodes (and their output tensors) recorded at layer ``base``, rendered at another layer index.
 
@@ -72,21 +59,28 @@ class LayerCopy:
             names += node.fused_from
             self.rows.append(((node.op, node.source_op, node.stream, node.params, node.weight_bytes, node.stage,
                                node.unsupported, node.fallback, node.bytes_saved), at, outputs, from_at, len(names)))
-        offsets = [d for x in names if x != input_name for d in _offsets(x, base)] or [0]
-        self.low, self.high = min(offsets), max(offsets)
         # each distinct name is formatted once (a tensor is one node's output and others' input); ``positions``
         # spreads them back over the nodes' fields, the copies sharing the strings
         unique = {x: k for k, x in enumerate(dict.fromkeys(names))}
         self.positions = [unique[x] for x in names]
-        self._templates = [_template(x, base, self.low, input_name) for x in unique]
+        # the names' layer numbers found and replaced in one pass over them all (``_template`` name by name)
+        joined = _SEP.join(x for x in unique if x != input_name)
+        offsets = [int(p) - base for p in _LAYER.findall(joined)] or [0]
+        self.low, self.high = min(offsets), max(offsets)
+        shift = base + self.low
+        rendered = iter(_LAYER.sub(lambda m: f"layers.{{{int(m.group(1)) - shift}}}",
+                                   joined.replace("{", "{{").replace("}", "}}")).split(_SEP))
+        self._templates = ["{x}" if x == input_name else next(rendered) for x in unique]
         self.format = _SEP.join(self._templates)
         self._extra_format: str | None = None
         self._columns: dict[str, list[Any]] = {}
         # what ``memory`` reads of each node: its output tensors' bytes, and a KV-cache write's (row width, bytes
         # per element of its first output); from ``tensors`` as recorded (copies have the same shapes)
-        self.output_bytes = [[math.prod(tensors[x].shape) * parse_dtype(tensors[x].dtype).bytes
+        dtypes = {tensors[x].dtype for n in nodes for x in n.outputs if x in tensors}
+        element = {d: parse_dtype(d).bytes for d in dtypes}
+        self.output_bytes = [[math.prod(tensors[x].shape) * element[tensors[x].dtype]
                               for x in node.outputs if x in tensors] for node in nodes]
-        self.kv_rows = [(tensors[node.outputs[0]].shape[-1], parse_dtype(tensors[node.outputs[0]].dtype).bytes)
+        self.kv_rows = [(tensors[node.outputs[0]].shape[-1], element[tensors[node.outputs[0]].dtype])
                         if node.name.endswith("kv_cache_write") and node.outputs and node.outputs[0] in tensors
                         else None for node in nodes]
 

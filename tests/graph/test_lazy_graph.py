@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from perfmodel.graph.ir import Node
 from perfmodel.graph.lazy_graph import Copied, LazyGraph, node_column
 from perfmodel.graph.llm_build import Phase
 from perfmodel.graph.memory import memory
+from perfmodel.graph.repeat import LayerCopy
 from perfmodel.graph.schedule import schedule
 from perfmodel.roofline import resolve_hardware
 
@@ -100,3 +102,33 @@ def test_slices_build_only_their_range() -> None:
         hi = rng.randrange(lo, len(built.nodes) + 1)
         assert copied.slice(lo, hi, ends) == built.nodes[lo:hi]
     assert copied.lazy  # slices do not build the whole graph
+
+
+def _template(name: str, base: int, low: int, input_name: str | None) -> str:
+    """The name-by-name template (the former ``repeat._template``): layer numbers -> fields, the input -> {x}."""
+    if name == input_name:
+        return "{x}"
+    parts = re.split(r"layers\.(\d+)(?!\d)", name.replace("{", "{{").replace("}", "}}"))
+    return "".join(p if k % 2 == 0 else f"layers.{{{int(p) - base - low}}}" for k, p in enumerate(parts))
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-405b", "mixtral-8x7b", "gpt2"])
+@pytest.mark.parametrize("fused", [False, True])
+def test_one_pass_templates_equal_name_by_name(name: str, fused: bool) -> None:
+    """``LayerCopy`` finds and replaces the layer numbers of all its names in one pass: the same templates as name
+    by name, for a built layer (with its input's name) and a fused one (merged names, ``fused_from``)."""
+    _, built = _pair(name, "prefill", PARALLEL["tp2pp4"])
+    if fused:
+        fuse(built)
+    nodes = [n for n in built.nodes if n.layer == "layers.5"]
+    inputs = [x for n in nodes for x in n.inputs if x not in {o for m in nodes for o in m.outputs}]
+    input_name = inputs[0] if not fused else None
+    copy = LayerCopy(nodes, built.tensors, 5, nodes[0].stage, input_name, "layers.5.out:0", ["layers.5.extra"])
+    names = ["layers.5.out:0", "layers.5.extra"]
+    for n in nodes:
+        names += [n.name, n.layer, *n.inputs, *n.outputs, *n.fused_from]
+    unique = list(dict.fromkeys(names))
+    assert copy._templates == [_template(x, 5, copy.low, input_name) for x in unique]
+    assert any("{" in t for t in copy._templates) and (fused or "{x}" in copy._templates)
+    fields = range(7 + copy.low, 7 + copy.high + 1)
+    assert copy.names(7, "in") == [_template(x, 5, copy.low, input_name).format(*fields, x="in") for x in names]
