@@ -51,8 +51,7 @@ class Copied:
 
     def column(self, field: str) -> list[Any]:
         if field in ("name", "layer"):  # the rendered names: each node's name, then its layer
-            names, shift = self.names, int(field == "layer")
-            return [names[at + shift] for _, at, *_ in self.copy.rows]
+            return list(map(self.names.__getitem__, self.copy.name_positions(field == "layer")))
         values = self.copy.column(field)
         moved = self.stage - self.copy.stage
         return [s + moved for s in values] if field == "stage" and moved else values
@@ -88,6 +87,7 @@ class LazyGraph(Graph):
         """Replace the segments; only the last may grow afterwards (``add``)."""
         self._segments = segments
         self._closed = sum(map(len, segments[:-1]))  # nodes before the last segment
+        self.columns: dict[str, list[Any]] = {}  # ``node_column``'s answers while the segments stay as they are
 
     @property
     def lazy(self) -> bool:
@@ -109,6 +109,7 @@ class LazyGraph(Graph):
         last = self._segments[-1] if self._segments else None
         if isinstance(last, list) and self.repeat is None:
             last.append(node)
+            self.columns.clear()
         else:
             self.nodes.append(node)
         return node
@@ -116,6 +117,7 @@ class LazyGraph(Graph):
     def add_copied(self, copied: Copied) -> None:
         self._closed += len(self._segments[-1]) + len(copied)
         self._segments += [copied, []]
+        self.columns.clear()
 
     def built(self) -> list[Node]:
         """The nodes that are not references, in order."""
@@ -158,8 +160,12 @@ class LazyGraph(Graph):
 
 def node_column(graph: Graph, field: str) -> list[Any]:
     """``getattr(node, field)`` of every node in order (``cost_op``: the op, else its fallback), from the recorded
-    layers' columns while ``graph`` holds references."""
+    layers' columns while ``graph`` holds references (then kept until its segments change: read-only lists; the
+    nodes of such a graph are only reached by building them, which ends that state)."""
     if isinstance(graph, LazyGraph) and graph.lazy:
+        kept = graph.columns.get(field)
+        if kept is not None:
+            return kept
         out: list[Any] = []
         for segment in graph.segments:
             if isinstance(segment, Copied):
@@ -168,6 +174,7 @@ def node_column(graph: Graph, field: str) -> list[Any]:
                 out += [n.op if n.op is not None else n.fallback for n in segment]
             else:
                 out += [getattr(n, field) for n in segment]
+        graph.columns[field] = out
         return out
     if field == "cost_op":
         return [n.op if n.op is not None else n.fallback for n in graph.nodes]

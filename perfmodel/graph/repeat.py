@@ -122,6 +122,14 @@ class LayerCopy:
             fields["name"], fields["shape"], fields["dtype"], fields["layout"] = names[at], shape, dtype, layout
             tensors[names[at]] = tensor
 
+    def name_positions(self, layer: bool = False) -> list[int]:
+        """Where each node's name (``layer``: its layer's name) sits in ``names()``."""
+        key = "@layer" if layer else "@name"
+        found = self._columns.get(key)
+        if found is None:
+            found = self._columns[key] = [at + layer for _, at, *_ in self.rows]
+        return found
+
     def column(self, field: str) -> list[Any]:
         """One field of every recorded node, in order (``stage`` as recorded; ``cost_op``: the op, else its
         fallback), kept: the copies of a layer read them without building nodes."""
