@@ -183,11 +183,10 @@ def build_llm(cfg: LlmConfig, workload: LlmWorkload, par: Parallelism | None = N
             built = b.graph.tail(len(b.graph) - first)
             copies[key] = LayerCopy(built, b.graph.tensors, i, b.stage, x_in, x)
             params = sum(n.params for n in built)
-        else:  # the layer by reference: its names and output tensors, no nodes
-            names = copy.names(i, x)
-            copy.add_tensors(names, b.graph.tensors)
-            b.graph.add_copied(Copied(copy, i, b.stage, x, names))
-            x, params = names[0], sum(copy.column("params"))
+        else:  # the layer by reference: its output tensors (their names alone rendered), no nodes
+            x_in, x = x, copy.output_names(i, x, b.graph.tensors)
+            b.graph.add_copied(Copied(copy, i, b.stage, x_in))
+            params = sum(copy.column("params"))
         _gradient_bucket(b, params, x)
         blocks.append(LayerBlock(first, len(b.graph), i, key, b.stage))
     b.layer = "head"

@@ -73,6 +73,7 @@ class LayerCopy:
         self._templates = ["{x}" if x == input_name else next(rendered) for x in unique]
         self.format = _SEP.join(self._templates)
         self._extra_format: str | None = None
+        self._output_format: str | None = None
         self._columns: dict[str, list[Any]] = {}
         # what ``memory`` reads of each node: its output tensors' bytes, and a KV-cache write's (row width, bytes
         # per element of its first output); from ``tensors`` as recorded (copies have the same shapes)
@@ -91,6 +92,21 @@ class LayerCopy:
         if self.extra <= 1:
             return []
         return self._extra_format.format(*range(index + self.low, index + self.high + 1), x="").split(_SEP)
+
+    def output_names(self, index: int, input_name: str, tensors: dict[str, Tensor]) -> str:
+        """At layer ``index``: the recorded output tensors into ``tensors`` (as ``render``), and the output's name;
+        only those names are rendered (a layer held by reference renders the rest when they are read)."""
+        if self._output_format is None:
+            self._output_format = _SEP.join(self._templates[self.positions[at]]
+                                            for at in [0, *(row[0] for row in self.tensor_rows)])
+        output, *names = self._output_format.format(*range(index + self.low, index + self.high + 1),
+                                                    x=input_name).split(_SEP)
+        for name, (_, shape, dtype, layout) in zip(names, self.tensor_rows, strict=True):
+            tensor = _new(Tensor)  # a frozen dataclass: its fields set in its own dict, no __setattr__
+            fields = tensor.__dict__
+            fields["name"], fields["shape"], fields["dtype"], fields["layout"] = name, shape, dtype, layout
+            tensors[name] = tensor
+        return output
 
     def names(self, index: int, input_name: str) -> list[str]:
         rendered = self.format.format(*range(index + self.low, index + self.high + 1), x=input_name).split(_SEP)
