@@ -132,3 +132,18 @@ def test_one_pass_templates_equal_name_by_name(name: str, fused: bool) -> None:
     assert any("{" in t for t in copy._templates) and (fused or "{x}" in copy._templates)
     fields = range(7 + copy.low, 7 + copy.high + 1)
     assert copy.names(7, "in") == [_template(x, 5, copy.low, input_name).format(*fields, x="in") for x in names]
+
+
+def test_pickled_copied_and_exported_like_every_layer() -> None:
+    """A graph holding references pickles and deep-copies (still by reference) and exports the same graph JSON."""
+    import copy as copying
+    import pickle
+
+    copied, built = _pair("mixtral-8x7b", "decode", PARALLEL["tp2pp4"])
+    fuse(copied)
+    fuse(built)
+    for other in (pickle.loads(pickle.dumps(copied)), copying.deepcopy(copied)):
+        assert isinstance(other, LazyGraph) and other.lazy
+        assert node_column(other, "cost_op") == node_column(built, "cost_op")
+        assert other.to_json() == built.to_json()
+    assert copied.to_json() == built.to_json()
