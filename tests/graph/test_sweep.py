@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -10,7 +11,7 @@ from perfmodel.graph import GraphError
 from perfmodel.graph.sweep import SweepSpec, pareto, run_sweep, variants
 from perfmodel.store import Store
 
-SPEC = {"base": "nvidia-h100-sxm5-80gb",
+SPEC: dict[str, Any] = {"base": "nvidia-h100-sxm5-80gb",
         "axes": {"levels.dram.bandwidth_bytes_per_s": ["x0.5", "x1", "x2"], "engines.*.peak_flops_per_s": ["x1", "x2"],
                  "devices": [1, 2]},
         "workloads": [{"model": "llama-3-8b", "phase": "decode", "batch": 8, "kv_len": 2048},
