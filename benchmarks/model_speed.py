@@ -134,7 +134,7 @@ def sweep_spec(variants: int) -> SweepSpec:
         "workloads": [{"model": "llama-3-70b", "phase": "decode", "batch": 8, "kv_len": 4096}]})
 
 
-def time_sweeps(variants: int, repeats: int = 5, profile_workers: bool = False) -> None:
+def time_sweeps(variants: int, repeats: int = 5, profile_workers: bool = False, dask_defaults: bool = False) -> None:
     """Serial, 2 local processes and a 2-worker Dask LocalCluster; then ``repeats`` alternating serial / warm
     Dask runs (medians: on a shared 2-core machine one pair says little), in wall clock and in CPU."""
     import statistics
@@ -152,9 +152,13 @@ def time_sweeps(variants: int, repeats: int = 5, profile_workers: bool = False) 
     print(f"sweep, 2 local processes: {local['elapsed_s']:.2f} s, {local['evaluations_per_s']:.0f}/s")
     from distributed import Client, LocalCluster
 
+    from perfmodel.graph.sweep_exec import SWEEP_CLUSTER_CONFIG
+
     t0 = time.perf_counter()
-    # the workers' 10 ms stack sampler off: a cluster kept for sweeps need not profile its tasks
-    with dask.config.set({"distributed.worker.profile.enabled": profile_workers}), \
+    # a cluster kept for sweeps: no stack sampler, the periodic loops slowed (``--dask-defaults``: Dask's own)
+    config = {} if dask_defaults else dict(SWEEP_CLUSTER_CONFIG)
+    config["distributed.worker.profile.enabled"] = profile_workers
+    with dask.config.set(config), \
             LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                          dashboard_address=None) as cluster, Client(cluster) as client:  # type: ignore[no-untyped-call]
         started = time.perf_counter() - t0
@@ -191,9 +195,11 @@ def main() -> None:
     parser.add_argument("--sweeps-only", action="store_true", help="only the sweeps")
     parser.add_argument("--profile-workers", action="store_true", help="keep the Dask workers' stack sampler on")
     parser.add_argument("--no-sweeps", action="store_true", help="only the whole-model estimates")
+    parser.add_argument("--dask-defaults", action="store_true",
+                        help="start the Dask cluster with Dask's default intervals, not SWEEP_CLUSTER_CONFIG's")
     args = parser.parse_args()
     if args.sweeps_only:
-        time_sweeps(args.variants, profile_workers=args.profile_workers)
+        time_sweeps(args.variants, profile_workers=args.profile_workers, dask_defaults=args.dask_defaults)
         return
     name, params = largest_bundled()
     print(f"largest bundled model: {name} ({params / 1e9:.0f} B parameters)")
@@ -201,7 +207,7 @@ def main() -> None:
     time_estimates()
     stage_breakdown(name, Parallelism(tp=8, pp=2, devices_per_node=8))
     if not args.no_sweeps:
-        time_sweeps(args.variants, profile_workers=args.profile_workers)
+        time_sweeps(args.variants, profile_workers=args.profile_workers, dask_defaults=args.dask_defaults)
 
 
 if __name__ == "__main__":

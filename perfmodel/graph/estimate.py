@@ -22,6 +22,7 @@ from perfmodel.cost import CostBatch
 from perfmodel.gc_pause import without_gc
 from perfmodel.graph.fusion import FusionReport, fuse
 from perfmodel.graph.ir import Graph, GraphError
+from perfmodel.graph.lazy_graph import node_column
 from perfmodel.graph.memory import DoesNotFit, MemoryReport, memory
 from perfmodel.graph.schedule import Timeline, schedule
 from perfmodel.hardware import Hardware
@@ -101,8 +102,7 @@ def compile_graph(graph: Graph) -> CompiledGraph:
 
     Ops are told apart by their JSON text; nodes that share one op dict (copied layers) are matched by
     identity first, so the text is built once per dict (and the per-node work is C-level maps)."""
-    nodes = graph.nodes
-    given = [node.op if node.op is not None else node.fallback for node in nodes]
+    given = node_column(graph, "cost_op")  # a graph holding copied layers by reference builds no nodes here
     ids = list(map(id, given))
     dicts = dict(zip(ids, given, strict=True))
     slots: dict[str, int] = {}
@@ -111,14 +111,14 @@ def compile_graph(graph: Graph) -> CompiledGraph:
     for key_id in dict.fromkeys(ids):  # first occurrences in node order: rows and errors as node by node
         op = dicts[key_id]
         if op is None:
-            raise GraphError(nodes[ids.index(key_id)].name, "no op and no fallback")
+            raise GraphError(graph.nodes[ids.index(key_id)].name, "no op and no fallback")
         key = json.dumps(op, sort_keys=True, default=str)
         slot = slots.get(key)
         if slot is None:
             try:
                 ops.append(_kept(_OPS, key, lambda: make_op(op), 4096))  # noqa: B023 - called at once
             except OpError as exc:
-                raise GraphError(nodes[ids.index(key_id)].name, str(exc)) from exc
+                raise GraphError(graph.nodes[ids.index(key_id)].name, str(exc)) from exc
             slot = slots[key] = len(ops) - 1
         by_id[key_id] = slot
     index = np.fromiter(map(by_id.__getitem__, ids), dtype=np.intp, count=len(ids))

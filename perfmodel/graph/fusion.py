@@ -126,9 +126,14 @@ def fuse(graph: Graph, rules: tuple[str, ...] | None = None) -> FusionReport:
     chosen = {name: rule for name, rule in RULES.items() if rules is None or name in rules}
     plan, graph.repeat = graph.repeat, None
     if plan is not None:
+        from perfmodel.graph.lazy_graph import LazyGraph, fuse_lazy
         from perfmodel.graph.repeat import fuse_repeated
 
         op_bytes: OpBytes = {}  # shared by the windows: their layers share op dicts
+        if isinstance(graph, LazyGraph) and graph.lazy:  # layers by reference: fused ones by reference too
+            entries = fuse_lazy(graph, plan, lambda window: fuse_slots(window, chosen, op_bytes), tuple(chosen))
+            if entries is not None:
+                return FusionReport(entries)
         done = fuse_repeated(graph, plan, lambda window: fuse_slots(window, chosen, op_bytes), tuple(chosen))
         if done is not None:
             graph.nodes = done[0]

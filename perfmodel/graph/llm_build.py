@@ -16,6 +16,7 @@ from typing import Any, Literal
 from perfmodel.dtypes import DType, parse_dtype
 from perfmodel.gc_pause import without_gc
 from perfmodel.graph.ir import Graph, GraphError, Node, Stream
+from perfmodel.graph.lazy_graph import Copied, LazyGraph, node_column
 from perfmodel.graph.llm_config import LlmConfig
 from perfmodel.graph.parallel import Parallelism, allgather, allreduce, alltoall, send, shard
 from perfmodel.graph.repeat import LayerBlock, LayerCopy, RepeatPlan
@@ -90,7 +91,7 @@ class _Builder:
             raise GraphError("workload", f"batch {w.batch} does not split into {par.microbatches} microbatches")
         self.tokens = self.batch * w.tokens_per_sequence
         self.pass_ = "forward_backward" if w.phase == "train" else "forward"
-        self.graph = Graph(name=cfg.name)
+        self.graph = LazyGraph(name=cfg.name)  # copied layers held by reference (``add_copied``)
         self.layer, self.stage = "embed", 0
 
     # --- emission ---------------------------------------------------------------------------
@@ -168,7 +169,7 @@ def build_llm(cfg: LlmConfig, workload: LlmWorkload, par: Parallelism | None = N
         if stage != b.stage:
             x = _pipeline_hop(b, x, stage)
         b.layer = f"layers.{i}"
-        first = len(b.graph.nodes)
+        first = len(b.graph)
         key = "moe" if cfg.moe_layer(i) else "dense"
         b.window = cfg.window_of(i)
         if cfg.global_every and cfg.sliding_window:
@@ -176,14 +177,18 @@ def build_llm(cfg: LlmConfig, workload: LlmWorkload, par: Parallelism | None = N
         copy = copies.get(key)
         if not copy_layers:
             x = _layer(b, x, i)
+            params = sum(n.params for n in b.graph.tail(len(b.graph) - first))
         elif copy is None:
             x_in, x = x, _layer(b, x, i)
-            copies[key] = LayerCopy(b.graph.nodes[first:], b.graph.tensors, i, b.stage, x_in, x)
-        else:
-            nodes, (x,) = copy.render(i, b.stage, x, b.graph.tensors)
-            b.graph.nodes.extend(nodes)
-        _gradient_bucket(b, b.graph.nodes[first:], x)
-        blocks.append(LayerBlock(first, len(b.graph.nodes), i, key, b.stage))
+            built = b.graph.tail(len(b.graph) - first)
+            copies[key] = LayerCopy(built, b.graph.tensors, i, b.stage, x_in, x)
+            params = sum(n.params for n in built)
+        else:  # the layer by reference: its output tensors (their names alone rendered), no nodes
+            x_in, x = x, copy.output_names(i, x, b.graph.tensors)
+            b.graph.add_copied(Copied(copy, i, b.stage, x_in))
+            params = sum(copy.column("params"))
+        _gradient_bucket(b, params, x)
+        blocks.append(LayerBlock(first, len(b.graph), i, key, b.stage))
     b.layer = "head"
     _head(b, x)
     if workload.phase == "train":
@@ -403,7 +408,7 @@ def _moe(b: _Builder, x: str) -> str:
 
 def _fix_params(b: _Builder, params: int) -> None:
     """Experts that get no token still hold their weights: charge all local experts."""
-    node = b.graph.nodes[-1]
+    node = b.graph.tail(1)[0]
     node.params = params
     node.weight_bytes = params * (parse_dtype(b.weight).bytes + b.scale_bytes)
 
@@ -419,16 +424,17 @@ def _head(b: _Builder, x: str) -> None:
         x = b.linear("project_out", x, cfg.hidden, width, m=rows, quantized=False)
     logits = b.linear("lm_head", x, width, vocab, m=rows, quantized=False, bias=cfg.head_bias)
     if cfg.tied_embeddings and b.par.pp == 1:
-        b.graph.nodes[-1].params, b.graph.nodes[-1].weight_bytes = 0, 0.0  # shares the embedding table
+        node = b.graph.tail(1)[0]
+        node.params, node.weight_bytes = 0, 0.0  # shares the embedding table
     if t > 1:
         b.comm("logits_allgather", allgather(rows * cfg.vocab * parse_dtype(b.act).bytes, t, b.act), logits)
 
 
-def _gradient_bucket(b: _Builder, nodes: list[Node], x: str) -> None:
-    """Training with dp > 1: all-reduce this layer's gradients, overlapped with the compute that follows."""
+def _gradient_bucket(b: _Builder, params: int, x: str) -> None:
+    """Training with dp > 1: all-reduce this layer's gradients (``params`` of them on this device), overlapped
+    with the compute that follows."""
     if b.w.phase != "train" or b.par.dp == 1:
         return
-    params = sum(n.params for n in nodes)
     if params:
         b.comm("gradient_allreduce", allreduce(params * parse_dtype(b.act).bytes, b.par.dp, b.act), x,
                stream="comm_overlap")
@@ -437,12 +443,12 @@ def _gradient_bucket(b: _Builder, nodes: list[Node], x: str) -> None:
 def _optimizer(b: _Builder) -> None:
     """Adam step over this device's parameters (embedding and head gradients all-reduced first)."""
     by_stage: dict[int, int] = {}
-    for node in b.graph.nodes:
-        by_stage[node.stage] = by_stage.get(node.stage, 0) + node.params
-    rest = [n for n in b.graph.nodes if not n.layer.startswith("layers.")]
+    for stage, params in zip(node_column(b.graph, "stage"), node_column(b.graph, "params"), strict=True):
+        by_stage[stage] = by_stage.get(stage, 0) + params
+    rest = [n for n in b.graph.built() if not n.layer.startswith("layers.")]  # copied layers are all "layers."
     for stage, params in sorted(by_stage.items()):
         b.stage, b.layer = stage, f"optimizer.{stage}"
-        _gradient_bucket(b, [n for n in rest if n.stage == stage], "")
+        _gradient_bucket(b, sum(n.params for n in rest if n.stage == stage), "")
         b.emit("adam", {"kind": "elementwise", "shape": [params], "dtype": "fp32", "inputs": 4, "outputs": 3,
                         "flops_per_element": ADAM_FLOPS_PER_PARAM, "transcendentals_per_element": 1.0}, [], None)
 

@@ -14,12 +14,12 @@
 from __future__ import annotations
 
 import heapq
-import math
 from dataclasses import dataclass
+from itertools import chain, compress
 from typing import Any
 
-from perfmodel.dtypes import parse_dtype
-from perfmodel.graph.ir import Graph, GraphError, Node
+from perfmodel.graph.ir import Graph, GraphError
+from perfmodel.graph.lazy_graph import memory_rows, node_column
 from perfmodel.hardware import Hardware
 from perfmodel.units import format_bytes
 
@@ -79,24 +79,19 @@ def memory(graph: Graph, hardware: Hardware) -> MemoryReport:
     context = int(meta.get("kv_len", 0) if phase == "decode" else meta.get("prompt_tokens", 0))
     par = meta.get("parallelism") or {}
     in_flight = min(int(par.get("microbatches", 1)), int(par.get("pp", 1)))
-    by_stage: dict[int, list[Node]] = {}  # one pass over the nodes; each stage keeps graph order
-    for n in graph.nodes:
-        by_stage.setdefault(n.stage, []).append(n)
-    element_bytes = {d: parse_dtype(d).bytes for d in {t.dtype for t in graph.tensors.values()}}
-    tensors = graph.tensors
+    stages, sizes_of, kv_of = memory_rows(graph)  # per node; no nodes built for copied layers by reference
+    weights_of, params_of = node_column(graph, "weight_bytes"), node_column(graph, "params")
     reports = []
-    for stage in sorted(by_stage) or [0]:
-        nodes = by_stage.get(stage, [])
-        weights = sum(n.weight_bytes for n in nodes)
-        params = sum(n.params for n in nodes)
+    for stage in sorted(set(stages)) or [0]:
+        rows = [s == stage for s in stages]  # this stage's nodes, in graph order
+        weights = sum(compress(weights_of, rows))
+        params = sum(compress(params_of, rows))
         kv = 0.0
         if phase in ("prefill", "decode"):
-            for n in nodes:
-                if n.name.endswith("kv_cache_write") and n.outputs:
-                    t = tensors[n.outputs[0]]
-                    kv += t.shape[-1] * batch * context * element_bytes[t.dtype]
-        outputs = [tensors[o] for n in nodes for o in n.outputs if o in tensors]
-        sizes = [math.prod(t.shape) * element_bytes[t.dtype] for t in outputs]  # ``Tensor.numel`` x element bytes
+            for row in compress(kv_of, rows):
+                if row is not None:
+                    kv += row[0] * batch * context * row[1]
+        sizes = list(chain.from_iterable(compress(sizes_of, rows)))  # ``Tensor.numel`` x element bytes
         if phase == "train":  # every output kept: summed largest first
             acts = sum(sorted(sizes, reverse=True)) * in_flight
         else:  # the two largest live at once

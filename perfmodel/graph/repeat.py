@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import re
 import threading
 from collections import OrderedDict
@@ -18,6 +19,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from perfmodel.dtypes import parse_dtype
 from perfmodel.graph.ir import Graph, Node, Tensor
 
 if TYPE_CHECKING:
@@ -26,19 +28,6 @@ if TYPE_CHECKING:
 _LAYER = re.compile(r"layers\.(\d+)(?!\d)")
 _SEP = "\x1f"  # joins a layer's names into one format string (rendered with one call)
 _new = object.__new__
-
-
-def _offsets(name: str, base: int) -> list[int]:
-    return [int(p) - base for p in _LAYER.findall(name)]
-
-
-def _template(name: str, base: int, low: int, input_name: str | None) -> str:
-    """``name`` as a format string: its layer numbers become fields ``{k}`` (k = offset to ``base`` - ``low``),
-    the layer's input tensor becomes ``{x}``."""
-    if name == input_name:
-        return "{x}"
-    parts = _LAYER.split(name.replace("{", "{{").replace("}", "}}"))
-    return "".join(p if k % 2 == 0 else f"layers.{{{int(p) - base - low}}}" for k, p in enumerate(parts))
 
 
 class LayerCopy:
@@ -70,13 +59,54 @@ class LayerCopy:
             names += node.fused_from
             self.rows.append(((node.op, node.source_op, node.stream, node.params, node.weight_bytes, node.stage,
                                node.unsupported, node.fallback, node.bytes_saved), at, outputs, from_at, len(names)))
-        offsets = [d for x in names if x != input_name for d in _offsets(x, base)] or [0]
-        self.low, self.high = min(offsets), max(offsets)
         # each distinct name is formatted once (a tensor is one node's output and others' input); ``positions``
         # spreads them back over the nodes' fields, the copies sharing the strings
         unique = {x: k for k, x in enumerate(dict.fromkeys(names))}
         self.positions = [unique[x] for x in names]
-        self.format = _SEP.join(_template(x, base, self.low, input_name) for x in unique)
+        # the names' layer numbers found and replaced in one pass over them all (``_template`` name by name)
+        joined = _SEP.join(x for x in unique if x != input_name)
+        offsets = [int(p) - base for p in _LAYER.findall(joined)] or [0]
+        self.low, self.high = min(offsets), max(offsets)
+        shift = base + self.low
+        rendered = iter(_LAYER.sub(lambda m: f"layers.{{{int(m.group(1)) - shift}}}",
+                                   joined.replace("{", "{{").replace("}", "}}")).split(_SEP))
+        self._templates = ["{x}" if x == input_name else next(rendered) for x in unique]
+        self.format = _SEP.join(self._templates)
+        self._extra_format: str | None = None
+        self._output_format: str | None = None
+        self._columns: dict[str, list[Any]] = {}
+        # what ``memory`` reads of each node: its output tensors' bytes, and a KV-cache write's (row width, bytes
+        # per element of its first output); from ``tensors`` as recorded (copies have the same shapes)
+        dtypes = {tensors[x].dtype for n in nodes for x in n.outputs if x in tensors}
+        element = {d: parse_dtype(d).bytes for d in dtypes}
+        self.output_bytes = [[math.prod(tensors[x].shape) * element[tensors[x].dtype]
+                              for x in node.outputs if x in tensors] for node in nodes]
+        self.kv_rows = [(tensors[node.outputs[0]].shape[-1], element[tensors[node.outputs[0]].dtype])
+                        if node.name.endswith("kv_cache_write") and node.outputs and node.outputs[0] in tensors
+                        else None for node in nodes]
+
+    def extra_names(self, index: int) -> list[str]:
+        """The extra names given when recording, at layer ``index`` (without rendering the others)."""
+        if self._extra_format is None:
+            self._extra_format = _SEP.join(self._templates[self.positions[k]] for k in range(1, self.extra))
+        if self.extra <= 1:
+            return []
+        return self._extra_format.format(*range(index + self.low, index + self.high + 1), x="").split(_SEP)
+
+    def output_names(self, index: int, input_name: str, tensors: dict[str, Tensor]) -> str:
+        """At layer ``index``: the recorded output tensors into ``tensors`` (as ``render``), and the output's name;
+        only those names are rendered (a layer held by reference renders the rest when they are read)."""
+        if self._output_format is None:
+            self._output_format = _SEP.join(self._templates[self.positions[at]]
+                                            for at in [0, *(row[0] for row in self.tensor_rows)])
+        output, *names = self._output_format.format(*range(index + self.low, index + self.high + 1),
+                                                    x=input_name).split(_SEP)
+        for name, (_, shape, dtype, layout) in zip(names, self.tensor_rows, strict=True):
+            tensor = _new(Tensor)  # a frozen dataclass: its fields set in its own dict, no __setattr__
+            fields = tensor.__dict__
+            fields["name"], fields["shape"], fields["dtype"], fields["layout"] = name, shape, dtype, layout
+            tensors[name] = tensor
+        return output
 
     def names(self, index: int, input_name: str) -> list[str]:
         rendered = self.format.format(*range(index + self.low, index + self.high + 1), x=input_name).split(_SEP)
@@ -86,20 +116,51 @@ class LayerCopy:
                tensors: dict[str, Tensor] | None = None) -> tuple[list[Node], list[str]]:
         """The nodes at layer ``index`` and pipeline ``stage`` (their output tensors go into ``tensors``), and
         the names there of the output and the extra names given when recording."""
-        shift = stage - self.stage
         names = self.names(index, input_name)
-        # ``Node(...)`` positionally keeps the instance's values inline (about half the cost of a dict per copy)
-        out = [Node(names[at], op, names[at + 2:outputs], names[outputs:from_at], names[at + 1], source, stream,
-                    params, wbytes, node_stage + shift, unsupported, fallback, names[from_at:end], saved)
-               for (op, source, stream, params, wbytes, node_stage, unsupported, fallback, saved), at, outputs,
-               from_at, end in self.rows]
         if tensors is not None:
-            for at, shape, dtype, layout in self.tensor_rows:
-                tensor = _new(Tensor)  # a frozen dataclass: its fields set in its own dict, no __setattr__
-                fields = tensor.__dict__
-                fields["name"], fields["shape"], fields["dtype"], fields["layout"] = names[at], shape, dtype, layout
-                tensors[names[at]] = tensor
-        return out, names[:self.extra]
+            self.add_tensors(names, tensors)
+        return self.nodes_at(names, stage), names[:self.extra]
+
+    def nodes_at(self, names: list[str], stage: int) -> list[Node]:
+        """The nodes under ``names`` (``names()``' rendering) at pipeline ``stage``."""
+        shift = stage - self.stage
+        # ``Node(...)`` positionally keeps the instance's values inline (about half the cost of a dict per copy)
+        return [Node(names[at], op, names[at + 2:outputs], names[outputs:from_at], names[at + 1], source, stream,
+                     params, wbytes, node_stage + shift, unsupported, fallback, names[from_at:end], saved)
+                for (op, source, stream, params, wbytes, node_stage, unsupported, fallback, saved), at, outputs,
+                from_at, end in self.rows]
+
+    def add_tensors(self, names: list[str], tensors: dict[str, Tensor]) -> None:
+        """The recorded output tensors under ``names`` into ``tensors``."""
+        for at, shape, dtype, layout in self.tensor_rows:
+            tensor = _new(Tensor)  # a frozen dataclass: its fields set in its own dict, no __setattr__
+            fields = tensor.__dict__
+            fields["name"], fields["shape"], fields["dtype"], fields["layout"] = names[at], shape, dtype, layout
+            tensors[names[at]] = tensor
+
+    def name_positions(self, layer: bool = False) -> list[int]:
+        """Where each node's name (``layer``: its layer's name) sits in ``names()``."""
+        key = "@layer" if layer else "@name"
+        found = self._columns.get(key)
+        if found is None:
+            found = self._columns[key] = [at + layer for _, at, *_ in self.rows]
+        return found
+
+    def column(self, field: str) -> list[Any]:
+        """One field of every recorded node, in order (``stage`` as recorded; ``cost_op``: the op, else its
+        fallback), kept: the copies of a layer read them without building nodes."""
+        found = self._columns.get(field)
+        if found is None:
+            if field == "cost_op":
+                found = [row[0] if row[0] is not None else row[7] for row, *_ in self.rows]
+            else:
+                k = _ROW_FIELDS.index(field)
+                found = [row[k] for row, *_ in self.rows]
+            self._columns[field] = found
+        return found
+
+
+_ROW_FIELDS = ("op", "source_op", "stream", "params", "weight_bytes", "stage", "unsupported", "fallback", "bytes_saved")
 
 
 @dataclass(frozen=True)
@@ -116,21 +177,31 @@ class LayerBlock:
 @dataclass
 class RepeatPlan:
     """The layer blocks of a graph, with the nodes and ops they were recorded on (checked before use), and what
-    the graph was built from (``signature``, hashable; None: unknown) when that alone decides its nodes."""
+    the graph was built from (``signature``, hashable; None: unknown) when that alone decides its nodes.
+
+    A graph holding its layers by reference (``lazy_graph.LazyGraph``) is recorded by its ``segments`` list and
+    ``length`` instead; reading its nodes records them here (and drops ``segments``)."""
 
     blocks: list[LayerBlock]
     nodes: list[Node]
     ops: list[dict[str, Any] | None]
     signature: Hashable | None = None
+    segments: list[Any] | None = None
+    length: int = 0
 
     @staticmethod
     def capture(graph: Graph, blocks: list[LayerBlock], signature: Hashable | None = None) -> RepeatPlan:
+        from perfmodel.graph.lazy_graph import LazyGraph
+
+        if isinstance(graph, LazyGraph) and graph.lazy:
+            return RepeatPlan(blocks, [], [], signature, graph.segments, len(graph))
         return RepeatPlan(blocks, list(graph.nodes), [n.op for n in graph.nodes], signature)
 
     def matches(self, graph: Graph) -> bool:
         """Whether ``graph`` still holds the very nodes and ops the plan was recorded on."""
-        return len(graph.nodes) == len(self.nodes) and all(
-            a is b and a.op is op for a, b, op in zip(graph.nodes, self.nodes, self.ops, strict=True))
+        nodes = graph.nodes  # first: a graph holding references records its nodes here when they are built
+        return len(nodes) == len(self.nodes) and all(
+            a is b and a.op is op for a, b, op in zip(nodes, self.nodes, self.ops, strict=True))
 
 
 Entries = list[tuple[int, int, dict[str, Any]]]
@@ -216,8 +287,11 @@ def _fuse_block(graph: Graph, blocks: list[LayerBlock], k: int, fuse_window: Cal
 
 def clear_windows() -> None:
     """Forget the fused windows kept across calls."""
+    from perfmodel.graph import lazy_graph
+
     with _LOCK:
         _WINDOWS.clear()
+    lazy_graph.clear_windows()
 
 
 def _split(entries: list[tuple[int, dict[str, Any]]], attention: list[dict[str, Any]],

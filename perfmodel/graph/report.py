@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from perfmodel.graph.lazy_graph import node_column
 from perfmodel.units import format_time_s
 
 if TYPE_CHECKING:
@@ -33,15 +34,17 @@ def _node_rows(est: Estimate) -> list[dict[str, Any]]:
     flops = b.flops[idx].tolist()
     dram = b.bytes_by_level[est.hardware.dram.name][idx].tolist()
     starts, ends = est.timeline.start_s.tolist(), est.timeline.end_s.tolist()
+    roles = [est.roles[k] for k in idx.tolist()]
+    # by column: a graph holding copied layers by reference builds no node for its report
+    columns = [node_column(est.graph, f) for f in ("name", "layer", "cost_op", "source_op", "stream", "stage", "op",
+                                                    "bytes_saved")]
     rows = []
-    for i, node in enumerate(est.graph.nodes):
-        op = node.cost_op or {}
-        rows.append({"name": node.name, "layer": node.layer, "op": short_name(node.layer, node.name),
-                     "kind": op.get("kind"), "source_op": node.source_op, "stream": node.stream,
-                     "stage": node.stage, "time_s": times[i], "start_s": starts[i], "end_s": ends[i],
+    for i, (name, layer, op, source, stream, stage, own, saved) in enumerate(zip(*columns, strict=True)):
+        rows.append({"name": name, "layer": layer, "op": short_name(layer, name),
+                     "kind": (op or {}).get("kind"), "source_op": source, "stream": stream,
+                     "stage": stage, "time_s": times[i], "start_s": starts[i], "end_s": ends[i],
                      "bound": bounds[i], "flops": flops[i], "dram_bytes": dram[i],
-                     "role": est.roles[int(idx[i])], "fallback": node.op is None,
-                     "bytes_saved": node.bytes_saved})
+                     "role": roles[i], "fallback": own is None, "bytes_saved": saved})
     return rows
 
 
@@ -100,7 +103,9 @@ def diagnostics(est: Estimate) -> list[dict[str, Any]]:
     """Every node the model does not cover: the reason and its fallback estimate."""
     out = []
     times = est.node_time_s
-    for i, node in enumerate(est.graph.nodes):
+    ops = node_column(est.graph, "op")  # no node built for copied layers (their ops are never None here)
+    for i in (i for i, op in enumerate(ops) if op is None):
+        node = est.graph.nodes[i]
         if node.op is None:
             out.append({"node": node.name, "source_op": node.source_op, "reason": node.unsupported,
                         "fallback": node.fallback, "fallback_time_s": float(times[i])})

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfmodel.graph.ir import Graph, Stream
+from perfmodel.graph.lazy_graph import node_column
 from perfmodel.ops.base import FloatArray
 
 
@@ -53,10 +54,10 @@ class Timeline:
 
 def schedule(graph: Graph, time_s: FloatArray, microbatches: int = 1) -> Timeline:
     """Place every node on its stage's streams (``time_s`` per node, in graph order)."""
-    n = len(graph.nodes)
-    streams = [node.stream for node in graph.nodes]
+    streams = node_column(graph, "stream")  # no nodes built for a graph holding copied layers by reference
     if "comm_overlap" not in streams:
         return _serial(graph, time_s, microbatches, streams)
+    n = len(graph.nodes)
     start, end = np.zeros(n), np.zeros(n)
     producer = graph.producers()
     times = time_s.tolist()
@@ -94,7 +95,7 @@ def schedule(graph: Graph, time_s: FloatArray, microbatches: int = 1) -> Timelin
 def _serial(graph: Graph, time_s: FloatArray, microbatches: int, streams: list[Stream]) -> Timeline:
     """No overlapped streams: every node waits for the one before it (a running sum)."""
     end = np.cumsum(time_s)
-    stages = np.fromiter([node.stage for node in graph.nodes], dtype=np.int64, count=len(streams))
+    stages = np.fromiter(node_column(graph, "stage"), dtype=np.int64, count=len(streams))
     comm = np.fromiter(map("comm".__eq__, streams), dtype=bool, count=len(streams))
     per_stage = np.bincount(stages, weights=time_s) if len(stages) else np.zeros(0)
     present = np.unique(stages)

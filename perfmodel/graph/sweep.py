@@ -113,10 +113,12 @@ def _matrix_peak(hw: Hardware) -> float:
     return max((max(e.peak_flops_per_s.values()) for e in hw.engines_of("matrix")), default=0.0)
 
 
-def run_chunk(base_id: str, chunk: list[tuple[int, dict[str, Any]]], workloads: list[dict[str, Any]],
+def run_chunk(base_id: str | Hardware, chunk: list[tuple[int, dict[str, Any]]], workloads: list[dict[str, Any]],
               space: str = "compact") -> list[dict[str, Any]]:
-    """Cost every (variant, workload) of one chunk; one process or Dask task runs this."""
-    base = load_hardware(base_id)
+    """Cost every (variant, workload) of one chunk; one process or Dask task runs this. ``base_id``: the base
+    device's id, or the device itself (a Dask sweep scatters it to the workers once)."""
+    base = load_hardware(base_id) if isinstance(base_id, str) else base_id
+    base_id = base.id
     base_bw, base_peak = base.dram.bandwidth_bytes_per_s or 1.0, _matrix_peak(base) or 1.0
     compiled: dict[tuple[int, int], tuple[CompiledGraph, float]] = {}
     rows = []
@@ -193,24 +195,29 @@ def pareto(rows: list[dict[str, Any]]) -> dict[str, list[int]]:
 
 
 def run_sweep(spec: SweepSpec, workers: int = 1, scheduler: str | None = None, client: Any = None,
-              progress: Progress | None = None, chunks_per_worker: int = 4) -> dict[str, Any]:
-    """Run locally (``workers`` processes; 1: in this process) or on Dask (``scheduler`` or ``client``)."""
+              progress: Progress | None = None, chunks_per_worker: int | None = None) -> dict[str, Any]:
+    """Run locally (``workers`` processes; 1: in this process) or on Dask (``scheduler`` or ``client``).
+
+    ``chunks_per_worker``: tasks per worker (default: 4 for local processes; 1 on Dask, one task per worker
+    thread, so a run pays Dask's per-task costs once per worker)."""
     spec.check()
     points = list(enumerate(variants(spec)))
-    lanes = max(workers, 2) if (scheduler or client) else max(workers, 1)
-    size = max(1, -(-len(points) // (lanes * chunks_per_worker)))
-    chunks = [points[i:i + size] for i in range(0, len(points), size)]
     started = time.perf_counter()
     if scheduler or client is not None:
         from perfmodel.graph.sweep_exec import run_dask
 
-        rows, executor = run_dask(spec, chunks, scheduler, client, progress), "dask"
+        def split(lanes: int) -> list[list[tuple[int, dict[str, Any]]]]:
+            return _chunks(points, max(lanes, 1) * (chunks_per_worker or 1))
+
+        rows, executor = run_dask(spec, split, scheduler, client, progress), "dask"
     elif workers > 1:
         from perfmodel.graph.sweep_exec import run_processes
 
+        chunks = _chunks(points, workers * (chunks_per_worker or 4))
         rows, executor = run_processes(spec, chunks, workers, progress), "processes"
     else:
         rows, executor = [], "serial"
+        chunks = _chunks(points, chunks_per_worker or 4)
         for k, chunk in enumerate(chunks):
             rows.extend(run_chunk(spec.base, chunk, spec.workloads, spec.space))
             if progress:
@@ -220,3 +227,9 @@ def run_sweep(spec: SweepSpec, workers: int = 1, scheduler: str | None = None, c
     return {"rows": rows, "pareto": pareto(rows), "variants": len(points), "workloads": len(spec.workloads),
             "elapsed_s": elapsed, "executor": executor,
             "evaluations_per_s": len(rows) / elapsed if elapsed > 0 else None}
+
+
+def _chunks(points: list[tuple[int, dict[str, Any]]], count: int) -> list[list[tuple[int, dict[str, Any]]]]:
+    """``points`` in at most ``count`` consecutive chunks of equal size (the last one shorter)."""
+    size = max(1, -(-len(points) // count))
+    return [points[i:i + size] for i in range(0, len(points), size)]

@@ -1,28 +1,43 @@
 """Sweep executors: local processes (``ProcessPoolExecutor``) or a Dask distributed cluster.
 
-Each task is ``sweep.run_chunk`` on a list of variants (a few chunks per worker: a task's fixed cost is paid
-per chunk, not per variant, and a slow worker still leaves work to the others); results stream back as tasks
-finish, so progress is per chunk. A Dask worker samples its running task's stack every 10 ms
-(``distributed.worker.profile``); for these CPU-bound tasks that is ~6 % more worker CPU, so a cluster kept for
-sweeps may turn it off (``benchmarks/model_speed.py`` does).
+Each task is ``sweep.run_chunk`` on a list of variants: a few chunks per local worker process (a slow worker
+still leaves work to the others), one per Dask worker thread (Dask's per-task cost, a few ms of scheduler,
+worker and client CPU, is paid once per worker; the base device and the workloads are scattered once);
+results stream back as tasks finish, so progress is per chunk. A Dask worker samples its running task's stack
+every 10 ms (``distributed.worker.profile``); for these CPU-bound tasks that is ~6 % more worker CPU, so a
+cluster kept for sweeps may turn it off, with the other periodic work in ``SWEEP_CLUSTER_CONFIG``
+(``benchmarks/model_speed.py`` starts its cluster under it).
 """
 
 from __future__ import annotations
 
 import multiprocessing
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Any
 
 from perfmodel.graph.sweep import run_chunk
+from perfmodel.specs import load_hardware
 
 if TYPE_CHECKING:
     from perfmodel.graph.sweep import Progress, SweepSpec
+    from perfmodel.hardware import Hardware
 
 Chunks = list[list[tuple[int, dict[str, Any]]]]
 
+# Dask settings for a cluster started for sweeps (``dask.config.set(SWEEP_CLUSTER_CONFIG)`` around its start):
+# each process's event loop otherwise wakes every 20 ms (the blocked-loop monitor), each worker polls its memory
+# every 100 ms and the scheduler balances every 100 ms, a cost per second of wall clock (~0.1 s of CPU per
+# second on the benchmark's two workers) that is not per task; the stack sampler adds ~6 % to the task itself.
+# With one task per worker thread there is nothing to steal. Results do not depend on any of these.
+SWEEP_CLUSTER_CONFIG: dict[str, Any] = {
+    "distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "2s", "distributed.worker.memory.monitor-interval": "1s",
+    "distributed.scheduler.work-stealing": False}
 
-def run_chunk_compiled(base_id: str, chunk: list[tuple[int, dict[str, Any]]], workloads: list[dict[str, Any]],
-                       space: str = "compact") -> list[dict[str, Any]]:
+
+def run_chunk_compiled(base_id: str | Hardware, chunk: list[tuple[int, dict[str, Any]]],
+                       workloads: list[dict[str, Any]], space: str = "compact") -> list[dict[str, Any]]:
     """``run_chunk`` in a worker process, with the compiled schedule kernels loaded (once per process, as in
     any long-running process: the same answers as the numpy path, several times faster per search)."""
     from perfmodel.search import gemm_kernel
@@ -50,9 +65,11 @@ def run_processes(spec: SweepSpec, chunks: Chunks, workers: int, progress: Progr
     return rows
 
 
-def run_dask(spec: SweepSpec, chunks: Chunks, scheduler: str | None, client: Any,
+def run_dask(spec: SweepSpec, split: Callable[[int], Chunks], scheduler: str | None, client: Any,
              progress: Progress | None) -> list[dict[str, Any]]:
-    """Submit one task per chunk to ``client`` (or a new client on ``scheduler``, closed afterwards)."""
+    """One task per chunk on ``client`` (or a new client on ``scheduler``, closed afterwards); ``split(lanes)``
+    makes the chunks for the cluster's worker threads (``run_sweep``: one chunk per thread by default). The base
+    device and the workloads are scattered to every worker once and the tasks refer to them."""
     from distributed import Client
     from distributed import as_completed as dask_completed
 
@@ -60,7 +77,9 @@ def run_dask(spec: SweepSpec, chunks: Chunks, scheduler: str | None, client: Any
     if own:
         client = Client(scheduler, timeout=30)  # type: ignore[no-untyped-call]
     try:
-        futures = [client.submit(run_chunk_compiled, spec.base, chunk, spec.workloads, spec.space, pure=False)
+        chunks = split(sum(client.nthreads().values()))
+        base, workloads = client.scatter([load_hardware(spec.base), spec.workloads], broadcast=True, hash=False)
+        futures = [client.submit(run_chunk_compiled, base, chunk, workloads, spec.space, pure=False)
                    for chunk in chunks]
         rows: list[dict[str, Any]] = []
         # results gathered as tasks finish, in batches (one transfer for the chunks done together, not one

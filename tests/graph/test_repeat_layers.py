@@ -60,12 +60,17 @@ def test_edited_graph_is_fused_node_by_node() -> None:
 
 
 @pytest.mark.parametrize("name", ["llama-3.1-405b", "mixtral-8x7b", "gpt2"])
-def test_fused_windows_kept_across_builds_give_the_same_graph(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("lazy", [True, False])
+def test_fused_windows_kept_across_builds_give_the_same_graph(name: str, lazy: bool,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """A second build from the same config, workload and parallelism copies the kept fused windows (first, last,
-    each context): the same nodes and report as fusing it again, and as the layer-by-layer build."""
-    from perfmodel.graph import fusion, repeat
+    each context): the same nodes and report as fusing it again, and as the layer-by-layer build. ``lazy``: the
+    graph still holds its copied layers by reference (fused by ``lazy_graph.fuse_lazy``); else its nodes were
+    read first (built, then fused by ``repeat.fuse_repeated``)."""
+    from perfmodel.graph import fusion, lazy_graph, repeat
 
     repeat.clear_windows()
+    kept = lazy_graph._WINDOWS if lazy else repeat._WINDOWS
     windows: list[int] = []
     real = fusion.fuse_slots
 
@@ -77,9 +82,12 @@ def test_fused_windows_kept_across_builds_give_the_same_graph(name: str, monkeyp
     fused = []
     for _ in range(2):
         copied, built = _pair(name, "decode", PARALLEL["tp2pp4"])
+        assert isinstance(copied, lazy_graph.LazyGraph) and copied.lazy
+        if not lazy:
+            assert copied.nodes and not copied.lazy
         fused.append((fuse(copied).fusions, copied.nodes))
-        assert repeat._WINDOWS
-    assert len(windows) == len(repeat._WINDOWS) >= 3  # fused in the first build only
+        assert kept
+    assert len(windows) == len(kept) >= 3  # fused in the first build only
     monkeypatch.undo()
     report_built = fuse(built)
     for fusions, nodes in fused:
