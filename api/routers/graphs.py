@@ -86,19 +86,24 @@ async def estimate_onnx(file: UploadFile = File(description="an ONNX model"),
                         fusion: bool = Form(default=True), detail: bool = Form(default=True),
                         state: AppState = Depends(get_state)) -> Response:
     """Estimate an uploaded ONNX model (at most ``PERFMODEL_MAX_UPLOAD_BYTES``)."""
-    limit = state.settings.max_upload_bytes
+    data = await read_upload(file, state.settings.max_upload_bytes)
+    bindings = parse_dims(dims)
+    device, _ = await run_in_threadpool(state.hardware, hardware)
+    body = EstimateRequest(hardware=hardware, model="onnx", fusion=fusion, detail=detail)
+    return json_response(await run_in_threadpool(_run, device, data, body, bindings))
+
+
+async def read_upload(file: UploadFile, limit: int) -> bytes:
+    """The uploaded ONNX file, read in chunks; a 413 past ``limit`` bytes."""
     data = bytearray()
     while chunk := await file.read(UPLOAD_CHUNK_BYTES):
         data.extend(chunk)
         if len(data) > limit:
             raise HTTPException(413, f"ONNX upload larger than {limit} bytes (PERFMODEL_MAX_UPLOAD_BYTES)")
-    bindings = _parse_dims(dims)
-    device, _ = await run_in_threadpool(state.hardware, hardware)
-    body = EstimateRequest(hardware=hardware, model="onnx", fusion=fusion, detail=detail)
-    return json_response(await run_in_threadpool(_run, device, bytes(data), body, bindings))
+    return bytes(data)
 
 
-def _parse_dims(text: str) -> dict[str, int]:
+def parse_dims(text: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for pair in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = pair.partition("=")
