@@ -71,7 +71,7 @@ def _map(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[Node]:
     op_type = node.op_type
     computed = bool(outs) and all(o in ctx.folded for o in outs) and op_type not in ("Constant", "ConstantOfShape")
     params, wbytes = _charge(ctx, [i for i in ins if not (computed and ctx.mask_like(i))],
-                             buffers=ins[3:5] if op_type == "BatchNormalization" else [])
+                             buffers=_bn_buffers(ctx, ins) if op_type == "BatchNormalization" else [])
     base: dict[str, Any] = {"inputs": ins, "outputs": outs, "layer": layer_of(label), "source_op": op_type,
             "params": params, "weight_bytes": wbytes}
     if outs and all(o in ctx.folded for o in outs):  # Constant / ConstantOfShape: folded, no kernel
@@ -147,6 +147,16 @@ def _late_info(ctx: Ctx, node: onnx.NodeProto, ins: list[str], out: str) -> None
 def _wider(infos: list[Info], default: str) -> str:
     floats = [d for _, d in infos if d not in ("bool",) and parse_dtype(d).is_float]
     return max(floats, key=lambda d: parse_dtype(d).bytes) if floats else default
+
+
+def _bn_buffers(ctx: Ctx, ins: list[str]) -> list[str]:
+    """A BatchNormalization's stored inputs that are not learned: the running mean and variance, and a scale of
+    ones with a bias of zeros (Caffe's BatchNorm layer has no affine, its Scale layer after it holds the learned
+    one, and Caffe-converted models such as the zoo's DenseNet-121 carry that identity into the BN)."""
+    scale = ctx.floats(ins[1]) if len(ins) > 2 else None
+    bias = ctx.floats(ins[2]) if scale is not None else None
+    identity = bool(scale) and bool(bias) and all(v == 1.0 for v in scale or []) and not any(bias or [])
+    return ins[1:5] if identity else ins[3:5]
 
 
 def _charge(ctx: Ctx, ins: list[str], buffers: list[str]) -> tuple[int, float]:
