@@ -30,7 +30,7 @@ _TEXT_OF = {"paligemma": "gemma", "llava": "llama", "gemma3": "gemma3_text", "qw
 _TEXT_ALIASES = {"qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2"}  # nested text model types built as another
 FAMILY_TYPES = ("gemma2", "gemma3_text", "gpt_oss", "falcon", "refinedweb", "refinedwebmodel", "opt",  # llm_families
                 "phi", "starcoder2", "olmo2", "llama4_text", "cohere",
-                "bloom", "mpt", "gptj", "gpt_bigcode", "phimoe", "olmo")  # the last six: llm_families_more
+                "bloom", "mpt", "gptj", "gpt_bigcode", "phimoe", "olmo", "gpt_neo")  # the last 7: llm_families_more
 KNOWN_TYPES = (*_LLAMA_TYPES, "gpt2", "gpt_neox", "deepseek_v2", "deepseek_v3", *FAMILY_TYPES, *_TEXT_OF)
 
 
