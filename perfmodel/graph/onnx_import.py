@@ -33,6 +33,7 @@ from perfmodel.graph.mapping import (
 )
 from perfmodel.graph.onnx_ctx import INDEX_TYPES, ONNX_DTYPES, Ctx, Info, attrs, dtype_of
 from perfmodel.graph.onnx_fold import einsum_dims, late_shape
+from perfmodel.graph.onnx_more import MORE_HANDLERS
 from perfmodel.graph.onnx_vision import SHAPE_PRESERVING, VISION_HANDLERS
 from perfmodel.ops import OpError, make_op
 
@@ -353,5 +354,6 @@ HANDLERS: dict[str, Callable[[Ctx, onnx.NodeProto, str], list[dict[str, Any]]]] 
     "QuantizeLinear": _quant("quantize"), "DequantizeLinear": _quant("dequantize"),
     "Einsum": _einsum, "Attention": _attention, "MultiHeadAttention": _attention, "MatMulNBits": _matmul_nbits,
     "Concat": _concat, "Slice": _concat, "Pad": _concat, "Tile": _concat, "Expand": _concat, "Split": _split,
-    "ConstantOfShape": _fill, "Range": _fill, **VISION_HANDLERS,
+    "ConstantOfShape": _fill, "Range": _fill, "ReduceProd": _reduce, "ReduceL1": _reduce, "ReduceLogSum": _reduce,
+    "ReduceLogSumExp": _reduce, **VISION_HANDLERS, **MORE_HANDLERS,
 }

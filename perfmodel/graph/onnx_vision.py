@@ -166,7 +166,7 @@ SHAPE_PRESERVING = frozenset({"InstanceNormalization", "GroupNormalization", "LR
 
 VISION_HANDLERS: dict[str, Callable[[Ctx, onnx.NodeProto, str], list[dict[str, Any]]]] = {
     "Conv": _conv, "ConvTranspose": _conv_transpose, "MaxPool": _pool, "AveragePool": _pool, "LpPool": _pool,
-    "GlobalAveragePool": _pool, "GlobalMaxPool": _pool, "LRN": _lrn, "Sum": _sum, "Mean": _sum,
+    "GlobalAveragePool": _pool, "GlobalMaxPool": _pool, "GlobalLpPool": _pool, "LRN": _lrn, "Sum": _sum, "Mean": _sum,
     "Dropout": _identity, "Identity": _identity, "InstanceNormalization": _instance_norm,
     "GroupNormalization": _instance_norm, "Resize": _resize, "Upsample": _resize, "ArgMax": _arg_reduce,
     "ArgMin": _arg_reduce,

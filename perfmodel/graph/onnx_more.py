@@ -1,0 +1,90 @@
+"""More ONNX operators costed by their own model (issue 26, tenth pass): element and n-D gathers, TopK, CumSum,
+the depth / space block permutations and the Lp / mean-variance normalizations. Each is memory-bound; its
+model says which bytes move.
+
+- ``GatherElements``: y[i] = x[..., idx[i], ...]: a pass over the output reading the indices and one element of
+  x each, writing y (as ``torch.gather`` along a dim: the reads follow the output's order).
+- ``GatherND``: rows of x (the dims after ``batch_dims + k``) picked by the k-tuples of the indices: a ``gather``
+  of ``numel(idx[:-1])`` rows from a table of ``numel(x[:batch_dims + k])`` rows.
+- ``TopK``: a selection over one axis: x read once (a ``reduce`` over the axis); the k values and indices are
+  small next to x.
+- ``CumSum``: a scan: x read once, y written once, one add per element.
+- ``DepthToSpace`` / ``SpaceToDepth``: a block permutation, a ``transpose`` of the 6-D view (x read and y
+  written once), as ONNX defines them (Reshape, Transpose, Reshape).
+- ``LpNormalization`` / ``MeanVarianceNormalization``: a LayerNorm-like pass over the normalized axes (rows of
+  the other dims; statistics, then scale).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import onnx
+
+from perfmodel.graph.ir import GraphError
+from perfmodel.graph.mapping import numel, storage
+from perfmodel.graph.onnx_ctx import Ctx, attrs
+
+
+def _gather_elements(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    (_, dx), (idx, _) = ctx.get(node.input[0], label), ctx.get(node.input[1], label)
+    return [{"kind": "elementwise", "shape": list(idx) or [1], "dtype": storage(dx), "inputs": 2, "outputs": 1,
+             "flops_per_element": 0.0}]
+
+
+def _gather_nd(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    (x, dx), (idx, di) = ctx.get(node.input[0], label), ctx.get(node.input[1], label)
+    batch = int(attrs(node).get("batch_dims", 0))
+    k = idx[-1] if idx else 0
+    if not idx or not 0 < batch + k <= len(x):
+        raise GraphError(label, f"GatherND indices {list(idx)} (batch_dims {batch}) do not index data {list(x)}")
+    return [{"kind": "gather", "table_shape": [numel(x[:batch + k]), numel(x[batch + k:])],
+             "num_indices": max(numel(idx[:-1]), 1), "dtype": storage(dx),
+             "index_dtype": di if di in ("int32", "int64") else "int64"}]
+
+
+def _topk(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    x, dx = ctx.get(node.input[0], label)
+    axis = int(attrs(node).get("axis", -1)) % max(len(x), 1)
+    return [{"kind": "reduce", "shape": list(x) or [1], "axes": [axis], "dtype": dx, "op": "max"}]
+
+
+def _cumsum(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    x, dx = ctx.get(node.input[0], label)
+    return [{"kind": "elementwise", "shape": list(x) or [1], "dtype": storage(dx), "inputs": 1, "outputs": 1,
+             "flops_per_element": 1.0}]
+
+
+def _block_permute(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    x, dx = ctx.get(node.input[0], label)
+    b = int(attrs(node).get("blocksize", 0))
+    if len(x) != 4 or b <= 0:
+        raise GraphError(label, f"{node.op_type}: blocksize {b} on input {list(x)} (need [N, C, H, W], blocksize > 0)")
+    n, c, h, w = x
+    if node.op_type == "DepthToSpace":  # DCR: [N, b, b, C/b², H, W] -> [N, C/b², H, b, W, b]
+        if c % (b * b):
+            raise GraphError(label, f"blocksize: {b}² does not divide {c} channels")
+        shape, perm = [n, b, b, c // (b * b), h, w], [0, 3, 4, 1, 5, 2]
+    else:  # SpaceToDepth: [N, C, H/b, b, W/b, b] -> [N, b, b, C, H/b, W/b]
+        if h % b or w % b:
+            raise GraphError(label, f"blocksize: {b} does not divide the spatial size {h}x{w}")
+        shape, perm = [n, c, h // b, b, w // b, b], [0, 3, 5, 1, 2, 4]
+    return [{"kind": "transpose", "shape": shape, "perm": perm, "dtype": storage(dx)}]
+
+
+def _lp_norm(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    x, dx = ctx.get(node.input[0], label)
+    if node.op_type == "LpNormalization":
+        axes = [int(attrs(node).get("axis", -1)) % max(len(x), 1)]
+    else:
+        axes = [int(a) % max(len(x), 1) for a in attrs(node).get("axes", [0, 2, 3])]
+    cols = numel(tuple(x[a] for a in set(axes)))
+    return [{"kind": "layernorm", "shape": [max(numel(x) // max(cols, 1), 1), cols], "dtype": dx}]
+
+
+MORE_HANDLERS: dict[str, Callable[[Ctx, onnx.NodeProto, str], list[dict[str, Any]]]] = {
+    "GatherElements": _gather_elements, "GatherND": _gather_nd, "TopK": _topk, "CumSum": _cumsum,
+    "DepthToSpace": _block_permute, "SpaceToDepth": _block_permute, "LpNormalization": _lp_norm,
+    "MeanVarianceNormalization": _lp_norm,
+}

@@ -1,0 +1,119 @@
+"""ONNX operators that fell back before the tenth pass (issue 26): GatherElements, GatherND, TopK, CumSum,
+DepthToSpace / SpaceToDepth, Lp / mean-variance normalization, GlobalLpPool, the other reductions, and Einsum
+with an ellipsis — each costed by its own model, with the op it builds checked against the ONNX definition."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+from perfmodel.graph import estimate
+from perfmodel.graph.onnx_fold import einsum_dims
+from perfmodel.graph.onnx_import import import_onnx
+
+A100 = "nvidia-a100-sxm4-80gb"
+F = TensorProto.FLOAT
+
+
+def _one(node: onnx.NodeProto, x_shape: list[int], inits: list[onnx.TensorProto] | None = None,
+         outputs: int = 1) -> dict[str, Any]:
+    outs = [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in node.output[:outputs]]
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F, x_shape)], outs,
+                              initializer=inits or [])
+    g = import_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    assert g.unsupported() == [], [n.unsupported for n in g.unsupported()]
+    assert estimate(g, A100, fusion=False).step_time_s > 0
+    (n,) = [n for n in g.nodes if n.op is not None and n.name == node.name]
+    assert n.op is not None
+    return n.op
+
+
+def _ints(name: str, values: list[Any]) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+
+
+def test_gathers_move_what_they_pick() -> None:
+    elements = _one(helper.make_node("GatherElements", ["x", "i"], ["y"], name="ge", axis=1), [4, 16],
+                    [_ints("i", np.zeros((4, 3), dtype=np.int64).tolist())])
+    assert elements["shape"] == [4, 3] and elements["inputs"] == 2  # indices and picked values, per output
+    nd = _one(helper.make_node("GatherND", ["x", "i"], ["y"], name="gnd"), [4, 5, 6], [_ints("i", [[0, 1]] * 3)])
+    assert nd["kind"] == "gather" and nd["table_shape"] == [20, 6] and nd["num_indices"] == 3  # y [3, 6]
+    batched = _one(helper.make_node("GatherND", ["x", "i"], ["y"], name="gnd", batch_dims=1), [4, 5, 6],
+                   [_ints("i", [[[1]]] * 4)])
+    assert batched["table_shape"] == [20, 6] and batched["num_indices"] == 4  # y [4, 1, 6]
+
+
+def test_topk_cumsum_and_reductions_read_x_once() -> None:
+    topk = _one(helper.make_node("TopK", ["x", "k"], ["v", "i"], name="topk", axis=1), [8, 1000], [_ints("k", [5])])
+    assert topk == {"kind": "reduce", "shape": [8, 1000], "axes": [1], "dtype": "fp32", "op": "max"}
+    scan = _one(helper.make_node("CumSum", ["x", "a"], ["y"], name="scan"), [2, 64],
+                [numpy_helper.from_array(np.array(1, dtype=np.int64), "a")])
+    assert scan["shape"] == [2, 64] and scan["flops_per_element"] == 1.0
+    for op_type in ("ReduceProd", "ReduceL1", "ReduceLogSum", "ReduceLogSumExp"):
+        red = _one(helper.make_node(op_type, ["x", "ax"], ["y"], name="r"), [4, 32], [_ints("ax", [1])])
+        assert red["kind"] == "reduce" and red["axes"] == [1]
+    pool = _one(helper.make_node("GlobalLpPool", ["x"], ["y"], name="lp"), [1, 8, 7, 7])
+    assert pool["kind"] == "reduce" and pool["axes"] == [2, 3]
+
+
+def test_block_permutations_are_the_onnx_transposes() -> None:
+    d2s = _one(helper.make_node("DepthToSpace", ["x"], ["y"], name="d2s", blocksize=2), [1, 16, 5, 7])
+    assert d2s == {"kind": "transpose", "shape": [1, 2, 2, 4, 5, 7], "perm": [0, 3, 4, 1, 5, 2], "dtype": "fp32"}
+    s2d = _one(helper.make_node("SpaceToDepth", ["x"], ["y"], name="s2d", blocksize=2), [1, 3, 8, 6])
+    assert s2d["shape"] == [1, 3, 4, 2, 3, 2] and s2d["perm"] == [0, 3, 5, 1, 2, 4]
+    # the permutation reproduces ONNX's DepthToSpace (DCR) on real numbers
+    x = np.arange(16 * 5 * 7, dtype=np.float32).reshape(1, 16, 5, 7)
+    ref = ReferenceEvaluator(helper.make_model(helper.make_graph(
+        [helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2)], "g",
+        [helper.make_tensor_value_info("x", F, [1, 16, 5, 7])], [helper.make_tensor_value_info("y", F, None)]),
+        opset_imports=[helper.make_opsetid("", 18)])).run(None, {"x": x})[0]
+    ours = x.reshape(d2s["shape"]).transpose(d2s["perm"]).reshape(1, 4, 10, 14)
+    assert np.array_equal(ours, ref)
+    x2 = np.arange(3 * 8 * 6, dtype=np.float32).reshape(1, 3, 8, 6)
+    ref2 = ReferenceEvaluator(helper.make_model(helper.make_graph(
+        [helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2)], "g",
+        [helper.make_tensor_value_info("x", F, [1, 3, 8, 6])], [helper.make_tensor_value_info("y", F, None)]),
+        opset_imports=[helper.make_opsetid("", 18)])).run(None, {"x": x2})[0]
+    assert np.array_equal(x2.reshape(s2d["shape"]).transpose(s2d["perm"]).reshape(1, 12, 4, 3), ref2)
+    node = helper.make_node("SpaceToDepth", ["x"], ["y"], name="bad", blocksize=3)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F, [1, 3, 8, 6])],
+                              [helper.make_tensor_value_info("y", F, [1, 27, 2, 2])])
+    (bad,) = import_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])).unsupported()
+    assert "blocksize" in (bad.unsupported or "")
+
+
+def test_lp_and_mean_variance_normalization_are_norm_passes() -> None:
+    lp = _one(helper.make_node("LpNormalization", ["x"], ["y"], name="lp", axis=1), [6, 512])
+    assert lp == {"kind": "layernorm", "shape": [6, 512], "dtype": "fp32"}
+    mvn = _one(helper.make_node("MeanVarianceNormalization", ["x"], ["y"], name="mvn"), [2, 3, 4, 5])
+    assert mvn["shape"] == [3, 40]  # per channel over N, H, W
+
+
+@pytest.mark.parametrize(("equation", "shapes", "dims"), [
+    ("...ij,...jk->...ik", [(2, 16, 8, 4), (2, 16, 4, 8)], (32, 8, 8, 4)),
+    ("abij,abjk->abik", [(2, 16, 8, 4), (2, 16, 4, 8)], (32, 8, 8, 4)),
+    ("...ij,jk->...ik", [(4, 5, 8, 3), (3, 6)], (1, 160, 6, 3)),  # broadcast dims only on A: rows of the GEMM
+    ("...ij,...jk", [(3, 8, 4), (3, 4, 8)], (3, 8, 8, 4)),  # implicit output keeps the ellipsis first
+    ("bhqd,bhkd->bhqk", [(2, 4, 8, 16), (2, 4, 32, 16)], (8, 8, 32, 16)),
+])
+def test_einsum_with_an_ellipsis_is_a_batched_gemm(equation: str, shapes: list[tuple[int, ...]],
+                                                   dims: tuple[int, int, int, int]) -> None:
+    assert einsum_dims(equation, shapes) == dims
+    a = np.ones(shapes[0], dtype=np.float32)
+    b = np.ones(shapes[1], dtype=np.float32)
+    batch, m, n, k = dims
+    out = np.einsum(equation, a, b)
+    assert out.size == batch * m * n and np.all(out == k)  # the GEMM's output, each a sum of k products of ones
+
+
+def test_gather_nd_indices_that_do_not_fit_are_named() -> None:
+    node = helper.make_node("GatherND", ["x", "i"], ["y"], name="gnd")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F, [4, 5])],
+                              [helper.make_tensor_value_info("y", F, [2])], initializer=[_ints("i", [[0, 1, 2]] * 2)])
+    (bad,) = import_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])).unsupported()
+    assert bad.name == "gnd" and "GatherND" in (bad.unsupported or "") and "do not index" in (bad.unsupported or "")
