@@ -124,3 +124,14 @@ def test_a_transposed_convolution_is_a_gemm_col2im_and_write() -> None:
     assert gemm == 2 * 2048 * 16 * 72
     xla = (lowered.cost_analysis() or {})["flops"]
     assert gemm / xla - 1.0 == pytest.approx(0.021, abs=0.002)
+
+
+def test_truncated_text_is_an_error_or_an_estimate_never_a_crash() -> None:
+    """Every 13th prefix of the MLP lowering (and the one that cut a constant before its type, which raised an
+    IndexError before): a GraphError / ValueError naming the problem, or a graph that estimates."""
+    text = (DATA / "mlp_bf16.mlir").read_text()
+    for end in [616, *range(0, len(text), 13)]:
+        try:
+            estimate(import_stablehlo(text[:end]), H100, fusion=False, check_memory=False)
+        except ValueError:  # GraphError and OpError are ValueErrors
+            pass
