@@ -53,14 +53,19 @@ def import_onnx(source: str | Path | bytes | onnx.ModelProto, dims: dict[str, in
         model = shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
     except Exception as exc:  # onnx raises its own InferenceError / ValidationError types
         raise GraphError("<model>", f"ONNX shape inference failed: {exc}") from exc
-    ctx = Ctx(model, dims or {})
-    graph = Graph(name=name or model.graph.name or "onnx")
-    for index, node in enumerate(model.graph.node):
-        label = node.name or f"{node.op_type}_{index}"
-        for out in _map(ctx, node, label):
-            graph.add(out)
-    for t, (shape, dtype) in ctx.info.items():
-        graph.add_tensor(t, shape, storage(dtype))
+    try:
+        ctx = Ctx(model, dims or {})
+        graph = Graph(name=name or model.graph.name or "onnx")
+        for index, node in enumerate(model.graph.node):
+            label = node.name or f"{node.op_type}_{index}"
+            if not isinstance(label, str):  # protobuf hands back bytes for a name that is not UTF-8
+                raise GraphError(f"node #{index}", f"name {label!r} is not UTF-8 text")
+            for out in _map(ctx, node, label):
+                graph.add(out)
+        for t, (shape, dtype) in ctx.info.items():
+            graph.add_tensor(t, shape, storage(dtype))
+    except (TypeError, AttributeError) as exc:  # a field of the wrong type outside any one op's handler
+        raise GraphError("<model>", f"malformed ONNX model: {type(exc).__name__}: {exc}") from exc
     graph.meta.update({"kind": "onnx", "phase": "inference", "opset": [o.version for o in model.opset_import]})
     return graph
 
@@ -88,9 +93,11 @@ def _map(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[Node]:
             ops = handler(ctx, node, label)
             for built in ops:
                 make_op(built)  # sizes the op rejects fall back here, naming the node and field
-        except (GraphError, OpError, KeyError, IndexError) as exc:
+        except (ValueError, KeyError, IndexError, TypeError, ZeroDivisionError) as exc:
+            why = str(exc) if isinstance(exc, GraphError | OpError) else (
+                f"node {label!r}: malformed attributes or inputs: {type(exc).__name__}: {exc}")
             return [_fallback_node(ctx, ins, outs, label, f"ONNX op {op_type} could not be costed by its "
-                                   f"model ({exc}); bounded by its bytes over DRAM bandwidth", base)]
+                                   f"model ({why}); bounded by its bytes over DRAM bandwidth", base)]
         if len(ops) == 1:
             return [Node(name=label, op=ops[0], **base)]
         return [Node(name=f"{label}/{k}", op=op, **{**base, "params": params if k == 0 else 0,
