@@ -13,6 +13,8 @@ model says which bytes move.
   written once), as ONNX defines them (Reshape, Transpose, Reshape).
 - ``LpNormalization`` / ``MeanVarianceNormalization``: a LayerNorm-like pass over the normalized axes (rows of
   the other dims; statistics, then scale).
+- ``LSTM`` / ``GRU`` / ``RNN``: cuDNN's standard algorithm — one GEMM of all steps' inputs against W, then per
+  step a recurrent GEMM and a gate pass, serially.
 """
 
 from __future__ import annotations
@@ -88,3 +90,36 @@ MORE_HANDLERS: dict[str, Callable[[Ctx, onnx.NodeProto, str], list[dict[str, Any
     "DepthToSpace": _block_permute, "SpaceToDepth": _block_permute, "LpNormalization": _lp_norm,
     "MeanVarianceNormalization": _lp_norm,
 }
+
+
+RNN_GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+# per element of the gate pre-activations: sigmoid/tanh (2 FLOPs, 1 transcendental each) and the state update
+RNN_GATE_COST = {"LSTM": (3.0, 1.25), "GRU": (3.0, 1.0), "RNN": (2.0, 1.0)}
+
+
+def _rnn(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    """LSTM / GRU / RNN as cuDNN's standard algorithm runs them: one GEMM of every step's input against W
+    (seq·batch rows, gates·hidden per direction), then per step and direction the recurrent GEMM h·Rᵀ (batch
+    rows) and the gate nonlinearities, step after step (each its own kernels: the recurrence is serial)."""
+    (x, dx), (w, _) = ctx.get(node.input[0], label), ctx.get(node.input[1], label)
+    at = attrs(node)
+    gates = RNN_GATES[node.op_type]
+    if len(x) != 3 or len(w) != 3:
+        raise GraphError(label, f"{node.op_type} of X {list(x)} and W {list(w)}: need rank-3 X and W")
+    seq, batch = (x[1], x[0]) if int(at.get("layout", 0)) == 1 else (x[0], x[1])
+    dirs, hidden = w[0], int(at.get("hidden_size", w[1] // gates))
+    if hidden <= 0 or w[1] != gates * hidden:
+        raise GraphError(label, f"hidden_size: {hidden} x {gates} gates does not match W {list(w)}")
+    if seq > MAX_RNN_STEPS:
+        raise GraphError(label, f"sequence length {seq}: more than {MAX_RNN_STEPS} steps are not unrolled")
+    flops, special = RNN_GATE_COST[node.op_type]
+    ops: list[dict[str, Any]] = [{"kind": "matmul", "m": seq * batch, "n": gates * hidden, "k": x[2], "dtype": dx,
+                                  "batch": dirs}]
+    step = [{"kind": "matmul", "m": batch, "n": gates * hidden, "k": hidden, "dtype": dx, "batch": dirs},
+            {"kind": "elementwise", "shape": [dirs, batch, gates * hidden], "dtype": storage(dx), "inputs": 2,
+             "outputs": 1, "flops_per_element": flops, "transcendentals_per_element": special}]
+    return ops + step * seq
+
+
+MAX_RNN_STEPS = 4096  # each step is two graph nodes
+MORE_HANDLERS.update({"LSTM": _rnn, "GRU": _rnn, "RNN": _rnn})

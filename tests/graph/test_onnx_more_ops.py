@@ -117,3 +117,30 @@ def test_gather_nd_indices_that_do_not_fit_are_named() -> None:
                               [helper.make_tensor_value_info("y", F, [2])], initializer=[_ints("i", [[0, 1, 2]] * 2)])
     (bad,) = import_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])).unsupported()
     assert bad.name == "gnd" and "GatherND" in (bad.unsupported or "") and "do not index" in (bad.unsupported or "")
+
+
+@pytest.mark.parametrize("cls_name", ["LSTM", "GRU"])
+def test_recurrent_layers_exported_by_torch_match_the_module(cls_name: str) -> None:
+    """A 2-layer bidirectional torch LSTM / GRU (16 -> 8) exported to ONNX: no fallback, parameters equal to the
+    module's (W, R and the two biases per direction), and per layer one input GEMM plus a recurrent GEMM and a
+    gate pass per step (5 steps)."""
+    import io
+    import warnings
+
+    torch = pytest.importorskip("torch")
+    module = getattr(torch.nn, cls_name)(16, 8, num_layers=2, bidirectional=True)
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, (torch.randn(5, 2, 16),), buf, opset_version=17, dynamo=False)
+    graph = import_onnx(buf.getvalue())
+    assert graph.unsupported() == []
+    assert graph.params == sum(p.numel() for p in module.parameters())
+    rnn = [n for n in graph.nodes if n.source_op == cls_name]
+    assert len(rnn) == 2 * (1 + 2 * 5)
+    gates = {"LSTM": 4, "GRU": 3}[cls_name]
+    first = rnn[0].op
+    assert first is not None and (first["m"], first["n"], first["k"], first["batch"]) == (10, gates * 8, 16, 2)
+    recurrent = rnn[1].op
+    assert recurrent is not None and (recurrent["m"], recurrent["n"], recurrent["k"]) == (2, gates * 8, 8)
+    assert estimate(graph, A100).step_time_s > 0
