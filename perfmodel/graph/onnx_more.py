@@ -15,6 +15,8 @@ model says which bytes move.
   the other dims; statistics, then scale).
 - ``LSTM`` / ``GRU`` / ``RNN``: cuDNN's standard algorithm — one GEMM of all steps' inputs against W, then per
   step a recurrent GEMM and a gate pass, serially.
+- ``RoiAlign``: s x s bilinear samples per output element (s = ``sampling_ratio``, 2 when adaptive);
+  ``NonMaxSuppression``: the score sort and an all-pairs IoU bitmask per batch and class (torchvision's kernel).
 """
 
 from __future__ import annotations
@@ -122,4 +124,38 @@ def _rnn(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
 
 
 MAX_RNN_STEPS = 4096  # each step is two graph nodes
-MORE_HANDLERS.update({"LSTM": _rnn, "GRU": _rnn, "RNN": _rnn})
+# torchvision's RoIAlign heads (MultiScaleRoIAlign, Mask R-CNN / Faster R-CNN) use sampling_ratio=2; an ONNX 0 is
+# adaptive (ceil(roi size / output size)), unknown at import: taken as 2
+ROI_SAMPLES_DEFAULT = 2
+BILINEAR_FLOPS = 8.0  # 4 weights x value products, 3 adds, the accumulate
+NMS_MASK_BITS = 64  # torchvision csrc/ops/cuda/nms_kernel.cu: each thread compares one box with 64 (a u64 mask)
+IOU_FLOPS = 10.0  # intersection (4 min/max, 2 sub, 1 mul), union (2 add/sub), the compare
+
+
+def _roi_align(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    """RoiAlign: each output element averages (or maxes) s x s bilinear samples of its ROI bin; the features
+    are read once per output (the bins of one ROI are neighbours in cache), y written once."""
+    (x, dx), (rois, _) = ctx.get(node.input[0], label), ctx.get(node.input[1], label)
+    at = attrs(node)
+    if len(x) != 4 or len(rois) != 2:
+        raise GraphError(label, f"RoiAlign of X {list(x)} and rois {list(rois)}: need [N, C, H, W] and [R, 4]")
+    ratio = int(at.get("sampling_ratio", 0)) or ROI_SAMPLES_DEFAULT
+    out = [rois[0], x[1], int(at.get("output_height", 1)), int(at.get("output_width", 1))]
+    return [{"kind": "elementwise", "shape": out, "dtype": storage(dx), "inputs": 1, "outputs": 1,
+             "flops_per_element": BILINEAR_FLOPS * ratio * ratio}]
+
+
+def _nms(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
+    """NonMaxSuppression as torchvision's CUDA kernel runs it, per batch and class: the scores sorted (one read),
+    then every box against every other in 64-box words of an IoU bitmask (N x N/64 u64 written)."""
+    (boxes, dx), (scores, _) = ctx.get(node.input[0], label), ctx.get(node.input[1], label)
+    if len(boxes) != 3 or len(scores) != 3 or boxes[1] != scores[2]:
+        raise GraphError(label, f"NonMaxSuppression of boxes {list(boxes)} and scores {list(scores)}: need "
+                                "[B, N, 4] and [B, C, N]")
+    n, words = boxes[1], -(-boxes[1] // NMS_MASK_BITS)
+    return [{"kind": "reduce", "shape": list(scores), "axes": [2], "dtype": dx, "op": "max"},
+            {"kind": "elementwise", "shape": [scores[0] * scores[1], n, words], "dtype": "int64", "inputs": 0,
+             "outputs": 1, "flops_per_element": IOU_FLOPS * NMS_MASK_BITS}]
+
+
+MORE_HANDLERS.update({"LSTM": _rnn, "GRU": _rnn, "RNN": _rnn, "RoiAlign": _roi_align, "NonMaxSuppression": _nms})

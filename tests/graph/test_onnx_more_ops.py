@@ -144,3 +144,24 @@ def test_recurrent_layers_exported_by_torch_match_the_module(cls_name: str) -> N
     recurrent = rnn[1].op
     assert recurrent is not None and (recurrent["m"], recurrent["n"], recurrent["k"]) == (2, gates * 8, 8)
     assert estimate(graph, A100).step_time_s > 0
+
+
+def test_detection_ops_roi_align_and_nms() -> None:
+    """RoiAlign 7x7 with 2x2 samples on 10 ROIs of a 256-channel map: 8 FLOPs per bilinear sample of each output
+    element; NonMaxSuppression of 100 boxes and 3 classes: the score read and a 100 x 2-word IoU mask per class."""
+    f = helper.make_tensor_value_info
+    roi = helper.make_node("RoiAlign", ["x", "rois", "idx"], ["y"], name="roi", output_height=7, output_width=7,
+                           sampling_ratio=2)
+    graph = helper.make_graph([roi], "g", [f("x", F, [1, 256, 50, 50]), f("rois", F, [10, 4]),
+                                           f("idx", TensorProto.INT64, [10])], [f("y", F, None)])
+    op = import_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])).nodes[0].op
+    assert op is not None and op["shape"] == [10, 256, 7, 7] and op["flops_per_element"] == 8.0 * 4
+    nms = helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["sel"], name="nms")
+    graph = helper.make_graph([nms], "g", [f("boxes", F, [1, 100, 4]), f("scores", F, [1, 3, 100])],
+                              [f("sel", TensorProto.INT64, None)])
+    g = import_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    assert g.unsupported() == []
+    sort, mask = (n.op for n in g.nodes)
+    assert sort is not None and sort["shape"] == [1, 3, 100] and sort["axes"] == [2]
+    assert mask is not None and mask["shape"] == [3, 100, 2] and mask["flops_per_element"] == 640.0
+    assert estimate(g, A100).step_time_s > 0
