@@ -1,19 +1,22 @@
 """POST /advice/partition and /advice/precision: the diagnostics a compiler lead asks for, on one model.
 
-The model is a bundled LLM name, a Hugging Face config.json or a perfmodel graph JSON (ONNX graphs:
-``perfmodel graph`` converts them, or the CLI's ``perfmodel advise`` reads the .onnx file). Bad models
-are 422s naming the node or field (``GraphError``, ``OpError`` are ValueErrors the app turns into 422).
+The model is a bundled LLM name, a Hugging Face config.json or a perfmodel graph JSON; an ONNX file is uploaded
+to ``/advice/partition/onnx`` and ``/advice/precision/onnx`` (multipart, as ``/graphs/estimate/onnx``; the CLI's
+``perfmodel advise`` reads the .onnx file). Bad models are 422s naming the node or field (``GraphError``,
+``OpError`` are ValueErrors the app turns into 422).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Depends, File, Form, Response, UploadFile
+from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from api.deps import get_state, require_read
 from api.routers.convert import finite, json_bytes, json_response
+from api.routers.graphs import parse_dims, read_upload
 from api.schemas import Versioned
 from api.state import AppState
 from perfmodel import __version__
@@ -21,6 +24,7 @@ from perfmodel.advice.partition import partition
 from perfmodel.advice.precision import precision_advice
 from perfmodel.advice.source import advice_graph, with_supported_ops
 from perfmodel.graph.ir import Graph
+from perfmodel.hardware import Hardware
 
 router = APIRouter(tags=["advice"], dependencies=[Depends(require_read)])
 DEFAULT_FALLBACK = "intel-xeon-platinum-8480"
@@ -85,8 +89,7 @@ def advise_partition(body: PartitionRequest, state: AppState = Depends(get_state
     request's), the tensors crossing the host link with their copy times, and the step against all-on-device."""
     device, _ = state.hardware(body.hardware)
     host, _ = state.hardware(body.fallback)
-    report = partition(body.built_graph(), with_supported_ops(device, body.supported_ops), host)
-    return json_response(json_bytes(finite({"model_version": __version__, **report.to_json()})))
+    return json_response(_partition_json(body.built_graph(), device, host, body.supported_ops))
 
 
 @router.post("/advice/precision", response_model=PrecisionOut)
@@ -94,5 +97,50 @@ def advise_precision(body: AdviceRequest, state: AppState = Depends(get_state)) 
     """Per weight-holding matmul/conv and per layer: the predicted gain of fp8 / int8 / int4, weight-only and
     full (with the quantize op full quantization adds), and the whole step's time under each scheme."""
     hardware, _ = state.hardware(body.hardware)
-    report = precision_advice(body.built_graph(), hardware)
-    return json_response(json_bytes(finite({"model_version": __version__, **report.to_json()})))
+    return json_response(_precision_json(body.built_graph(), hardware))
+
+
+def _onnx_graph(data: bytes, dims: dict[str, int]) -> Graph:
+    from perfmodel.graph.onnx_import import import_onnx  # onnx loads only when a model is uploaded
+
+    return import_onnx(data, dims=dims)
+
+
+def _partition_json(graph: Graph, device: Hardware, host: Hardware, supported_ops: list[str] | None) -> bytes:
+    report = partition(graph, with_supported_ops(device, supported_ops), host)
+    return json_bytes(finite({"model_version": __version__, **report.to_json()}))
+
+
+def _precision_json(graph: Graph, hardware: Hardware) -> bytes:
+    return json_bytes(finite({"model_version": __version__, **precision_advice(graph, hardware).to_json()}))
+
+
+@router.post("/advice/partition/onnx", response_model=PartitionOut)
+async def advise_partition_onnx(
+        file: UploadFile = File(description="an ONNX model"), hardware: str = Form(...),
+        fallback: str = Form(default=DEFAULT_FALLBACK, description="the host that runs what the device cannot"),
+        supported_ops: str = Form(default="", description="comma-separated op kinds or ONNX op types the device "
+                                                          "runs; empty: its spec's supported_ops"),
+        dims: str = Form(default="", description="symbolic dims, name=size,name=size"),
+        state: AppState = Depends(get_state)) -> Response:
+    """``/advice/partition`` for an uploaded ONNX model (at most ``PERFMODEL_MAX_UPLOAD_BYTES``)."""
+    data = await read_upload(file, state.settings.max_upload_bytes)
+    bindings = parse_dims(dims)
+    ops = [o.strip() for o in supported_ops.split(",") if o.strip()] or None
+    device, _ = await run_in_threadpool(state.hardware, hardware)
+    host, _ = await run_in_threadpool(state.hardware, fallback)
+    graph = await run_in_threadpool(_onnx_graph, data, bindings)
+    return json_response(await run_in_threadpool(_partition_json, graph, device, host, ops))
+
+
+@router.post("/advice/precision/onnx", response_model=PrecisionOut)
+async def advise_precision_onnx(
+        file: UploadFile = File(description="an ONNX model"), hardware: str = Form(...),
+        dims: str = Form(default="", description="symbolic dims, name=size,name=size"),
+        state: AppState = Depends(get_state)) -> Response:
+    """``/advice/precision`` for an uploaded ONNX model (at most ``PERFMODEL_MAX_UPLOAD_BYTES``)."""
+    data = await read_upload(file, state.settings.max_upload_bytes)
+    bindings = parse_dims(dims)
+    device, _ = await run_in_threadpool(state.hardware, hardware)
+    graph = await run_in_threadpool(_onnx_graph, data, bindings)
+    return json_response(await run_in_threadpool(_precision_json, graph, device))

@@ -1,4 +1,5 @@
-"""POST /graphs/estimate (a bundled model, a config JSON or a graph JSON) and /graphs/estimate/onnx (upload).
+"""POST /graphs/estimate (a bundled model, a config JSON or a graph JSON) and /graphs/estimate/onnx, /tflite and
+/stablehlo (uploads of the files the CLI reads).
 
 Errors in the model (unknown op fields, shapes, a model that does not fit) are ValueErrors
 (``GraphError``, ``OpError``) that the app turns into 422 naming the node or field.
@@ -86,19 +87,63 @@ async def estimate_onnx(file: UploadFile = File(description="an ONNX model"),
                         fusion: bool = Form(default=True), detail: bool = Form(default=True),
                         state: AppState = Depends(get_state)) -> Response:
     """Estimate an uploaded ONNX model (at most ``PERFMODEL_MAX_UPLOAD_BYTES``)."""
-    limit = state.settings.max_upload_bytes
+    data = await read_upload(file, state.settings.max_upload_bytes)
+    bindings = parse_dims(dims)
+    device, _ = await run_in_threadpool(state.hardware, hardware)
+    body = EstimateRequest(hardware=hardware, model="onnx", fusion=fusion, detail=detail)
+    return json_response(await run_in_threadpool(_run, device, data, body, bindings))
+
+
+@router.post("/graphs/estimate/tflite")
+async def estimate_tflite(file: UploadFile = File(description="a TensorFlow Lite flatbuffer"),
+                          hardware: str = Form(...), fusion: bool = Form(default=True),
+                          detail: bool = Form(default=True), state: AppState = Depends(get_state)) -> Response:
+    """Estimate an uploaded .tflite model (quantized int8 ones on the int8 path; the CLI reads the same files)."""
+    data = await read_upload(file, state.settings.max_upload_bytes)
+    device, _ = await run_in_threadpool(state.hardware, hardware)
+    graph = await run_in_threadpool(_file_graph, "tflite", data, file.filename)
+    body = EstimateRequest(hardware=hardware, model="tflite", fusion=fusion, detail=detail)
+    return json_response(await run_in_threadpool(_run, device, graph, body))
+
+
+@router.post("/graphs/estimate/stablehlo")
+async def estimate_stablehlo(file: UploadFile = File(description="StableHLO text: jax.jit(f).lower(...).as_text()"),
+                             hardware: str = Form(...), fusion: bool = Form(default=True),
+                             detail: bool = Form(default=True), state: AppState = Depends(get_state)) -> Response:
+    """Estimate uploaded StableHLO text (``main``, else the first public function, is the step)."""
+    data = await read_upload(file, state.settings.max_upload_bytes)
+    device, _ = await run_in_threadpool(state.hardware, hardware)
+    graph = await run_in_threadpool(_file_graph, "stablehlo", data, file.filename)
+    body = EstimateRequest(hardware=hardware, model="stablehlo", fusion=fusion, detail=detail)
+    return json_response(await run_in_threadpool(_run, device, graph, body))
+
+
+def _file_graph(kind: Literal["tflite", "stablehlo"], data: bytes, filename: str | None) -> Any:
+    name = (filename or kind).rsplit("/", 1)[-1].rsplit(".", 1)[0] or kind
+    if kind == "tflite":
+        from perfmodel.graph.tflite_import import import_tflite
+
+        return import_tflite(data, name=name)
+    from perfmodel.graph.stablehlo_import import import_stablehlo
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise GraphError("<model>", f"StableHLO must be UTF-8 text: {exc}") from exc
+    return import_stablehlo(text, name=name)
+
+
+async def read_upload(file: UploadFile, limit: int) -> bytes:
+    """The uploaded ONNX file, read in chunks; a 413 past ``limit`` bytes."""
     data = bytearray()
     while chunk := await file.read(UPLOAD_CHUNK_BYTES):
         data.extend(chunk)
         if len(data) > limit:
             raise HTTPException(413, f"ONNX upload larger than {limit} bytes (PERFMODEL_MAX_UPLOAD_BYTES)")
-    bindings = _parse_dims(dims)
-    device, _ = await run_in_threadpool(state.hardware, hardware)
-    body = EstimateRequest(hardware=hardware, model="onnx", fusion=fusion, detail=detail)
-    return json_response(await run_in_threadpool(_run, device, bytes(data), body, bindings))
+    return bytes(data)
 
 
-def _parse_dims(text: str) -> dict[str, int]:
+def parse_dims(text: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for pair in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = pair.partition("=")

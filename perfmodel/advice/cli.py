@@ -22,14 +22,21 @@ PhaseOpt = Annotated[str, typer.Option(help="LLM configs: prefill or decode")]
 TokensOpt = Annotated[int, typer.Option(help="LLM configs: prompt tokens per sequence")]
 BatchOpt = Annotated[int, typer.Option(help="LLM configs: sequences per step")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output")]
+DimOpt = Annotated[list[str] | None, typer.Option("--dim", help="ONNX symbolic dim binding name=size (repeatable)")]
 
 
-def _graph(model: str, phase: str, batch: int, prompt_tokens: int) -> Any:
+def _graph(model: str, phase: str, batch: int, prompt_tokens: int, dims: list[str] | None = None) -> Any:
     from perfmodel.advice.source import advice_graph
 
     if phase not in ("prefill", "decode"):
         fail(f"--phase {phase!r}: expected prefill or decode")
-    return advice_graph(model, phase, batch, prompt_tokens)  # type: ignore[arg-type]
+    bindings: dict[str, int] = {}
+    for pair in dims or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not value.strip().isdigit():
+            fail(f"--dim {pair!r}: expected name=size")
+        bindings[key.strip()] = int(value)
+    return advice_graph(model, phase, batch, prompt_tokens, dims=bindings)  # type: ignore[arg-type]
 
 
 @advise_app.command("partition")
@@ -40,15 +47,15 @@ def partition_command(model: ModelArg, hardware: HardwareOpt,
                           help="comma-separated op kinds / importer op types the device runs (default: its spec)")]
                       = None,
                       phase: PhaseOpt = "prefill", batch: BatchOpt = 1, prompt_tokens: TokensOpt = 2048,
-                      as_json: JsonOpt = False) -> None:
+                      dim: DimOpt = None, as_json: JsonOpt = False) -> None:
     """Which ops fall back to the host and what the partition boundaries cost."""
     from perfmodel.advice.partition import partition
     from perfmodel.advice.source import with_supported_ops
 
     try:
         declared = [s.strip() for s in supported_ops.split(",") if s.strip()] if supported_ops else None
-        report = partition(_graph(model, phase, batch, prompt_tokens), with_supported_ops(hardware, declared),
-                           fallback)
+        graph = _graph(model, phase, batch, prompt_tokens, dim)
+        report = partition(graph, with_supported_ops(hardware, declared), fallback)
     except (ValueError, KeyError) as exc:
         fail(str(exc))
         return
@@ -66,16 +73,26 @@ def partition_command(model: ModelArg, hardware: HardwareOpt,
                    f"({format_time_s(op['device_time_s'])} on the device): {op['reason']}")
     for note in report.notes:
         typer.echo(f"  note: {note}")
+    _unmodelled(graph)
+
+
+def _unmodelled(graph: Any) -> None:
+    """Say how many nodes run on their bytes fallback, and why the first does (an unbound --dim, typically)."""
+    missing = graph.unsupported()
+    if missing:
+        typer.echo(f"  note: {len(missing)} nodes are not modelled (bytes fallback, not advised); first: "
+                   f"{missing[0].name}: {missing[0].unsupported}")
 
 
 @advise_app.command("precision")
 def precision_command(model: ModelArg, hardware: HardwareOpt, phase: PhaseOpt = "prefill", batch: BatchOpt = 1,
-                      prompt_tokens: TokensOpt = 2048, as_json: JsonOpt = False) -> None:
+                      prompt_tokens: TokensOpt = 2048, dim: DimOpt = None, as_json: JsonOpt = False) -> None:
     """Where fp8 / int8 / int4 (weight-only and full) pay: per scheme, per layer and for the step."""
     from perfmodel.advice.precision import precision_advice
 
     try:
-        report = precision_advice(_graph(model, phase, batch, prompt_tokens), hardware)
+        graph = _graph(model, phase, batch, prompt_tokens, dim)
+        report = precision_advice(graph, hardware)
     except (ValueError, KeyError) as exc:
         fail(str(exc))
         return
@@ -87,3 +104,4 @@ def precision_command(model: ModelArg, hardware: HardwareOpt, phase: PhaseOpt = 
     for scheme, total in report.totals.items():
         typer.echo(f"  {scheme:<18} {format_time_s(total['graph_time_s']):>10} {total['speedup']:>7.2f}x "
                    f"{format_time_s(total['gain_s']):>10} {format_time_s(total['quantize_time_s']):>12}")
+    _unmodelled(graph)

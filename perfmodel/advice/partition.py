@@ -60,7 +60,7 @@ def partition(graph: Graph, device: HardwareLike, fallback: HardwareLike) -> Par
     hw, host = resolve_hardware(device), resolve_hardware(fallback)
     compiled = compile_graph(graph)
     on_device = predict_compiled(compiled, hw).time_s[compiled.index]
-    placement = [DEVICE if supports(hw, node) else HOST for node in graph.nodes]
+    placement = _place_views(graph, [DEVICE if supports(hw, node) or _free(node) else HOST for node in graph.nodes])
     host_rows = sorted({int(compiled.index[i]) for i, p in enumerate(placement) if p == HOST})
     host_time = np.zeros(len(compiled.ops))
     for row in host_rows:
@@ -73,7 +73,7 @@ def partition(graph: Graph, device: HardwareLike, fallback: HardwareLike) -> Par
         {"node": node.name, "kind": (node.op or {}).get("kind"), "source_op": node.source_op, "layer": node.layer,
          "reason": f"{_name(node)} is not among {hw.id}'s supported_ops",
          "fallback_time_s": float(host_time[compiled.index[i]]), "device_time_s": float(on_device[i])}
-        for i, node in enumerate(graph.nodes) if placement[i] == HOST]
+        for i, node in enumerate(graph.nodes) if placement[i] == HOST and not _free(node)]
     boundaries, notes = _boundaries(graph, placement, hw)
     t = tables(hw)
     crossings = sum(1 for b in boundaries if b["direction"] == "h2d")
@@ -85,6 +85,32 @@ def partition(graph: Graph, device: HardwareLike, fallback: HardwareLike) -> Par
               "step_s": device_s + fallback_s + transfer_s + launch_s, "all_on_device_s": float(on_device.sum()),
               "transfer_bytes": float(sum(b["bytes"] for b in boundaries)), "crossings": float(len(boundaries))}
     return PartitionReport(hw.id, host.id, placement, fallback_ops, boundaries, totals, notes)
+
+
+def _free(node: Node) -> bool:
+    """A node with no kernel: a view, or a constant folded at load (an ONNX Constant / ConstantOfShape weight)."""
+    return (node.op or {}).get("kind") == "reshape"
+
+
+def _place_views(graph: Graph, placement: list[str]) -> list[str]:
+    """Kernel-free nodes run nowhere, so they never make a crossing: a view of a computed tensor sits with its
+    producer; a constant (a weight made at load, and views of it) sits with the first op that reads it, as a
+    weight is resident where its op runs."""
+    producers, consumers = graph.producers(), graph.consumers()
+    constant: set[int] = set()
+    for i, node in enumerate(graph.nodes):
+        if not _free(node):
+            continue
+        sources = [producers[n] for n in node.inputs if n in producers]
+        if all(j in constant for j in sources):
+            constant.add(i)
+        else:
+            placement[i] = placement[sources[0]]
+    for i in sorted(constant, reverse=True):
+        users = [j for out in graph.nodes[i].outputs for j in consumers.get(out, [])]
+        if users:
+            placement[i] = placement[min(users)]
+    return placement
 
 
 def _name(node: Node) -> str:

@@ -30,7 +30,8 @@ _TEXT_OF = {"paligemma": "gemma", "llava": "llama", "gemma3": "gemma3_text", "qw
 _TEXT_ALIASES = {"qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2"}  # nested text model types built as another
 FAMILY_TYPES = ("gemma2", "gemma3_text", "gpt_oss", "falcon", "refinedweb", "refinedwebmodel", "opt",  # llm_families
                 "phi", "starcoder2", "olmo2", "llama4_text", "cohere",
-                "bloom", "mpt", "gptj", "gpt_bigcode", "phimoe", "olmo")  # the last six: llm_families_more
+                "bloom", "mpt", "gptj", "gpt_bigcode", "phimoe", "olmo", "gpt_neo")  # the last 7: llm_families_more
+MAX_LAYERS = 10_000  # the deepest published decoders have ~100-200 layers; each layer is built as graph nodes
 KNOWN_TYPES = (*_LLAMA_TYPES, "gpt2", "gpt_neox", "deepseek_v2", "deepseek_v3", *FAMILY_TYPES, *_TEXT_OF)
 
 
@@ -92,6 +93,14 @@ class LlmConfig:
     source: str = ""
 
     def __post_init__(self) -> None:
+        for field, value in (("hidden_size", self.hidden), ("num_hidden_layers", self.layers),
+                             ("num_attention_heads", self.heads), ("num_key_value_heads", self.kv_heads),
+                             ("vocab_size", self.vocab)):
+            if value <= 0:
+                raise GraphError("config", f"{field}: expected a positive integer, got {value}")
+        if self.layers > MAX_LAYERS:
+            raise GraphError("config", f"num_hidden_layers: {self.layers} is more than the {MAX_LAYERS:,} layers the "
+                                       "importer builds (one graph layer each)")
         if self.heads % self.kv_heads:
             raise GraphError("config", f"num_key_value_heads: {self.kv_heads} does not divide "
                                        f"num_attention_heads {self.heads}")
@@ -150,19 +159,27 @@ class LlmConfig:
         model_type = str(data.get("model_type", "llama")).lower()
         label = name or str(data.get("_name_or_path") or model_type)
         notes: list[str] = []
-        extra = 0
-        flat_vl = model_type in _TEXT_OF and isinstance(data.get("vision_config"), dict)
-        if isinstance(data.get("text_config"), dict) or flat_vl:  # multimodal: build the text model
-            data, model_type, extra = _text_model(data, model_type, notes)
-        quant = parse_quantization(data.get("quantization_config"))
-        if quant is not None:
-            notes.append(f"quantization_config {quant.method}: linear weights {quant.weight_dtype}, "
-                         f"{quant.scale_bytes_per_group:g} scale bytes per {quant.group_size} weights"
-                         + (f", GEMMs in {quant.gemm_dtype}" if quant.gemm_dtype else "")
-                         + ("; MoE experts only" if quant.experts_only else "")
-                         + "; embeddings and the LM head unquantized")
-        cfg = _build(data, label, model_type)
-        return replace(cfg, quant=quant, extra_params=extra, notes=(*cfg.notes, *notes))
+        try:
+            return _from_hf(data, model_type, label, notes)
+        except (TypeError, ZeroDivisionError, OverflowError, AttributeError) as exc:  # a field of the wrong type
+            raise GraphError("config", f"malformed config.json: {type(exc).__name__}: {exc}") from exc
+
+
+def _from_hf(data: dict[str, Any], model_type: str, label: str, notes: list[str]) -> LlmConfig:
+    """``from_hf`` once the type and the label are known: a nested text model, the quantization, the family."""
+    extra = 0
+    flat_vl = model_type in _TEXT_OF and isinstance(data.get("vision_config"), dict)
+    if isinstance(data.get("text_config"), dict) or flat_vl:  # multimodal: build the text model
+        data, model_type, extra = _text_model(data, model_type, notes)
+    quant = parse_quantization(data.get("quantization_config"))
+    if quant is not None:
+        notes.append(f"quantization_config {quant.method}: linear weights {quant.weight_dtype}, "
+                     f"{quant.scale_bytes_per_group:g} scale bytes per {quant.group_size} weights"
+                     + (f", GEMMs in {quant.gemm_dtype}" if quant.gemm_dtype else "")
+                     + ("; MoE experts only" if quant.experts_only else "")
+                     + "; embeddings and the LM head unquantized")
+    cfg = _build(data, label, model_type)
+    return replace(cfg, quant=quant, extra_params=extra, notes=(*cfg.notes, *notes))
 
 
 def _build(data: dict[str, Any], label: str, model_type: str) -> LlmConfig:
@@ -242,6 +259,8 @@ def _need(data: dict[str, Any], *keys: str) -> int:
 
 def _opt(data: dict[str, Any], key: str, default: int) -> int:
     value = data.get(key)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+        raise GraphError("config", f"{key}: expected a number, got {value!r}")
     return default if value is None else int(value)
 
 

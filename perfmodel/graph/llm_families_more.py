@@ -12,6 +12,8 @@ and OLMo 1 — each normalised from its ``config.json`` into an :class:`LlmConfi
 - Phi-3.5-MoE (``PhimoeForCausalLM``): GQA with biased q/k/v/o, LayerNorms with bias, top-2 of 16 SwiGLU experts
   without bias, a biased LM head (``lm_head_bias``), untied.
 - OLMo 1 (``OlmoForCausalLM``): Llama's layer with non-parametric LayerNorms (no weights, no bias).
+- GPT-Neo (``GPTNeoForCausalLM``): GPT-2's block with q/k/v without bias, learned positions, tied head, and
+  ``attention_types`` alternating global and local layers (local: the last ``window_size`` keys).
 
 Absent fields take the defaults of the family's ``transformers`` config class.
 """
@@ -24,14 +26,14 @@ from typing import Any
 from perfmodel.graph.ir import GraphError
 from perfmodel.graph.llm_config import LlmConfig, _activation, _llama, _need, _opt
 
-MORE_TYPES = ("bloom", "mpt", "gptj", "gpt_bigcode", "phimoe", "olmo")
+MORE_TYPES = ("bloom", "mpt", "gptj", "gpt_bigcode", "phimoe", "olmo", "gpt_neo")
 MLP_EXPANSION = 4  # BLOOM, GPT-J and GPTBigCode MLPs: 4 x hidden when n_inner is absent
 
 
 def build_more(data: dict[str, Any], name: str, model_type: str) -> LlmConfig:
     """The config of one of ``MORE_TYPES``."""
     builders = {"bloom": _bloom, "mpt": _mpt, "gptj": _gptj, "gpt_bigcode": _bigcode, "phimoe": _phimoe,
-                "olmo": _olmo}
+                "olmo": _olmo, "gpt_neo": _gpt_neo}
     if model_type not in builders:
         raise GraphError("config", f"model_type {model_type!r} has no builder here; known: {', '.join(MORE_TYPES)}")
     return builders[model_type](data, name)
@@ -118,3 +120,42 @@ def _olmo(data: dict[str, Any], name: str) -> LlmConfig:
     cfg = _llama(data, name, "olmo")
     return replace(cfg, norm="layernorm", norm_affine=False,
                    notes=(*cfg.notes, f"olmo: q/k/v clipped at clip_qkv {data.get('clip_qkv')} (no cost difference)"))
+
+
+def _neo_layers(data: dict[str, Any], layers: int) -> list[str]:
+    """Each layer's attention kind from ``attention_types`` ([[["global", "local"], repeats], ...])."""
+    spec = data.get("attention_types", [[["global", "local"], layers // 2]])
+    kinds: list[str] = []
+    try:
+        for pattern, repeats in spec:
+            kinds += list(pattern) * int(repeats)
+    except (TypeError, ValueError) as exc:
+        raise GraphError("config", f"attention_types: expected [[[kinds], repeats], ...], got {spec!r}") from exc
+    if len(kinds) != layers or set(kinds) - {"global", "local"}:
+        raise GraphError("config", f"attention_types: {spec!r} gives {len(kinds)} layers of {sorted(set(kinds))}, "
+                                   f"expected {layers} of global / local")
+    return kinds
+
+
+def _gpt_neo(data: dict[str, Any], name: str) -> LlmConfig:
+    """GPT-Neo: GPT-2's block, q/k/v without bias, learned positions, tied head; local layers attend to the last
+    ``window_size`` keys. All-global is full attention; global / local alternating is built with every second
+    layer global (GPT-Neo starts with the global one: the same count of each, the layer order swapped)."""
+    hidden, layers = _need(data, "hidden_size"), _need(data, "num_layers")
+    heads = _need(data, "num_heads")
+    kinds = _neo_layers(data, layers)
+    alternating = kinds == ["global", "local"] * (layers // 2)
+    if "local" in kinds and not alternating:
+        raise GraphError("config", f"attention_types: only all-global or alternating global/local layers are "
+                                   f"modelled, got {kinds}")
+    window = _opt(data, "window_size", 256) if alternating else 0
+    notes = ("gpt_neo: local layers are the odd ones here, the even ones in GPT-Neo (same count, same cost)",)
+    return LlmConfig(
+        name=name, family="gpt2", hidden=hidden, layers=layers, heads=heads, kv_heads=heads,
+        head_dim=hidden // heads, ffn=_opt(data, "intermediate_size", MLP_EXPANSION * hidden),
+        vocab=_need(data, "vocab_size"), max_positions=_opt(data, "max_position_embeddings", 2048),
+        norm="layernorm", gated_mlp=False, activation=_activation(data, "gelu_new"),
+        qkv_bias=False, out_bias=True, mlp_bias=True, tied_embeddings=bool(data.get("tie_word_embeddings", True)),
+        learned_positions=True, sliding_window=window, global_every=2 if window else 0,
+        notes=notes if window else (), source=_source(data),
+    )

@@ -31,6 +31,7 @@ class Ctx:
         self.info: dict[str, Info] = {}
         self.init = {t.name: t for t in g.initializer}
         self.charged: set[str] = set()
+        self.unbound: dict[str, list[str]] = {}  # tensor -> its dims left open: 'name' (symbolic) or 'axis N'
         for vi in [*g.input, *g.value_info, *g.output]:
             parsed = self._value_info(vi)
             if parsed is not None:
@@ -94,14 +95,21 @@ class Ctx:
         tt = vi.type.tensor_type
         if not tt.HasField("shape"):
             return None
-        shape = []
-        for d in tt.shape.dim:
+        shape: list[int] = []
+        open_dims: list[str] = []
+        for axis, d in enumerate(tt.shape.dim):
             if d.HasField("dim_value"):
                 shape.append(int(d.dim_value))
             elif d.dim_param in self.dims:
                 shape.append(int(self.dims[d.dim_param]))
             else:
-                return None  # unresolved here; a node that needs it names it
+                # onnx shape inference names a data-dependent dim it made 'unk__N' (NonZero's count)
+                made = not d.dim_param or d.dim_param.startswith("unk__")
+                open_dims.append(f"axis {axis}" + (f" ({d.dim_param!r})" if d.dim_param else "") if made
+                                 else repr(d.dim_param))
+        if open_dims:
+            self.unbound[vi.name] = open_dims  # a node that needs the tensor names them
+            return None
         return tuple(shape), dtype_of(tt.elem_type, vi.name)
 
     def get(self, name: str, node: str) -> Info:
@@ -109,8 +117,18 @@ class Ctx:
             raise GraphError(node, self.missing(name))
         return self.info[name]
 
-    @staticmethod
-    def missing(name: str) -> str:
+    def missing(self, name: str) -> str:
+        """Why ``name`` has no shape: its unbound symbolic dims by name (bind them), its data-dependent axes
+        (ONNX inference leaves them open: NonZero, a run-time Reshape), or no shape at all."""
+        open_dims = self.unbound.get(name, [])
+        symbolic = [d for d in open_dims if not d.startswith("axis ")]
+        if symbolic:
+            binds = " ".join(f"--dim {d.strip(chr(39))}=SIZE" for d in symbolic)
+            return (f"tensor {name!r} has unbound symbolic dim{'s' if len(symbolic) > 1 else ''} "
+                    f"{', '.join(symbolic)}: bind with dims={{'name': size}} / {binds}")
+        if open_dims:
+            return (f"tensor {name!r} has {', '.join(open_dims)} unknown (data-dependent: ONNX shape inference "
+                    "cannot size it; a named one binds with --dim name=SIZE)")
         return (f"shape or dtype of tensor {name!r} is unknown (shape inference could not resolve it; bind "
                 "symbolic dims with dims={'name': size} / --dim name=size)")
 

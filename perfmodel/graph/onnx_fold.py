@@ -7,6 +7,7 @@ folded constants (free at run time). Exporters build attention masks and reshape
 
 from __future__ import annotations
 
+import string
 from typing import Any
 
 import numpy as np
@@ -103,17 +104,37 @@ def late_shape(op_type: str, in_shapes: list[tuple[int, ...] | None], at: dict[s
     return None
 
 
+def _expand_ellipsis(terms: list[str], out: str, shapes: list[tuple[int, ...]]) -> tuple[list[str], str] | None:
+    """``...`` replaced by unused letters, one per broadcast dim, right-aligned as numpy broadcasts them."""
+    if "..." not in "".join(terms) + out:
+        return terms, out
+    used = set("".join(terms) + out)
+    ranks = [len(s) - len(t.replace("...", "")) if "..." in t else 0 for t, s in zip(terms, shapes, strict=True)]
+    free = [c for c in string.ascii_letters if c not in used]
+    if min(ranks) < 0 or max(ranks) > len(free) or any(t.count(".") not in (0, 3) for t in [*terms, out]):
+        return None
+    letters = "".join(free[:max(ranks)])
+    terms = [t.replace("...", letters[len(letters) - r:] if r else "") for t, r in zip(terms, ranks, strict=True)]
+    return terms, out.replace("...", letters)
+
+
 def einsum_dims(equation: str, shapes: list[tuple[int, ...]]) -> tuple[int, int, int, int] | None:
     """(batch, m, n, k) of a two-operand ONNX ``Einsum`` read as a batched GEMM: batch = letters in both
     inputs and the output, k = in both inputs only (contracted), m / n = in one input and the output.
-    Letters in one input only and not in the output are summed first (counted into k). None: not 2 operands,
-    an ellipsis, or shapes that do not match the equation."""
-    lhs, _, out = equation.replace(" ", "").partition("->")
+    Letters in one input only and not in the output are summed first (counted into k); an ellipsis stands for
+    the broadcast dims (batch letters). None: not 2 operands, or shapes that do not match the equation."""
+    lhs, arrow, out = equation.replace(" ", "").partition("->")
     terms = lhs.split(",")
-    if len(terms) != 2 or len(shapes) != 2 or "." in equation:
+    if len(terms) != 2 or len(shapes) != 2:
         return None
-    if not out:  # implicit output: letters that appear once, alphabetical
-        out = "".join(sorted(c for c in set(lhs) if c.isalpha() and lhs.count(c) == 1))
+    if not arrow:  # implicit output: the ellipsis dims, then letters that appear once, alphabetical
+        out = ("..." if "..." in lhs else "") + "".join(
+            sorted(c for c in set(lhs) if c.isalpha() and lhs.count(c) == 1))
+    expanded = _expand_ellipsis(terms, out, shapes)
+    if expanded is None:
+        return None
+    terms, out = expanded
+    lhs = ",".join(terms)
     size: dict[str, int] = {}
     for term, shape in zip(terms, shapes, strict=True):
         if len(term) != len(shape):

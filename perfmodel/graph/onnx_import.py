@@ -33,6 +33,7 @@ from perfmodel.graph.mapping import (
 )
 from perfmodel.graph.onnx_ctx import INDEX_TYPES, ONNX_DTYPES, Ctx, Info, attrs, dtype_of
 from perfmodel.graph.onnx_fold import einsum_dims, late_shape
+from perfmodel.graph.onnx_more import MORE_HANDLERS
 from perfmodel.graph.onnx_vision import SHAPE_PRESERVING, VISION_HANDLERS
 from perfmodel.ops import OpError, make_op
 
@@ -52,14 +53,19 @@ def import_onnx(source: str | Path | bytes | onnx.ModelProto, dims: dict[str, in
         model = shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
     except Exception as exc:  # onnx raises its own InferenceError / ValidationError types
         raise GraphError("<model>", f"ONNX shape inference failed: {exc}") from exc
-    ctx = Ctx(model, dims or {})
-    graph = Graph(name=name or model.graph.name or "onnx")
-    for index, node in enumerate(model.graph.node):
-        label = node.name or f"{node.op_type}_{index}"
-        for out in _map(ctx, node, label):
-            graph.add(out)
-    for t, (shape, dtype) in ctx.info.items():
-        graph.add_tensor(t, shape, storage(dtype))
+    try:
+        ctx = Ctx(model, dims or {})
+        graph = Graph(name=name or model.graph.name or "onnx")
+        for index, node in enumerate(model.graph.node):
+            label = node.name or f"{node.op_type}_{index}"
+            if not isinstance(label, str):  # protobuf hands back bytes for a name that is not UTF-8
+                raise GraphError(f"node #{index}", f"name {label!r} is not UTF-8 text")
+            for out in _map(ctx, node, label):
+                graph.add(out)
+        for t, (shape, dtype) in ctx.info.items():
+            graph.add_tensor(t, shape, storage(dtype))
+    except (TypeError, AttributeError) as exc:  # a field of the wrong type outside any one op's handler
+        raise GraphError("<model>", f"malformed ONNX model: {type(exc).__name__}: {exc}") from exc
     graph.meta.update({"kind": "onnx", "phase": "inference", "opset": [o.version for o in model.opset_import]})
     return graph
 
@@ -71,7 +77,7 @@ def _map(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[Node]:
     op_type = node.op_type
     computed = bool(outs) and all(o in ctx.folded for o in outs) and op_type not in ("Constant", "ConstantOfShape")
     params, wbytes = _charge(ctx, [i for i in ins if not (computed and ctx.mask_like(i))],
-                             buffers=ins[3:5] if op_type == "BatchNormalization" else [])
+                             buffers=_bn_buffers(ctx, ins) if op_type == "BatchNormalization" else [])
     base: dict[str, Any] = {"inputs": ins, "outputs": outs, "layer": layer_of(label), "source_op": op_type,
             "params": params, "weight_bytes": wbytes}
     if outs and all(o in ctx.folded for o in outs):  # Constant / ConstantOfShape: folded, no kernel
@@ -87,9 +93,11 @@ def _map(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[Node]:
             ops = handler(ctx, node, label)
             for built in ops:
                 make_op(built)  # sizes the op rejects fall back here, naming the node and field
-        except (GraphError, OpError, KeyError, IndexError) as exc:
+        except (ValueError, KeyError, IndexError, TypeError, ZeroDivisionError) as exc:
+            why = str(exc) if isinstance(exc, GraphError | OpError) else (
+                f"node {label!r}: malformed attributes or inputs: {type(exc).__name__}: {exc}")
             return [_fallback_node(ctx, ins, outs, label, f"ONNX op {op_type} could not be costed by its "
-                                   f"model ({exc}); bounded by its bytes over DRAM bandwidth", base)]
+                                   f"model ({why}); bounded by its bytes over DRAM bandwidth", base)]
         if len(ops) == 1:
             return [Node(name=label, op=ops[0], **base)]
         return [Node(name=f"{label}/{k}", op=op, **{**base, "params": params if k == 0 else 0,
@@ -147,6 +155,16 @@ def _late_info(ctx: Ctx, node: onnx.NodeProto, ins: list[str], out: str) -> None
 def _wider(infos: list[Info], default: str) -> str:
     floats = [d for _, d in infos if d not in ("bool",) and parse_dtype(d).is_float]
     return max(floats, key=lambda d: parse_dtype(d).bytes) if floats else default
+
+
+def _bn_buffers(ctx: Ctx, ins: list[str]) -> list[str]:
+    """A BatchNormalization's stored inputs that are not learned: the running mean and variance, and a scale of
+    ones with a bias of zeros (Caffe's BatchNorm layer has no affine, its Scale layer after it holds the learned
+    one, and Caffe-converted models such as the zoo's DenseNet-121 carry that identity into the BN)."""
+    scale = ctx.floats(ins[1]) if len(ins) > 2 else None
+    bias = ctx.floats(ins[2]) if scale is not None else None
+    identity = bool(scale) and bool(bias) and all(v == 1.0 for v in scale or []) and not any(bias or [])
+    return ins[1:5] if identity else ins[3:5]
 
 
 def _charge(ctx: Ctx, ins: list[str], buffers: list[str]) -> tuple[int, float]:
@@ -343,5 +361,6 @@ HANDLERS: dict[str, Callable[[Ctx, onnx.NodeProto, str], list[dict[str, Any]]]] 
     "QuantizeLinear": _quant("quantize"), "DequantizeLinear": _quant("dequantize"),
     "Einsum": _einsum, "Attention": _attention, "MultiHeadAttention": _attention, "MatMulNBits": _matmul_nbits,
     "Concat": _concat, "Slice": _concat, "Pad": _concat, "Tile": _concat, "Expand": _concat, "Split": _split,
-    "ConstantOfShape": _fill, "Range": _fill, **VISION_HANDLERS,
+    "ConstantOfShape": _fill, "Range": _fill, "ReduceProd": _reduce, "ReduceL1": _reduce, "ReduceLogSum": _reduce,
+    "ReduceLogSumExp": _reduce, **VISION_HANDLERS, **MORE_HANDLERS,
 }

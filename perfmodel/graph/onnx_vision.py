@@ -21,8 +21,7 @@ def _conv(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
     if rank not in (1, 2, 3) or len(w) != len(x):
         raise GraphError(label, f"Conv of input {list(x)} and weight {list(w)}: 1-, 2- and 3-D convolutions "
                                 "are modelled")
-    strides = [int(v) for v in at.get("strides", [1] * rank)]
-    dil = [int(v) for v in at.get("dilations", [1] * rank)]
+    strides, dil = _ints(at, "strides", rank, label), _ints(at, "dilations", rank, label)
     totals = _pad_totals(at, x[2:], w[2:], strides, dil, label)
     # the op pads both sides alike: an odd total puts its extra element on the input (exact output size)
     pads = [t // 2 for t in totals]
@@ -39,6 +38,14 @@ def _conv(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[dict[str, Any]]:
              "stride_w": strides[1], "padding": pads[0], "padding_w": pads[1], "dilation": dil[0],
              "dilation_w": dil[1], "groups": int(at.get("group", 1)),
              "bias": len(node.input) > 2 and bool(node.input[2]), **depth}]
+
+
+def _ints(at: dict[str, Any], name: str, n: int, label: str) -> list[int]:
+    """An attribute of ``n`` positive integers (default ones), or a GraphError naming it."""
+    value = at.get(name, [1] * n)
+    if not isinstance(value, list) or len(value) != n or not all(isinstance(v, int) and v > 0 for v in value):
+        raise GraphError(label, f"{name}: expected {n} positive integers, got {value!r}")
+    return [int(v) for v in value]
 
 
 def _pad_totals(at: dict[str, Any], spatial: Shape, kernel: Shape, strides: list[int], dil: list[int],
@@ -166,7 +173,7 @@ SHAPE_PRESERVING = frozenset({"InstanceNormalization", "GroupNormalization", "LR
 
 VISION_HANDLERS: dict[str, Callable[[Ctx, onnx.NodeProto, str], list[dict[str, Any]]]] = {
     "Conv": _conv, "ConvTranspose": _conv_transpose, "MaxPool": _pool, "AveragePool": _pool, "LpPool": _pool,
-    "GlobalAveragePool": _pool, "GlobalMaxPool": _pool, "LRN": _lrn, "Sum": _sum, "Mean": _sum,
+    "GlobalAveragePool": _pool, "GlobalMaxPool": _pool, "GlobalLpPool": _pool, "LRN": _lrn, "Sum": _sum, "Mean": _sum,
     "Dropout": _identity, "Identity": _identity, "InstanceNormalization": _instance_norm,
     "GroupNormalization": _instance_norm, "Resize": _resize, "Upsample": _resize, "ArgMax": _arg_reduce,
     "ArgMin": _arg_reduce,

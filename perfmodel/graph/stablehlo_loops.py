@@ -21,7 +21,7 @@ MLIR_ELEMENT = {v: k for k, v in reversed(list(ELEMENT_TYPES.items()))}  # perfm
 def scalar_constant(op: HloOp) -> float | None:
     """The value of a scalar ``stablehlo.constant dense<N>`` (None for tensors and non-numbers)."""
     found = re.search(r"dense<(-?[\d.]+(?:e[+-]?\d+)?)>", op.attributes)
-    return float(found.group(1)) if op.name == "constant" and found and not op.outputs[0].shape else None
+    return float(found.group(1)) if op.name == "constant" and found and op.outputs and not op.outputs[0].shape else None
 
 
 def carried(op: HloOp) -> list[tuple[str, str]]:

@@ -79,3 +79,26 @@ def test_an_onnx_block_partitions_by_onnx_op_types() -> None:
     directions = {b["direction"] for b in report.boundaries}
     assert directions == {"d2h", "h2d"} and report.totals["crossings"] == 2 * len(report.fallback_ops) - 1
     assert report.totals["step_s"] > report.totals["all_on_device_s"]
+
+
+def test_weights_made_at_load_and_views_make_no_crossings() -> None:
+    """SqueezeNet 1.1 from the onnx wheel's backend tests (Apache-2.0) makes 39 of its weights with ConstantOfShape
+    nodes, free views; on a device declared without GlobalAveragePool only that op falls back, with one copy each
+    way (its input down, its output up), not one per weight (before: 40 'fallback ops', 41 copies)."""
+    from pathlib import Path
+
+    import onnx
+
+    from perfmodel.graph.onnx_import import import_onnx
+
+    graph = import_onnx(Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / "light_squeezenet.onnx")
+    device = with_supported_ops(library().get("nvidia-h100-pcie-80gb"),
+                                ["Conv", "Relu", "Concat", "MaxPool", "Dropout", "Softmax"])
+    report = partition(graph, device, "intel-xeon-platinum-8480")
+    assert [f["source_op"] for f in report.fallback_ops] == ["GlobalAveragePool"]
+    assert [b["direction"] for b in report.boundaries] == ["d2h", "h2d"]
+    pool = next(n for n in graph.nodes if n.source_op == "GlobalAveragePool")
+    (down,) = [b for b in report.boundaries if b["direction"] == "d2h"]
+    assert down["to_node"] == pool.name and down["bytes"] == graph.tensors[pool.inputs[0]].size_bytes
+    made = [i for i, n in enumerate(graph.nodes) if n.source_op == "ConstantOfShape"]
+    assert len(made) == 39 and all(report.placement[i] == "device" for i in made)

@@ -29,8 +29,9 @@ def _build(name: str, **workload: Any) -> tuple[LlmConfig, Any]:
 
 # published totals: Qwen2-57B-A14B model card / safetensors index (57.4 B); DeepSeek-V3 README_WEIGHTS (671 B main
 # model, MTP excluded); Gemma-7B and PaliGemma-3B (keras-hub presets: 2,923,335,408); Llama-2-7B, Mistral-7B and
-# Llama-3-8B model cards (6,738,415,616; 7,241,732,096; 8,030,261,248); Phi-3-mini (3,821,079,552: 3.8 B)
-PUBLISHED = {"qwen2-57b-a14b": 57.4e9, "deepseek-v3": 671e9, "gemma-7b": 8_537_680_896,
+# Llama-3-8B model cards (6,738,415,616; 7,241,732,096; 8,030,261,248); Phi-3-mini (3,821,079,552: 3.8 B);
+# DeepSeek-V2-Lite model card and paper (15.7 B total, 2.4 B activated per token)
+PUBLISHED = {"qwen2-57b-a14b": 57.4e9, "deepseek-v3": 671e9, "deepseek-v2-lite": 15.7e9, "gemma-7b": 8_537_680_896,
              "llama-2-7b-gptq": 6_738_415_616, "mistral-7b-v0.1-awq": 7_241_732_096,
              "llama-3-8b-bnb-4bit": 8_030_261_248, "phi-3-mini-4k-instruct": 3_821_079_552}
 
@@ -51,6 +52,20 @@ def test_qwen2_moe_shared_expert_counts_and_runs() -> None:
     matrix = float(est.batch.flops_by_engine["matrix"][est.index].sum())
     embed = cfg.vocab * cfg.hidden
     assert matrix / 2 + embed == pytest.approx(14.2e9, rel=0.03)
+
+
+def test_deepseek_v2_lite_mla_without_query_lora_and_shared_experts() -> None:
+    """MLA with a full q_proj (q_lora_rank null), 2 shared + top-6 of 64 routed experts, the first layer dense:
+    15,706,484,224 parameters (15.7 B published); a batch-1 decode's matrix FLOPs / 2 give the active weights
+    without the embedding, 2.46 B against the published 2.4 B (the absorbed MLA products count as FLOPs)."""
+    _, graph = _build("deepseek-v2-lite")
+    assert graph.params == 15_706_484_224
+    names = {n.name for n in graph.nodes}
+    assert "layers.1.q_proj" in names and "layers.1.q_a_proj" not in names
+    assert "layers.0.gate_up_proj" in names and "layers.1.shared_gate_up_proj" in names
+    est = estimate(graph, H100, space="compact", fusion=False, check_memory=False)
+    matrix = float(est.batch.flops_by_engine["matrix"][est.index].sum())
+    assert matrix / 2 == pytest.approx(2.4e9, rel=0.03)
 
 
 def test_fp8_quantization_config_halves_deepseek_v3_weights_and_runs_fp8_gemms() -> None:
@@ -150,3 +165,18 @@ def test_windowed_prefill_costs_less_attention_than_full() -> None:
     # scores: S^2/2 causal vs W^2/2 + (S - W) W: 134.2 M vs 58.7 M per head and layer
     s, w = 16384, 4096
     assert windowed / full == pytest.approx((w * w / 2 + (s - w) * w) / (s * s / 2), rel=0.01)
+
+
+@pytest.mark.parametrize(("patch", "message"), [
+    ({"num_hidden_layers": 10**12}, "num_hidden_layers: 1000000000000 is more than the 10,000 layers"),
+    ({"num_key_value_heads": 0}, "num_key_value_heads: expected a positive integer, got 0"),  # was ZeroDivisionError
+    ({"head_dim": [128]}, "head_dim: expected a number, got [128]"),  # was TypeError
+    ({"rope_theta": 1e4, "max_position_embeddings": "long"}, "max_position_embeddings: expected a number"),
+])
+def test_impossible_or_mistyped_fields_are_named_not_crashes(patch: dict[str, Any], message: str) -> None:
+    """Found by mutating the real configs here (25 mutations each of 49 files): six crash kinds, one of them a
+    10^12-layer build that never returned; each is now a GraphError (a 422 over REST) naming the field."""
+    with pytest.raises(GraphError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        LlmConfig.from_hf(_load("gemma-7b") | patch, "bad")
+    with pytest.raises(GraphError, match=r"malformed config\.json: TypeError"):
+        LlmConfig.from_hf(_load("mpt-7b") | {"expansion_ratio": None}, "bad")

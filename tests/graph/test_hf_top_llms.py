@@ -52,7 +52,7 @@ def test_qwen3_moe_activates_the_published_3_3b() -> None:
     assert (matrix - attention) / 2 + cfg.vocab * cfg.hidden == pytest.approx(3.3e9, rel=0.03)
 
 
-@pytest.mark.parametrize("model_type", ["gpt_neo", "baichuan", "t5", "mamba", "rwkv"])  # bloom, mpt: built now
+@pytest.mark.parametrize("model_type", ["xglm", "baichuan", "t5", "mamba", "rwkv"])  # bloom, mpt, gpt_neo: built now
 def test_popular_types_the_importer_does_not_build_are_refused_with_the_known_list(model_type: str) -> None:
     cfg = hf_data("qwen2.5-7b-instruct") | {"model_type": model_type}
     with pytest.raises(GraphError) as err:

@@ -62,6 +62,30 @@ def test_symbolic_dims_bind_or_name_the_node() -> None:
     assert bound.nodes[0].op is not None and bound.nodes[0].op["shape"] == [32, 64]
 
 
+def test_unresolved_shapes_name_the_dim_and_the_rest_estimates() -> None:
+    """An unbound symbolic dim is named with the --dim that binds it; a data-dependent axis (NonZero's count)
+    is said to be one; the nodes with known shapes keep their own models."""
+    w = helper.make_tensor("w", TensorProto.FLOAT, [64, 64], np.ones(64 * 64, dtype=np.float32))
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+             helper.make_node("NonZero", ["h"], ["nz"], name="nonzero"),
+             helper.make_node("Cast", ["nz"], ["nzf"], name="cast", to=TensorProto.FLOAT),
+             helper.make_node("Relu", ["h"], ["y"], name="relu")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("nzf", TensorProto.FLOAT, None)], initializer=[w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    unbound = {d["node"]: d["reason"] for d in estimate(import_onnx(model), A100).diagnostics()}
+    assert set(unbound) == {"mm", "nonzero", "cast", "relu"}
+    assert "tensor 'x' has unbound symbolic dim 'batch'" in unbound["mm"] and "--dim batch=SIZE" in unbound["mm"]
+    assert "tensor 'h' has unbound symbolic dim 'batch'" in unbound["relu"]
+    bound = import_onnx(model, dims={"batch": 8})
+    est = estimate(bound, A100)
+    reasons = {d["node"]: d["reason"] for d in est.diagnostics()}
+    assert set(reasons) == {"nonzero", "cast"}  # MatMul and Relu have their own models again
+    assert "tensor 'nz' has axis 1 ('unk__0') unknown (data-dependent" in reasons["cast"]
+    assert est.step_time_s > 0 and next(n for n in bound.nodes if n.name == "mm").op["m"] == 8
+
+
 def test_bad_onnx_bytes_are_a_graph_error() -> None:
     with pytest.raises(GraphError, match=r"not a readable ONNX model"):
         import_onnx(b"not a model")

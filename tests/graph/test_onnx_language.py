@@ -56,8 +56,12 @@ def _check(model: Any, batch: int, seq: int) -> None:
     graph = import_onnx(_export(model))
     assert graph.unsupported() == []  # every node costed by its own model: no fallback
     module_params = sum(p.numel() for p in model.parameters())
-    # exact with transformers 4.46; 4.57's BERT export adds a 2-element float constant the importer counts (+0.001 %)
-    assert abs(graph.params - module_params) <= 1e-4 * module_params
+    # exact with transformers 4.46 (the dev extra's pin); 4.57's BERT export adds a 2-element float constant the
+    # importer counts (+0.001 %), so other versions get 0.01 %
+    if transformers.__version__.startswith("4.46."):
+        assert graph.params == module_params
+    else:
+        assert abs(graph.params - module_params) <= 1e-4 * module_params
     tokens = BATCH * SEQ
     attention = LAYERS * 2 * (2 * BATCH * SEQ * SEQ * HIDDEN)  # QK^T and PV per layer
     assert _matmul_flops(graph) == 2 * tokens * _linear_params(model) + attention

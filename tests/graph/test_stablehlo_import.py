@@ -3,6 +3,7 @@ benchmarks/stablehlo_golden.py), weights, unsupported ops listed, bad text named
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -124,3 +125,28 @@ def test_a_transposed_convolution_is_a_gemm_col2im_and_write() -> None:
     assert gemm == 2 * 2048 * 16 * 72
     xla = (lowered.cost_analysis() or {})["flops"]
     assert gemm / xla - 1.0 == pytest.approx(0.021, abs=0.002)
+
+
+def test_truncated_text_is_an_error_or_an_estimate_never_a_crash() -> None:
+    """Every 13th prefix of the MLP lowering (and the one that cut a constant before its type, which raised an
+    IndexError before): a GraphError / ValueError naming the problem, or a graph that estimates."""
+    text = (DATA / "mlp_bf16.mlir").read_text()
+    for end in [616, *range(0, len(text), 13)]:
+        with contextlib.suppress(ValueError):  # GraphError and OpError are ValueErrors
+            estimate(import_stablehlo(text[:end]), H100, fusion=False, check_memory=False)
+
+
+def test_a_live_jax_lowering_matches_xlas_count() -> None:
+    """jax (a dev dependency, CPU wheel) lowers a GEMM + bias here and now, not from the stored files: the imported
+    FLOPs equal XLA's cost analysis (2·64·128·256 for the dot, one per element for the add)."""
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    lowered = jax.jit(lambda x, w: x @ w + 1.0).lower(jnp.ones((64, 128), jnp.float32),
+                                                          jnp.ones((128, 256), jnp.float32))
+    graph = import_stablehlo(lowered.as_text())
+    result = estimate(graph, H100, fusion=False)
+    flops = float(result.batch.flops[result.index].sum())
+    cost = lowered.cost_analysis()
+    xla = (cost[0] if isinstance(cost, list) else cost)["flops"]
+    assert flops == xla == 2 * 64 * 128 * 256 + 64 * 256
+    assert graph.params == 128 * 256  # main's second argument, read as the GEMM's B
