@@ -92,7 +92,7 @@ def _interval_ratios(parts: list[Part], n: int) -> FloatArray:
             ratios[rows] = uncalibrated_interval.interval_s(ops, np.ones(len(ops)))
             continue
         passes = ops.values.get("pass_", np.full(ops.n, "forward"))
-        if ops.n and (passes == passes[0]).all():  # one pass (the usual table): no sort of the strings
+        if ops.n and (passes.strides[0] == 0 or (passes == passes[0]).all()):  # one pass: no sort of the strings
             names, inverse = passes[:1], np.zeros(ops.n, dtype=np.intp)
         else:
             names, inverse = np.unique(passes, return_inverse=True)

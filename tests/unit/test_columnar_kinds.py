@@ -61,10 +61,14 @@ def _distinct_table(device: str, n: int) -> dict[str, Any]:
             "bytes": rng.choice([1e4, 1e6], n) + grow, "devices": np.full(n, 8), "inputs": np.full(n, 2)}
 
 
-@pytest.mark.parametrize("device", DEVICES)
-def test_a_table_of_distinct_rows_gives_the_op_objects_answers(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("device", "passes"), [*((d, False) for d in DEVICES), (DEVICES[0], True)])
+def test_a_table_of_distinct_rows_gives_the_op_objects_answers(device: str, passes: bool,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a ``pass_`` column (every row's is the default, read once) and with one of all three passes."""
     n = 1500
     table = _distinct_table(device, n)
+    if passes:
+        table["pass_"] = np.random.default_rng(4).choice(["forward", "backward", "forward_backward"], n)
     monkeypatch.setattr(columnar, "CHUNK_ROWS", 128)  # several chunks per kind, the last of each short
     fallbacks: list[int] = []
     real = columnar._predict_table_chunks
