@@ -192,7 +192,8 @@ def calibrated_speed(count: int) -> None:
         assert batch.in_calibrated_range is not None
         noted = sum(any(n.startswith("calibration: beyond") for n in texts) for texts in batch.notes.values())
         outside = (~batch.in_calibrated_range).mean()
-        print(f"predict_calibrated (Op objects, {mix}): {best:>10,.0f} ops/s  ({outside:.0%} outside the calibrated range; {noted / len(ops):.0%} of a fitted class, with a note saying why)")
+        print(f"predict_calibrated (Op objects, {mix}): {best:>10,.0f} ops/s  ({outside:.0%} outside the "
+              f"calibrated range; {noted / len(ops):.0%} of a fitted class, with a note saying why)")
         print(f"predict_many uncalibrated, same ops: {plain:>9,.0f} ops/s  (calibrated / uncalibrated: best "
               f"{best / plain:.2f}, median of 7 alternate runs {float(np.median(ratios)):.2f}; goal >= 0.5)")
 
