@@ -116,12 +116,16 @@ def table(rows: int, seed: int = 0) -> dict[str, Any]:
 
 
 def distinct_table(rows: int, seed: int = 0) -> dict[str, Any]:
-    """``table`` with every row different from every other: row i's m and its shape's first dimension grown by i
-    (so each matmul is a GEMM shape of its own, searched once)."""
+    """``table``'s kinds with no two rows alike (up to 1.5M rows): row i's (m, n, k, dtype) is i in mixed radix
+    (m = 1 + i mod 8192, then n, k over ``table``'s 8 sizes and the dtype over its 3), so each matmul is a GEMM
+    shape of its own, searched once; its shape is [1 + i, 4096]."""
     columns = table(rows, seed)
-    grow = np.arange(rows)
-    columns["m"] = columns["m"] + grow
-    columns["shape"] = columns["shape"] + np.stack([grow, np.zeros(rows, dtype=grow.dtype)], axis=1)
+    dims = np.array([16, 64, 128, 512, 1024, 2048, 4096, 8192])
+    i = np.arange(rows)
+    rest = i // 8192
+    columns.update(m=1 + i % 8192, n=dims[rest % 8], k=dims[rest // 8 % 8],
+                   dtype=np.array(["bf16", "fp16", "fp8_e4m3"])[rest // 64 % 3])
+    columns["shape"] = np.stack([1 + i, np.full(rows, 4096)], axis=1)
     return columns
 
 

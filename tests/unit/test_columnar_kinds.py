@@ -87,3 +87,28 @@ def test_a_table_of_distinct_rows_gives_the_op_objects_answers(device: str, pass
     for name in ("time_s", "overhead_s", "compulsory_bytes", "utilization", "uncalibrated_interval_s"):
         assert getattr(got, name).tobytes() == getattr(expected, name).tobytes(), name
     assert got.notes == expected.notes
+
+
+def test_the_choice_memo_steps_aside_for_new_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once most rows looked up were new, the memo searches without looking up or keeping: the same answers."""
+    import dataclasses
+
+    from perfmodel.search import choice_memo
+    from perfmodel.search.gemm_cost import GemmChoice
+    from tests.unit.test_labels_memo import _fake_best, _rows
+
+    monkeypatch.setattr(choice_memo, "PAYS_FROM_ROWS", 100)
+    searched: list[int] = []
+    best = _fake_best(searched)
+    memo, tables, space = choice_memo.ChoiceMemo(), object(), object()
+    calls = [_rows(80, seed) for seed in (1, 2, 3)]  # mostly new rows each time
+    got = [memo.search(tables, space, columns, best) for columns in calls]
+    assert searched[0] == 80 and searched[1] < 80 and searched[2] == 80  # the third: every row, no look-up
+    for choice, columns in zip(got, calls, strict=True):
+        want = _fake_best([])(*columns)
+        for f in dataclasses.fields(GemmChoice):
+            np.testing.assert_array_equal(getattr(choice, f.name), getattr(want, f.name), err_msg=f.name)
+    repeated = choice_memo.ChoiceMemo()
+    for _ in range(3):  # the same rows again and again: found, kept in use
+        repeated.search(tables, space, calls[0], best)
+    assert searched[3:] == [80]
