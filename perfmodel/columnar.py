@@ -91,13 +91,14 @@ def _interval_ratios(parts: list[Part], n: int) -> FloatArray:
         if isinstance(ops, list):
             ratios[rows] = uncalibrated_interval.interval_s(ops, np.ones(len(ops)))
             continue
-        passes = ops.values.get("pass_", np.full(ops.n, "forward"))
-        if ops.n and (passes.strides[0] == 0 or (passes == passes[0]).all()):  # one pass: no sort of the strings
-            names, inverse = passes[:1], np.zeros(ops.n, dtype=np.intp)
-        else:
-            names, inverse = np.unique(passes, return_inverse=True)
+        passes = ops.values.get("pass_", np.broadcast_to(np.array("forward"), ops.n))
+        one = bool(ops.n) and (passes.strides[0] == 0 or bool((passes == passes[0]).all()))
+        names, inverse = (passes[:1], None) if one else np.unique(passes, return_inverse=True)
         proxies = [SimpleNamespace(kind=ops.cls.kind, pass_=str(p)) for p in names.tolist()]
-        ratios[rows] = uncalibrated_interval.interval_s(proxies, np.ones(len(proxies)))[inverse.ravel()]  # type: ignore[arg-type]
+        band = uncalibrated_interval.interval_s(proxies, np.ones(len(proxies)))  # type: ignore[arg-type]
+        if rows.size == n and np.array_equal(rows, np.arange(n)):  # the whole batch, in order (a chunk of one kind)
+            rows = slice(None)  # type: ignore[assignment]
+        ratios[rows] = band[0] if inverse is None else band[inverse.ravel()]  # one pass: its row, broadcast
     return ratios
 
 
