@@ -1,6 +1,7 @@
 """Prediction throughput: single calls and ``predict_many`` on 10,000 mixed ops (one core), the
 columnar entry (``perfmodel.columnar.predict_columns``) on a table of matmuls and rmsnorms (``--rows``,
-1,000,000 by default) with its peak traced memory per row, and ``predict_calibrated`` with a
+1,000,000 by default; repeated rows, every row predicted, and a table whose rows all differ) with its peak traced
+memory per row, and ``predict_calibrated`` with a
 calibration fitted on Vidur's A100 runs (local correction included). Rates are ops per CPU second
 (``time.process_time``).
 
@@ -114,33 +115,52 @@ def table(rows: int, seed: int = 0) -> dict[str, Any]:
             "shape": np.stack([rng.choice(dims, rows), np.full(rows, 4096)], axis=1)}
 
 
+def distinct_table(rows: int, seed: int = 0) -> dict[str, Any]:
+    """``table``'s kinds with no two rows alike (up to 1.5M rows): row i's (m, n, k, dtype) is i in mixed radix
+    (m = 1 + i mod 8192, then n, k over ``table``'s 8 sizes and the dtype over its 3), so each matmul is a GEMM
+    shape of its own, searched once; its shape is [1 + i, 4096]."""
+    columns = table(rows, seed)
+    dims = np.array([16, 64, 128, 512, 1024, 2048, 4096, 8192])
+    i = np.arange(rows)
+    rest = i // 8192
+    columns.update(m=1 + i % 8192, n=dims[rest % 8], k=dims[rest // 8 % 8],
+                   dtype=np.array(["bf16", "fp16", "fp8_e4m3"])[rest // 64 % 3])
+    columns["shape"] = np.stack([1 + i, np.full(rows, 4096)], axis=1)
+    return columns
+
+
 def columnar_speed(hw: perfmodel.Hardware, rows: int) -> None:
-    """``predict_columns`` on ``rows`` rows: ops per CPU second (best of 3), repeated rows merged (the default)
-    and, alternately in the same run, every row predicted chunk by chunk (``MOST_DISTINCT = 0``, the baseline);
-    then (traced runs) peak bytes per row of each."""
+    """``predict_columns`` on ``rows`` rows: ops per CPU second (best of 3), alternately in the same run: the table
+    of repeated rows merged (the default); the same table with every row predicted chunk by chunk
+    (``MOST_DISTINCT = 0``: what a table whose rows all differ but whose GEMM shapes repeat costs); and a table
+    whose rows all differ (``distinct_table``: the default path, which finds nothing to merge); then (traced runs)
+    peak bytes per row of each."""
     from perfmodel import columnar
 
-    columns = table(rows)
-    columnar.predict_columns(hw, {k: v[:1000] for k, v in columns.items()})  # compile / load the kernels
+    tables = {"repeated": table(rows), "distinct": distinct_table(rows)}
+    columnar.predict_columns(hw, {k: v[:1000] for k, v in tables["repeated"].items()})  # compile / load the kernels
     default = columnar.MOST_DISTINCT
-    best = {"merged": 0.0, "chunked": 0.0}
+    modes = (("merged", "repeated", default), ("chunked", "repeated", 0.0), ("distinct", "distinct", default))
+    best = {mode: 0.0 for mode, _, _ in modes}
     memory: dict[str, tuple[float, float]] = {}
     for _ in range(3):
-        for mode, share in (("merged", default), ("chunked", 0.0)):
+        for mode, name, share in modes:
             columnar.MOST_DISTINCT = share
             start = time.process_time()
-            columnar.predict_columns(hw, columns)
+            columnar.predict_columns(hw, tables[name])
             best[mode] = max(best[mode], rows / (time.process_time() - start))
-    for mode, share in (("merged", default), ("chunked", 0.0)):
+    for mode, name, share in modes:
         columnar.MOST_DISTINCT = share
         tracemalloc.start()
-        batch = columnar.predict_columns(hw, columns)
+        batch = columnar.predict_columns(hw, tables[name])
         kept, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         memory[mode] = (peak / rows, kept / rows)
         del batch
     columnar.MOST_DISTINCT = default
-    for mode, label in (("merged", "repeated rows predicted once"), ("chunked", "every row, chunk by chunk")):
+    labels = {"merged": "repeated rows predicted once", "chunked": "every row, chunk by chunk",
+              "distinct": "all rows distinct, each matmul its own GEMM"}
+    for mode, label in labels.items():
         print(f"predict_columns ({rows:,} rows, matmul + rmsnorm, {label}): {best[mode]:>10,.0f} ops/s  (peak "
               f"{memory[mode][0]:,.0f} B/row while predicting, {memory[mode][1]:,.0f} B/row kept with the result)")
     print(f"  merged / chunked: {best['merged'] / best['chunked']:.2f}")
@@ -158,26 +178,28 @@ def calibrated_speed(count: int) -> None:
     cal = fit_calibration(hw, runs)
     fit_s = time.process_time() - start
     points = sum(len(c.local.points) for c in cal.classes.values() if c.local is not None)
-    ops = [make_op(d) for d in mixed_ops(count)]
-    predict_calibrated(hw, ops[:100], cal)  # warm the per-device tables (and load the trees' compiled walk)
-    best, plain, ratios = 0.0, 0.0, []
-    for _ in range(7):  # alternately: the uncalibrated prediction of the same ops, the baseline of the ratio
-        start = time.process_time()
-        perfmodel.predict_many(hw, ops, timing="host" if cal.timing == "host" else "kernel", space=cal.space)
-        uncalibrated = len(ops) / (time.process_time() - start)
-        start = time.process_time()
-        batch = predict_calibrated(hw, ops, cal)
-        calibrated = len(ops) / (time.process_time() - start)
-        best, plain = max(best, calibrated), max(plain, uncalibrated)
-        ratios.append(calibrated / uncalibrated)
-    assert batch.in_calibrated_range is not None
     print(f"fit_calibration ({len(runs)} Vidur A100 runs):   {fit_s:>10.1f} s  "
           f"({points} local-correction points, {len(json.dumps(cal.params)) / 1e6:.1f} MB as JSON)")
-    noted = sum(any(n.startswith("calibration: beyond") for n in texts) for texts in batch.notes.values())
-    print(f"predict_calibrated (Op objects):    {best:>10,.0f} ops/s  ({(~batch.in_calibrated_range).mean():.0%} "
-          f"outside the calibrated range; {noted / len(ops):.0%} of a fitted class, with a note saying why)")
-    print(f"predict_many uncalibrated, same ops: {plain:>9,.0f} ops/s  (calibrated / uncalibrated: best "
-          f"{best / plain:.2f}, median of 7 alternate runs {float(np.median(ratios)):.2f}; goal >= 0.5)")
+    for mix, dicts in (("the mix", mixed_ops(count)), ("no op repeated", _distinct_mix(mixed_ops(count)))):
+        ops = [make_op(d) for d in dicts]
+        predict_calibrated(hw, ops[:100], cal)  # warm the per-device tables (and load the trees' compiled walk)
+        best, plain, ratios = 0.0, 0.0, []
+        for _ in range(7):  # alternately: the uncalibrated prediction of the same ops, the baseline of the ratio
+            start = time.process_time()
+            perfmodel.predict_many(hw, ops, timing="host" if cal.timing == "host" else "kernel", space=cal.space)
+            uncalibrated = len(ops) / (time.process_time() - start)
+            start = time.process_time()
+            batch = predict_calibrated(hw, ops, cal)
+            calibrated = len(ops) / (time.process_time() - start)
+            best, plain = max(best, calibrated), max(plain, uncalibrated)
+            ratios.append(calibrated / uncalibrated)
+        assert batch.in_calibrated_range is not None
+        noted = sum(any(n.startswith("calibration: beyond") for n in texts) for texts in batch.notes.values())
+        outside = (~batch.in_calibrated_range).mean()
+        print(f"predict_calibrated (Op objects, {mix}): {best:>10,.0f} ops/s  ({outside:.0%} outside the "
+              f"calibrated range; {noted / len(ops):.0%} of a fitted class, with a note saying why)")
+        print(f"predict_many uncalibrated, same ops: {plain:>9,.0f} ops/s  (calibrated / uncalibrated: best "
+              f"{best / plain:.2f}, median of 7 alternate runs {float(np.median(ratios)):.2f}; goal >= 0.5)")
 
 
 if __name__ == "__main__":

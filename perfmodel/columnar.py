@@ -91,13 +91,14 @@ def _interval_ratios(parts: list[Part], n: int) -> FloatArray:
         if isinstance(ops, list):
             ratios[rows] = uncalibrated_interval.interval_s(ops, np.ones(len(ops)))
             continue
-        passes = ops.values.get("pass_", np.full(ops.n, "forward"))
-        if ops.n and (passes == passes[0]).all():  # one pass (the usual table): no sort of the strings
-            names, inverse = passes[:1], np.zeros(ops.n, dtype=np.intp)
-        else:
-            names, inverse = np.unique(passes, return_inverse=True)
+        passes = ops.values.get("pass_", np.broadcast_to(np.array("forward"), ops.n))
+        one = bool(ops.n) and (passes.strides[0] == 0 or bool((passes == passes[0]).all()))
+        names, inverse = (passes[:1], None) if one else np.unique(passes, return_inverse=True)
         proxies = [SimpleNamespace(kind=ops.cls.kind, pass_=str(p)) for p in names.tolist()]
-        ratios[rows] = uncalibrated_interval.interval_s(proxies, np.ones(len(proxies)))[inverse.ravel()]  # type: ignore[arg-type]
+        band = uncalibrated_interval.interval_s(proxies, np.ones(len(proxies)))  # type: ignore[arg-type]
+        if rows.size == n and np.array_equal(rows, np.arange(n)):  # the whole batch, in order (a chunk of one kind)
+            rows = slice(None)  # type: ignore[assignment]
+        ratios[rows] = band[0] if inverse is None else band[inverse.ravel()]  # one pass: its row, broadcast
     return ratios
 
 
@@ -254,8 +255,56 @@ def _distinct_count(ops: OpColumns | list[Op]) -> int:
 
 def _predict_chunks(hardware: HardwareLike, columns: Mapping[str, Any], n: int, timing: Timing, warm_cache: bool,
                     defaults: ModelDefaults | None, space: SpaceName) -> CostBatch | None:
-    """``predict_columns`` chunk by chunk; None when the chunks' batches do not stack (other level, engine or
-    schedule keys) or a chunk raises (the whole table then raises the error the one-piece path names)."""
+    """``predict_columns`` chunk by chunk, the rows taken kind by kind (``_kind_order``) so that a chunk holds one
+    kind: its work is its class's alone (no interleaving of kinds) and its answers go to their rows in the
+    table (``Stitch.add`` of an index array). The chunks of mixed kinds in table order (``_predict_table_chunks``)
+    when two kinds' batches do not stack (other level or schedule keys); None when a chunk raises (the whole table
+    then raises the error the one-piece path names)."""
+    split = _kind_order(columns)
+    if split is None:
+        return None
+    order, kinds = split
+    stitch = Stitch(n)
+    all_parts: list[Part] = []
+    with choice_memo.scope():  # each distinct GEMM shape is searched once for the whole table
+        for kind, lo, hi in kinds:
+            cls = op_class(kind)
+            for start in range(lo, hi, CHUNK_ROWS):
+                rows = order[start:min(start + CHUNK_ROWS, hi)]
+                try:
+                    ops = (from_arrays(cls, columns, rows) if cls.columnar
+                           else [_cell_op(kind, columns, int(i)) for i in rows])
+                    batch = _predict(hardware, [(ops, np.arange(rows.size, dtype=np.intp))], int(rows.size),
+                                     timing, warm_cache, defaults, space)
+                except OpError:
+                    return None
+                if not stitch.add(rows, batch):
+                    return _predict_table_chunks(hardware, columns, n, timing, warm_cache, defaults, space)
+                del batch
+                all_parts.append((ops, rows))
+    return stitch.batch(RowOps(n, all_parts))
+
+
+def _kind_order(columns: Mapping[str, Any]) -> tuple[IntArray, list[tuple[str, int, int]]] | None:
+    """The table's rows ordered by kind (a stable partition: table order within a kind) and each kind's
+    (name, start, end) in that order; None when a kind is unknown (the one-piece path names it)."""
+    kinds = np.asarray(columns["kind"])
+    names = op_kinds()
+    codes = factorize(kinds if kinds.dtype.kind == "U" else kinds.astype(str), names)
+    if (codes < 0).any():
+        return None
+    small = codes.astype(np.uint8 if len(names) <= 256 else np.uint16)
+    order = np.argsort(small, kind="stable")  # a radix sort of the 1- or 2-byte codes
+    ends = np.cumsum(np.bincount(small, minlength=len(names)))
+    starts = ends - np.bincount(small, minlength=len(names))
+    return order, [(names[c], int(starts[c]), int(ends[c])) for c in np.flatnonzero(ends > starts).tolist()]
+
+
+def _predict_table_chunks(hardware: HardwareLike, columns: Mapping[str, Any], n: int, timing: Timing,
+                          warm_cache: bool, defaults: ModelDefaults | None, space: SpaceName) -> CostBatch | None:
+    """``predict_columns`` chunk by chunk in table order (every kind in each chunk); None when the chunks' batches
+    do not stack (other level, engine or schedule keys) or a chunk raises (the whole table then raises the error the
+    one-piece path names)."""
     stitch = Stitch(n)
     all_parts: list[Part] = []
     with choice_memo.scope():  # each distinct GEMM shape is searched once for the whole table

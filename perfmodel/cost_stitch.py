@@ -45,8 +45,9 @@ class Stitch:
         self._notes: dict[int, list[str]] = {}
         self._hardware: Any = None
 
-    def add(self, start: int, batch: CostBatch) -> bool:
-        """Copy ``batch`` (rows ``start:start + len(batch)``) in; False when its layout differs from the first's."""
+    def add(self, start: int | np.ndarray[Any, np.dtype[np.intp]], batch: CostBatch) -> bool:
+        """Copy ``batch`` in, to the rows ``start:start + len(batch)`` or, given an index array, to the rows it
+        names (one per row of ``batch``); False when its layout differs from the first's."""
         layout = _layout(batch)
         if self._layout is None:
             self._layout, self._hardware = layout, batch.hardware
@@ -59,16 +60,18 @@ class Stitch:
                             for name in _GROUPS}
         elif layout != self._layout:
             return False
-        end = start + len(batch)
+        rows: Any = slice(start, start + len(batch)) if isinstance(start, int) else start
         for name, out in self._arrays.items():
             if out is not None:
-                out[start:end] = getattr(batch, name)
+                out[rows] = getattr(batch, name)
         for name, group in self._groups.items():
             for k, values in getattr(batch, name).items():
-                group[k][start:end] = values
-        self._bound.codes[start:end] = batch.bound.codes
+                group[k][rows] = values
+        self._bound.codes[rows] = batch.bound.codes
         if batch.notes:
-            self._notes.update(zip([start + i for i in batch.notes], batch.notes.values(), strict=True))
+            noted = np.fromiter(batch.notes, dtype=np.intp, count=len(batch.notes))
+            at = (noted + start if isinstance(start, int) else start[noted]).tolist()
+            self._notes.update(zip(at, batch.notes.values(), strict=True))
         return True
 
     def batch(self, ops: Sequence[Op]) -> CostBatch:

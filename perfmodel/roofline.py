@@ -243,21 +243,34 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
     The GEMMs of one op (forward, data- and weight-gradient) run one after the other: their
     times and bytes add up.
     """
-    batch = work.gemm_batch[idx]
+    every = idx.size == work.n  # every op (a table's chunk of matmuls): the arrays as they are, not copies
+
+    def ops_(values: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        return values if every else values[idx]
+
+    batch = ops_(work.gemm_batch)
     rows, slots = np.nonzero(batch > 0)
+    # one GEMM per op, in slot 0 (forward matmuls): each slot-0 column read as it is, not gathered
+    first_slot = rows.size == idx.size and not slots.any()
+
+    def gemm_(values: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        return np.ascontiguousarray(values[:, 0]) if first_slot else values[rows, slots]
+
     op_rows = idx[rows]
-    gemm_flops = 2.0 * batch * work.gemm_m[idx] * work.gemm_n[idx] * work.gemm_k[idx]
-    share = gemm_flops[rows, slots] / np.maximum(gemm_flops.sum(axis=1)[rows], 1.0)
+    gm, gn, gk = ops_(work.gemm_m), ops_(work.gemm_n), ops_(work.gemm_k)
+    gemm_flops = 2.0 * batch * gm * gn * gk
+    total_flops = gemm_flops.sum(axis=1)
+    share = gemm_(gemm_flops) / np.maximum(total_flops if first_slot else total_flops[rows], 1.0)
     elem = DTYPE_BYTES[work.matrix_dtype[op_rows]]
     # GEMMs issued one after another (a per-image loop): one is searched, each repeat adds its time and launch
-    serial = np.maximum(work.gemm_serial[idx][rows, slots], 1.0)
-    columns = (batch[rows, slots], work.gemm_m[idx][rows, slots], work.gemm_n[idx][rows, slots],
-               work.gemm_k[idx][rows, slots], elem, m_peak[op_rows], compulsory[op_rows] * share / serial)
+    serial = np.maximum(gemm_(ops_(work.gemm_serial)), 1.0)
+    columns = (gemm_(batch), gemm_(gm), gemm_(gn), gemm_(gk), elem, m_peak[op_rows],
+               compulsory[op_rows] * share / serial)
     # cuDNN's SIMT convolutions run their own fixed tiles (conv_space), one family per code: searched apart, their
     # candidates indexed after ``space``'s
     simt = simt_on_cudnn(t, work.matrix_dtype[op_rows])
     nvidia_gpu = t.hardware.kind == "gpu" and t.hardware.vendor == "nvidia"
-    family = family_of(work.gemm_simt_conv[idx][rows, slots], simt, ~simt & nvidia_gpu)
+    family = family_of(gemm_(ops_(work.gemm_simt_conv)), simt, ~simt & nvidia_gpu)
     if family.any():
         parts, spaces = [], [space]
         for code in np.unique(family):
@@ -287,7 +300,10 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
               "raster_group": space.group[choice.index], "waves": choice.waves, "tiles": choice.tiles,
               "resident_tiles": choice.resident, "footprint_bytes": choice.footprint_bytes}
     for key, values in chosen.items():
-        out.schedule[key][op_rows[first]] = values[first]
+        if every and first_slot:  # each op's one GEMM, in op order
+            out.schedule[key][:] = values
+        else:
+            out.schedule[key][op_rows[first]] = values[first]
 
 
 def _merge(parts: Sequence[tuple[np.ndarray[Any, np.dtype[np.bool_]], GemmChoice]], name: str

@@ -188,11 +188,19 @@ def apply_calibration(calibration: Calibration, batch: CostBatch) -> CostBatch:
     depends on its op and its row of ``batch`` only: rows repeating an earlier row's op and model row (bit for bit,
     notes included) are calibrated once and taken (``CostBatch.take``: their ``ops`` entry is the equal first op).
     """
+    _check_hardware(calibration, batch)
+    distinct, op_row = distinct_ops(batch.ops)  # the per-op Python runs once per distinct op
+    return _apply_distinct(calibration, batch, distinct, op_row)
+
+
+def _check_hardware(calibration: Calibration, batch: CostBatch) -> None:
     hw = batch.hardware
     if calibration.hardware_id not in (hw.id, hw.derived_from):
         raise ValueError(f"calibration for {calibration.hardware_id!r} applied to {hw.id!r}: fit one for it, "
                          "or seed one with fit_calibration(hardware, runs, base=...)")
-    distinct, op_row = distinct_ops(batch.ops)  # the per-op Python runs once per distinct op
+
+
+def _apply_distinct(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_row: IntArray) -> CostBatch:
     repeated = _repeated_rows(batch, op_row)
     if repeated is not None:
         first, back = repeated
@@ -436,11 +444,20 @@ def _local_log_factor(corrections: list[LocalCorrection | None], inverse: IntArr
 
 def predict_calibrated(hardware: HardwareLike, ops: Iterable[OpLike], calibration: Calibration,
                        **kw: Any) -> CostBatch:
-    """``predict_many`` (with the calibration's timing and GEMM space unless given) then ``apply_calibration``."""
+    """``predict_many`` (with the calibration's timing and GEMM space unless given) then ``apply_calibration``; an
+    ``Op`` repeated in ``ops`` (``distinct_ops``) predicted and calibrated once, then taken (as repeated dicts)."""
     hw: Hardware = resolve_hardware(hardware)
     kw.setdefault("timing", calibration.timing)
     kw.setdefault("space", calibration.space)
-    return apply_calibration(calibration, predict_many(hw, ops, **kw))
+    given = ops if isinstance(ops, list) else list(ops)
+    if not given or not all(isinstance(op, Op) for op in given):
+        return apply_calibration(calibration, predict_many(hw, given, **kw))
+    distinct, op_row = distinct_ops(given)  # type: ignore[arg-type]
+    batch = predict_many(hw, distinct, **kw)
+    _check_hardware(calibration, batch)
+    if len(distinct) == len(given):
+        return _apply_distinct(calibration, batch, distinct, op_row)
+    return _apply(calibration, batch, distinct, np.arange(len(distinct))).take(op_row)
 
 
 def _space(value: Any) -> SpaceName:

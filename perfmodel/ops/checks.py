@@ -44,7 +44,10 @@ def positive_invalid(cols: OpColumns, *names: str) -> np.ndarray[Any, np.dtype[n
 
 def pass_invalid(cols: OpColumns) -> np.ndarray[Any, np.dtype[np.bool_]]:
     """Rows whose ``pass_`` breaks ``check_pass``."""
-    out: np.ndarray[Any, np.dtype[np.bool_]] = ~np.isin(cols.values["pass_"], PASSES)
+    passes = cols.values["pass_"]
+    if passes.ndim == 1 and passes.size > 1 and passes.strides[0] == 0:  # a default column: one value, looked at once
+        return np.full(passes.size, str(passes[0]) not in PASSES)
+    out: np.ndarray[Any, np.dtype[np.bool_]] = ~np.isin(passes, PASSES)
     return out
 
 

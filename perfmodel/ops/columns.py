@@ -123,7 +123,30 @@ def factorize(values: np.ndarray[Any, Any], names: Sequence[str]) -> np.ndarray[
     return codes
 
 
+FEW_NAMES = 4  # a column whose spread sample holds at most this many of the names is compared name by name
+SAMPLE_ROWS = 1024  # rows of that sample
+
+
 def _factorize_unicode(values: np.ndarray[Any, Any], names: Sequence[str]) -> np.ndarray[Any, np.dtype[np.intp]]:
+    """``factorize`` of a unicode column. A long column whose spread sample holds few of the names (a table's kinds
+    or dtypes) is compared with each of those (``values == name``, one pass each: ~30 ms per 1M rows, against ~180
+    for the binary search), and only the rows none of them matched are searched."""
+    n = values.shape[0]
+    if n >= 4 * SAMPLE_ROWS:
+        seen = np.unique(_search_unicode(values[::n // SAMPLE_ROWS], names))
+        seen = seen[seen >= 0]
+        if seen.size <= FEW_NAMES:
+            codes = np.full(n, -1, dtype=np.intp)
+            for code in seen.tolist():
+                codes[values == names[code]] = code
+            rest = np.flatnonzero(codes < 0)
+            if rest.size:  # names the sample missed, or none
+                codes[rest] = _search_unicode(values[rest], names)
+            return codes
+    return _search_unicode(values, names)
+
+
+def _search_unicode(values: np.ndarray[Any, Any], names: Sequence[str]) -> np.ndarray[Any, np.dtype[np.intp]]:
     """``factorize`` of a unicode column: each string's fixed-width bytes compared as one ``void`` key (a memcmp,
     ~1.7x faster than comparing unicode strings); a name longer than the column's width matches no element."""
     width = values.dtype.itemsize // 4

@@ -100,6 +100,9 @@ def pass_factors(ops: Sequence[Any] | OpColumns) -> tuple[FloatArray, FloatArray
     """(forward share, backward share) per op: 1/0, 0/1 or 1/1."""
     if isinstance(ops, OpColumns):
         passes = ops.values["pass_"]
+        if passes.ndim == 1 and passes.size > 1 and passes.strides[0] == 0:  # a default column: one value
+            one = str(passes[0])
+            return np.full(passes.size, float(one != "backward")), np.full(passes.size, float(one != "forward"))
         return (passes != "backward").astype(np.float64), (passes != "forward").astype(np.float64)
     fwd = np.fromiter((o.pass_ != "backward" for o in ops), dtype=np.float64, count=len(ops))
     bwd = np.fromiter((o.pass_ != "forward" for o in ops), dtype=np.float64, count=len(ops))

@@ -21,6 +21,10 @@ from perfmodel.ops.base import FloatArray
 from perfmodel.search.gemm_cost import GemmChoice
 
 MAX_ROWS = 1 << 16  # distinct rows kept per (tables, space); past it the memo starts again (bounded memory)
+# once this many rows were looked up for a (tables, space) and fewer than this share of them were found, its later
+# calls search without the memo (the same choices: the memo only keeps them)
+PAYS_FROM_ROWS = 1 << 15
+FEW_FOUND = 0.1
 
 _ACTIVE: ContextVar[ChoiceMemo | None] = ContextVar("perfmodel_choice_memo", default=None)
 
@@ -33,6 +37,8 @@ class _Entry:
         self.keys = np.empty(0, dtype=np.dtype((np.void, width_bytes)))
         self.slot = np.empty(0, dtype=np.intp)
         self.choice: GemmChoice | None = None
+        self.searched = 0  # rows looked up, and of them found, over the calls so far
+        self.found = 0
 
     def find(self, rows: np.ndarray[Any, Any]) -> np.ndarray[Any, np.dtype[np.intp]]:
         """Each row's slot in ``choice``; -1 where it was not searched."""
@@ -65,15 +71,21 @@ class ChoiceMemo:
     def search(self, tables: Any, space: Any, columns: tuple[FloatArray, ...],
                best: Callable[..., GemmChoice]) -> GemmChoice:
         """``best(*columns)``, searching only the rows this memo has not seen with ``tables`` and ``space``."""
-        bits = np.stack([np.asarray(c, dtype=np.float64).view(np.int64) for c in columns], axis=1)
-        rows = np.ascontiguousarray(bits).view(np.dtype((np.void, bits.shape[1] * 8))).reshape(-1)
         key = (id(tables), id(space))
         entry = self._entries.get(key)
+        if entry is not None and entry.searched >= PAYS_FROM_ROWS and entry.found < FEW_FOUND * entry.searched:
+            return best(*columns)  # a table of new shapes: looking up and keeping them costs more than it saves
+        bits = np.stack([np.asarray(c, dtype=np.float64).view(np.int64) for c in columns], axis=1)
+        rows = np.ascontiguousarray(bits).view(np.dtype((np.void, bits.shape[1] * 8))).reshape(-1)
         if entry is None or entry.keys.size > MAX_ROWS or entry.keys.dtype != rows.dtype:
+            searched, found = (0, 0) if entry is None else (entry.searched, entry.found)
             entry = self._entries[key] = _Entry(bits.shape[1] * 8)
+            entry.searched, entry.found = searched, found
             self._alive += [tables, space]
         at = entry.find(rows)
         new = np.flatnonzero(at < 0)
+        entry.searched += int(rows.size)
+        entry.found += int(rows.size - new.size)
         if new.size:
             at[new] = entry.add(rows[new], best(*(c[new] for c in columns)))
         assert entry.choice is not None

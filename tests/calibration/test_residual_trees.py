@@ -182,7 +182,9 @@ def test_repeated_ops_are_predicted_once_each_as_row_by_row(odd_width: Calibrati
         for name in ("time_s", "overhead_s", "interval_s", "in_calibrated_range", "utilization"):
             np.testing.assert_array_equal(getattr(batch, name), getattr(each, name), err_msg=name)
         assert batch.notes == each.notes and (batch.bound == each.bound).all()
-    assert each.notes and not each.in_calibrated_range.all()
+        assert batch.to_dicts() == each.to_dicts()  # every field, the schedule and the op's kind included
+        assert list(batch.ops) == ops
+    assert each.notes and each.in_calibrated_range is not None and not each.in_calibrated_range.all()
 
 
 def test_once_per_op_keeps_every_row_when_an_ops_rows_differ() -> None:

@@ -54,7 +54,8 @@ def test_chunks_give_the_one_piece_answers(device: str, monkeypatch: pytest.Monk
 
 
 def test_chunks_that_do_not_stack_fall_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A chunk whose batch has other keys than the first's does not stack; the table is then predicted whole."""
+    """A chunk whose batch has other keys than the first's does not stack: the kind-by-kind chunks give way to the
+    chunks in table order, and those to the whole table."""
     columns = _table(300, seed=5)
     whole = columnar.predict_columns("nvidia-h100-sxm5-80gb", columns)
     first = columnar.predict_columns("nvidia-h100-sxm5-80gb", {k: v[:100] for k, v in columns.items()})
@@ -62,17 +63,19 @@ def test_chunks_that_do_not_stack_fall_back(monkeypatch: pytest.MonkeyPatch) -> 
     other.schedule["extra"] = np.zeros(len(other))
     stitch = Stitch(200)
     assert stitch.add(0, first) and not stitch.add(100, other)
-    calls: list[int] = []
+    calls: list[int | str] = []
     add = Stitch.add
 
-    def refuse_second(self: Stitch, start: int, batch: CostBatch) -> bool:
-        calls.append(start)
-        return start == 0 and add(self, start, batch)
+    def refuse_second(self: Stitch, start: Any, batch: CostBatch) -> bool:
+        calls.append(start if isinstance(start, int) else "rows")
+        first = not getattr(self, "seen", False)
+        self.seen = True  # type: ignore[attr-defined]
+        return first and add(self, start, batch)
 
     monkeypatch.setattr(columnar, "CHUNK_ROWS", 100)
     monkeypatch.setattr(Stitch, "add", refuse_second)
     _identical(columnar.predict_columns("nvidia-h100-sxm5-80gb", columns), whole)
-    assert calls == [0, 100]
+    assert calls == ["rows", "rows", 0, 100]
 
 
 def test_a_bad_row_in_a_later_chunk_raises_the_one_piece_error(monkeypatch: pytest.MonkeyPatch) -> None:
