@@ -1,19 +1,35 @@
 """Published end-to-end training throughputs against the model: achieved TFLOP/s per device, each in its
 source's FLOP convention (perfmodel/training/published.py lists the runs and sources).
 
-    .venv/bin/python benchmarks/training_throughput.py
+    .venv/bin/python benchmarks/training_throughput.py [--breakdown [NAME ...]]
 
-Prints a markdown table (docs/accuracy.md keeps the latest) and the median and worst |error|.
+Prints a markdown table (docs/accuracy.md keeps the latest) and the median and worst |error|; with
+``--breakdown``, the predicted step part by part beside the published step instead, for the runs whose names
+contain one of the NAMEs (default: "Llama 3").
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 
+from perfmodel.training.breakdown import markdown, step_breakdown
 from perfmodel.training.published import RUNS, TABLE_CONVENTIONS, implied_attention_tflops, predict
 
 
+def breakdown(names: list[str]) -> None:
+    """The step breakdown of every run whose name contains one of ``names``."""
+    print(markdown([step_breakdown(r) for r in RUNS if any(n in r.name for n in names)]))
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--breakdown", nargs="*", metavar="NAME",
+                        help='the step by part for the runs whose names contain NAME (default: "Llama 3")')
+    args = parser.parse_args()
+    if args.breakdown is not None:
+        breakdown(args.breakdown or ["Llama 3"])
+        return
     print("| run | device x count | convention | layout (searched: mb, v, recompute) | published TFLOP/s | "
           "predicted | error |")
     print("|---|---|---|---|---|---|---|")

@@ -120,6 +120,33 @@ def backward_side_kernels_seconds(t: MachineTables, bh: FloatArray, sq: FloatArr
     return result
 
 
+def gqa_dkv_seconds(t: MachineTables, bh: FloatArray, skv: FloatArray, bkv: FloatArray, d: FloatArray,
+                    dv: FloatArray, elem: FloatArray, group: FloatArray | float, overlap: bool,
+                    reuse_bw_unit: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The GQA backward's dK/dV reduction over the ``group`` query heads that share a KV head (0 without GQA):
+    (each CTA's epilogue seconds, its on-chip bytes, the serial side kernels' seconds).
+
+    FA3 (asynchronous MMA; Dao-AILab/flash-attention, hopper/epilogue_bwd.hpp, ``CollectiveEpilogueBwdGQA`` with
+    ``SM90_TMA_REDUCE_ADD``): each (query head, KV tile) CTA reduce-adds its fp32 dK and dV tile into a per-KV-head
+    fp32 accumulator through the L2 (read and written, as the dQ atomics), at the CTA's share of the L2 bandwidth;
+    the accumulators are zeroed before and converted to the operand type after (DRAM, serial).
+    FA2 (csrc/flash_attn/flash_api.cpp, mha_bwd): the kernel writes each query head's dK and dV (``dk_expanded``,
+    the operand type) and a sum over the group reads them and writes the KV head's (DRAM, serial)."""
+    g = np.asarray(group, dtype=float)
+    gqa = g > 1.0
+    kv_rows = bh / np.maximum(g, 1.0) * skv  # KV-head rows of dK / dV
+    dram_bw = t.bandwidth_bytes_per_s(t.dram) * t.defaults.dram_efficiency
+    if overlap:
+        tile_bytes = 2.0 * bkv * (d + dv) * DQ_ACCUM_BYTES
+        epilogue = np.where(gqa, tile_bytes / reuse_bw_unit, 0.0)
+        side_bytes = kv_rows * (d + dv) * (2.0 * DQ_ACCUM_BYTES + elem)  # zero, then read fp32 and write
+        return epilogue, np.where(gqa, tile_bytes, 0.0), np.where(gqa, 2.0 * t.latency_s(t.dram)
+                                                                  + side_bytes / dram_bw, 0.0)
+    extra = (bh * skv - kv_rows) * (d + dv) * elem + bh * skv * (d + dv) * elem  # expanded write beyond, sum's read
+    zero = np.zeros(np.broadcast_shapes(np.shape(bkv), np.shape(bh)))
+    return zero, zero, np.where(gqa, t.latency_s(t.dram) + extra / dram_bw, 0.0)
+
+
 # FlashAttention-2 warp layouts under mma.sync (``mma_scope: warp``). Forward: "we split Q across 4 warps while keeping
 # K and V accessible by all warps" (Dao 2023, FA2 paper §3.3), so each of the 4 warps reads the whole K and V tile
 # from SMEM and P stays in its registers. Backward: 8 warps as a 2 x 4 grid on every MMA (Dao-AILab/flash-attention,
@@ -302,7 +329,7 @@ def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray
     f = col(np.ones_like(bh) if fwd is None else fwd)
     b = col(np.zeros_like(bh) if bwd is None else bwd)
     back = _backward(t, bq, bkv, stages, col(bh), col(sq), col(skv), hd, hdv, dpad, dvpad, e, col(causal),
-                     peak_unit, fp32_peak, reuse_bw, overlap)
+                     peak_unit, fp32_peak, reuse_bw, overlap, col(group))
     compute = f * compute + b * back["compute_s"]
     footprint = np.where(b > 0, np.maximum(footprint, back["footprint_bytes"]), footprint)
     feasible = feasible & ((b == 0) | back["feasible"])
@@ -344,12 +371,13 @@ def _residency(t: MachineTables, footprint_bytes: FloatArray,
 def _backward(t: MachineTables, bq: FloatArray, bkv: FloatArray, stages: FloatArray, bh: FloatArray, sq: FloatArray,
               skv: FloatArray, hd: FloatArray, hdv: FloatArray, dpad: FloatArray, dvpad: FloatArray, e: FloatArray,
               causal: FloatArray, peak_unit: FloatArray, fp32_peak: FloatArray, reuse_bw: float,
-              overlap: bool) -> dict[str, FloatArray]:
+              overlap: bool, group: FloatArray | float = 1.0) -> dict[str, FloatArray]:
     """The FlashAttention-2/-3 backward: one CTA per (query head, KV tile) keeps dK and dV (fp32) on chip and walks
     the Q tiles; per (Q tile, KV tile) pair five MMAs (S = Q Kᵀ recomputed, dP = dO Vᵀ, dV += Pᵀ dO, dK += dSᵀ Q,
     dQ += dS K: 2·BQ·BKV·(3d + 2dv) FLOPs, 2.5x the forward's), the exp recomputed and twice the forward's fp32
     softmax work (P, then dS = P∘(dP − D)), and dQ accumulated in fp32 atomics through the L2 (read and written).
-    The kernel style (softmax overlapped or in turn) is the forward's."""
+    The kernel style (softmax overlapped or in turn) is the forward's. Under GQA (``group`` query heads per KV
+    head) each CTA's dK and dV belong to a KV head its group shares: ``gqa_dkv_seconds``."""
     units = float(t.units)
     qt = np.ceil(sq / bq)
     kv_tiles = np.ceil(skv / bkv)
@@ -379,12 +407,16 @@ def _backward(t: MachineTables, bq: FloatArray, bkv: FloatArray, stages: FloatAr
     per_cta = np.where(causal > 0, np.ceil(pairs / kv_tiles), qt)
     # the CTA's K and V tiles stream at its share of DRAM bandwidth and its first Q, dO tiles at its L2 share
     dram_unit = t.bandwidth_bytes_per_s(t.dram) * t.defaults.dram_efficiency / np.maximum(np.minimum(ctas, units), 1.0)
-    fill = (t.latency_s(t.dram) + bkv * (hd + hdv) * e / dram_unit + load + (softmax if overlap else 0.0)) / resident
+    epilogue, epilogue_bytes, side = gqa_dkv_seconds(t, bh, skv, bkv, hd, hdv, e, group, overlap,
+                                                     reuse_bw / np.maximum(np.minimum(ctas, units), 1.0))
+    fill = (t.latency_s(t.dram) + bkv * (hd + hdv) * e / dram_unit + load + (softmax if overlap else 0.0)
+            + epilogue) / resident
     compute = np.where(causal > 0,
                        np.maximum(bh * pairs / units * t_pair + ctas / units * fill, qt * t_pair + fill),
                        np.ceil(ctas / units) * (per_cta * t_pair + fill)) + t.latency_s(t.dram)
-    serial = backward_side_kernels_seconds(t, bh, sq, hd, hdv, e)
-    return {"compute_s": compute, "serial_s": serial, "reuse_bytes": bh * pairs * pair_bytes, "pairs": pairs,
+    serial = backward_side_kernels_seconds(t, bh, sq, hd, hdv, e) + side
+    return {"compute_s": compute, "serial_s": serial, "reuse_bytes": bh * pairs * pair_bytes + ctas * epilogue_bytes,
+            "pairs": pairs,
             "ctas": ctas,
             "footprint_bytes": footprint, "feasible": feasible}
 

@@ -17,7 +17,7 @@ from perfmodel.graph.llm_config import LlmConfig, bundled
 from perfmodel.roofline import resolve_hardware
 from perfmodel.training import flops
 from perfmodel.training.layout import RECOMPUTE_MODES, GradAccumulation, TrainingSetup
-from perfmodel.training.search import SearchSpace, search_layouts, virtual_stage_candidates
+from perfmodel.training.search import SearchResult, SearchSpace, search_layouts, virtual_stage_candidates
 
 Convention = Literal["megatron", "model", "palm"]
 MEGATRON_2021 = ("Narayanan et al. 2021, 'Efficient Large-Scale Language Model Training on GPU Clusters Using "
@@ -63,6 +63,7 @@ class PublishedRun:
     interleaved: bool = False  # the source states the interleaved schedule (v > 1 wherever pp > 1)
     cp_allgather: bool = False  # context parallelism all-gathers K/V before the attention (not a ring)
     ends_in_split: bool = False  # the source gives the embedding and the loss a layer's slot in the pipeline split
+    slot_chunks: bool = False  # the source's first chunk holds only the embedding: one slot per chunk, v = slots/pp
     grad_accumulation: GradAccumulation = "fused"  # weight gradients accumulate in the GEMM or in a kernel of their own
     pods: tuple[int, float] | None = None  # devices per full-bisection pod and the taper above the pods
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -122,10 +123,14 @@ RUNS: tuple[PublishedRun, ...] = (
                    "llama-3.1-405b", sequence_parallel=True, dropout=False, flash_attention=True,
                    interleaved=True,  # §3.3.2 and Figure 6: interleaved 1F1B, chunk count not given
                    ends_in_split=True,  # §3.3.2 "memory imbalance": one layer fewer on the first and last stages
+                   # §3.3.2: "the first model chunk on the first stage has only the embedding, and the last model
+                   # chunk on the last stage has only output projection and loss calculation": a chunk is one slot
+                   slot_chunks=True,
                    cp_allgather=True,  # §3.3.2: all-gather K and V, then compute the local queries' attention
                    grad_accumulation="separate",  # §3.3.2: DP is FSDP, fp32 gradients accumulated over micro-batches
                    pods=(3072, 7.0),  # §3.3.1: 3,072-GPU pods of full bisection, 1:7 oversubscribed above them
-                   notes=("interleaved schedule (§3.3.2, Figure 6); chunk count searched",
+                   notes=("interleaved schedule (§3.3.2, Figure 6); one layer slot per chunk (§3.3.2: the first "
+                          "chunk holds only the embedding), v = (126 + 2) / 16 = 8",
                           "first and last stages one layer fewer: the embedding and the loss take their slots "
                           "(§3.3.2)"))
       for name, gpus, cp, batch, seq, tf in _LLAMA3),
@@ -178,19 +183,23 @@ def implied_attention_tflops(long: PublishedRun, short: PublishedRun, convention
 
 
 def stated_chunks(run: PublishedRun, cfg: LlmConfig) -> tuple[int, ...]:
-    """The chunk counts v to try: the source's where stated; else every candidate, v > 1 only where the
-    source states the interleaved schedule and pp > 1 (v = 1 left when the stages hold one layer each)."""
+    """The chunk counts v to try: the source's where stated (or implied: one layer slot per chunk); else every
+    candidate, v > 1 only where the source states the interleaved schedule and pp > 1 (v = 1 left when the stages
+    hold one layer each)."""
     if run.virtual_stages:
         return run.virtual_stages
-    candidates = virtual_stage_candidates(cfg.layers + (2 if run.ends_in_split else 0), run.pp)
+    slots = cfg.layers + (2 if run.ends_in_split else 0)
+    if run.slot_chunks and slots % run.pp == 0:
+        return (slots // run.pp,)
+    candidates = virtual_stage_candidates(slots, run.pp)
     if run.interleaved:
         return tuple(v for v in candidates if v > 1) or candidates
     return candidates
 
 
-def predict(run: PublishedRun) -> dict[str, Any]:
-    """The fastest fitting layout among the run's (searching what it leaves out), its predicted TFLOP/s per
-    device in the source's convention, and the error against the published figure."""
+def search(run: PublishedRun) -> tuple[SearchResult, int, bool]:
+    """The run's layouts searched (what it leaves out), the index of the fastest that fits (else the fastest that
+    runs, flagged) and whether it fits."""
     cfg = run.config()
     dp = run.devices // (run.tp * run.pp * run.cp)
     setup = TrainingSetup(seq_len=run.seq_len, global_batch=run.global_batch, grad_bytes=run.grad_bytes,
@@ -210,7 +219,20 @@ def predict(run: PublishedRun) -> dict[str, Any]:
                         key=lambda i: float(result.times.step_s[i]))
     if not ranked:
         raise ValueError(f"{run.name}: no layout runs: {sorted(set(result.reasons))[:3]}")
-    best = result.row(ranked[0])
+    return result, ranked[0], fits
+
+
+def published_step_s(run: PublishedRun) -> float:
+    """The step time the published figure implies: the source's FLOPs per step over its TFLOP/s x devices."""
+    return source_flops(run, run.config()) / (run.published_tflops * 1e12 * run.devices)
+
+
+def predict(run: PublishedRun) -> dict[str, Any]:
+    """The fastest fitting layout among the run's (searching what it leaves out), its predicted TFLOP/s per
+    device in the source's convention, and the error against the published figure."""
+    cfg = run.config()
+    result, index, fits = search(run)
+    best = result.row(index)
     predicted = source_flops(run, cfg) / (best["step_s"] * run.devices) / 1e12
     # a source that does not state its convention (Llama 3): the same step in the causal count, for the record
     causal = (flops.palm_flops(cfg, run.global_batch, run.seq_len, causal=True) / (best["step_s"] * run.devices)

@@ -87,6 +87,7 @@ class StepTimes:
 
     step_s: FloatArray
     compute_s: FloatArray  # forward + backward compute of all micro-batches (no bubble)
+    attention_s: FloatArray  # the core attention's share of compute_s (the slowest context-parallel rank's)
     recompute_s: FloatArray
     tp_comm_s: FloatArray
     cp_exposed_s: FloatArray
@@ -264,7 +265,8 @@ def step_times(cfg: LlmConfig, hardware: Hardware, table: CostTable, costs: dict
     else:
         optimizer = local_params * table.adam_s_per_param
     step = pipeline + dp_exposed + optimizer
-    return StepTimes(step_s=step, compute_s=m * layers_stage * c["layer_s"], recompute_s=m * layers_stage * recompute,
+    return StepTimes(step_s=step, compute_s=m * layers_stage * c["layer_s"],
+                     attention_s=m * layers_stage * c["attention_s"], recompute_s=m * layers_stage * recompute,
                      tp_comm_s=m * layers_stage * c["tp_comm_s"], cp_exposed_s=m * layers_stage * cp_exposed,
                      zero3_exposed_s=m * layers_stage * zero3, pipeline_send_s=m * sends,
                      bubble_s=bubble, dp_exposed_s=dp_exposed,

@@ -42,14 +42,16 @@ def _run(name: str) -> tuple[int, ...]:
 
 
 def test_each_run_uses_the_schedule_its_source_states() -> None:
-    """Korthikanti §6: m = 3 for 175B and 530B; Narayanan §5.1 and Llama 3 §3.3.2 interleave, v not given."""
+    """Korthikanti §6: m = 3 for 175B and 530B; Narayanan §5.1 interleaves, v not given; Llama 3 §3.3.2's first
+    chunk holds only the embedding, so a chunk is one of the (126 + 2) / 16 slots of a stage: v = 8."""
     assert _run("Korthikanti GPT 175B") == (3,)
     assert _run("Korthikanti GPT 530B, 2240 GPUs, full") == (3,)
     assert _run("Korthikanti GPT 1T") == (1, 2)  # not stated: searched, non-interleaved included
     assert _run("Megatron GPT 529.6B") == (3,)  # interleaved, 3 layers per stage
     assert _run("Megatron GPT 76.1B") == (3, 5, 15)
     assert _run("Megatron GPT 1.7B") == (1,)  # pp = 1: no chunks
-    assert _run("Llama 3 405B, 8K GPUs") == (2, 4, 8)
+    assert _run("Llama 3 405B, 8K GPUs") == (8,)
+    assert _run("Llama 3 405B, 16K GPUs, 131K context") == (8,)
 
 
 # History of the two 8K-context rows (issue 29; docs/accuracy.md, 'Training throughput'): +23.9 / +21.7 % after
