@@ -57,6 +57,11 @@ class AdviceRequest(BaseModel):
         return advice_graph(source, self.phase, self.batch, self.prompt_tokens, self.dtype)
 
 
+class PrecisionRequest(AdviceRequest):
+    fp32_math: Literal["framework", "tf32", "ieee"] = Field(
+        default="framework", description="the baseline's fp32 convolutions / matmuls (perfmodel.graph.math_mode)")
+
+
 class PartitionRequest(AdviceRequest):
     fallback: str = Field(default=DEFAULT_FALLBACK, description="the host that runs what the device cannot")
     supported_ops: list[str] | None = Field(
@@ -78,6 +83,7 @@ class PrecisionOut(Versioned):
     hardware: str
     schemes: list[str]
     graph_time_s: float
+    fp32_math: dict[str, Any] | None = Field(default=None, description="the baseline's fp32 math mode")
     totals: dict[str, dict[str, float]]
     layers: list[dict[str, Any]]
     ops: list[dict[str, Any]]
@@ -93,11 +99,11 @@ def advise_partition(body: PartitionRequest, state: AppState = Depends(get_state
 
 
 @router.post("/advice/precision", response_model=PrecisionOut)
-def advise_precision(body: AdviceRequest, state: AppState = Depends(get_state)) -> Response:
+def advise_precision(body: PrecisionRequest, state: AppState = Depends(get_state)) -> Response:
     """Per weight-holding matmul/conv and per layer: the predicted gain of fp8 / int8 / int4, weight-only and
     full (with the quantize op full quantization adds), and the whole step's time under each scheme."""
     hardware, _ = state.hardware(body.hardware)
-    return json_response(_precision_json(body.built_graph(), hardware))
+    return json_response(_precision_json(body.built_graph(), hardware, body.fp32_math))
 
 
 def _onnx_graph(data: bytes, dims: dict[str, int]) -> Graph:
@@ -111,8 +117,9 @@ def _partition_json(graph: Graph, device: Hardware, host: Hardware, supported_op
     return json_bytes(finite({"model_version": __version__, **report.to_json()}))
 
 
-def _precision_json(graph: Graph, hardware: Hardware) -> bytes:
-    return json_bytes(finite({"model_version": __version__, **precision_advice(graph, hardware).to_json()}))
+def _precision_json(graph: Graph, hardware: Hardware, fp32_math: str = "framework") -> bytes:
+    report = precision_advice(graph, hardware, fp32_math)
+    return json_bytes(finite({"model_version": __version__, **report.to_json()}))
 
 
 @router.post("/advice/partition/onnx", response_model=PartitionOut)
@@ -137,10 +144,11 @@ async def advise_partition_onnx(
 async def advise_precision_onnx(
         file: UploadFile = File(description="an ONNX model"), hardware: str = Form(...),
         dims: str = Form(default="", description="symbolic dims, name=size,name=size"),
+        fp32_math: Literal["framework", "tf32", "ieee"] = Form(default="framework"),
         state: AppState = Depends(get_state)) -> Response:
     """``/advice/precision`` for an uploaded ONNX model (at most ``PERFMODEL_MAX_UPLOAD_BYTES``)."""
     data = await read_upload(file, state.settings.max_upload_bytes)
     bindings = parse_dims(dims)
     device, _ = await run_in_threadpool(state.hardware, hardware)
     graph = await run_in_threadpool(_onnx_graph, data, bindings)
-    return json_response(await run_in_threadpool(_precision_json, graph, device))
+    return json_response(await run_in_threadpool(_precision_json, graph, device, fp32_math))

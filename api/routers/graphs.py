@@ -24,6 +24,7 @@ from perfmodel.hardware import Hardware
 
 router = APIRouter(tags=["graphs"], dependencies=[Depends(require_read)])
 UPLOAD_CHUNK_BYTES = 1 << 20
+Fp32MathForm = Literal["framework", "tf32", "ieee"]  # perfmodel.graph.math_mode.FP32_MATH
 
 
 class EstimateRequest(BaseModel):
@@ -49,6 +50,9 @@ class EstimateRequest(BaseModel):
     ep: int = Field(default=1, ge=1)
     microbatches: int = Field(default=1, ge=1)
     fusion: bool = True
+    fp32_math: Fp32MathForm = Field(
+        default="framework", description="fp32 convolutions / matmuls: framework (TF32 convolutions on NVIDIA "
+        "Ampere and later, TensorFlow graphs' matmuls too), tf32 (all on TF32 where native) or ieee (CUDA cores)")
     space: Literal["compact", "full"] = "full"
     check_memory: bool = True
     detail: bool = Field(default=True, description="include per-op rows, the hierarchy and the timeline")
@@ -68,7 +72,7 @@ def _run(hardware: Hardware, source: Any, body: EstimateRequest | None = None,
     workload = LlmWorkload(batch=b.batch, prompt_tokens=b.prompt_tokens, kv_len=b.kv_len or b.prompt_tokens + 1,
                            dtype=b.dtype, weight_dtype=b.weight_dtype, kv_dtype=b.kv_dtype, attention=b.attention)
     result = estimate_model(source, hardware, workload, par, b.phase, b.space, b.fusion, b.check_memory, dims,
-                            b.detail)
+                            b.detail, fp32_math=b.fp32_math)
     return json_bytes(finite(result))
 
 
@@ -85,36 +89,42 @@ async def estimate_onnx(file: UploadFile = File(description="an ONNX model"),
                         hardware: str = Form(...),
                         dims: str = Form(default="", description="symbolic dims, name=size,name=size"),
                         fusion: bool = Form(default=True), detail: bool = Form(default=True),
+                        fp32_math: Fp32MathForm = Form(default="framework"),
                         state: AppState = Depends(get_state)) -> Response:
     """Estimate an uploaded ONNX model (at most ``PERFMODEL_MAX_UPLOAD_BYTES``)."""
     data = await read_upload(file, state.settings.max_upload_bytes)
     bindings = parse_dims(dims)
     device, _ = await run_in_threadpool(state.hardware, hardware)
-    body = EstimateRequest(hardware=hardware, model="onnx", fusion=fusion, detail=detail)
+    body = EstimateRequest(hardware=hardware, model="onnx", fusion=fusion, detail=detail,
+                           fp32_math=fp32_math)
     return json_response(await run_in_threadpool(_run, device, data, body, bindings))
 
 
 @router.post("/graphs/estimate/tflite")
 async def estimate_tflite(file: UploadFile = File(description="a TensorFlow Lite flatbuffer"),
                           hardware: str = Form(...), fusion: bool = Form(default=True),
-                          detail: bool = Form(default=True), state: AppState = Depends(get_state)) -> Response:
+                          detail: bool = Form(default=True), fp32_math: Fp32MathForm = Form(default="framework"),
+                          state: AppState = Depends(get_state)) -> Response:
     """Estimate an uploaded .tflite model (quantized int8 ones on the int8 path; the CLI reads the same files)."""
     data = await read_upload(file, state.settings.max_upload_bytes)
     device, _ = await run_in_threadpool(state.hardware, hardware)
     graph = await run_in_threadpool(_file_graph, "tflite", data, file.filename)
-    body = EstimateRequest(hardware=hardware, model="tflite", fusion=fusion, detail=detail)
+    body = EstimateRequest(hardware=hardware, model="tflite", fusion=fusion, detail=detail,
+                           fp32_math=fp32_math)
     return json_response(await run_in_threadpool(_run, device, graph, body))
 
 
 @router.post("/graphs/estimate/stablehlo")
 async def estimate_stablehlo(file: UploadFile = File(description="StableHLO text: jax.jit(f).lower(...).as_text()"),
                              hardware: str = Form(...), fusion: bool = Form(default=True),
-                             detail: bool = Form(default=True), state: AppState = Depends(get_state)) -> Response:
+                             detail: bool = Form(default=True), fp32_math: Fp32MathForm = Form(default="framework"),
+                             state: AppState = Depends(get_state)) -> Response:
     """Estimate uploaded StableHLO text (``main``, else the first public function, is the step)."""
     data = await read_upload(file, state.settings.max_upload_bytes)
     device, _ = await run_in_threadpool(state.hardware, hardware)
     graph = await run_in_threadpool(_file_graph, "stablehlo", data, file.filename)
-    body = EstimateRequest(hardware=hardware, model="stablehlo", fusion=fusion, detail=detail)
+    body = EstimateRequest(hardware=hardware, model="stablehlo", fusion=fusion, detail=detail,
+                           fp32_math=fp32_math)
     return json_response(await run_in_threadpool(_run, device, graph, body))
 
 

@@ -86,20 +86,25 @@ def _unmodelled(graph: Any) -> None:
 
 @advise_app.command("precision")
 def precision_command(model: ModelArg, hardware: HardwareOpt, phase: PhaseOpt = "prefill", batch: BatchOpt = 1,
-                      prompt_tokens: TokensOpt = 2048, dim: DimOpt = None, as_json: JsonOpt = False) -> None:
+                      prompt_tokens: TokensOpt = 2048, dim: DimOpt = None, as_json: JsonOpt = False,
+                      fp32_math: Annotated[str, typer.Option(
+                          "--fp32-math", help="the baseline's fp32 convs/matmuls: framework, tf32 or ieee")
+                      ] = "framework") -> None:
     """Where fp8 / int8 / int4 (weight-only and full) pay: per scheme, per layer and for the step."""
     from perfmodel.advice.precision import precision_advice
 
     try:
         graph = _graph(model, phase, batch, prompt_tokens, dim)
-        report = precision_advice(graph, hardware)
+        report = precision_advice(graph, hardware, fp32_math)
     except (ValueError, KeyError) as exc:
         fail(str(exc))
         return
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))
         return
-    typer.echo(f"{report.hardware_id}: step {format_time_s(report.graph_time_s)}, {len(report.ops)} quantizable ops")
+    math = report.fp32_math or {}
+    typer.echo(f"{report.hardware_id}: step {format_time_s(report.graph_time_s)}, {len(report.ops)} quantizable ops"
+               f" (fp32 math {math.get('mode')}: {math.get('tf32_nodes', 0)} nodes on TF32)")
     typer.echo(f"  {'scheme':<18} {'step':>10} {'speedup':>8} {'gain':>10} {'added Q ops':>12}")
     for scheme, total in report.totals.items():
         typer.echo(f"  {scheme:<18} {format_time_s(total['graph_time_s']):>10} {total['speedup']:>7.2f}x "

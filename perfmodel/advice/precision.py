@@ -12,6 +12,8 @@ For every node holding weights whose op is a matmul or a convolution in a 16/32-
   next layer (as int8 inference engines chain them), so its Q op is an upper bound when convs chain.
 
 Gains are device time: base − (quantized op + its quantize op); a negative gain says the scheme loses.
+The baseline's fp32 convolutions / matmuls run in the estimate's ``fp32_math`` mode (``perfmodel.graph.math_mode``:
+by default TF32 convolutions on NVIDIA Ampere and later), and so do the weight-only variants' GEMMs.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 from perfmodel.dtypes import parse_dtype
 from perfmodel.graph.estimate import compile_graph, predict_compiled
 from perfmodel.graph.ir import Graph, Node
+from perfmodel.graph.math_mode import check, retyped, summary, tf32_kinds
 from perfmodel.machine import tables
 from perfmodel.ops import OpError, make_op
 from perfmodel.ops.base import DTYPES, Op
@@ -54,6 +57,7 @@ def variant(op: dict[str, Any], scheme: str) -> tuple[dict[str, Any] | None, dic
         if kind != "matmul":
             return None, None, "weight-only quantization is modelled for matmul (the GEMM dequantizes B)"
         return {**op, "weight_dtype": target}, None, ""
+    op = {k: v for k, v in op.items() if k != "compute_dtype"}  # the narrow dtype's own math, not TF32
     if kind == "matmul":
         rows = int(op.get("batch", 1)) * int(op["m"])
         act = [rows, int(op["k"])]
@@ -77,16 +81,20 @@ class PrecisionReport:
     ops: list[dict[str, Any]]
     layers: list[dict[str, Any]]
     totals: dict[str, dict[str, float]]
+    fp32_math: dict[str, Any] | None = None  # the baseline's math mode (math_mode.summary)
 
     def to_json(self) -> dict[str, Any]:
         return {"hardware": self.hardware_id, "schemes": list(SCHEMES), "graph_time_s": self.graph_time_s,
-                "totals": self.totals, "layers": self.layers, "ops": self.ops}
+                "fp32_math": self.fp32_math, "totals": self.totals, "layers": self.layers, "ops": self.ops}
 
 
-def precision_advice(graph: Graph, hardware: HardwareLike) -> PrecisionReport:
-    """The gain of each quantization scheme on each weight-holding GEMM/conv of ``graph`` on ``hardware``."""
+def precision_advice(graph: Graph, hardware: HardwareLike, fp32_math: str = "framework") -> PrecisionReport:
+    """The gain of each quantization scheme on each weight-holding GEMM/conv of ``graph`` on ``hardware``, against
+    the graph costed with its fp32 ops in ``fp32_math`` (framework, tf32 or ieee) as ``estimate`` does."""
     hw = resolve_hardware(hardware)
-    compiled = compile_graph(graph)
+    mode = check(fp32_math)
+    kinds = tf32_kinds(graph, hw, mode)
+    compiled = compile_graph(graph, kinds)
     base = predict_compiled(compiled, hw).time_s[compiled.index]
     distinct: dict[str, dict[str, Any]] = {}  # op key -> scheme -> (quantized index, quantize index, reason)
     ops: list[Op] = []
@@ -105,12 +113,13 @@ def precision_advice(graph: Graph, hardware: HardwareLike) -> PrecisionReport:
         if not candidate(node):
             keys.append(None)
             continue
-        key = json.dumps(node.op, sort_keys=True, default=str)
+        op = retyped(dict(node.op or {}), kinds)
+        key = json.dumps(op, sort_keys=True, default=str)
         keys.append(key)
         if key not in distinct:
             distinct[key] = {}
             for scheme in SCHEMES:
-                quantized, quantize, why = variant(dict(node.op or {}), scheme)
+                quantized, quantize, why = variant(op, scheme)
                 distinct[key][scheme] = (add(quantized), add(quantize), why)
     batch = predict_many(hw, ops, space="full") if ops else None
     paths = tables(hw).matrix_paths
@@ -118,7 +127,8 @@ def precision_advice(graph: Graph, hardware: HardwareLike) -> PrecisionReport:
                   if s.endswith("full")}
     rows = [_op_row(node, float(base[i]), distinct[key], batch, path_notes)
             for i, (node, key) in enumerate(zip(graph.nodes, keys, strict=True)) if key is not None]
-    return PrecisionReport(hw.id, float(base.sum()), rows, _layers(rows), _totals(rows, float(base.sum())))
+    return PrecisionReport(hw.id, float(base.sum()), rows, _layers(rows), _totals(rows, float(base.sum())),
+                           summary(mode, kinds, compiled.tf32_nodes))
 
 
 def _op_row(node: Node, base_s: float, schemes: dict[str, Any], batch: Any,

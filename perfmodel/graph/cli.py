@@ -47,6 +47,9 @@ def estimate_command(
     compact: Annotated[bool, typer.Option("--compact", help="fixed GEMM schedules instead of search")] = False,
     ignore_memory: Annotated[bool, typer.Option("--ignore-memory", help="report instead of failing")] = False,
     dim: Annotated[list[str] | None, typer.Option(help="ONNX symbolic dim binding name=size")] = None,
+    fp32_math: Annotated[str, typer.Option(
+        "--fp32-math", help="fp32 convs/matmuls: framework (TF32 convs on Ampere+, TF graphs' matmuls too), "
+                            "tf32 or ieee")] = "framework",
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
     """Estimate a whole model: per-op and per-layer time, TTFT/TPOT, bottlenecks, memory."""
@@ -63,6 +66,8 @@ def estimate_command(
         fail(f"--phase {phase!r}: expected prefill, decode, both or train")
     if attention not in ("flash", "unfused"):
         fail(f"--attention {attention!r}: expected flash or unfused")
+    if fp32_math not in ("framework", "tf32", "ieee"):
+        fail(f"--fp32-math {fp32_math!r}: expected framework, tf32 or ieee")
     progress = _estimate_progress(model)
     try:
         par = Parallelism.for_devices(devices, tp=tp, pp=pp, dp=dp, ep=ep, microbatches=microbatches)
@@ -73,7 +78,7 @@ def estimate_command(
             "prefill" if phase == "prefill" else "decode" if phase == "decode" else "train")
         result = estimate_model(model, hardware, workload, par, phase_choice, "compact" if compact else "full",
                                 not no_fusion, not ignore_memory, _dims(dim or []), detail=as_json,
-                                progress=progress)
+                                progress=progress, fp32_math=fp32_math)
     except (GraphError, OpError, SpecError, KeyError) as exc:
         fail(str(exc.args[0]) if isinstance(exc, KeyError) else str(exc))
         return

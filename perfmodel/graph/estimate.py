@@ -23,6 +23,7 @@ from perfmodel.gc_pause import without_gc
 from perfmodel.graph.fusion import FusionReport, fuse
 from perfmodel.graph.ir import Graph, GraphError
 from perfmodel.graph.lazy_graph import node_column
+from perfmodel.graph.math_mode import check, retyped, summary, tf32_kinds
 from perfmodel.graph.memory import DoesNotFit, MemoryReport, memory
 from perfmodel.graph.schedule import Timeline, schedule
 from perfmodel.hardware import Hardware
@@ -46,6 +47,7 @@ class CompiledGraph:
     graph: Graph
     ops: list[Op]
     index: np.ndarray[Any, np.dtype[np.intp]]
+    tf32_nodes: int = 0  # nodes whose fp32 op ``compile_graph``'s ``tf32_kinds`` put on TF32 (math_mode)
     _work: dict[float, Work] = field(default_factory=dict, repr=False, compare=False)
 
     def node_times(self, batch: CostBatch) -> FloatArray:
@@ -97,8 +99,9 @@ def _read_only(work: Work) -> Work:
     return work
 
 
-def compile_graph(graph: Graph) -> CompiledGraph:
-    """Build each distinct op once; a bad op is an error naming its node.
+def compile_graph(graph: Graph, tf32_kinds: tuple[str, ...] = ()) -> CompiledGraph:
+    """Build each distinct op once; a bad op is an error naming its node. The fp32 ops of ``tf32_kinds``
+    without a compute dtype are costed with ``compute_dtype: tf32`` (``math_mode.retyped``).
 
     Ops are told apart by their JSON text; nodes that share one op dict (copied layers) are matched by
     identity first, so the text is built once per dict (and the per-node work is C-level maps)."""
@@ -108,10 +111,16 @@ def compile_graph(graph: Graph) -> CompiledGraph:
     slots: dict[str, int] = {}
     by_id: dict[int, int] = {}  # id of an op dict -> its row (the dicts live in the graph meanwhile)
     ops: list[Op] = []
+    tf32_rows: set[int] = set()
     for key_id in dict.fromkeys(ids):  # first occurrences in node order: rows and errors as node by node
         op = dicts[key_id]
         if op is None:
             raise GraphError(graph.nodes[ids.index(key_id)].name, "no op and no fallback")
+        if tf32_kinds:
+            given_op, op = op, retyped(op, tf32_kinds)
+            retype = op is not given_op
+        else:
+            retype = False
         key = json.dumps(op, sort_keys=True, default=str)
         slot = slots.get(key)
         if slot is None:
@@ -121,8 +130,11 @@ def compile_graph(graph: Graph) -> CompiledGraph:
                 raise GraphError(graph.nodes[ids.index(key_id)].name, str(exc)) from exc
             slot = slots[key] = len(ops) - 1
         by_id[key_id] = slot
+        if retype:
+            tf32_rows.add(slot)
     index = np.fromiter(map(by_id.__getitem__, ids), dtype=np.intp, count=len(ids))
-    return CompiledGraph(graph, ops, index)
+    tf32_nodes = int(np.isin(index, list(tf32_rows)).sum()) if tf32_rows else 0
+    return CompiledGraph(graph, ops, index, tf32_nodes)
 
 
 def predict_compiled(compiled: CompiledGraph, hardware: Hardware, space: SpaceName = "full",
@@ -158,6 +170,7 @@ class Estimate:
     memory: MemoryReport
     fusion: FusionReport
     roles: list[str] = field(default_factory=list)  # per distinct op: its largest DRAM byte role
+    fp32_math: dict[str, Any] = field(default_factory=dict)  # the math mode of fp32 ops (math_mode.summary)
 
     @property
     def node_time_s(self) -> FloatArray:
@@ -186,12 +199,14 @@ class Estimate:
 @without_gc
 def estimate(graph: Graph, hardware: HardwareLike, space: SpaceName = "full", fusion: bool = True,
              check_memory: bool = True, timing: Timing = "kernel", progress: Progress | None = None,
-             span: tuple[float, float] = (0.0, 1.0), prefix: str = "") -> Estimate:
+             span: tuple[float, float] = (0.0, 1.0), prefix: str = "", fp32_math: str = "framework") -> Estimate:
     """Fuse (unless ``fusion=False``), cost every node, schedule the streams, check memory.
 
     ``timing="host"`` adds the per-op host launch and synchronisation (eager frameworks timed
     op by op); the default is device time as a profiler reports it. ``progress(stage, fraction)`` hears the
     start of each stage (``prefix`` + fuse, compile, cost, schedule, memory), its fraction within ``span``.
+    ``fp32_math`` (framework, tf32 or ieee) says which fp32 convolutions / matmuls run on TF32 tensor cores
+    (``perfmodel.graph.math_mode``); the op models' own default, IEEE fp32, is ``ieee``.
     """
     def stage(name: str) -> None:
         if progress is not None:
@@ -199,10 +214,12 @@ def estimate(graph: Graph, hardware: HardwareLike, space: SpaceName = "full", fu
             progress(prefix + name, span[0] + (span[1] - span[0]) * start)
 
     hw = resolve_hardware(hardware)
+    mode = check(fp32_math)
     stage("fuse")
     report = fuse(graph) if fusion else FusionReport()
     stage("compile")
-    compiled = compile_graph(graph)
+    kinds = tf32_kinds(graph, hw, mode)
+    compiled = compile_graph(graph, kinds)
     stage("cost")
     batch = predict_compiled(compiled, hw, space, timing)
     times = compiled.node_times(batch)
@@ -213,7 +230,8 @@ def estimate(graph: Graph, hardware: HardwareLike, space: SpaceName = "full", fu
     mem = memory(graph, hw)
     if check_memory and not mem.fits:
         raise DoesNotFit(graph.name, mem.explain(hw.id))
-    return Estimate(graph, hw, batch, compiled.index, timeline, mem, report, _largest_roles(compiled.ops))
+    return Estimate(graph, hw, batch, compiled.index, timeline, mem, report, _largest_roles(compiled.ops),
+                    summary(mode, kinds, compiled.tf32_nodes))
 
 
 def _largest_roles(ops: list[Op]) -> list[str]:

@@ -60,7 +60,8 @@ def estimate_model(model: str | dict[str, Any] | LlmConfig | Graph | bytes, hard
                    workload: LlmWorkload | None = None, parallel: Parallelism | None = None,
                    phase: PhaseChoice = "both", space: SpaceName = "full", fusion: bool = True,
                    check_memory: bool = True, dims: dict[str, int] | None = None,
-                   detail: bool = True, progress: Progress | None = None) -> dict[str, Any]:
+                   detail: bool = True, progress: Progress | None = None,
+                   fp32_math: str = "framework") -> dict[str, Any]:
     """Estimate ``model`` on ``hardware``; returns JSON (per phase for LLMs, with a summary).
 
     ``progress(stage, fraction)`` hears each stage start (load, import, [phase: ]build/fuse/compile/cost/
@@ -78,7 +79,8 @@ def estimate_model(model: str | dict[str, Any] | LlmConfig | Graph | bytes, hard
         note("import", 0.05)
         source = import_onnx(source, dims=dims)
     if isinstance(source, Graph):
-        result = estimate(source, hw, space, fusion, check_memory, progress=progress, span=(0.1, 0.9))
+        result = estimate(source, hw, space, fusion, check_memory, progress=progress, span=(0.1, 0.9),
+                          fp32_math=fp32_math)
         note("report", 0.9)
         return result.to_json(detail)
     par = _with_node(parallel or Parallelism(), hw)
@@ -92,7 +94,7 @@ def estimate_model(model: str | dict[str, Any] | LlmConfig | Graph | bytes, hard
         note(f"{p}: build", start)
         graph = build_llm(source, dataclasses.replace(base, phase=p), par)
         estimated = estimate(graph, hw, space, fusion, check_memory, progress=progress,
-                             span=(start + 0.1 * share, start + 0.9 * share), prefix=f"{p}: ")
+                             span=(start + 0.1 * share, start + 0.9 * share), prefix=f"{p}: ", fp32_math=fp32_math)
         note(f"{p}: report", start + 0.9 * share)
         out[p] = estimated.to_json(detail)
     out["summary"] = _summary(out)

@@ -66,7 +66,8 @@ def import_onnx(source: str | Path | bytes | onnx.ModelProto, dims: dict[str, in
             graph.add_tensor(t, shape, storage(dtype))
     except (TypeError, AttributeError) as exc:  # a field of the wrong type outside any one op's handler
         raise GraphError("<model>", f"malformed ONNX model: {type(exc).__name__}: {exc}") from exc
-    graph.meta.update({"kind": "onnx", "phase": "inference", "opset": [o.version for o in model.opset_import]})
+    graph.meta.update({"kind": "onnx", "phase": "inference", "opset": [o.version for o in model.opset_import],
+                       "producer": model.producer_name})
     return graph
 
 

@@ -152,7 +152,8 @@ def estimate_json(est: Estimate, detail: bool = True) -> dict[str, Any]:
                    "flops": float(np.sum([r["flops"] for r in rows])),
                    "dram_bytes": float(np.sum([r["dram_bytes"] for r in rows])),
                    "params_per_device": est.graph.params, "weight_bytes_per_device": est.graph.weight_bytes},
-        "llm": est.llm_metrics(), "memory": est.memory.to_json(), "fusion": est.fusion.to_json(),
+        "fp32_math": est.fp32_math, "llm": est.llm_metrics(), "memory": est.memory.to_json(),
+        "fusion": est.fusion.to_json(),
         "bottleneck": bottlenecks(compute_rows, est.hardware.dram.name, phase),
         "diagnostics": diagnostics(est),
         "op_types": sorted(group_rows(rows, "op" if est.graph.meta.get("kind") == "llm" else "source_op"),
@@ -178,6 +179,12 @@ def text_report(data: dict[str, Any], top: int = 15) -> str:
             lines.append(f"time per output token {format_time_s(llm['time_per_output_token_s'])}")
         lines.append(f"{llm['tokens_per_s']:,.0f} tokens/s ({llm['tokens_per_s_per_device']:,.0f} per device)")
     lines.append(data["bottleneck"]["summary"])
+    math = data.get("fp32_math") or {}
+    if math.get("tf32_nodes"):
+        lines.append(f"fp32 math {math['mode']}: {math['tf32_nodes']} fp32 {' / '.join(math['tf32_kinds'])} nodes "
+                     "on TF32 tensor cores (--fp32-math ieee: IEEE fp32)")
+    elif math.get("mode", "framework") != "framework":  # asked for: say what it did
+        lines.append(f"fp32 math {math['mode']}: no fp32 op on TF32 tensor cores")
     mem = data["memory"]
     cap = mem["capacity_bytes"]
     lines.append(f"memory per device {mem['total_bytes'] / 1e9:.2f} GB of {cap / 1e9 if cap else float('nan'):.1f} GB "
