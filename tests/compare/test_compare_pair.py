@@ -3,6 +3,7 @@ the same sides, the same errors in the same order as reading them in turn, and a
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def test_errors_as_when_read_in_turn(in_parallel: None, tmp_path: Path) -> None:
     assert str(from_child.value) == str(in_turn.value)
     with pytest.raises(CompareError, match=r"broken\.json"):  # the base's error first; the child is stopped
         load.file_sides(broken, other)
-    assert load.multiprocessing.active_children() == []
+    assert multiprocessing.active_children() == []
 
 
 def _dies(path: Path, send: object) -> None:
