@@ -147,9 +147,11 @@ def measure_pair(base_path: Path, new_path: Path) -> dict[str, Any]:
             "digest": hashlib.sha1(repr(sides).encode()).hexdigest()}
 
 
-def _child(tree: Path, base_path: Path, new_path: Path, mode: str = "--measure") -> dict[str, Any]:
-    """``measure`` in a fresh interpreter with ``tree``'s perfmodel first on the path."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+def _child(tree: Path, base_path: Path, new_path: Path, mode: str = "--measure",
+           parallel: bool = False) -> dict[str, Any]:
+    """``measure`` in a fresh interpreter with ``tree``'s perfmodel first on the path (``parallel``: with the
+    opt-in to read the two files side by side, ``PERFMODEL_COMPARE_PARALLEL``)."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "PERFMODEL_COMPARE_PARALLEL": "1" if parallel else ""}
     out = subprocess.run([sys.executable, __file__, mode, str(base_path), str(new_path)], env=env, cwd=tree,
                          check=True, capture_output=True, text=True).stdout
     result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
@@ -186,13 +188,14 @@ def main() -> None:
                            capture_output=True)
             trees[args.baseline] = old
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
-        pairs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+        pairs: dict[str, list[dict[str, Any]]] = {name: [] for name in [*trees, "side by side"]}
         try:
             for _ in range(args.repeats):
                 for name, tree in trees.items():
                     runs[name].append(_child(tree, base_path, new_path))
                 for name, tree in trees.items():
-                    pairs[name].append(_child(tree, base_path, new_path, "--measure-pair"))
+                    pairs[name].append(_child(tree, base_path, new_path, "--measure-pair", parallel=False))
+                pairs["side by side"].append(_child(root, base_path, new_path, "--measure-pair", parallel=True))
             cached = _child(root, base_path, new_path, "--measure-cached")
         finally:
             if args.baseline:
@@ -209,16 +212,15 @@ def main() -> None:
               f"{old_r['match'] / new_r['match']:.2f}x, diff {old_r['diff'] / new_r['diff']:.2f}x, total "
               f"{old_r['total'] / new_r['total']:.2f}x; same comparison: {old_r['digest'] == new_r['digest']}")
     print("  both sides read as `perfmodel compare` reads them (wall s / CPU s of the process and its children; "
-          "each run):")
+          "each run; 'side by side': this tree with PERFMODEL_COMPARE_PARALLEL=1):")
     for name, each in pairs.items():
-        print(f"  {name:>10}: " + "; ".join(f"wall {r['wall']:.2f} cpu {r['cpu']:.2f}" for r in each)
+        print(f"  {name:>12}: " + "; ".join(f"wall {r['wall']:.2f} cpu {r['cpu']:.2f}" for r in each)
               + f"  (new side in a child process: {each[0]['parallel']})")
-    if args.baseline:
-        old_p, new_p = pairs[args.baseline], pairs["this tree"]
-        print(f"  ratio {args.baseline} / this tree, best of each: wall "
-              f"{min(r['wall'] for r in old_p) / min(r['wall'] for r in new_p):.2f}x, cpu "
-              f"{min(r['cpu'] for r in old_p) / min(r['cpu'] for r in new_p):.2f}x; same sides: "
-              f"{len({r['digest'] for r in old_p + new_p}) == 1}")
+    in_turn, together = pairs["this tree"], pairs["side by side"]
+    print(f"  ratio in turn / side by side, best of each: wall "
+          f"{min(r['wall'] for r in in_turn) / min(r['wall'] for r in together):.2f}x, cpu "
+          f"{min(r['cpu'] for r in in_turn) / min(r['cpu'] for r in together):.2f}x; same sides: "
+          f"{len({r['digest'] for each in pairs.values() for r in each}) == 1}")
     same = cached["digest"] == best["this tree"]["digest"]
     print(f"  with the side cache (PERFMODEL_COMPARE_CACHE), this tree: base compared before, new parsed "
           f"{cached['base_cached']:.2f}; both compared before {cached['both_cached']:.2f}; same comparison: {same}")

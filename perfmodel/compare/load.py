@@ -21,6 +21,7 @@ from perfmodel.traces import TraceError, parse_trace
 STORED_PREFIX = "trace:"
 MAX_STORED_RUNS = 200_000  # runs read from one stored trace (bounded work)
 PAGE = 5_000
+PARALLEL_ENV = "PERFMODEL_COMPARE_PARALLEL"  # "1": read the two files side by side (``file_sides``); opt-in
 PARALLEL_MIN_BYTES = 4 << 20  # file bytes (both files) from which the new side is read in a child process
 
 
@@ -79,9 +80,15 @@ def _usable_cpus() -> int:
 
 
 def _in_parallel(base: Path, new: Path) -> bool:
-    """Whether the new file is read by a forked child while this process reads the base: two usable CPUs, this
-    process single-threaded (a fork copies no other thread's locks), both regular files of ``PARALLEL_MIN_BYTES``
-    together (a fork and the side's trip back cost ~10-50 ms)."""
+    """Whether the new file is read by a forked child while this process reads the base: asked for
+    (``PARALLEL_ENV``), two usable CPUs, this process single-threaded (a fork copies no other thread's locks), both
+    regular files of ``PARALLEL_MIN_BYTES`` together (a fork and the side's trip back cost ~10-50 ms).
+
+    Opt-in because it was not measured to pay: on the shared 2-core VM of the tenth pass (load 6-12, other users'
+    sessions in their own scheduler groups) the two processes got no more CPU than one, took 10 % more CPU time
+    (two memory-bound readers sharing caches) and no less wall time; it can only pay where a core is idle."""
+    if os.environ.get(PARALLEL_ENV, "").strip() != "1":
+        return False
     if "fork" not in multiprocessing.get_all_start_methods() or _usable_cpus() < 2:
         return False
     if threading.active_count() != 1 or not (base.is_file() and new.is_file()):

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or load._usable_cpus() <
 
 @pytest.fixture
 def in_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(load.PARALLEL_ENV, "1")
     monkeypatch.setattr(load, "PARALLEL_MIN_BYTES", 0)  # small real traces go through the child too
 
 
@@ -31,7 +32,12 @@ def test_sides_read_side_by_side_are_the_sides_read_in_turn(in_parallel: None) -
 
 def test_small_files_are_read_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
     base, new = trace_path(RESNET_0), trace_path(HTA_0)
+    monkeypatch.setenv(load.PARALLEL_ENV, "1")
     assert not load._in_parallel(base, new)  # 1.2 MB together: a fork would not pay
+    monkeypatch.setattr(load, "PARALLEL_MIN_BYTES", 0)
+    assert load._in_parallel(base, new)
+    monkeypatch.delenv(load.PARALLEL_ENV)  # not asked for: in turn, whatever the size
+    assert not load._in_parallel(base, new)
     monkeypatch.setattr(load, "_SideInChild", None)  # any use of a child would fail
     assert repr(load.file_sides(base, new)) == repr((load.file_side(base), load.file_side(new)))
 
