@@ -13,6 +13,7 @@ a non-finite time, a collective, a CPU-only profile, a field decoded by the ijso
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from itertools import repeat
 from operator import attrgetter
 from typing import Any, BinaryIO
 
@@ -240,9 +241,9 @@ class KinetoColumns:
         correlations = [(e.args or _NO_ARGS).correlation for e in launches]
         if not set(map(type, correlations)) <= {int} or len(launches) >= 4 * MAX_RECORDS:
             raise Unsupported("a launch without an int correlation id")
-        position_of = {c: i for i, c in enumerate(correlations)}  # the last launch of an id counts
-        get = position_of.get
-        launch = np.array([get(c, -1) if c is not None else -1 for c in self.correlations], dtype=np.int64)
+        position_of = dict(zip(correlations, range(len(correlations)), strict=True))  # the last launch counts
+        launch = np.fromiter(map(position_of.get, self.correlations, repeat(-1)), dtype=np.int64,
+                             count=len(self.correlations))  # None (no id) is no key: the ids are ints
         has = launch >= 0
         used = np.unique(launch[has])
         events = [launches[i] for i in used.tolist()]
