@@ -2,7 +2,9 @@
 repeated until it has ``--kernels`` kernels, the second copy with 2 % noise on every kernel and a 5 % slowdown of
 the kernels of every convolution call of one input shape. Prints the CPU time of parsing both, matching and grouping
 both, the diff (tests, predictions) and the total, for this tree and for a baseline ref (``--baseline``, a temporary
-git worktree; each run in its own interpreter, alternated), their ratio, and whether both compared alike.
+git worktree; each run in its own interpreter, alternated), their ratio, and whether both compared alike. Then the
+wall and CPU time (with child processes) of reading both sides as ``perfmodel compare`` does (``load.file_sides``:
+the new side in a forked child where the tree has it; ``file_side`` in turn where not).
 
     .venv/bin/python benchmarks/compare_speed.py --kernels 100000 --baseline main --repeats 2
 """
@@ -126,9 +128,30 @@ def measure_cached(base_path: Path, new_path: Path) -> dict[str, Any]:
     return {"base_cached": c1 - c0, "both_cached": c2 - c1, "digest": digest.hexdigest()}
 
 
-def _child(tree: Path, base_path: Path, new_path: Path, mode: str = "--measure") -> dict[str, Any]:
-    """``measure`` in a fresh interpreter with ``tree``'s perfmodel first on the path."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+def measure_pair(base_path: Path, new_path: Path) -> dict[str, Any]:
+    """Both sides as ``perfmodel compare`` reads them: ``load.file_sides`` (the new side in a forked child where
+    the tree has it), else ``file_side`` in turn. Wall s, and CPU s of this process and its children together."""
+    import resource
+
+    from perfmodel.compare import load
+
+    def cpu() -> float:
+        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+    read_both = getattr(load, "file_sides", None)
+    w0, c0 = time.perf_counter(), cpu()
+    sides = read_both(base_path, new_path) if read_both else (load.file_side(base_path), load.file_side(new_path))
+    wall, cpu_s = time.perf_counter() - w0, cpu() - c0
+    return {"wall": wall, "cpu": cpu_s, "parallel": read_both is not None and load._in_parallel(base_path, new_path),
+            "digest": hashlib.sha1(repr(sides).encode()).hexdigest()}
+
+
+def _child(tree: Path, base_path: Path, new_path: Path, mode: str = "--measure",
+           parallel: bool = False) -> dict[str, Any]:
+    """``measure`` in a fresh interpreter with ``tree``'s perfmodel first on the path (``parallel``: with the
+    opt-in to read the two files side by side, ``PERFMODEL_COMPARE_PARALLEL``)."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "PERFMODEL_COMPARE_PARALLEL": "1" if parallel else ""}
     out = subprocess.run([sys.executable, __file__, mode, str(base_path), str(new_path)], env=env, cwd=tree,
                          check=True, capture_output=True, text=True).stdout
     result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
@@ -144,9 +167,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="alternated runs of each")
     parser.add_argument("--measure", nargs=2, type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--measure-cached", nargs=2, type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--measure-pair", nargs=2, type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.measure or args.measure_cached:
-        print(json.dumps(measure(*args.measure) if args.measure else measure_cached(*args.measure_cached)))
+    if args.measure or args.measure_cached or args.measure_pair:
+        print(json.dumps(measure(*args.measure) if args.measure else measure_cached(*args.measure_cached)
+                         if args.measure_cached else measure_pair(*args.measure_pair)))
         return
     root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as folder:
@@ -163,10 +188,14 @@ def main() -> None:
                            capture_output=True)
             trees[args.baseline] = old
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+        pairs: dict[str, list[dict[str, Any]]] = {name: [] for name in [*trees, "side by side"]}
         try:
             for _ in range(args.repeats):
                 for name, tree in trees.items():
                     runs[name].append(_child(tree, base_path, new_path))
+                for name, tree in trees.items():
+                    pairs[name].append(_child(tree, base_path, new_path, "--measure-pair", parallel=False))
+                pairs["side by side"].append(_child(root, base_path, new_path, "--measure-pair", parallel=True))
             cached = _child(root, base_path, new_path, "--measure-cached")
         finally:
             if args.baseline:
@@ -182,6 +211,16 @@ def main() -> None:
         print(f"  ratio {args.baseline} / this tree: parse {old_r['parse'] / new_r['parse']:.2f}x, match "
               f"{old_r['match'] / new_r['match']:.2f}x, diff {old_r['diff'] / new_r['diff']:.2f}x, total "
               f"{old_r['total'] / new_r['total']:.2f}x; same comparison: {old_r['digest'] == new_r['digest']}")
+    print("  both sides read as `perfmodel compare` reads them (wall s / CPU s of the process and its children; "
+          "each run; 'side by side': this tree with PERFMODEL_COMPARE_PARALLEL=1):")
+    for name, each in pairs.items():
+        print(f"  {name:>12}: " + "; ".join(f"wall {r['wall']:.2f} cpu {r['cpu']:.2f}" for r in each)
+              + f"  (new side in a child process: {each[0]['parallel']})")
+    in_turn, together = pairs["this tree"], pairs["side by side"]
+    print(f"  ratio in turn / side by side, best of each: wall "
+          f"{min(r['wall'] for r in in_turn) / min(r['wall'] for r in together):.2f}x, cpu "
+          f"{min(r['cpu'] for r in in_turn) / min(r['cpu'] for r in together):.2f}x; same sides: "
+          f"{len({r['digest'] for each in pairs.values() for r in each}) == 1}")
     same = cached["digest"] == best["this tree"]["digest"]
     print(f"  with the side cache (PERFMODEL_COMPARE_CACHE), this tree: base compared before, new parsed "
           f"{cached['base_cached']:.2f}; both compared before {cached['both_cached']:.2f}; same comparison: {same}")

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from perfmodel.compare.diff import DEFAULT_ALPHA, CompareError, diff_sides
-from perfmodel.compare.load import load_side, parse_threshold, pick_hardware
+from perfmodel.compare.load import load_sides, parse_threshold, pick_hardware
 from perfmodel.compare.report import diff_json, format_diff, format_markdown, junit_xml
 
 
@@ -39,8 +39,7 @@ def compare_command(
 
     try:
         threshold = parse_threshold(fail_on_regression)
-        base_side, base_stored_hw = load_side(base, open_store)
-        new_side, new_stored_hw = load_side(new, open_store)
+        (base_side, base_stored_hw), (new_side, new_stored_hw) = load_sides(base, new, open_store)
         base_hw = pick_hardware(hardware_id, base_stored_hw, resolve_hardware)
         new_hw = pick_hardware(new_hardware_id or (None if new_stored_hw else hardware_id),
                                new_stored_hw, resolve_hardware) or base_hw

@@ -13,6 +13,7 @@ a non-finite time, a collective, a CPU-only profile, a field decoded by the ijso
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from itertools import repeat
 from operator import attrgetter
 from typing import Any, BinaryIO
 
@@ -102,30 +103,32 @@ def _names(values: list[Any]) -> list[str]:
 
 
 def _previous_enclosing(ends: np.ndarray, segment_start: np.ndarray) -> np.ndarray:
-    """Per position p, the last q < p with q >= segment_start[p] and ends[q] >= ends[p] (-1: none): binary lifting
-    over a sparse table of maxima, all positions at once."""
+    """Per position p, the last q < p with q >= segment_start[p] and ends[q] >= ends[p] (-1: none): ``_nest``'s
+    stack, all positions at once by pointer jumping. Each position holds a candidate q such that every position
+    between q and p ends before p does (first p - 1); while the candidate ends before p too, p takes the
+    candidate's candidate (everything between them ends before the candidate, so before p). All positions jump
+    together from the previous round's candidates: chains halve each round, O(log n) rounds (a sparse table of
+    maxima and binary lifting took ~3x longer on a trace's 260k ops)."""
     n = len(ends)
-    tables = [ends]
-    while (1 << len(tables)) <= n:
-        half, last = 1 << (len(tables) - 1), tables[-1]
-        tables.append(np.maximum(last[:-half], last[half:]))
-    cursor = np.arange(n)
-    for level in range(len(tables) - 1, -1, -1):
-        step = 1 << level
-        start = cursor - step
-        ok = start >= segment_start
-        table = tables[level]
-        candidate = np.where(ok, start, 0)
-        ok &= candidate < len(table)
-        ok[ok] = table[candidate[ok]] < ends[ok]
-        cursor = np.where(ok, start, cursor)
-    previous = cursor - 1
-    return np.where(previous >= segment_start, previous, -1)
+    found = np.arange(-1, n - 1)
+    found[found < segment_start] = -1
+    todo = np.flatnonzero(found >= 0)
+    while todo.size:
+        todo = todo[ends[found[todo]] < ends[todo]]
+        jumped = found[found[todo]]
+        found[todo] = jumped
+        todo = todo[jumped >= 0]
+    return found
 
 
 def _dim3s(values: list[Any]) -> list[tuple[int, int, int] | None]:
     """Grid or block sizes as ``Collector`` converts them (``_dim3``), once per distinct raw text."""
     raw, known = msgspec.Raw, dict[bytes, Any]()
+    if set(map(type, values)) == {raw}:  # all raw (absent: empty): the texts by one join and split, at C speed
+        texts = b"\0".join(values).split(b"\0")  # JSON text holds no NUL byte
+        for text in dict.fromkeys(texts):
+            known[text] = _dim3(msgspec.json.decode(text)) if text else None
+        return list(map(known.__getitem__, texts))
     out: list[tuple[int, int, int] | None] = []
     for v in values:
         if v is None or v is NOT_RECORDED:
@@ -238,9 +241,9 @@ class KinetoColumns:
         correlations = [(e.args or _NO_ARGS).correlation for e in launches]
         if not set(map(type, correlations)) <= {int} or len(launches) >= 4 * MAX_RECORDS:
             raise Unsupported("a launch without an int correlation id")
-        position_of = {c: i for i, c in enumerate(correlations)}  # the last launch of an id counts
-        get = position_of.get
-        launch = np.array([get(c, -1) if c is not None else -1 for c in self.correlations], dtype=np.int64)
+        position_of = dict(zip(correlations, range(len(correlations)), strict=True))  # the last launch counts
+        launch = np.fromiter(map(position_of.get, self.correlations, repeat(-1)), dtype=np.int64,
+                             count=len(self.correlations))  # None (no id) is no key: the ids are ints
         has = launch >= 0
         used = np.unique(launch[has])
         events = [launches[i] for i in used.tolist()]
