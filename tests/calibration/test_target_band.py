@@ -90,7 +90,8 @@ def test_the_first_runs_on_the_target_rescale_the_transferred_band(source: Calib
     band = np.log(perfmodel.predict_many(TARGET, ops).uncalibrated_interval_s / model_s[:, None])  # type: ignore
     centre, half = band.mean(axis=1), (band[:, 1] - band[:, 0]) / 2
     z = np.abs(np.log(factor) - centre) / half
-    assert seeded.transfer_scale == pytest.approx(z.max()) and seeded.transfer_scale > 1.5
+    assert seeded.transfer_scale is not None and seeded.transfer_scale == pytest.approx(z.max())
+    assert seeded.transfer_scale > 1.5
     assert seeded.report["transfer_scale"]["scale"] == seeded.transfer_scale
     gemm = [{"kind": "matmul", "m": 1024, "n": 1024, "k": 1024, "dtype": "fp16"},
             {"kind": "matmul", "m": 64, "n": 4096, "k": 512, "dtype": "fp16"}]
