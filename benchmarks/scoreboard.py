@@ -270,11 +270,11 @@ def print_scoreboard(rows: Sequence[Row], scores: list[Score], swap: bool = Fals
               "rows: benchmarks/transfer_weight.py scores it without them)")
     if with_runs:
         draws = sorted({s.setup for s in with_runs})
-        inside = [np.concatenate([s.inside for s in with_runs if s.setup == d]).mean() for d in draws]
-        ape = [np.median(np.concatenate([s.cal_ape for s in with_runs if s.setup == d])) for d in draws]
+        draw_inside = [np.concatenate([s.inside for s in with_runs if s.setup == d]).mean() for d in draws]
+        draw_ape = [np.median(np.concatenate([s.cal_ape for s in with_runs if s.setup == d])) for d in draws]
         print(f"transfer A100 -> A40 + the A40's first {FIRST_RUNS} runs ({len(draws)} draws of distinct ops of its "
-              f"fit rows): rows inside their interval {np.mean(inside):.2f} (draws "
-              f"{', '.join(f'{v:.2f}' for v in inside)}), median {np.mean(ape):.1f} % (the transferred classes' "
+              f"fit rows): rows inside their interval {np.mean(draw_inside):.2f} (draws "
+              f"{', '.join(f'{v:.2f}' for v in draw_inside)}), median {np.mean(draw_ape):.1f} % (the transferred classes' "
               "band rescaled by those runs: calibration/target_band.py)")
     for s in unseen:
         print(f"not in the fit rows at all (scored on a fallback, not counted above): {s.setup} {s.hardware} "
