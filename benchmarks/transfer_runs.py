@@ -25,7 +25,7 @@ from perfmodel.calibration import Calibration, fit_calibration, predict_calibrat
 from perfmodel.uncalibrated_interval import ClassBand
 
 KS = (0, 5, 10, 20)
-DRAWS = 4
+DRAWS = 8
 GEMM_LABELS = ("matmul", "conv2d", "conv2d_bwd")
 
 
