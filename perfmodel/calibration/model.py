@@ -15,7 +15,7 @@ from perfmodel.calibration.boost import ResidualTrees, op_fields
 from perfmodel.calibration.classes import class_keys, parent_key
 from perfmodel.calibration.distance import DistanceScale, coordinates
 from perfmodel.calibration.local import LocalCorrection
-from perfmodel.calibration.target_band import transfer_band
+from perfmodel.calibration.target_band import stored_scale, transfer_band
 from perfmodel.collectives import devices_per_node
 from perfmodel.cost import CostBatch, _Rows
 from perfmodel.hardware import Hardware
@@ -166,7 +166,7 @@ class Calibration:
                    ClassParams.from_json(params["hardware_level"]), dict(params.get("report") or {}),
                    str(params.get("timing", "kernel")), _space(params.get("space", "compact")),
                    None if params.get("residual_trees") is None else ResidualTrees.from_json(params["residual_trees"]),
-                   _scale(params.get("transfer_scale")))
+                   stored_scale(params.get("transfer_scale")))
 
     def entry(self, key: str) -> ClassParams:
         """The parameters a ``class[/variant]:dtype`` uses: its own, else its class's, else the device's
@@ -424,15 +424,6 @@ def predict_calibrated(hardware: HardwareLike, ops: Iterable[OpLike], calibratio
     kw.setdefault("timing", calibration.timing)
     kw.setdefault("space", calibration.space)
     return apply_calibration(calibration, predict_many(hw, ops, **kw))
-
-
-def _scale(value: Any) -> float | None:
-    """A stored transfer scale: None, or a positive finite number (else a ValueError)."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"transfer_scale {value!r}: a positive finite number or null")
-    return float(value)
 
 
 def _space(value: Any) -> SpaceName:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -68,6 +69,15 @@ def target_scale(ops: Sequence[Op], model_s: FloatArray, measured: FloatArray, g
         band_log = np.log(band / model_s[usable, None])
         residual = np.log(measured[usable] / model_s[usable])
     return conformal_scale(scores(residual, band_log, groups[usable]))
+
+
+def stored_scale(value: Any) -> float | None:
+    """A calibration's stored transfer scale: None, or a positive finite number (else a ValueError)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"transfer_scale {value!r}: a positive finite number or null")
+    return float(value)
 
 
 def scaled(band_log: FloatArray, scale: float | None) -> FloatArray:
