@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lodo
 from measured_data import Row, all_rows
 from scoreboard import fit_mask
+from transfer_runs import first_runs, print_first_runs
 
 import perfmodel
 from perfmodel import uncalibrated_interval
@@ -112,19 +113,26 @@ def lodo_bands_without() -> Callable[[str], Bands]:
     return without
 
 
+def source_calibration(rows: list[Row], mask: np.ndarray[Any, np.dtype[np.bool_]], dataset: str,
+                       source: str) -> Calibration:
+    """The source device's calibration on its scoreboard fit rows (device time)."""
+    fit = [r for r, m in zip(rows, mask, strict=True)
+           if m and r.dataset == dataset and r.hardware == source and r.timing == "kernel"]
+    return fit_calibration(source, [(r.op, r.measured_s) for r in fit])
+
+
 def _transfer_rows(rows: list[Row], mask: np.ndarray[Any, np.dtype[np.bool_]],
-                   bands_without: Callable[[str], Bands]) -> dict[str, np.ndarray[Any, Any]]:
+                   bands_without: Callable[[str], Bands],
+                   sources: dict[tuple[str, str], Calibration] | None = None) -> dict[str, np.ndarray[Any, Any]]:
     """Every transfer's held-out target rows at every weight: transfer id, label, GEMM-like, abs % error,
     log(measured / predicted) and inside the interval (rows x weights for the last three), the uncalibrated band
     table (which a transferred class's interval is) built without the target device."""
     shipped = uncalibrated_interval.load_bands
-    sources: dict[tuple[str, str], Calibration] = {}
+    sources = {} if sources is None else sources  # (data set, source device) -> its calibration, filled here
     out: dict[str, list[Any]] = {"transfer": [], "label": [], "gemm": [], "ape": [], "log_residual": [], "inside": []}
     for t, (dataset, source, target) in enumerate(TRANSFERS):
         if (dataset, source) not in sources:
-            fit = [r for r, m in zip(rows, mask, strict=True)
-                   if m and r.dataset == dataset and r.hardware == source and r.timing == "kernel"]
-            sources[(dataset, source)] = fit_calibration(source, [(r.op, r.measured_s) for r in fit])
+            sources[(dataset, source)] = source_calibration(rows, mask, dataset, source)
         test = [r for r, m in zip(rows, mask, strict=True)
                 if not m and r.dataset == dataset and r.hardware == target and r.timing == "kernel"]
         measured = np.array([r.measured_s for r in test])
@@ -157,7 +165,9 @@ def main() -> None:
         fallbacks(rows, mask, variants=False)
         fallbacks(rows, mask, variants=True)
     stored = model.TRANSFER_WEIGHT
-    got = _transfer_rows(rows, mask, lodo_bands_without())
+    bands_without = lodo_bands_without()
+    sources: dict[tuple[str, str], Calibration] = {}
+    got = _transfer_rows(rows, mask, bands_without, sources)
     model.TRANSFER_WEIGHT = stored
     classes = sorted({(int(t), str(label)) for t, label in zip(got["transfer"], got["label"], strict=True)})
     table = np.array([np.median(got["ape"][(got["transfer"] == t) & (got["label"] == label)], axis=0)
@@ -218,6 +228,7 @@ def main() -> None:
         one = residual[got["transfer"] == t]
         print(f"  {transfer[1]:>22} -> {transfer[2]:<22} inside {got['inside'][got['transfer'] == t, j].mean():.2f}; "
               f"fixed band [{band[0]:+.3f}, {band[1]:+.3f}]: inside {((one >= band[0]) & (one <= band[1])).mean():.2f}")
+    print_first_runs(first_runs(rows, mask, bands_without, sources, TRANSFERS))
 
 
 def _weighted_band(residual: np.ndarray[Any, Any], transfer: np.ndarray[Any, Any]) -> tuple[float, float]:

@@ -10,12 +10,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from perfmodel import uncalibrated_interval
 from perfmodel.calibration import curve, shape
 from perfmodel.calibration.boost import ResidualTrees, op_fields
 from perfmodel.calibration.classes import class_keys, parent_key
 from perfmodel.calibration.distance import DistanceScale, coordinates
 from perfmodel.calibration.local import LocalCorrection
+from perfmodel.calibration.target_band import stored_scale, transfer_band
 from perfmodel.collectives import devices_per_node
 from perfmodel.cost import CostBatch, _Rows
 from perfmodel.hardware import Hardware
@@ -94,7 +94,7 @@ BORROWED_WEIGHT = 0.3
 # allow is one no worse than none on each of their GEMM-like and other rows). Every weight above 0 is worse than
 # none on one of them: A100 -> A40 other ops 19.0 % median at 0 -> 22.9 % at 0.1, 25.7 % at 0.4; P100 -> T4
 # GEMMs 32.4 -> 33.0 % at 0.1 (4c06490). So 0: a transfer predicts the model, with the model's own interval
-# (``_transfer_band``), not the source's correction (0.4 until the model changes of issue 24, at which pooled
+# (``target_band.transfer_band``), not the source's correction (0.4 until the model changes of issue 24, at which pooled
 # other-op rows went 15.6 -> 16.2 %; docs/calibration.md).
 TRANSFER_WEIGHT = 0.0
 
@@ -121,8 +121,10 @@ class Calibration:
 
     def __init__(self, hardware: dict[str, str], classes: dict[str, ClassParams], hardware_level: ClassParams,
                  report: dict[str, Any], timing: str = "kernel", space: SpaceName = "compact",
-                 residual_trees: ResidualTrees | None = None) -> None:
+                 residual_trees: ResidualTrees | None = None, transfer_scale: float | None = None) -> None:
         self.hardware = dict(hardware)
+        # the transferred classes' band scale measured on this device's own runs (``target_band``; None: as stored)
+        self.transfer_scale = transfer_scale
         self.residual_trees = residual_trees  # the device's trees over its fitted classes (``boost``), if kept
         self.classes = dict(classes)
         self.hardware_level = hardware_level
@@ -149,6 +151,7 @@ class Calibration:
                 "hardware_level": self.hardware_level.to_json(),
                 "classes": {k: v.to_json() for k, v in sorted(self.classes.items())},
                 "residual_trees": None if self.residual_trees is None else self.residual_trees.to_json(),
+                "transfer_scale": self.transfer_scale,
                 "report": _json_safe(self._report)}
 
     @classmethod
@@ -162,7 +165,8 @@ class Calibration:
                    {k: ClassParams.from_json(v) for k, v in params["classes"].items()},
                    ClassParams.from_json(params["hardware_level"]), dict(params.get("report") or {}),
                    str(params.get("timing", "kernel")), _space(params.get("space", "compact")),
-                   None if params.get("residual_trees") is None else ResidualTrees.from_json(params["residual_trees"]))
+                   None if params.get("residual_trees") is None else ResidualTrees.from_json(params["residual_trees"]),
+                   stored_scale(params.get("transfer_scale")))
 
     def entry(self, key: str) -> ClassParams:
         """The parameters a ``class[/variant]:dtype`` uses: its own, else its class's, else the device's
@@ -291,7 +295,7 @@ def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_ro
     bound[(overhead >= time - overhead) & (overhead > 0) & (bound != "none")] = "latency"
     interval_log = _borrowed_band(entries, inverse, f, time, batch.time_s, interval_log)
     moved = np.array([e.source == "transferred" for e in entries], dtype=bool)[inverse]
-    interval_log = _transfer_band(moved, batch, time, interval_log)
+    interval_log = transfer_band(moved, batch, time, interval_log, calibration.transfer_scale)
     interval = time[:, None] * np.exp(interval_log)
     rows = np.flatnonzero(beyond_fit)
     notes = _beyond_notes(batch, rows, outside[rows], unclipped.take(rows), low[rows], high[rows])
@@ -388,27 +392,6 @@ def _distance_band(entries: list[ClassParams], own: list[bool], inverse: IntArra
             x = coordinates(f.take(rows))
             kept, back = once_per_op(x, op_row[rows])
             out[rows] *= entry.distance.factor(x[kept])[back][:, None]
-    return out
-
-
-def _transfer_band(moved: np.ndarray[Any, np.dtype[np.bool_]], batch: CostBatch, time: FloatArray,
-                   interval_log: FloatArray) -> FloatArray:
-    """Rows of a class transferred from another device (``moved``): nothing was measured on this device, so the
-    band is the uncalibrated model's own one for the op's class on a device it was never fitted on
-    (``uncalibrated_interval``: leave-one-device-out residuals) around the model's time, stretched to hold the
-    prediction (at ``TRANSFER_WEIGHT`` 0 the prediction is the model's and the band exactly its interval)."""
-    rows = np.flatnonzero(moved & (time > 0) & (batch.time_s > 0))
-    if not rows.size:
-        return interval_log
-    model_band = batch.uncalibrated_interval_s
-    if model_band is None:
-        model_band = uncalibrated_interval.interval_s([batch.ops[int(i)] for i in rows], batch.time_s[rows])
-    else:
-        model_band = model_band[rows]
-    out = interval_log.copy()
-    band = np.log(model_band / time[rows, None])
-    out[rows, 0] = np.fmin(band[:, 0], 0.0)
-    out[rows, 1] = np.fmax(band[:, 1], 0.0)
     return out
 
 

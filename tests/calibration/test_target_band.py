@@ -1,0 +1,126 @@
+"""A transferred class's band rescaled by the target's first runs (``calibration.target_band``).
+
+The scale is the ⌈0.8 (k + 1)⌉-th smallest of k normalised conformal scores, one per distinct op measured on the
+target; below 4 distinct ops there is none and the band is the uncalibrated model's, as before.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+import perfmodel
+from perfmodel.calibration import Calibration, apply_calibration, fit_calibration
+from perfmodel.calibration.target_band import conformal_scale, scaled, scores
+
+SOURCE, TARGET = "nvidia-a100-sxm4-80gb", "nvidia-a40"
+
+
+def test_the_conformal_rank_and_its_smallest_k() -> None:
+    z = np.arange(1.0, 11.0)  # 1..10
+    assert conformal_scale(z) == 9.0  # ⌈0.8 * 11⌉ = 9
+    assert conformal_scale(z[:4]) == 4.0  # ⌈0.8 * 5⌉ = 4: the largest
+    assert conformal_scale(z[:5]) == 5.0  # ⌈4.8⌉ = 5
+    assert conformal_scale(z[:3]) is None  # ⌈3.2⌉ = 4 > 3: no rank, today's band
+    assert conformal_scale(np.arange(1.0, 21.0)) == 17.0  # ⌈16.8⌉
+    assert conformal_scale(np.array([1.0, 2.0, math.nan, 3.0])) is None  # nan is not a score
+
+
+def test_repeated_runs_of_one_op_are_one_score() -> None:
+    band = np.tile([-0.5, 0.5], (5, 1))  # centre 0, half-width 0.5
+    residual = np.array([0.1, 0.2, 0.3, -1.0, 0.25])
+    groups = np.array([7, 7, 7, 3, 9])
+    np.testing.assert_allclose(scores(residual, band, groups), [2.0, 0.4, 0.5])  # op 3, op 7 (median), op 9
+    # a degenerate band gives nothing to measure against
+    assert scores(np.array([0.1]), np.array([[0.2, 0.2]]), np.array([0])).size == 0
+
+
+def test_scaled_keeps_the_centre_and_multiplies_the_half_width() -> None:
+    band = np.array([[-0.2, 0.6], [0.1, 0.3]])
+    np.testing.assert_allclose(scaled(band, 2.0), [[-0.6, 1.0], [0.0, 0.4]])
+    assert scaled(band, None) is band
+
+
+@pytest.mark.parametrize("spread", [0.3, 3.0])
+def test_coverage_of_fresh_ops_is_the_conformal_level_whatever_the_device_spread(spread: float) -> None:
+    """Scores of a device whose residuals are ``spread`` times the band's half-width (too wide a band, too narrow):
+    over many draws of k first ops, the rescaled band holds ⌈0.8 (k + 1)⌉ / (k + 1) of fresh ops (0.80-0.83), where
+    the unscaled one holds 0.26 or 1.00. Taking the plain 80 % quantile of the k scores instead gives 0.70-0.77
+    (k = 5-20), the 90 % one 0.78-0.86: the test fails on either."""
+    rng = np.random.default_rng(5)
+    fresh = np.abs(rng.standard_normal(20000)) * spread
+    for k in (5, 10, 20):
+        covered = []
+        for _ in range(3000):
+            s = conformal_scale(np.abs(rng.standard_normal(k)) * spread)
+            assert s is not None
+            covered.append(float((fresh <= s).mean()))
+        expected = math.ceil(0.8 * (k + 1)) / (k + 1)
+        assert np.mean(covered) == pytest.approx(expected, abs=0.012)
+        assert 0.79 <= np.mean(covered) <= 0.85
+    assert (fresh <= 1.0).mean() == pytest.approx(0.26 if spread == 3.0 else 0.999, abs=0.02)
+
+
+@pytest.fixture(scope="module")
+def source() -> Calibration:
+    rng = np.random.default_rng(3)
+    dims = np.round(2 ** rng.uniform(7, 13, size=(40, 3))).astype(int)
+    ops = [{"kind": "matmul", "m": int(m), "n": int(n), "k": int(k), "dtype": "fp16"} for m, n, k in dims]
+    model = perfmodel.predict_many(SOURCE, ops).time_s
+    return fit_calibration(SOURCE, list(zip(ops, (model * 1.2).tolist(), strict=True)))
+
+
+def softmaxes(n: int) -> list[dict[str, Any]]:
+    return [{"kind": "softmax", "shape": [2 ** (4 + i % 9), 1024 * (1 + i // 9)], "dtype": "fp16"} for i in range(n)]
+
+
+def test_the_first_runs_on_the_target_rescale_the_transferred_band(source: Calibration) -> None:
+    """Five softmaxes measured on the A40 at 3x and 1/3x the model's time (far outside the uncalibrated band): the
+    transferred GEMM class keeps the model's time, and its band becomes the uncalibrated one about its centre
+    times the fifth (largest) of the five scores; the JSON round trip keeps it."""
+    ops = softmaxes(5)
+    model_s = perfmodel.predict_many(TARGET, ops).time_s
+    factor = np.array([3.0, 1 / 3, 3.0, 1 / 3, 2.0])
+    seeded = fit_calibration(TARGET, list(zip(ops, (model_s * factor).tolist(), strict=True)), base=source)
+    assert seeded.classes["gemm:fp16"].source == "transferred"
+    band = np.log(perfmodel.predict_many(TARGET, ops).uncalibrated_interval_s / model_s[:, None])  # type: ignore
+    centre, half = band.mean(axis=1), (band[:, 1] - band[:, 0]) / 2
+    z = np.abs(np.log(factor) - centre) / half
+    assert seeded.transfer_scale is not None and seeded.transfer_scale == pytest.approx(z.max())
+    assert seeded.transfer_scale > 1.5
+    assert seeded.report["transfer_scale"]["scale"] == seeded.transfer_scale
+    gemm = [{"kind": "matmul", "m": 1024, "n": 1024, "k": 1024, "dtype": "fp16"},
+            {"kind": "matmul", "m": 64, "n": 4096, "k": 512, "dtype": "fp16"}]
+    model = perfmodel.predict_many(TARGET, gemm)
+    got = apply_calibration(seeded, model)
+    np.testing.assert_allclose(got.time_s, model.time_s, rtol=1e-12)  # weight 0: the model's time
+    assert got.interval_s is not None and model.uncalibrated_interval_s is not None
+    uncal = np.log(model.uncalibrated_interval_s / model.time_s[:, None])
+    want = uncal.mean(axis=1, keepdims=True) + seeded.transfer_scale * (uncal - uncal.mean(axis=1, keepdims=True))
+    want = np.column_stack([np.minimum(want[:, 0], 0.0), np.maximum(want[:, 1], 0.0)])
+    np.testing.assert_allclose(np.log(got.interval_s / got.time_s[:, None]), want, rtol=1e-9, atol=1e-12)
+    again = Calibration.from_params(json.loads(json.dumps(seeded.params)))
+    assert again.transfer_scale == seeded.transfer_scale
+    np.testing.assert_allclose(apply_calibration(again, model).interval_s, got.interval_s)  # type: ignore[arg-type]
+
+
+def test_fewer_than_four_distinct_ops_keep_the_uncalibrated_band(source: Calibration) -> None:
+    """Twelve runs of three ops (one score each): no rank, so the transferred band is the model's own, as with no
+    run at all; a stored scale that is not a positive number is refused."""
+    ops = softmaxes(3) * 4
+    model_s = perfmodel.predict_many(TARGET, ops).time_s
+    seeded = fit_calibration(TARGET, list(zip(ops, (model_s * 3.0).tolist(), strict=True)), base=source)
+    assert seeded.transfer_scale is None
+    gemm = [{"kind": "matmul", "m": 1024, "n": 1024, "k": 1024, "dtype": "fp16"}]
+    model = perfmodel.predict_many(TARGET, gemm)
+    got = apply_calibration(seeded, model)
+    assert got.interval_s is not None and model.uncalibrated_interval_s is not None
+    np.testing.assert_allclose(got.interval_s, model.uncalibrated_interval_s, rtol=1e-12)
+    params = seeded.params
+    for bad in (-1.0, 0.0, "2", math.inf):
+        with pytest.raises(ValueError, match="transfer_scale"):
+            Calibration.from_params({**params, "transfer_scale": bad})
