@@ -85,7 +85,7 @@ GRIDS: dict[str, tuple[float, ...]] = {
     # 2,039 GB/s; Little's law: factor <= 3.5 MB / (0.6 us x 1.77 TB/s) = 3.3), which STREAM-like copies reach
     # (docs/model.md section 5); spec figures, no measurement. Up to 5 the A40 fold chose 5 from the A100's embedding
     # cell alone (docs/accuracy.md, fourth pass)
-    "loaded_latency_factor": (1.5, 2.0, 2.5, 3.0),
+    "dram_latency_scale": (1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0),
     "kernel_overhead_s": (1e-6, 1.5e-6, 2e-6, 2.5e-6, 3e-6, 4e-6, 5e-6),
     "host_overhead_s": (5e-6, 8e-6, 12e-6, 16e-6, 20e-6, 30e-6, 40e-6),
     "link_efficiency": (0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
