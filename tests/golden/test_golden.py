@@ -170,10 +170,10 @@ def test_warm_single_row_rmsnorm_is_bound_by_l2_round_trips() -> None:
 def test_warm_cache_beyond_the_l2_keeps_the_share_of_it_the_l2_holds() -> None:
     """The 8192 x 8192 rmsnorm above (W = 268,484,608 B: x, y, γ, stats) does not fit the L2. Warm, the L2 holds
     the part of it that fits the share a working set can count on (half of 40 MiB): h = 20,971,520 / W = 7.8 % of
-    its loads hit at L2's 0.3 µs, the rest go to HBM at 0.597 µs (0.341 µs idle x 1.75), loaded. Little's law over the mixed round trip,
-    L = h·Lc·(1 + 2h·bw/BWc) + (1−h)·L0·(1 + 2(1−h)·bw/BW), with 221,184 threads x 4 B in flight; 2 µs
-    overhead + first round trip + the rest at that rate. Bound by HBM, 6 % under the cold time (it once took
-    L2's latency for the whole stream: 209 µs, 37 % faster; then nothing at all beyond half the L2).
+    its loads hit at L2's 0.3 µs, the rest go to HBM at 0.597 µs (0.341 µs idle x 1.75), loaded. Little's law over
+    the mixed round trip, L = h·Lc·(1 + 2h·bw/BWc) + (1−h)·L0·(1 + 2(1−h)·bw/BW), with 221,184 threads x 4 B in
+    flight; 2 µs overhead + first round trip + the rest at that rate. Bound by HBM, 6 % under the cold time (it once
+    took L2's latency for the whole stream: 209 µs, 37 % faster; then nothing at all beyond half the L2).
     """
     op = {"kind": "rmsnorm", "shape": [8192, 8192], "dtype": "fp16", "vector_width": 1}
     warm = perfmodel.predict("nvidia-a100-sxm4-80gb", op, warm_cache=True)
