@@ -85,8 +85,10 @@ def vidur() -> Iterator[Row]:
         elif kind == "rotary_embedding":
             q, k = (_SHAPE.findall(r["tensor_shape_derived"]))[:2]
             cols = int(q[1]) + int(k[1])
+            # vLLM's rotary_embedding_kernel loads the token's position, then the cos/sin cache row at it
+            # (cos_sin_cache + pos * rot_dim): two dependent loads before the rotation
             op = {"kind": "elementwise", "shape": [tokens, cols], "dtype": "fp16", "flops_per_element": 3,
-                  **SCALAR}
+                  "dependent_loads": 2, **SCALAR}
             label = "elementwise"
         elif kind == "embedding_lookup":
             vocab = int(r["vocab_size"]) // int(r["tp_degree"])

@@ -48,6 +48,9 @@ class ModelDefaults:
     # sustained share of DRAM peak for a streaming kernel (elementwise, norms, gathers: every thread loads, computes
     # little and stores); None: ``dram_efficiency``, the share the GEMM and attention tile models use
     stream_dram_efficiency: float | None = None
+    # a GPU spec's own DRAM latency (an idle round trip from microbenchmarks) x this = the first-byte latency of a
+    # stream; ``dram_latency_s`` stands for specs without a figure (docs/model.md section 5)
+    dram_latency_scale: float = 1.75
 
     @property
     def stream_dram(self) -> float:

@@ -100,7 +100,8 @@ class MachineTables:
 
     def latency_s(self, level: MemoryLevel) -> float:
         if level.latency_s is not None:
-            return level.latency_s
+            gpu_dram = level.kind == "dram" and self.hardware.kind == "gpu"
+            return level.latency_s * (self.defaults.dram_latency_scale if gpu_dram else 1.0)
         return self.defaults.dram_latency_s if level.kind == "dram" else self.defaults.onchip_latency_s
 
     def bandwidth_bytes_per_s(self, level: MemoryLevel) -> float:

@@ -58,6 +58,9 @@ class Elementwise(Op):
     ``threads_per_row``: the kernel runs one thread block per row (the last dimension) of up to this many
     threads, each looping over the row (vLLM's activation kernels: 1024; its rotary kernel: 512), so a few
     rows keep few loads in flight; None: one thread per ``vector_width`` elements over the whole tensor.
+    ``dependent_loads``: loads a thread waits for one after another before its data's address is known (vLLM's
+    rotary kernel: the token's position, then the cos/sin cache row it indexes): the kernel lasts at least that
+    many DRAM round trips.
     """
 
     kind = "elementwise"
@@ -70,10 +73,12 @@ class Elementwise(Op):
     transcendentals_per_element: float = 0.0
     vector_width: int = DEFAULT_VECTOR_WIDTH
     threads_per_row: int | None = None
+    dependent_loads: int = 0
 
     def __post_init__(self) -> None:
         check_shape(self.kind, "shape", self.shape)
         require_non_negative(self.kind, inputs=self.inputs, outputs=self.outputs,
+                             dependent_loads=self.dependent_loads,
                              flops_per_element=self.flops_per_element,
                              transcendentals_per_element=self.transcendentals_per_element)
         require_positive(self.kind, vector_width=self.vector_width)
@@ -105,6 +110,7 @@ class Elementwise(Op):
             work.threads = np.where(row_wise, rows * np.minimum(np.ceil(cols / width), per_row), work.threads)
             work.bytes_per_thread = np.where(row_wise, width * elem * (ins + outs), work.bytes_per_thread)
             work.parallel_items = np.where(row_wise, rows, work.parallel_items)
+        work.dependent_round_trips = np.array([float(o.dependent_loads) for o in ops])
         return work
 
 
