@@ -258,8 +258,9 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
     simt = simt_on_cudnn(t, work.matrix_dtype[op_rows])
     nvidia_gpu = t.hardware.kind == "gpu" and t.hardware.vendor == "nvidia"
     if nvidia_gpu:
-        columns = (*columns[:3], channel_intervals(columns[3], work.gemm_channels[idx][rows, slots], elem, ~simt),
-                   *columns[4:])
+        # the MMAs of the padded reduction at the peak, the loads of the real one: a lower peak per useful FLOP
+        padded = channel_intervals(columns[3], work.gemm_channels[idx][rows, slots], elem, ~simt)
+        columns = (*columns[:5], columns[5] * columns[3] / padded, columns[6])
     family = family_of(work.gemm_simt_conv[idx][rows, slots], simt, ~simt & nvidia_gpu)
     if family.any():
         parts, spaces = [], [space]

@@ -44,7 +44,8 @@ TENSOR_FAMILY = {DATA_GRADIENT: 4}
 # A tensor-core implicit-GEMM convolution (NHWC) steps through its reduction one filter tap and one interval of
 # channels at a time, 64 bytes of them (32 fp16 values: CUTLASS's conv2d fprop iterators advance (r, s, c) -> (0, 0,
 # c + 32) after the last tap, and assume C a multiple of 32; NVIDIA/cutlass media/docs/implicit_gemm_convolution.md):
-# a tap with fewer channels runs the whole interval's MMAs on zeros (docs/model.md section 1)
+# a tap with fewer channels runs the whole interval's MMAs on zeros, loaded as zero-fill, not read (docs/model.md
+# section 1): the padded reduction sets the MMA time, the real one the bytes
 CHANNEL_INTERVAL_BYTES = 64.0
 
 
