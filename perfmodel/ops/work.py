@@ -59,7 +59,7 @@ class Work:
     # each a kernel of gemm_batch GEMMs paying its own waves and launch; 0 or 1: one kernel; n x slots
     gemm_serial: FloatArray = field(default_factory=lambda: np.zeros(0))
     # channels per filter tap of a slot whose reduction is an implicit GEMM's (taps x channels, NHWC): a tensor-core
-    # kernel steps through it one tap and one whole channel interval at a time (``roofline.CHANNEL_INTERVAL_BYTES``);
+    # kernel steps through it one tap and one whole channel interval at a time (``conv_space.CHANNEL_INTERVAL_BYTES``);
     # 0: a plain reduction; n x slots
     gemm_channels: FloatArray = field(default_factory=lambda: np.zeros(0))
     comm_kind: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))

@@ -351,15 +351,17 @@ def test_tensor_core_conv_pads_each_taps_channels_to_a_whole_interval() -> None:
     """V100 fp16 NHWC (tensor cores), 3x3 on 16 maps of 224x224 -> 64 channels: an implicit GEMM steps through its
     reduction one filter tap and one 64-byte channel interval (32 fp16 values) at a time (CUTLASS's conv2d iterators,
     NVIDIA/cutlass media/docs/implicit_gemm_convolution.md), so C = 8 (DeepBench's first layer, C = 3 padded to 8 by
-    conv_bench.cu) runs the MMAs of C = 32: K = 9 x 32 = 288, not 72. DeepBench V100 fp16 measured 405 us for it;
-    the reduction over 72 gave 150 us. On the CUDA cores (fp32, NCHW) the reduction is C·R·S as it is."""
+    conv_bench.cu) runs the MMAs of C = 32: 9 x 32 = 288 per output, not 72, while it loads only its own channels
+    (the padding is zero-fill). DeepBench V100 fp16 measured 405 us for it; the reduction over 72 gave 150 us. On the
+    CUDA cores (fp32, NCHW) the reduction is C·R·S as it is."""
     from perfmodel.search.conv_space import channel_intervals
 
     hw = "nvidia-v100-sxm2-32gb"
     op = {"kind": "conv2d", "batch": 16, "in_channels": 8, "out_channels": 64, "height": 224, "width": 224,
           "kernel_h": 3, "kernel_w": 3, "padding": 1, "dtype": "fp16", "layout": "nhwc"}
     times = {c: perfmodel.predict(hw, {**op, "in_channels": c}, defaults=IDEAL).time_s for c in (8, 16, 32, 64)}
-    assert times[8] == times[16] == times[32]  # the same MMAs: one 32-channel interval per tap
+    for c in (8, 16):  # the MMAs of one 32-channel interval per tap, whatever C below it (was 4x / 2x less)
+        assert 0.9 * times[32] < times[c] < 1.2 * times[32]
     assert times[64] > 1.8 * times[32]
     simt = {c: perfmodel.predict(hw, {**op, "in_channels": c, "dtype": "fp32", "layout": "nchw"},
                                  defaults=IDEAL).time_s for c in (8, 32)}
