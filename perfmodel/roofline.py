@@ -28,7 +28,7 @@ from perfmodel.nvidia_gemm_paths import converts_to_nhwc, simt_on_cudnn
 from perfmodel.ops import Op, OpError, Work, make_op
 from perfmodel.ops.base import DTYPE_BYTES, FloatArray
 from perfmodel.search import choice_memo
-from perfmodel.search.conv_space import family_of, simt_conv_space
+from perfmodel.search.conv_space import channel_intervals, family_of, simt_conv_space
 from perfmodel.search.gemm_cost import GemmChoice, best_gemms
 from perfmodel.search.gemm_space import GemmCandidates, compact_space, concat_spaces, full_space
 
@@ -270,6 +270,10 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
     # candidates indexed after ``space``'s
     simt = simt_on_cudnn(t, work.matrix_dtype[op_rows])
     nvidia_gpu = t.hardware.kind == "gpu" and t.hardware.vendor == "nvidia"
+    if nvidia_gpu:
+        # the MMAs of the padded reduction at the peak, the loads of the real one: a lower peak per useful FLOP
+        padded = channel_intervals(columns[3], gemm_(ops_(work.gemm_channels)), elem, ~simt)
+        columns = (*columns[:5], columns[5] * columns[3] / padded, columns[6])
     family = family_of(gemm_(ops_(work.gemm_simt_conv)), simt, ~simt & nvidia_gpu)
     if family.any():
         parts, spaces = [], [space]

@@ -284,6 +284,11 @@ class Conv2d(Op):
                                      np.where(wino | fft | im2col | thin_cols, 0.0, DATA_GRADIENT),
                                      np.where(wino | fft | im2col, 0.0, WEIGHT_GRADIENT)], axis=1),
             gemm_serial=np.repeat(per_image.serial[:, None], 3, axis=1),
+            # the implicit GEMMs' reductions, tap by tap over C/g (forward) or K/g (data gradient) channels: a
+            # tensor-core kernel pads each tap's channels to whole intervals (conv_space.CHANNEL_INTERVAL_BYTES)
+            gemm_channels=np.stack([np.where(wino | fft | im2col, 0.0, c / g),
+                                    np.where(wino | fft | im2col | thin_cols, 0.0, k / g),
+                                    np.zeros(len(ops))], axis=1),
             # cuDNN's / MIOpen's convolution kernels, not the BLAS GEMMs (which the per-image path calls)
             conv_library=np.where(im2col, CONV_LIBRARY_IM2COL, 1.0),
         )

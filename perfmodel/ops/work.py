@@ -58,6 +58,10 @@ class Work:
     # GEMMs of a slot issued one after another (a library's loop over the batch: MIOpen's per-image im2col GEMMs),
     # each a kernel of gemm_batch GEMMs paying its own waves and launch; 0 or 1: one kernel; n x slots
     gemm_serial: FloatArray = field(default_factory=lambda: np.zeros(0))
+    # channels per filter tap of a slot whose reduction is an implicit GEMM's (taps x channels, NHWC): a tensor-core
+    # kernel steps through it one tap and one whole channel interval at a time (``conv_space.CHANNEL_INTERVAL_BYTES``);
+    # 0: a plain reduction; n x slots
+    gemm_channels: FloatArray = field(default_factory=lambda: np.zeros(0))
     comm_kind: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     comm_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))
     comm_devices: FloatArray = field(default_factory=lambda: np.zeros(0))
@@ -82,7 +86,7 @@ class Work:
                 setattr(self, name, zeros)
         if self.attention.size == 0:
             self.attention = np.zeros((self.n, len(ATTENTION_FIELDS)))
-        for name in ("gemm_batch", "gemm_m", "gemm_n", "gemm_k", "gemm_simt_conv", "gemm_serial"):
+        for name in ("gemm_batch", "gemm_m", "gemm_n", "gemm_k", "gemm_simt_conv", "gemm_serial", "gemm_channels"):
             value = getattr(self, name)
             if value.size == 0:
                 setattr(self, name, np.zeros((self.n, GEMM_SLOTS)))

@@ -17,9 +17,12 @@ space's for a 128-row tile on the same device (``gemm_space.compact_space``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from perfmodel.machine import MachineTables
+from perfmodel.ops.base import FloatArray
 from perfmodel.search.gemm_space import GemmCandidates, compact_space
 
 SIMT_CONV_TILE_M = 128  # output pixels (implicit GEMM) or Winograd tiles per CTA
@@ -37,6 +40,24 @@ SIMT_CONV_TILES_N: dict[int, tuple[int, ...]] = {f: tuple(bn for _, bn in tiles)
 # code -> family, off the tensor cores (SIMT) and on them (NVIDIA tensor cores): 0 = the free search
 SIMT_FAMILY = {FORWARD: 1, FUSED_WINOGRAD: 2, DATA_GRADIENT: 3, WEIGHT_GRADIENT: 3}
 TENSOR_FAMILY = {DATA_GRADIENT: 4}
+
+# A tensor-core implicit-GEMM convolution (NHWC) steps through its reduction one filter tap and one interval of
+# channels at a time, 64 bytes of them (32 fp16 values: CUTLASS's conv2d fprop iterators advance (r, s, c) -> (0, 0,
+# c + 32) after the last tap, and assume C a multiple of 32; NVIDIA/cutlass media/docs/implicit_gemm_convolution.md):
+# a tap with fewer channels runs the whole interval's MMAs on zeros, loaded as zero-fill, not read (docs/model.md
+# section 1): the padded reduction sets the MMA time, the real one the bytes
+CHANNEL_INTERVAL_BYTES = 64.0
+
+
+def channel_intervals(k: FloatArray, channels: FloatArray, elem: FloatArray, tensor: np.ndarray[Any, Any]
+                       ) -> FloatArray:
+    """The reduction a tensor-core implicit GEMM runs: taps x channels rounded up to whole channel intervals per
+    tap, where ``tensor`` and the slot has ``channels`` (> 0) per tap; ``k`` elsewhere."""
+    interval = CHANNEL_INTERVAL_BYTES / elem
+    padded = k / np.maximum(channels, 1.0) * np.ceil(channels / interval) * interval
+    out: FloatArray = np.where(tensor & (channels > 0), np.maximum(padded, k), k)
+    return out
+
 
 _SPACES: dict[tuple[object, ...], GemmCandidates] = {}
 
@@ -71,5 +92,6 @@ def simt_conv_space(t: MachineTables, family: int = 1) -> GemmCandidates:
     return _SPACES[key]
 
 
-__all__ = ["DATA_GRADIENT", "FAMILY_TILES", "FORWARD", "FUSED_WINOGRAD", "SIMT_CONV_TILES_N", "SIMT_CONV_TILE_M",
-           "WEIGHT_GRADIENT", "family_of", "simt_conv_space"]
+__all__ = ["CHANNEL_INTERVAL_BYTES", "DATA_GRADIENT", "FAMILY_TILES", "FORWARD", "FUSED_WINOGRAD",
+           "SIMT_CONV_TILES_N", "SIMT_CONV_TILE_M", "WEIGHT_GRADIENT", "channel_intervals", "family_of",
+           "simt_conv_space"]

@@ -345,3 +345,29 @@ def test_cudnn_simt_weight_gradient_splits_its_128_row_tiles() -> None:
 
     # 128 -> 128 fills every 128-row tile; 64 -> 64 runs its 64 x 64 weight gradient on half-empty ones
     assert matrix_s_per_flop(64) > 1.3 * matrix_s_per_flop(128)
+
+
+def test_tensor_core_conv_pads_each_taps_channels_to_a_whole_interval() -> None:
+    """V100 fp16 NHWC (tensor cores), 3x3 on 16 maps of 224x224 -> 64 channels: an implicit GEMM steps through its
+    reduction one filter tap and one 64-byte channel interval (32 fp16 values) at a time (CUTLASS's conv2d iterators,
+    NVIDIA/cutlass media/docs/implicit_gemm_convolution.md), so C = 8 (DeepBench's first layer, C = 3 padded to 8 by
+    conv_bench.cu) runs the MMAs of C = 32: 9 x 32 = 288 per output, not 72, while it loads only its own channels
+    (the padding is zero-fill). DeepBench V100 fp16 measured 405 us for it; the reduction over 72 gave 150 us. On the
+    CUDA cores (fp32, NCHW) the reduction is C·R·S as it is."""
+    from perfmodel.search.conv_space import channel_intervals
+
+    hw = "nvidia-v100-sxm2-32gb"
+    op = {"kind": "conv2d", "batch": 16, "in_channels": 8, "out_channels": 64, "height": 224, "width": 224,
+          "kernel_h": 3, "kernel_w": 3, "padding": 1, "dtype": "fp16", "layout": "nhwc"}
+    times = {c: perfmodel.predict(hw, {**op, "in_channels": c}, defaults=IDEAL).time_s for c in (8, 16, 32, 64)}
+    for c in (8, 16):  # the MMAs of one 32-channel interval per tap, whatever C below it (was 4x / 2x less)
+        assert 0.9 * times[32] < times[c] < 1.2 * times[32]
+    assert times[64] > 1.8 * times[32]
+    simt = {c: perfmodel.predict(hw, {**op, "in_channels": c, "dtype": "fp32", "layout": "nchw"},
+                                 defaults=IDEAL).time_s for c in (8, 32)}
+    assert simt[32] > 3.0 * simt[8]
+    k, channels, elem = np.array([72.0, 9 * 48.0, 9 * 512.0]), np.array([8.0, 48.0, 512.0]), np.full(3, 2.0)
+    assert list(channel_intervals(k, channels, elem, np.ones(3, bool))) == [288.0, 9 * 64.0, 9 * 512.0]
+    assert list(channel_intervals(k, channels, elem, np.zeros(3, bool))) == list(k)
+    assert list(channel_intervals(k, np.zeros(3), elem, np.ones(3, bool))) == list(k)  # a plain GEMM reduction
+    assert list(channel_intervals(np.array([72.0]), np.array([8.0]), np.array([4.0]), np.ones(1, bool))) == [144.0]
