@@ -23,7 +23,7 @@ from perfmodel.machine import MachineTables, tables
 from perfmodel.ops import Op, make_op
 from perfmodel.ops.base import DTYPES, FloatArray, Work
 from perfmodel.roofline import HardwareLike, OpLike, evaluate, resolve_hardware, work_of
-from perfmodel.search import gemm_kernel
+from perfmodel.search import gemm_kernel, work_memo
 from perfmodel.search.attention_cost import attention_costs, attention_space
 from perfmodel.search.gemm_cost import GemmCosts, gemm_costs, launch_overhead_s
 from perfmodel.search.gemm_scoring import GemmScores, pareto, prune, score_compiled, score_numpy, scores_of
@@ -221,7 +221,7 @@ def _search(hw: Hardware, op: Op, top_k: int, budget: int | None, seed: int, sta
             time_budget_s: float | None = None) -> SearchResult:
     t = tables(hw)
     granularity = float(hw.dram.access_granularity_bytes or 1)
-    work = work_of([op], granularity)
+    work = work_memo.work_of_one(op, granularity)
     space = full_space(t)
     gemm = bool(work.gemm_batch[0].sum() > 0 and work.flops_matrix[0] > 0)
     if work.attention[0, 0] > 0:
