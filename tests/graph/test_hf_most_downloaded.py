@@ -34,9 +34,11 @@ RANKING: dict[int, tuple[str, str, float, str, str]] = {
     7: ("gemma3_text", "gemma-3-1b-it", 999_885_952, "keras-hub gemma3 preset: 999,885,952",
         "google/gemma-3-1b-it 5.12M (huggingface.co/asharma06/activity/likes)"),
     8: ("mistral", "mistral-7b-v0.1-awq", 7_241_732_096, "HF safetensors metadata (Mistral-7B-v0.1): 7,241,732,096",
-        "mistralai/Mistral-7B-Instruct-v0.2 4.7M (huggingface.co/collections/sdonyh/favorite-models-66190d0669211da33bd944f4)"),
+        "mistralai/Mistral-7B-Instruct-v0.2 4.7M "
+        "(huggingface.co/collections/sdonyh/favorite-models-66190d0669211da33bd944f4)"),
     9: ("mixtral", "mixtral-8x7b-v0.1", 46.7e9, "Mixtral of Experts (Jiang et al. 2024): 46.7 B",
-        "mistralai/Mixtral-8x7B-Instruct-v0.1 3.75M (huggingface.co/collections/hemshah/mistral-65c0a480c084467acac24b7c)"),
+        "mistralai/Mixtral-8x7B-Instruct-v0.1 3.75M "
+        "(huggingface.co/collections/hemshah/mistral-65c0a480c084467acac24b7c)"),
     10: ("qwen3_moe", "qwen3-30b-a3b", 30.5e9, "Qwen3-30B-A3B card: 30.5 B",
          "Qwen/Qwen3-30B-A3B 3.27M (huggingface.co/Suzu007/activity/likes)"),
     11: ("deepseek_v3", "deepseek-v3", 671e9, "DeepSeek-V3 technical report: 671 B",
