@@ -105,3 +105,15 @@ def test_bundled_gpt2_and_mixtral_equal_their_copies_in_hf_configs() -> None:
     for copy, original in [("gpt2", "gpt2"), ("mixtral-8x7b-v0.1", "mixtral-8x7b")]:
         assert hf_data(copy) == json.loads((bundled / f"{original}.json").read_text())
     assert hf_config("mixtral-8x7b-v0.1").experts == 8
+
+
+@pytest.mark.parametrize("model_type", ["qwen3_vl", "qwen3_5", "qwen3_5_moe", "gemma4"])
+def test_newer_multimodal_types_with_large_2026_downloads_are_refused_with_the_known_list(model_type: str) -> None:
+    """solmaz.io's 2026 leaderboard puts Qwen3-VL-2B, Qwen3.6-35B-A3B / 27B (``qwen3_5*``: Gated DeltaNet hybrid)
+    and Gemma 4 near the top; the Hub tags them image-text-to-text / any-to-any, not text-generation, and the
+    importer does not build them: it refuses them naming the types it knows, never building them as Llama."""
+    from perfmodel.graph import GraphError
+    from perfmodel.graph.llm_config import LlmConfig
+
+    with pytest.raises(GraphError, match=rf"{model_type}.*not supported; known: llama"):
+        LlmConfig.from_hf(hf_data("qwen3-8b") | {"model_type": model_type}, model_type)
