@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -20,6 +21,13 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or load._usable_cpus() <
 def in_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(load.PARALLEL_ENV, "1")
     monkeypatch.setattr(load, "PARALLEL_MIN_BYTES", 0)  # small real traces go through the child too
+    _as_single_threaded(monkeypatch)
+
+
+def _as_single_threaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite's other tests leave threads running (servers, job workers, xdist's); the child here only reads a
+    file and sends its side back, so the one-thread rule (which guards users' processes) is waived for the test."""
+    monkeypatch.setattr(load, "threading", SimpleNamespace(active_count=lambda: 1))
 
 
 def test_sides_read_side_by_side_are_the_sides_read_in_turn(in_parallel: None) -> None:
@@ -33,6 +41,7 @@ def test_sides_read_side_by_side_are_the_sides_read_in_turn(in_parallel: None) -
 def test_small_files_are_read_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
     base, new = trace_path(RESNET_0), trace_path(HTA_0)
     monkeypatch.setenv(load.PARALLEL_ENV, "1")
+    _as_single_threaded(monkeypatch)
     assert not load._in_parallel(base, new)  # 1.2 MB together: a fork would not pay
     monkeypatch.setattr(load, "PARALLEL_MIN_BYTES", 0)
     assert load._in_parallel(base, new)
@@ -66,3 +75,9 @@ def test_a_child_that_dies_is_read_here(in_parallel: None, monkeypatch: pytest.M
     base, new = trace_path(HTA_0), trace_path(RESNET_0)
     monkeypatch.setattr(load, "_child_side", _dies)
     assert repr(load.file_sides(base, new)) == repr((load.file_side(base), load.file_side(new)))
+
+
+def test_a_process_with_other_threads_reads_in_turn(in_parallel: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fork copies no other thread's locks: with a second thread alive the new side is read here."""
+    monkeypatch.setattr(load, "threading", SimpleNamespace(active_count=lambda: 2))
+    assert not load._in_parallel(trace_path(RESNET_0), trace_path(HTA_0))
