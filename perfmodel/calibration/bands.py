@@ -57,35 +57,16 @@ def in_range_residuals(held_out: FloatArray, beyond: np.ndarray[Any, np.dtype[np
     return out
 
 
-# How a conformal band's edges are read from the n sorted held-out residuals: "rank" takes the ⌊0.1 (n + 1)⌋-th and
-# ⌈0.9 (n + 1)⌉-th (coverage ≥ 0.8, but (⌈0.9 (n + 1)⌉ - ⌊0.1 (n + 1)⌋) / (n + 1) nominal: 0.88 at n = 16);
-# "interpolated" the positions 0.1 (n + 1) and 0.9 (n + 1) themselves, linearly between the two order statistics
-# around each (Hyndman & Fan 1996, sample quantile definition 6): E[F(r_(i))] = i / (n + 1) for a continuous F, so
-# the band's expected coverage is 0.8 at every n (where both positions lie inside 1..n, n ≥ 9).
-CONFORMAL_EDGES = "rank"
-
-
 def conformal_band(log_residuals: FloatArray) -> Range | None:
     """Split-conformal 10-90 % band of held-out log residuals: of the n finite ones sorted, the
     ⌊0.1 (n + 1)⌋-th and the ⌈0.9 (n + 1)⌉-th (the extremes when n is small), so a new run exchangeable with
-    them falls inside with probability ≥ 0.8 (Vovk et al.; Lei et al. 2018); ``CONFORMAL_EDGES`` "interpolated":
-    the order statistics at 0.1 (n + 1) and 0.9 (n + 1) interpolated. None below 2 residuals."""
+    them falls inside with probability ≥ 0.8 (Vovk et al.; Lei et al. 2018). None below 2 residuals."""
     r = np.sort(log_residuals[np.isfinite(log_residuals)])
     if r.size < 2:
         return None
-    if CONFORMAL_EDGES == "interpolated":
-        return clamped((_order_statistic(r, 0.1 * (r.size + 1)), _order_statistic(r, 0.9 * (r.size + 1))))
     low = max(math.floor(0.1 * (r.size + 1)), 1)
     high = min(math.ceil(0.9 * (r.size + 1)), r.size)
     return clamped((float(r[low - 1]), float(r[high - 1])))
-
-
-def _order_statistic(r: FloatArray, position: float) -> float:
-    """The sorted ``r`` at the 1-based ``position``, linear between neighbours, clipped to the extremes."""
-    at = min(max(position, 1.0), float(r.size)) - 1.0
-    below = int(math.floor(at))
-    above = min(below + 1, r.size - 1)
-    return float(r[below] + (at - below) * (r[above] - r[below]))
 
 
 def class_interval(result: FitResult, held_out: FloatArray | None = None) -> Range | None:

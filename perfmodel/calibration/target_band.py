@@ -38,7 +38,8 @@ from perfmodel.ops.base import FloatArray, IntArray, Op
 
 COVERAGE = 0.8  # the 10-90 % band
 MIN_TARGET_OPS = 4  # the smallest k with ⌈0.8 (k + 1)⌉ <= k
-MIN_HALF_WIDTH = 1e-3  # a band narrower than this (in log) gives no scale to measure against
+MIN_HALF_WIDTH = 1e-3
+REST_GROUP = True  # a band narrower than this (in log) gives no scale to measure against
 
 
 def conformal_scale(scores: FloatArray) -> float | None:
@@ -88,6 +89,11 @@ def target_scales(ops: Sequence[Op], model_s: FloatArray, measured: FloatArray,
         found = conformal_scale(scores(residual[mine], band_log[mine], groups[usable][mine]))
         if found is not None:
             per_class[str(key)] = found
+    if per_class and REST_GROUP:
+        rest = ~np.isin(keys, list(per_class))
+        found = conformal_scale(scores(residual[rest], band_log[rest], groups[usable][rest]))
+        if found is not None:
+            scale = found
     return scale, per_class
 
 
