@@ -38,8 +38,10 @@ from perfmodel.ops.base import FloatArray, IntArray, Op
 
 COVERAGE = 0.8  # the 10-90 % band
 MIN_TARGET_OPS = 4  # the smallest k with ⌈0.8 (k + 1)⌉ <= k
-MIN_HALF_WIDTH = 1e-3
-REST_GROUP = True  # a band narrower than this (in log) gives no scale to measure against
+MIN_HALF_WIDTH = 1e-3  # a band narrower than this (in log) gives no scale to measure against
+# Classes without a scale of their own take the rank of the scores of those classes' ops pooled (when ≥ 4), not
+# of every op's (a device-wide scale dominated by the classes measured most: Vidur's first runs are mostly GEMMs)
+REST_GROUP = True
 
 
 def conformal_scale(scores: FloatArray) -> float | None:
