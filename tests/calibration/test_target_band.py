@@ -14,9 +14,8 @@ import numpy as np
 import pytest
 
 import perfmodel
-from perfmodel.calibration import Calibration, apply_calibration, fit_calibration
+from perfmodel.calibration import Calibration, apply_calibration, fit_calibration, target_band
 from perfmodel.calibration.target_band import conformal_scale, row_scales, scaled, scores, target_scales
-from perfmodel.calibration import target_band
 from perfmodel.ops import make_op
 
 SOURCE, TARGET = "nvidia-a100-sxm4-80gb", "nvidia-a40"
