@@ -20,8 +20,10 @@ One scale per device leaves the classes uneven (a device's elementwise error can
 error relative to the bands), so the scores are also split by the band's class (``uncalibrated_interval.band_key``,
 the key the band itself is looked up by: a Mondrian conformal split, Vovk et al. 2005 section 4.5; Vovk 2012,
 "Conditional validity of inductive conformal predictors"): a class with ≥ ``MIN_TARGET_OPS`` distinct ops among the
-target's runs gets the rank of its own scores (``class_scales``), every other class the device-wide scale, and
-with no device-wide scale the band stays today's.
+target's runs gets the rank of its own scores (``class_scales``); the other classes the same rank of their ops'
+scores pooled (``REST_GROUP``: the Mondrian taxonomy is each class with ≥ 4 ops, plus the rest as one group) when
+they are ≥ 4, else the device-wide scale; with no device-wide scale the band stays today's. docs/accuracy.md,
+"per-class first-runs scale (issue 22, branch calib12)": transfers at k = 10 in 0.75-0.85 5/8 -> 8/8.
 """
 
 from __future__ import annotations
