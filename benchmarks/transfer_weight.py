@@ -17,6 +17,8 @@ leaving each transfer out.
 device's pooled fit) and each variant out (it takes its class's fit), scored on its held-out rows.
 
     python benchmarks/transfer_weight.py [--fallbacks]     # about 5 min (13 with --fallbacks)
+    python benchmarks/transfer_weight.py --device-scale    # the first-runs table with one scale per device (before
+                                                           # calibration/target_band.py's per-class scales)
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from transfer_runs import first_runs, print_first_runs
 
 import perfmodel
 from perfmodel import uncalibrated_interval
-from perfmodel.calibration import Calibration, fit_calibration, model, predict_calibrated
+from perfmodel.calibration import Calibration, build, fit_calibration, model, predict_calibrated, target_band
 from perfmodel.calibration.classes import class_key, parent_key
 from perfmodel.collectives import devices_per_node
 from perfmodel.ops import make_op
@@ -158,7 +160,14 @@ def _transfer_rows(rows: list[Row], mask: np.ndarray[Any, np.dtype[np.bool_]],
     return {k: np.concatenate(v) if k in ("ape", "log_residual", "inside") else np.array(v) for k, v in out.items()}
 
 
+def _device_scale(*args: Any) -> tuple[float | None, dict[str, float]]:
+    """``target_band.target_scales`` without the per-class scales (one scale per device)."""
+    return target_band.target_scales(*args)[0], {}
+
+
 def main() -> None:
+    if "--device-scale" in sys.argv:
+        setattr(build, "target_scales", _device_scale)  # noqa: B010 (build imports it by name)
     rows = all_rows()
     mask = fit_mask(rows)
     if "--fallbacks" in sys.argv:

@@ -42,7 +42,7 @@ from perfmodel.calibration.distance import (
 from perfmodel.calibration.fit import FitResult, abs_pct, fit_with_cv, fold_ids
 from perfmodel.calibration.local import LocalCorrection, fit_local
 from perfmodel.calibration.model import DEFAULTS, Calibration, ClassParams, Range, borrowed, transferred
-from perfmodel.calibration.target_band import target_scale
+from perfmodel.calibration.target_band import target_scales
 from perfmodel.collectives import devices_per_node
 from perfmodel.hardware import Hardware
 from perfmodel.ops import Op, make_op
@@ -207,7 +207,7 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
                 classes[key] = _carried(seeded, base, foreign)
                 rows[key] = _class_report(key, classes[key], None, np.zeros(0), np.zeros(0), None, 0, 0, None)
 
-    scale = _transfer_scale(ops, model_s, measured, groups, base, foreign, classes)
+    scale, class_scales = _transfer_scale(ops, model_s, measured, groups, base, foreign, classes)
     level_report = _class_report("*", hardware_level, f.take(pooled_idx) if pooled is not None and f else None,
                                  measured[pooled_idx], model_s[pooled_idx],
                                  pooled.cv_residuals if pooled else None, 0, pooled.folds if pooled else 0,
@@ -225,10 +225,13 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
               "other_classes": hardware_level.source, "residual_trees": trees_report,
               "transfer_scale": {"scale": scale, "rule": "transferred classes' band (the uncalibrated model's, "
                                  "about its centre) times the 80 % conformal rank of this device's runs' normalised "
-                                 "scores (target_band); none: fewer than 4 distinct ops measured here"}}
+                                 "scores (target_band); none: fewer than 4 distinct ops measured here",
+                                 "classes": class_scales,
+                                 "class_rule": "a band class with >= 4 distinct ops measured here: the same rank "
+                                               "of its own scores; the others the device-wide scale"}}
     report_progress("done", 1.0)
     return Calibration(identity, classes, hardware_level, report, timing=timing, space=space, residual_trees=trees,
-                       transfer_scale=scale)
+                       transfer_scale=scale, transfer_class_scales=class_scales)
 
 
 PREDICT_CHUNK_OPS = 16384  # ops predicted at once: a whole batch's breakdown of 100,000 ops peaked at +460 MB
@@ -365,15 +368,17 @@ def _out_of_fold(result: FitResult, local: LocalCorrection | None) -> FloatArray
 
 
 def _transfer_scale(ops: Sequence[Op], model_s: FloatArray, measured: FloatArray, groups: IntArray,
-                    base: Calibration | None, foreign: bool, classes: dict[str, ClassParams]) -> float | None:
-    """The transferred classes' band scale (``target_band.target_scale``) from this device's runs when some class
-    is transferred; else (a refit of this device's own calibration without enough new runs) the base's."""
+                    base: Calibration | None, foreign: bool,
+                    classes: dict[str, ClassParams]) -> tuple[float | None, dict[str, float]]:
+    """The transferred classes' band scales (``target_band.target_scales``: device-wide, per band class) from this
+    device's runs when some class is transferred; else (a refit of this device's own calibration without enough
+    new runs) the base's."""
     if not any(entry.source == "transferred" for entry in classes.values()):
-        return None
-    scale = target_scale(ops, model_s, measured, groups) if ops else None
+        return None, {}
+    scale, class_scales = target_scales(ops, model_s, measured, groups) if ops else (None, {})
     if scale is None and base is not None and not foreign:
-        return base.transfer_scale
-    return scale
+        return base.transfer_scale, dict(base.transfer_class_scales)
+    return scale, class_scales
 
 
 def _belief(seeded: ClassParams, foreign: bool) -> FloatArray:

@@ -15,7 +15,7 @@ from perfmodel.calibration.boost import ResidualTrees, op_fields
 from perfmodel.calibration.classes import class_keys, parent_key
 from perfmodel.calibration.distance import DistanceScale, coordinates
 from perfmodel.calibration.local import LocalCorrection
-from perfmodel.calibration.target_band import stored_scale, transfer_band
+from perfmodel.calibration.target_band import stored_class_scales, stored_scale, transfer_band
 from perfmodel.collectives import devices_per_node
 from perfmodel.cost import CostBatch, _Rows
 from perfmodel.hardware import Hardware
@@ -121,10 +121,13 @@ class Calibration:
 
     def __init__(self, hardware: dict[str, str], classes: dict[str, ClassParams], hardware_level: ClassParams,
                  report: dict[str, Any], timing: str = "kernel", space: SpaceName = "compact",
-                 residual_trees: ResidualTrees | None = None, transfer_scale: float | None = None) -> None:
+                 residual_trees: ResidualTrees | None = None, transfer_scale: float | None = None,
+                 transfer_class_scales: dict[str, float] | None = None) -> None:
         self.hardware = dict(hardware)
         # the transferred classes' band scale measured on this device's own runs (``target_band``; None: as stored)
         self.transfer_scale = transfer_scale
+        # per band class with >= 4 distinct ops measured here (the others take ``transfer_scale``)
+        self.transfer_class_scales = dict(transfer_class_scales or {})
         self.residual_trees = residual_trees  # the device's trees over its fitted classes (``boost``), if kept
         self.classes = dict(classes)
         self.hardware_level = hardware_level
@@ -152,6 +155,7 @@ class Calibration:
                 "classes": {k: v.to_json() for k, v in sorted(self.classes.items())},
                 "residual_trees": None if self.residual_trees is None else self.residual_trees.to_json(),
                 "transfer_scale": self.transfer_scale,
+                "transfer_class_scales": dict(sorted(self.transfer_class_scales.items())),
                 "report": _json_safe(self._report)}
 
     @classmethod
@@ -166,7 +170,8 @@ class Calibration:
                    ClassParams.from_json(params["hardware_level"]), dict(params.get("report") or {}),
                    str(params.get("timing", "kernel")), _space(params.get("space", "compact")),
                    None if params.get("residual_trees") is None else ResidualTrees.from_json(params["residual_trees"]),
-                   stored_scale(params.get("transfer_scale")))
+                   stored_scale(params.get("transfer_scale")),
+                   stored_class_scales(params.get("transfer_class_scales")))
 
     def entry(self, key: str) -> ClassParams:
         """The parameters a ``class[/variant]:dtype`` uses: its own, else its class's, else the device's
@@ -295,7 +300,8 @@ def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_ro
     bound[(overhead >= time - overhead) & (overhead > 0) & (bound != "none")] = "latency"
     interval_log = _borrowed_band(entries, inverse, f, time, batch.time_s, interval_log)
     moved = np.array([e.source == "transferred" for e in entries], dtype=bool)[inverse]
-    interval_log = transfer_band(moved, batch, time, interval_log, calibration.transfer_scale)
+    interval_log = transfer_band(moved, batch, time, interval_log, calibration.transfer_scale,
+                                 calibration.transfer_class_scales)
     interval = time[:, None] * np.exp(interval_log)
     rows = np.flatnonzero(beyond_fit)
     notes = _beyond_notes(batch, rows, outside[rows], unclipped.take(rows), low[rows], high[rows])

@@ -15,6 +15,15 @@ The scale s is the ⌈0.8 (k + 1)⌉-th smallest of the k scores, and the band b
 target exchangeable with those k is inside with probability ≥ ⌈0.8 (k + 1)⌉ / (k + 1) (0.80-0.83; split
 conformal, Vovk et al. 2005). Below ``MIN_TARGET_OPS`` distinct ops that rank does not exist and the band is
 today's (s = 1, the dev set's band).
+
+One scale per device leaves the classes uneven (a device's elementwise error can be several times its matmul
+error relative to the bands), so the scores are also split by the band's class (``uncalibrated_interval.band_key``,
+the key the band itself is looked up by: a Mondrian conformal split, Vovk et al. 2005 section 4.5; Vovk 2012,
+"Conditional validity of inductive conformal predictors"): a class with ≥ ``MIN_TARGET_OPS`` distinct ops among the
+target's runs gets the rank of its own scores (``class_scales``); the other classes the same rank of their ops'
+scores pooled (``REST_GROUP``: the Mondrian taxonomy is each class with ≥ 4 ops, plus the rest as one group) when
+they are ≥ 4, else the device-wide scale; with no device-wide scale the band stays today's. docs/accuracy.md,
+"per-class first-runs scale (issue 22, branch calib12)": transfers at k = 10 in 0.75-0.85 5/8 -> 8/8.
 """
 
 from __future__ import annotations
@@ -32,6 +41,9 @@ from perfmodel.ops.base import FloatArray, IntArray, Op
 COVERAGE = 0.8  # the 10-90 % band
 MIN_TARGET_OPS = 4  # the smallest k with ⌈0.8 (k + 1)⌉ <= k
 MIN_HALF_WIDTH = 1e-3  # a band narrower than this (in log) gives no scale to measure against
+# Classes without a scale of their own take the rank of the scores of those classes' ops pooled (when ≥ 4), not
+# of every op's (a device-wide scale dominated by the classes measured most: Vidur's first runs are mostly GEMMs)
+REST_GROUP = True
 
 
 def conformal_scale(scores: FloatArray) -> float | None:
@@ -58,17 +70,40 @@ def scores(log_residual: FloatArray, band_log: FloatArray, groups: IntArray) -> 
     return out
 
 
-def target_scale(ops: Sequence[Op], model_s: FloatArray, measured: FloatArray, groups: IntArray) -> float | None:
-    """The scale of the transferred band measured on the target's runs (``conformal_scale`` of ``scores``):
-    ``ops`` and their model seconds, measured seconds, distinct-op ids. None: too few distinct ops."""
+def target_scales(ops: Sequence[Op], model_s: FloatArray, measured: FloatArray,
+                  groups: IntArray) -> tuple[float | None, dict[str, float]]:
+    """The scale of the transferred band measured on the target's runs (``conformal_scale`` of ``scores``), device
+    wide and per band class with ≥ ``MIN_TARGET_OPS`` distinct ops of its own: ``ops`` and their model seconds,
+    measured seconds, distinct-op ids. (None, {}): too few distinct ops."""
     usable = np.flatnonzero((model_s > 0) & (measured > 0))
     if usable.size < MIN_TARGET_OPS:
-        return None
-    band = uncalibrated_interval.interval_s([ops[int(i)] for i in usable], model_s[usable])
+        return None, {}
+    picked = [ops[int(i)] for i in usable]
+    band = uncalibrated_interval.interval_s(picked, model_s[usable])
     with np.errstate(divide="ignore", invalid="ignore"):
         band_log = np.log(band / model_s[usable, None])
         residual = np.log(measured[usable] / model_s[usable])
-    return conformal_scale(scores(residual, band_log, groups[usable]))
+    scale = conformal_scale(scores(residual, band_log, groups[usable]))
+    if scale is None:
+        return None, {}
+    keys = np.array([uncalibrated_interval.band_key(op) for op in picked])
+    per_class = {}
+    for key in sorted(set(keys.tolist())):
+        mine = keys == key
+        found = conformal_scale(scores(residual[mine], band_log[mine], groups[usable][mine]))
+        if found is not None:
+            per_class[str(key)] = found
+    if per_class and REST_GROUP:
+        rest = ~np.isin(keys, list(per_class))
+        found = conformal_scale(scores(residual[rest], band_log[rest], groups[usable][rest]))
+        if found is not None:
+            scale = found
+    return scale, per_class
+
+
+def target_scale(ops: Sequence[Op], model_s: FloatArray, measured: FloatArray, groups: IntArray) -> float | None:
+    """The device-wide scale of ``target_scales`` (None: too few distinct ops)."""
+    return target_scales(ops, model_s, measured, groups)[0]
 
 
 def stored_scale(value: Any) -> float | None:
@@ -80,20 +115,48 @@ def stored_scale(value: Any) -> float | None:
     return float(value)
 
 
-def scaled(band_log: FloatArray, scale: float | None) -> FloatArray:
-    """``band_log`` (rows x 2) about its centre times ``scale`` (unchanged for None)."""
+def stored_class_scales(value: Any) -> dict[str, float]:
+    """A calibration's stored per-class transfer scales: null or a mapping of band class to a positive finite
+    number (else a ValueError)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"transfer_class_scales {value!r}: a mapping of band class to scale, or null")
+    out = {}
+    for key, scale in value.items():
+        try:
+            out[str(key)] = float(stored_scale(scale))  # type: ignore[arg-type]
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"transfer_class_scales[{key!r}] = {scale!r}: a positive finite number") from exc
+    return out
+
+
+def row_scales(ops: Sequence[Op], scale: float | None, class_scales: dict[str, float]) -> FloatArray | None:
+    """Each op's scale: its band class's own where the target measured one, else the device-wide ``scale``;
+    None where there is neither (the band as stored)."""
+    if scale is None:
+        return None
+    out: FloatArray = np.array([class_scales.get(uncalibrated_interval.band_key(op), scale) for op in ops])
+    return out
+
+
+def scaled(band_log: FloatArray, scale: float | FloatArray | None) -> FloatArray:
+    """``band_log`` (rows x 2) about its centre times ``scale`` (one, or one a row; unchanged for None)."""
     if scale is None:
         return band_log
     centre = band_log.mean(axis=1, keepdims=True)
-    out: FloatArray = centre + scale * (band_log - centre)
+    factor = np.asarray(scale, dtype=float).reshape(-1, 1) if np.ndim(scale) else float(scale)
+    out: FloatArray = centre + factor * (band_log - centre)
     return out
 
 
 def transfer_band(moved: np.ndarray[tuple[int], np.dtype[np.bool_]], batch: CostBatch, time: FloatArray,
-                  interval_log: FloatArray, scale: float | None) -> FloatArray:
+                  interval_log: FloatArray, scale: float | None,
+                  class_scales: dict[str, float] | None = None) -> FloatArray:
     """Rows of a class transferred from another device (``moved``): the uncalibrated model's band of the op's class
     around the model's time (``uncalibrated_interval``), rescaled about its centre by ``scale`` (the target's runs:
-    ``target_scale``; None: as stored), stretched to hold the prediction (at ``TRANSFER_WEIGHT`` 0 the prediction
+    ``target_scales``; each row its band class's scale from ``class_scales`` where there is one; None: as stored),
+    stretched to hold the prediction (at ``TRANSFER_WEIGHT`` 0 the prediction
     is the model's and, unscaled, the band exactly its interval)."""
     rows = np.flatnonzero(moved & (time > 0) & (batch.time_s > 0))
     if not rows.size:
@@ -104,11 +167,12 @@ def transfer_band(moved: np.ndarray[tuple[int], np.dtype[np.bool_]], batch: Cost
     else:
         model_band = model_band[rows]
     out = interval_log.copy()
-    if scale is None:
+    factors = row_scales([batch.ops[int(i)] for i in rows], scale, class_scales or {})
+    if factors is None:
         band = np.log(model_band / time[rows, None])
     else:
         shift = np.log(batch.time_s[rows] / time[rows])  # the model's time relative to the prediction
-        band = scaled(np.log(model_band / batch.time_s[rows, None]), scale) + shift[:, None]
+        band = scaled(np.log(model_band / batch.time_s[rows, None]), factors) + shift[:, None]
     out[rows, 0] = np.fmin(band[:, 0], 0.0)
     out[rows, 1] = np.fmax(band[:, 1], 0.0)
     return out

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 import perfmodel
-from perfmodel.calibration import Calibration, apply_calibration, fit_calibration
-from perfmodel.calibration.target_band import conformal_scale, scaled, scores
+from perfmodel.calibration import Calibration, apply_calibration, fit_calibration, target_band
+from perfmodel.calibration.target_band import conformal_scale, row_scales, scaled, scores, target_scales
+from perfmodel.ops import make_op
 
 SOURCE, TARGET = "nvidia-a100-sxm4-80gb", "nvidia-a40"
 
@@ -124,3 +125,93 @@ def test_fewer_than_four_distinct_ops_keep_the_uncalibrated_band(source: Calibra
     for bad in (-1.0, 0.0, "2", math.inf):
         with pytest.raises(ValueError, match="transfer_scale"):
             Calibration.from_params({**params, "transfer_scale": bad})
+
+
+def elementwises(n: int) -> list[dict[str, Any]]:
+    return [{"kind": "elementwise", "shape": [2 ** (12 + i), 256], "dtype": "fp16", "inputs": 2, "outputs": 1}
+            for i in range(n)]
+
+
+def test_a_band_class_with_four_ops_of_its_own_gets_its_own_scale(source: Calibration) -> None:
+    """Four elementwise ops measured at 3x and 1/3x the model (far outside their band) and four softmaxes at the
+    model's time (about the centre): elementwise gets the largest of its own four scores (⌈0.8 x 5⌉ = 4th), softmax
+    the largest of its four, and a class with no run here (the transferred GEMM) the device-wide rank of all eight
+    (⌈0.8 x 9⌉ = 8th); each transferred row's band is scaled by its own class's scale, and the JSON round trip
+    keeps the per-class scales."""
+    ew, sm = elementwises(4), softmaxes(4)
+    ops = ew + sm
+    model_s = perfmodel.predict_many(TARGET, ops).time_s
+    factor = np.array([3.0, 1 / 3, 3.0, 1 / 3, 1.0, 1.0, 1.0, 1.0])
+    seeded = fit_calibration(TARGET, list(zip(ops, (model_s * factor).tolist(), strict=True)), base=source)
+    band = np.log(perfmodel.predict_many(TARGET, ops).uncalibrated_interval_s / model_s[:, None])  # type: ignore
+    z = np.abs(np.log(factor) - band.mean(axis=1)) / ((band[:, 1] - band[:, 0]) / 2)
+    assert seeded.transfer_scale == pytest.approx(np.sort(z)[7])
+    assert seeded.transfer_class_scales == pytest.approx({"elementwise": z[:4].max(), "softmax": z[4:].max()})
+    assert seeded.transfer_class_scales["elementwise"] > 1.5 > seeded.transfer_class_scales["softmax"]
+    assert seeded.report["transfer_scale"]["classes"] == seeded.transfer_class_scales
+    gemm = [{"kind": "matmul", "m": 1024, "n": 1024, "k": 1024, "dtype": "fp16"}]
+    model = perfmodel.predict_many(TARGET, gemm)
+    got = apply_calibration(seeded, model)
+    assert got.interval_s is not None and model.uncalibrated_interval_s is not None
+    uncal = np.log(model.uncalibrated_interval_s / model.time_s[:, None])
+    want = scaled(uncal, seeded.transfer_scale)
+    np.testing.assert_allclose(np.log(got.interval_s / got.time_s[:, None]),
+                               [[min(want[0, 0], 0.0), max(want[0, 1], 0.0)]], rtol=1e-9, atol=1e-12)
+    again = Calibration.from_params(json.loads(json.dumps(seeded.params)))
+    assert again.transfer_class_scales == seeded.transfer_class_scales
+    with pytest.raises(ValueError, match="transfer_class_scales"):
+        Calibration.from_params({**seeded.params, "transfer_class_scales": {"softmax": -1.0}})
+    with pytest.raises(ValueError, match="transfer_class_scales"):
+        Calibration.from_params({**seeded.params, "transfer_class_scales": [1.0]})
+
+
+def test_rows_take_their_band_class_scale_else_the_device_scale() -> None:
+    """``row_scales``: the class's own where measured, else the device's; no device scale, no scaling; a band
+    scaled per row about each row's centre."""
+    ops = [make_op(o) for o in (elementwises(1) + softmaxes(1)
+                                + [{"kind": "matmul", "m": 64, "n": 64, "k": 64, "dtype": "fp16"}])]
+    got = row_scales(ops, 0.7, {"elementwise": 2.0, "softmax": 0.5})
+    assert got is not None
+    np.testing.assert_allclose(got, np.array([2.0, 0.5, 0.7]))
+    assert row_scales(ops, None, {"elementwise": 2.0}) is None
+    band = np.array([[-0.2, 0.4], [-0.1, 0.1]])
+    np.testing.assert_allclose(scaled(band, np.array([2.0, 0.5])), [[-0.5, 0.7], [-0.05, 0.05]])
+
+
+def test_a_transferred_class_measured_here_takes_its_own_scale(source: Calibration) -> None:
+    """Four GEMMs measured on the A40 at 3x and 1/3x the model (too few to fit: the class stays transferred) and
+    six softmaxes at the model's time: a new GEMM's band is its uncalibrated band times the GEMMs' own scale (the
+    largest of their four scores), wider than the device-wide one (the 9th of the ten)."""
+    mm = [{"kind": "matmul", "m": 256 * (i + 1), "n": 2048, "k": 1024, "dtype": "fp16"} for i in range(4)]
+    ops = mm + softmaxes(6)
+    model_s = perfmodel.predict_many(TARGET, ops).time_s
+    factor = np.array([3.0, 1 / 3, 2.5, 1 / 2.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    seeded = fit_calibration(TARGET, list(zip(ops, (model_s * factor).tolist(), strict=True)), base=source)
+    assert seeded.classes["gemm:fp16"].source == "transferred"
+    band = np.log(perfmodel.predict_many(TARGET, ops).uncalibrated_interval_s / model_s[:, None])  # type: ignore
+    z = np.abs(np.log(factor) - band.mean(axis=1)) / ((band[:, 1] - band[:, 0]) / 2)
+    assert seeded.transfer_class_scales["matmul"] == pytest.approx(z[:4].max())
+    assert seeded.transfer_scale == pytest.approx(np.sort(z)[8]) and seeded.transfer_scale < z[:4].max()
+    gemm = [{"kind": "matmul", "m": 1024, "n": 1024, "k": 1024, "dtype": "fp16"}]
+    model = perfmodel.predict_many(TARGET, gemm)
+    got = apply_calibration(seeded, model)
+    assert got.interval_s is not None and model.uncalibrated_interval_s is not None
+    want = scaled(np.log(model.uncalibrated_interval_s / model.time_s[:, None]), seeded.transfer_class_scales["matmul"])
+    np.testing.assert_allclose(np.log(got.interval_s / got.time_s[:, None]),
+                               [[min(want[0, 0], 0.0), max(want[0, 1], 0.0)]], rtol=1e-9, atol=1e-12)
+
+
+def test_classes_without_their_own_scale_take_the_rest_pooled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four GEMMs at 3x and 1/3x the model (a class scale of their own) and two elementwise ops and two softmaxes at
+    the model's time: the classes without four ops take the rank of those four pooled (``REST_GROUP``: the largest
+    of the four small scores), not of all eight (the GEMMs' largest)."""
+    monkeypatch.setattr(target_band, "REST_GROUP", True)
+    mm = [{"kind": "matmul", "m": 256 * (i + 1), "n": 2048, "k": 1024, "dtype": "fp16"} for i in range(4)]
+    ops = [make_op(o) for o in mm + elementwises(2) + softmaxes(2)]
+    model_s = perfmodel.predict_many(TARGET, ops).time_s
+    factor = np.array([3.0, 1 / 3, 2.5, 1 / 2.5, 1.0, 1.0, 1.0, 1.0])
+    band = np.log(perfmodel.predict_many(TARGET, ops).uncalibrated_interval_s / model_s[:, None])  # type: ignore
+    z = np.abs(np.log(factor) - band.mean(axis=1)) / ((band[:, 1] - band[:, 0]) / 2)
+    scale, per_class = target_scales(ops, model_s, model_s * factor, np.arange(8))
+    assert per_class == pytest.approx({"matmul": z[:4].max()})
+    assert scale == pytest.approx(z[4:].max()) and z[4:].max() < np.sort(z)[7]
