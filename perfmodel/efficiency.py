@@ -49,8 +49,9 @@ class ModelDefaults:
     # little and stores); None: ``dram_efficiency``, the share the GEMM and attention tile models use
     stream_dram_efficiency: float | None = None
     # a GPU spec's own DRAM latency (an idle round trip from microbenchmarks) x this = the first-byte latency of a
-    # stream; ``dram_latency_s`` stands for specs without a figure (docs/model.md section 5)
-    dram_latency_scale: float = 1.75
+    # stream; ``dram_latency_s`` stands for specs without a figure (docs/model.md section 5). 2: what
+    # ``benchmarks/lodo.py --fit-all`` (the folds' fit over every dev device) chooses, as every one-device-out fold does
+    dram_latency_scale: float = 2.0
 
     @property
     def stream_dram(self) -> float:
