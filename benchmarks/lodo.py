@@ -27,6 +27,7 @@ widened by the band pooled over all classes); coverage is counted on the left-ou
 carries (``perfmodel/uncalibrated_interval.py``).
 
     python benchmarks/lodo.py [--vendor] [--markdown] [--write-intervals] [--folds DEVICE ...] [--classes LABEL ...]
+    python benchmarks/lodo.py --fit-all   # the same fit over every dev device: what the shipped defaults should be
 """
 
 from __future__ import annotations
@@ -323,6 +324,17 @@ def run_folds(rows: Sequence[Row], fold_of: np.ndarray, only: Sequence[str] = ()
     return Folds(predicted, shipped, fitted)
 
 
+def fit_all(rows: Sequence[Row]) -> dict[str, float]:
+    """The fold fit over every device's rows (none held out): the values the shipped defaults should carry where no
+    single device's rows choose them (``--fit-all``)."""
+    devices = sorted({r.hardware for r in rows})
+    shipped_defaults = {hw: defaults_for(load_hardware(hw)) for hw in devices}
+    grids = {k: v for k, v in GRIDS.items() if all(hasattr(d, k) for d in shipped_defaults.values())}
+    described = np.array(["devices" not in r.op or not _in_scope(r, "across, unknown network") for r in rows])
+    train = _fit_sample(rows, np.nonzero(described)[0])
+    return fit_defaults([rows[i] for i in train], shipped_defaults, grids)
+
+
 def intervals(rows: Sequence[Row], fold_of: np.ndarray, predicted: np.ndarray, measured: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray]:
     """Per row, [low, high]: its prediction times the 10-90 % band of its class built without its fold's rows
@@ -437,9 +449,15 @@ def main() -> None:
                         help="print only these op classes (every class still fits the defaults)")
     parser.add_argument("--write-intervals", action="store_true",
                         help=f"store the per-class bands of the held-out residuals in {TABLE_PATH.name}")
+    parser.add_argument("--fit-all", action="store_true",
+                        help="only fit the defaults over every device (none held out) and print them")
     args = parser.parse_args()
     known = set(perfmodel.list_hardware())
     rows = [r for r in [*all_rows(), *extra_collectives()] if r.hardware in known and _buildable(r)]
+    if args.fit_all:
+        print("fitted defaults over every device: "
+              + ", ".join(f"{k}={v:g}" for k, v in fit_all(rows).items()))
+        return
     fold_of = np.array([vendor(r.hardware) if args.vendor else r.hardware for r in rows])
     if args.write_intervals and args.folds:
         parser.error("--write-intervals needs every fold: drop --folds")

@@ -13,8 +13,8 @@ import perfmodel
 from perfmodel.efficiency import IDEAL
 from perfmodel.hardware import Hardware
 
-# the A100 spec's idle DRAM round trip (gpu-benches' stream ramp, 0.341 us) x the shipped dram_latency_scale (1.75)
-A100_DRAM_LATENCY_S = 0.341e-6 * 1.75
+# the A100 spec's idle DRAM round trip (gpu-benches' stream ramp, 0.341 us) x the shipped dram_latency_scale (2)
+A100_DRAM_LATENCY_S = 0.341e-6 * 2.0
 
 
 def ideal(toy: Hardware, op: dict[str, object]) -> perfmodel.Cost:
@@ -128,14 +128,14 @@ def test_rmsnorm_a100_scalar_rows() -> None:
     """rmsnorm [8192, 8192] fp16, scalar row loop (vector_width 1), nvidia-a100-sxm4-80gb.
 
     Bytes: x 134,217,728 + y 134,217,728 + weight 16,384 + rstd 32,768 = 268,484,608 B.
-    DRAM first-byte latency: the spec's idle round trip 0.341 µs (gpu-benches) x dram_latency_scale 1.75 =
-    0.597 µs. Bandwidth roof: 0.597 µs + 268,484,608 / (2.039e12 x 0.87) = 151.95 µs.
+    DRAM first-byte latency: the spec's idle round trip 0.341 µs (gpu-benches) x dram_latency_scale 2 =
+    0.682 µs. Bandwidth roof: 0.682 µs + 268,484,608 / (2.039e12 x 0.87) = 152.03 µs.
     Little's law: one 1024-thread block per row, 108 SMs x 2048 resident threads = 221,184
-    threads, each with 2 B loaded + 2 B stored in flight: F = 884,736 B, demand F / 0.597 µs
-    = 1.4826 TB/s. Latency grows to 3x at full bandwidth (a = 2): achieved bw solves
-    2/BW·bw² + bw − 1.4826e12 = 0 -> bw = (sqrt(1 + 8 x 1.4826/2.039) − 1) x 2.039e12 / 4
-    = 821.2 GB/s. After the first round trip (0.597 µs) the other 267,599,872 B take 325.9 µs.
-    Plus the 2 µs kernel overhead: 328.5 µs, bound by HBM (Vidur measured ~420 µs).
+    threads, each with 2 B loaded + 2 B stored in flight: F = 884,736 B, demand F / 0.682 µs
+    = 1.2973 TB/s. Latency grows to 3x at full bandwidth (a = 2): achieved bw solves
+    2/BW·bw² + bw − 1.2973e12 = 0 -> bw = (sqrt(1 + 8 x 1.2973/2.039) − 1) x 2.039e12 / 4
+    = 748.2 GB/s. After the first round trip (0.682 µs) the other 267,599,872 B take 357.7 µs.
+    Plus the 2 µs kernel overhead: 360.3 µs, bound by HBM (Vidur measured ~420 µs).
     """
     op = {"kind": "rmsnorm", "shape": [8192, 8192], "dtype": "fp16", "vector_width": 1}
     cost = perfmodel.predict("nvidia-a100-sxm4-80gb", op)
@@ -143,8 +143,8 @@ def test_rmsnorm_a100_scalar_rows() -> None:
     demand = 884_736 / latency
     achieved = ((1 + 8 * demand / 2.039e12) ** 0.5 - 1) * 2.039e12 / 4
     expected = 2e-6 + latency + (268_484_608 - 884_736) / achieved
-    assert achieved == pytest.approx(821.2e9, rel=1e-3)
-    assert expected == pytest.approx(328.5e-6, rel=1e-3)
+    assert achieved == pytest.approx(748.2e9, rel=1e-3)
+    assert expected == pytest.approx(360.3e-6, rel=1e-3)
     assert cost.time_s == pytest.approx(expected, rel=1e-9)
     assert cost.bound == "HBM2e"
 
@@ -154,7 +154,7 @@ def test_warm_single_row_rmsnorm_is_bound_by_l2_round_trips() -> None:
     rstd 4) fit the 40 MiB L2, so L2 serves them, but one 1024-thread block keeps only 1024 x 4 B = 4,096 B
     in flight: demand 4,096 B / 0.3 µs (L2 latency) = 13.65 GB/s against 7.219 TB/s, achieved bw solves
     2/BW·bw² + bw − demand = 0 (13.60 GB/s). After the first round trip the other 45,060 B take 3.31 µs:
-    2 µs overhead + 0.3 µs + 3.31 µs = 5.61 µs, bound by L2 (cold: the same chain at DRAM's 0.597 µs, ~9.2 µs;
+    2 µs overhead + 0.3 µs + 3.31 µs = 5.61 µs, bound by L2 (cold: the same chain at DRAM's 0.682 µs, ~10 µs;
     Vidur measured 8 µs for a one-token 8192-wide rms_norm on the A100, 6 µs on the A40).
     """
     op = {"kind": "rmsnorm", "shape": [1, 8192], "dtype": "fp16", "vector_width": 1}
@@ -170,7 +170,7 @@ def test_warm_single_row_rmsnorm_is_bound_by_l2_round_trips() -> None:
 def test_warm_cache_beyond_the_l2_keeps_the_share_of_it_the_l2_holds() -> None:
     """The 8192 x 8192 rmsnorm above (W = 268,484,608 B: x, y, γ, stats) does not fit the L2. Warm, the L2 holds
     the part of it that fits the share a working set can count on (half of 40 MiB): h = 20,971,520 / W = 7.8 % of
-    its loads hit at L2's 0.3 µs, the rest go to HBM at 0.597 µs (0.341 µs idle x 1.75), loaded. Little's law over
+    its loads hit at L2's 0.3 µs, the rest go to HBM at 0.682 µs (0.341 µs idle x 2), loaded. Little's law over
     the mixed round trip, L = h·Lc·(1 + 2h·bw/BWc) + (1−h)·L0·(1 + 2(1−h)·bw/BW), with 221,184 threads x 4 B in
     flight; 2 µs overhead + first round trip + the rest at that rate. Bound by HBM, 6 % under the cold time (it once
     took L2's latency for the whole stream: 209 µs, 37 % faster; then nothing at all beyond half the L2).
