@@ -52,10 +52,6 @@ class ModelDefaults:
     # stream; ``dram_latency_s`` stands for specs without a figure (docs/model.md section 5). 2: what
     # ``benchmarks/lodo.py --fit-all`` (the folds' fit over every dev device) chooses, as every one-device-out fold does
     dram_latency_scale: float = 2.0
-    # an L2 hit's round trip in SM clocks where a spec gives no L2 latency: te42kyfo/gpu-benches cuda-latency pointer
-    # chases, the 0.2-18 MB plateau: A100 (GA100) 211 cycles at 1,410 MHz, V100 (GV100) 215 at 1,380 MHz. Read by a
-    # gather's index -> row chain (``Work.index_l2_trips``; docs/model.md section 5)
-    l2_hit_cycles: float = 211.0
 
     @property
     def stream_dram(self) -> float:
@@ -137,6 +133,6 @@ IDEAL = ModelDefaults(
     kernel_overhead_s=0.0, host_overhead_s=0.0, dram_latency_s=0.0, onchip_latency_s=0.0,
     matrix_efficiency=1.0, vector_efficiency=1.0, dram_efficiency=1.0, onchip_efficiency=1.0,
     link_efficiency=1.0, blocks_per_unit_for_bandwidth=1.0, llc_resident_fraction=1.0, loaded_latency_factor=1.0,
-    llc_to_dram_bandwidth=3.0, collective_latency_scale=0.0, l2_hit_cycles=0.0,
+    llc_to_dram_bandwidth=3.0, collective_latency_scale=0.0,
 )
 """A pure speed-of-light roofline: no overheads, no latencies, every peak reached."""

@@ -104,14 +104,6 @@ class MachineTables:
             return level.latency_s * (self.defaults.dram_latency_scale if gpu_dram else 1.0)
         return self.defaults.dram_latency_s if level.kind == "dram" else self.defaults.onchip_latency_s
 
-    def l2_round_trip_s(self) -> float:
-        """An L2 hit's round trip: the spec's L2 latency, else ``l2_hit_cycles`` at the chip's clock (else the
-        on-chip default)."""
-        if self.llc is not None and self.llc.latency_s is not None:
-            return self.llc.latency_s
-        clock = self.hardware.clock_hz
-        return self.defaults.l2_hit_cycles / clock if clock else self.defaults.onchip_latency_s
-
     def bandwidth_bytes_per_s(self, level: MemoryLevel) -> float:
         """A level's bandwidth; an LLC without a figure gets the default multiple of DRAM's."""
         if level.bandwidth_bytes_per_s is not None:

@@ -92,9 +92,6 @@ class Gather(RowAccess):
         work = cls._work(ops, roles, np.zeros(len(ops)))
         work.threads_per_unit_cap = np.full(len(ops), INDEX_SELECT_THREADS_PER_UNIT)
         work.dependent_round_trips = np.where(idx <= SMALL_INDEX_MAX_ROWS, idx, 0.0)
-        # indexSelectLargeIndex: each element's index load (an L2 hit: the index array is read by every element of
-        # its row) comes back before the row load at it is issued
-        work.index_l2_trips = np.where(idx > SMALL_INDEX_MAX_ROWS, 1.0, 0.0)
         return work
 
 

@@ -76,15 +76,12 @@ class Work:
     conv_library: FloatArray = field(default_factory=lambda: np.zeros(0))
     # DRAM round trips a GPU kernel makes one after another, each waiting for the last (0: none; its loads overlap)
     dependent_round_trips: FloatArray = field(default_factory=lambda: np.zeros(0))
-    # L2 round trips a thread waits for before each DRAM load's address is known (a gather's index, then its row):
-    # they add to the latency every load in flight pays (Little's law)
-    index_l2_trips: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         zeros = np.zeros(self.n)
         for name in ("threads", "bytes_per_thread", "threads_per_unit_cap", "scratchpad_bytes", "comm_bytes",
                      "comm_devices", "comm_devices_per_node", "serial_bytes", "nhwc_bytes", "conv_library",
-                     "dependent_round_trips", "index_l2_trips"):
+                     "dependent_round_trips"):
             if getattr(self, name).size == 0:
                 setattr(self, name, zeros)
         if self.attention.size == 0:
