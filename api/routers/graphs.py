@@ -106,12 +106,8 @@ async def estimate_tflite(file: UploadFile = File(description="a TensorFlow Lite
                           detail: bool = Form(default=True), fp32_math: Fp32MathForm = Form(default="framework"),
                           state: AppState = Depends(get_state)) -> Response:
     """Estimate an uploaded .tflite model (quantized int8 ones on the int8 path; the CLI reads the same files)."""
-    data = await read_upload(file, state.settings.max_upload_bytes)
-    device, _ = await run_in_threadpool(state.hardware, hardware)
-    graph = await run_in_threadpool(_file_graph, "tflite", data, file.filename)
-    body = EstimateRequest(hardware=hardware, model="tflite", fusion=fusion, detail=detail,
-                           fp32_math=fp32_math)
-    return json_response(await run_in_threadpool(_run, device, graph, body))
+    return await _estimate_file("tflite", file, EstimateRequest(hardware=hardware, model="tflite", fusion=fusion,
+                                                                detail=detail, fp32_math=fp32_math), state)
 
 
 @router.post("/graphs/estimate/stablehlo")
@@ -120,11 +116,17 @@ async def estimate_stablehlo(file: UploadFile = File(description="StableHLO text
                              detail: bool = Form(default=True), fp32_math: Fp32MathForm = Form(default="framework"),
                              state: AppState = Depends(get_state)) -> Response:
     """Estimate uploaded StableHLO text (``main``, else the first public function, is the step)."""
+    return await _estimate_file("stablehlo", file, EstimateRequest(hardware=hardware, model="stablehlo",
+                                                                   fusion=fusion, detail=detail,
+                                                                   fp32_math=fp32_math), state)
+
+
+async def _estimate_file(kind: Literal["tflite", "stablehlo"], file: UploadFile, body: EstimateRequest,
+                         state: AppState) -> Response:
+    """An uploaded model file of ``kind`` read into a graph and estimated on ``body``'s device and options."""
     data = await read_upload(file, state.settings.max_upload_bytes)
-    device, _ = await run_in_threadpool(state.hardware, hardware)
-    graph = await run_in_threadpool(_file_graph, "stablehlo", data, file.filename)
-    body = EstimateRequest(hardware=hardware, model="stablehlo", fusion=fusion, detail=detail,
-                           fp32_math=fp32_math)
+    device, _ = await run_in_threadpool(state.hardware, body.hardware)
+    graph = await run_in_threadpool(_file_graph, kind, data, file.filename)
     return json_response(await run_in_threadpool(_run, device, graph, body))
 
 
