@@ -27,9 +27,9 @@ from perfmodel.machine import MachineTables, derived, tables
 from perfmodel.nvidia_gemm_paths import converts_to_nhwc, simt_on_cudnn
 from perfmodel.ops import Op, OpError, Work, make_op
 from perfmodel.ops.base import DTYPE_BYTES, FloatArray
-from perfmodel.search import choice_memo
 from perfmodel.search.conv_space import channel_intervals, family_of, simt_conv_space
-from perfmodel.search.gemm_cost import GemmChoice, best_gemms
+from perfmodel.search.distinct_gemms import best_distinct, merge_choices
+from perfmodel.search.gemm_cost import GemmChoice
 from perfmodel.search.gemm_space import GemmCandidates, compact_space, concat_spaces, full_space
 
 # the collective and flash-attention models are imported where a batch has such ops (`perfmodel predict` of a
@@ -280,15 +280,15 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
         for code in np.unique(family):
             own = space if code == 0 else simt_conv_space(t, int(code))
             where = family == code
-            part = _best_distinct(t, own, *(c[where] for c in columns))
+            part = best_distinct(t, own, *(c[where] for c in columns))
             if code != 0:
                 part = dataclasses.replace(part, index=part.index + sum(s.size for s in spaces))
                 spaces.append(own)
             parts.append((where, part))
-        choice = GemmChoice(*(_merge(parts, f.name) for f in dataclasses.fields(GemmChoice)))
+        choice = GemmChoice(*(merge_choices(parts, f.name) for f in dataclasses.fields(GemmChoice)))
         space = concat_spaces(*spaces)
     else:
-        choice = _best_distinct(t, space, *columns)
+        choice = best_distinct(t, space, *columns)
     if (serial > 1).any():
         choice = dataclasses.replace(choice, **{f: getattr(choice, f) * serial for f in GEMM_SUMS})
     first = np.ones(len(rows), dtype=bool)
@@ -308,42 +308,6 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
             out.schedule[key][:] = values
         else:
             out.schedule[key][op_rows[first]] = values[first]
-
-
-def _merge(parts: Sequence[tuple[np.ndarray[Any, np.dtype[np.bool_]], GemmChoice]], name: str
-           ) -> np.ndarray[Any, Any]:
-    """One field of choices made over disjoint row sets: each part's values at its rows."""
-    out = np.empty(sum(int(where.sum()) for where, _ in parts), dtype=getattr(parts[0][1], name).dtype)
-    for where, part in parts:
-        out[where] = getattr(part, name)
-    return out
-
-
-DISTINCT_FROM_GEMMS = 64  # from this many GEMMs, repeated shapes are searched once (np.unique costs less)
-
-
-def _best_distinct(t: MachineTables, space: GemmCandidates, *columns: FloatArray) -> GemmChoice:
-    """``best_gemms`` of each distinct row of ``columns`` (batch, m, n, k, element size, peak, compulsory bytes),
-    spread back to every row: the same answers, one search per shape (a model or a table repeats shapes)."""
-    if columns[0].size < DISTINCT_FROM_GEMMS:
-        return best_gemms(t, space, *columns)
-    bits = [np.asarray(c, dtype=np.float64).view(np.int64) for c in columns]  # rows equal bit for bit
-    order = np.lexsort(bits)
-    starts = np.zeros(order.size, dtype=bool)
-    starts[0] = True
-    for values in bits:  # one column at a time: no ops x 7 copy
-        ordered = values[order]
-        starts[1:] |= ordered[1:] != ordered[:-1]
-    if starts.all():
-        return best_gemms(t, space, *columns)
-    inverse = np.empty(order.size, dtype=np.intp)
-    inverse[order] = np.cumsum(starts) - 1
-    first = order[starts]
-    distinct = tuple(c[first] for c in columns)
-    memo = choice_memo.active()  # a chunked table's earlier chunks searched most of its shapes already
-    choice = best_gemms(t, space, *distinct) if memo is None else memo.search(
-        t, space, distinct, lambda *c: best_gemms(t, space, *c))
-    return GemmChoice(*(getattr(choice, f.name)[inverse] for f in dataclasses.fields(GemmChoice)))
 
 
 def _flash(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]], m_peak: FloatArray,

@@ -1,4 +1,4 @@
-"""Repeated GEMM shapes are searched once (``roofline._best_distinct``), kinds factorised by binary search:
+"""Repeated GEMM shapes are searched once (``distinct_gemms.best_distinct``), kinds factorised by binary search:
 both give what the plain per-row forms give."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from perfmodel import roofline
 from perfmodel.machine import tables
 from perfmodel.ops.columns import factorize
-from perfmodel.roofline import DISTINCT_FROM_GEMMS, _best_distinct
+from perfmodel.search import distinct_gemms
+from perfmodel.search.distinct_gemms import DISTINCT_FROM_GEMMS, best_distinct
 from perfmodel.search.gemm_cost import GemmChoice, best_gemms
 from perfmodel.search.gemm_space import compact_space
 from perfmodel.specs import load_hardware
@@ -34,8 +34,8 @@ def test_distinct_rows_get_the_per_row_choice(monkeypatch: pytest.MonkeyPatch) -
         searched.append(args[2].size)
         return best_gemms(*args)
 
-    monkeypatch.setattr(roofline, "best_gemms", counting)
-    got = _best_distinct(t, space, batch, m, n, k, elem, peak, compulsory)
+    monkeypatch.setattr(distinct_gemms, "best_gemms", counting)
+    got = best_distinct(t, space, batch, m, n, k, elem, peak, compulsory)
     distinct = {(a, b, c, e) for a, b, c, e in zip(m.tolist(), n.tolist(), k.tolist(), elem.tolist(), strict=True)}
     assert searched == [len(distinct)] and len(distinct) < rows
     want = best_gemms(t, space, batch, m, n, k, elem, peak, compulsory)
