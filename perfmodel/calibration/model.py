@@ -11,9 +11,16 @@ from typing import Any, Literal
 import numpy as np
 
 from perfmodel.calibration import curve, shape
+from perfmodel.calibration.bands_apply import (
+    borrowed_band,
+    distance_band,
+    local_log_factor,
+    once_per_op,
+    unvaried_band,
+)
 from perfmodel.calibration.boost import ResidualTrees, op_fields
 from perfmodel.calibration.classes import class_keys, parent_key
-from perfmodel.calibration.distance import DistanceScale, coordinates
+from perfmodel.calibration.distance import DistanceScale
 from perfmodel.calibration.local import LocalCorrection
 from perfmodel.calibration.target_band import stored_class_scales, stored_scale, transfer_band
 from perfmodel.collectives import devices_per_node
@@ -265,7 +272,7 @@ def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_ro
     unbounded = ([-math.inf] * shape.N_SHAPE, [math.inf] * shape.N_SHAPE)
     ranges = np.array([e.shape_range or unbounded for e in entries]).reshape(len(entries), 2, -1)[inverse]
     own = [str(k) in calibration.classes for k in names]  # a variant on its class's fit: the curve only
-    local = _local_log_factor([e.local if mine else None for e, mine in zip(entries, own, strict=True)], inverse, f,
+    local = local_log_factor([e.local if mine else None for e, mine in zip(entries, own, strict=True)], inverse, f,
                               op_row)
     low = np.column_stack([flops_range[:, 0], bytes_range[:, 0], ranges[:, 0]])
     high = np.column_stack([flops_range[:, 1], bytes_range[:, 1], ranges[:, 1]])
@@ -288,17 +295,17 @@ def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_ro
                                               [op_fields(distinct[j]) for j in op_row[rows_kept].tolist()])[back])
     overhead = np.minimum(curve.overhead_s(theta, f), time) if n else np.zeros(0)
     in_range = fitted[inverse] & ~outside.any(axis=1)
-    interval_log = _distance_band(entries, own, inverse, in_range, unclipped, interval_log, op_row)
+    interval_log = distance_band(entries, own, inverse, in_range, unclipped, interval_log, op_row)
     beyond_fit = fitted[inverse] & ~in_range  # a fitted class, this op beyond its data
     beyond_log = np.array([e.beyond_log or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
     interval_log = np.where((beyond_fit & np.isfinite(beyond_log[:, 0]))[:, None], beyond_log, interval_log)
     model_log = np.array([e.model_log or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
-    interval_log = _unvaried_band(beyond_fit, ranges, unclipped, model_log, time, batch.time_s, interval_log)
+    interval_log = unvaried_band(beyond_fit, ranges, unclipped, model_log, time, batch.time_s, interval_log)
     with np.errstate(divide="ignore", invalid="ignore"):
         utilization = np.where(time > 0, batch.utilization * batch.time_s / time, 0.0)
     bound = batch.bound.copy()
     bound[(overhead >= time - overhead) & (overhead > 0) & (bound != "none")] = "latency"
-    interval_log = _borrowed_band(entries, inverse, f, time, batch.time_s, interval_log)
+    interval_log = borrowed_band(entries, inverse, f, time, batch.time_s, interval_log)
     moved = np.array([e.source == "transferred" for e in entries], dtype=bool)[inverse]
     interval_log = transfer_band(moved, batch, time, interval_log, calibration.transfer_scale,
                                  calibration.transfer_class_scales)
@@ -328,18 +335,6 @@ def distinct_ops(ops: Sequence[Op]) -> tuple[list[Op], IntArray]:
     return list(index), rows
 
 
-def once_per_op(values: FloatArray, op_row: IntArray) -> tuple[IntArray, IntArray]:
-    """(kept, back): one row of ``values`` (rows x columns, float) per distinct op (``op_row``: each row's, from
-    ``distinct_ops``) and, per row, its op's position in ``kept``, checked: ``values[kept][back]`` equals ``values``
-    bit for bit (else every row is kept), so that a function of the rows' values may run on ``kept`` alone."""
-    _, kept, back = np.unique(op_row, return_index=True, return_inverse=True)
-    back = back.reshape(-1)
-    whole = np.ascontiguousarray(values, dtype=np.float64)
-    if kept.size == len(op_row) or not np.array_equal(whole[kept][back].view(np.int64), whole.view(np.int64)):
-        return np.arange(len(op_row)), np.arange(len(op_row))
-    return kept, back
-
-
 def _beyond_notes(batch: CostBatch, rows: IntArray, outside: np.ndarray[Any, np.dtype[np.bool_]],
                   f: curve.Features, low: FloatArray, high: FloatArray) -> dict[int, list[str]]:
     """``batch.notes`` plus, per row of ``rows`` (a fitted class beyond its fitted data), what lies outside:
@@ -360,75 +355,6 @@ def _beyond_notes(batch: CostBatch, rows: IntArray, outside: np.ndarray[Any, np.
     for i, what_lies_outside in parts.items():
         notes[i] = [*notes.get(i, []), BEYOND_NOTE + ", ".join(what_lies_outside) + BEYOND_TAIL]
     return notes
-
-
-def _unvaried_band(beyond_fit: np.ndarray[Any, np.dtype[np.bool_]], ranges: FloatArray, f: curve.Features,
-                   model_log: FloatArray, time: FloatArray, model_s: FloatArray,
-                   interval_log: FloatArray) -> FloatArray:
-    """Rows of a fitted class whose op varies a shape number the class's runs all shared (fitted range one value:
-    its coefficient was never fitted, nothing measured speaks for the change): the band also reaches the class's
-    uncalibrated band (``model_log``) around the model's own time."""
-    if not beyond_fit.any():
-        return interval_log
-    single = ranges[:, 0] == ranges[:, 1]  # rows x N_SHAPE: a shape number the fit never saw vary
-    moved = np.abs(f.shape - ranges[:, 0]) > 1e-9
-    rows = np.flatnonzero(beyond_fit & np.any(single & moved, axis=1) & np.isfinite(model_log[:, 0])
-                          & (time > 0) & (model_s > 0))
-    if not rows.size:
-        return interval_log
-    shift = np.log(model_s[rows] / time[rows])  # the model's time relative to the prediction, in log
-    out = interval_log.copy()
-    out[rows, 0] = np.fmin(interval_log[rows, 0], shift + model_log[rows, 0])
-    out[rows, 1] = np.fmax(interval_log[rows, 1], shift + model_log[rows, 1])
-    return out
-
-
-def _distance_band(entries: list[ClassParams], own: list[bool], inverse: IntArray,
-                   in_range: np.ndarray[Any, np.dtype[np.bool_]], f: curve.Features,
-                   interval_log: FloatArray, op_row: IntArray) -> FloatArray:
-    """In-range rows of a class fitted here with a ``distance`` scale: its band times the op's spread (nearer the
-    fitted ops than k-fold's held-out runs were: narrower; farther: wider); once per distinct op (``op_row``)."""
-    out = interval_log
-    for i, (entry, mine) in enumerate(zip(entries, own, strict=True)):
-        if entry.distance is None or not mine or entry.source != "fitted":
-            continue
-        rows = np.flatnonzero((inverse == i) & in_range)
-        if rows.size:
-            out = out.copy() if out is interval_log else out
-            x = coordinates(f.take(rows))
-            kept, back = once_per_op(x, op_row[rows])
-            out[rows] *= entry.distance.factor(x[kept])[back][:, None]
-    return out
-
-
-def _borrowed_band(entries: list[ClassParams], inverse: IntArray, f: curve.Features, time: FloatArray,
-                   model_s: FloatArray, interval_log: FloatArray) -> FloatArray:
-    """Rows on a borrowed correction (``weight`` < 1): the band also reaches the model (none of the
-    correction holds for these kernels) and the whole correction (all of it does)."""
-    partial = np.array([e.weight < 1.0 for e in entries], dtype=bool)[inverse]
-    if not partial.any():
-        return interval_log
-    rows = np.flatnonzero(partial)
-    full = np.array([e.theta for e in entries]).reshape(len(entries), curve.N_PARAMS)[inverse[rows]]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ends = np.log(np.column_stack([model_s[rows], curve.time_s(full, f.take(rows))]) / time[rows, None])
-    out = interval_log.copy()
-    out[rows, 0] = np.fmin(interval_log[rows, 0], ends.min(axis=1))
-    out[rows, 1] = np.fmax(interval_log[rows, 1], ends.max(axis=1))
-    return out
-
-
-def _local_log_factor(corrections: list[LocalCorrection | None], inverse: IntArray,
-                      f: curve.Features, op_row: IntArray) -> FloatArray:
-    """Per row, the local correction c(x) of its key (0 where it has none); once per distinct op (``once_per_op``:
-    ``op_row``, each row's distinct op)."""
-    out = np.zeros(len(inverse))
-    for i, correction in enumerate(corrections):
-        if correction is not None:
-            rows = np.flatnonzero(inverse == i)
-            kept, back = once_per_op(curve.range_values(f.take(rows)), op_row[rows])
-            out[rows] = correction.log_factor(f.take(rows[kept]))[back]
-    return out
 
 
 def predict_calibrated(hardware: HardwareLike, ops: Iterable[OpLike], calibration: Calibration,
