@@ -12,6 +12,7 @@ graph is a plain one (and a repeat plan checks its nodes as before).
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import threading
 from collections import OrderedDict
@@ -20,7 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 from perfmodel.dtypes import parse_dtype
 from perfmodel.graph.ir import Graph, Node
-from perfmodel.graph.repeat import LayerBlock, LayerCopy, RepeatPlan, _gap_key, _split
+from perfmodel.graph.repeat import (
+    LayerBlock,
+    LayerCopy,
+    RepeatPlan,
+    _gap_key,
+    _split,
+    kept_window,
+    window_place,
+)
 
 if TYPE_CHECKING:
     from perfmodel.graph.fusion import FusedSlots
@@ -217,7 +226,6 @@ def memory_rows(graph: Graph) -> tuple[list[int], list[list[float]], list[tuple[
 
 
 # fused layers kept across calls: (the plan's signature and the rules, the window's place) -> the fused layer
-WINDOWS_KEPT = 256
 _WINDOWS: OrderedDict[tuple[Hashable, Hashable], tuple[LayerCopy, list[tuple[int, dict[str, Any]]]]] = OrderedDict()
 _LOCK = threading.Lock()
 
@@ -241,22 +249,10 @@ def fuse_lazy(graph: LazyGraph, plan: RepeatPlan, fuse_window: Callable[[Graph],
     attention: list[dict[str, Any]] = []
     sweep: list[dict[str, Any]] = []
     for k, block in enumerate(blocks):
-        place: Hashable = "first" if k == 0 else "last" if k == last else (
-            blocks[k - 1].key, gaps[k - 1], block.key, gaps[k], blocks[k + 1].key)
-        fused = done.get(place)
-        if fused is None and keep is not None:
-            with _LOCK:
-                fused = _WINDOWS.get((keep, place))
+        fused = kept_window(_WINDOWS, _LOCK, done, keep, window_place(blocks, gaps, k),
+                            functools.partial(_fuse_layer, graph, blocks, k, fuse_window, ends))
         if fused is None:
-            fused = _fuse_layer(graph, blocks, k, fuse_window, ends)
-            if fused is None:
-                return None  # a node between layers changed: not a plain copy
-            if keep is not None:
-                with _LOCK:
-                    _WINDOWS[(keep, place)] = fused
-                    while len(_WINDOWS) > WINDOWS_KEPT:
-                        _WINDOWS.popitem(last=False)
-        done[place] = fused
+            return None  # a node between layers changed: not a plain copy
         copy, entries = fused
         segments.append(Copied(copy, block.index, block.stage))  # its names rendered when a report reads them
         if entries:

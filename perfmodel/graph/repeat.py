@@ -9,6 +9,7 @@ it to every layer in that context. Each copy shares the op dicts of its template
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -17,7 +18,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from perfmodel.dtypes import parse_dtype
 from perfmodel.graph.ir import Graph, Node, Tensor
@@ -208,6 +209,7 @@ Entries = list[tuple[int, int, dict[str, Any]]]
 
 
 # fused windows kept across calls: (the plan's signature and the rules, the window's place) -> what fusing it gave
+T = TypeVar("T")
 WINDOWS_KEPT = 256
 _WINDOWS: OrderedDict[tuple[Hashable, Hashable], tuple[list[int], LayerCopy, list[tuple[int, dict[str, Any]]]]] = \
     OrderedDict()
@@ -235,22 +237,10 @@ def fuse_repeated(graph: Graph, plan: RepeatPlan, fuse_window: Callable[[Graph],
     attention: list[dict[str, Any]] = []
     sweep: list[dict[str, Any]] = []
     for k, block in enumerate(blocks):
-        place: Hashable = "first" if k == 0 else "last" if k == last else (
-            blocks[k - 1].key, gaps[k - 1], block.key, gaps[k], blocks[k + 1].key)
-        fused = done.get(place)
-        if fused is None and keep is not None:
-            with _LOCK:
-                fused = _WINDOWS.get((keep, place))
+        fused = kept_window(_WINDOWS, _LOCK, done, keep, window_place(blocks, gaps, k),
+                            functools.partial(_fuse_block, graph, blocks, k, fuse_window))
         if fused is None:
-            fused = _fuse_block(graph, blocks, k, fuse_window)
-            if fused is None:
-                return None  # a node between layers changed: not a plain copy
-            if keep is not None:
-                with _LOCK:
-                    _WINDOWS[(keep, place)] = fused
-                    while len(_WINDOWS) > WINDOWS_KEPT:
-                        _WINDOWS.popitem(last=False)
-        done[place] = fused
+            return None  # a node between layers changed: not a plain copy
         rows, copy, entries = fused
         start = 0 if k == 0 else block.start  # the first window also holds the nodes before layer 0
         fresh, names = copy.render(block.index, block.stage)
@@ -260,6 +250,36 @@ def fuse_repeated(graph: Graph, plan: RepeatPlan, fuse_window: Callable[[Graph],
         if k < last:
             parts.append(nodes[block.end:blocks[k + 1].start])
     return [n for part in parts for n in part], attention + sweep
+
+
+def window_place(blocks: list[LayerBlock], gaps: list[str], k: int) -> Hashable:
+    """Block ``k``'s context: what decides its fused window (its neighbours' keys and the gaps between them; the
+    first and the last block are each their own)."""
+    last = len(blocks) - 1
+    return "first" if k == 0 else "last" if k == last else (
+        blocks[k - 1].key, gaps[k - 1], blocks[k].key, gaps[k], blocks[k + 1].key)
+
+
+def kept_window(store: OrderedDict[tuple[Hashable, Hashable], T], lock: threading.Lock, done: dict[Any, T],
+                keep: Hashable | None, place: Hashable, fuse: Callable[[], T | None]) -> T | None:
+    """The fused window of ``place``: already fused in this call (``done``), kept across calls in ``store`` (guarded
+    by ``lock``) under ``keep`` (None: not kept), else ``fuse()`` (None: not a plain copy), recorded in both
+    (``store`` bounded to ``WINDOWS_KEPT``, oldest dropped)."""
+    fused = done.get(place)
+    if fused is None and keep is not None:
+        with lock:
+            fused = store.get((keep, place))
+    if fused is None:
+        fused = fuse()
+        if fused is None:
+            return None
+        if keep is not None:
+            with lock:
+                store[(keep, place)] = fused
+                while len(store) > WINDOWS_KEPT:
+                    store.popitem(last=False)
+    done[place] = fused
+    return fused
 
 
 def _fuse_block(graph: Graph, blocks: list[LayerBlock], k: int, fuse_window: Callable[[Graph], FusedSlots]
