@@ -3,11 +3,16 @@
 - Megatron-LM (Narayanan et al. 2021, eq. 3): 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) per step for
   a GPT with full activation recomputation (it counts the recomputed forward).
 - Model FLOPs (Korthikanti et al. 2022, §6: MFU): 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)), no recomputation.
-- PaLM (Chowdhery et al. 2022, App. B): 6·N + 12·L·H·Q·T per token (N non-embedding parameters).
+- PaLM (Chowdhery et al. 2022, App. B): 6·N + 12·L·H·Q·T per token, N the parameters that multiply: the layers'
+  and the LM head's matrix (``matmul_params``). PaLM's own figures fix it: 238.3K tokens/s on 6,144 TPU v4 chips of
+  275 TFLOP/s (L = 118, H = 48, Q = 256, T = 2,048) give its published 46.2 % MFU with N = 540.35B, its tied
+  256K x 18,432 embedding / LM head matrix included (46.23 %), and 45.8 % with the layers' 535.6B alone. For an
+  untied model the LM head is the matrix that multiplies and the input embedding is a lookup: torchtitan's
+  ``get_num_flop_per_token`` counts 6·(N − the token embedding) + 12·L·H·Q·T, the output projection included.
 - PaLM with causal attention: 6·N + 6·L·H·Q·T per token (only the unmasked half of the scores), reported beside
   PaLM's where a source does not say which it used.
-- 6·N per token (Kaplan et al. 2020's C = 6ND, no attention): Llama 3's total compute, 3.8e25 FLOPs for 405B
-  parameters and 15.6T tokens, is this count.
+- 6·N per token (Kaplan et al. 2020's C = 6ND, no attention; N as PaLM's): Llama 3's total compute, 3.8e25 FLOPs
+  for 405B parameters and 15.6T tokens, is this count.
 
 Frameworks count attention non-causal: Megatron-LM's ``num_floating_point_operations`` (the s/h term of
 12·B·s·l·h²·(…)) and torchtitan's ``get_num_flop_per_token`` (6N + 12·L·H·Q·T, "we follow the convention and do
@@ -39,6 +44,17 @@ def active_layer_params(cfg: LlmConfig) -> float:
     return float(attn + ((cfg.layers - moe_layers) * dense + moe_layers * moe) / cfg.layers)
 
 
+def lm_head_params(cfg: LlmConfig) -> float:
+    """The LM head's matrix, vocab x hidden (tied: the embedding matrix, which multiplies here)."""
+    return float(cfg.vocab * cfg.hidden)
+
+
+def matmul_params(cfg: LlmConfig) -> float:
+    """PaLM's N: the parameters a token's matmuls pass through, the layers' (``active_layer_params``) and the LM
+    head's; the input embedding (a lookup) left out unless tied to the head."""
+    return active_layer_params(cfg) * cfg.layers + lm_head_params(cfg)
+
+
 def megatron_flops(batch: int, seq: int, layers: int, hidden: int, vocab: int) -> float:
     """Narayanan et al. 2021 eq. 3 (counts full recomputation)."""
     return 96.0 * batch * seq * layers * hidden ** 2 * (1.0 + seq / (6.0 * hidden) + vocab / (16.0 * layers * hidden))
@@ -50,8 +66,8 @@ def model_flops(batch: int, seq: int, layers: int, hidden: int, vocab: int) -> f
 
 
 def six_n_flops(cfg: LlmConfig, batch: int, seq: int) -> float:
-    """6·N per token (no attention term), N the non-embedding parameters a token passes through."""
-    return 6.0 * active_layer_params(cfg) * cfg.layers * batch * seq
+    """6·N per token (no attention term), N the parameters a token's matmuls pass through (``matmul_params``)."""
+    return 6.0 * matmul_params(cfg) * batch * seq
 
 
 def causal_attention_flops(cfg: LlmConfig, batch: int, seq: int) -> float:
@@ -61,6 +77,6 @@ def causal_attention_flops(cfg: LlmConfig, batch: int, seq: int) -> float:
 
 def palm_flops(cfg: LlmConfig, batch: int, seq: int, causal: bool = False) -> float:
     """PaLM's convention: (6·N + 12·L·H·Q·T) per token; ``causal``: 6·L·H·Q·T for the attention."""
-    n = active_layer_params(cfg) * cfg.layers
+    n = matmul_params(cfg)
     attention = (6.0 if causal else 12.0) * cfg.layers * cfg.heads * cfg.head_dim * seq
     return batch * seq * (6.0 * n + attention)

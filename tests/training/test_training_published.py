@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from perfmodel.graph.llm_config import LlmConfig
 from perfmodel.training import flops
 from perfmodel.training.published import (
     RUNS,
@@ -20,6 +21,38 @@ def test_megatrons_count_is_four_thirds_of_the_model_count_without_the_logits() 
     """Narayanan eq. 3 counts one more forward (full recomputation): 96 vs 72 on the layers."""
     b, s, layers, h = 8, 2048, 96, 12288
     assert flops.megatron_flops(b, s, layers, h, 0) == pytest.approx(4 / 3 * flops.model_flops(b, s, layers, h, 0))
+
+
+def _palm_540b() -> LlmConfig:
+    """PaLM 540B (Chowdhery et al. 2022, Table 1 and §2): 118 layers, d_model 18,432, 48 heads of 256, multi-query
+    attention, SwiGLU with d_ff = 4·d_model, a 256K vocabulary with the input and output embeddings shared."""
+    return LlmConfig.from_hf({"model_type": "llama", "hidden_size": 18432, "num_attention_heads": 48,
+                              "num_key_value_heads": 1, "head_dim": 256, "num_hidden_layers": 118,
+                              "intermediate_size": 73728, "vocab_size": 256000, "tie_word_embeddings": True,
+                              "max_position_embeddings": 2048}, "palm-540b")
+
+
+def test_palms_count_gives_palms_own_mfu_only_with_the_lm_head_matrix() -> None:
+    """PaLM §4 / App. B: 238.3K tokens/s on 6,144 TPU v4 chips (275 TFLOP/s bf16 each) is 46.2 % MFU. The count
+    gives that with N = 540.35B (the tied embedding / LM head matrix included) and 45.8 % with the layers alone."""
+    cfg = _palm_540b()
+    assert flops.matmul_params(cfg) == pytest.approx(540.35e9, rel=1e-4)
+
+    def mfu(per_token: float) -> float:
+        return 238.3e3 * per_token / (6144 * 275e12)
+
+    attention = 12.0 * cfg.layers * cfg.heads * cfg.head_dim * 2048
+    assert round(mfu(flops.palm_flops(cfg, 1, 2048) / 2048), 3) == 0.462
+    layers_only = 6.0 * flops.active_layer_params(cfg) * cfg.layers + attention
+    assert round(mfu(layers_only), 3) == 0.458
+
+
+def test_an_untied_models_count_has_its_lm_head_and_not_its_input_embedding() -> None:
+    """torchtitan's get_num_flop_per_token: 6·(N − the token embedding) + 12·L·H·Q·T; Llama 3.1 405B: 401.6B in
+    the layers plus the 128,256 x 16,384 output projection."""
+    cfg = next(r for r in RUNS if r.name == "Llama 3 405B, 8K GPUs").config()
+    assert not cfg.tied_embeddings
+    assert flops.matmul_params(cfg) - flops.active_layer_params(cfg) * cfg.layers == 128256 * 16384
 
 
 def test_the_1t_model_reaches_the_papers_aggregate() -> None:
