@@ -7,12 +7,19 @@ pipeline sends, the separate weight-gradient accumulation, the interleaved 1F1B 
 m micro-batches' stage time), the exposed data-parallel reduction and the optimizer; the embedding or LM head
 beyond a layer's slot is what is left of the step. The data-parallel reduction hidden under the backward is
 listed but is not part of the step.
+
+A diagnostic, not a model term: the share of the spec's tensor clock at which the step's kernel compute (GEMMs,
+other kernels, core attention, recomputation, with the bubble's share of them) would take the published step,
+``k / (k + missing)``; in PaLM's count and, where the source states no convention, in the causal count. One
+power-limited sustained clock would give every row of one device the same share. All kernels are treated as
+clock-bound, so it is the highest such clock (memory-bound kernels do not stretch with it).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from perfmodel.training import flops
 from perfmodel.training.published import PublishedRun, published_step_s, search
 
 # (key, label) of the parts that add up to the step, in the order they are printed
@@ -38,11 +45,25 @@ class StepBreakdown:
     published_step_s: float
     memory_gb: float
     capacity_gb: float
+    published_step_causal_s: float | None = None  # the same figure in the causal count (source states none)
 
     @property
     def missing_s(self) -> float:
         """The published step's time the model does not predict (negative: the model is slower)."""
         return self.published_step_s - self.step_s
+
+    @property
+    def clock_bound_s(self) -> float:
+        """The kernel compute a lower tensor clock would stretch, with the bubble's share of it."""
+        p = self.parts
+        return (p["gemm_s"] + p["attention_s"] + p["recompute_s"]) * (1.0 + self.bubble_fraction)
+
+    def clock_share_to_close(self, published_s: float | None = None) -> float:
+        """The share of the spec's clock at which the clock-bound compute would make the step ``published_s``
+        (default: the published step): k / (k + missing); above 1 where the model is slower."""
+        target = self.published_step_s if published_s is None else published_s
+        k = self.clock_bound_s
+        return k / (k + target - self.step_s)
 
 
 def step_breakdown(run: PublishedRun) -> StepBreakdown:
@@ -55,10 +76,16 @@ def step_breakdown(run: PublishedRun) -> StepBreakdown:
     parts["ends_s"] = step - sum(parts.values())
     m = float(t.microbatches[i])
     pp, v = int(lay.pp[i]), int(lay.virtual_stages[i])
+    published = published_step_s(run)
+    causal = None
+    if run.convention == "palm":  # a source that states no convention: the causal count beside it
+        cfg = run.config()
+        causal = published * flops.palm_flops(cfg, run.global_batch, run.seq_len, causal=True) / flops.palm_flops(
+            cfg, run.global_batch, run.seq_len)
     return StepBreakdown(run.name, result.layout(i).to_json(), m, (pp - 1) / (v * m),
                          {key: parts[key] for key, _ in PARTS}, float(t.dp_hidden_s[i]), step,
-                         published_step_s(run), float(result.memory.total_bytes[i]) / 1e9,
-                         result.capacity_bytes / 1e9)
+                         published, float(result.memory.total_bytes[i]) / 1e9,
+                         result.capacity_bytes / 1e9, causal)
 
 
 def markdown(rows: list[StepBreakdown]) -> str:
@@ -78,6 +105,11 @@ def markdown(rows: list[StepBreakdown]) -> str:
     line("**predicted step**", [f"**{r.step_s:.2f}**" for r in rows])
     line("**published step** (its FLOPs / its TFLOP/s)", [f"**{r.published_step_s:.2f}**" for r in rows])
     line("missing (published − predicted)", [f"{r.missing_s:+.2f} ({r.missing_s / r.step_s:+.1%})" for r in rows])
+    line("clock share that would close it (kernel compute k / (k + missing))",
+         [f"{r.clock_share_to_close():.3f}" for r in rows])
+    line("the same in the causal count (published step in it)",
+         [f"{r.clock_share_to_close(r.published_step_causal_s):.3f} ({r.published_step_causal_s:.2f} s)"
+          if r.published_step_causal_s is not None else "—" for r in rows])
     line("DP reduction hidden under the backward (not in the step)", [f"{r.dp_hidden_s:.3f}" for r in rows])
     line("memory per device, GB (of)", [f"{r.memory_gb:.1f} ({r.capacity_gb:.1f})" for r in rows])
     return "\n".join(lines)
