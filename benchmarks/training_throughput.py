@@ -14,7 +14,13 @@ import argparse
 import statistics
 
 from perfmodel.training.breakdown import markdown, step_breakdown
-from perfmodel.training.published import RUNS, TABLE_CONVENTIONS, implied_attention_tflops, predict
+from perfmodel.training.published import (
+    RUNS,
+    TABLE_CONVENTIONS,
+    implied_attention_tflops,
+    predict,
+    published_bounds,
+)
 
 
 def breakdown(names: list[str]) -> None:
@@ -35,8 +41,14 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     errors = []
     causal_notes = []
+    bound_notes = []
     for run in RUNS:
         p = predict(run)
+        bounds = published_bounds(run)
+        if bounds is not None:
+            low, high = bounds
+            bound_notes.append(f"{p['name']}: {low:.1f} to {high:.1f} TFLOP/s, error "
+                               f"{p['predicted_tflops'] / high - 1.0:+.1%} to {p['predicted_tflops'] / low - 1.0:+.1%}")
         if p["predicted_tflops_causal"] is not None:
             causal_notes.append(f"{p['name']}: {p['predicted_tflops_causal']:.1f} "
                                 f"({p['predicted_tflops_causal'] / run.published_tflops - 1.0:+.1%})")
@@ -53,6 +65,9 @@ def main() -> None:
     if causal_notes:
         print("\nthe same steps counted with causal attention (6N + 6·L·H·Q·T; the source states no convention): "
               + "; ".join(causal_notes))
+    if bound_notes:
+        print("\nthe published TFLOP/s that the source's rounded TFLOP/s (to 10) and MFU (to 1 % of the BF16 dense "
+              "peak) both allow: " + "; ".join(bound_notes))
     long = next(r for r in RUNS if r.name == "Llama 3 405B, 16K GPUs, 131K context")
     short = next(r for r in RUNS if r.name == "Llama 3 405B, 16K GPUs")
     implied = ", ".join(f"{c} {implied_attention_tflops(long, short, c):.0f}" for c in TABLE_CONVENTIONS)

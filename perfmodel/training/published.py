@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from perfmodel.dtypes import DType
 from perfmodel.graph.llm_config import LlmConfig, bundled
 from perfmodel.roofline import resolve_hardware
 from perfmodel.training import flops
@@ -66,6 +67,7 @@ class PublishedRun:
     slot_chunks: bool = False  # the source's first chunk holds only the embedding: one slot per chunk, v = slots/pp
     grad_accumulation: GradAccumulation = "fused"  # weight gradients accumulate in the GEMM or in a kernel of their own
     pods: tuple[int, float] | None = None  # devices per full-bisection pod and the taper above the pods
+    published_mfu: float | None = None  # the MFU the source prints beside its TFLOP/s (rounded to 1 %), if any
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def config(self) -> LlmConfig:
@@ -97,10 +99,11 @@ _KORTHIKANTI = (  # name, heads, hidden, layers, tp, pp, GPUs, batch, micro-batc
     ("1T", 160, 25600, 128, 8, 64, 512, 512, 1, None, 0.563),  # Table 3, Table 5 (56.3 %, 71.49 s); searched:
 )  # §6 states m = 3 for 175B and 530B only
 A100_BF16_PEAK_TFLOPS = 312.0
-_LLAMA3 = (  # name, GPUs, cp, sequences per step (16M tokens), sequence length, BF16 TFLOP/s per GPU: LLAMA3_2024
-    ("Llama 3 405B, 8K GPUs", 8192, 1, 2048, 8192, 430.0),  # Table 4 row 1: tp8 cp1 pp16 dp64, 32 per dp, 43 % MFU
-    ("Llama 3 405B, 16K GPUs", 16384, 1, 2048, 8192, 400.0),  # row 2: tp8 cp1 pp16 dp128, 16 per dp, 41 % MFU
-    ("Llama 3 405B, 16K GPUs, 131K context", 16384, 16, 128, 131072, 380.0),  # row 3: cp16 dp8, 16 per dp, 38 %
+_LLAMA3 = (  # name, GPUs, cp, sequences per step (16M tokens), sequence length, BF16 TFLOP/s per GPU, BF16 MFU:
+    # LLAMA3_2024
+    ("Llama 3 405B, 8K GPUs", 8192, 1, 2048, 8192, 430.0, 0.43),  # Table 4 row 1: tp8 cp1 pp16 dp64, 32 per dp
+    ("Llama 3 405B, 16K GPUs", 16384, 1, 2048, 8192, 400.0, 0.41),  # row 2: tp8 cp1 pp16 dp128, 16 per dp
+    ("Llama 3 405B, 16K GPUs, 131K context", 16384, 16, 128, 131072, 380.0, 0.38),  # row 3: cp16 dp8, 16 per dp
 )
 
 RUNS: tuple[PublishedRun, ...] = (
@@ -129,11 +132,12 @@ RUNS: tuple[PublishedRun, ...] = (
                    cp_allgather=True,  # §3.3.2: all-gather K and V, then compute the local queries' attention
                    grad_accumulation="separate",  # §3.3.2: DP is FSDP, fp32 gradients accumulated over micro-batches
                    pods=(3072, 7.0),  # §3.3.1: 3,072-GPU pods of full bisection, 1:7 oversubscribed above them
+                   published_mfu=mfu,
                    notes=("interleaved schedule (§3.3.2, Figure 6); one layer slot per chunk (§3.3.2: the first "
                           "chunk holds only the embedding), v = (126 + 2) / 16 = 8",
                           "first and last stages one layer fewer: the embedding and the loss take their slots "
                           "(§3.3.2)"))
-      for name, gpus, cp, batch, seq, tf in _LLAMA3),
+      for name, gpus, cp, batch, seq, tf, mfu in _LLAMA3),
 )
 
 
@@ -220,6 +224,20 @@ def search(run: PublishedRun) -> tuple[SearchResult, int, bool]:
     if not ranked:
         raise ValueError(f"{run.name}: no layout runs: {sorted(set(result.reasons))[:3]}")
     return result, ranked[0], fits
+
+
+def published_bounds(run: PublishedRun) -> tuple[float, float] | None:
+    """The TFLOP/s per device that both of a source's rounded figures allow: its TFLOP/s to the nearest 10 (two
+    significant figures) and its MFU to the nearest 1 % of the device's dense BF16 peak; None without an MFU."""
+    peak_flops = resolve_hardware(run.hardware).peak_flops_per_s(DType.BF16)
+    if run.published_mfu is None or peak_flops is None:
+        return None
+    peak = peak_flops / 1e12
+    low = max(run.published_tflops - 5.0, (run.published_mfu - 0.005) * peak)
+    high = min(run.published_tflops + 5.0, (run.published_mfu + 0.005) * peak)
+    if low >= high:
+        raise ValueError(f"{run.name}: {run.published_tflops} TFLOP/s and {run.published_mfu:.0%} MFU disagree")
+    return low, high
 
 
 def published_step_s(run: PublishedRun) -> float:
