@@ -116,7 +116,7 @@ def test_tpu_mxu_peak_is_its_arrays_at_its_clock(hardware_id: str) -> None:
     the check each spec's clock or MXU count cites (v6e's clock is derived from it), within 1 %."""
     hw = perfmodel.load_hardware(hardware_id)
     mxu = next(e for e in hw.engines if e.engine_class == "matrix")
-    assert hw.clock_hz is not None and mxu.mma_shape is not None
+    assert hw.clock_hz is not None and mxu.mma_shape is not None and mxu.count is not None
     rows, cols = mxu.mma_shape[0], mxu.mma_shape[1]
     peak = next(v for d, v in mxu.peak_flops_per_s.items() if d.value == "bf16")
     assert mxu.count * rows * cols * 2 * hw.clock_hz == pytest.approx(peak, rel=0.01)
