@@ -118,4 +118,7 @@ class Matmul(Op):
             kernels=fwd + 2.0 * bwd,
             # forward C = A B; data-gradient dA = dC Bᵀ (m x k, K = n); weight-gradient dB = Aᵀ dC
             gemm_batch=gemms[0], gemm_m=gemms[1], gemm_n=gemms[2], gemm_k=gemms[3],
+            # the forward GEMM loads the stored weights (int4 / int8) into shared memory and dequantises them in
+            # registers; the backward GEMMs read the dequantised or 16-bit copies
+            gemm_b_bytes=np.where(quantized, w_bytes, 0.0),
         )
