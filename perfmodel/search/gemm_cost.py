@@ -95,6 +95,12 @@ def b_ratio_of(batch: FloatArray, b_ratio: FloatArray | None) -> FloatArray:
     return np.ones(batch.size) if b_ratio is None else np.asarray(b_ratio, dtype=np.float64)
 
 
+def stored_b_ratio(work: Work, slot: int, elem_bytes: float) -> float:
+    """B's stored bytes per element over ``elem_bytes`` for GEMM ``slot`` of ``work``'s first op (1: as wide)."""
+    stored = float(work.gemm_b_bytes[0, slot])
+    return stored / elem_bytes if stored > 0 else 1.0
+
+
 def gemm_costs_numpy(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: FloatArray, n: FloatArray,
                      k: FloatArray, elem_bytes: FloatArray, peak: FloatArray,
                      compulsory_bytes: FloatArray, b_ratio: FloatArray | None = None) -> GemmCosts:

@@ -235,7 +235,7 @@ def best(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any,
 @numba.njit(cache=True, error_model="numpy")
 def search(v: Any, c: Any, bm: Any, bn: Any, stages: Any, split: Any, group: Any, b: float, m: float, n: float,
            k: float, eb: float, compulsory: float, caps: Any, footprint_group: Any, groups: int, kept: Any,
-           judged: Any, footprint: Any, waves: Any, reject_counts: Any, front: Any) -> tuple[int, int]:
+           judged: Any, footprint: Any, waves: Any, reject_counts: Any, front: Any, r: float = 1.0) -> tuple[int, int]:
     """One GEMM against a whole space (``c``: its ``fill_candidates`` table): prune (a tile beyond ``caps``
     = (M, N, K-step) caps, split-K slices shorter than a K-step), cost the rest, count rejects by reason
     and find the (time, footprint) Pareto front. Writes the kept candidates' space index, time, footprint
@@ -249,15 +249,15 @@ def search(v: Any, c: Any, bm: Any, bn: Any, stages: Any, split: Any, group: Any
             continue
         if split[j] != 1.0 and not np.ceil(k / split[j]) >= bk:
             continue
-        r = element(v, c, j, bm[j], bn[j], stages[j], split[j], group[j], b, m, n, k, eb, compulsory)
+        e = element(v, c, j, bm[j], bn[j], stages[j], split[j], group[j], b, m, n, k, eb, compulsory, r)
         kept[count] = j
-        judged[count] = r[4]
-        footprint[count] = r[8]
-        waves[count] = r[11] / (v[D_UNITS] * r[9])
-        reject_counts[int(r[13])] += 1
+        judged[count] = e[4]
+        footprint[count] = e[8]
+        waves[count] = e[11] / (v[D_UNITS] * e[9])
+        reject_counts[int(e[13])] += 1
         g = footprint_group[j]
-        if r[4] < group_best[g]:  # finite only: rejected candidates are inf; first of equals (same footprint) wins
-            group_best[g] = r[4]
+        if e[4] < group_best[g]:  # finite only: rejected candidates are inf; first of equals (same footprint) wins
+            group_best[g] = e[4]
             group_winner[g] = count
         count += 1
     on_front = 0

@@ -143,8 +143,8 @@ def cost_grid(v: FloatArray, space: GemmCandidates, batch: FloatArray, m: FloatA
     out = np.empty((len(FIELDS), batch.size, space.size))
     reject = np.empty((batch.size, space.size), dtype=np.int64)
     kernels[0](v, space.bm, space.bn, space.bk_bytes, space.stages, space.split, space.group,
-               *(np.ascontiguousarray(a, dtype=np.float64) for a in (batch, m, n, k, elem_bytes, peak,
-                                                                     compulsory_bytes, _ratio(batch, b_ratio))), out, reject)
+               *(np.ascontiguousarray(a, dtype=np.float64) for a in (
+                   batch, m, n, k, elem_bytes, peak, compulsory_bytes, _ratio(batch, b_ratio))), out, reject)
     return out, reject
 
 
@@ -157,8 +157,8 @@ def best_per_op(v: FloatArray, space: GemmCandidates, batch: FloatArray, m: Floa
     index = np.empty(batch.size, dtype=np.intp)
     out = np.empty((len(CHOICE_FIELDS), batch.size))
     kernels[1](v, space.bm, space.bn, space.bk_bytes, space.stages, space.split, space.group,
-               *(np.ascontiguousarray(a, dtype=np.float64) for a in (batch, m, n, k, elem_bytes, peak,
-                                                                     compulsory_bytes, _ratio(batch, b_ratio))), index, out)
+               *(np.ascontiguousarray(a, dtype=np.float64) for a in (
+                   batch, m, n, k, elem_bytes, peak, compulsory_bytes, _ratio(batch, b_ratio))), index, out)
     return index, out
 
 
