@@ -38,7 +38,8 @@ class Matmul(Op):
 
     ``weight_dtype`` stores B narrower than ``dtype`` (weight-only quantization: int4/int8
     weights, 16-bit compute): B moves at its own width plus one ``dtype`` scale per
-    ``group_size`` weights, and is dequantized on the vector engine. ``b_batched=False``
+    ``group_size`` weights (from DRAM, and into the schedule's shared-memory tiles:
+    ``Work.gemm_b_bytes``), and is dequantized on the vector engine. ``b_batched=False``
     shares one B across the batch (a linear layer on a 3-D input). ``compute_dtype`` is the
     math precision when it differs from the storage (fp16 data with fp32 multiplies).
     """
