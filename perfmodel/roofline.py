@@ -298,7 +298,9 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
     add = add_unique if first.all() else np.add.at
     for name in GEMM_SUMS:
         add(getattr(out, name), op_rows, getattr(choice, name))
-    add(out.extra_kernels, op_rows, np.where(space.split[choice.index] > 1, serial, 0.0) + serial - 1.0)
+    # a split-K reduction kernel, except in weight-only kernels (B narrower: reduced in-kernel, ``gemm_cost``)
+    reduction = (space.split[choice.index] > 1) & (columns[7] >= 1.0)
+    add(out.extra_kernels, op_rows, np.where(reduction, serial, 0.0) + serial - 1.0)
     add(out.busy, op_rows, choice.busy * share)
     chosen = {"tile_m": space.bm[choice.index], "tile_n": space.bn[choice.index],
               "tile_k": np.maximum(np.ceil(space.bk_bytes[choice.index] / elem / t.mma_k) * t.mma_k, t.mma_k),

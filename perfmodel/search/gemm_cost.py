@@ -26,7 +26,8 @@ raster group G), with Mt = ⌈M/BM⌉, Nt = ⌈N/BN⌉, Ks = ⌈K/S⌉:
 A weight-only quantized B (int4 / int8 weights, 16-bit math) is loaded at its stored width r·e (r = 0.25 / 0.5
 over fp16) and dequantised in registers after the load (Marlin, Frantar et al. 2024, §3): every BN, N·K term of B
 above (footprint, SMEM reads, LLC→SMEM, DRAM re-reads, the slab in flight) carries the factor r; the MMAs still
-run at the 16-bit peak.
+run at the 16-bit peak. Such a kernel reduces its split-K partials in its own output buffer (Marlin's "striped"
+partitioning, "global reduction happens directly in the output buffer"): no second kernel's launch.
 
 Scratchpad machines (TPU, NPU) have no LLC: every tile panel is DMA'd from DRAM, the step is
 max(compute, DMA) when double-buffered and their sum (plus the descriptor latency) when not, and
@@ -215,7 +216,9 @@ def gemm_costs_numpy(t: MachineTables, space: GemmCandidates, batch: FloatArray,
     else:
         t_reuse = np.zeros_like(t_dram)
     body = np.maximum(np.maximum(compute, t_dram), t_reuse)
-    judged = body + np.where(s > 1, t.kernel_overhead_s, 0.0)
+    # split-K's partial sums: a reduction kernel, except in a weight-only kernel (B stored narrower, r < 1), which
+    # reduces them in its own output buffer (Marlin's striped partitioning and in-kernel global reduction)
+    judged = body + np.where((s > 1) & (r >= 1.0), t.kernel_overhead_s, 0.0)
     judged = np.where(reject > 0, np.inf, judged)
     shape = judged.shape
 

@@ -178,7 +178,7 @@ def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: floa
         t_dram = v[D_DRAM_LATENCY] + dram / (v[D_DRAM_BW] * busy)
     t_reuse = v[D_LLC_LATENCY] + reuse / v[D_LLC_BW] if v[D_LLC_FED] > 0.0 else 0.0
     body = max(max(compute, t_dram), t_reuse)
-    judged = body + (v[D_OVERHEAD] if s > 1.0 else 0.0)
+    judged = body + (v[D_OVERHEAD] if s > 1.0 and r >= 1.0 else 0.0)
     if reject > 0.0:
         judged = np.inf
     smem = tile_loads if systolic else tiles * steps * c[j, C_SMEM_READS]
