@@ -264,8 +264,10 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
     elem = DTYPE_BYTES[work.matrix_dtype[op_rows]]
     # GEMMs issued one after another (a per-image loop): one is searched, each repeat adds its time and launch
     serial = np.maximum(gemm_(ops_(work.gemm_serial)), 1.0)
+    # B stored narrower than the matrix dtype (weight-only int4 / int8) is loaded at its own width
+    b_bytes = gemm_(ops_(work.gemm_b_bytes))
     columns = (gemm_(batch), gemm_(gm), gemm_(gn), gemm_(gk), elem, m_peak[op_rows],
-               compulsory[op_rows] * share / serial)
+               compulsory[op_rows] * share / serial, np.where(b_bytes > 0, b_bytes / elem, 1.0))
     # cuDNN's SIMT convolutions run their own fixed tiles (conv_space), one family per code: searched apart, their
     # candidates indexed after ``space``'s
     simt = simt_on_cudnn(t, work.matrix_dtype[op_rows])
@@ -273,7 +275,7 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
     if nvidia_gpu:
         # the MMAs of the padded reduction at the peak, the loads of the real one: a lower peak per useful FLOP
         padded = channel_intervals(columns[3], gemm_(ops_(work.gemm_channels)), elem, ~simt)
-        columns = (*columns[:5], columns[5] * columns[3] / padded, columns[6])
+        columns = (*columns[:5], columns[5] * columns[3] / padded, *columns[6:])
     family = family_of(gemm_(ops_(work.gemm_simt_conv)), simt, ~simt & nvidia_gpu)
     if family.any():
         parts, spaces = [], [space]
@@ -296,7 +298,9 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
     add = add_unique if first.all() else np.add.at
     for name in GEMM_SUMS:
         add(getattr(out, name), op_rows, getattr(choice, name))
-    add(out.extra_kernels, op_rows, np.where(space.split[choice.index] > 1, serial, 0.0) + serial - 1.0)
+    # a split-K reduction kernel, except in weight-only kernels (B narrower: reduced in-kernel, ``gemm_cost``)
+    reduction = (space.split[choice.index] > 1) & (columns[7] >= 1.0)
+    add(out.extra_kernels, op_rows, np.where(reduction, serial, 0.0) + serial - 1.0)
     add(out.busy, op_rows, choice.busy * share)
     chosen = {"tile_m": space.bm[choice.index], "tile_n": space.bn[choice.index],
               "tile_k": np.maximum(np.ceil(space.bk_bytes[choice.index] / elem / t.mma_k) * t.mma_k, t.mma_k),

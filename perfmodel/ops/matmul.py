@@ -38,7 +38,8 @@ class Matmul(Op):
 
     ``weight_dtype`` stores B narrower than ``dtype`` (weight-only quantization: int4/int8
     weights, 16-bit compute): B moves at its own width plus one ``dtype`` scale per
-    ``group_size`` weights, and is dequantized on the vector engine. ``b_batched=False``
+    ``group_size`` weights (from DRAM, and into the schedule's shared-memory tiles:
+    ``Work.gemm_b_bytes``), and is dequantized on the vector engine. ``b_batched=False``
     shares one B across the batch (a linear layer on a 3-D input). ``compute_dtype`` is the
     math precision when it differs from the storage (fp16 data with fp32 multiplies).
     """
@@ -118,4 +119,7 @@ class Matmul(Op):
             kernels=fwd + 2.0 * bwd,
             # forward C = A B; data-gradient dA = dC Bᵀ (m x k, K = n); weight-gradient dB = Aᵀ dC
             gemm_batch=gemms[0], gemm_m=gemms[1], gemm_n=gemms[2], gemm_k=gemms[3],
+            # the forward GEMM loads the stored weights (int4 / int8) into shared memory and dequantises them in
+            # registers; the backward GEMMs read the dequantised or 16-bit copies
+            gemm_b_bytes=np.where(quantized, w_bytes, 0.0),
         )

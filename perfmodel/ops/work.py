@@ -62,6 +62,9 @@ class Work:
     # kernel steps through it one tap and one whole channel interval at a time (``conv_space.CHANNEL_INTERVAL_BYTES``);
     # 0: a plain reduction; n x slots
     gemm_channels: FloatArray = field(default_factory=lambda: np.zeros(0))
+    # bytes per element of a slot's B operand where it is stored narrower than the matrix dtype (weight-only int4 /
+    # int8: 0.5 / 1 B, dequantised in registers after the load); 0: the matrix dtype's; n x slots
+    gemm_b_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))
     comm_kind: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     comm_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))
     comm_devices: FloatArray = field(default_factory=lambda: np.zeros(0))
@@ -86,7 +89,8 @@ class Work:
                 setattr(self, name, zeros)
         if self.attention.size == 0:
             self.attention = np.zeros((self.n, len(ATTENTION_FIELDS)))
-        for name in ("gemm_batch", "gemm_m", "gemm_n", "gemm_k", "gemm_simt_conv", "gemm_serial", "gemm_channels"):
+        for name in ("gemm_batch", "gemm_m", "gemm_n", "gemm_k", "gemm_simt_conv", "gemm_serial", "gemm_channels",
+                     "gemm_b_bytes"):
             value = getattr(self, name)
             if value.size == 0:
                 setattr(self, name, np.zeros((self.n, GEMM_SLOTS)))

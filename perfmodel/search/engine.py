@@ -25,7 +25,7 @@ from perfmodel.ops.base import DTYPES, FloatArray, Work
 from perfmodel.roofline import HardwareLike, OpLike, evaluate, resolve_hardware, work_of
 from perfmodel.search import gemm_kernel, work_memo
 from perfmodel.search.attention_cost import attention_costs, attention_space
-from perfmodel.search.gemm_cost import GemmCosts, gemm_costs, launch_overhead_s
+from perfmodel.search.gemm_cost import GemmCosts, gemm_costs, launch_overhead_s, stored_b_ratio
 from perfmodel.search.gemm_scoring import GemmScores, pareto, prune, score_compiled, score_numpy, scores_of
 from perfmodel.search.gemm_space import GemmCandidates, full_space
 from perfmodel.search.stream_spaces import SPACES, describe
@@ -235,7 +235,8 @@ def _search(hw: Hardware, op: Op, top_k: int, budget: int | None, seed: int, sta
     slot = int(np.argmax(2.0 * work.gemm_batch[0] * work.gemm_m[0] * work.gemm_n[0] * work.gemm_k[0]))
     b, m, n, k = (float(getattr(work, f)[0, slot]) for f in ("gemm_batch", "gemm_m", "gemm_n", "gemm_k"))
     elem = DTYPES[int(work.matrix_dtype[0])].bytes
-    gemm_args = (b, m, n, k, elem, float(t.matrix_peak[int(work.matrix_dtype[0])]), float(work.dram_bytes[0]))
+    gemm_args = (b, m, n, k, elem, float(t.matrix_peak[int(work.matrix_dtype[0])]), float(work.dram_bytes[0]),
+                 stored_b_ratio(work, slot, elem))
     if budget is None and time_budget_s is None and gemm_kernel.use_kernel(space.size):
         scores = score_compiled(t, space, *gemm_args)
     else:

@@ -23,6 +23,12 @@ raster group G), with Mt = ⌈M/BM⌉, Nt = ⌈N/BN⌉, Ks = ⌈K/S⌉:
                  (``in_flight_bandwidth``); elsewhere
                  L0 + DRAM / (BW·eff·busy), busy = min(tiles / (units · blocks per unit for bandwidth), 1)
 
+A weight-only quantized B (int4 / int8 weights, 16-bit math) is loaded at its stored width r·e (r = 0.25 / 0.5
+over fp16) and dequantised in registers after the load (Marlin, Frantar et al. 2024, §3): every BN, N·K term of B
+above (footprint, SMEM reads, LLC→SMEM, DRAM re-reads, the slab in flight) carries the factor r; the MMAs still
+run at the 16-bit peak. Such a kernel reduces its split-K partials in its own output buffer (Marlin's "striped"
+partitioning, "global reduction happens directly in the output buffer"): no second kernel's launch.
+
 Scratchpad machines (TPU, NPU) have no LLC: every tile panel is DMA'd from DRAM, the step is
 max(compute, DMA) when double-buffered and their sum (plus the descriptor latency) when not, and
 a weight-stationary array pays its weight load per weight tile: max(BM, rows) / BM cycles per
@@ -71,20 +77,34 @@ class GemmCosts:
 
 
 def gemm_costs(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: FloatArray, n: FloatArray,
-               k: FloatArray, elem_bytes: FloatArray, peak: FloatArray, compulsory_bytes: FloatArray) -> GemmCosts:
+               k: FloatArray, elem_bytes: FloatArray, peak: FloatArray, compulsory_bytes: FloatArray,
+               b_ratio: FloatArray | None = None) -> GemmCosts:
     """Cost every candidate of ``space`` for every GEMM (arrays of length ops): the compiled kernel
-    for large grids, else numpy (``gemm_costs_numpy``, the reference; both give the same numbers)."""
+    for large grids, else numpy (``gemm_costs_numpy``, the reference; both give the same numbers). ``b_ratio``: B's
+    stored element size over ``elem_bytes`` (weight-only int4 / int8 over fp16: 0.25 / 0.5; default 1)."""
+    ratio = b_ratio_of(batch, b_ratio)
     if not gemm_kernel.use_kernel(batch.size * space.size):
-        return gemm_costs_numpy(t, space, batch, m, n, k, elem_bytes, peak, compulsory_bytes)
+        return gemm_costs_numpy(t, space, batch, m, n, k, elem_bytes, peak, compulsory_bytes, ratio)
     block, reject = gemm_kernel.cost_grid(gemm_kernel.device_vector(t), space, batch, m, n, k, elem_bytes, peak,
-                                          compulsory_bytes)
+                                          compulsory_bytes, ratio)
     fields = dict(zip(gemm_kernel.FIELDS, block, strict=True))
     return GemmCosts(**fields, reject=reject)
 
 
+def b_ratio_of(batch: FloatArray, b_ratio: FloatArray | None) -> FloatArray:
+    """B's element size over A's per GEMM: ``b_ratio`` as given, ones where it is None."""
+    return np.ones(batch.size) if b_ratio is None else np.asarray(b_ratio, dtype=np.float64)
+
+
+def stored_b_ratio(work: Work, slot: int, elem_bytes: float) -> float:
+    """B's stored bytes per element over ``elem_bytes`` for GEMM ``slot`` of ``work``'s first op (1: as wide)."""
+    stored = float(work.gemm_b_bytes[0, slot])
+    return stored / elem_bytes if stored > 0 else 1.0
+
+
 def gemm_costs_numpy(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: FloatArray, n: FloatArray,
                      k: FloatArray, elem_bytes: FloatArray, peak: FloatArray,
-                     compulsory_bytes: FloatArray) -> GemmCosts:
+                     compulsory_bytes: FloatArray, b_ratio: FloatArray | None = None) -> GemmCosts:
     """Cost every candidate of ``space`` for every GEMM in numpy: the reference formula."""
     d = t.defaults
 
@@ -95,6 +115,7 @@ def gemm_costs_numpy(t: MachineTables, space: GemmCandidates, batch: FloatArray,
         return a[:1, None] if np.all(a == a[0]) else a[:, None]
 
     b, mm, nn, kk, eb = col(batch), col(m), col(n), col(k), uniform(elem_bytes)
+    r = uniform(b_ratio_of(batch, b_ratio))  # B's bytes per element over A's (weight-only quantized B)
     bm, bn, s, g, stages = (x[None, :] for x in (space.bm, space.bn, space.split, space.group, space.stages))
     systolic = is_systolic(t)
     bk = np.maximum(np.ceil(space.bk_bytes[None, :] / eb / t.mma_k) * t.mma_k, t.mma_k)
@@ -106,7 +127,7 @@ def gemm_costs_numpy(t: MachineTables, space: GemmCandidates, batch: FloatArray,
     pad = t.gemm_scratchpad_bytes or t.scratchpad_bytes_per_unit  # the tile store of one unit
 
     # --- capacity and occupancy --------------------------------------------------------
-    operands = (bm + bn) * bk * eb * stages
+    operands = (bm + bn * r) * bk * eb * stages
     accumulators = bm * bn * ACCUMULATOR_BYTES
     reject = np.zeros(bk.shape, dtype=np.int64)  # 1 x c unless dtypes differ across the ops
     if systolic:
@@ -136,7 +157,7 @@ def gemm_costs_numpy(t: MachineTables, space: GemmCandidates, batch: FloatArray,
     busy = np.clip(tiles / (units * d.blocks_per_unit_for_bandwidth), 1.0 / units, 1.0)
     # Hopper's TMA multicast / Blackwell's 2-SM MMA: ``share`` tiles along M load each B panel once
     share = np.minimum(1.0 if systolic else float(t.operand_sharing_tiles), mt)
-    panel_bytes = (bm + bn / share) * bk * eb
+    panel_bytes = (bm + bn * r / share) * bk * eb
     if systolic:
         dma_bw = gemm_kernel.systolic_load_bandwidth(t)
         load_step = panel_bytes / (dma_bw / np.maximum(active, 1.0))
@@ -149,7 +170,7 @@ def gemm_costs_numpy(t: MachineTables, space: GemmCandidates, batch: FloatArray,
         load_step = panel_bytes / (reuse_bw * d.onchip_efficiency / np.maximum(active, 1.0))
         # shared-memory operand reads per K-step: 2 x 2 warps (mma.sync, MFMA) read 2·(BM + BN) rows, wgmma's
         # warpgroups BM + 2·BN, a tcgen05 CTA-wide MMA BM + BN (``MachineTables.smem_reads_a`` / ``_b``)
-        smem_reads = bk * eb * (t.smem_reads_a * bm + t.smem_reads_b * bn)
+        smem_reads = bk * eb * (t.smem_reads_a * bm + t.smem_reads_b * bn * r)
         smem_step = smem_reads / (t.scratchpad_bandwidth_per_unit or np.inf)
         step = np.maximum(np.maximum(compute_step, load_step), smem_step)
         latency = t.latency_s(t.llc) if t.llc is not None else t.latency_s(t.dram)
@@ -160,26 +181,26 @@ def gemm_costs_numpy(t: MachineTables, space: GemmCandidates, batch: FloatArray,
     compute = np.ceil(tiles / units) * t_tile + fill + partials / reduce_bw
 
     # --- traffic per level --------------------------------------------------------------
-    tile_loads = b * eb * (mm * kk * nt + kk * nn * np.ceil(mt / share))
+    tile_loads = b * eb * (mm * kk * nt + kk * nn * r * np.ceil(mt / share))
     compulsory = col(compulsory_bytes)
     llc_fed = t.llc is not None and (not systolic or t.tiles_from_llc)
     if not llc_fed:
-        dram = compulsory + tile_loads - b * eb * (mm * kk + kk * nn) + partials
+        dram = compulsory + tile_loads - b * eb * (mm * kk + kk * nn * r) + partials
         reuse = np.zeros_like(dram)
     else:
         assert t.llc is not None
         llc_half = (t.hardware.level_capacity_bytes(t.llc) or 0.0) * d.llc_resident_fraction
         a_reads = np.where(np.minimum(g, mt) * bm * ks * eb <= llc_half, 1.0, nt)
-        b_reads = np.where(ks * nn * eb <= llc_half, 1.0, np.ceil(mt / g))
-        dram = compulsory + b * eb * (mm * kk * (a_reads - 1.0) + kk * nn * (b_reads - 1.0))
-        reuse = compulsory + tile_loads - b * eb * (mm * kk + kk * nn) + partials
+        b_reads = np.where(ks * nn * eb * r <= llc_half, 1.0, np.ceil(mt / g))
+        dram = compulsory + b * eb * (mm * kk * (a_reads - 1.0) + kk * nn * r * (b_reads - 1.0))
+        reuse = compulsory + tile_loads - b * eb * (mm * kk + kk * nn * r) + partials
     dram_bw = t.bandwidth_bytes_per_s(t.dram) * d.dram_efficiency
     if in_flight_limited(t):
         # Little's law over the tile loads: the CTAs resident at once each keep max(stages − 1, 1) K-slabs in
         # flight; a share ``hit`` of the loaded bytes is served by the LLC (its latency), the rest by DRAM, whose
         # share of the achieved load bandwidth is the DRAM stream's (``in_flight_bandwidth``)
         hit = np.where(reuse > 0.0, 1.0 - np.minimum(dram / np.maximum(reuse, 1.0), 1.0), 0.0)
-        slab = (np.minimum(bm, mm) + np.minimum(bn, nn) / share) * np.minimum(bk, ks) * eb  # a tile past the edge
+        slab = (np.minimum(bm, mm) + np.minimum(bn, nn) * r / share) * np.minimum(bk, ks) * eb  # a tile past the edge
         slabs = np.minimum(np.maximum(stages - 1.0, 1.0), steps)  # loads no more than the problem has
         flight = np.minimum(tiles, units * resident) * slabs * slab
         lat_c = t.latency_s(t.llc) if t.llc is not None else 0.0
@@ -195,7 +216,9 @@ def gemm_costs_numpy(t: MachineTables, space: GemmCandidates, batch: FloatArray,
     else:
         t_reuse = np.zeros_like(t_dram)
     body = np.maximum(np.maximum(compute, t_dram), t_reuse)
-    judged = body + np.where(s > 1, t.kernel_overhead_s, 0.0)
+    # split-K's partial sums: a reduction kernel, except in a weight-only kernel (B stored narrower, r < 1), which
+    # reduces them in its own output buffer (Marlin's striped partitioning and in-kernel global reduction)
+    judged = body + np.where((s > 1) & (r >= 1.0), t.kernel_overhead_s, 0.0)
     judged = np.where(reject > 0, np.inf, judged)
     shape = judged.shape
 
@@ -282,12 +305,14 @@ class GemmChoice:
 
 
 def best_gemms(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: FloatArray, n: FloatArray,
-               k: FloatArray, elem_bytes: FloatArray, peak: FloatArray, compulsory_bytes: FloatArray) -> GemmChoice:
+               k: FloatArray, elem_bytes: FloatArray, peak: FloatArray, compulsory_bytes: FloatArray,
+               b_ratio: FloatArray | None = None) -> GemmChoice:
     """The cheapest schedule of ``space`` for each GEMM (equal times: ``tie_break``): the compiled kernel keeps
     only each op's cheapest candidate; numpy costs the grid in chunks of ops."""
+    ratio = b_ratio_of(batch, b_ratio)
     if gemm_kernel.use_kernel(batch.size * space.size):
         v = gemm_kernel.device_vector(t)
-        columns = (batch, m, n, k, elem_bytes, peak, compulsory_bytes)
+        columns = (batch, m, n, k, elem_bytes, peak, compulsory_bytes, ratio)
         if 0 < batch.size <= gemm_memo.SMALL_CALL_ROWS and space.size >= gemm_memo.MIN_SPACE and call_memo.enabled():
             index, block = gemm_memo.choose(v, space, columns,
                                             lambda *c: gemm_kernel.best_per_op(v, space, *c))
@@ -298,7 +323,8 @@ def best_gemms(t: MachineTables, space: GemmCandidates, batch: FloatArray, m: Fl
     parts: list[GemmChoice] = []
     for start in range(0, batch.size, rows):
         sl = slice(start, start + rows)
-        c = gemm_costs(t, space, batch[sl], m[sl], n[sl], k[sl], elem_bytes[sl], peak[sl], compulsory_bytes[sl])
+        c = gemm_costs(t, space, batch[sl], m[sl], n[sl], k[sl], elem_bytes[sl], peak[sl], compulsory_bytes[sl],
+                       ratio[sl])
         best = tie_break(c.judged_s, c.footprint_bytes)
         at = np.arange(best.size)
         parts.append(GemmChoice(best, *(getattr(c, f)[at, best] for f in (

@@ -55,8 +55,9 @@ in_flight = numba.njit(inline="always", cache=True, error_model="numpy")(in_flig
 
 @numba.njit(cache=True, error_model="numpy")
 def fill_candidates(v: Any, bm: Any, bn: Any, bk_bytes: Any, stages: Any, eb: float, peak: float,
-                    table: Any) -> None:
-    """The per-candidate terms of ``gemm_costs`` for ``eb``-byte operands at ``peak`` FLOP/s."""
+                    table: Any, r: float = 1.0) -> None:
+    """The per-candidate terms of ``gemm_costs`` for ``eb``-byte operands (B at ``r`` times that) at ``peak``
+    FLOP/s."""
     systolic = v[D_SYSTOLIC] > 0.0
     units = v[D_UNITS]
     mma_m, mma_n, mma_k = v[D_MMA_M], v[D_MMA_N], v[D_MMA_K]
@@ -64,7 +65,7 @@ def fill_candidates(v: Any, bm: Any, bn: Any, bk_bytes: Any, stages: Any, eb: fl
     peak_unit = peak * v[D_MATRIX_EFF] / units
     for j in range(bm.size):
         bk = max(np.ceil(bk_bytes[j] / eb / mma_k) * mma_k, mma_k)
-        operands = (bm[j] + bn[j]) * bk * eb * stages[j]
+        operands = (bm[j] + bn[j] * r) * bk * eb * stages[j]
         accumulators = bm[j] * bn[j] * 4.0
         reject = 0.0
         if systolic:
@@ -85,7 +86,7 @@ def fill_candidates(v: Any, bm: Any, bn: Any, bk_bytes: Any, stages: Any, eb: fl
         if systolic:
             per_tile = max(bm[j], mma_m) if stages[j] > 1.0 else bm[j] + mma_m + mma_m + mma_n - 2.0
             compute_step = compute_step * per_tile / bm[j]
-        smem_reads = 0.0 if systolic else bk * eb * (v[D_SMEM_A] * bm[j] + v[D_SMEM_B] * bn[j])
+        smem_reads = 0.0 if systolic else bk * eb * (v[D_SMEM_A] * bm[j] + v[D_SMEM_B] * bn[j] * r)
         table[j, C_BK] = bk
         table[j, C_FOOTPRINT] = footprint
         table[j, C_RESIDENT] = resident
@@ -99,15 +100,16 @@ def fill_candidates(v: Any, bm: Any, bn: Any, bk_bytes: Any, stages: Any, eb: fl
         table[j, C_UNBUFFERED] = latency / resident
 
 
-TABLES_KEPT = 8  # candidate tables kept per call, one per distinct (element size, peak) of the ops
+TABLES_KEPT = 8  # candidate tables kept per call, one per distinct (element size, peak, B's ratio) of the ops
 
 
 @numba.njit(inline="always", cache=True, error_model="numpy")
-def table_for(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, eb: float, peak: float, cache: Any, keys: Any) -> int:
-    """The slot of ``cache`` holding the candidate table of (``eb``, ``peak``), filled on a miss (slots
+def table_for(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, eb: float, peak: float, r: float, cache: Any,
+              keys: Any) -> int:
+    """The slot of ``cache`` holding the candidate table of (``eb``, ``peak``, ``r``), filled on a miss (slots
     reused in turn once all are taken)."""
     for slot in range(TABLES_KEPT):
-        if keys[slot, 0] == eb and keys[slot, 1] == peak:
+        if keys[slot, 0] == eb and keys[slot, 1] == peak and keys[slot, 2] == r:
             return slot
     slot = 0
     while slot < TABLES_KEPT - 1 and keys[slot, 0] == keys[slot, 0]:  # first empty (NaN) slot, else the last
@@ -116,15 +118,16 @@ def table_for(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, eb: float, peak: f
         for s in range(TABLES_KEPT - 1):
             cache[s] = cache[s + 1]
             keys[s] = keys[s + 1]
-    fill_candidates(v, bm, bn, bk, stages, eb, peak, cache[slot])
+    fill_candidates(v, bm, bn, bk, stages, eb, peak, cache[slot], r)
     keys[slot, 0] = eb
     keys[slot, 1] = peak
+    keys[slot, 2] = r
     return slot
 
 
 @numba.njit(inline="always", cache=True, error_model="numpy")
 def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: float, g: float, b: float, mm: float,
-            nn: float, kk: float, eb: float, compulsory: float) -> Any:
+            nn: float, kk: float, eb: float, compulsory: float, r: float = 1.0) -> Any:
     """Every figure of candidate ``j`` (row ``j`` of the table ``c``) for one GEMM, as ``gemm_costs``."""
     systolic = v[D_SYSTOLIC] > 0.0
     units = v[D_UNITS]
@@ -145,7 +148,7 @@ def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: floa
     active = min(tiles, units)
     busy = min(max(tiles / (units * v[D_BLOCKS_PER_UNIT]), 1.0 / units), 1.0)
     share = min(v[D_SHARING], mt)  # tiles along M that share one load of their B panel
-    load_step = (bm + bn / share) * bk * eb / (v[D_LOAD_BW] / max(active, 1.0))
+    load_step = (bm + bn * r / share) * bk * eb / (v[D_LOAD_BW] / max(active, 1.0))
     if systolic:
         step = max(compute_step, load_step) if stages > 1.0 else compute_step + load_step
     else:
@@ -155,18 +158,18 @@ def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: floa
     partials = 2.0 * s * b * mm * nn * 4.0 if s > 1.0 else 0.0
     compute = np.ceil(tiles / units) * t_tile + v[D_FILL] + partials / v[D_REDUCE_BW]
 
-    tile_loads = b * eb * (mm * kk * nt + kk * nn * np.ceil(mt / share))
+    tile_loads = b * eb * (mm * kk * nt + kk * nn * r * np.ceil(mt / share))
     if v[D_LLC_FED] == 0.0:
-        dram = compulsory + tile_loads - b * eb * (mm * kk + kk * nn) + partials
+        dram = compulsory + tile_loads - b * eb * (mm * kk + kk * nn * r) + partials
         reuse = 0.0
     else:
         a_reads = 1.0 if min(g, mt) * bm * ks * eb <= v[D_LLC_HALF] else nt
-        b_reads = 1.0 if ks * nn * eb <= v[D_LLC_HALF] else np.ceil(mt / g)
-        dram = compulsory + b * eb * (mm * kk * (a_reads - 1.0) + kk * nn * (b_reads - 1.0))
-        reuse = compulsory + tile_loads - b * eb * (mm * kk + kk * nn) + partials
+        b_reads = 1.0 if ks * nn * eb * r <= v[D_LLC_HALF] else np.ceil(mt / g)
+        dram = compulsory + b * eb * (mm * kk * (a_reads - 1.0) + kk * nn * r * (b_reads - 1.0))
+        reuse = compulsory + tile_loads - b * eb * (mm * kk + kk * nn * r) + partials
     if v[D_IN_FLIGHT] > 0.0:
         hit = 1.0 - min(dram / max(reuse, 1.0), 1.0) if reuse > 0.0 else 0.0
-        slab = (min(bm, mm) + min(bn, nn) / share) * min(bk, ks) * eb
+        slab = (min(bm, mm) + min(bn, nn) * r / share) * min(bk, ks) * eb
         slabs = min(max(stages - 1.0, 1.0), steps)
         flight = min(tiles, units * resident) * slabs * slab
         loads = in_flight(flight, hit, v[D_DRAM_LATENCY], v[D_DRAM_PEAK_BW], v[D_LLC_LATENCY], v[D_LOADED_LATENCY])
@@ -175,7 +178,7 @@ def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: floa
         t_dram = v[D_DRAM_LATENCY] + dram / (v[D_DRAM_BW] * busy)
     t_reuse = v[D_LLC_LATENCY] + reuse / v[D_LLC_BW] if v[D_LLC_FED] > 0.0 else 0.0
     body = max(max(compute, t_dram), t_reuse)
-    judged = body + (v[D_OVERHEAD] if s > 1.0 else 0.0)
+    judged = body + (v[D_OVERHEAD] if s > 1.0 and r >= 1.0 else 0.0)
     if reject > 0.0:
         judged = np.inf
     smem = tile_loads if systolic else tiles * steps * c[j, C_SMEM_READS]
@@ -186,15 +189,15 @@ def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: floa
 
 @numba.njit(cache=True, error_model="numpy")
 def grid(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any, batch: Any, m: Any, n: Any,
-         k: Any, elem: Any, peak: Any, compulsory: Any, out: Any, reject: Any) -> None:
+         k: Any, elem: Any, peak: Any, compulsory: Any, ratio: Any, out: Any, reject: Any) -> None:
     """Every figure of every (op, candidate) into ``out`` (fields x ops x candidates) and ``reject``."""
     cache = np.empty((TABLES_KEPT, bm.size, C_SIZE))
-    keys = np.full((TABLES_KEPT, 2), np.nan)
+    keys = np.full((TABLES_KEPT, 3), np.nan)
     for i in range(batch.size):
-        c = cache[table_for(v, bm, bn, bk, stages, elem[i], peak[i], cache, keys)]
+        c = cache[table_for(v, bm, bn, bk, stages, elem[i], peak[i], ratio[i], cache, keys)]
         for j in range(bm.size):
             r = element(v, c, j, bm[j], bn[j], stages[j], split[j], group[j], batch[i], m[i], n[i], k[i], elem[i],
-                        compulsory[i])
+                        compulsory[i], ratio[i])
             for f in range(13):
                 out[f, i, j] = r[f]
             reject[i, j] = int(r[13])
@@ -202,21 +205,21 @@ def grid(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any,
 
 @numba.njit(cache=True, error_model="numpy")
 def best(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any, batch: Any, m: Any, n: Any,
-         k: Any, elem: Any, peak: Any, compulsory: Any, index: Any, out: Any) -> None:
+         k: Any, elem: Any, peak: Any, compulsory: Any, ratio: Any, index: Any, out: Any) -> None:
     """The cheapest candidate of each op and its figures: equal times go to the smallest on-chip footprint, then
     the first index (``gemm_cost.tie_break``); a NaN time stops the scan at the first one, as ``np.argmin``."""
     cache = np.empty((TABLES_KEPT, bm.size, C_SIZE))
-    keys = np.full((TABLES_KEPT, 2), np.nan)
+    keys = np.full((TABLES_KEPT, 3), np.nan)
     for i in range(batch.size):
-        c = cache[table_for(v, bm, bn, bk, stages, elem[i], peak[i], cache, keys)]
+        c = cache[table_for(v, bm, bn, bk, stages, elem[i], peak[i], ratio[i], cache, keys)]
         chosen = 0
         lowest = np.inf
         smallest = np.inf
         r = element(v, c, 0, bm[0], bn[0], stages[0], split[0], group[0], batch[i], m[i], n[i], k[i], elem[i],
-                    compulsory[i])
+                    compulsory[i], ratio[i])
         for j in range(bm.size):
             candidate = element(v, c, j, bm[j], bn[j], stages[j], split[j], group[j], batch[i], m[i], n[i], k[i],
-                                elem[i], compulsory[i])
+                                elem[i], compulsory[i], ratio[i])
             judged = candidate[4]
             if judged != judged:  # NaN: np.argmin stops at the first one
                 chosen, r = j, candidate
@@ -232,7 +235,7 @@ def best(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any,
 @numba.njit(cache=True, error_model="numpy")
 def search(v: Any, c: Any, bm: Any, bn: Any, stages: Any, split: Any, group: Any, b: float, m: float, n: float,
            k: float, eb: float, compulsory: float, caps: Any, footprint_group: Any, groups: int, kept: Any,
-           judged: Any, footprint: Any, waves: Any, reject_counts: Any, front: Any) -> tuple[int, int]:
+           judged: Any, footprint: Any, waves: Any, reject_counts: Any, front: Any, r: float = 1.0) -> tuple[int, int]:
     """One GEMM against a whole space (``c``: its ``fill_candidates`` table): prune (a tile beyond ``caps``
     = (M, N, K-step) caps, split-K slices shorter than a K-step), cost the rest, count rejects by reason
     and find the (time, footprint) Pareto front. Writes the kept candidates' space index, time, footprint
@@ -246,15 +249,15 @@ def search(v: Any, c: Any, bm: Any, bn: Any, stages: Any, split: Any, group: Any
             continue
         if split[j] != 1.0 and not np.ceil(k / split[j]) >= bk:
             continue
-        r = element(v, c, j, bm[j], bn[j], stages[j], split[j], group[j], b, m, n, k, eb, compulsory)
+        e = element(v, c, j, bm[j], bn[j], stages[j], split[j], group[j], b, m, n, k, eb, compulsory, r)
         kept[count] = j
-        judged[count] = r[4]
-        footprint[count] = r[8]
-        waves[count] = r[11] / (v[D_UNITS] * r[9])
-        reject_counts[int(r[13])] += 1
+        judged[count] = e[4]
+        footprint[count] = e[8]
+        waves[count] = e[11] / (v[D_UNITS] * e[9])
+        reject_counts[int(e[13])] += 1
         g = footprint_group[j]
-        if r[4] < group_best[g]:  # finite only: rejected candidates are inf; first of equals (same footprint) wins
-            group_best[g] = r[4]
+        if e[4] < group_best[g]:  # finite only: rejected candidates are inf; first of equals (same footprint) wins
+            group_best[g] = e[4]
             group_winner[g] = count
         count += 1
     on_front = 0

@@ -135,31 +135,36 @@ def load() -> bool:
 
 
 def cost_grid(v: FloatArray, space: GemmCandidates, batch: FloatArray, m: FloatArray, n: FloatArray,
-              k: FloatArray, elem_bytes: FloatArray, peak: FloatArray,
-              compulsory_bytes: FloatArray) -> tuple[FloatArray, np.ndarray[Any, np.dtype[np.int64]]]:
+              k: FloatArray, elem_bytes: FloatArray, peak: FloatArray, compulsory_bytes: FloatArray,
+              b_ratio: FloatArray | None = None) -> tuple[FloatArray, np.ndarray[Any, np.dtype[np.int64]]]:
     """Every field of ``FIELDS`` for every (op, candidate): a (fields, ops, candidates) block and the reject codes."""
     kernels = _kernels()
     assert kernels is not None
     out = np.empty((len(FIELDS), batch.size, space.size))
     reject = np.empty((batch.size, space.size), dtype=np.int64)
     kernels[0](v, space.bm, space.bn, space.bk_bytes, space.stages, space.split, space.group,
-               *(np.ascontiguousarray(a, dtype=np.float64) for a in (batch, m, n, k, elem_bytes, peak,
-                                                                     compulsory_bytes)), out, reject)
+               *(np.ascontiguousarray(a, dtype=np.float64) for a in (
+                   batch, m, n, k, elem_bytes, peak, compulsory_bytes, _ratio(batch, b_ratio))), out, reject)
     return out, reject
 
 
 def best_per_op(v: FloatArray, space: GemmCandidates, batch: FloatArray, m: FloatArray, n: FloatArray,
-                k: FloatArray, elem_bytes: FloatArray, peak: FloatArray,
-                compulsory_bytes: FloatArray) -> tuple[np.ndarray[Any, np.dtype[np.intp]], FloatArray]:
+                k: FloatArray, elem_bytes: FloatArray, peak: FloatArray, compulsory_bytes: FloatArray,
+                b_ratio: FloatArray | None = None) -> tuple[np.ndarray[Any, np.dtype[np.intp]], FloatArray]:
     """The cheapest candidate of each op (ties: smallest footprint, then first index) and its ``CHOICE_FIELDS``."""
     kernels = _kernels()
     assert kernels is not None
     index = np.empty(batch.size, dtype=np.intp)
     out = np.empty((len(CHOICE_FIELDS), batch.size))
     kernels[1](v, space.bm, space.bn, space.bk_bytes, space.stages, space.split, space.group,
-               *(np.ascontiguousarray(a, dtype=np.float64) for a in (batch, m, n, k, elem_bytes, peak,
-                                                                     compulsory_bytes)), index, out)
+               *(np.ascontiguousarray(a, dtype=np.float64) for a in (
+                   batch, m, n, k, elem_bytes, peak, compulsory_bytes, _ratio(batch, b_ratio))), index, out)
     return index, out
+
+
+def _ratio(batch: FloatArray, b_ratio: FloatArray | None) -> FloatArray:
+    """B's element size over A's per op (ones where not given)."""
+    return np.ones(np.size(batch)) if b_ratio is None else np.asarray(b_ratio, dtype=np.float64)
 
 
 @cache

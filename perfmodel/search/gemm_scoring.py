@@ -94,11 +94,12 @@ def scores_of(costs: GemmCosts, keep: IntArray, t: MachineTables, pruned: int) -
 
 
 def score_numpy(t: MachineTables, space: GemmCandidates, keep: IntArray, pruned: int, b: float, m: float,
-                n: float, k: float, elem: float, peak: float, compulsory: float) -> GemmScores:
-    """Cost the candidates ``keep`` of ``space`` with ``gemm_costs`` (any order, any subset)."""
+                n: float, k: float, elem: float, peak: float, compulsory: float, b_ratio: float = 1.0) -> GemmScores:
+    """Cost the candidates ``keep`` of ``space`` with ``gemm_costs`` (any order, any subset); ``b_ratio``: B's
+    stored bytes per element over ``elem`` (weight-only quantized B)."""
     one = np.ones(1)
     costs = gemm_costs(t, space.take(keep), one * b, one * m, one * n, one * k, one * elem, one * peak,
-                       one * compulsory)
+                       one * compulsory, one * b_ratio)
     return scores_of(costs, keep, t, pruned)
 
 
@@ -116,24 +117,25 @@ class _SpaceTables:
     terms: FloatArray
 
 
-_TABLES: dict[tuple[int, bytes, float, float], _SpaceTables] = {}
+_TABLES: dict[tuple[int, bytes, float, float, float], _SpaceTables] = {}
 
 
-def _space_tables(t: MachineTables, space: GemmCandidates, v: FloatArray, elem: float, peak: float) -> _SpaceTables:
+def _space_tables(t: MachineTables, space: GemmCandidates, v: FloatArray, elem: float, peak: float,
+                  b_ratio: float = 1.0) -> _SpaceTables:
     from perfmodel.search import gemm_jit
 
     systolic = is_systolic(t)
-    key = (id(space), v.tobytes(), elem, peak)
+    key = (id(space), v.tobytes(), elem, peak, b_ratio)
     found = _TABLES.get(key)
     if found is not None and found.space is space:
         return found
     bk = k_steps(space, elem, t)
-    footprint = (space.bm + space.bn) * bk * elem * space.stages
+    footprint = (space.bm + space.bn * b_ratio) * bk * elem * space.stages
     if systolic:
         footprint = footprint + space.bm * space.bn * ACCUMULATOR_BYTES
     values, group = np.unique(footprint, return_inverse=True)
     terms = np.empty((space.size, gemm_jit.C_SIZE))
-    gemm_jit.fill_candidates(v, space.bm, space.bn, space.bk_bytes, space.stages, elem, peak, terms)
+    gemm_jit.fill_candidates(v, space.bm, space.bn, space.bk_bytes, space.stages, elem, peak, terms, b_ratio)
     made = _SpaceTables(space, np.unique(space.bm), np.unique(space.bn), np.unique(bk),
                         group.astype(np.int64).ravel(), int(values.size), terms)
     if len(_TABLES) > 256:
@@ -149,12 +151,12 @@ def _cap(sorted_values: FloatArray, size: float) -> float:
 
 
 def score_compiled(t: MachineTables, space: GemmCandidates, b: float, m: float, n: float, k: float,
-                   elem: float, peak: float, compulsory: float) -> GemmScores:
+                   elem: float, peak: float, compulsory: float, b_ratio: float = 1.0) -> GemmScores:
     """``score_numpy(t, space, prune(...), ...)`` in one pass of the compiled kernel."""
     from perfmodel.search import gemm_jit
 
     v = gemm_kernel.device_vector(t)
-    tab = _space_tables(t, space, v, elem, peak)
+    tab = _space_tables(t, space, v, elem, peak, b_ratio)
     caps = np.array([_cap(tab.bm, m), _cap(tab.bn, n), _cap(tab.bk, k)])
     size = space.size
     kept = np.empty(size, dtype=np.intp)
@@ -163,7 +165,7 @@ def score_compiled(t: MachineTables, space: GemmCandidates, b: float, m: float, 
     front = np.empty(tab.groups, dtype=np.intp)
     count, on_front = gemm_jit.search(v, tab.terms, space.bm, space.bn, space.stages, space.split, space.group, b,
                                       m, n, k, elem, compulsory, caps, tab.footprint_group, tab.groups, kept, judged,
-                                      footprint, waves, reject, front)
+                                      footprint, waves, reject, front, b_ratio)
     rejected = {REJECT_REASONS[r]: int(reject[r]) for r in range(1, len(REJECT_REASONS)) if reject[r] > 0}
     return GemmScores(kept[:count], judged[:count], footprint[:count], waves[:count], rejected, front[:on_front],
                       size - count)

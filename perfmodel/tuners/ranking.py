@@ -25,7 +25,7 @@ from perfmodel.ops import OpError, make_op
 from perfmodel.ops.base import DTYPES, FloatArray, Work
 from perfmodel.roofline import HardwareLike, OpLike, resolve_hardware, work_of
 from perfmodel.search.attention_cost import AttentionCandidates, attention_costs
-from perfmodel.search.gemm_cost import REJECT_REASONS, gemm_costs, launch_overhead_s
+from perfmodel.search.gemm_cost import REJECT_REASONS, gemm_costs, launch_overhead_s, stored_b_ratio
 from perfmodel.search.gemm_space import GemmCandidates
 from perfmodel.tuners.candidates import Candidates, ScheduleError, occupancy_cap, parse_candidates, warp_reasons
 from perfmodel.tuners.reasons import engine_reasons, valid_reasons
@@ -113,7 +113,8 @@ def _cost_gemm(t: MachineTables, work: Work, parsed: Candidates) -> tuple[dict[s
     elem = DTYPES[dtype].bytes
     cols = _placeholder(parsed)
     one = np.ones(1)
-    args = (one * b, one * m, one * n, one * k, one * elem, one * t.matrix_peak[dtype], one * float(work.dram_bytes[0]))
+    args = (one * b, one * m, one * n, one * k, one * elem, one * t.matrix_peak[dtype], one * float(work.dram_bytes[0]),
+            one * stored_b_ratio(work, slot, elem))
     size = parsed.size
     out = {name: np.empty(size) for name in COSTED_FIELDS}
     reject = np.zeros(size, dtype=np.int64)

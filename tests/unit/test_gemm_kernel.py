@@ -33,11 +33,19 @@ def _shapes(t: perfmodel.machine.MachineTables, ops: int, seed: int) -> tuple[np
     return rng.integers(1, 5, ops) * 1.0, m, n, k, elem, peak, rng.random(ops) * 1e9
 
 
+def _with_b_ratio(args: tuple[np.ndarray, ...], seed: int) -> tuple[np.ndarray, ...]:
+    """The same GEMMs with B stored narrower (weight-only int4 / int8 over 16 bits) or as wide as A."""
+    return (*args, np.random.default_rng(seed).choice([0.25, 0.5, 1.0], args[0].size))
+
+
 @pytest.mark.parametrize("device", DEVICES)
-def test_every_field_of_every_candidate_equals_numpy(device: str) -> None:
+@pytest.mark.parametrize("narrow_b", [False, True])
+def test_every_field_of_every_candidate_equals_numpy(device: str, narrow_b: bool) -> None:
     t = tables(perfmodel.load_hardware(device))
     space = full_space(t)
     args = _shapes(t, 6, seed=len(device))
+    if narrow_b:
+        args = _with_b_ratio(args, seed=len(device))
     fast, reference = gemm_costs(t, space, *args), gemm_costs_numpy(t, space, *args)
     shape = reference.judged_s.shape
     for name in GemmCosts.__dataclass_fields__:
@@ -46,11 +54,13 @@ def test_every_field_of_every_candidate_equals_numpy(device: str) -> None:
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("which", ["compact", "full"])
+@pytest.mark.parametrize("which", ["compact", "full", "full_narrow_b"])
 def test_best_schedule_per_op_equals_numpy(device: str, which: str, monkeypatch: pytest.MonkeyPatch) -> None:
     t = tables(perfmodel.load_hardware(device))
     space = compact_space(t) if which == "compact" else full_space(t)
     args = _shapes(t, 400 if which == "compact" else 20, seed=7)
+    if which == "full_narrow_b":
+        args = _with_b_ratio(args, seed=7)
     fast = best_gemms(t, space, *args)
     monkeypatch.setenv("PERFMODEL_NO_JIT", "1")
     reference = best_gemms(t, space, *args)
