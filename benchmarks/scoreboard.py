@@ -273,7 +273,7 @@ def print_scoreboard(rows: Sequence[Row], scores: list[Score], swap: bool = Fals
         draw_inside = [np.concatenate([s.inside for s in with_runs if s.setup == d]).mean() for d in draws]
         draw_ape = [np.median(np.concatenate([s.cal_ape for s in with_runs if s.setup == d])) for d in draws]
         print(f"transfer A100 -> A40 + the A40's first {FIRST_RUNS} runs ({len(draws)} draws of distinct ops of its "
-              f"fit rows): rows inside their interval {np.mean(draw_inside):.2f} (draws "
+              f"fit rows): rows inside their interval {np.mean(draw_inside):.3f} (draws "
               f"{', '.join(f'{v:.2f}' for v in draw_inside)}), median {np.mean(draw_ape):.1f} % "
               "(the transferred classes' band rescaled by those runs: calibration/target_band.py)")
     for s in unseen:
