@@ -224,8 +224,9 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
                                  "past their class's band they fell"},
               "other_classes": hardware_level.source, "residual_trees": trees_report,
               "transfer_scale": {"scale": scale, "rule": "transferred classes' band (the uncalibrated model's, "
-                                 "about its centre) times the 80 % conformal rank of this device's runs' normalised "
-                                 "scores (target_band); none: fewer than 4 distinct ops measured here",
+                                 "about its centre) times this device's runs' normalised scores read at the "
+                                 "conformal position 0.8 (k + 1) (target_band); none: fewer than 4 distinct ops "
+                                 "measured here",
                                  "classes": class_scales,
                                  "class_rule": "a band class with >= 4 distinct ops measured here: the same rank "
                                                "of its own scores; the others the device-wide scale"}}
