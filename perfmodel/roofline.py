@@ -155,7 +155,8 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     flight = _in_flight_time(work, t, dram_latency, t.bandwidth_bytes_per_s(t.dram), hit, *llc_args,
                              dram_bytes=compulsory)
     first_trip = hit * llc_args[0] + (1.0 - hit) * dram_latency
-    first_trip = first_trip + np.where(work.index_sector_elements > 0, dram_latency, 0.0)  # the first index sector
+    if t.hardware.kind == "gpu":  # indexSelectLargeIndex's first index sector (docs/model.md section 3)
+        first_trip = first_trip + np.where(work.index_sector_elements > 0, dram_latency, 0.0)
     level_times[t.dram.name] = np.where(dram_bytes > 0, np.maximum(level_times[t.dram.name],
                                                                    first_trip + flight), 0.0)
     if t.hardware.kind == "gpu" and work.dependent_round_trips.any():  # a chain of loads: one latency each

@@ -55,3 +55,14 @@ def test_int32_indices_share_a_sector_among_more_rows() -> None:
                                       embedding(8192, 16384, 4096, "int32")]).time_s
     assert t[1] < 0.95 * t[0]
     np.testing.assert_array_less(0.0, t)
+
+
+def test_cpus_and_tpus_have_no_chain() -> None:
+    # CPUs and TPUs run other gathers: their time is the stream's (no index sector round trip); a small one, whose
+    # time is its latency
+    op = embedding(32000, 64, 32)
+    for device in ("intel-xeon-platinum-8480", "google-tpu-v5p"):
+        work = type(make_op(op)).work([make_op(op)], 32.0)
+        work.index_sector_elements = np.zeros(1)
+        plain = perfmodel.roofline.evaluate(work, [make_op(op)], perfmodel.specs.load_hardware(device))
+        assert perfmodel.predict_many(device, [op]).time_s[0] == pytest.approx(plain.time_s[0], rel=1e-12)
