@@ -77,8 +77,8 @@ class Work:
     # DRAM round trips a GPU kernel makes one after another, each waiting for the last (0: none; its loads overlap)
     dependent_round_trips: FloatArray = field(default_factory=lambda: np.zeros(0))
     # a gather's index -> row chain: output elements whose indices share one DRAM sector of the index array (0: no
-    # chain). The elements a grid-stride loop has in flight need that many cold index sectors per iteration, each
-    # a DRAM round trip before the row loads at them can issue (roofline._in_flight_time; docs/model.md section 3)
+    # chain). A grid-stride loop's elements in flight / this = the cold index sectors it meets per iteration; it waits
+    # a DRAM round trip for them (at most one: fetched together) before its row loads issue (roofline._in_flight_time)
     index_sector_elements: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
