@@ -72,6 +72,11 @@ def _in_flight_time(work: Work, t: MachineTables, latency_s: float, bandwidth: f
     a = max(t.defaults.loaded_latency_factor - 1.0, 1e-9)
     quad = a * (h * h * llc_latency_s / llc_bandwidth + (1.0 - h) ** 2 * max(latency_s, 1e-12) / bandwidth)
     lin = np.maximum(h * llc_latency_s + (1.0 - h) * latency_s, 1e-12)
+    chained = work.index_sector_elements > 0
+    if chained.any():  # a gather's index -> row chain (docs/model.md section 3): cold index sectors, then rows
+        cold = np.minimum(1.0, resident / np.maximum(work.index_sector_elements, 1.0))
+        lin = np.where(chained, lin + cold * latency_s, lin)
+        quad = np.where(chained, 0.0, quad)  # its round trips at the first-byte latency, unlifted
     # the stable root 2F / (B + sqrt(B² + 4AF)) of A·bw² + B·bw − F = 0
     achieved = 2.0 * in_flight / (lin + np.sqrt(lin * lin + 4.0 * quad * in_flight))
     rest = np.maximum((work.dram_bytes if dram_bytes is None else dram_bytes) - in_flight, 0.0)
@@ -150,6 +155,8 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     flight = _in_flight_time(work, t, dram_latency, t.bandwidth_bytes_per_s(t.dram), hit, *llc_args,
                              dram_bytes=compulsory)
     first_trip = hit * llc_args[0] + (1.0 - hit) * dram_latency
+    if t.hardware.kind == "gpu":  # indexSelectLargeIndex's first index sector (docs/model.md section 3)
+        first_trip = first_trip + np.where(work.index_sector_elements > 0, dram_latency, 0.0)
     level_times[t.dram.name] = np.where(dram_bytes > 0, np.maximum(level_times[t.dram.name],
                                                                    first_trip + flight), 0.0)
     if t.hardware.kind == "gpu" and work.dependent_round_trips.any():  # a chain of loads: one latency each

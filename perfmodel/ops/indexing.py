@@ -92,6 +92,12 @@ class Gather(RowAccess):
         work = cls._work(ops, roles, np.zeros(len(ops)))
         work.threads_per_unit_cap = np.full(len(ops), INDEX_SELECT_THREADS_PER_UNIT)
         work.dependent_round_trips = np.where(idx <= SMALL_INDEX_MAX_ROWS, idx, 0.0)
+        # indexSelectLargeIndex: an element's index, then its row; the indices one DRAM sector holds cover that
+        # many rows of output elements (docs/model.md section 3, "Large index_select: the index -> row chain")
+        index_bytes_each = np.array([o.index_dtype.bytes for o in ops], dtype=np.float64)
+        row_elements = np.array([o.row_bytes for o in ops]) / np.array([o.dtype.bytes for o in ops])
+        per_sector = np.maximum(1.0, granularity_bytes / index_bytes_each)
+        work.index_sector_elements = np.where(idx > SMALL_INDEX_MAX_ROWS, per_sector * row_elements, 0.0)
         return work
 
 

@@ -79,12 +79,16 @@ class Work:
     conv_library: FloatArray = field(default_factory=lambda: np.zeros(0))
     # DRAM round trips a GPU kernel makes one after another, each waiting for the last (0: none; its loads overlap)
     dependent_round_trips: FloatArray = field(default_factory=lambda: np.zeros(0))
+    # a gather's index -> row chain: output elements whose indices share one DRAM sector of the index array (0: no
+    # chain). A grid-stride loop's elements in flight / this = the cold index sectors it meets per iteration; it waits
+    # a DRAM round trip for them (at most one: fetched together) before its row loads issue (roofline._in_flight_time)
+    index_sector_elements: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         zeros = np.zeros(self.n)
         for name in ("threads", "bytes_per_thread", "threads_per_unit_cap", "scratchpad_bytes", "comm_bytes",
                      "comm_devices", "comm_devices_per_node", "serial_bytes", "nhwc_bytes", "conv_library",
-                     "dependent_round_trips"):
+                     "dependent_round_trips", "index_sector_elements"):
             if getattr(self, name).size == 0:
                 setattr(self, name, zeros)
         if self.attention.size == 0:
