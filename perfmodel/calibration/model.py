@@ -18,7 +18,7 @@ from perfmodel.calibration.bands_apply import (
     once_per_op,
     unvaried_band,
 )
-from perfmodel.calibration.boost import ResidualTrees, op_fields
+from perfmodel.calibration.boost import ResidualTrees
 from perfmodel.calibration.classes import class_keys, parent_key
 from perfmodel.calibration.distance import DistanceScale
 from perfmodel.calibration.local import LocalCorrection
@@ -291,8 +291,7 @@ def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_ro
         rows_kept = rows[kept]
         time[rows] *= np.exp(trees.log_factor(unclipped.take(rows_kept), batch.time_s[rows_kept],
                                               [batch.ops[int(i)] for i in rows_kept],
-                                              names[inverse[rows_kept]].tolist(), time[rows_kept],
-                                              [op_fields(distinct[j]) for j in op_row[rows_kept].tolist()])[back])
+                                              names[inverse[rows_kept]].tolist(), time[rows_kept])[back])
     overhead = np.minimum(curve.overhead_s(theta, f), time) if n else np.zeros(0)
     in_range = fitted[inverse] & ~outside.any(axis=1)
     interval_log = distance_band(entries, own, inverse, in_range, unclipped, interval_log, op_row)
