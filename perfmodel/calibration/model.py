@@ -19,7 +19,7 @@ from perfmodel.calibration.bands_apply import (
     unvaried_band,
 )
 from perfmodel.calibration.boost import ResidualTrees
-from perfmodel.calibration.classes import class_keys, parent_key
+from perfmodel.calibration.classes import class_codes, parent_key
 from perfmodel.calibration.distance import DistanceScale
 from perfmodel.calibration.local import LocalCorrection
 from perfmodel.calibration.target_band import stored_class_scales, stored_scale, transfer_band
@@ -258,8 +258,8 @@ def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_ro
     hw = batch.hardware
     n = len(batch)
     f = curve.features(batch, shape.shape_matrix(distinct)[op_row])
-    names, key_of = np.unique(np.array(class_keys(distinct, devices_per_node(hw)), dtype=str), return_inverse=True)
-    inverse = key_of.reshape(-1)[op_row]
+    names, key_of = class_codes(distinct, devices_per_node(hw))
+    inverse = key_of[op_row]
     entries = [calibration.entry(str(k)) for k in names]
     theta = np.array([e.applied_theta for e in entries]).reshape(len(entries), curve.N_PARAMS)[inverse]
     nan2 = (math.nan, math.nan)
