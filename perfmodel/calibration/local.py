@@ -80,10 +80,11 @@ class LocalCorrection:
 
     @functools.cached_property
     def reach(self) -> float:
-        """How far along log10 FLOPs a point must lie for its weight to change c(x) by under ``NEGLIGIBLE``: a point
-        left out changes c = S / (λ + W) by |s − c w| / (λ + W − w) <= w (|r|max + |c|) / λ per unit weight, with
-        |c| <= |r|max, and w <= n e^(−T) beyond h √(2T) (its whole distance is at least that gap); summed over
-        the points, T = ln((Σ n |r| + |r|max Σ n) / (λ ``NEGLIGIBLE``))."""
+        """The distance beyond which the points, all of them together, change c(x) by under ``NEGLIGIBLE``: leaving
+        out points of weights w_i (sum w, sum of w_i r_i s) changes c = S / (λ + W) by |s − c w| / (λ + W − w)
+        <= (Σ w_i |r_i| + |r|max w) / λ, as |c| <= |r|max; beyond h √(2T) each w_i <= n_i e^(−T), so
+        T = ln((Σ n |r| + |r|max Σ n) / (λ ``NEGLIGIBLE``)) bounds the change. A point that far along log10 FLOPs
+        alone is that far in all coordinates."""
         spread = float(np.abs(self.residuals) @ self.runs + np.abs(self.residuals).max(initial=0.0) * self.runs.sum())
         if not spread > 0:
             return 0.0
@@ -103,7 +104,7 @@ class LocalCorrection:
         hi = np.searchsorted(points[:, 0], x[:, 0] + self.reach, side="right")
         out = np.empty(len(x))
         smooth(np.ascontiguousarray(x, dtype=np.float64), points, runs, residuals, -0.5 / self.bandwidth ** 2,
-               float(self.shrink), lo, hi, out)
+               float(self.shrink), lo, hi, self.reach ** 2, out)
         return out
 
     def to_json(self) -> dict[str, Any]:

@@ -21,9 +21,10 @@ from perfmodel.ops.base import FloatArray, IntArray
 
 @numba.njit(cache=True, error_model="numpy")
 def smooth(x: FloatArray, points: FloatArray, runs: FloatArray, residuals: FloatArray, scale: float, shrink: float,
-           lo: IntArray, hi: IntArray, out: FloatArray) -> None:
+           lo: IntArray, hi: IntArray, reach2: float, out: FloatArray) -> None:
     """``out[r]`` = Σ w_p r_p / (``shrink`` + Σ w_p), w_p = exp(``scale`` |x_r − p|²) n_p, over points ``lo[r]`` to
-    ``hi[r]`` (``points`` sorted by column 0; ``scale`` = −1 / 2h²)."""
+    ``hi[r]`` (``points`` sorted by column 0; ``scale`` = −1 / 2h²) within ``reach2`` (squared distance) of the
+    row: the points farther along column 0 are outside ``lo``..``hi``, the others are skipped before their exp."""
     d = x.shape[1]
     for r in range(x.shape[0]):
         numerator = 0.0
@@ -33,6 +34,8 @@ def smooth(x: FloatArray, points: FloatArray, runs: FloatArray, residuals: Float
             for j in range(d):
                 diff = x[r, j] - points[p, j]
                 d2 += diff * diff
+            if d2 > reach2:
+                continue
             w = math.exp(d2 * scale) * runs[p]
             numerator += w * residuals[p]
             total += w
