@@ -84,7 +84,8 @@ def parent_key(key: str) -> str | None:
 
 def class_keys(ops: Sequence[Op], per_node_default: int | None = None) -> list[str]:
     names, code = class_codes(ops, per_node_default)
-    return names[code].tolist()
+    keys: list[str] = names[code].tolist()
+    return keys
 
 
 # every field ``class_key`` reads of an op (the kind is its class's)

@@ -68,7 +68,7 @@ def test_field_matrix_equals_op_fields_to_the_bit() -> None:
     ops = _ops()
     ops += [_odd(make_op(OPS[2]), "m", 64.0), _odd(make_op(OPS[11]), "inputs", True),
             _odd(make_op(OPS[6]), "shape", (4096, 4096.0))]  # 64 and 64.0, 2 and True: equal, converted apart
-    fields = sorted({name for op in ops for name in op_fields(op)}) + ["matmul.nothing"]
+    fields = [*sorted({name for op in ops for name in op_fields(op)}), "matmul.nothing"]
     column = {name: j for j, name in enumerate(fields)}
     expected = np.full((len(ops), len(fields)), np.nan)
     for i, op in enumerate(ops):

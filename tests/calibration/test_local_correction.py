@@ -219,6 +219,7 @@ def test_compiled_calibration_equals_numpy_up_to_round_off(monkeypatch: pytest.M
     monkeypatch.setenv("PERFMODEL_NO_JIT", "1")
     slow = predict_calibrated(HW, ops, cal)
     np.testing.assert_allclose(fast.time_s, slow.time_s, rtol=1e-12)
+    assert fast.interval_s is not None and slow.interval_s is not None
     np.testing.assert_allclose(fast.interval_s, slow.interval_s, rtol=1e-12)
     assert fast.in_calibrated_range is not None and slow.in_calibrated_range is not None
     assert (fast.in_calibrated_range == slow.in_calibrated_range).all() and fast.in_calibrated_range.any()
