@@ -96,7 +96,7 @@ _KEY_FIELDS = ("dtype", "pass_", "devices_per_node", "devices", "op", "inputs", 
 @functools.cache
 def _key_reader(cls: type[Op]) -> Callable[[Op], Any] | None:
     """The fields of ``_KEY_FIELDS`` that ``cls`` has, read as one tuple (None: it has none of them)."""
-    names = [name for name in _KEY_FIELDS if hasattr(cls, name) or name in cls.__dataclass_fields__]
+    names = [name for name in _KEY_FIELDS if hasattr(cls, name) or name in getattr(cls, "__dataclass_fields__", {})]
     if not names:
         return None
     getter = attrgetter(*names)
@@ -121,7 +121,11 @@ def class_codes(ops: Sequence[Op], per_node_default: int | None = None) -> tuple
         width = len(values[0]) if values else 0
         if not all(len(set(map(type, map(itemgetter(j), values)))) == 1 for j in range(width)):
             values = list(range(len(members)))  # mixed types in a field: each op its own
-        first = dict.fromkeys(values)
+        try:
+            first = dict.fromkeys(values)
+        except TypeError:  # a value that does not hash: each op its own
+            values = list(range(len(members)))
+            first = dict.fromkeys(values)
         if len(first) < len(values):
             where = dict(zip(reversed(values), range(len(values) - 1, -1, -1), strict=True))  # first op of each
         else:
