@@ -246,4 +246,3 @@ def test_rows_of_one_op_that_differ_are_calibrated_each(odd_width: Calibration,
         np.testing.assert_array_equal(fast.interval_s, each.interval_s)
         assert fast.notes == each.notes
     assert got[1].time_s[45] != got[1].time_s[5] and got[2].notes[50] != got[2].notes.get(10)
-
