@@ -21,7 +21,6 @@ use them.
 from __future__ import annotations
 
 import math
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from perfmodel.calibration import curve, shape
+from perfmodel.calibration.fields import field_matrix, op_fields
 from perfmodel.calibration.fit import abs_pct, cv_subset, fold_ids, held_out_loss
 from perfmodel.calibration.trees import TreeEnsemble, fit_trees, held_out_predict
 from perfmodel.ops.base import FloatArray, IntArray, Op
@@ -48,41 +48,12 @@ MARGIN = 1.05
 # Their held-out view is more pessimistic (trees on half the ops): coverage DeepBench 0.81 -> 0.84 (default split).
 FOLDS = 2
 MAX_RUNS = 12000  # runs the trees are fitted on at most (whole distinct ops drawn at random beyond)
-NAME_CODES = 97  # a string field (layout, algorithm, dtype) becomes crc32 % this: a category the trees split on
-
-
-def op_fields(op: Op) -> dict[str, float]:
-    """Every field of ``op`` (``Op.to_dict``) as a number, named ``kind.field``: log2 of an integer, a flag as 0/1,
-    a float as is, a shape as log2 of its last dimension and of the rows before it, a name as a category code."""
-    out: dict[str, float] = {}
-    for field, value in op.to_dict().items():
-        name = f"{op.kind}.{field}"
-        if field == "kind" or value is None:
-            continue
-        if isinstance(value, bool):
-            out[name] = float(value)
-        elif isinstance(value, int):
-            out[name] = math.log2(max(value, 1))
-        elif isinstance(value, float):
-            out[name] = value
-        elif isinstance(value, list):
-            if value and all(isinstance(v, int) for v in value):
-                out[name + ".last"] = math.log2(max(value[-1], 1))
-                out[name + ".rows"] = math.log2(max(math.prod(value[:-1]), 1))
-        else:
-            out[name] = float(zlib.crc32(str(value).encode()) % NAME_CODES)
-    return out
 
 
 def _matrix(f: curve.Features, model_s: FloatArray, per_op: Sequence[dict[str, float]], keys: Sequence[str],
             classes: Sequence[str], fields: Sequence[str]) -> FloatArray:
     """One row per op: class code, log10 FLOPs, log10 bytes, compute share, log model time, shape numbers,
     then ``fields`` from each op's ``op_fields`` (nan where an op has none, or a class the trees never saw)."""
-    code = {k: float(i) for i, k in enumerate(classes)}
-    with np.errstate(divide="ignore"):
-        log_model = np.log(model_s)
-    head = np.column_stack([[code.get(k, math.nan) for k in keys], f.log10_flops, f.log10_bytes, f.compute_share,
-                            log_model, f.shape])
     column = {name: j for j, name in enumerate(fields)}
     raw = np.full((len(per_op), len(fields)), math.nan)
     for i, values in enumerate(per_op):
@@ -90,6 +61,17 @@ def _matrix(f: curve.Features, model_s: FloatArray, per_op: Sequence[dict[str, f
             j = column.get(name)
             if j is not None:
                 raw[i, j] = value
+    return _with_head(f, model_s, keys, classes, raw)
+
+
+def _with_head(f: curve.Features, model_s: FloatArray, keys: Sequence[str], classes: Sequence[str],
+               raw: FloatArray) -> FloatArray:
+    """``_matrix``'s row: the class code, sizes, compute share, log model time and shape numbers, then ``raw``."""
+    code = {k: float(i) for i, k in enumerate(classes)}
+    with np.errstate(divide="ignore"):
+        log_model = np.log(model_s)
+    head = np.column_stack([[code.get(k, math.nan) for k in keys], f.log10_flops, f.log10_bytes, f.compute_share,
+                            log_model, f.shape])
     out: FloatArray = np.column_stack([head, raw])
     return out
 
@@ -106,11 +88,14 @@ class ResidualTrees:
     def log_factor(self, f: curve.Features, model_s: FloatArray, ops: Sequence[Op], keys: Sequence[str],
                    curve_s: FloatArray, per_op: Sequence[dict[str, float]] | None = None) -> FloatArray:
         """log(t_new / t_curve) per op (its features ``f``, model and curve seconds, class key; ``per_op``: each
-        op's ``op_fields`` when already known, e.g. computed once per distinct op)."""
+        op's ``op_fields`` when already known; else the ops' fields are read a field and op class at a time,
+        ``field_matrix``: the same numbers)."""
         if not len(ops):
             return np.zeros(0)
-        fields = [op_fields(op) for op in ops] if per_op is None else per_op
-        x = _matrix(f, model_s, fields, keys, self.classes, self.fields)
+        if per_op is None:
+            x = _with_head(f, model_s, keys, self.classes, field_matrix(ops, self.fields))
+        else:
+            x = _matrix(f, model_s, per_op, keys, self.classes, self.fields)
         out: FloatArray = self.weight * (np.log(model_s) + self.trees.predict(x) - np.log(curve_s))
         return out
 

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
+from operator import attrgetter, itemgetter
+from typing import Any
+
+import numpy as np
 
 from perfmodel.hardware import Hardware
 from perfmodel.ops import Op
+from perfmodel.ops.base import IntArray
 
 CLASS_OF_KIND: dict[str, str] = {
     "matmul": "gemm", "conv2d": "conv", "attention": "attention",
@@ -77,7 +83,62 @@ def parent_key(key: str) -> str | None:
 
 
 def class_keys(ops: Sequence[Op], per_node_default: int | None = None) -> list[str]:
-    return [class_key(op, per_node_default) for op in ops]
+    names, code = class_codes(ops, per_node_default)
+    keys: list[str] = names[code].tolist()
+    return keys
+
+
+# every field ``class_key`` reads of an op (the kind is its class's)
+_KEY_FIELDS = ("dtype", "pass_", "devices_per_node", "devices", "op", "inputs", "outputs",
+               "transcendentals_per_element")
+
+
+@functools.cache
+def _key_reader(cls: type[Op]) -> Callable[[Op], Any] | None:
+    """The fields of ``_KEY_FIELDS`` that ``cls`` has, read as one tuple (None: it has none of them)."""
+    names = [name for name in _KEY_FIELDS if hasattr(cls, name) or name in getattr(cls, "__dataclass_fields__", {})]
+    if not names:
+        return None
+    getter = attrgetter(*names)
+    return getter if len(names) > 1 else lambda op: (getter(op),)
+
+
+def class_codes(ops: Sequence[Op], per_node_default: int | None = None) -> tuple[np.ndarray[Any, np.dtype[np.str_]],
+                                                                                   IntArray]:
+    """(names, code): the distinct ``class_key``s of ``ops``, sorted (as ``np.unique`` sorts them), and each op's
+    position among them. ``class_key`` runs once per op class and distinct tuple of the fields it reads
+    (``_KEY_FIELDS``; a class whose values of one field are of several types, where 1 and 1.0 would format apart,
+    once per op): a batch of ops that all differ in their shapes pays a tuple and a dict lookup per op."""
+    groups: dict[type[Op], list[int]] = {}
+    for i, op in enumerate(ops):
+        groups.setdefault(type(op), []).append(i)
+    keys: dict[str, int] = {}
+    code = np.empty(len(ops), dtype=np.intp)
+    for cls, index in groups.items():
+        members = [ops[i] for i in index] if len(groups) > 1 else list(ops)
+        reader = _key_reader(cls)
+        values = [()] * len(members) if reader is None else list(map(reader, members))
+        width = len(values[0]) if values else 0
+        if not all(len(set(map(type, map(itemgetter(j), values)))) == 1 for j in range(width)):
+            values = list(range(len(members)))  # mixed types in a field: each op its own
+        try:
+            first = dict.fromkeys(values)
+        except TypeError:  # a value that does not hash: each op its own
+            values = list(range(len(members)))
+            first = dict.fromkeys(values)
+        if len(first) < len(values):
+            where = dict(zip(reversed(values), range(len(values) - 1, -1, -1), strict=True))  # first op of each
+        else:
+            where = dict(zip(values, range(len(values)), strict=True))
+        of_value = {value: keys.setdefault(class_key(members[where[value]], per_node_default), len(keys))
+                    for value in first}
+        code[np.asarray(index, dtype=np.intp)] = np.fromiter(map(of_value.__getitem__, values), dtype=np.intp,
+                                                             count=len(values))
+    names = sorted(keys)
+    order = np.array([keys[name] for name in names], dtype=np.intp)  # sorted position -> first-seen code
+    position = np.empty(len(names), dtype=np.intp)
+    position[order] = np.arange(len(names))
+    return np.array(names, dtype=str).reshape(len(names)), position[code]
 
 
 def related(source: dict[str, str], target: Hardware) -> bool:

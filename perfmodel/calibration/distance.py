@@ -11,6 +11,7 @@ scores: Lei et al. 2018, section 5.2), times the op's spread.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +45,13 @@ def nearest(x: FloatArray, points: FloatArray) -> FloatArray:
         d2 = (block ** 2).sum(axis=1)[:, None] + squared[None, :] - 2.0 * block @ points.T
         out[start:start + BLOCK] = np.sqrt(np.maximum(d2.min(axis=1), 0.0))
     return out
+
+
+def sorted_points(points: FloatArray) -> tuple[IntArray, FloatArray]:
+    """(order, points[order]): ``points`` sorted by their first coordinate (log10 FLOPs), contiguous float64."""
+    order = np.argsort(points[:, 0], kind="stable")
+    out: FloatArray = np.ascontiguousarray(points[order], dtype=np.float64)
+    return order, out
 
 
 def held_out_distances(x: FloatArray, fold: IntArray) -> FloatArray:
@@ -86,8 +94,24 @@ class DistanceScale:
     rho_high: float
 
     def factor(self, x: FloatArray) -> FloatArray:
-        """Per row of coordinates ``x``: how many times the class's band (at ρ = 1) its band is."""
-        return self.spread(nearest(x, self.points) / self.typical)
+        """Per row of coordinates ``x``: how many times the class's band (at ρ = 1) its band is. The nearest point
+        is found by ``near_jit.nearest`` (one thread, a search outwards along log10 FLOPs) where the process uses
+        the compiled kernels, else by ``nearest`` in numpy (the reference: the same up to round-off)."""
+        from perfmodel.calibration.local import near_kernels
+        from perfmodel.search import gemm_kernel
+
+        kernels = near_kernels() if gemm_kernel.use_kernel(len(x) * len(self.points)) else None
+        if kernels is None or not len(x) or not len(self.points) or not np.isfinite(x).all():
+            return self.spread(nearest(x, self.points) / self.typical)
+        points = self._by_first
+        start = np.searchsorted(points[:, 0], x[:, 0], side="left")
+        out = np.empty(len(x))
+        kernels[1](np.ascontiguousarray(x, dtype=np.float64), points, start, out)
+        return self.spread(out / self.typical)
+
+    @functools.cached_property
+    def _by_first(self) -> FloatArray:
+        return sorted_points(self.points)[1]
 
     def spread(self, rho: FloatArray) -> FloatArray:
         out: FloatArray = np.clip(np.nan_to_num(rho, nan=1.0), self.rho_low, self.rho_high) ** self.exponent

@@ -21,12 +21,16 @@ correction unless it has ``MIN_OPS`` distinct ops and the correction lowers that
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from perfmodel.calibration.curve import Features
+from perfmodel.calibration.distance import sorted_points
 from perfmodel.calibration.fit import MIN_RAMP_SHAPES, held_out_loss
 from perfmodel.calibration.shape import N_SHAPE
 from perfmodel.ops.base import FloatArray, IntArray
@@ -38,6 +42,7 @@ MIN_OPS = MIN_RAMP_SHAPES  # distinct ops a class needs, as for the ramp: fewer,
 MARGIN = 0.95  # the held-out loss must drop by 5 % for a class to keep its correction
 MAX_POINTS = 2500  # distinct ops kept per class (memory of the fit: a few MAX_POINTS^2 float arrays, 50 MB each)
 CHUNK_ROWS = 2048  # rows per block of the distance matrix when applying (memory: CHUNK_ROWS x points)
+NEGLIGIBLE = 2.0 ** -60  # the most the points a compiled c(x) leaves out may change it (exp(c): < 1e-18 relative)
 
 
 def coordinates(f: Features, shape_scale: float) -> FloatArray:
@@ -60,12 +65,46 @@ class LocalCorrection:
     fold_residuals: FloatArray = dataclasses.field(default_factory=lambda: np.zeros(0))  # ``fit_local``'s ``fold``
 
     def log_factor(self, f: Features) -> FloatArray:
-        """c(x) per row of ``f`` (0 far from every measured point)."""
+        """c(x) per row of ``f`` (0 far from every measured point): compiled (``near_jit.smooth``, the points within
+        ``reach`` along log10 FLOPs) where the process uses the compiled kernels, else over every point in numpy
+        (the reference: the same up to round-off)."""
         x = coordinates(f, self.shape_scale)[:, :self.points.shape[1]]  # stored before later shape numbers: fewer
+        smooth = _compiled_smooth(len(x) * len(self.points))
+        if smooth is not None and len(x) and np.isfinite(x).all():
+            return self._smoothed(x, smooth)
         out = np.zeros(len(x))
         for start in range(0, len(x), CHUNK_ROWS):
             weight = _weights(x[start:start + CHUNK_ROWS], self.points, self.bandwidth) * self.runs
             out[start:start + CHUNK_ROWS] = (weight @ self.residuals) / (self.shrink + weight.sum(axis=1))
+        return out
+
+    @functools.cached_property
+    def reach(self) -> float:
+        """The distance beyond which the points, all of them together, change c(x) by under ``NEGLIGIBLE``: leaving
+        out points of weights w_i (sum w, sum of w_i r_i s) changes c = S / (λ + W) by |s − c w| / (λ + W − w)
+        <= (Σ w_i |r_i| + |r|max w) / λ, as |c| <= |r|max; beyond h √(2T) each w_i <= n_i e^(−T), so
+        T = ln((Σ n |r| + |r|max Σ n) / (λ ``NEGLIGIBLE``)) bounds the change. A point that far along log10 FLOPs
+        alone is that far in all coordinates."""
+        spread = float(np.abs(self.residuals) @ self.runs + np.abs(self.residuals).max(initial=0.0) * self.runs.sum())
+        if not spread > 0:
+            return 0.0
+        cut = math.log(spread / (self.shrink * NEGLIGIBLE))
+        return self.bandwidth * math.sqrt(2.0 * max(cut, 0.0))
+
+    @functools.cached_property
+    def _by_first(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """(points, runs, residuals) sorted by log10 FLOPs."""
+        order, points = sorted_points(self.points)
+        return points, np.ascontiguousarray(self.runs[order], dtype=np.float64), np.ascontiguousarray(
+            self.residuals[order], dtype=np.float64)
+
+    def _smoothed(self, x: FloatArray, smooth: Callable[..., None]) -> FloatArray:
+        points, runs, residuals = self._by_first
+        lo = np.searchsorted(points[:, 0], x[:, 0] - self.reach, side="left")
+        hi = np.searchsorted(points[:, 0], x[:, 0] + self.reach, side="right")
+        out = np.empty(len(x))
+        smooth(np.ascontiguousarray(x, dtype=np.float64), points, runs, residuals, -0.5 / self.bandwidth ** 2,
+               float(self.shrink), lo, hi, self.reach ** 2, out)
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -91,6 +130,27 @@ class LocalCorrection:
         if not bandwidth > 0 or not shrink > 0:
             raise ValueError("calibration local correction: bandwidth and shrink must be positive")
         return LocalCorrection(points, residuals, runs, bandwidth, shrink, scale, np.zeros(0))
+
+
+def _compiled_smooth(elements: int) -> Callable[..., None] | None:
+    """``near_jit.smooth`` where ``elements`` (rows x points) go through the compiled kernels (once they are loaded,
+    always: ``gemm_kernel.use_kernel``), else None (numpy)."""
+    from perfmodel.search import gemm_kernel
+
+    if not gemm_kernel.use_kernel(elements):
+        return None
+    kernels = near_kernels()
+    return None if kernels is None else kernels[0]
+
+
+@functools.cache
+def near_kernels() -> tuple[Callable[..., None], Callable[..., None]] | None:
+    """(``near_jit.smooth``, ``near_jit.nearest``), or None where numba does not import."""
+    try:
+        from perfmodel.calibration import near_jit
+    except ImportError:  # pragma: no cover - numba is a dependency; the numpy loops cover its absence
+        return None
+    return near_jit.smooth, near_jit.nearest
 
 
 def _distance2(x: FloatArray, points: FloatArray) -> FloatArray:

@@ -18,8 +18,8 @@ from perfmodel.calibration.bands_apply import (
     once_per_op,
     unvaried_band,
 )
-from perfmodel.calibration.boost import ResidualTrees, op_fields
-from perfmodel.calibration.classes import class_keys, parent_key
+from perfmodel.calibration.boost import ResidualTrees
+from perfmodel.calibration.classes import class_codes, parent_key
 from perfmodel.calibration.distance import DistanceScale
 from perfmodel.calibration.local import LocalCorrection
 from perfmodel.calibration.target_band import stored_class_scales, stored_scale, transfer_band
@@ -258,8 +258,8 @@ def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_ro
     hw = batch.hardware
     n = len(batch)
     f = curve.features(batch, shape.shape_matrix(distinct)[op_row])
-    names, key_of = np.unique(np.array(class_keys(distinct, devices_per_node(hw)), dtype=str), return_inverse=True)
-    inverse = key_of.reshape(-1)[op_row]
+    names, key_of = class_codes(distinct, devices_per_node(hw))
+    inverse = key_of[op_row]
     entries = [calibration.entry(str(k)) for k in names]
     theta = np.array([e.applied_theta for e in entries]).reshape(len(entries), curve.N_PARAMS)[inverse]
     nan2 = (math.nan, math.nan)
@@ -291,8 +291,7 @@ def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_ro
         rows_kept = rows[kept]
         time[rows] *= np.exp(trees.log_factor(unclipped.take(rows_kept), batch.time_s[rows_kept],
                                               [batch.ops[int(i)] for i in rows_kept],
-                                              names[inverse[rows_kept]].tolist(), time[rows_kept],
-                                              [op_fields(distinct[j]) for j in op_row[rows_kept].tolist()])[back])
+                                              names[inverse[rows_kept]].tolist(), time[rows_kept])[back])
     overhead = np.minimum(curve.overhead_s(theta, f), time) if n else np.zeros(0)
     in_range = fitted[inverse] & ~outside.any(axis=1)
     interval_log = distance_band(entries, own, inverse, in_range, unclipped, interval_log, op_row)

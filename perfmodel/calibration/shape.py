@@ -38,13 +38,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import cast
+from itertools import chain
+from operator import attrgetter, itemgetter
+from typing import Any, cast
 
 import numpy as np
 
 from perfmodel.ops import Op
-from perfmodel.ops.base import FloatArray, column
-from perfmodel.ops.conv import Conv2d, along_w_column
+from perfmodel.ops.base import FloatArray
+from perfmodel.ops.conv import Conv2d
 
 N_SHAPE = 8
 NAMES = tuple(f"shape_{i}" for i in range(N_SHAPE))
@@ -59,6 +61,22 @@ FAMILY_FEATURES: dict[str, tuple[str, ...]] = {
     "attention": ("log2_head_dim", "causal", "log2_q_per_kv", "", "", "", "", ""),
 }
 _COLLECTIVES = frozenset({"allreduce", "allgather", "reducescatter", "alltoall"})
+
+
+def _column(ops: Sequence[Op], name: str) -> FloatArray:
+    """``readers.column`` (one field of many ops as floats), read in a C loop (``map`` of ``attrgetter``)."""
+    out: FloatArray = np.fromiter(map(attrgetter(name), ops), dtype=np.float64, count=len(ops))
+    return out
+
+
+def _along_w(convs: Sequence[Conv2d], name: str) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """``Conv2d.along_w`` of many convolutions: the ``*_w`` field, else the height-wise one."""
+    wide = list(map(attrgetter(f"{name}_w"), convs))
+    if None not in wide:
+        return np.array(wide, dtype=np.int64).reshape(len(convs))
+    return np.fromiter(map(int, (h if w is None else w for w, h in zip(wide, map(attrgetter(name), convs),
+                                                                       strict=True))),
+                       dtype=np.int64, count=len(convs))
 
 
 def _log2(x: FloatArray) -> FloatArray:
@@ -80,43 +98,60 @@ def _gemm(m: FloatArray, n: FloatArray, k: FloatArray) -> tuple[FloatArray, Floa
 
 def _wide_transposed(ops: Sequence[Op], m: FloatArray, n: FloatArray) -> FloatArray:
     """1 where a GEMM's wide operand is stored transposed: A (M x K) when N <= M, else B (K x N)."""
-    out: FloatArray = np.where(n <= m, column(ops, "transpose_a"), column(ops, "transpose_b"))
+    out: FloatArray = np.where(n <= m, _column(ops, "transpose_a"), _column(ops, "transpose_b"))
     return out
 
 
 def _matmul(ops: Sequence[Op]) -> FloatArray:
-    m, n, k = (column(ops, name) for name in ("m", "n", "k"))
+    m, n, k = (_column(ops, name) for name in ("m", "n", "k"))
     narrow, deep = _gemm(m, n, k)
     very_narrow = np.maximum(0.0, VERY_NARROW_LOG2 - _log2(np.minimum(m, n)))
     return np.column_stack([narrow, deep, _unaligned(m) + _unaligned(n) + _unaligned(k),
-                            column(ops, "transpose_a"), column(ops, "transpose_b"), _log2(column(ops, "batch")),
+                            _column(ops, "transpose_a"), _column(ops, "transpose_b"), _log2(_column(ops, "batch")),
                             very_narrow, _wide_transposed(ops, m, n) * narrow])
 
 
 def _conv(ops: Sequence[Op]) -> FloatArray:
     convs = cast("Sequence[Conv2d]", ops)
-    stride, stride_w = column(ops, "stride"), along_w_column(convs, "stride")
-    kh, kw = column(ops, "kernel_h"), column(ops, "kernel_w")
-    p = np.fromiter((o.out_h for o in convs), dtype=np.float64, count=len(ops))
-    q = np.fromiter((o.out_w for o in convs), dtype=np.float64, count=len(ops))
-    c = column(ops, "in_channels") / np.maximum(column(ops, "groups"), 1)
-    out_channels = column(ops, "out_channels")
-    narrow, deep = _gemm(column(ops, "batch") * p * q, out_channels, c * kh * kw)
-    winograd = np.fromiter((o.algorithm.startswith("winograd") for o in convs), dtype=np.float64, count=len(ops))
+    stride, stride_w = _column(ops, "stride"), _along_w(convs, "stride").astype(np.float64)
+    kh, kw = _column(ops, "kernel_h"), _column(ops, "kernel_w")
+    p, q = _out_hw(convs)
+    c = _column(ops, "in_channels") / np.maximum(_column(ops, "groups"), 1)
+    out_channels = _column(ops, "out_channels")
+    narrow, deep = _gemm(_column(ops, "batch") * p * q, out_channels, c * kh * kw)
+    algorithms = list(map(attrgetter("algorithm"), convs))
+    is_winograd = {name: float(name.startswith("winograd")) for name in set(algorithms)}
+    winograd = np.fromiter(map(is_winograd.__getitem__, algorithms), dtype=np.float64, count=len(ops))
     return np.column_stack([narrow, deep, _unaligned(np.floor(c)) + _unaligned(out_channels), _log2(kh * kw),
                             (np.maximum(stride, stride_w) > 1).astype(float), np.maximum(0.0, 4.0 - _log2(c)),
                             winograd, np.zeros(len(ops))])
 
 
+def _ints(ops: Sequence[Op], name: str) -> np.ndarray[Any, np.dtype[np.int64]]:
+    out: np.ndarray[Any, np.dtype[np.int64]] = np.fromiter(map(attrgetter(name), ops), dtype=np.int64, count=len(ops))
+    return out
+
+
+def _out_hw(convs: Sequence[Conv2d]) -> tuple[FloatArray, FloatArray]:
+    """(``Conv2d.out_h``, ``Conv2d.out_w``) of many convolutions: their integer arithmetic in int64 columns (numpy's
+    ``//`` floors as Python's does), as floats."""
+    height, width, kernel_h, kernel_w = (_ints(convs, name) for name in ("height", "width", "kernel_h", "kernel_w"))
+    out_h = (height + 2 * _ints(convs, "padding") - _ints(convs, "dilation") * (kernel_h - 1) - 1) \
+        // _ints(convs, "stride") + 1
+    stride_w, padding_w, dilation_w = (_along_w(convs, name) for name in ("stride", "padding", "dilation"))
+    out_w = (width + 2 * padding_w - dilation_w * (kernel_w - 1) - 1) // stride_w + 1
+    return out_h.astype(np.float64), out_w.astype(np.float64)
+
+
 def _attention(ops: Sequence[Op]) -> FloatArray:
     zeros = np.zeros(len(ops))
-    return np.column_stack([_log2(column(ops, "head_dim")) - 6.0, column(ops, "causal"),
-                            _log2(column(ops, "seq_q")) - _log2(column(ops, "seq_kv")), zeros, zeros, zeros, zeros,
+    return np.column_stack([_log2(_column(ops, "head_dim")) - 6.0, _column(ops, "causal"),
+                            _log2(_column(ops, "seq_q")) - _log2(_column(ops, "seq_kv")), zeros, zeros, zeros, zeros,
                             zeros])
 
 
 def _collective(ops: Sequence[Op]) -> FloatArray:
-    d = _log2(column(ops, "devices"))
+    d = _log2(_column(ops, "devices"))
     zeros = np.zeros(len(ops))
     return np.column_stack([d, d * d / 4.0, zeros, zeros, zeros, zeros, zeros, zeros])
 
@@ -133,8 +168,30 @@ def _row_dims(op: Op) -> tuple[float, float]:
     return row_len, float(math.prod(dims)) / row_len
 
 
+def _row_columns(ops: Sequence[Op]) -> tuple[FloatArray, FloatArray]:
+    """``_row_dims`` of many ops of one class: from their ``shape`` (or gather ``table_shape``) tuples in C loops
+    (``map``: the same Python arithmetic), op by op where a class's ops do not all have a non-empty one."""
+    cls = type(ops[0])
+    table = "table_shape" in getattr(cls, "__dataclass_fields__", {}) or hasattr(cls, "table_shape")
+    field = "table_shape" if table else "shape"
+    dims = list(map(attrgetter(field), ops)) if hasattr(ops[0], field) else []
+    if len(dims) != len(ops) or not all(dims) or set(map(type, chain.from_iterable(dims))) != {int}:
+        row_len, rows = np.array([_row_dims(o) for o in ops], dtype=float).reshape(len(ops), 2).T
+        return row_len, rows
+    if table:
+        heads = map(math.prod, map(itemgetter(slice(1, None)), dims))
+        row_len = np.fromiter(map(float, heads), dtype=np.float64, count=len(ops))
+        rows = np.fromiter(map(float, map(attrgetter("num_indices"), ops)), dtype=np.float64, count=len(ops))
+        return row_len, rows
+    row_len = np.maximum(np.fromiter(map(float, map(itemgetter(-1), dims)), dtype=np.float64, count=len(ops)), 1.0)
+    elements = np.fromiter(map(float, map(math.prod, dims)), dtype=np.float64, count=len(ops))
+    return row_len, elements / row_len
+
+
 def _row(ops: Sequence[Op]) -> FloatArray:
-    row_len, rows = np.array([_row_dims(o) for o in ops], dtype=float).reshape(len(ops), 2).T
+    """Row ops' shape numbers (ops of one class: ``shape_matrix`` calls it per class)."""
+    row_len, rows = _row_columns(ops) if len({type(op) for op in ops}) == 1 else np.array(
+        [_row_dims(o) for o in ops], dtype=float).reshape(len(ops), 2).T
     x = np.clip(_log2(row_len) - 10.0, -8.0, 8.0)
     y = np.clip(_log2(rows) - 10.0, -12.0, 12.0)
     long_few = np.maximum(x, 0.0) * np.maximum(-y, 0.0) / 8.0  # long rows, few of them: one block per row
@@ -158,11 +215,12 @@ def family(op: Op) -> str:
 def shape_matrix(ops: Sequence[Op]) -> FloatArray:
     """n x ``N_SHAPE`` shape numbers, one row per op (0 = the shape the model assumes), per family in numpy."""
     out = np.zeros((len(ops), N_SHAPE))
-    groups: dict[str, list[int]] = {}
+    by_class: dict[type[Op], list[int]] = {}
     for i, op in enumerate(ops):
-        groups.setdefault(family(op), []).append(i)
-    for name, idx in groups.items():
-        out[idx] = _BY_FAMILY[name]([ops[i] for i in idx])
+        by_class.setdefault(type(op), []).append(i)
+    for index in by_class.values():  # each row's numbers are its op's alone: one op class at a time
+        members = [ops[i] for i in index] if len(by_class) > 1 else ops
+        out[index] = _BY_FAMILY[family(members[0])](members)
     return out
 
 

@@ -55,14 +55,18 @@ class TreeEnsemble:
         return int(self.feature.max()) + 1 if self.feature.size else 0
 
     def predict(self, x: FloatArray) -> FloatArray:
-        """Sum of the trees per row of ``x`` (rows x columns): compiled (``trees_jit``, the same answers to the bit)
+        """Sum of the trees per row of ``x`` (rows x columns): compiled (``trees_jit.walk`` over the rows
+        sorted by their first two columns; the same answers to the bit)
         where the process uses the compiled kernels (``gemm_kernel.use_kernel``), else in numpy ``PREDICT_ROWS``
         rows at a time (memory: a few trees x ``PREDICT_ROWS`` arrays)."""
         walk = _compiled_walk(len(x) * len(self.feature))
-        if walk is not None:
+        if walk is not None:  # rows sorted by their first two columns (residual trees: class, log10 FLOPs)
+            order = np.lexsort((x[:, 1], x[:, 0])) if x.ndim == 2 and x.shape[1] >= 2 else np.arange(len(x))
+            walked = np.empty(len(x))
+            walk(np.ascontiguousarray(x[order], dtype=float), self.feature, self.threshold, self.left, self.right,
+                 self.value, self.missing_left, self.base, walked)
             out = np.empty(len(x))
-            walk(np.ascontiguousarray(x, dtype=float), self.feature, self.threshold, self.left, self.right, self.value,
-                 self.missing_left, self.base, out)
+            out[order] = walked
             return out
         if len(x) > PREDICT_ROWS:
             return np.concatenate([self._predict(x[i:i + PREDICT_ROWS]) for i in range(0, len(x), PREDICT_ROWS)])

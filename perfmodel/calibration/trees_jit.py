@@ -16,22 +16,35 @@ import numpy as np
 
 from perfmodel.ops.base import FloatArray, IntArray
 
+BLOCK_ROWS = 1024  # rows walked through each tree in turn (their running sums stay in cache)
+
 
 @numba.njit(cache=True, error_model="numpy")
 def walk(x: FloatArray, feature: IntArray, threshold: FloatArray, left: IntArray, right: IntArray,
          value: FloatArray, missing_left: np.ndarray[Any, np.dtype[np.bool_]], base: float, out: FloatArray) -> None:
-    """``out[r]`` = ``base`` + the sum over trees of the leaf row ``r`` of ``x`` reaches (trees x nodes arrays)."""
+    """``out[r]`` = ``base`` + the sum over trees of the leaf row ``r`` of ``x`` reaches (trees x nodes arrays), one
+    tree at a time over each block of ``BLOCK_ROWS`` rows: where neighbouring rows are alike (``TreeEnsemble.predict``
+    sorts them), each tree's branches go the same way row after row and the branch predictor follows them (4,800
+    calibrated ops x 300 trees: 26 -> 19 ms against row by row through every tree; unsorted, tree by tree was 38).
+    Each row's leaf values are added in tree order: the same floats as row by row."""
     n_trees, n_nodes = feature.shape
-    for r in range(x.shape[0]):
-        total = 0.0
+    n_rows = x.shape[0]
+    total = np.empty(BLOCK_ROWS)
+    for start in range(0, n_rows, BLOCK_ROWS):
+        stop = min(start + BLOCK_ROWS, n_rows)
         for t in range(n_trees):
-            node = 0
-            for _ in range(n_nodes):
-                split = feature[t, node]
-                if split < 0:
-                    break
-                v = x[r, split]
-                go_left = missing_left[t, node] if math.isnan(v) else v <= threshold[t, node]
-                node = left[t, node] if go_left else right[t, node]
-            total = value[t, node] if t == 0 else total + value[t, node]
-        out[r] = base + total
+            for r in range(start, stop):
+                node = 0
+                for _ in range(n_nodes):
+                    split = feature[t, node]
+                    if split < 0:
+                        break
+                    v = x[r, split]
+                    go_left = missing_left[t, node] if math.isnan(v) else v <= threshold[t, node]
+                    node = left[t, node] if go_left else right[t, node]
+                if t == 0:
+                    total[r - start] = value[t, node]
+                else:
+                    total[r - start] += value[t, node]
+        for r in range(start, stop):
+            out[r] = base + total[r - start]

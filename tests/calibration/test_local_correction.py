@@ -203,3 +203,24 @@ def test_one_pass_residuals_match_their_definitions(monkeypatch: pytest.MonkeyPa
     weight[fold[:, None] == point_fold[None, :]] = 0.0
     by_fold = residuals - weight @ correction.residuals / (correction.shrink + weight.sum(axis=1))
     np.testing.assert_allclose(correction.fold_residuals, by_fold, rtol=0, atol=1e-5)
+
+
+def test_compiled_calibration_equals_numpy_up_to_round_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``predict_calibrated`` with the compiled kernels loaded (the local correction's smoother and the distance
+    band's nearest point: ``near_jit``; the trees' walk) against the numpy path (``PERFMODEL_NO_JIT``)."""
+    from perfmodel.search import gemm_kernel
+
+    fit_ops, fit_s, test_ops, _ = _split(seed=5)
+    cal = fit_calibration(HW, list(zip(fit_ops, fit_s.tolist(), strict=True)))
+    assert cal.classes[KEY].local is not None and cal.classes[KEY].distance is not None
+    ops = [*test_ops, {"kind": "matmul", "m": 1, "n": 8192, "k": 8192, "dtype": "fp16"}]
+    assert gemm_kernel.load()
+    fast = predict_calibrated(HW, ops, cal)
+    monkeypatch.setenv("PERFMODEL_NO_JIT", "1")
+    slow = predict_calibrated(HW, ops, cal)
+    np.testing.assert_allclose(fast.time_s, slow.time_s, rtol=1e-12)
+    assert fast.interval_s is not None and slow.interval_s is not None
+    np.testing.assert_allclose(fast.interval_s, slow.interval_s, rtol=1e-12)
+    assert fast.in_calibrated_range is not None and slow.in_calibrated_range is not None
+    assert (fast.in_calibrated_range == slow.in_calibrated_range).all() and fast.in_calibrated_range.any()
+    assert fast.notes == slow.notes and fast.notes
