@@ -18,7 +18,8 @@ import numpy as np
 from perfmodel.traces.kineto_events import CHUNK_BYTES, _array_start, _ijson_events
 from perfmodel.traces.source import PrefixedStream
 
-ROWS = 1 << 16  # rows filled per batch
+ROWS = 1 << 21  # rows reserved at first (pages are touched only where written: a first touch costs ~5 us a page here,
+# so rows are written once, where they stay, rather than in batches copied and joined)
 SLOW = 1 << 14  # numbers per call left to numpy's cast
 NUMBER_CHARS = 40  # the longest such number cast by numpy (longer: ``float`` each)
 
@@ -74,10 +75,8 @@ class ScannedEvents:
         if position is None:
             raise Unsupported("no events array found where the fast reader looks")
         store = Texts()
-        ints_parts: list[np.ndarray] = []
-        time_parts: list[np.ndarray] = []
         ints = np.empty((ROWS, jit.NCOL), dtype=np.int64)
-        times = np.zeros((ROWS, 2), dtype=np.float64)
+        times = np.empty((ROWS, 2), dtype=np.float64)
         slow = np.zeros((SLOW, 4), dtype=np.int64)
         texts = np.zeros((SLOW, NUMBER_CHARS), dtype=np.uint8)
         rows, state, seen, final = 0, 0, 0, False
@@ -98,11 +97,9 @@ class ScannedEvents:
                 raise Unsupported("an event the fast reader does not take")
             if status == jit.TABLE_FULL:
                 store.grow()
-            elif status == jit.FULL:
-                ints_parts.append(ints[:rows])
-                time_parts.append(times[:rows])
-                ints, times = np.empty_like(ints), np.zeros_like(times)
-                rows = 0
+            elif status == jit.FULL:  # beyond the rows reserved: twice as many
+                ints = np.concatenate([ints[:rows], np.empty_like(ints)])
+                times = np.concatenate([times[:rows], np.empty_like(times)])
             else:  # NEED_MORE: the event cut by the end moves to the front, the next chunk after it
                 if final:
                     raise Unsupported("the events array is cut short")
@@ -114,14 +111,11 @@ class ScannedEvents:
                 buffer[:rest] = buffer[at:filled].copy()
                 buffer[rest:rest + len(chunk)] = np.frombuffer(chunk, dtype=np.uint8)
                 at, filled = 0, rest + len(chunk)
-        ints_parts.append(ints[:rows])
-        time_parts.append(times[:rows])
         tail = buffer[at:filled].tobytes()
         opening = b"[" if top_level_list else b'{"traceEvents":['
         for _ in _ijson_events(PrefixedStream(opening + tail, stream),
                                "item" if top_level_list else "traceEvents.item"):
             raise Unsupported("events after the events array")
-        self.ints = np.concatenate(ints_parts)
-        self.times = np.concatenate(time_parts)
+        self.ints, self.times = ints[:rows], times[:rows]
         self.texts = store.texts()
         self.seen = seen

@@ -38,18 +38,23 @@ _ARG_KEYS = {b"correlation": 11, b"External id": 12, b"grid": 13, b"block": 14, 
              b"Sequence number": 22, b"Collective name": 23}
 
 
-def _key_table(keys: dict[bytes, int]) -> tuple[np.ndarray, np.ndarray]:
+def _key_table(keys: dict[bytes, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Keys sorted by (length, bytes), their (length, id), and per (length, first byte) the first such row."""
+    ordered = sorted(keys, key=lambda k: (len(k), k))
     width = max(map(len, keys))
     table = np.zeros((len(keys), width), dtype=np.uint8)
     meta = np.zeros((len(keys), 2), dtype=np.int64)
-    for row, (key, ident) in enumerate(keys.items()):
+    first = np.full((width + 1, 256), -1, dtype=np.int64)
+    for row, key in enumerate(ordered):
         table[row, :len(key)] = np.frombuffer(key, dtype=np.uint8)
-        meta[row] = (len(key), ident)
-    return table, meta
+        meta[row] = (len(key), keys[key])
+        if first[len(key), key[0]] < 0:
+            first[len(key), key[0]] = row
+    return table, meta, first
 
 
-_TOP, _TOP_META = _key_table(_KEYS)
-_ARG, _ARG_META = _key_table(_ARG_KEYS)
+_TOP, _TOP_META, _TOP_FIRST = _key_table(_KEYS)
+_ARG, _ARG_META, _ARG_FIRST = _key_table(_ARG_KEYS)
 _TRUE = np.frombuffer(b"true", dtype=np.uint8)
 _FALSE = np.frombuffer(b"false", dtype=np.uint8)
 _NULL = np.frombuffer(b"null", dtype=np.uint8)
@@ -319,18 +324,23 @@ def _value(buf: np.ndarray, p: int, n: int) -> int:
 
 
 @numba.njit(inline="always", **_JIT)
-def _key(buf: np.ndarray, s: int, e: int, table: np.ndarray, meta: np.ndarray) -> int:
+def _key(buf: np.ndarray, s: int, e: int, table: np.ndarray, meta: np.ndarray, first: np.ndarray) -> int:
+    """The id of the key buf[s:e] (0: not read): the rows of ``table`` with its length and first byte compared."""
     length = e - s
-    for row in range(meta.shape[0]):
-        if meta[row, 0] != length:
-            continue
+    if length <= 0 or length >= first.shape[0]:
+        return 0
+    row = first[length, buf[s]]
+    if row < 0:
+        return 0
+    while row < meta.shape[0] and meta[row, 0] == length and table[row, 0] == buf[s]:
         same = True
-        for j in range(length):
+        for j in range(1, length):
             if buf[s + j] != table[row, j]:
                 same = False
                 break
         if same:
             return meta[row, 1]
+        row += 1
     return 0
 
 
@@ -412,7 +422,7 @@ def _args(buf: np.ndarray, p: int, n: int, row: np.ndarray, table: np.ndarray, h
         k, escaped = _string(buf, p, n)
         if k < 0:
             return k
-        ident = _key(buf, p + 1, k - 1, _ARG, _ARG_META)
+        ident = _key(buf, p + 1, k - 1, _ARG, _ARG_META, _ARG_FIRST)
         if escaped:
             return -2  # an escaped key may spell a field read here
         p = _ws(buf, k, n)
@@ -488,7 +498,7 @@ def _event(buf: np.ndarray, p: int, n: int, row: np.ndarray, times: np.ndarray, 
         k, escaped = _string(buf, p, n)
         if k < 0:
             return k, False, nslow
-        ident = _key(buf, p + 1, k - 1, _TOP, _TOP_META)
+        ident = _key(buf, p + 1, k - 1, _TOP, _TOP_META, _TOP_FIRST)
         if escaped:
             return -2, False, nslow
         p = _ws(buf, k, n)
