@@ -91,7 +91,7 @@ def measure(base_path: Path, new_path: Path) -> dict[str, Any]:
         c1 = time.process_time()
         base_side = side_from_columns(base_read[0], base_path.name, base_read[1], base_read[2])
         new_side = side_from_columns(new_read[0], new_path.name, new_read[1], new_read[2])
-        count = len(base_read[0].names)
+        count = len(base_read[0].devices)
     else:
         base, new = parse_trace(base_path, base_path.name), parse_trace(new_path, new_path.name)
         c1 = time.process_time()

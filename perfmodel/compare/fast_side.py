@@ -70,8 +70,8 @@ def _chains(columns: KinetoColumns, calls: OpCalls) -> np.ndarray:
     """Per op, an id of its chain's contents (equal ids: equal calls outermost to innermost, times and ids
     aside); -1 for ops no kernel's chain holds."""
     parent = columns.parent
-    chain = np.full(columns.op_count, -1, dtype=np.int64)
-    mark = np.zeros(columns.op_count, dtype=bool)
+    chain = np.full(len(columns.ops), -1, dtype=np.int64)
+    mark = np.zeros(len(columns.ops), dtype=bool)
     current = np.unique(columns.kernel_op[columns.kernel_op >= 0])
     while current.size:
         mark[current] = True

@@ -3,26 +3,27 @@ but not a ``KernelRecord`` per kernel (``perfmodel.compare.fast_side``).
 
 The same join as ``kineto`` (its reference): ops nested per thread (an op's parent is the nearest earlier op of its
 thread, in ``_time_order``, that ends no earlier: what ``_nest``'s stack leaves on top), a launch's op the innermost
-op of its thread holding its time, else the op of its External id. The events are read into columns by
-``kineto_scan`` (no Python object per event; texts as interned codes, converted once per distinct text). Ops get
-an ``OpCall`` only where a caller asks (``call``), parents first, with the call ids ``kineto`` gives. Any event
-this path does not take as the reference does (a value of an odd type, a non-finite time, a collective, a CPU-only
-profile, JSON the scanner leaves alone) raises ``Unsupported``: the caller then parses the whole file by the
-reference path.
+op of its thread holding its time, else the op of its External id. Events are decoded by ``kineto_events`` as
+before; no per-op object is made. Ops get an ``OpCall`` only where a caller asks (``call``), parents first, with
+the call ids ``kineto`` gives. Any event this path does not take as the reference does (a value of an odd type,
+a non-finite time, a collective, a CPU-only profile, a field decoded by the ijson fallback) raises
+``Unsupported``: the caller then parses the whole file by the reference path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from itertools import repeat
+from operator import attrgetter
 from typing import Any, BinaryIO
 
 import msgspec
 import numpy as np
 
-from perfmodel.traces import kineto_scan_jit as jit
 from perfmodel.traces.kineto_collect import (
     _DEVICE_ACTIONS,
     COLLECTIVE_ANNOTATION,
+    NO_ID,
     _action,
     _concrete_values,
     _dim3,
@@ -30,50 +31,47 @@ from perfmodel.traces.kineto_collect import (
     _shapes,
     _type_names,
 )
-from perfmodel.traces.kineto_scan import ScannedEvents, Unsupported
+from perfmodel.traces.kineto_events import NOT_RECORDED, PHASED, Event, EventArgs, iter_event_batches
 from perfmodel.traces.records import LIST_TYPE, MAX_RECORDS, OpCall, clip_name
-
-__all__ = ["MAX_CHAIN", "US", "KinetoColumns", "OpCalls", "Unsupported"]
 
 US = 1e-6
 MAX_CHAIN = 256  # ops kept per chain by the reference (``kineto._chain``)
+_NO_ARGS = EventArgs()
+_PID, _TID = attrgetter("pid"), attrgetter("tid")
 _MISSING = object()
-_NUMBERS = (jit.T_INT, jit.T_FLOAT, jit.T_BIG)  # a JSON number (T_BIG: converted by ``float``)
-_NONE = (jit.T_ABSENT, jit.T_NULL)  # None to the reference
-_OP, _LAUNCH, _ANNOTATION = 1, 2, 3  # actions; devices from 4 on
 
 
-def factorised(table: np.ndarray) -> np.ndarray:
-    """A code per row of an integer table (equal rows, equal codes): the columns' codes combined where their
-    product fits (``np.unique`` of rows sorts them lexically, ~10x slower), else rows compared."""
-    combined = np.zeros(len(table), dtype=np.int64)
-    size = 1
-    for column in table.T:
-        values, inverse = np.unique(column, return_inverse=True)
-        size *= max(len(values), 1)
-        if size >= 2**62:
-            return np.unique(table, axis=0, return_inverse=True)[1].reshape(-1)
-        combined = combined * len(values) + inverse.reshape(-1)
-    return np.unique(combined, return_inverse=True)[1].reshape(-1)
+class Unsupported(Exception):
+    """An event the columnar path does not take exactly as the reference does: parse the file by the reference."""
 
 
-def _only(types: np.ndarray, allowed: tuple[int, ...], what: str) -> None:
-    if not np.isin(types, allowed).all():
-        raise Unsupported(what)
-
-
-def _numbers(types: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Times that are finite JSON numbers (as ``float(v)``, as the reference converts them)."""
-    _only(types, _NUMBERS, "a time that is not a number")
-    if not np.isfinite(values).all():
+def _numbers(values: list[Any]) -> np.ndarray:
+    """Finite ints / floats as float64 (each as ``float(v)``, as the reference converts them)."""
+    if not set(map(type, values)) <= {int, float}:
+        raise Unsupported("a time that is not a number")
+    out = np.array(values, dtype=np.float64)
+    if not np.isfinite(out).all():
         raise Unsupported("a non-finite time")
-    return values
+    return out
 
 
-def _ints(types: np.ndarray, values: np.ndarray) -> list[int | None]:
-    """Ids that are ints (or None); anything else is not taken."""
-    _only(types, (*_NONE, jit.T_INT), "an id that is not an int")
-    return [v if t == jit.T_INT else None for v, t in zip(values.tolist(), types.tolist(), strict=True)]
+def _ints(values: Iterable[Any]) -> list[int | None]:
+    """Ids that are ints (or absent), within int64; anything else is not taken."""
+    out = list(values)
+    if not set(map(type, out)) <= {int, type(None)}:
+        raise Unsupported("an id that is not an int")
+    present = [v for v in out if v is not None]
+    if present and not (min(present) > NO_ID and max(present) < 2**63):
+        raise Unsupported("an id beyond int64")
+    return out
+
+
+def _raw_key(raw: object) -> bytes | None:
+    if raw is NOT_RECORDED:
+        return None
+    if type(raw) is not msgspec.Raw:
+        raise Unsupported("a field decoded by the ijson fallback")
+    return bytes(raw)
 
 
 class _Converted:
@@ -89,6 +87,19 @@ class _Converted:
             assert key is not None
             found = self.known[key] = self.convert(msgspec.json.decode(key))
         return found
+
+
+def _names(values: list[Any]) -> list[str]:
+    """Event names clipped (``clip_name``), once per distinct name."""
+    try:
+        clipped: dict[Any, Any] = dict.fromkeys(values)
+    except TypeError:
+        raise Unsupported("a name that is not a string") from None
+    if not set(map(type, clipped)) <= {str}:
+        raise Unsupported("a name that is not a string")
+    for name in clipped:
+        clipped[name] = clip_name(name)
+    return list(map(clipped.__getitem__, values))
 
 
 def _previous_enclosing(ends: np.ndarray, segment_start: np.ndarray) -> np.ndarray:
@@ -110,178 +121,153 @@ def _previous_enclosing(ends: np.ndarray, segment_start: np.ndarray) -> np.ndarr
     return found
 
 
+def _dim3s(values: list[Any]) -> list[tuple[int, int, int] | None]:
+    """Grid or block sizes as ``Collector`` converts them (``_dim3``), once per distinct raw text."""
+    raw, known = msgspec.Raw, dict[bytes, Any]()
+    if set(map(type, values)) == {raw}:  # all raw (absent: empty): the texts by one join and split, at C speed
+        texts = b"\0".join(values).split(b"\0")  # JSON text holds no NUL byte
+        for text in dict.fromkeys(texts):
+            known[text] = _dim3(msgspec.json.decode(text)) if text else None
+        return list(map(known.__getitem__, texts))
+    out: list[tuple[int, int, int] | None] = []
+    for v in values:
+        if v is None or v is NOT_RECORDED:
+            out.append(None)
+        elif type(v) is raw:
+            text = bytes(v)
+            found = known.get(text, _MISSING)
+            if found is _MISSING:
+                found = known[text] = _dim3(msgspec.json.decode(text))
+            out.append(found)
+        else:  # decoded by another reader
+            out.append(_dim3(v))
+    return out
+
+
 class KinetoColumns:
     """The kernels (file order) of a Kineto trace and, per kernel, the innermost op that launched it (-1: none)."""
 
     def __init__(self, stream: BinaryIO, top_level_list: bool) -> None:
-        events = ScannedEvents(stream, top_level_list)
-        self.texts = events.texts
-        self._strings: dict[int, str] = {}
-        rows = events.ints
-        categories = self.strings(rows[:, jit.C_CAT])
-        device_actions = sorted({a for a in map(_action, categories.values()) if a in _DEVICE_ACTIONS})
-        codes = {"op": _OP, "launch": _LAUNCH, "annotation": _ANNOTATION,
-                 **{a: 4 + i for i, a in enumerate(device_actions)}}
-        of_code = np.zeros(len(self.texts) + 1, dtype=np.int64)
-        for code, text in categories.items():
-            of_code[code] = codes.get(_action(text), 0)
-        action = of_code[rows[:, jit.C_CAT]]
-        notes = rows[(action == _ANNOTATION) & (rows[:, jit.C_NAME_T] == jit.T_STR), jit.C_NAME]
-        if any(n.startswith(COLLECTIVE_ANNOTATION) for n in self.strings(notes).values()):
-            raise Unsupported("a collective annotation")
-        is_device = action >= 4
-        n_devices, n_ops = int(is_device.sum()), int((action == _OP).sum())
-        if events.seen == 0 or not n_devices or n_devices > MAX_RECORDS or n_ops > 4 * MAX_RECORDS:
+        self.ops: list[Event] = []
+        self.devices: list[Event] = []
+        launches: list[Event] = []
+        actions: dict[str, str] = {}
+        seen = 0
+        for batch in iter_event_batches(stream, top_level_list, PHASED):
+            seen += len(batch)
+            for event in batch:
+                if event.ph != "X" or type(event.cat) is not str:
+                    continue
+                action = actions.get(event.cat)
+                if action is None:
+                    action = actions[event.cat] = _action(event.cat)
+                if action == "op":
+                    self.ops.append(event)
+                elif action == "launch":
+                    launches.append(event)
+                elif action == "annotation":
+                    if str(event.name).startswith(COLLECTIVE_ANNOTATION):
+                        raise Unsupported("a collective annotation")
+                elif action:
+                    self.devices.append(event)
+        if seen == 0 or not self.devices or len(self.devices) > MAX_RECORDS or len(self.ops) > 4 * MAX_RECORDS:
             raise Unsupported("no kernels (or too many): the reference says what it makes of the file")
-        self.op_rows, self.op_times = rows[action == _OP], events.times[action == _OP]
-        self.op_count = n_ops
-        self._thread_index: dict[tuple[int, ...], int] = {}
-        self._thread_texts: dict[str, int] = {}
-        self._kernel_columns(rows[is_device], events.times[is_device], action[is_device] - 4, device_actions)
+        self._kernel_columns(actions)
         self._op_columns()
-        self.kernel_op = self._attribute(rows[action == _LAUNCH], events.times[action == _LAUNCH])
+        self.kernel_op = self._attribute(launches)
 
-    def strings(self, codes: np.ndarray) -> dict[int, str]:
-        """The decoded string of each distinct code (once per code)."""
-        wanted = [c for c in np.unique(codes[codes >= 0]).tolist() if c not in self._strings]
-        for code in wanted:
-            try:
-                value: Any = msgspec.json.decode(self.texts[code])
-            except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-                raise Unsupported("a string msgspec does not decode") from exc
-            if type(value) is not str:  # pragma: no cover - the scanner interns strings there
-                raise Unsupported("not a string")
-            self._strings[code] = value
-        return {c: self._strings[c] for c in np.unique(codes[codes >= 0]).tolist()}
-
-    def _text(self, code: int) -> bytes | None:
-        return None if code < 0 else self.texts[code]
-
-    def _kernel_columns(self, rows: np.ndarray, times: np.ndarray, action: np.ndarray, actions: list[str]) -> None:
-        kinds = [_DEVICE_ACTIONS[a] for a in actions]
-        listed = action.tolist()
-        self.categories = [kinds[a][0] for a in listed]
-        self.device_kinds = [kinds[a][1] for a in listed]
-        _only(rows[:, jit.C_NAME_T], (jit.T_STR,), "a name that is not a string")
-        clipped = {c: clip_name(n) for c, n in self.strings(rows[:, jit.C_NAME]).items()}
-        self.names = list(map(clipped.__getitem__, rows[:, jit.C_NAME].tolist()))
-        self.ts_us = _numbers(rows[:, jit.C_TS_T], times[:, 0])
-        self.dur_us = _numbers(rows[:, jit.C_DUR_T], times[:, 1])
+    def _kernel_columns(self, actions: dict[str, str]) -> None:
+        devices = self.devices
+        kinds = [_DEVICE_ACTIONS[actions[e.cat]] for e in devices]
+        self.categories = [k[0] for k in kinds]
+        self.device_kinds = [k[1] for k in kinds]
+        self.names = _names([e.name for e in devices])
+        self.ts_us = _numbers([e.ts for e in devices])
+        self.dur_us = _numbers([e.dur for e in devices])
         if (self.dur_us < 0).any():
             raise Unsupported("a negative duration")
-        _only(rows[:, jit.C_COLL_T], _NONE, "a collective kernel")
-        self.device_ext = rows[:, [jit.C_EXT_T, jit.C_EXT]]
-        _only(rows[:, jit.C_CORR_T], (*_NONE, jit.T_INT), "a correlation id that is not an int")
-        self.has_correlation = rows[:, jit.C_CORR_T] == jit.T_INT
-        self.correlation = rows[:, jit.C_CORR]
-        from_size = rows[:, jit.C_BYTES_T] == jit.T_ABSENT
-        self.nbytes = _ints(np.where(from_size, rows[:, jit.C_SIZE_T], rows[:, jit.C_BYTES_T]),
-                            np.where(from_size, rows[:, jit.C_SIZE], rows[:, jit.C_BYTES]))
-        self.grids = self._dim3s(rows[:, jit.C_GRID])
-        self.blocks = self._dim3s(rows[:, jit.C_BLOCK])
-
-    def _dim3s(self, codes: np.ndarray) -> list[tuple[int, int, int] | None]:
-        """Grid or block sizes as ``Collector`` converts them (``_dim3``), once per distinct raw text."""
-        known: dict[int, Any] = {-1: None}
-        for code in np.unique(codes[codes >= 0]).tolist():
-            known[code] = _dim3(msgspec.json.decode(self.texts[code]))
-        return list(map(known.__getitem__, codes.tolist()))
+        args = [_NO_ARGS if e.args is None else e.args for e in devices]
+        if set(map(attrgetter("collective_name"), args)) != {None}:
+            raise Unsupported("a collective kernel")
+        self.correlations = _ints(map(attrgetter("correlation"), args))
+        self.nbytes = _ints(a.size if a.bytes is msgspec.UNSET else a.bytes for a in args)
+        self.grids = _dim3s(list(map(attrgetter("grid"), args)))
+        self.blocks = _dim3s(list(map(attrgetter("block"), args)))
 
     def _op_columns(self) -> None:
-        rows, times = self.op_rows, self.op_times
-        self.op_ts = _numbers(rows[:, jit.C_TS_T], times[:, 0])
-        dur = _numbers(rows[:, jit.C_DUR_T], times[:, 1])
+        ops = self.ops
+        self.op_ts = _numbers([e.ts for e in ops])
+        dur = _numbers([e.dur for e in ops])
         if (dur < 0).any():
             raise Unsupported("a negative op duration")
         self.op_end = self.op_ts + dur
-        _only(rows[:, jit.C_NAME_T], (jit.T_STR,), "an op name that is not a string")
-        names = self.strings(rows[:, jit.C_NAME])
-        distinct = {n: i for i, n in enumerate(dict.fromkeys(names.values()))}  # one code per decoded name
-        self.name_texts = list(distinct)
-        self.clipped = [clip_name(n) for n in self.name_texts]
-        to_name = np.zeros(len(self.texts) + 1, dtype=np.int64)
-        for code, name in names.items():
-            to_name[code] = distinct[name]
-        self.op_name_code = to_name[rows[:, jit.C_NAME]]
-        n = len(rows)
-        self.op_thread = self._threads(rows)
+        self._clipped: dict[str, str] = {}
+        self.op_thread = self._threads(ops)
         order = np.lexsort((-self.op_end, self.op_ts))  # kineto._time_order: call id = position
-        self.call_ids = np.empty(n, dtype=np.int64)
-        self.call_ids[order] = np.arange(n)
+        self.call_ids = np.empty(len(ops), dtype=np.int64)
+        self.call_ids[order] = np.arange(len(ops))
         by_thread = order[np.argsort(self.op_thread[order], kind="stable")]
         threads = self.op_thread[by_thread]
-        first = np.flatnonzero(np.r_[True, threads[1:] != threads[:-1]]) if n else np.zeros(0, np.int64)
-        segment = np.repeat(first, np.diff(np.r_[first, n]))
+        first = np.flatnonzero(np.r_[True, threads[1:] != threads[:-1]]) if len(ops) else np.zeros(0, np.int64)
+        segment = np.repeat(first, np.diff(np.r_[first, len(ops)]))
         previous = _previous_enclosing(self.op_end[by_thread], segment)
-        self.parent = np.full(n, -1, dtype=np.int64)
+        self.parent = np.full(len(ops), -1, dtype=np.int64)
         self.parent[by_thread] = np.where(previous >= 0, by_thread[np.maximum(previous, 0)], -1)
         self.by_thread, self.thread_codes, self.thread_first = by_thread, threads[first], first
 
+    _thread_index: dict[tuple[Any, Any], int]
+
     def op_name(self, index: int) -> str:
-        """An op's name, clipped (``clip_name``)."""
-        return self.clipped[int(self.op_name_code[index])]
+        """An op's name, clipped (``clip_name``), once per distinct name."""
+        name = self.ops[index].name
+        if type(name) is not str:
+            return clip_name(name)
+        clipped = self._clipped.get(name)
+        if clipped is None:
+            clipped = self._clipped[name] = clip_name(name)
+        return clipped
 
-    def _threads(self, rows: np.ndarray) -> np.ndarray:
-        """A code per (pid, tid) (ints and strings, strings by their decoded text), shared by ops and launches."""
-        kinds = rows[:, [jit.C_PID_T, jit.C_TID_T]]
-        _only(kinds, (jit.T_INT, jit.T_STR), "a process or thread id that is not an int or a string")
-        values = rows[:, [jit.C_PID, jit.C_TID]].copy()
-        texts = self.strings(values[kinds == jit.T_STR])
-        canonical = self._thread_texts
-        for text in texts.values():
-            canonical.setdefault(text, len(canonical))
-        if texts:
-            to_text = np.zeros(max(texts) + 1, dtype=np.int64)
-            for code, text in texts.items():
-                to_text[code] = canonical[text]
-            values[kinds == jit.T_STR] = to_text[values[kinds == jit.T_STR]]
-        table = np.column_stack((kinds, values))
-        inverse = factorised(table)
-        _, first = np.unique(inverse, return_index=True)
+    def _threads(self, events: list[Event]) -> np.ndarray:
+        pids, tids = list(map(_PID, events)), list(map(_TID, events))
+        if not set(map(type, pids)) | set(map(type, tids)) <= {int, str}:
+            raise Unsupported("a process or thread id that is not an int or a string")
+        if not hasattr(self, "_thread_index"):
+            self._thread_index = {}
         index = self._thread_index
-        codes = np.array([index.setdefault(tuple(k), len(index)) for k in table[first].tolist()], dtype=np.int64)
-        return codes[inverse]
+        return np.array([index.setdefault(p, len(index)) for p in zip(pids, tids, strict=True)], dtype=np.int64)
 
-    def _attribute(self, launches: np.ndarray, times: np.ndarray) -> np.ndarray:
+    def _attribute(self, launches: list[Event]) -> np.ndarray:
         """Per kernel, its op (``kineto._records``): through its launch, else its External id."""
-        if not (launches[:, jit.C_CORR_T] == jit.T_INT).all() or len(launches) >= 4 * MAX_RECORDS:
+        correlations = [(e.args or _NO_ARGS).correlation for e in launches]
+        if not set(map(type, correlations)) <= {int} or len(launches) >= 4 * MAX_RECORDS:
             raise Unsupported("a launch without an int correlation id")
-        correlations = launches[:, jit.C_CORR]
-        by_id = np.argsort(correlations, kind="stable")
-        ids = correlations[by_id]
-        last = np.r_[ids[1:] != ids[:-1], True]  # the last launch of an id counts
-        ids, position = ids[last], by_id[last]
-        count = len(self.names)
-        at = np.minimum(np.searchsorted(ids, self.correlation), max(len(ids) - 1, 0))
-        found_id = self.has_correlation & (ids[at] == self.correlation) if len(ids) else np.zeros(count, bool)
-        launch = np.where(found_id, position[at] if len(ids) else -1, -1)
+        position_of = dict(zip(correlations, range(len(correlations)), strict=True))  # the last launch counts
+        launch = np.fromiter(map(position_of.get, self.correlations, repeat(-1)), dtype=np.int64,
+                             count=len(self.correlations))  # None (no id) is no key: the ids are ints
         has = launch >= 0
         used = np.unique(launch[has])
-        ts = _numbers(launches[used, jit.C_TS_T], times[used, 0])
-        thread = self._threads(launches[used])
+        events = [launches[i] for i in used.tolist()]
+        ts = _numbers([e.ts for e in events])
+        thread = self._threads(events)
         found = self._find(thread, ts)
-        op = np.full(count, -1, dtype=np.int64)
+        op = np.full(len(self.devices), -1, dtype=np.int64)
         slot = np.searchsorted(used, launch[has])
         op[has] = found[slot]
-        slots = np.full(count, -1, dtype=np.int64)
+        slots = np.full(len(self.devices), -1, dtype=np.int64)
         slots[has] = slot
-        unplaced = np.flatnonzero(op < 0)  # their launch's External id, else their own (read only here)
-        from_launch = slots[unplaced] >= 0
-        launch_rows = launches[used[slots[unplaced][from_launch]]]
-        launch_types = np.full(len(unplaced), jit.T_ABSENT, dtype=np.int64)
-        launch_values = np.zeros(len(unplaced), dtype=np.int64)
-        launch_types[from_launch] = launch_rows[:, jit.C_EXT_T]
-        launch_values[from_launch] = launch_rows[:, jit.C_EXT]
-        launch_ids = _ints(launch_types, launch_values)
-        own_ids = _ints(self.device_ext[unplaced, 0], self.device_ext[unplaced, 1])
+        unplaced = np.flatnonzero(op < 0).tolist()  # their launch's External id, else their own (read only here)
+        launch_ids = _ints((events[s].args or _NO_ARGS).external_id if s >= 0 else None
+                           for s in slots[unplaced].tolist())
+        own_ids = _ints((self.devices[k].args or _NO_ARGS).external_id for k in unplaced)
         missing: list[tuple[int, int]] = []
-        for k, launch_id, own_id in zip(unplaced.tolist(), launch_ids, own_ids, strict=True):
+        for k, launch_id, own_id in zip(unplaced, launch_ids, own_ids, strict=True):
             either = launch_id if launch_id is not None else own_id
             if either is not None:
                 missing.append((k, either))
         if missing:
             by_external: dict[int, int] = {}
-            for i, each in enumerate(_ints(self.op_rows[:, jit.C_EXT_T], self.op_rows[:, jit.C_EXT])):
+            for i, each in enumerate(_ints(_NO_ARGS.external_id if e.args is None else e.args.external_id
+                                           for e in self.ops)):
                 if each is not None:
                     by_external[each] = -1 if each in by_external else i
             for k, own in missing:
@@ -292,7 +278,7 @@ class KinetoColumns:
         """The innermost op of each (thread, time) holding it (``kineto._Locator.find``); -1 where none."""
         out = np.full(len(ts), -1, dtype=np.int64)
         starts = self.op_ts[self.by_thread]
-        bounds = np.r_[self.thread_first, self.op_count]
+        bounds = np.r_[self.thread_first, len(self.ops)]
         for position, code in enumerate(self.thread_codes.tolist()):
             mine = np.flatnonzero(thread == code)
             a, b = bounds[position], bounds[position + 1]
@@ -316,51 +302,61 @@ class OpCalls:
         self.shapes, self.types = _Converted(_shapes), _Converted(_type_names)
         self.concrete, self.lists = _Converted(_concrete_values), _Converted(_list_shapes)
         self.gradients: dict[int, Any] | None = None
-        rows = columns.op_rows
-        self.dims = np.where(rows[:, jit.C_DIMS] >= 0, rows[:, jit.C_DIMS], rows[:, jit.C_LEGACY])
-        nodes = [("Backward" in n and not n.startswith("aten::")) for n in columns.name_texts]
-        self.node = np.array(nodes or [False], dtype=bool)[columns.op_name_code]
 
-    def keys(self, indices: list[int], reads_args: Callable[[str], bool]) -> list[int]:
-        """A code per op of what its call holds besides its id and times (equal codes: equal calls): its name, the
-        raw JSON texts of its dims, types, concrete values and strides, and its outputs; only the name for an op
-        whose arguments no reader reads (``reads_args`` of its name False)."""
-        columns = self.columns
-        at = np.array(indices, dtype=np.int64)
-        rows = columns.op_rows[at]
-        has_args = rows[:, jit.C_ARGS] == 1
-        if (has_args & ~np.isin(rows[:, jit.C_COLL_T], _NONE)).any():
-            raise Unsupported("an op that records a collective")
-        clipped = {n: i for i, n in enumerate(dict.fromkeys(columns.clipped))}
-        name_code = np.array([clipped[n] for n in columns.clipped], dtype=np.int64)[columns.op_name_code[at]]
-        wanted_of = np.array([reads_args(n) for n in clipped] or [False], dtype=bool)
-        read = has_args & wanted_of[name_code]
-        outputs = np.full(len(at), -1, dtype=np.int64)
-        values: dict[Any, int] = {None: -1}
-        for position in np.flatnonzero(read & (rows[:, jit.C_SEQ_T] == jit.T_INT)).tolist():
-            value = self._outputs(int(at[position]))
-            outputs[position] = values.setdefault(value, len(values) - 1)
-        fields = np.column_stack((name_code, self.dims[at], rows[:, jit.C_TYPES], rows[:, jit.C_CONCRETE],
-                                  rows[:, jit.C_STRIDES], outputs))
-        fields[~read, 1:] = -2  # the name alone
-        if not len(fields):
-            return []
-        out: list[int] = factorised(fields).tolist()
+    def keys(self, indices: list[int], reads_args: Callable[[str], bool]) -> list[tuple[Any, ...]]:
+        """What each op's call holds besides its id and times: (name, raw JSON of its dims, types, concrete values
+        and strides joined by NUL bytes (which JSON text cannot hold; absent: empty), outputs); only the name for
+        an op whose arguments no reader reads (``reads_args`` of its name False)."""
+        ops, name_of = self.columns.ops, self.columns.op_name
+        out: list[tuple[Any, ...]] = []
+        join, absent = b"\0".join, NOT_RECORDED
+        read: dict[str, bool] = {}
+        try:
+            for i in indices:
+                args, name = ops[i].args, name_of(i)
+                wanted = read.get(name)
+                if wanted is None:
+                    wanted = read[name] = reads_args(name)
+                if args is None or not wanted:
+                    if args is not None and args.collective_name is not None:
+                        raise Unsupported("an op that records a collective")
+                    out.append((name, None, None))
+                    continue
+                if args.collective_name is not None:
+                    raise Unsupported("an op that records a collective")
+                dims = args.input_dims
+                text = join((args.legacy_input_dims if dims is absent else dims, args.input_types,
+                             args.concrete_inputs, args.input_strides))
+                sequence = args.sequence
+                out.append((name, text, None if type(sequence) is not int else self._outputs(i)))
+        except TypeError:  # a field decoded by the ijson fallback (not raw JSON)
+            raise Unsupported("a field decoded by the ijson fallback") from None
         return out
 
     def _outputs(self, index: int) -> Any:
-        rows = self.columns.op_rows
-        if rows[index, jit.C_SEQ_T] != jit.T_INT or self.node[index]:
+        event = self.columns.ops[index]
+        name, sequence = event.name, (event.args or _NO_ARGS).sequence
+        if type(sequence) is not int or (isinstance(name, str) and "Backward" in name and
+                                         not name.startswith("aten::")):
             return None
         if self.gradients is None:  # the first backward node (file order) of each sequence number with shapes
             self.gradients = {}
-            for i in np.flatnonzero(self.node & (rows[:, jit.C_SEQ_T] == jit.T_INT)).tolist():
-                seq = int(rows[i, jit.C_SEQ])
-                if seq not in self.gradients:
-                    dims = self.shapes(self.columns._text(int(self.dims[i])))
+            ops = self.columns.ops
+            names = {e.name for e in ops if type(e.name) is str}
+            nodes = {n for n in names if "Backward" in n and not n.startswith("aten::")}
+            for each in ops:
+                if type(each.name) is not str or each.name not in nodes:
+                    continue
+                seq = (each.args or _NO_ARGS).sequence
+                if type(seq) is int and seq not in self.gradients:
+                    dims = self._dims(each.args or _NO_ARGS)
                     if dims:
                         self.gradients[seq] = dims
-        return self.gradients.get(int(rows[index, jit.C_SEQ]))
+        return self.gradients.get(sequence)
+
+    def _dims(self, args: EventArgs) -> Any:
+        return self.shapes(_raw_key(args.input_dims if args.input_dims is not NOT_RECORDED
+                                    else args.legacy_input_dims))
 
     def __call__(self, index: int) -> OpCall:
         pending: list[int] = []
@@ -369,16 +365,15 @@ class OpCalls:
             index = int(self.columns.parent[index])
         parent = self.calls[index] if index >= 0 else None
         columns = self.columns
-        text = columns._text
         for i in reversed(pending):
-            row = columns.op_rows[i]
-            dims_raw = text(int(self.dims[i]))
-            types = self.types(text(int(row[jit.C_TYPES])))
+            args = columns.ops[i].args or _NO_ARGS
+            dims_raw = _raw_key(args.input_dims if args.input_dims is not NOT_RECORDED else args.legacy_input_dims)
+            types = self.types(_raw_key(args.input_types))
             ts, end = float(columns.op_ts[i]), float(columns.op_end[i])
             lists = self.lists(dims_raw) if types and LIST_TYPE in types and dims_raw is not None else None
             parent = self.calls[i] = OpCall(
                 int(columns.call_ids[i]), columns.op_name(i), ts * US, (end - ts) * US, self.shapes(dims_raw),
-                types, self.concrete(text(int(row[jit.C_CONCRETE]))), parent,
-                self.shapes(text(int(row[jit.C_STRIDES]))), self._outputs(i), lists)
+                types, self.concrete(_raw_key(args.concrete_inputs)), parent,
+                self.shapes(_raw_key(args.input_strides)), self._outputs(i), lists)
         assert parent is not None
         return parent
