@@ -11,16 +11,18 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from perfmodel.compare.names import normalise_kernel_name
-from perfmodel.store import RunRow
 from perfmodel.traces.gc_pause import without_gc
 from perfmodel.traces.kernel_names import kernel_family
 from perfmodel.traces.matching import MatchResult, match_runs
 from perfmodel.traces.records import DEVICE_TIME_CATEGORIES, KernelRecord, ParsedTrace
+
+if TYPE_CHECKING:  # the store (SQLAlchemy, ~0.4 s to import) only where stored runs are compared
+    from perfmodel.store import RunRow
 
 GroupKey = tuple[str, str, str]  # ("op", op name, op JSON) or ("kernel", normalised name, kernel_shape)
 _STEP = re.compile(r"^ProfilerStep#\d+$")

@@ -88,3 +88,21 @@ def test_stored_traces_by_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert any(g["expected_ratio"] is not None and abs(g["expected_ratio"] - 1) > 0.05 for g in data["groups"])
     missing = runner.invoke(app, ["compare", "trace:1", "trace:9"])
     assert missing.exit_code == 2 and "no stored trace 9" in missing.output
+
+
+def test_comparing_files_does_not_import_the_store() -> None:
+    """Two trace files compare without the store (SQLAlchemy and the migrations: ~0.4 s CPU of every run);
+    ``perfmodel compare`` as a console script runs, in a fresh interpreter."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom perfmodel.cli_fast import main\n"
+            f"sys.argv = ['perfmodel', 'compare', {str(trace_path(HTA_0))!r}, {str(trace_path(HTA_1))!r}]\n"
+            "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\nelse:\n    code = 0\n"
+            "print('STORE', 'perfmodel.store' in sys.modules, 'EXIT', code)\n")
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=False,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert "0 regressions beyond 5%" in done.stdout, done.stdout + done.stderr
+    assert "STORE False EXIT 0" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
