@@ -152,7 +152,7 @@ def time_sweeps(variants: int, repeats: int = 5, profile_workers: bool = False, 
     print(f"sweep, 2 local processes: {local['elapsed_s']:.2f} s, {local['evaluations_per_s']:.0f}/s")
     from distributed import Client, LocalCluster
 
-    from perfmodel.graph.sweep_exec import SWEEP_CLUSTER_CONFIG
+    from perfmodel.graph.sweep_exec import SWEEP_CLUSTER_CONFIG, task_cpu_s
 
     t0 = time.perf_counter()
     # a cluster kept for sweeps: no stack sampler, the periodic loops slowed (``--dask-defaults``: Dask's own)
@@ -163,26 +163,37 @@ def time_sweeps(variants: int, repeats: int = 5, profile_workers: bool = False, 
                          dashboard_address=None) as cluster, Client(cluster) as client:  # type: ignore[no-untyped-call]
         started = time.perf_counter() - t0
         dask_rows = run_sweep(spec, client=client)
-        walls, cpus, warm = [], [], dask_rows
+        walls, cpus, bounds, tasks, overheads, warm = [], [], [], [], [], dask_rows
         for _ in range(repeats):
             start = time.process_time()
             serial = run_sweep(spec)
             serial_cpu = time.process_time() - start
-            before, client_cpu = client.run(time.process_time), time.process_time()
+            before, task_before = client.run(time.process_time), client.run(task_cpu_s)
+            client_cpu = time.process_time()
             warm = run_sweep(spec, client=client)
             client_cpu = time.process_time() - client_cpu
-            after = client.run(time.process_time)
-            workers_cpu = sum(after[k] - before[k] for k in after)
+            after, task_after = client.run(time.process_time), client.run(task_cpu_s)
+            per_worker = [after[k] - before[k] for k in after]
+            workers_cpu, task_cpu = sum(per_worker), sum(task_after[k] - task_before[k] for k in task_after)
+            total = workers_cpu + client_cpu
             walls.append(serial["elapsed_s"] / (2 * warm["elapsed_s"]))
-            cpus.append(serial_cpu / (workers_cpu + client_cpu))
+            cpus.append(serial_cpu / total)
+            # with a core per worker, the run takes at least the busiest worker's CPU and half of all the CPU
+            bounds.append(serial_cpu / (2 * max(max(per_worker), total / 2)))
+            tasks.append(task_cpu / serial_cpu)  # the same work's CPU in two parallel tasks against one process
+            overheads.append((total - task_cpu) / total)  # Dask's share: scheduler, client, worker threads
+    med = statistics.median
     print(f"sweep, Dask LocalCluster 2 workers (loopback): {dask_rows['elapsed_s']:.2f} s, "
           f"{dask_rows['evaluations_per_s']:.0f}/s with cold workers (imports, graph build); warm "
           f"{warm['elapsed_s']:.2f} s, {warm['evaluations_per_s']:.0f}/s (cluster start {started:.1f} s not included)")
-    print(f"parallel efficiency, {repeats} alternating serial / warm Dask runs: wall median "
-          f"{statistics.median(walls):.0%} (best {max(walls):.0%}); CPU (serial / Dask workers + client and "
-          f"scheduler) median {statistics.median(cpus):.0%} (best {max(cpus):.0%}); last pair: serial CPU "
-          f"{serial_cpu:.2f} s, workers {workers_cpu:.2f} s + client {client_cpu:.2f} s (a loaded machine's wall "
-          "clock says little; idle workers' heartbeats count in their CPU)")
+    print(f"parallel efficiency, {repeats} alternating serial / warm Dask runs, median (best): CPU (serial / Dask "
+          f"workers + client and scheduler) {med(cpus):.0%} ({max(cpus):.0%}); on a core per worker (serial / 2 x "
+          f"max(busiest worker, half the total)) {med(bounds):.0%} ({max(bounds):.0%}); wall {med(walls):.0%} "
+          f"({max(walls):.0%}: a loaded machine's wall clock says little)")
+    print(f"  where the CPU goes: task threads / serial CPU {med(tasks):.2f} (the same work run as two parallel "
+          f"tasks: > 1 is the machine's contention, not Dask), Dask's own share of the run's CPU {med(overheads):.0%};"
+          f" last pair: serial {serial_cpu:.3f} s, task threads {task_cpu:.3f} s, worker processes "
+          f"{' + '.join(f'{c:.3f}' for c in per_worker)} s, client and scheduler {client_cpu:.3f} s")
     same = [r["time_s"] for r in dask_rows["rows"]] == [r["time_s"] for r in serial["rows"]]
     same = same and [r["time_s"] for r in warm["rows"]] == [r["time_s"] for r in serial["rows"]]
     print(f"Dask results identical to serial: {same}; Pareto front: "

@@ -12,6 +12,8 @@ cluster kept for sweeps may turn it off, with the other periodic work in ``SWEEP
 from __future__ import annotations
 
 import multiprocessing
+import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Any
@@ -36,14 +38,48 @@ SWEEP_CLUSTER_CONFIG: dict[str, Any] = {
     "distributed.scheduler.work-stealing": False}
 
 
+# CPU seconds of the task threads in this process (``run_chunk_compiled``, each task's own thread time): what a
+# benchmark sets against the worker process's whole CPU to tell the sweep's work from Dask's (``task_cpu_s``).
+_TASK_CPU_S = [0.0]
+
+
+def task_cpu_s() -> float:
+    """CPU seconds spent in ``run_chunk_compiled`` in this process so far (read on workers with ``client.run``)."""
+    return _TASK_CPU_S[0]
+
+
+# Per client: the base device and workloads scattered for earlier sweeps, kept (a few, small) so a repeated sweep
+# on the same base and workloads does not broadcast them again: (device, workloads, their futures).
+_SCATTERED: weakref.WeakKeyDictionary[Any, list[tuple[Hardware, list[dict[str, Any]], list[Any]]]] = \
+    weakref.WeakKeyDictionary()
+_SCATTERED_MAX = 4
+
+
+def scattered(client: Any, base: Hardware, workloads: list[dict[str, Any]]) -> list[Any]:
+    """Futures of ``[base, workloads]`` on every worker of ``client``: the ones scattered for an earlier sweep
+    when the device is the same object and the workloads are equal and still held, else broadcast now."""
+    kept = _SCATTERED.setdefault(client, [])
+    for device, loads, futures in kept:
+        if device is base and loads == workloads and all(f.status == "finished" for f in futures):
+            return futures
+    futures = list(client.scatter([base, workloads], broadcast=True, hash=False))
+    kept.insert(0, (base, [dict(w) for w in workloads], futures))
+    del kept[_SCATTERED_MAX:]
+    return futures
+
+
 def run_chunk_compiled(base_id: str | Hardware, chunk: list[tuple[int, dict[str, Any]]],
                        workloads: list[dict[str, Any]], space: str = "compact") -> list[dict[str, Any]]:
     """``run_chunk`` in a worker process, with the compiled schedule kernels loaded (once per process, as in
     any long-running process: the same answers as the numpy path, several times faster per search)."""
     from perfmodel.search import gemm_kernel
 
-    gemm_kernel.load()
-    return run_chunk(base_id, chunk, workloads, space)
+    start = time.thread_time()
+    try:
+        gemm_kernel.load()
+        return run_chunk(base_id, chunk, workloads, space)
+    finally:
+        _TASK_CPU_S[0] += time.thread_time() - start
 
 
 def _worker_context() -> multiprocessing.context.BaseContext:
@@ -69,7 +105,8 @@ def run_dask(spec: SweepSpec, split: Callable[[int], Chunks], scheduler: str | N
              progress: Progress | None) -> list[dict[str, Any]]:
     """One task per chunk on ``client`` (or a new client on ``scheduler``, closed afterwards); ``split(lanes)``
     makes the chunks for the cluster's worker threads (``run_sweep``: one chunk per thread by default). The base
-    device and the workloads are scattered to every worker once and the tasks refer to them."""
+    device and the workloads are scattered to every worker once (and kept for further sweeps on ``client``) and
+    the tasks refer to them."""
     from distributed import Client
     from distributed import as_completed as dask_completed
 
@@ -78,7 +115,7 @@ def run_dask(spec: SweepSpec, split: Callable[[int], Chunks], scheduler: str | N
         client = Client(scheduler, timeout=30)  # type: ignore[no-untyped-call]
     try:
         chunks = split(sum(client.nthreads().values()))
-        base, workloads = client.scatter([load_hardware(spec.base), spec.workloads], broadcast=True, hash=False)
+        base, workloads = scattered(client, load_hardware(spec.base), spec.workloads)
         futures = [client.submit(run_chunk_compiled, base, chunk, workloads, spec.space, pure=False)
                    for chunk in chunks]
         rows: list[dict[str, Any]] = []

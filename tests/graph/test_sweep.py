@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from perfmodel.graph import GraphError
+from perfmodel.graph import GraphError, sweep_exec
 from perfmodel.graph.sweep import SweepSpec, pareto, run_sweep, variants
 from perfmodel.store import Store
 
@@ -73,9 +73,17 @@ def test_dask_local_cluster_matches_serial() -> None:
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         remote = run_sweep(spec, client=client, progress=lambda d, t: ticks.append((d, t)))
+        kept = list(sweep_exec._SCATTERED[client])
+        again = run_sweep(spec, client=client)  # the device and workloads scattered for the first run are reused
+        assert [entry[2] for entry in sweep_exec._SCATTERED[client]] == [entry[2] for entry in kept]
+        other = SweepSpec.from_json({**SPEC, "workloads": SPEC["workloads"][1:]})
+        assert run_sweep(other, client=client)["rows"] == run_sweep(other)["rows"]  # other workloads: scattered anew
+        assert len(sweep_exec._SCATTERED[client]) == 2
         via_address = run_sweep(spec, scheduler=cluster.scheduler_address)
+        tasks_cpu = sum(client.run(sweep_exec.task_cpu_s).values())
     assert remote["executor"] == "dask" and ticks[-1] == (2, 2)  # one task per worker thread
-    for result in (remote, via_address):  # every field of every row, and the Pareto fronts
+    assert tasks_cpu > 0  # the workers count their task threads' CPU
+    for result in (remote, again, via_address):  # every field of every row, and the Pareto fronts
         assert result["rows"] == serial["rows"] and result["pareto"] == serial["pareto"]
 
 
