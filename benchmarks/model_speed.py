@@ -163,7 +163,7 @@ def time_sweeps(variants: int, repeats: int = 5, profile_workers: bool = False, 
                          dashboard_address=None) as cluster, Client(cluster) as client:  # type: ignore[no-untyped-call]
         started = time.perf_counter() - t0
         dask_rows = run_sweep(spec, client=client)
-        walls, cpus, bounds, tasks, overheads, warm = [], [], [], [], [], dask_rows
+        walls, cpus, bounds, same_run, tasks, overheads, warm = [], [], [], [], [], [], dask_rows
         for _ in range(repeats):
             start = time.process_time()
             serial = run_sweep(spec)
@@ -180,6 +180,10 @@ def time_sweeps(variants: int, repeats: int = 5, profile_workers: bool = False, 
             cpus.append(serial_cpu / total)
             # with a core per worker, the run takes at least the busiest worker's CPU and half of all the CPU
             bounds.append(serial_cpu / (2 * max(max(per_worker), total / 2)))
+            # the same with the sweep's work measured in this run (its task threads), not in the serial run:
+            # both sides from one interval, so the load of the moment cancels; what is left is Dask's own CPU
+            # and the imbalance between the workers
+            same_run.append(task_cpu / (2 * max(max(per_worker), total / 2)))
             tasks.append(task_cpu / serial_cpu)  # the same work's CPU in two parallel tasks against one process
             overheads.append((total - task_cpu) / total)  # Dask's share: scheduler, client, worker threads
     med = statistics.median
@@ -190,6 +194,8 @@ def time_sweeps(variants: int, repeats: int = 5, profile_workers: bool = False, 
           f"workers + client and scheduler) {med(cpus):.0%} ({max(cpus):.0%}); on a core per worker (serial / 2 x "
           f"max(busiest worker, half the total)) {med(bounds):.0%} ({max(bounds):.0%}); wall {med(walls):.0%} "
           f"({max(walls):.0%}: a loaded machine's wall clock says little)")
+    print(f"  on a core per worker, the work measured in the same run (task threads / 2 x max(busiest worker, half "
+          f"the total)): median {med(same_run):.0%} (worst {min(same_run):.0%}, best {max(same_run):.0%})")
     print(f"  where the CPU goes: task threads / serial CPU {med(tasks):.2f} (the same work run as two parallel "
           f"tasks: > 1 is the machine's contention, not Dask), Dask's own share of the run's CPU {med(overheads):.0%};"
           f" last pair: serial {serial_cpu:.3f} s, task threads {task_cpu:.3f} s, worker processes "

@@ -114,10 +114,15 @@ def run_dask(spec: SweepSpec, split: Callable[[int], Chunks], scheduler: str | N
     if own:
         client = Client(scheduler, timeout=30)  # type: ignore[no-untyped-call]
     try:
-        chunks = split(sum(client.nthreads().values()))
+        lanes = [address for address, threads in sorted(client.nthreads().items()) for _ in range(threads)]
+        chunks = split(len(lanes))
         base, workloads = scattered(client, load_hardware(spec.base), spec.workloads)
-        futures = [client.submit(run_chunk_compiled, base, chunk, workloads, spec.space, pure=False)
-                   for chunk in chunks]
+        # chunk k asks for the k-th worker thread (round robin), any other worker if that one is gone: left to
+        # itself the scheduler put both chunks of the benchmark's sweep on one of two idle workers (ties on
+        # an estimated duration), and with work stealing off (SWEEP_CLUSTER_CONFIG) the other one sat idle
+        futures = [client.submit(run_chunk_compiled, base, chunk, workloads, spec.space, pure=False,
+                                 workers=[lanes[k % len(lanes)]] if lanes else None, allow_other_workers=True)
+                   for k, chunk in enumerate(chunks)]
         rows: list[dict[str, Any]] = []
         # results gathered as tasks finish, in batches (one transfer for the chunks done together, not one
         # round trip each)

@@ -74,15 +74,16 @@ def test_dask_local_cluster_matches_serial() -> None:
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         remote = run_sweep(spec, client=client, progress=lambda d, t: ticks.append((d, t)))
         kept = list(sweep_exec._SCATTERED[client])
+        before = client.run(sweep_exec.task_cpu_s)
         again = run_sweep(spec, client=client)  # the device and workloads scattered for the first run are reused
+        spread = [cpu - before[worker] for worker, cpu in client.run(sweep_exec.task_cpu_s).items()]
         assert [entry[2] for entry in sweep_exec._SCATTERED[client]] == [entry[2] for entry in kept]
         other = SweepSpec.from_json({**SPEC, "workloads": SPEC["workloads"][1:]})
         assert run_sweep(other, client=client)["rows"] == run_sweep(other)["rows"]  # other workloads: scattered anew
         assert len(sweep_exec._SCATTERED[client]) == 2
         via_address = run_sweep(spec, scheduler=cluster.scheduler_address)
-        tasks_cpu = sum(client.run(sweep_exec.task_cpu_s).values())
     assert remote["executor"] == "dask" and ticks[-1] == (2, 2)  # one task per worker thread
-    assert tasks_cpu > 0  # the workers count their task threads' CPU
+    assert len(spread) == 2 and min(spread) > 0  # one chunk ran on each worker (their task threads' CPU)
     for result in (remote, again, via_address):  # every field of every row, and the Pareto fronts
         assert result["rows"] == serial["rows"] and result["pareto"] == serial["pareto"]
 
