@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-import weakref
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Any
@@ -46,26 +45,6 @@ _TASK_CPU_S = [0.0]
 def task_cpu_s() -> float:
     """CPU seconds spent in ``run_chunk_compiled`` in this process so far (read on workers with ``client.run``)."""
     return _TASK_CPU_S[0]
-
-
-# Per client: the base device and workloads scattered for earlier sweeps, kept (a few, small) so a repeated sweep
-# on the same base and workloads does not broadcast them again: (device, workloads, their futures).
-_SCATTERED: weakref.WeakKeyDictionary[Any, list[tuple[Hardware, list[dict[str, Any]], list[Any]]]] = \
-    weakref.WeakKeyDictionary()
-_SCATTERED_MAX = 4
-
-
-def scattered(client: Any, base: Hardware, workloads: list[dict[str, Any]]) -> list[Any]:
-    """Futures of ``[base, workloads]`` on every worker of ``client``: the ones scattered for an earlier sweep
-    when the device is the same object and the workloads are equal and still held, else broadcast now."""
-    kept = _SCATTERED.setdefault(client, [])
-    for device, loads, futures in kept:
-        if device is base and loads == workloads and all(f.status == "finished" for f in futures):
-            return futures
-    futures = list(client.scatter([base, workloads], broadcast=True, hash=False))
-    kept.insert(0, (base, [dict(w) for w in workloads], futures))
-    del kept[_SCATTERED_MAX:]
-    return futures
 
 
 def run_chunk_compiled(base_id: str | Hardware, chunk: list[tuple[int, dict[str, Any]]],
@@ -105,8 +84,8 @@ def run_dask(spec: SweepSpec, split: Callable[[int], Chunks], scheduler: str | N
              progress: Progress | None) -> list[dict[str, Any]]:
     """One task per chunk on ``client`` (or a new client on ``scheduler``, closed afterwards); ``split(lanes)``
     makes the chunks for the cluster's worker threads (``run_sweep``: one chunk per thread by default). The base
-    device and the workloads are scattered to every worker once (and kept for further sweeps on ``client``) and
-    the tasks refer to them."""
+    device and the workloads are scattered to every worker once and the tasks refer to them; chunk k asks for
+    the k-th worker thread."""
     from distributed import Client
     from distributed import as_completed as dask_completed
 
@@ -116,10 +95,11 @@ def run_dask(spec: SweepSpec, split: Callable[[int], Chunks], scheduler: str | N
     try:
         lanes = [address for address, threads in sorted(client.nthreads().items()) for _ in range(threads)]
         chunks = split(len(lanes))
-        base, workloads = scattered(client, load_hardware(spec.base), spec.workloads)
+        base, workloads = client.scatter([load_hardware(spec.base), spec.workloads], broadcast=True, hash=False)
         # chunk k asks for the k-th worker thread (round robin), any other worker if that one is gone: left to
-        # itself the scheduler put both chunks of the benchmark's sweep on one of two idle workers (ties on
-        # an estimated duration), and with work stealing off (SWEEP_CLUSTER_CONFIG) the other one sat idle
+        # itself the scheduler once put both chunks of the benchmark's sweep on one of two idle workers (with the
+        # scattered futures kept across sweeps), and with work stealing off (SWEEP_CLUSTER_CONFIG) the other one
+        # sat idle; the placement no longer rests on the scheduler's tie-breaks
         futures = [client.submit(run_chunk_compiled, base, chunk, workloads, spec.space, pure=False,
                                  workers=[lanes[k % len(lanes)]] if lanes else None, allow_other_workers=True)
                    for k, chunk in enumerate(chunks)]

@@ -73,14 +73,9 @@ def test_dask_local_cluster_matches_serial() -> None:
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         remote = run_sweep(spec, client=client, progress=lambda d, t: ticks.append((d, t)))
-        kept = list(sweep_exec._SCATTERED[client])
         before = client.run(sweep_exec.task_cpu_s)
-        again = run_sweep(spec, client=client)  # the device and workloads scattered for the first run are reused
+        again = run_sweep(spec, client=client)  # a second sweep on the same client
         spread = [cpu - before[worker] for worker, cpu in client.run(sweep_exec.task_cpu_s).items()]
-        assert [entry[2] for entry in sweep_exec._SCATTERED[client]] == [entry[2] for entry in kept]
-        other = SweepSpec.from_json({**SPEC, "workloads": SPEC["workloads"][1:]})
-        assert run_sweep(other, client=client)["rows"] == run_sweep(other)["rows"]  # other workloads: scattered anew
-        assert len(sweep_exec._SCATTERED[client]) == 2
         via_address = run_sweep(spec, scheduler=cluster.scheduler_address)
     assert remote["executor"] == "dask" and ticks[-1] == (2, 2)  # one task per worker thread
     assert len(spread) == 2 and min(spread) > 0  # one chunk ran on each worker (their task threads' CPU)
