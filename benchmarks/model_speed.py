@@ -10,7 +10,11 @@
    earlier calls) and cold (all of that cleared before each), then to_json; copied layers against the
    layer-by-layer build; then the largest model's estimate stage by stage.
 2. A sweep of hardware variants (DRAM bandwidth, matrix peak, SMEM, clock) x one workload:
-   serial in this process, 2 local processes, and a 2-worker Dask LocalCluster on loopback.
+   serial in this process, 2 local processes, and a 2-worker Dask LocalCluster on loopback. Parallel efficiency
+   in CPU, since a shared machine's wall clock says little: serial CPU over the Dask run's (workers, client and
+   scheduler); the bound on a core per worker (serial CPU / 2 x the busiest worker's, which shows an idle
+   worker); and the same bound with the sweep's work measured in the Dask run itself (its task threads' CPU,
+   ``sweep_exec.task_cpu_s``), where the load of the moment cancels and only Dask's own CPU and imbalance count.
 """
 
 from __future__ import annotations
