@@ -10,7 +10,11 @@
    earlier calls) and cold (all of that cleared before each), then to_json; copied layers against the
    layer-by-layer build; then the largest model's estimate stage by stage.
 2. A sweep of hardware variants (DRAM bandwidth, matrix peak, SMEM, clock) x one workload:
-   serial in this process, 2 local processes, and a 2-worker Dask LocalCluster on loopback.
+   serial in this process, 2 local processes, and a 2-worker Dask LocalCluster on loopback. Parallel efficiency
+   in CPU, since a shared machine's wall clock says little: serial CPU over the Dask run's (workers, client and
+   scheduler); the bound on a core per worker (serial CPU / 2 x the busiest worker's, which shows an idle
+   worker); and the same bound with the sweep's work measured in the Dask run itself (its task threads' CPU,
+   ``sweep_exec.task_cpu_s``), where the load of the moment cancels and only Dask's own CPU and imbalance count.
 """
 
 from __future__ import annotations
@@ -152,7 +156,7 @@ def time_sweeps(variants: int, repeats: int = 5, profile_workers: bool = False, 
     print(f"sweep, 2 local processes: {local['elapsed_s']:.2f} s, {local['evaluations_per_s']:.0f}/s")
     from distributed import Client, LocalCluster
 
-    from perfmodel.graph.sweep_exec import SWEEP_CLUSTER_CONFIG
+    from perfmodel.graph.sweep_exec import SWEEP_CLUSTER_CONFIG, task_cpu_s
 
     t0 = time.perf_counter()
     # a cluster kept for sweeps: no stack sampler, the periodic loops slowed (``--dask-defaults``: Dask's own)
@@ -163,26 +167,43 @@ def time_sweeps(variants: int, repeats: int = 5, profile_workers: bool = False, 
                          dashboard_address=None) as cluster, Client(cluster) as client:  # type: ignore[no-untyped-call]
         started = time.perf_counter() - t0
         dask_rows = run_sweep(spec, client=client)
-        walls, cpus, warm = [], [], dask_rows
+        walls, cpus, bounds, same_run, tasks, overheads, warm = [], [], [], [], [], [], dask_rows
         for _ in range(repeats):
             start = time.process_time()
             serial = run_sweep(spec)
             serial_cpu = time.process_time() - start
-            before, client_cpu = client.run(time.process_time), time.process_time()
+            before, task_before = client.run(time.process_time), client.run(task_cpu_s)
+            client_cpu = time.process_time()
             warm = run_sweep(spec, client=client)
             client_cpu = time.process_time() - client_cpu
-            after = client.run(time.process_time)
-            workers_cpu = sum(after[k] - before[k] for k in after)
+            after, task_after = client.run(time.process_time), client.run(task_cpu_s)
+            per_worker = [after[k] - before[k] for k in after]
+            workers_cpu, task_cpu = sum(per_worker), sum(task_after[k] - task_before[k] for k in task_after)
+            total = workers_cpu + client_cpu
             walls.append(serial["elapsed_s"] / (2 * warm["elapsed_s"]))
-            cpus.append(serial_cpu / (workers_cpu + client_cpu))
+            cpus.append(serial_cpu / total)
+            # with a core per worker, the run takes at least the busiest worker's CPU and half of all the CPU
+            bounds.append(serial_cpu / (2 * max(max(per_worker), total / 2)))
+            # the same with the sweep's work measured in this run (its task threads), not in the serial run:
+            # both sides from one interval, so the load of the moment cancels; what is left is Dask's own CPU
+            # and the imbalance between the workers
+            same_run.append(task_cpu / (2 * max(max(per_worker), total / 2)))
+            tasks.append(task_cpu / serial_cpu)  # the same work's CPU in two parallel tasks against one process
+            overheads.append((total - task_cpu) / total)  # Dask's share: scheduler, client, worker threads
+    med = statistics.median
     print(f"sweep, Dask LocalCluster 2 workers (loopback): {dask_rows['elapsed_s']:.2f} s, "
           f"{dask_rows['evaluations_per_s']:.0f}/s with cold workers (imports, graph build); warm "
           f"{warm['elapsed_s']:.2f} s, {warm['evaluations_per_s']:.0f}/s (cluster start {started:.1f} s not included)")
-    print(f"parallel efficiency, {repeats} alternating serial / warm Dask runs: wall median "
-          f"{statistics.median(walls):.0%} (best {max(walls):.0%}); CPU (serial / Dask workers + client and "
-          f"scheduler) median {statistics.median(cpus):.0%} (best {max(cpus):.0%}); last pair: serial CPU "
-          f"{serial_cpu:.2f} s, workers {workers_cpu:.2f} s + client {client_cpu:.2f} s (a loaded machine's wall "
-          "clock says little; idle workers' heartbeats count in their CPU)")
+    print(f"parallel efficiency, {repeats} alternating serial / warm Dask runs, median (best): CPU (serial / Dask "
+          f"workers + client and scheduler) {med(cpus):.0%} ({max(cpus):.0%}); on a core per worker (serial / 2 x "
+          f"max(busiest worker, half the total)) {med(bounds):.0%} ({max(bounds):.0%}); wall {med(walls):.0%} "
+          f"({max(walls):.0%}: a loaded machine's wall clock says little)")
+    print(f"  on a core per worker, the work measured in the same run (task threads / 2 x max(busiest worker, half "
+          f"the total)): median {med(same_run):.0%} (worst {min(same_run):.0%}, best {max(same_run):.0%})")
+    print(f"  where the CPU goes: task threads / serial CPU {med(tasks):.2f} (the same work run as two parallel "
+          f"tasks: > 1 is the machine's contention, not Dask), Dask's own share of the run's CPU {med(overheads):.0%};"
+          f" last pair: serial {serial_cpu:.3f} s, task threads {task_cpu:.3f} s, worker processes "
+          f"{' + '.join(f'{c:.3f}' for c in per_worker)} s, client and scheduler {client_cpu:.3f} s")
     same = [r["time_s"] for r in dask_rows["rows"]] == [r["time_s"] for r in serial["rows"]]
     same = same and [r["time_s"] for r in warm["rows"]] == [r["time_s"] for r in serial["rows"]]
     print(f"Dask results identical to serial: {same}; Pareto front: "

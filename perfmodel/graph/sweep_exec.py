@@ -12,6 +12,7 @@ cluster kept for sweeps may turn it off, with the other periodic work in ``SWEEP
 from __future__ import annotations
 
 import multiprocessing
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Any
@@ -36,14 +37,28 @@ SWEEP_CLUSTER_CONFIG: dict[str, Any] = {
     "distributed.scheduler.work-stealing": False}
 
 
+# CPU seconds of the task threads in this process (``run_chunk_compiled``, each task's own thread time): what a
+# benchmark sets against the worker process's whole CPU to tell the sweep's work from Dask's (``task_cpu_s``).
+_TASK_CPU_S = [0.0]
+
+
+def task_cpu_s() -> float:
+    """CPU seconds spent in ``run_chunk_compiled`` in this process so far (read on workers with ``client.run``)."""
+    return _TASK_CPU_S[0]
+
+
 def run_chunk_compiled(base_id: str | Hardware, chunk: list[tuple[int, dict[str, Any]]],
                        workloads: list[dict[str, Any]], space: str = "compact") -> list[dict[str, Any]]:
     """``run_chunk`` in a worker process, with the compiled schedule kernels loaded (once per process, as in
     any long-running process: the same answers as the numpy path, several times faster per search)."""
     from perfmodel.search import gemm_kernel
 
-    gemm_kernel.load()
-    return run_chunk(base_id, chunk, workloads, space)
+    start = time.thread_time()
+    try:
+        gemm_kernel.load()
+        return run_chunk(base_id, chunk, workloads, space)
+    finally:
+        _TASK_CPU_S[0] += time.thread_time() - start
 
 
 def _worker_context() -> multiprocessing.context.BaseContext:
@@ -69,7 +84,8 @@ def run_dask(spec: SweepSpec, split: Callable[[int], Chunks], scheduler: str | N
              progress: Progress | None) -> list[dict[str, Any]]:
     """One task per chunk on ``client`` (or a new client on ``scheduler``, closed afterwards); ``split(lanes)``
     makes the chunks for the cluster's worker threads (``run_sweep``: one chunk per thread by default). The base
-    device and the workloads are scattered to every worker once and the tasks refer to them."""
+    device and the workloads are scattered to every worker once and the tasks refer to them; chunk k asks for
+    the k-th worker thread."""
     from distributed import Client
     from distributed import as_completed as dask_completed
 
@@ -77,10 +93,16 @@ def run_dask(spec: SweepSpec, split: Callable[[int], Chunks], scheduler: str | N
     if own:
         client = Client(scheduler, timeout=30)  # type: ignore[no-untyped-call]
     try:
-        chunks = split(sum(client.nthreads().values()))
+        lanes = [address for address, threads in sorted(client.nthreads().items()) for _ in range(threads)]
+        chunks = split(len(lanes))
         base, workloads = client.scatter([load_hardware(spec.base), spec.workloads], broadcast=True, hash=False)
-        futures = [client.submit(run_chunk_compiled, base, chunk, workloads, spec.space, pure=False)
-                   for chunk in chunks]
+        # chunk k asks for the k-th worker thread (round robin), any other worker if that one is gone: left to
+        # itself the scheduler once put both chunks of the benchmark's sweep on one of two idle workers (with the
+        # scattered futures kept across sweeps), and with work stealing off (SWEEP_CLUSTER_CONFIG) the other one
+        # sat idle; the placement no longer rests on the scheduler's tie-breaks
+        futures = [client.submit(run_chunk_compiled, base, chunk, workloads, spec.space, pure=False,
+                                 workers=[lanes[k % len(lanes)]] if lanes else None, allow_other_workers=True)
+                   for k, chunk in enumerate(chunks)]
         rows: list[dict[str, Any]] = []
         # results gathered as tasks finish, in batches (one transfer for the chunks done together, not one
         # round trip each)

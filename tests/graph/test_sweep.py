@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from perfmodel.graph import GraphError
+from perfmodel.graph import GraphError, sweep_exec
 from perfmodel.graph.sweep import SweepSpec, pareto, run_sweep, variants
 from perfmodel.store import Store
 
@@ -73,9 +73,13 @@ def test_dask_local_cluster_matches_serial() -> None:
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         remote = run_sweep(spec, client=client, progress=lambda d, t: ticks.append((d, t)))
+        before = client.run(sweep_exec.task_cpu_s)
+        again = run_sweep(spec, client=client)  # a second sweep on the same client
+        spread = [cpu - before[worker] for worker, cpu in client.run(sweep_exec.task_cpu_s).items()]
         via_address = run_sweep(spec, scheduler=cluster.scheduler_address)
     assert remote["executor"] == "dask" and ticks[-1] == (2, 2)  # one task per worker thread
-    for result in (remote, via_address):  # every field of every row, and the Pareto fronts
+    assert len(spread) == 2 and min(spread) > 0  # one chunk ran on each worker (their task threads' CPU)
+    for result in (remote, again, via_address):  # every field of every row, and the Pareto fronts
         assert result["rows"] == serial["rows"] and result["pareto"] == serial["pareto"]
 
 
