@@ -220,3 +220,13 @@ def test_malformed_json_answers_what_the_openapi_says(sqlite_url: str) -> None:
     assert gzipped.status_code == 400 and gzipped.json()["detail"]
     assert syntax.status_code == 422 and "character" in syntax.json()["detail"]
     assert "422" in description["description"] and "UTF-8" in description["description"]
+
+
+def test_nul_in_calibration_notes_is_a_422_before_any_fit(sqlite_url: str) -> None:
+    """The notes are stored with the calibration: a NUL there was accepted (202), fitted, then the job failed at
+    "storing". Now the request is refused up front and no job is queued."""
+    with make_client(sqlite_url) as client:
+        refused = client.post("/api/v1/calibrations", json={"hardware": A100, "notes": "a\u0000b"}, headers=AUTH)
+        jobs = client.get("/api/v1/jobs").json()["items"]
+    assert refused.status_code == 422 and refused.json()["field"] == "notes", refused.text
+    assert jobs == []
