@@ -85,6 +85,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
+# what FastAPI answers 400 (bytes that are not UTF-8 JSON, broken multipart); JSON text with a syntax error is
+# the 422 that names the character (was described as a 400 too: a client keyed on it never saw one)
+MALFORMED_BODY = ("malformed body: not UTF-8 text, or broken multipart form data (JSON with a syntax error is a 422 "
+                  "naming the character)")
+
+
 def _document_access(app: FastAPI, settings: Settings) -> None:
     """Make the OpenAPI say what the service does: a body that is not JSON or form data is a 400; writes (bearer
     security) can get 401 and the read-only 403; reads declare bearer security and 401 only when
@@ -100,7 +106,7 @@ def _document_access(app: FastAPI, settings: Settings) -> None:
             for operation in item.values():
                 responses = operation.setdefault("responses", {})
                 if "requestBody" in operation:
-                    responses["400"] = {"description": "malformed body: not parseable as JSON or form data", **error}
+                    responses["400"] = {"description": MALFORMED_BODY, **error}
                 schemes = {name for requirement in operation.get("security", []) for name in requirement}
                 if READ_SCHEME in schemes and settings.read_requires_token:
                     operation["security"] = [{"HTTPBearer": []}]

@@ -162,6 +162,7 @@ def _storable_text(value: str) -> str:
 
 TagKey = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_storable_text)]
 TagValue = Annotated[str, Field(max_length=400), AfterValidator(_storable_text)]
+Notes = Annotated[str, Field(max_length=10_000), AfterValidator(_storable_text)]
 
 
 class RunCreate(BaseModel):

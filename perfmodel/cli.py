@@ -11,7 +11,7 @@ import typer
 
 from perfmodel import __version__
 from perfmodel.advice.cli import advise_app
-from perfmodel.cli_common import PlainGroup, fail, open_store
+from perfmodel.cli_common import PlainGroup, fail, open_store, refuse_if_read_only
 from perfmodel.cli_fast import CliError, hardware_list_text, predict_text, stored_calibration
 from perfmodel.cli_fast import parse_value as parse_value
 from perfmodel.cli_fast import render_cost as render_cost
@@ -244,6 +244,7 @@ def calibrate_command(
     from perfmodel.jobs.here import run_calibration_here
     from perfmodel.measure.command import StderrProgress
 
+    refuse_if_read_only()
     store = open_store()
     progress = StderrProgress()  # on stderr: a bar with the stage on a terminal, a line per 10 % in a log
     try:
@@ -280,6 +281,7 @@ def measure(
     from perfmodel.measure.command import StderrProgress, measure_command
     from perfmodel.measure.loop import format_report, run_loop
 
+    refuse_if_read_only()  # before minutes of measuring: its end registers the host and stores a calibration
     specs: list[dict[str, Any]] = []
 
     def on_trace(trace: Path) -> None:
@@ -327,6 +329,8 @@ def trace_command(
         return
     if tags and not store:
         fail("--tag is stored with the trace: add --store")
+    if store:
+        refuse_if_read_only()
     if not path.is_file():
         fail(f"{path}: {'not a file' if path.exists() else 'no such file'}")
     from perfmodel.stage_progress import StageProgress

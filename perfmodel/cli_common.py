@@ -15,6 +15,19 @@ def fail(message: str) -> NoReturn:
     raise typer.Exit(2)
 
 
+READ_ONLY_REFUSAL = ("PERFMODEL_READ_ONLY=1: this command writes to the store and is refused, nothing was changed "
+                     "(the service refuses every write in this mode; unset it to write)")
+
+
+def refuse_if_read_only() -> None:
+    """Exit 2 before any work when ``PERFMODEL_READ_ONLY`` is set: the commands that write to the store (the
+    calibration, ``measure``, ``trace --store``, tokens) honour it as the service's writes do."""
+    from api.settings import Settings
+
+    if Settings().read_only:
+        fail(READ_ONLY_REFUSAL)
+
+
 def open_store() -> Any:
     """The service's store (``PERFMODEL_DATABASE_URL`` or the embedded SQLite), migrated."""
     from api.settings import Settings

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from perfmodel.cli_common import PlainGroup, fail, open_store
+from perfmodel.cli_common import PlainGroup, fail, open_store, refuse_if_read_only
 
 token_app = typer.Typer(help="API tokens for writes (stored hashed, revocable).", no_args_is_help=True,
                         cls=PlainGroup)
@@ -13,6 +13,7 @@ token_app = typer.Typer(help="API tokens for writes (stored hashed, revocable)."
 @token_app.command("create")
 def token_create(name: str = typer.Option(..., "--name", help="who or what uses the token")) -> None:
     """Create a token; it is printed once and stored only as a hash."""
+    refuse_if_read_only()
     row, plaintext = open_store().create_token(name)
     typer.echo(plaintext)
     typer.echo(f"token {row.name!r} created; use it as 'Authorization: Bearer <token>'", err=True)
@@ -20,6 +21,7 @@ def token_create(name: str = typer.Option(..., "--name", help="who or what uses 
 
 @token_app.command("revoke")
 def token_revoke(name: str = typer.Option(..., "--name")) -> None:
+    refuse_if_read_only()
     if not open_store().revoke_token(name):
         fail(f"no active token named {name!r}")
     typer.echo(f"token {name!r} revoked")

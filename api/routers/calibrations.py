@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.deps import get_state, require_read, require_write
 from api.routers.jobs import JobOut, job_out, job_url
-from api.schemas import ErrorOut, Versioned
+from api.schemas import ErrorOut, Notes, Versioned
 from api.state import AppState
 from perfmodel.calibration.stored import MAX_FIT_RUNS
 from perfmodel.jobs import CALIBRATION, QueueFull
@@ -40,7 +40,7 @@ class CalibrationCreate(BaseModel):
         default=None, ge=1, le=2**31 - 1,
         description="a calibration of a related device (same vendor/family) that seeds classes without data")
     folds: int = Field(default=5, ge=2, le=20)
-    notes: str | None = Field(default=None, max_length=10_000)
+    notes: Notes | None = None  # a NUL is a 422 here (it was a 202, a whole fit, then "failed: storing notes")
 
 
 class CalibrationOut(Versioned):

@@ -207,3 +207,26 @@ def test_trace_form_text_the_store_cannot_hold(seeded: Seeded) -> None:
                                headers={**AUTH, "Content-Type": "multipart/form-data; boundary=b"})
     assert named.status_code == 201, named.text
     assert named.json()["filename"] == "a\ufffdb.json.gz"
+
+
+def test_malformed_json_answers_what_the_openapi_says(sqlite_url: str) -> None:
+    """Bytes that are not UTF-8 (a gzip sent as JSON) are the documented 400; JSON text with a syntax error is a
+    422 naming the character, and the 400's description says so (it promised a 400 for both)."""
+    with make_client(sqlite_url) as client:
+        description = client.get("/openapi.json").json()["paths"]["/api/v1/predict"]["post"]["responses"]["400"]
+        gzipped = client.post("/api/v1/predict", content=zlib.compress(b'{"hardware": 1}'),
+                              headers={"Content-Type": "application/json"})
+        syntax = client.post("/api/v1/predict", content=b'{"hardware":', headers={"Content-Type": "application/json"})
+    assert gzipped.status_code == 400 and gzipped.json()["detail"]
+    assert syntax.status_code == 422 and "character" in syntax.json()["detail"]
+    assert "422" in description["description"] and "UTF-8" in description["description"]
+
+
+def test_nul_in_calibration_notes_is_a_422_before_any_fit(sqlite_url: str) -> None:
+    """The notes are stored with the calibration: a NUL there was accepted (202), fitted, then the job failed at
+    "storing". Now the request is refused up front and no job is queued."""
+    with make_client(sqlite_url) as client:
+        refused = client.post("/api/v1/calibrations", json={"hardware": A100, "notes": "a\u0000b"}, headers=AUTH)
+        jobs = client.get("/api/v1/jobs").json()["items"]
+    assert refused.status_code == 422 and refused.json()["field"] == "notes", refused.text
+    assert jobs == []

@@ -77,3 +77,30 @@ def test_calibrate_refuses_what_it_cannot_fit(db: Path) -> None:
     failed = [(j.status, j.error) for j in open_store().list_jobs(kind="calibration")]
     assert failed == [("failed", "no calibration 99"), ("failed", f"filter: no stored runs of {A100!r} match; store "
                       "runs or upload a trace first, or seed from a related device with a base calibration")]
+
+
+@pytest.mark.parametrize("args", [["calibrate", "--hardware", A100], ["measure", "--quick"],
+                                  ["token", "create", "--name", "ci"], ["token", "revoke", "--name", "ci"]])
+def test_read_only_refuses_the_commands_that_write(db: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   args: list[str]) -> None:
+    """PERFMODEL_READ_ONLY=1 (the service refuses every write) is honoured by the commands that write to the same
+    store: exit 2 before any work, nothing stored."""
+    monkeypatch.setenv("PERFMODEL_READ_ONLY", "1")
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and "PERFMODEL_READ_ONLY=1" in result.stderr, result.output
+    monkeypatch.delenv("PERFMODEL_READ_ONLY")
+    store = open_store()
+    assert store.list_jobs(kind="calibration") == [] and store.list_tokens() == []
+
+
+def test_read_only_refuses_trace_store_but_reads_offline(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = db / "gemms.pt.trace.json"
+    _gemm_trace(trace)
+    monkeypatch.setenv("PERFMODEL_READ_ONLY", "1")
+    runner = CliRunner()
+    refused = runner.invoke(app, ["trace", str(trace), "--hardware", A100, "--store"])
+    assert refused.exit_code == 2 and "PERFMODEL_READ_ONLY=1" in refused.stderr, refused.output
+    offline = runner.invoke(app, ["trace", str(trace), "--hardware", A100])  # a read: still works
+    assert offline.exit_code == 0, offline.output
+    monkeypatch.delenv("PERFMODEL_READ_ONLY")
+    assert open_store().list_trace_uploads() == []
