@@ -35,7 +35,7 @@ def int_or_none(value: str | None) -> int | None:
     return int(value) if value and value.strip().isdigit() and len(value.strip()) < 10 else None
 
 
-@router.get("/", response_class=HTMLResponse)
+@router.api_route("/", methods=["GET", "HEAD"], response_class=HTMLResponse)
 def home(request: Request) -> HTMLResponse:
     state = app_state(request)
     stats: dict[str, Any] = {"devices": len(devices(state))}

@@ -212,3 +212,11 @@ def test_roofline_workload_time_is_the_models_and_measured_is_apart() -> None:
     view = explorer(hw, work)
     assert view.predicted_total_s == pytest.approx(2 * predicted_s)
     assert view.measured_total_s == pytest.approx(6 * predicted_s)
+
+
+def test_head_of_the_home_page_answers_like_get(client: TestClient) -> None:
+    """Uptime checks and `curl -I` send HEAD; the home page answers it (no 405)."""
+    response = client.head("/")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/html")
+    assert response.content == b""
