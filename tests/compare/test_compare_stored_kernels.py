@@ -1,0 +1,43 @@
+"""Stored traces compared by id keep their kernel names, so a changed cuDNN algorithm is *kernels changed* (as
+from the files), not a regression: the ResNet-50 noise-only pair (V100, profiled twice) gates clean either way."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from perfmodel.cli import app
+from tests.compare.conftest import RESNET_0, RESNET_4, trace_path
+
+runner = CliRunner()
+V100 = "nvidia-v100-sxm2-32gb"
+
+
+def _switched(data: dict[str, object]) -> list[dict[str, object]]:
+    groups = data["groups"]
+    assert isinstance(groups, list)
+    return [g for g in groups if g["name"] == "aten::cudnn_convolution_backward" and g["change_pct"] > 20
+            and g["base_calls"] >= 10]
+
+
+def test_stored_noise_pair_has_kernel_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    base, new = trace_path(RESNET_0), trace_path(RESNET_4)
+    files = runner.invoke(app, ["compare", str(base), str(new), "--hardware", V100, "--json"])
+    assert files.exit_code == 0, files.output
+    monkeypatch.setenv("PERFMODEL_DATABASE_URL", f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    for path in (base, new):
+        stored = runner.invoke(app, ["trace", str(path), "--hardware", V100, "--store"])
+        assert stored.exit_code == 0, stored.output
+    result = runner.invoke(app, ["compare", "trace:1", "trace:2", "--json", "--fail-on-regression", "5%"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["regressions"] == 0
+    for answer in (json.loads(files.output), data):
+        switched = _switched(answer)
+        assert len(switched) == 1 and switched[0]["verdict"] == "kernels changed", switched
+        assert switched[0]["kernel_names"] and switched[0]["new_kernel_names"]
+    named = [g for g in data["groups"] if g["kernel_names"]]
+    assert len(named) > 0.9 * len(data["groups"])
