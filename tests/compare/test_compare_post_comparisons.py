@@ -47,3 +47,21 @@ def test_post_comparisons_is_the_trace_diff(client: TestClient) -> None:
     assert listed.status_code == 200, listed.text
     spec = client.get("/openapi.json").json()["paths"]["/api/v1/comparisons"]
     assert {"get", "post"} <= set(spec)
+
+
+def test_history_page_charts_have_category_axes(client: TestClient) -> None:
+    """/trace-history and /trace-diff plot names (traces, op kinds) on x: on a linear axis plotly drew nothing.
+    A trace named twice in a history keeps both points (one category per position)."""
+    import json
+    import re
+
+    base, new = _upload(client, HTA_0), _upload(client, HTA_1)
+    page = client.get("/trace-history", params={"traces": f"{base},{new},{base}"})
+    assert page.status_code == 200, page.text
+    charts = [json.loads(m) for m in re.findall(r'<script type="application/json" id="[^"]*">(.*?)</script>',
+                                                  page.text, re.S)]
+    series = [c for c in charts if c.get("data") and c["data"][0].get("name") == "measured median"]
+    assert series, "no history chart"
+    for chart in series:
+        assert chart["layout"]["xaxis"]["type"] == "category"
+        assert len(set(chart["data"][0]["x"])) == 3 and chart["data"][0]["x"][0].startswith(f"1. #{base} ")
