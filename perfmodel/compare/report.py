@@ -86,7 +86,8 @@ def format_diff(d: TraceDiff, top: int = 20) -> str:
              f"device time {format_time_s(d.base_total_s)} -> {format_time_s(d.new_total_s)} "
              f"({_pct((d.new_total_s / d.base_total_s - 1) * 100 if d.base_total_s > 0 else None)}); "
              f"{len(d.groups)} groups matched, {len(d.only_base)} only in base, {len(d.only_new)} only in new; "
-             f"threshold {d.threshold_pct:g}%, alpha {d.alpha:g} (Holm)", ""]
+             f"threshold {d.threshold_pct:g}%, alpha {d.alpha:g} (Holm)",
+             *(f"warning: {w}" for w in d.warnings), ""]
     rows = [HEADER, *(_row(g) for g in d.groups[:top])]
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
@@ -111,7 +112,7 @@ def format_markdown(d: TraceDiff, top: int = 20) -> str:
     lines = [f"## {status} perfmodel compare: {len(regressions)} regression(s) beyond {d.threshold_pct:g}%", "",
              f"`{d.base}` → `{d.new}` ({d.format}); device time {format_time_s(d.base_total_s)} → "
              f"{format_time_s(d.new_total_s)}; {len(d.groups)} groups matched, {len(d.only_base)} only in base, "
-             f"{len(d.only_new)} only in new.", "",
+             f"{len(d.only_new)} only in new.", "", *(f"> ⚠️ {w}\n" for w in d.warnings),
              "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     shown = regressions + [g for g in d.groups if g.verdict != "regression"][: max(top - len(regressions), 0)]
     for g in shown:

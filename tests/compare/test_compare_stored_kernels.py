@@ -41,3 +41,22 @@ def test_stored_noise_pair_has_kernel_names(tmp_path: Path, monkeypatch: pytest.
         assert switched[0]["kernel_names"] and switched[0]["new_kernel_names"]
     named = [g for g in data["groups"] if g["kernel_names"]]
     assert len(named) > 0.9 * len(data["groups"])
+
+
+def test_little_overlap_is_a_warning(tmp_path: Path) -> None:
+    """ResNet-50 (V100) against AlexNet (A100): one 256-byte copy in common, 0.0 % of either side's time: the
+    answer says so in the table, the JSON and the Markdown. The HTA ranks of one job (54 % / 51 %) do not warn."""
+    from tests.compare.conftest import HTA_0, HTA_1
+
+    alexnet = "critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
+    args = ["compare", str(trace_path(RESNET_0)), str(trace_path(alexnet)), "--hardware", V100,
+            "--new-hardware", "nvidia-a100-sxm4-80gb"]
+    md = tmp_path / "c.md"
+    text = runner.invoke(app, [*args, "--markdown", str(md)])
+    assert text.exit_code == 0, text.output
+    assert "warning: only 0.0% of" in text.output and "same workload?" in md.read_text()
+    data = json.loads(runner.invoke(app, [*args, "--json"]).output)
+    assert any(w.startswith("only 0.0% of") for w in data["warnings"])
+    ranks = json.loads(runner.invoke(app, ["compare", str(trace_path(HTA_0)), str(trace_path(HTA_1)),
+                                           "--json"]).output)
+    assert not any("same workload" in w for w in ranks["warnings"])
