@@ -55,6 +55,15 @@ def diff_json(d: TraceDiff, top: int | None = None) -> dict[str, Any]:
     }
 
 
+def shape_label(g: GroupDiff) -> str:
+    """What tells a group from the others of its name: the op's parameters (``batch=32 in_channels=256 ...``), or an
+    unmodelled kernel's category, grid and block."""
+    if g.op is None:
+        return g.key[2]
+    return " ".join(f"{k}={'x'.join(map(str, v)) if isinstance(v, list) else v}" for k, v in g.op.items()
+                    if k != "kind" and v is not None)
+
+
 def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -70,11 +79,12 @@ def _row(g: GroupDiff) -> list[str]:
     return [_clip(g.kind, 18), _clip(g.name, 34), f"{g.base_calls}/{g.new_calls}", format_time_s(g.base_median_s),
             format_time_s(g.new_median_s), _pct(g.change_pct), ci, p,
             _pct(None if g.expected_ratio is None else (g.expected_ratio - 1) * 100),
-            "-" if head is None else f"{head:.2f}", g.new_prediction.bound if g.new_prediction else "-", g.verdict]
+            "-" if head is None else f"{head:.2f}", g.new_prediction.bound if g.new_prediction else "-", g.verdict,
+            _clip(shape_label(g), 70)]
 
 
 HEADER = ["kind", "name", "calls", "base med", "new med", "change", "95% CI", "p", "model", "headroom", "bound",
-          "verdict"]
+          "verdict", "shape"]
 
 
 def format_diff(d: TraceDiff, top: int = 20) -> str:
@@ -126,7 +136,8 @@ def junit_xml(d: TraceDiff) -> bytes:
                        failures=str(len(d.regressions)),
                        skipped=str(sum(g.verdict == "too few repeats" for g in d.groups)))
     for g in d.groups:
-        case = ET.SubElement(suite, "testcase", classname=f"compare.{g.kind}", name=_clip(g.name, 200),
+        case = ET.SubElement(suite, "testcase", classname=f"compare.{g.kind}",  # a name per group, not per op name
+                             name=_clip(f"{g.name} [{shape_label(g)}]", 400),
                              time=f"{g.new_total_s:.6f}")
         detail = (f"{g.base_calls}/{g.new_calls} calls, median {format_time_s(g.base_median_s)} -> "
                   f"{format_time_s(g.new_median_s)} ({_pct(g.change_pct)}), verdict {g.verdict}")

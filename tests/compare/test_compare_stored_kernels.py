@@ -60,3 +60,19 @@ def test_little_overlap_is_a_warning(tmp_path: Path) -> None:
     ranks = json.loads(runner.invoke(app, ["compare", str(trace_path(HTA_0)), str(trace_path(HTA_1)),
                                            "--json"]).output)
     assert not any("same workload" in w for w in ranks["warnings"])
+
+
+def test_junit_names_tell_the_groups_apart(tmp_path: Path) -> None:
+    """One JUnit testcase per group with a name of its own (a CI system merges equal names: 225 groups of the
+    ResNet-50 pair were 25 names), the op's parameters also in the table and the Markdown."""
+    from xml.etree import ElementTree as ET
+
+    junit, md = tmp_path / "c.xml", tmp_path / "c.md"
+    result = runner.invoke(app, ["compare", str(trace_path(RESNET_0)), str(trace_path(RESNET_4)), "--hardware",
+                                 V100, "--junit", str(junit), "--markdown", str(md)])
+    assert result.exit_code == 0, result.output
+    cases = ET.fromstring(junit.read_bytes()).findall("testcase")
+    names = {(c.get("classname"), c.get("name")) for c in cases}
+    assert len(cases) > 200 and len(names) == len(cases)
+    assert any((c.get("name") or "").startswith("aten::conv2d [batch=32 in_channels=") for c in cases)
+    assert "| shape |" in md.read_text() and "in_channels=" in result.output
