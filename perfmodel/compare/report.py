@@ -58,9 +58,12 @@ def diff_json(d: TraceDiff, top: int | None = None) -> dict[str, Any]:
 def shape_label(g: GroupDiff) -> str:
     """What tells a group from the others of its name: the op's parameters (``batch=32 in_channels=256 ...``), or an
     unmodelled kernel's category, grid and block."""
-    if g.op is None:
-        return g.key[2]
-    return " ".join(f"{k}={'x'.join(map(str, v)) if isinstance(v, list) else v}" for k, v in g.op.items()
+    return g.key[2] if g.op is None else op_params(g.op)
+
+
+def op_params(op: dict[str, Any]) -> str:
+    """``batch=32 in_channels=256 ...``: an op's parameters but its kind, lists as ``AxB``."""
+    return " ".join(f"{k}={'x'.join(map(str, v)) if isinstance(v, list) else v}" for k, v in op.items()
                     if k != "kind" and v is not None)
 
 
