@@ -52,6 +52,7 @@ def _waterfall(data: dict[str, Any]) -> Markup:
                                  totals={"marker": {"color": "#1f5fa8"}},
                                  hovertemplate="%{x}: %{y:.3f} ms<extra></extra>"))
     base_layout(fig, "Device time by op kind, base → new (ms)", "", "device time [ms]", log=False, height=420)
+    fig.update_xaxes(type="category")  # base_layout's linear x axis drew no bar for the kind names
     return figure_json(fig)
 
 

@@ -33,7 +33,9 @@ def trace_label(label: dict[str, Any]) -> str:
     return f"#{label['id']} {tag_line(label['tags']) or label['filename']}"
 
 
-def _chart(series: dict[str, Any], labels: list[str]) -> Markup:
+def _chart(series: dict[str, Any], trace_labels: list[str]) -> Markup:
+    # one category per position (a trace may come back later in the history: '1. #4 …', '3. #4 …')
+    labels = [f"{i + 1}. {label}" for i, label in enumerate(trace_labels)]
     fig = go.Figure()
     measured = [None if m is None else m * 1e6 for m in series["median_s"]]
     predicted = [None if p is None else p * 1e6 for p in series["predicted_s"]]
@@ -52,6 +54,7 @@ def _chart(series: dict[str, Any], labels: list[str]) -> Markup:
                   for p in points], hovertemplate="%{x}: %{text}<extra></extra>"))
     base_layout(fig, esc(f"{series['name']} ({series['kind']})", 70), "trace (oldest first)",
                 "median per call [µs]", log=False, height=320)
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=labels)  # linear: no point drawn
     return figure_json(fig)
 
 

@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
+from perfmodel.compare.report import op_params
 from perfmodel.store.tags import tag_line
 from perfmodel.units import format_bytes, format_rate, format_time_s
 
@@ -75,6 +76,7 @@ templates.env.filters["flops"] = lambda v: _fmt(format_rate, v, "FLOP/s")
 templates.env.filters["bw"] = lambda v: _fmt(format_rate, v, "B/s")
 templates.env.filters["pct"] = lambda v: _fmt(lambda x: f"{x:.1f} %", v)
 templates.env.filters["tag_line"] = tag_line  # a trace's tags, known keys first
+templates.env.filters["op_params"] = op_params  # an op's parameters: batch=32 in_channels=256 ...
 templates.env.filters["signed_pct"] = lambda v: _fmt(lambda x: f"{x:+.1f} %", v)
 templates.env.filters["num"] = lambda v: _fmt(lambda x: f"{x:.3g}", v)
 templates.env.filters["script_json"] = script_json

@@ -1,5 +1,5 @@
-"""POST /trace-diffs: two stored traces compared op by op (``perfmodel.compare``), the CI gate's answer as
-JSON. Not GET /comparisons, which is predicted vs measured of stored runs."""
+"""POST /trace-diffs (also POST /comparisons): two stored traces compared op by op (``perfmodel.compare``), the CI
+gate's answer as JSON. Not GET /comparisons, which is predicted vs measured of stored runs."""
 
 from __future__ import annotations
 
@@ -121,6 +121,13 @@ def post_trace_diff(body: TraceDiffIn, state: AppState = Depends(get_state)) -> 
     """Compare two stored traces op by op: per (name, op, shape) the change, its significance (Mann-Whitney U,
     paired Wilcoxon, bootstrap CI), each side's roofs and the change the model expected; unmatched groups;
     totals by op kind. 404 for an unknown trace, 422 for two that cannot be compared."""
+    return trace_diff(state, body)
+
+
+@router.post("/comparisons", response_model=TraceDiffOut)
+def post_comparison(body: TraceDiffIn, state: AppState = Depends(get_state)) -> dict[str, Any]:
+    """The same as POST /trace-diffs, under the name the CI gate's users look for (GET /comparisons is another
+    thing: predicted vs measured of stored runs)."""
     return trace_diff(state, body)
 
 

@@ -50,7 +50,11 @@ def stored_side(store: Any, upload_id: int, label: str | None = None) -> tuple[S
         runs += page
         if not page or len(runs) >= total:
             break
-    side = side_from_runs(runs, label or f"trace:{upload_id} ({upload.filename})", upload.format)
+    kernels: dict[int, list[str]] = {}
+    for kernel in store.list_trace_kernels(upload_id):
+        if kernel.run_id is not None:
+            kernels.setdefault(kernel.run_id, []).append(kernel.name)
+    side = side_from_runs(runs, label or f"trace:{upload_id} ({upload.filename})", upload.format, kernels)
     return side, upload.hardware_id
 
 

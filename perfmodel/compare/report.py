@@ -55,6 +55,18 @@ def diff_json(d: TraceDiff, top: int | None = None) -> dict[str, Any]:
     }
 
 
+def shape_label(g: GroupDiff) -> str:
+    """What tells a group from the others of its name: the op's parameters (``batch=32 in_channels=256 ...``), or an
+    unmodelled kernel's category, grid and block."""
+    return g.key[2] if g.op is None else op_params(g.op)
+
+
+def op_params(op: dict[str, Any]) -> str:
+    """``batch=32 in_channels=256 ...``: an op's parameters but its kind, lists as ``AxB``."""
+    return " ".join(f"{k}={'x'.join(map(str, v)) if isinstance(v, list) else v}" for k, v in op.items()
+                    if k != "kind" and v is not None)
+
+
 def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -70,11 +82,12 @@ def _row(g: GroupDiff) -> list[str]:
     return [_clip(g.kind, 18), _clip(g.name, 34), f"{g.base_calls}/{g.new_calls}", format_time_s(g.base_median_s),
             format_time_s(g.new_median_s), _pct(g.change_pct), ci, p,
             _pct(None if g.expected_ratio is None else (g.expected_ratio - 1) * 100),
-            "-" if head is None else f"{head:.2f}", g.new_prediction.bound if g.new_prediction else "-", g.verdict]
+            "-" if head is None else f"{head:.2f}", g.new_prediction.bound if g.new_prediction else "-", g.verdict,
+            _clip(shape_label(g), 70)]
 
 
 HEADER = ["kind", "name", "calls", "base med", "new med", "change", "95% CI", "p", "model", "headroom", "bound",
-          "verdict"]
+          "verdict", "shape"]
 
 
 def format_diff(d: TraceDiff, top: int = 20) -> str:
@@ -86,7 +99,8 @@ def format_diff(d: TraceDiff, top: int = 20) -> str:
              f"device time {format_time_s(d.base_total_s)} -> {format_time_s(d.new_total_s)} "
              f"({_pct((d.new_total_s / d.base_total_s - 1) * 100 if d.base_total_s > 0 else None)}); "
              f"{len(d.groups)} groups matched, {len(d.only_base)} only in base, {len(d.only_new)} only in new; "
-             f"threshold {d.threshold_pct:g}%, alpha {d.alpha:g} (Holm)", ""]
+             f"threshold {d.threshold_pct:g}%, alpha {d.alpha:g} (Holm)",
+             *(f"warning: {w}" for w in d.warnings), ""]
     rows = [HEADER, *(_row(g) for g in d.groups[:top])]
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
@@ -111,7 +125,7 @@ def format_markdown(d: TraceDiff, top: int = 20) -> str:
     lines = [f"## {status} perfmodel compare: {len(regressions)} regression(s) beyond {d.threshold_pct:g}%", "",
              f"`{d.base}` → `{d.new}` ({d.format}); device time {format_time_s(d.base_total_s)} → "
              f"{format_time_s(d.new_total_s)}; {len(d.groups)} groups matched, {len(d.only_base)} only in base, "
-             f"{len(d.only_new)} only in new.", "",
+             f"{len(d.only_new)} only in new.", "", *(f"> ⚠️ {w}\n" for w in d.warnings),
              "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     shown = regressions + [g for g in d.groups if g.verdict != "regression"][: max(top - len(regressions), 0)]
     for g in shown:
@@ -125,7 +139,8 @@ def junit_xml(d: TraceDiff) -> bytes:
                        failures=str(len(d.regressions)),
                        skipped=str(sum(g.verdict == "too few repeats" for g in d.groups)))
     for g in d.groups:
-        case = ET.SubElement(suite, "testcase", classname=f"compare.{g.kind}", name=_clip(g.name, 200),
+        case = ET.SubElement(suite, "testcase", classname=f"compare.{g.kind}",  # a name per group, not per op name
+                             name=_clip(f"{g.name} [{shape_label(g)}]", 400),
                              time=f"{g.new_total_s:.6f}")
         detail = (f"{g.base_calls}/{g.new_calls} calls, median {format_time_s(g.base_median_s)} -> "
                   f"{format_time_s(g.new_median_s)} ({_pct(g.change_pct)}), verdict {g.verdict}")

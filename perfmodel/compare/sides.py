@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -156,11 +156,15 @@ def side_from_parsed(parsed: ParsedTrace, label: str, matched: MatchResult | Non
     return Side(label, parsed.format, parsed.device_name, groups, total, list(parsed.warnings))
 
 
-def side_from_runs(runs: Iterable[RunRow], label: str, format: str = "stored runs") -> Side:
-    """Group stored runs (e.g. of one trace upload) by op name and op; each run is one call."""
+def side_from_runs(runs: Iterable[RunRow], label: str, format: str = "stored runs",
+                   kernels: Mapping[int, Sequence[str]] | None = None) -> Side:
+    """Group stored runs (e.g. of one trace upload) by op name and op; each run is one call. ``kernels``: the
+    kernel names stored for each run id (normalised here), so that a changed algorithm reads as *kernels
+    changed* as it does from the files."""
     groups: dict[GroupKey, Group] = {}
     total = 0.0
     keys = OpKeys()
+    names: dict[str, str] = {}
     for run in sorted(runs, key=lambda r: r.id):
         key = keys(run.tags.get("op_name", run.op_kind), run.op)
         group = groups.get(key)
@@ -169,4 +173,9 @@ def side_from_runs(runs: Iterable[RunRow], label: str, format: str = "stored run
         group.times_s.append(run.measured_time_s)
         group.launches += 1
         total += run.measured_time_s
+        for raw in (kernels or {}).get(run.id, ()):
+            name = names.get(raw)
+            if name is None:
+                name = names[raw] = normalise_kernel_name(raw)
+            _add(group, name, 0, None, 0.0)
     return Side(label, format, None, groups, total)

@@ -52,6 +52,10 @@ def test_compare_two_traces_in_the_browser(server: str) -> None:
                                ".every(d => d.dataset.rendered === 'true')", timeout=30_000)
         assert page.locator(".chart[data-figure] .main-svg").count() >= 2
         assert page.locator("#diff-roofline .annotation").count() >= 1  # the before -> after arrows
+        bars = page.locator("#diff-waterfall .point path")  # base, one bar per op kind, new
+        boxes = [bars.nth(i).bounding_box() for i in range(bars.count())]
+        assert all(b is not None and b["width"] > 2 for b in boxes), boxes  # 0 x 0 on a linear x axis
+        assert sum(b is not None and b["height"] > 0 for b in boxes) >= 3, boxes
         assert page.locator("#diff-table tbody tr").count() > 20
         assert page.locator("#regressions-count").inner_text() == "0"
         browser.close()

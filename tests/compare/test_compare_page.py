@@ -50,6 +50,8 @@ def test_pick_two_traces_and_compare(client: TestClient) -> None:
     waterfall = json.loads(re.search(r'id="diff-waterfall-json">(.*?)</script>', html, re.S).group(1))  # type: ignore[union-attr]
     assert waterfall["data"][0]["type"] == "waterfall" and waterfall["data"][0]["measure"][-1] == "total"
     assert waterfall["data"][0]["y"][-1] == pytest.approx(api["new_total_s"] * 1e3)
+    assert re.search(r'class="op-params">[a-z_]+=', html)  # which conv / matmul: the op's parameters under its name
+    assert waterfall["layout"]["xaxis"]["type"] == "category"  # a linear axis plots no bar at 'base', 'conv2d'...
     roofline = json.loads(re.search(r'id="diff-roofline-json">(.*?)</script>', html, re.S).group(1))  # type: ignore[union-attr]
     arrows = [a for a in roofline["layout"]["annotations"] if a.get("showarrow") and a.get("axref") == "x"]
     assert 0 < len(arrows) <= 12
