@@ -200,29 +200,83 @@ def grid(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any,
             reject[i, j] = int(r[13])
 
 
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def _plain(x: float) -> bool:
+    """A finite number of at least 1 (a GEMM dimension the bound's reasoning holds for)."""
+    return x >= 1.0 and x - x == 0.0
+
+
 @numba.njit(cache=True, error_model="numpy")
 def best(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any, batch: Any, m: Any, n: Any,
          k: Any, elem: Any, peak: Any, compulsory: Any, index: Any, out: Any) -> None:
     """The cheapest candidate of each op and its figures: equal times go to the smallest on-chip footprint, then
-    the first index (``gemm_cost.tie_break``); a NaN time stops the scan at the first one, as ``np.argmin``."""
+    the first index (``gemm_cost.tie_break``); a NaN time stops the scan at the first one, as ``np.argmin``.
+
+    Bounded: the candidate with the least floor (below) is costed first, then only candidates whose bound does
+    not exceed the best time so far (a bound above it cannot win or tie); the (time, footprint, index) order picks
+    the same one as the plain scan. Ops with a dimension < 1 or not finite, a NaN time met, or no finite time take
+    the plain scan."""
     cache = np.empty((TABLES_KEPT, bm.size, C_SIZE))
     keys = np.full((TABLES_KEPT, 2), np.nan)
+    floor = np.empty(bm.size)
     for i in range(batch.size):
         c = cache[table_for(v, bm, bn, bk, stages, elem[i], peak[i], cache, keys)]
+        b, mm, nn, kk, eb, comp = batch[i], m[i], n[i], k[i], elem[i], compulsory[i]
+        seed = -1
+        if _plain(b) and _plain(mm) and _plain(nn) and _plain(kk) and comp - comp == 0.0:
+            least = np.inf
+            for j in range(bm.size):
+                # a floor under the judged time from the compute term alone (+inf when rejected): ``element``
+                # takes max(compute, loads, latency) per K-step and the max of compute, DRAM and L2 times, and
+                # the same operations on smaller non-negative factors round no higher (IEEE rounding is monotone)
+                s, kstep = split[j], c[j, C_BK]
+                mt, nt, ks = np.ceil(mm / bm[j]), np.ceil(nn / bn[j]), np.ceil(kk / s)
+                if c[j, C_REJECT] > 0.0 or (s > 1.0 and ks < kstep) or c[j, C_GRANULAR] > 0.0:
+                    floor[j] = np.inf
+                    continue
+                partials = 2.0 * s * b * mm * nn * 4.0 if s > 1.0 else 0.0
+                x = (np.ceil(b * mt * nt * s / v[D_UNITS]) * (np.ceil(ks / kstep) * c[j, C_COMPUTE_STEP]) + v[D_FILL]
+                     + partials / v[D_REDUCE_BW])
+                x = x + (v[D_OVERHEAD] if s > 1.0 else 0.0)
+                floor[j] = x
+                if x < least:
+                    least = x
+                    seed = j
+        plain = seed < 0
         chosen = 0
-        lowest = np.inf
-        smallest = np.inf
-        r = element(v, c, 0, bm[0], bn[0], stages[0], split[0], group[0], batch[i], m[i], n[i], k[i], elem[i],
-                    compulsory[i])
-        for j in range(bm.size):
-            candidate = element(v, c, j, bm[j], bn[j], stages[j], split[j], group[j], batch[i], m[i], n[i], k[i],
-                                elem[i], compulsory[i])
-            judged = candidate[4]
-            if judged != judged:  # NaN: np.argmin stops at the first one
-                chosen, r = j, candidate
-                break
-            if judged < lowest or (judged == lowest and candidate[8] < smallest):
-                chosen, r, lowest, smallest = j, candidate, judged, candidate[8]
+        r = element(v, c, 0, bm[0], bn[0], stages[0], split[0], group[0], b, mm, nn, kk, eb, comp)
+        if not plain:
+            r = element(v, c, seed, bm[seed], bn[seed], stages[seed], split[seed], group[seed], b, mm, nn, kk, eb,
+                        comp)
+            lowest, smallest, chosen = r[4], r[8], seed
+            if not np.isfinite(lowest):
+                plain = True
+            else:
+                for j in range(bm.size):
+                    if j == seed or floor[j] > lowest:
+                        continue
+                    candidate = element(v, c, j, bm[j], bn[j], stages[j], split[j], group[j], b, mm, nn, kk, eb,
+                                        comp)
+                    judged = candidate[4]
+                    if judged != judged:  # NaN: the plain scan
+                        plain = True
+                        break
+                    if judged < lowest or (judged == lowest and (candidate[8] < smallest or (
+                            candidate[8] == smallest and j < chosen))):
+                        chosen, r, lowest, smallest = j, candidate, judged, candidate[8]
+        if plain:
+            chosen = 0
+            lowest = np.inf
+            smallest = np.inf
+            r = element(v, c, 0, bm[0], bn[0], stages[0], split[0], group[0], b, mm, nn, kk, eb, comp)
+            for j in range(bm.size):
+                candidate = element(v, c, j, bm[j], bn[j], stages[j], split[j], group[j], b, mm, nn, kk, eb, comp)
+                judged = candidate[4]
+                if judged != judged:  # NaN: np.argmin stops at the first one
+                    chosen, r = j, candidate
+                    break
+                if judged < lowest or (judged == lowest and candidate[8] < smallest):
+                    chosen, r, lowest, smallest = j, candidate, judged, candidate[8]
         index[i] = chosen
         out[0, i], out[1, i], out[2, i], out[3, i] = r[0], r[1], r[2], r[3]
         out[4, i], out[5, i], out[6, i], out[7, i] = r[5], r[6], r[12], r[10]
