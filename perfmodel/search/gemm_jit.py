@@ -123,9 +123,11 @@ def table_for(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, eb: float, peak: f
 
 
 @numba.njit(inline="always", cache=True, error_model="numpy")
-def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: float, g: float, b: float, mm: float,
-            nn: float, kk: float, eb: float, compulsory: float) -> Any:
-    """Every figure of candidate ``j`` (row ``j`` of the table ``c``) for one GEMM, as ``gemm_costs``."""
+def shared(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: float, b: float, mm: float, nn: float,
+           kk: float, eb: float, compulsory: float) -> Any:
+    """The terms of ``element`` that do not depend on the raster group (the space's last axis, so consecutive
+    candidates of ``full_space`` share them): compute time, busy share, reject code, tile counts, the bytes the
+    tiles re-read, the bytes in flight, the L2 time, SMEM bytes, waves, tiles, resident tiles."""
     systolic = v[D_SYSTOLIC] > 0.0
     units = v[D_UNITS]
     bk = c[j, C_BK]
@@ -156,32 +158,52 @@ def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: floa
     compute = np.ceil(tiles / units) * t_tile + v[D_FILL] + partials / v[D_REDUCE_BW]
 
     tile_loads = b * eb * (mm * kk * nt + kk * nn * np.ceil(mt / share))
+    # DRAM's bytes without an L2 to feed the tiles, else L2's
+    reread = compulsory + tile_loads - b * eb * (mm * kk + kk * nn) + partials
+    flight = 0.0
+    if v[D_IN_FLIGHT] > 0.0:
+        slab = (min(bm, mm) + min(bn, nn) / share) * min(bk, ks) * eb
+        slabs = min(max(stages - 1.0, 1.0), steps)
+        flight = min(tiles, units * resident) * slabs * slab
+    t_reuse = v[D_LLC_LATENCY] + reread / v[D_LLC_BW] if v[D_LLC_FED] > 0.0 else 0.0
+    smem = tile_loads if systolic else tiles * steps * c[j, C_SMEM_READS]
+    waves = np.ceil(tiles / (units * resident))
+    return compute, busy, reject, mt, nt, ks, reread, flight, t_reuse, smem, waves, tiles, resident
+
+
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def grouped(v: Any, c: Any, j: int, common: Any, bm: float, s: float, g: float, b: float, mm: float, nn: float,
+            kk: float, eb: float, compulsory: float) -> Any:
+    """``element`` from its group-free terms ``common`` (``shared``) and the raster group ``g``."""
+    compute, busy, reject, mt, nt, ks, reread, flight, t_reuse, smem, waves, tiles, resident = common
     if v[D_LLC_FED] == 0.0:
-        dram = compulsory + tile_loads - b * eb * (mm * kk + kk * nn) + partials
+        dram = reread
         reuse = 0.0
     else:
         a_reads = 1.0 if min(g, mt) * bm * ks * eb <= v[D_LLC_HALF] else nt
         b_reads = 1.0 if ks * nn * eb <= v[D_LLC_HALF] else np.ceil(mt / g)
         dram = compulsory + b * eb * (mm * kk * (a_reads - 1.0) + kk * nn * (b_reads - 1.0))
-        reuse = compulsory + tile_loads - b * eb * (mm * kk + kk * nn) + partials
+        reuse = reread
     if v[D_IN_FLIGHT] > 0.0:
         hit = 1.0 - min(dram / max(reuse, 1.0), 1.0) if reuse > 0.0 else 0.0
-        slab = (min(bm, mm) + min(bn, nn) / share) * min(bk, ks) * eb
-        slabs = min(max(stages - 1.0, 1.0), steps)
-        flight = min(tiles, units * resident) * slabs * slab
         loads = in_flight(flight, hit, v[D_DRAM_LATENCY], v[D_DRAM_PEAK_BW], v[D_LLC_LATENCY], v[D_LOADED_LATENCY])
         t_dram = v[D_DRAM_LATENCY] + dram / min(v[D_DRAM_BW], max((1.0 - hit) * loads, 1e-30))
     else:
         t_dram = v[D_DRAM_LATENCY] + dram / (v[D_DRAM_BW] * busy)
-    t_reuse = v[D_LLC_LATENCY] + reuse / v[D_LLC_BW] if v[D_LLC_FED] > 0.0 else 0.0
     body = max(max(compute, t_dram), t_reuse)
     judged = body + (v[D_OVERHEAD] if s > 1.0 else 0.0)
     if reject > 0.0:
         judged = np.inf
-    smem = tile_loads if systolic else tiles * steps * c[j, C_SMEM_READS]
-    waves = np.ceil(tiles / (units * resident))
     return (compute, t_dram, t_reuse, body, judged, dram, reuse, smem, c[j, C_FOOTPRINT], resident, waves, tiles,
             busy, reject)
+
+
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: float, g: float, b: float, mm: float,
+            nn: float, kk: float, eb: float, compulsory: float) -> Any:
+    """Every figure of candidate ``j`` (row ``j`` of the table ``c``) for one GEMM, as ``gemm_costs``."""
+    common = shared(v, c, j, bm, bn, stages, s, b, mm, nn, kk, eb, compulsory)
+    return grouped(v, c, j, common, bm, s, g, b, mm, nn, kk, eb, compulsory)
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -284,23 +306,30 @@ def best(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any,
 
 
 @numba.njit(cache=True, error_model="numpy")
-def search(v: Any, c: Any, bm: Any, bn: Any, stages: Any, split: Any, group: Any, b: float, m: float, n: float,
-           k: float, eb: float, compulsory: float, caps: Any, footprint_group: Any, groups: int, kept: Any,
+def search(v: Any, c: Any, bm: Any, bn: Any, bk_bytes: Any, stages: Any, split: Any, group: Any, b: float, m: float,
+           n: float, k: float, eb: float, compulsory: float, caps: Any, footprint_group: Any, groups: int, kept: Any,
            judged: Any, footprint: Any, waves: Any, reject_counts: Any, front: Any) -> tuple[int, int]:
     """One GEMM against a whole space (``c``: its ``fill_candidates`` table): prune (a tile beyond ``caps``
     = (M, N, K-step) caps, split-K slices shorter than a K-step), cost the rest, count rejects by reason
     and find the (time, footprint) Pareto front. Writes the kept candidates' space index, time, footprint
-    and waves; returns (kept, front size)."""
+    and waves; returns (kept, front size). Candidates that differ only in raster group (consecutive in
+    ``full_space``) share their group-free terms (``shared``), computed once."""
     group_best = np.full(groups, np.inf)
     group_winner = np.zeros(groups, dtype=np.int64)
     count = 0
+    last = -1  # the last candidate whose group-free terms were computed
+    common = shared(v, c, 0, bm[0], bn[0], stages[0], split[0], b, m, n, k, eb, compulsory)
     for j in range(bm.size):
         bk = c[j, C_BK]
         if bm[j] > caps[0] or bn[j] > caps[1] or bk > caps[2]:
             continue
         if split[j] != 1.0 and not np.ceil(k / split[j]) >= bk:
             continue
-        r = element(v, c, j, bm[j], bn[j], stages[j], split[j], group[j], b, m, n, k, eb, compulsory)
+        if last < 0 or not (bm[j] == bm[last] and bn[j] == bn[last] and bk_bytes[j] == bk_bytes[last]
+                            and stages[j] == stages[last] and split[j] == split[last]):
+            common = shared(v, c, j, bm[j], bn[j], stages[j], split[j], b, m, n, k, eb, compulsory)
+            last = j
+        r = grouped(v, c, j, common, bm[j], split[j], group[j], b, m, n, k, eb, compulsory)
         kept[count] = j
         judged[count] = r[4]
         footprint[count] = r[8]
