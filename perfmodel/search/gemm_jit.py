@@ -172,18 +172,22 @@ def shared(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: float
 
 
 @numba.njit(inline="always", cache=True, error_model="numpy")
-def grouped(v: Any, c: Any, j: int, common: Any, bm: float, s: float, g: float, b: float, mm: float, nn: float,
-            kk: float, eb: float, compulsory: float) -> Any:
-    """``element`` from its group-free terms ``common`` (``shared``) and the raster group ``g``."""
-    compute, busy, reject, mt, nt, ks, reread, flight, t_reuse, smem, waves, tiles, resident = common
+def group_dram(v: Any, common: Any, bm: float, g: float, b: float, mm: float, nn: float, kk: float, eb: float,
+               compulsory: float) -> float:
+    """DRAM bytes of ``element`` for raster group ``g`` from its group-free terms ``common`` (``shared``)."""
+    mt, nt, ks, reread = common[3], common[4], common[5], common[6]
     if v[D_LLC_FED] == 0.0:
-        dram = reread
-        reuse = 0.0
-    else:
-        a_reads = 1.0 if min(g, mt) * bm * ks * eb <= v[D_LLC_HALF] else nt
-        b_reads = 1.0 if ks * nn * eb <= v[D_LLC_HALF] else np.ceil(mt / g)
-        dram = compulsory + b * eb * (mm * kk * (a_reads - 1.0) + kk * nn * (b_reads - 1.0))
-        reuse = reread
+        return float(reread)
+    a_reads = 1.0 if min(g, mt) * bm * ks * eb <= v[D_LLC_HALF] else nt
+    b_reads = 1.0 if ks * nn * eb <= v[D_LLC_HALF] else np.ceil(mt / g)
+    return float(compulsory + b * eb * (mm * kk * (a_reads - 1.0) + kk * nn * (b_reads - 1.0)))
+
+
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def grouped(v: Any, c: Any, j: int, common: Any, dram: float, s: float) -> Any:
+    """``element`` from its group-free terms ``common`` (``shared``) and its DRAM bytes (``group_dram``)."""
+    compute, busy, reject, mt, nt, ks, reread, flight, t_reuse, smem, waves, tiles, resident = common
+    reuse = 0.0 if v[D_LLC_FED] == 0.0 else reread
     if v[D_IN_FLIGHT] > 0.0:
         hit = 1.0 - min(dram / max(reuse, 1.0), 1.0) if reuse > 0.0 else 0.0
         loads = in_flight(flight, hit, v[D_DRAM_LATENCY], v[D_DRAM_PEAK_BW], v[D_LLC_LATENCY], v[D_LOADED_LATENCY])
@@ -203,7 +207,7 @@ def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: floa
             nn: float, kk: float, eb: float, compulsory: float) -> Any:
     """Every figure of candidate ``j`` (row ``j`` of the table ``c``) for one GEMM, as ``gemm_costs``."""
     common = shared(v, c, j, bm, bn, stages, s, b, mm, nn, kk, eb, compulsory)
-    return grouped(v, c, j, common, bm, s, g, b, mm, nn, kk, eb, compulsory)
+    return grouped(v, c, j, common, group_dram(v, common, bm, g, b, mm, nn, kk, eb, compulsory), s)
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -313,12 +317,15 @@ def search(v: Any, c: Any, bm: Any, bn: Any, bk_bytes: Any, stages: Any, split: 
     = (M, N, K-step) caps, split-K slices shorter than a K-step), cost the rest, count rejects by reason
     and find the (time, footprint) Pareto front. Writes the kept candidates' space index, time, footprint
     and waves; returns (kept, front size). Candidates that differ only in raster group (consecutive in
-    ``full_space``) share their group-free terms (``shared``), computed once."""
+    ``full_space``) share their group-free terms (``shared``), computed once, and their figures when their DRAM
+    bytes are equal too (a device without an L2 feeding the tiles, a panel that fits the L2)."""
     group_best = np.full(groups, np.inf)
     group_winner = np.zeros(groups, dtype=np.int64)
     count = 0
     last = -1  # the last candidate whose group-free terms were computed
     common = shared(v, c, 0, bm[0], bn[0], stages[0], split[0], b, m, n, k, eb, compulsory)
+    r = grouped(v, c, 0, common, 0.0, split[0])
+    last_dram = np.nan  # the DRAM bytes ``r`` was figured for (NaN: none yet for these terms)
     for j in range(bm.size):
         bk = c[j, C_BK]
         if bm[j] > caps[0] or bn[j] > caps[1] or bk > caps[2]:
@@ -329,7 +336,11 @@ def search(v: Any, c: Any, bm: Any, bn: Any, bk_bytes: Any, stages: Any, split: 
                             and stages[j] == stages[last] and split[j] == split[last]):
             common = shared(v, c, j, bm[j], bn[j], stages[j], split[j], b, m, n, k, eb, compulsory)
             last = j
-        r = grouped(v, c, j, common, bm[j], split[j], group[j], b, m, n, k, eb, compulsory)
+            last_dram = np.nan
+        dram = group_dram(v, common, bm[j], group[j], b, m, n, k, eb, compulsory)
+        if not dram == last_dram:  # the same terms and DRAM bytes give the same figures (the raster group is
+            r = grouped(v, c, j, common, dram, split[j])  # in no other term)
+            last_dram = dram
         kept[count] = j
         judged[count] = r[4]
         footprint[count] = r[8]
