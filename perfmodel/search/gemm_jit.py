@@ -186,7 +186,7 @@ def group_dram(v: Any, common: Any, bm: float, g: float, b: float, mm: float, nn
 @numba.njit(inline="always", cache=True, error_model="numpy")
 def grouped(v: Any, c: Any, j: int, common: Any, dram: float, s: float) -> Any:
     """``element`` from its group-free terms ``common`` (``shared``) and its DRAM bytes (``group_dram``)."""
-    compute, busy, reject, mt, nt, ks, reread, flight, t_reuse, smem, waves, tiles, resident = common
+    compute, busy, reject, _mt, _nt, _ks, reread, flight, t_reuse, smem, waves, tiles, resident = common
     reuse = 0.0 if v[D_LLC_FED] == 0.0 else reread
     if v[D_IN_FLIGHT] > 0.0:
         hit = 1.0 - min(dram / max(reuse, 1.0), 1.0) if reuse > 0.0 else 0.0
@@ -338,7 +338,7 @@ def search(v: Any, c: Any, bm: Any, bn: Any, bk_bytes: Any, stages: Any, split: 
             last = j
             last_dram = np.nan
         dram = group_dram(v, common, bm[j], group[j], b, m, n, k, eb, compulsory)
-        if not dram == last_dram:  # the same terms and DRAM bytes give the same figures (the raster group is
+        if dram != last_dram:  # the same terms and DRAM bytes give the same figures (the raster group is
             r = grouped(v, c, j, common, dram, split[j])  # in no other term)
             last_dram = dram
         kept[count] = j
