@@ -204,10 +204,66 @@ def grouped(v: Any, c: Any, j: int, common: Any, dram: float, s: float) -> Any:
 
 @numba.njit(inline="always", cache=True, error_model="numpy")
 def element(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: float, g: float, b: float, mm: float,
-            nn: float, kk: float, eb: float, compulsory: float) -> Any:
-    """Every figure of candidate ``j`` (row ``j`` of the table ``c``) for one GEMM, as ``gemm_costs``."""
-    common = shared(v, c, j, bm, bn, stages, s, b, mm, nn, kk, eb, compulsory)
-    return grouped(v, c, j, common, group_dram(v, common, bm, g, b, mm, nn, kk, eb, compulsory), s)
+            nn: float, kk: float, eb: float, compulsory: float, r: float = 1.0) -> Any:
+    """Every figure of candidate ``j`` (row ``j`` of the table ``c``) for one GEMM, as ``gemm_costs``. Written out
+    whole for ``grid`` and ``best`` (built from ``shared`` and ``grouped`` it costs ``grid`` ~1.5x); the search
+    kernel uses the two parts, and the tests hold both to numpy's figures."""
+    systolic = v[D_SYSTOLIC] > 0.0
+    units = v[D_UNITS]
+    bk = c[j, C_BK]
+    resident = c[j, C_RESIDENT]
+    mt = np.ceil(mm / bm)
+    nt = np.ceil(nn / bn)
+    ks = np.ceil(kk / s)
+    steps = np.ceil(ks / bk)
+    tiles = b * mt * nt * s
+    reject = c[j, C_REJECT]
+    if reject == 0.0 and s > 1.0 and ks < bk:
+        reject = 4.0
+    if reject == 0.0 and c[j, C_GRANULAR] > 0.0:
+        reject = 5.0
+
+    compute_step = c[j, C_COMPUTE_STEP]
+    active = min(tiles, units)
+    busy = min(max(tiles / (units * v[D_BLOCKS_PER_UNIT]), 1.0 / units), 1.0)
+    share = min(v[D_SHARING], mt)  # tiles along M that share one load of their B panel
+    load_step = (bm + bn * r / share) * bk * eb / (v[D_LOAD_BW] / max(active, 1.0))
+    if systolic:
+        step = max(compute_step, load_step) if stages > 1.0 else compute_step + load_step
+    else:
+        step = max(max(compute_step, load_step), c[j, C_SMEM_STEP])
+    per_step = max(step, c[j, C_HIDDEN]) if stages > 1.0 else step + c[j, C_UNBUFFERED]
+    t_tile = steps * per_step
+    partials = 2.0 * s * b * mm * nn * 4.0 if s > 1.0 else 0.0
+    compute = np.ceil(tiles / units) * t_tile + v[D_FILL] + partials / v[D_REDUCE_BW]
+
+    tile_loads = b * eb * (mm * kk * nt + kk * nn * r * np.ceil(mt / share))
+    if v[D_LLC_FED] == 0.0:
+        dram = compulsory + tile_loads - b * eb * (mm * kk + kk * nn * r) + partials
+        reuse = 0.0
+    else:
+        a_reads = 1.0 if min(g, mt) * bm * ks * eb <= v[D_LLC_HALF] else nt
+        b_reads = 1.0 if ks * nn * eb * r <= v[D_LLC_HALF] else np.ceil(mt / g)
+        dram = compulsory + b * eb * (mm * kk * (a_reads - 1.0) + kk * nn * r * (b_reads - 1.0))
+        reuse = compulsory + tile_loads - b * eb * (mm * kk + kk * nn * r) + partials
+    if v[D_IN_FLIGHT] > 0.0:
+        hit = 1.0 - min(dram / max(reuse, 1.0), 1.0) if reuse > 0.0 else 0.0
+        slab = (min(bm, mm) + min(bn, nn) * r / share) * min(bk, ks) * eb
+        slabs = min(max(stages - 1.0, 1.0), steps)
+        flight = min(tiles, units * resident) * slabs * slab
+        loads = in_flight(flight, hit, v[D_DRAM_LATENCY], v[D_DRAM_PEAK_BW], v[D_LLC_LATENCY], v[D_LOADED_LATENCY])
+        t_dram = v[D_DRAM_LATENCY] + dram / min(v[D_DRAM_BW], max((1.0 - hit) * loads, 1e-30))
+    else:
+        t_dram = v[D_DRAM_LATENCY] + dram / (v[D_DRAM_BW] * busy)
+    t_reuse = v[D_LLC_LATENCY] + reuse / v[D_LLC_BW] if v[D_LLC_FED] > 0.0 else 0.0
+    body = max(max(compute, t_dram), t_reuse)
+    judged = body + (v[D_OVERHEAD] if s > 1.0 and r >= 1.0 else 0.0)
+    if reject > 0.0:
+        judged = np.inf
+    smem = tile_loads if systolic else tiles * steps * c[j, C_SMEM_READS]
+    waves = np.ceil(tiles / (units * resident))
+    return (compute, t_dram, t_reuse, body, judged, dram, reuse, smem, c[j, C_FOOTPRINT], resident, waves, tiles,
+            busy, reject)
 
 
 @numba.njit(cache=True, error_model="numpy")
