@@ -1,5 +1,6 @@
-"""The compiled ``best`` kernel skips candidates whose compute floor exceeds the best time so far: its choices and
-figures stay numpy's (the reference) to the bit, over many shapes, devices and the degenerate ops it scans plainly."""
+"""The compiled kernels' shortcuts keep numpy's answers (the reference) to the bit: ``best`` skips candidates whose
+compute floor exceeds the best time so far (many shapes, devices, and the degenerate ops it scans plainly); the search
+kernel shares group-free terms across raster-group variants."""
 
 from __future__ import annotations
 
@@ -80,3 +81,24 @@ def test_degenerate_ops_take_the_plain_scan_with_numpys_answer(monkeypatch: pyte
                                          one * t.matrix_peak[4], one)
     footprint = (space.bm + space.bn) * np.maximum(np.ceil(space.bk_bytes / 2.0 / t.mma_k) * t.mma_k, t.mma_k) * 2.0
     assert list(bounded) == [int(np.argmin(footprint * space.stages))] * m.size
+
+
+@pytest.mark.parametrize("device", ["nvidia-h100-sxm5-80gb", "amd-mi300x", "google-tpu-v5p", "intel-gaudi2",
+                                    "intel-xeon-platinum-8480"])
+@pytest.mark.parametrize("shape", [(1, 8192, 8192, 8192), (1, 1, 4096, 4096), (4, 333, 1000, 2048),
+                                   (1, 128, 128, 1 << 20)])
+def test_search_scoring_shares_group_free_terms_with_numpys_figures(device: str, shape: tuple[int, ...]) -> None:
+    """The search kernel computes a candidate's group-free terms once per run of raster-group variants and reuses a
+    variant's figures when its DRAM bytes repeat: every kept candidate's time, footprint and waves, the rejects and
+    the front stay ``score_numpy``'s."""
+    from perfmodel.search.gemm_scoring import prune, score_compiled, score_numpy
+
+    t = tables(perfmodel.load_hardware(device))
+    space = full_space(t)
+    b, m, n, k = (float(x) for x in shape)
+    args = (b, m, n, k, 2.0, float(t.matrix_peak[t.matrix_peak > 0][0]), 2.0 * b * (m * k + k * n + m * n))
+    keep = prune(space, m, n, k, 2.0, t)
+    fast, reference = score_compiled(t, space, *args), score_numpy(t, space, keep, space.size - keep.size, *args)
+    for name in ("keep", "judged_s", "footprint_bytes", "waves", "front"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(reference, name), err_msg=name)
+    assert (fast.rejected, fast.pruned) == (reference.rejected, reference.pruned)
