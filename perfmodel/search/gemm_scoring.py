@@ -163,9 +163,9 @@ def score_compiled(t: MachineTables, space: GemmCandidates, b: float, m: float, 
     judged, footprint, waves = np.empty(size), np.empty(size), np.empty(size)
     reject = np.zeros(len(REJECT_REASONS), dtype=np.int64)
     front = np.empty(tab.groups, dtype=np.intp)
-    count, on_front = gemm_jit.search(v, tab.terms, space.bm, space.bn, space.stages, space.split, space.group, b,
-                                      m, n, k, elem, compulsory, caps, tab.footprint_group, tab.groups, kept, judged,
-                                      footprint, waves, reject, front, b_ratio)
+    count, on_front = gemm_jit.search(v, tab.terms, space.bm, space.bn, space.bk_bytes, space.stages, space.split,
+                                      space.group, b, m, n, k, elem, compulsory, caps, tab.footprint_group, tab.groups,
+                                      kept, judged, footprint, waves, reject, front, b_ratio)
     rejected = {REJECT_REASONS[r]: int(reject[r]) for r in range(1, len(REJECT_REASONS)) if reject[r] > 0}
     return GemmScores(kept[:count], judged[:count], footprint[:count], waves[:count], rejected, front[:on_front],
                       size - count)
