@@ -116,3 +116,16 @@ def test_the_cli_shows_the_uncalibrated_interval() -> None:
                                                        "dtype": "fp16"})
     line = next(line for line in render_cost(cost).splitlines() if line.strip().startswith("interval"))
     assert "uncalibrated" in line and "10-90 %" in line
+
+
+def test_device_coverage_weighs_each_held_out_device_the_same() -> None:
+    # a big device inside the others' band, a small one outside it: the row share follows the big one,
+    # the device share is the mean of the devices' own shares
+    rng = np.random.default_rng(2)
+    ratio = np.concatenate([rng.uniform(0.9, 1.1, 100), rng.uniform(0.9, 1.1, 100), rng.uniform(0.9, 1.1, 1000),
+                            np.full(10, 5.0)])
+    devices = ["a"] * 100 + ["b"] * 100 + ["big"] * 1000 + ["small"] * 10
+    band = build_bands(ratio, ["matmul"] * ratio.size, devices)["matmul"]
+    assert band.coverage is not None and band.device_coverage is not None
+    assert band.coverage > 0.6  # the big device's rows dominate the row share
+    assert band.device_coverage < band.coverage - 0.1  # the small device's 0 % counts as a quarter
