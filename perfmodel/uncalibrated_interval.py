@@ -93,11 +93,55 @@ def device_balanced_band(ratio: FloatArray, devices: Sequence[str]) -> tuple[flo
     return float(np.exp(low)), float(np.exp(high))
 
 
+def device_shifts(log_ratio: FloatArray, classes: Sequence[str], devices: Sequence[str]
+                  ) -> tuple[FloatArray, FloatArray]:
+    """How far a device's median lands from the other devices' mean, per (class, device) cell, in one device's spread.
+
+    For a class on K >= 2 devices with medians m_d, each d gives m_d - mean(m_others) (variance sigma^2 K / (K - 1)
+    if the device effects have variance sigma^2), times sqrt((K - 1) / K): a draw of the device effect. Returns the
+    draws and their weights (1 / K: every class weighs the same).
+    """
+    cls, dev = np.asarray(classes), np.asarray(devices)
+    draws: list[float] = []
+    weights: list[float] = []
+    for name in sorted(set(cls.tolist())):
+        mine = cls == name
+        medians = np.array([np.median(log_ratio[mine & (dev == d)]) for d in sorted(set(dev[mine].tolist()))])
+        k = medians.size
+        if k < 2:
+            continue
+        others = (medians.sum() - medians) / (k - 1)
+        draws += ((medians - others) * np.sqrt((k - 1) / k)).tolist()
+        weights += [1.0 / k] * k
+    return np.array(draws), np.array(weights)
+
+
+def shifted_band(log_ratio: FloatArray, devices: Sequence[str], shifts: FloatArray, shift_weights: FloatArray,
+                 own: FloatArray) -> tuple[float, float]:
+    """The QUANTILES of a class's device-balanced log ratios plus a device effect for a device not among its K.
+
+    The class's K devices spread their medians as sigma^2 (K - 1) / K about their mean; a new device lands
+    sigma^2 (1 + 1 / K) from it. The missing variance, 2 sigma^2 / K, is added as ``shifts`` (the pooled draws,
+    ``device_shifts``) times sqrt(2 / K), rescaled to this class's own spread shrunk to the pooled one with one
+    pseudo-device (sigma_c^2 = (sigma_0^2 + (K - 1) s_c^2) / K; ``own``: the class's own draws).
+    """
+    _, inverse, counts = np.unique(np.asarray(devices), return_inverse=True, return_counts=True)
+    k = counts.size
+    pooled_var = float(np.sum(shift_weights * shifts**2) / np.sum(shift_weights))
+    class_var = (pooled_var + (k - 1) * float(np.mean(own**2))) / k
+    scale = np.sqrt(2.0 / k * class_var / pooled_var) if pooled_var > 0 else 0.0
+    total = (shifts[:, None] * scale + log_ratio[None, :]).ravel()
+    weights = (shift_weights[:, None] * (1.0 / counts[inverse])[None, :]).ravel()
+    low, high = weighted_quantiles(total, weights, QUANTILES)
+    return float(np.exp(low)), float(np.exp(high))
+
+
 def class_band(ratio: FloatArray, classes: Sequence[str], devices: Sequence[str], name: str,
                left_out: np.ndarray[Any, np.dtype[np.bool_]] | None = None) -> tuple[float, float, int] | None:
     """The band of class ``name`` from the rows not ``left_out``, and how many devices it rests on (None: no rows).
 
-    A class measured on fewer than MIN_DEVICES devices cannot show how far devices differ: its band is widened
+    A class on at least MIN_DEVICES devices: its device-balanced log ratios plus the device effect its K devices
+    do not show (``shifted_band``). One measured on fewer cannot show how far devices differ: its band is widened
     to cover the band pooled over all classes as well (the union of the two).
     """
     cls, dev = np.asarray(classes), np.asarray(devices)
@@ -107,7 +151,12 @@ def class_band(ratio: FloatArray, classes: Sequence[str], devices: Sequence[str]
         return None
     low, high = device_balanced_band(ratio[mine], dev[mine].tolist())
     count = len(set(dev[mine].tolist()))
-    if count < MIN_DEVICES and name != POOLED:
+    if count >= MIN_DEVICES and name != POOLED:
+        log_ratio = np.log(ratio)
+        shifts, weights = device_shifts(log_ratio[kept], cls[kept].tolist(), dev[kept].tolist())
+        own, _ = device_shifts(log_ratio[mine], cls[mine].tolist(), dev[mine].tolist())
+        low, high = shifted_band(log_ratio[mine], dev[mine].tolist(), shifts, weights, own)
+    elif count < MIN_DEVICES and name != POOLED:
         pooled_low, pooled_high = device_balanced_band(ratio[kept], dev[kept].tolist())
         low, high = min(low, pooled_low), max(high, pooled_high)
     return low, high, count
