@@ -22,7 +22,8 @@ devices, or the other vendors' mean where none of them is of its vendor.
 
 Intervals: each prediction gets [pred·q10, pred·q90], the quantiles of measured/predicted of its class
 over the *other* folds' held-out rows, every device weighing the same (a class on fewer than three devices
-widened by the band pooled over all classes); coverage is counted on the left-out device.
+widened by the band pooled over all classes, one on more given the device effect its devices do not show:
+``uncalibrated_interval.shifted_band``); coverage is counted on the left-out device, of rows and per device.
 ``--write-intervals`` stores the per-class bands of all held-out rows, which every uncalibrated prediction
 carries (``perfmodel/uncalibrated_interval.py``).
 

@@ -4,9 +4,10 @@ Each op class has a 10-90 % band of measured / predicted time taken from the lea
 residuals of the dev set (``benchmarks/lodo.py --write-intervals`` writes the table next to this module):
 every device's rows are predicted with defaults fitted on the other devices only, and the band's
 quantiles weigh each device equally. A prediction's interval is ``time_s`` times the band of its class;
-a class without measured rows gets the band pooled over all classes (``POOLED``), and a class measured on
+a class without measured rows gets the band pooled over all classes (``POOLED``), a class measured on
 fewer than ``MIN_DEVICES`` devices the union of its band and the pooled one (one or two devices cannot show
-how far a new device lands).
+how far a new device lands), and one on more its own band plus the spread of a new device's median about its
+devices' mean that their own spread does not show (``shifted_band``, docs/model.md).
 """
 
 from __future__ import annotations
