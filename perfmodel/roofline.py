@@ -48,6 +48,13 @@ def _level_time(bytes_: FloatArray, bandwidth: float, latency_s: float, efficien
     return np.where(bytes_ > 0, latency_s + bytes_ / (bandwidth * efficiency * share), 0.0)
 
 
+# Where the loaded-latency curve reaches the loaded factor: a fixed share of peak for every part and level (the GPU
+# default's sustained DRAM share, 0.87; Mess, MICRO 2024: DRAM saturates at 70-90 % of peak), not the refitted
+# stream share, which would let a refit trade the curve's knee against the bandwidth roof (docs/model.md section 3)
+LOADED_KNEE_SHARE = 0.87
+_KNEE_DELAY = LOADED_KNEE_SHARE / (1.0 - LOADED_KNEE_SHARE)
+
+
 def _queue_delay(u: FloatArray) -> FloatArray:
     """M/M/1 mean queueing delay in service times at utilisation u (Kleinrock): u / (1 − u), u < 1."""
     return u / np.maximum(1.0 - u, 1e-12)
@@ -62,8 +69,8 @@ def _in_flight_time(work: Work, t: MachineTables, latency_s: float, bandwidth: f
     kernel's launch puts on a unit) x the bytes each thread keeps outstanding. Latency rises with utilisation
     u = bw / BW as a queue's does, flat at low load and steep near saturation (loaded-latency curves: Mess,
     MICRO 2024; Intel MLC): L = L0 · (1 + a · κ(u) / κ(s)), κ(u) = u / (1 − u) (M/M/1), a = loaded factor − 1,
-    so the latency is the loaded factor times idle at the sustained share s (``stream_dram_efficiency``) and
-    (1 + a · κ(u)/κ(s)) below it (docs/model.md section 3). A share ``hit`` of the loads is served by the
+    so the latency is the loaded factor times idle at s = ``LOADED_KNEE_SHARE`` of peak and (1 + a · κ(u)/κ(s))
+    below it (docs/model.md section 3). A share ``hit`` of the loads is served by the
     last-level cache (warm, partly resident): their round trip is the LLC's, loaded by the LLC's own utilisation
     h·bw/BWc the same way, L = h·Lc·g(h·bw/BWc) + (1−h)·L0·g((1−h)·bw/BW); F = bw · L(bw) is solved for bw by
     bisection (L rises with bw). A kernel whose threads keep few bytes in flight cannot reach the bandwidth
@@ -81,8 +88,8 @@ def _in_flight_time(work: Work, t: MachineTables, latency_s: float, bandwidth: f
     a = max(d.loaded_latency_factor - 1.0, 0.0)
     lat0 = max(latency_s, 1e-12)
     lin = np.maximum(h * llc_latency_s + (1.0 - h) * latency_s, 1e-12)
-    c_dram = (1.0 - h) * lat0 * a / float(_queue_delay(np.asarray(min(d.stream_dram, 0.99)))) * np.ones(work.n)
-    c_llc = h * llc_latency_s * a / float(_queue_delay(np.asarray(min(d.onchip_efficiency, 0.99))))
+    c_dram = (1.0 - h) * lat0 * a / _KNEE_DELAY
+    c_llc = h * llc_latency_s * a / _KNEE_DELAY
     chained = work.index_sector_elements > 0
     if chained.any():  # a gather's index -> row chain (docs/model.md section 3): cold index sectors, then rows
         cold = np.minimum(1.0, resident / np.maximum(work.index_sector_elements, 1.0))
