@@ -48,34 +48,19 @@ def _level_time(bytes_: FloatArray, bandwidth: float, latency_s: float, efficien
     return np.where(bytes_ > 0, latency_s + bytes_ / (bandwidth * efficiency * share), 0.0)
 
 
-# Where the loaded-latency curve reaches the loaded factor: a fixed share of peak for every part and level (the GPU
-# default's sustained DRAM share, 0.87; Mess, MICRO 2024: DRAM saturates at 70-90 % of peak), not the refitted
-# stream share, which would let a refit trade the curve's knee against the bandwidth roof (docs/model.md section 3)
-LOADED_KNEE_SHARE = 0.87
-_KNEE_DELAY = LOADED_KNEE_SHARE / (1.0 - LOADED_KNEE_SHARE)
-
-
-def _queue_delay(u: FloatArray) -> FloatArray:
-    """M/M/1 mean queueing delay in service times at utilisation u (Kleinrock): u / (1 − u), u < 1."""
-    return u / np.maximum(1.0 - u, 1e-12)
-
-
 def _in_flight_time(work: Work, t: MachineTables, latency_s: float, bandwidth: float,
                     hit: FloatArray | None = None, llc_latency_s: float = 0.0, llc_bandwidth: float = 1.0,
                     dram_bytes: FloatArray | None = None) -> FloatArray:
     """Little's law: bandwidth = bytes in flight / latency, with latency rising under load.
 
     Bytes in flight F = resident threads (capped by units x resident threads per unit, or by what the
-    kernel's launch puts on a unit) x the bytes each thread keeps outstanding. Latency rises with utilisation
-    u = bw / BW as a queue's does, flat at low load and steep near saturation (loaded-latency curves: Mess,
-    MICRO 2024; Intel MLC): L = L0 · (1 + a · κ(u) / κ(s)), κ(u) = u / (1 − u) (M/M/1), a = loaded factor − 1,
-    so the latency is the loaded factor times idle at s = ``LOADED_KNEE_SHARE`` of peak and (1 + a · κ(u)/κ(s))
-    below it (docs/model.md section 3). A share ``hit`` of the loads is served by the
-    last-level cache (warm, partly resident): their round trip is the LLC's, loaded by the LLC's own utilisation
-    h·bw/BWc the same way, L = h·Lc·g(h·bw/BWc) + (1−h)·L0·g((1−h)·bw/BW); F = bw · L(bw) is solved for bw by
-    bisection (L rises with bw). A kernel whose threads keep few bytes in flight cannot reach the bandwidth
-    roof, however large the tensor. Returns the time after the first round trip (whose latency is
-    h·Lc + (1−h)·L0). ``dram_bytes``: ``work.dram_bytes`` where the caller has it.
+    kernel's launch puts on a unit) x the bytes each thread keeps outstanding. Latency grows linearly with
+    utilisation, L = L0 · (1 + a · bw / BW) with a = loaded factor − 1. A share ``hit`` of the loads is served
+    by the last-level cache (warm, partly resident): their round trip is the LLC's, loaded by the LLC's own
+    utilisation, L = h·Lc·(1 + a·h·bw/BWc) + (1−h)·L0·(1 + a·(1−h)·bw/BW), so the achieved bandwidth solves
+    A·bw² + B·bw − F = 0 with A = a·(h²·Lc/BWc + (1−h)²·L0/BW), B = h·Lc + (1−h)·L0. A kernel whose threads
+    keep few bytes in flight cannot reach the bandwidth roof, however large the tensor. Returns the time after
+    the first round trip (whose latency is B). ``dram_bytes``: ``work.dram_bytes`` where the caller has it.
     """
     if t.hardware.kind != "gpu":
         return np.zeros(work.n)
@@ -84,30 +69,16 @@ def _in_flight_time(work: Work, t: MachineTables, latency_s: float, bandwidth: f
     per_unit = np.where(cap > 0, np.minimum(cap, t.resident_threads_per_unit), t.resident_threads_per_unit)
     resident = np.minimum(work.threads, t.units * per_unit)
     in_flight = resident * work.bytes_per_thread
-    d = t.defaults
-    a = max(d.loaded_latency_factor - 1.0, 0.0)
-    lat0 = max(latency_s, 1e-12)
+    a = max(t.defaults.loaded_latency_factor - 1.0, 1e-9)
+    quad = a * (h * h * llc_latency_s / llc_bandwidth + (1.0 - h) ** 2 * max(latency_s, 1e-12) / bandwidth)
     lin = np.maximum(h * llc_latency_s + (1.0 - h) * latency_s, 1e-12)
-    c_dram = (1.0 - h) * lat0 * a / _KNEE_DELAY
-    c_llc = h * llc_latency_s * a / _KNEE_DELAY
     chained = work.index_sector_elements > 0
     if chained.any():  # a gather's index -> row chain (docs/model.md section 3): cold index sectors, then rows
         cold = np.minimum(1.0, resident / np.maximum(work.index_sector_elements, 1.0))
         lin = np.where(chained, lin + cold * latency_s, lin)
-        c_dram = np.where(chained, 0.0, c_dram)  # its round trips at the first-byte latency, unlifted
-        c_llc = np.where(chained, 0.0, c_llc)
-    x_dram = (1.0 - h) / bandwidth  # utilisation per byte/s of loads
-    x_llc = h / max(llc_bandwidth, 1e-30)
-    # bw · L(bw) = F: L(bw) ≥ lin bounds bw by F / lin, and each loaded queue below its pole 1 / x
-    hi = np.minimum(in_flight / lin, 1.0 / np.maximum(np.maximum(x_dram, x_llc), 1e-30))
-    lo = np.zeros(work.n)
-    for _ in range(48):
-        mid = 0.5 * (lo + hi)
-        lat = lin + c_dram * _queue_delay(x_dram * mid) + c_llc * _queue_delay(x_llc * mid)
-        over = mid * lat > in_flight
-        hi = np.where(over, mid, hi)
-        lo = np.where(over, lo, mid)
-    achieved = 0.5 * (lo + hi)
+        quad = np.where(chained, 0.0, quad)  # its round trips at the first-byte latency, unlifted
+    # the stable root 2F / (B + sqrt(B² + 4AF)) of A·bw² + B·bw − F = 0
+    achieved = 2.0 * in_flight / (lin + np.sqrt(lin * lin + 4.0 * quad * in_flight))
     rest = np.maximum((work.dram_bytes if dram_bytes is None else dram_bytes) - in_flight, 0.0)
     return np.where(in_flight > 0, rest / np.maximum(achieved, 1e-30), 0.0)
 
