@@ -141,6 +141,8 @@ def _distinct(dicts: Sequence[Mapping[str, Any]]) -> tuple[list[int], IntArray] 
         return None
     seen: dict[bytes, int] = {}
     inverse = [seen.setdefault(key, len(seen)) for key in keys]  # numbered in order of first appearance
+    if len(seen) == len(keys):  # no dict repeats: nothing to merge (the plain way checks every row anyway)
+        return None
     codes = np.array(inverse, dtype=np.intp)
     new = np.ones(codes.size, dtype=bool)  # a row whose number exceeds every earlier one's is its dict's first
     new[1:] = codes[1:] > np.maximum.accumulate(codes)[:-1]
@@ -174,8 +176,9 @@ def _predict_dicts(dicts: Sequence[Mapping[str, Any]], hardware: HardwareLike, t
     for kind, rows in groups.items():
         cls = op_class(kind)
         picked = [dicts[i] for i in rows]
+        # ``make_op`` without its two copies of each dict (``_build`` skips the ``kind`` key): the same op or error
         ops: OpColumns | list[Op] = (from_dicts(cls, picked) if cls.columnar
-                                     else [make_op(d) for d in picked])  # type: ignore[arg-type]
+                                     else [cls._build(d if d.__class__ is dict else dict(d)) for d in picked])
         parts.append((ops, np.array(rows, dtype=np.intp)))
     return _predict(hardware, parts, len(dicts), timing, warm_cache, defaults, space)
 
