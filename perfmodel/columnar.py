@@ -26,6 +26,7 @@ from perfmodel.machine import tables
 from perfmodel.ops import Op, OpError, Work, make_op, op_class, op_kinds
 from perfmodel.ops.base import FloatArray, OpColumns
 from perfmodel.ops.columns import factorize, from_arrays, from_dicts, row_op
+from perfmodel.ops.field_rows import build_ops
 from perfmodel.roofline import HardwareLike, SpaceName, Timing, evaluate, resolve_hardware
 from perfmodel.search import choice_memo
 from perfmodel.search.gemm_space import compact_space, full_space
@@ -176,9 +177,7 @@ def _predict_dicts(dicts: Sequence[Mapping[str, Any]], hardware: HardwareLike, t
     for kind, rows in groups.items():
         cls = op_class(kind)
         picked = [dicts[i] for i in rows]
-        # ``make_op`` without its two copies of each dict (``_build`` skips the ``kind`` key): the same op or error
-        ops: OpColumns | list[Op] = (from_dicts(cls, picked) if cls.columnar
-                                     else [cls._build(d if d.__class__ is dict else dict(d)) for d in picked])
+        ops: OpColumns | list[Op] = from_dicts(cls, picked) if cls.columnar else build_ops(cls, picked)
         parts.append((ops, np.array(rows, dtype=np.intp)))
     return _predict(hardware, parts, len(dicts), timing, warm_cache, defaults, space)
 
