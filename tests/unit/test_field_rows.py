@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import sys
+import random
 from collections import OrderedDict
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,8 +12,23 @@ import pytest
 from perfmodel.ops import OpError, make_op, op_class
 from perfmodel.ops.field_rows import build_ops, field_rows
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from predict_speed import _distinct_mix, mixed_ops
+
+def _mix(count: int, seed: int) -> list[dict[str, Any]]:
+    """Distinct dicts of several kinds (columnar and not, embedding's renamed fields, an optional pass)."""
+    rng = random.Random(seed)
+    kinds: list[Callable[[int], dict[str, Any]]] = [
+        lambda i: {"kind": "matmul", "m": 1 + i, "n": 64, "k": rng.choice([64, 128.0]), "dtype": "bf16"},
+        lambda i: {"kind": "attention", "batch": 1 + i, "heads": 8, "kv_heads": 8, "seq_q": 128, "seq_kv": 512,
+                   "head_dim": 64, "causal": rng.random() < 0.5, "dtype": "fp16"},
+        lambda i: {"kind": "conv2d", "batch": 1 + i, "in_channels": 8, "out_channels": 16, "height": 14,
+                   "width": 14, "kernel_h": 3, "kernel_w": 3, "padding": 1, "dtype": "fp16", "pass": "backward"},
+        lambda i: {"kind": "elementwise", "shape": [1 + i, 256], "inputs": 2, "dtype": "fp32"},
+        lambda i: {"kind": "embedding", "num_embeddings": 1000, "embedding_dim": 64, "num_indices": 1 + i,
+                   "dtype": "bf16"},
+        lambda i: {"kind": "allreduce", "bytes": 1e4 + i, "devices": 8},
+        lambda i: {"kind": "rmsnorm", "shape": [1 + i, 4096], "dtype": "bf16"},
+    ]
+    return [rng.choice(kinds)(i) for i in range(count)]
 
 
 def _by_kind(dicts: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -24,7 +39,7 @@ def _by_kind(dicts: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 
 
 def test_same_ops_and_values_as_row_by_row() -> None:
-    dicts = _distinct_mix(mixed_ops(800, seed=3))
+    dicts = _mix(700, seed=3)
     dicts[5] = {k: dicts[5][k] for k in reversed(list(dicts[5]))}  # another key order: another group
     for kind, group in _by_kind(dicts).items():
         cls = op_class(kind)
@@ -53,10 +68,14 @@ def test_bad_row_raises_make_ops_error(bad: dict[str, Any]) -> None:
 
 
 def test_missing_required_field_named() -> None:
-    group = [{"kind": "conv2d", "batch": 1, "in_channels": 8, "out_channels": 8, "height": 8, "width": 8}] * 3
-    group = [*group, {"kind": "conv2d", "batch": 1, "in_channels": 8, "height": 8, "width": 8}]
+    full = {"kind": "conv2d", "batch": 1, "in_channels": 8, "out_channels": 8, "height": 8, "width": 8,
+            "kernel_h": 3, "kernel_w": 3, "dtype": "fp16"}
+    group = [dict(full, batch=1 + i) for i in range(4)]
+    del group[2]["out_channels"]
     with pytest.raises(OpError) as expected:
         [make_op(d) for d in group]
     with pytest.raises(OpError) as got:
         build_ops(op_class("conv2d"), group)
     assert str(got.value) == str(expected.value)
+    assert "out_channels" in str(got.value)
+    assert build_ops(op_class("conv2d"), [full]) == [make_op(full)]
