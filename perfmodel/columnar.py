@@ -135,9 +135,18 @@ def _distinct(dicts: Sequence[Mapping[str, Any]]) -> tuple[list[int], IntArray] 
     give equal bytes), ~2.5x faster than ``repr``. Each value's type tag and bits are in the bytes: 1, 1.0, True
     and "1" differ, and so do 0.0 and -0.0. A tag names one exact type (``str``, ``int``, ``float``, ``list``...)
     except a byte string, which any buffer (a numpy scalar) also writes: rows with the same bytes have the same
-    tags, so checking the first row of each distinct dict for JSON types (lists included) checks every row."""
+    tags, so checking the first row of each distinct dict for JSON types (lists included) checks every row.
+
+    A batch of more than ``SAMPLE_DICTS`` rows whose spread sample of about that many rows has no two equal is
+    not merged (None): rows repeated so rarely save less than marshalling every row costs (the answers are the
+    same either way). A batch of up to ``SAMPLE_DICTS`` rows is its own sample."""
+    step = max(1, len(dicts) // SAMPLE_DICTS)
     try:
-        keys = list(map(marshal.dumps, dicts, repeat(_MARSHAL_FORMAT)))  # type: ignore[arg-type]
+        sample = list(map(marshal.dumps, [dicts[i] for i in range(0, len(dicts), step)],  # type: ignore[arg-type]
+                          repeat(_MARSHAL_FORMAT)))
+        if len(set(sample)) == len(sample):  # no two of a spread sample equal: too few repeats to pay
+            return None
+        keys = sample if step == 1 else list(map(marshal.dumps, dicts, repeat(_MARSHAL_FORMAT)))  # type: ignore[arg-type]
     except ValueError:  # not a dict, or a value marshal does not know
         return None
     seen: dict[bytes, int] = {}
@@ -153,6 +162,7 @@ def _distinct(dicts: Sequence[Mapping[str, Any]]) -> tuple[list[int], IntArray] 
     return first, codes
 
 
+SAMPLE_DICTS = 256  # spread rows marshalled first: a batch is merged only when two of them are equal (or it is short)
 _MARSHAL_FORMAT = 2  # the last format without references between objects (3 added them, keyed by identity)
 _JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
 
