@@ -117,8 +117,9 @@ def _predict(hardware: HardwareLike, parts: list[Part], n: int, timing: Timing, 
 def predict_dicts(hardware: HardwareLike, dicts: Sequence[Mapping[str, Any]], timing: Timing = "kernel",
                   warm_cache: bool = False, defaults: ModelDefaults | None = None,
                   space: SpaceName = "compact") -> CostBatch:
-    """``predict_many`` of JSON-style dicts; columnar kinds are read field by field into columns, and a dict
-    repeated (same keys in the same order, same values of the same types) is predicted once."""
+    """``predict_many`` of JSON-style dicts; columnar kinds are read field by field into columns, the others
+    built column-checked (``field_rows.build_ops``), and a dict repeated (same keys in the same order, same values
+    of the same types) is predicted once when a spread sample shows repeats (``_distinct``)."""
     distinct = _distinct(dicts)
     if distinct is not None and len(distinct[0]) < len(dicts):
         first, inverse = distinct
