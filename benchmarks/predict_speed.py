@@ -92,15 +92,23 @@ def main() -> None:
 
 
 def _distinct_mix(dicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``dicts`` with one size field of row i grown by i, so that no two rows are equal."""
-    out = []
+    """``dicts`` with one size field of row i grown by i, and by one more while the row equals an earlier one (two
+    base sizes apart by j - i would otherwise meet: 2 % of 10,000 rows), so that no two rows are equal."""
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for i, d in enumerate(dicts):
         d = dict(d)
-        if "shape" in d:
-            d["shape"] = [d["shape"][0] + i, *d["shape"][1:]]
-        else:
-            key = next(k for k in ("m", "num_indices", "bytes", "batch") if k in d)
-            d[key] = d[key] + i
+        grow = i
+        while True:
+            if "shape" in d:
+                d["shape"] = [dicts[i]["shape"][0] + grow, *d["shape"][1:]]
+            else:
+                key = next(k for k in ("m", "num_indices", "bytes", "batch") if k in d)
+                d[key] = dicts[i][key] + grow
+            if repr(d) not in seen:
+                break
+            grow += 1
+        seen.add(repr(d))
         out.append(d)
     return out
 

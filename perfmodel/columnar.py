@@ -26,6 +26,7 @@ from perfmodel.machine import tables
 from perfmodel.ops import Op, OpError, Work, make_op, op_class, op_kinds
 from perfmodel.ops.base import FloatArray, OpColumns
 from perfmodel.ops.columns import factorize, from_arrays, from_dicts, row_op
+from perfmodel.ops.field_rows import build_ops
 from perfmodel.roofline import HardwareLike, SpaceName, Timing, evaluate, resolve_hardware
 from perfmodel.search import choice_memo
 from perfmodel.search.gemm_space import compact_space, full_space
@@ -116,8 +117,9 @@ def _predict(hardware: HardwareLike, parts: list[Part], n: int, timing: Timing, 
 def predict_dicts(hardware: HardwareLike, dicts: Sequence[Mapping[str, Any]], timing: Timing = "kernel",
                   warm_cache: bool = False, defaults: ModelDefaults | None = None,
                   space: SpaceName = "compact") -> CostBatch:
-    """``predict_many`` of JSON-style dicts; columnar kinds are read field by field into columns, and a dict
-    repeated (same keys in the same order, same values of the same types) is predicted once."""
+    """``predict_many`` of JSON-style dicts; columnar kinds are read field by field into columns, the others
+    built column-checked (``field_rows.build_ops``), and a dict repeated (same keys in the same order, same values
+    of the same types) is predicted once when a spread sample shows repeats (``_distinct``)."""
     distinct = _distinct(dicts)
     if distinct is not None and len(distinct[0]) < len(dicts):
         first, inverse = distinct
@@ -134,13 +136,24 @@ def _distinct(dicts: Sequence[Mapping[str, Any]]) -> tuple[list[int], IntArray] 
     give equal bytes), ~2.5x faster than ``repr``. Each value's type tag and bits are in the bytes: 1, 1.0, True
     and "1" differ, and so do 0.0 and -0.0. A tag names one exact type (``str``, ``int``, ``float``, ``list``...)
     except a byte string, which any buffer (a numpy scalar) also writes: rows with the same bytes have the same
-    tags, so checking the first row of each distinct dict for JSON types (lists included) checks every row."""
+    tags, so checking the first row of each distinct dict for JSON types (lists included) checks every row.
+
+    A batch of more than ``SAMPLE_DICTS`` rows whose spread sample of about that many rows has no two equal is
+    not merged (None): rows repeated so rarely save less than marshalling every row costs (the answers are the
+    same either way). A batch of up to ``SAMPLE_DICTS`` rows is its own sample."""
+    step = max(1, len(dicts) // SAMPLE_DICTS)
     try:
-        keys = list(map(marshal.dumps, dicts, repeat(_MARSHAL_FORMAT)))  # type: ignore[arg-type]
+        sample = list(map(marshal.dumps, [dicts[i] for i in range(0, len(dicts), step)],  # type: ignore[arg-type]
+                          repeat(_MARSHAL_FORMAT)))
+        if len(set(sample)) == len(sample):  # no two of a spread sample equal: too few repeats to pay
+            return None
+        keys = sample if step == 1 else list(map(marshal.dumps, dicts, repeat(_MARSHAL_FORMAT)))  # type: ignore[arg-type]
     except ValueError:  # not a dict, or a value marshal does not know
         return None
     seen: dict[bytes, int] = {}
     inverse = [seen.setdefault(key, len(seen)) for key in keys]  # numbered in order of first appearance
+    if len(seen) == len(keys):  # no dict repeats: nothing to merge (the plain way checks every row anyway)
+        return None
     codes = np.array(inverse, dtype=np.intp)
     new = np.ones(codes.size, dtype=bool)  # a row whose number exceeds every earlier one's is its dict's first
     new[1:] = codes[1:] > np.maximum.accumulate(codes)[:-1]
@@ -150,6 +163,7 @@ def _distinct(dicts: Sequence[Mapping[str, Any]]) -> tuple[list[int], IntArray] 
     return first, codes
 
 
+SAMPLE_DICTS = 256  # spread rows marshalled first: a batch is merged only when two of them are equal (or it is short)
 _MARSHAL_FORMAT = 2  # the last format without references between objects (3 added them, keyed by identity)
 _JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
 
@@ -174,8 +188,7 @@ def _predict_dicts(dicts: Sequence[Mapping[str, Any]], hardware: HardwareLike, t
     for kind, rows in groups.items():
         cls = op_class(kind)
         picked = [dicts[i] for i in rows]
-        ops: OpColumns | list[Op] = (from_dicts(cls, picked) if cls.columnar
-                                     else [make_op(d) for d in picked])  # type: ignore[arg-type]
+        ops: OpColumns | list[Op] = from_dicts(cls, picked) if cls.columnar else build_ops(cls, picked)
         parts.append((ops, np.array(rows, dtype=np.intp)))
     return _predict(hardware, parts, len(dicts), timing, warm_cache, defaults, space)
 

@@ -62,15 +62,12 @@ def interval_s(ops: Sequence[Op], time_s: FloatArray, bands: dict[str, ClassBand
     """Per op, [low, high] seconds: ``time_s`` times its class's band (n x 2)."""
     table = load_bands() if bands is None else bands
     pooled = table[POOLED]
-    ratios = np.empty((len(ops), 2))
-    by_key: dict[str, tuple[float, float]] = {}
-    for i, op in enumerate(ops):
-        key = band_key(op)
-        pair = by_key.get(key)
-        if pair is None:
-            band = table.get(key, pooled)
-            pair = by_key[key] = (band.low_ratio, band.high_ratio)
-        ratios[i] = pair
+    codes: dict[str, int] = {}  # each op's class numbered, then its band's row taken at once (not one row per op)
+    index = np.fromiter((codes.setdefault(key, len(codes)) for key in map(band_key, ops)), dtype=np.intp,
+                        count=len(ops))
+    bands_of = [table.get(key, pooled) for key in codes]
+    pairs = np.array([(band.low_ratio, band.high_ratio) for band in bands_of], dtype=float).reshape(-1, 2)
+    ratios = pairs[index]
     out: FloatArray = np.asarray(time_s, dtype=float)[:, None] * ratios
     return out
 

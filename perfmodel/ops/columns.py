@@ -17,6 +17,7 @@ import numpy as np
 
 from perfmodel.dtypes import DType, parse_dtype
 from perfmodel.ops.base import DTYPE_INDEX, DTYPES, NO_DTYPE, Op, OpColumns, OpError, _schema
+from perfmodel.ops.field_rows import field_rows
 
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
 RANK_SUFFIX = "#rank"  # values[f"shape{RANK_SUFFIX}"]: each row's rank where the shapes came from dicts
@@ -64,7 +65,7 @@ def _shape_block(shapes: Sequence[tuple[int, ...]]) -> np.ndarray[Any, np.dtype[
 
 def from_dicts(cls: type[Op], dicts: Sequence[Mapping[str, Any]]) -> OpColumns:
     """``OpColumns`` of ``cls`` from JSON-style dicts (each converted field by field as ``make_op`` does)."""
-    rows = [cls.field_values(d if isinstance(d, dict) else dict(d)) for d in dicts]
+    rows = field_rows(cls, dicts)
     hints, fields, _ = _schema(cls)
     values: dict[str, np.ndarray[Any, Any]] = {}
     for name, spec in fields.items():

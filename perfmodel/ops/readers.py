@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -93,7 +94,7 @@ def column(ops: Sequence[Any] | OpColumns, name: str) -> FloatArray:
     if isinstance(ops, OpColumns):
         values: FloatArray = ops.values[name].astype(np.float64, copy=False)
         return values
-    return np.fromiter((getattr(o, name) for o in ops), dtype=np.float64, count=len(ops))
+    return np.fromiter(map(attrgetter(name), ops), dtype=np.float64, count=len(ops))  # ~2x a generator's getattr
 
 
 def pass_factors(ops: Sequence[Any] | OpColumns) -> tuple[FloatArray, FloatArray]:

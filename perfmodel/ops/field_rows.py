@@ -1,0 +1,84 @@
+"""``Op.field_values`` of many JSON dicts of one kind, checked column by column (``field_rows``), and the ops built
+from them (``build_ops``): the values, ops and errors of ``make_op`` row by row, with per-dict Python reduced to
+a few reads.
+
+Dicts are grouped by their keys (in order); each key's values form a column, and a column is checked at once where
+its converter allows (every value an ``int`` for an int field, a finite ``float`` for a number, a ``bool`` for a flag,
+each distinct dtype name parsed once), value by value with the field's own converter otherwise. Any problem (an
+unknown or missing field, a value a converter rejects) sends the whole batch the row-by-row way, which raises
+``make_op``'s error for the first bad row, word for word.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from perfmodel.ops.base import Op
+from perfmodel.ops.checks import OpError
+from perfmodel.ops.convert import Converter, _as_bool, _as_dtype, _as_float, _as_int, _converters
+
+
+def field_rows(cls: type[Op], dicts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``[cls.field_values(d) for d in dicts]``: the same values (and, for a bad dict, the same error)."""
+    plain = [d if d.__class__ is dict else dict(d) for d in dicts]
+    rows = _columns_checked(cls, plain)
+    return rows if rows is not None else [cls.field_values(d) for d in plain]
+
+
+def build_ops(cls: type[Op], dicts: Sequence[Mapping[str, Any]]) -> list[Op]:
+    """``[make_op(d) for d in dicts]`` of dicts whose ``kind`` is ``cls``'s: the same ops or the same error."""
+    plain = [d if d.__class__ is dict else dict(d) for d in dicts]
+    if getattr(cls._build, "__func__", None) is not getattr(Op._build, "__func__", None):
+        return [cls._build(d) for d in plain]  # a class that rewrites its fields first (embedding's table)
+    rows = _columns_checked(cls, plain)
+    if rows is None:
+        return [cls._build(d) for d in plain]
+    try:
+        return [cls(**values) for values in rows]
+    except (ValueError, TypeError):  # an op's own check: the row-by-row way names the first bad row's
+        return [cls._build(d) for d in plain]
+
+
+def _columns_checked(cls: type[Op], dicts: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """Each dict's converted fields, or None when a dict has an unknown field, lacks a required one or holds a
+    value its field's converter rejects (the caller then goes row by row)."""
+    converters, required = _converters(cls)
+    aliases = cls.aliases
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, keys in enumerate(map(tuple, dicts)):
+        groups.setdefault(keys, []).append(i)
+    out: list[dict[str, Any]] = [{}] * len(dicts)
+    for keys, at in groups.items():
+        fields = [(key, aliases.get(key, key)) for key in keys if not (key == "kind" and key not in converters)]
+        if any(name not in converters for _, name in fields) or not set(required) <= {n for _, n in fields}:
+            return None
+        group = [dicts[i] for i in at] if len(at) < len(dicts) else dicts
+        columns = []
+        try:
+            for key, name in fields:
+                columns.append(_column(converters[name], key, [d[key] for d in group]))
+        except (OpError, ValueError, TypeError):
+            return None
+        names = [name for _, name in fields]
+        rows = zip(*columns, strict=True) if columns else ((),) * len(at)
+        for i, values in zip(at, rows, strict=True):
+            out[i] = dict(zip(names, values, strict=True))
+    return out
+
+
+def _column(convert: Converter, key: str, raw: list[Any]) -> list[Any]:
+    """``[convert(key, v) for v in raw]``, at once where every value is of the type the converter returns as is."""
+    func = convert.func if isinstance(convert, functools.partial) else None
+    types = set(map(type, raw))
+    if (func is _as_int and types == {int}) or (func is _as_bool and types == {bool}):
+        return raw
+    if func is _as_float and types == {float} and all(map(math.isfinite, raw)):
+        return raw
+    if func is _as_dtype and types == {str}:
+        parsed: dict[str, Any] = {value: convert(key, value) for value in set(raw)}
+        return list(map(parsed.__getitem__, raw))
+    one: Callable[[Any], Any] = functools.partial(convert, key)
+    return list(map(one, raw))
