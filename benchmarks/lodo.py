@@ -123,13 +123,6 @@ PER_VENDOR = frozenset({"stream_dram_efficiency"})
 FIT_ROWS_PER_CELL = 200
 # passes until none moves a value; a value moves only to a strictly lower score (docs/accuracy.md, eighth pass)
 FIT_MAX_PASSES = 8
-# A regularised refit: each grid step a default (GRIDS, not the harness terms) takes away from its shipped value adds
-# FIT_STEP_COST to the balanced score it is chosen by, so a near-tie (two values within half a table digit, 0.05 % of
-# median |log error|, per step) keeps the value nearer the shipped one. Without it the V100 fold's refit landed on
-# either side of such a tie (matrix 0.65 / 0.7 at 2e-5 apart, on-chip 0.6 / 0.75 at 3e-5), chosen by which rows the
-# per-cell sample held: its conv2d moved 22.2 <-> 25.5 % with FIT_ROWS_PER_CELL 150 <-> 200 (docs/accuracy.md,
-# eleventh pass)
-FIT_STEP_COST = 1e-3
 
 
 VIDUR_TOPOLOGY_HW = {"a100_dgx": "nvidia-a100-sxm4-80gb", "a100_pairwise_nvlink": "nvidia-a100-pcie-80gb"}
@@ -248,7 +241,6 @@ def fit_defaults(rows: Sequence[Row], shipped: dict[str, ModelDefaults], grids: 
              for name, grid in grids.items() for v in (vendors if name in PER_VENDOR else [""])}
     choice = {name: _shipped_value(first, name) for name in grids}
     choice.update({name: 0.0 for name in HARNESS_GRIDS})
-    home = {name: int(np.argmin([abs(g - choice[name]) for g in grid])) for name, grid in grids.items()}
     for _ in range(FIT_MAX_PASSES):
         before = dict(choice)
         for name, grid in {**grids, **HARNESS_GRIDS}.items():
@@ -263,12 +255,10 @@ def fit_defaults(rows: Sequence[Row], shipped: dict[str, ModelDefaults], grids: 
                 model, harness = _split({**choice, name: value})
                 predicted = _predict(subset, with_model(shipped, model), harness)
                 scores.append(_score(np.log(predicted / measured[idx]), cells[idx]))
-            if "@" in name and max(scores) - min(scores) < 1e-12:
+            best = int(np.argmin(scores))
+            if "@" in name and max(scores) - scores[best] < 1e-12:
                 choice.pop(name, None)  # no training row of that vendor feels it: the other vendors' value (with_model)
                 continue
-            if name in home:  # each grid step away from the shipped value costs FIT_STEP_COST
-                scores = [s + FIT_STEP_COST * abs(i - home[name]) for i, s in enumerate(scores)]
-            best = int(np.argmin(scores))
             current = grid.index(choice[name]) if choice.get(name) in grid else None
             if current is None or scores[best] < scores[current] - 1e-12:  # only a strict improvement moves it
                 choice[name] = grid[best]
