@@ -7,7 +7,7 @@ shapes; the subgraph's inputs take theirs from the node's inputs where its value
 - ``Loop``: the body copied once per iteration when the trip count ``M`` is a constant (initializer,
   ``Constant`` node or folded shape arithmetic); a constant ``M`` with a run-time ``cond`` is costed as
   ``M`` iterations (an upper bound, noted). An absent or run-time ``M`` falls back, naming node and field.
-- ``Scan``: the body once per element of the scanned axis of its first scan input.
+- ``Scan``: the body once per element of the scanned axis of its first scan input (opset 8: x batch).
 
 Copies share their op dicts; a copy's tensors are renamed ``<node>/<i>/<tensor>`` and only the first copy
 holds the body's parameters. Bodies that would unroll past ``MAX_UNROLLED_NODES`` fall back, named.
@@ -129,30 +129,40 @@ def _loop_seed(ctx: Ctx, node: onnx.NodeProto, body: onnx.GraphProto) -> dict[st
 
 
 def _scan_trips(ctx: Ctx, node: onnx.NodeProto, label: str, body: onnx.GraphProto) -> tuple[int, dict[str, Info]] | str:
+    """Iterations and body input shapes. Opset 8's Scan has a leading ``sequence_lens`` input and a batch axis
+    0 on every input (the body runs once per batch element and step: batch x steps iterations, scan axis 1)."""
     at = attrs(node)
+    v8 = _opset(ctx) < 9
+    ins = list(node.input[1:] if v8 else node.input)
     n_scan = int(at.get("num_scan_inputs", 0))
-    if n_scan < 1 or n_scan > len(node.input):
-        return f"node {label!r}: Scan field 'num_scan_inputs' ({n_scan}) does not match its {len(node.input)} inputs"
-    n_state = len(node.input) - n_scan
-    axes = [int(a) for a in at.get("scan_input_axes") or [0] * n_scan]
-    first = node.input[n_state]
+    if n_scan < 1 or n_scan > len(ins):
+        return f"node {label!r}: Scan field 'num_scan_inputs' ({n_scan}) does not match its {len(ins)} inputs"
+    n_state = len(ins) - n_scan
+    axes = [1] * n_scan if v8 else [int(a) for a in at.get("scan_input_axes") or [0] * n_scan]
+    first = ins[n_state]
     if first not in ctx.info:
-        return (f"node {label!r}: Scan sequence length unknown: {ctx.missing(first)}; bounded by its bytes over "
-                "DRAM bandwidth")
+        return f"node {label!r}: Scan sequence length unknown: {ctx.missing(first)}{TAIL}"
     shape = ctx.info[first][0]
-    if not shape:
-        return f"node {label!r}: Scan input {first!r} is a scalar: no axis to scan"
+    if len(shape) < (2 if v8 else 1):
+        return f"node {label!r}: Scan input {first!r} of shape {list(shape)} has no axis to scan{TAIL}"
+    drop = 1 if v8 else 0  # the batch axis, opset 8
     seed: dict[str, Info] = {}
     names = [i.name for i in body.input]
-    for name, outer in zip(names[:n_state], node.input[:n_state], strict=False):
+    for name, outer in zip(names[:n_state], ins[:n_state], strict=False):
         if outer in ctx.info:
-            seed[name] = ctx.info[outer]
-    for j, (name, outer) in enumerate(zip(names[n_state:], node.input[n_state:], strict=False)):
+            s, d = ctx.info[outer]
+            seed[name] = (s[drop:], d)
+    for j, (name, outer) in enumerate(zip(names[n_state:], ins[n_state:], strict=False)):
         if outer in ctx.info:
             s, d = ctx.info[outer]
             ax = axes[j] % len(s) if j < len(axes) and s else 0
-            seed[name] = ((*s[:ax], *s[ax + 1:]), d)
-    return shape[axes[0] % len(shape)], seed
+            seed[name] = ((*s[drop:ax], *s[ax + 1:]), d)
+    steps = shape[axes[0] % len(shape)]
+    return (shape[0] * steps if v8 else steps), seed
+
+
+def _opset(ctx: Ctx) -> int:
+    return next((int(o.version) for o in ctx.model.opset_import if o.domain in ("", "ai.onnx")), 21)
 
 
 def _subgraph(child: Ctx, g: onnx.GraphProto, prefix: str, map_fn: MapFn) -> list[Node]:

@@ -169,3 +169,28 @@ def test_nested_if_inside_a_loop() -> None:
     g = import_onnx(model)
     assert g.unsupported() == [] and _flops(g) == 4 * GEMM
     assert len({n.name for n in g.nodes}) == len(g.nodes)  # every copy named apart
+
+
+def _backend_case(module: str, name: str) -> onnx.ModelProto:
+    """A model of the ONNX backend node tests (onnx/onnx, onnx/backend/test/case/node/<module>.py): importing the
+    module runs its export functions, which register their models."""
+    import importlib
+
+    from onnx.backend.test.case import node as cases
+
+    importlib.import_module(f"onnx.backend.test.case.node.{module}")
+    model: onnx.ModelProto = next(c.model for c in cases._NodeTestCases if c.name == name)
+    return model
+
+
+def test_onnx_backend_scan_and_loop_models() -> None:
+    # test_scan9_sum: x [3, 2] scanned on axis 0, body sum += x_t (an Add of 2 elements): 3 steps
+    g = import_onnx(_backend_case("scan", "test_scan9_sum"))
+    assert g.unsupported() == [] and _flops(g) == 3 * 2
+    # test_scan_sum (opset 8): x [1, 3, 2], batch axis 0 and scan axis 1: 1 x 3 steps of the same body
+    g8 = import_onnx(_backend_case("scan", "test_scan_sum"))
+    assert g8.unsupported() == [] and _flops(g8) == 3 * 2 and g8.meta["control_flow"][0]["iterations"] == 3
+    # test_loop11: the trip count is a graph input (a run-time value): falls back, naming the field
+    loop = import_onnx(_backend_case("loop", "test_loop11"))
+    (bad,) = loop.unsupported()
+    assert "field 'M'" in (bad.unsupported or "") and "'trip_count'" in (bad.unsupported or "")
