@@ -194,3 +194,22 @@ def test_onnx_backend_scan_and_loop_models() -> None:
     loop = import_onnx(_backend_case("loop", "test_loop11"))
     (bad,) = loop.unsupported()
     assert "field 'M'" in (bad.unsupported or "") and "'trip_count'" in (bad.unsupported or "")
+
+
+def test_exporters_while_loop_with_int64_max_trip_count_falls_back_naming_the_count() -> None:
+    # torch.onnx exports a data-dependent `while` as Loop(M = INT64_MAX, cond computed in the body)
+    m = numpy_helper.from_array(np.array(np.iinfo(np.int64).max, dtype=np.int64), "M")
+    g = import_onnx(_loop_model("M", [], [m]))
+    (bad,) = g.unsupported()
+    assert bad.name == "loop" and str(np.iinfo(np.int64).max) in (bad.unsupported or "")
+    assert estimate(g, A100, fusion=False).step_time_s > 0
+
+
+def test_if_with_a_constant_condition_and_no_taken_branch_falls_back() -> None:
+    node = helper.make_node("If", ["c"], ["y"], name="if", then_branch=_branch("then", True))
+    model = _model([node], [helper.make_tensor_value_info("x", F, [ROWS, HID])],
+                   [helper.make_tensor_value_info("y", F, [ROWS, HID])],
+                   [_w(), numpy_helper.from_array(np.array(False), "c")])
+    g = import_onnx(model)
+    (bad,) = g.unsupported()
+    assert "'else_branch'" in (bad.unsupported or "")
