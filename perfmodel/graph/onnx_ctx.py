@@ -25,22 +25,29 @@ Info = tuple[Shape, str]
 class Ctx:
     """Tensor shapes/dtypes, initializer values, and which initializers are already charged."""
 
-    def __init__(self, model: onnx.ModelProto, dims: dict[str, int]) -> None:
-        g = model.graph
+    def __init__(self, model: onnx.ModelProto, dims: dict[str, int], graph: onnx.GraphProto | None = None,
+                 outer: Ctx | None = None, seed: dict[str, Info] | None = None) -> None:
+        """``graph``: a subgraph (If/Loop/Scan body) read in the scope of ``outer``, whose tensors it sees;
+        ``seed``: shapes of the subgraph's inputs taken from the enclosing node (used where its value_info
+        has none)."""
+        g = graph if graph is not None else model.graph
+        self.model = model
         self.dims = dims
-        self.info: dict[str, Info] = {}
-        self.init = {t.name: t for t in g.initializer}
-        self.charged: set[str] = set()
-        self.unbound: dict[str, list[str]] = {}  # tensor -> its dims left open: 'name' (symbolic) or 'axis N'
+        self.info: dict[str, Info] = {**(outer.info if outer else {}), **(seed or {})}
+        self.init: dict[str, onnx.TensorProto] = {**(outer.init if outer else {}), **{t.name: t for t in g.initializer}}
+        self.charged: set[str] = set(outer.charged) if outer else set()
+        self.unbound: dict[str, list[str]] = dict(outer.unbound) if outer else {}  # tensor -> open dims
+        self.notes: list[dict[str, Any]] = outer.notes if outer else []  # control-flow diagnostics
+        self.sub_tensors: dict[str, Info] = {}  # tensors of unrolled subgraph copies (onnx_control)
         for vi in [*g.input, *g.value_info, *g.output]:
             parsed = self._value_info(vi)
             if parsed is not None:
                 self.info[vi.name] = parsed
         for t in g.initializer:
             self.info[t.name] = (tuple(int(d) for d in t.dims), dtype_of(t.data_type, t.name))
-        self.folded: set[str] = set()  # outputs of constant-producing nodes (free at run time)
-        self.made: dict[str, tuple[Shape, int]] = {}  # ConstantOfShape weights: shape, ONNX dtype code
-        self.values: dict[str, Any] = {}  # numpy values of folded shape arithmetic (onnx_fold)
+        self.folded: set[str] = set(outer.folded) if outer else set()  # outputs of constant-producing nodes
+        self.made: dict[str, tuple[Shape, int]] = dict(outer.made) if outer else {}  # ConstantOfShape weights
+        self.values: dict[str, Any] = dict(outer.values) if outer else {}  # folded shape arithmetic (onnx_fold)
         self._opset = list(model.opset_import)
         for node in g.node:
             self._constant(node)

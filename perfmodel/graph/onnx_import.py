@@ -31,6 +31,7 @@ from perfmodel.graph.mapping import (
     storage,
     view,
 )
+from perfmodel.graph.onnx_control import CONTROL_OPS, map_control
 from perfmodel.graph.onnx_ctx import INDEX_TYPES, ONNX_DTYPES, Ctx, Info, attrs, dtype_of
 from perfmodel.graph.onnx_fold import einsum_dims, late_shape
 from perfmodel.graph.onnx_more import MORE_HANDLERS
@@ -62,12 +63,14 @@ def import_onnx(source: str | Path | bytes | onnx.ModelProto, dims: dict[str, in
                 raise GraphError(f"node #{index}", f"name {label!r} is not UTF-8 text")
             for out in _map(ctx, node, label):
                 graph.add(out)
-        for t, (shape, dtype) in ctx.info.items():
+        for t, (shape, dtype) in [*ctx.info.items(), *ctx.sub_tensors.items()]:
             graph.add_tensor(t, shape, storage(dtype))
     except (TypeError, AttributeError) as exc:  # a field of the wrong type outside any one op's handler
         raise GraphError("<model>", f"malformed ONNX model: {type(exc).__name__}: {exc}") from exc
     graph.meta.update({"kind": "onnx", "phase": "inference", "opset": [o.version for o in model.opset_import],
                        "producer": model.producer_name})
+    if ctx.notes:
+        graph.meta["control_flow"] = ctx.notes
     return graph
 
 
@@ -86,6 +89,13 @@ def _map(ctx: Ctx, node: onnx.NodeProto, label: str) -> list[Node]:
         return [Node(name=label, op=view(shape, dtype), **base)]
     if outs and outs[0] not in ctx.info:
         _late_info(ctx, node, ins, outs[0])
+    if op_type in CONTROL_OPS:
+        try:
+            control = map_control(ctx, node, label, _map, base)
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError, ZeroDivisionError) as exc:
+            control = (f"node {label!r}: {op_type} subgraph could not be imported ({type(exc).__name__}: {exc}); "
+                     "bounded by its bytes over DRAM bandwidth")
+        return [_fallback_node(ctx, ins, outs, label, control, base)] if isinstance(control, str) else control
     handler = HANDLERS.get(op_type)
     if op_type in SHAPE_PRESERVING and ins and outs and ins[0] in ctx.info:
         ctx.info.setdefault(outs[0], ctx.info[ins[0]])

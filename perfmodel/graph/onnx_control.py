@@ -1,0 +1,211 @@
+"""ONNX control flow: the subgraphs of ``If`` (``then_branch`` / ``else_branch``), ``Loop`` and ``Scan``
+(``body``) are imported node by node in the scope of the enclosing graph (outer-scope tensors keep their
+shapes; the subgraph's inputs take theirs from the node's inputs where its value_info has none).
+
+- ``If``: the taken branch when the condition is a constant, else the more expensive branch (more FLOPs,
+  then more bytes: the import has no device), said in ``graph.meta["control_flow"]``.
+- ``Loop``: the body copied once per iteration when the trip count ``M`` is a constant (initializer,
+  ``Constant`` node or folded shape arithmetic); a constant ``M`` with a run-time ``cond`` is costed as
+  ``M`` iterations (an upper bound, noted). An absent or run-time ``M`` falls back, naming node and field.
+- ``Scan``: the body once per element of the scanned axis of its first scan input (opset 8: x batch).
+
+Copies share their op dicts; a copy's tensors are renamed ``<node>/<i>/<tensor>`` and only the first copy
+holds the body's parameters. Bodies that would unroll past ``MAX_UNROLLED_NODES`` fall back, named.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import onnx
+
+from perfmodel.graph.ir import Node
+from perfmodel.graph.mapping import view
+from perfmodel.graph.onnx_ctx import Ctx, Info, attrs
+from perfmodel.ops import make_op
+
+__all__ = ["CONTROL_OPS", "MAX_UNROLLED_NODES", "map_control"]
+
+CONTROL_OPS = ("If", "Loop", "Scan")
+MAX_UNROLLED_NODES = 20_000
+TAIL = "; bounded by its bytes over DRAM bandwidth"
+MapFn = Callable[[Ctx, onnx.NodeProto, str], list[Node]]
+
+
+def map_control(ctx: Ctx, node: onnx.NodeProto, label: str, map_fn: MapFn, base: dict[str, Any]) -> list[Node] | str:
+    """Graph nodes for an If / Loop / Scan, or the reason it falls back (names the node and field)."""
+    graphs = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
+    if node.op_type == "If":
+        return _if(ctx, node, label, map_fn, base, graphs)
+    body = graphs.get("body")
+    if body is None:
+        return f"node {label!r}: {node.op_type} has no 'body' subgraph attribute{TAIL}"
+    if node.op_type == "Loop":
+        trip = _loop_trips(ctx, node, label)
+        if isinstance(trip, str):
+            return trip
+        seed = _loop_seed(ctx, node, body)
+    else:
+        scan = _scan_trips(ctx, node, label, body)
+        if isinstance(scan, str):
+            return scan
+        trip, seed = scan
+    if trip * max(len(body.node), 1) > MAX_UNROLLED_NODES:
+        return (f"node {label!r}: {node.op_type} of {trip} iterations x {len(body.node)} body nodes exceeds "
+                f"{MAX_UNROLLED_NODES} unrolled nodes; bounded by its bytes over DRAM bandwidth")
+    child = Ctx(ctx.model, ctx.dims, graph=body, outer=ctx, seed=seed)
+    template = _subgraph(child, body, f"{label}/body", map_fn)
+    ctx.charged |= child.charged
+    ctx.notes.append({"node": label, "op": node.op_type, "iterations": trip,
+                      "note": f"{node.op_type} body ({len(body.node)} nodes) costed x {trip} iterations"})
+    out: list[Node] = []
+    for i in range(trip):
+        out += _copy(ctx, child, body, template, label, i)
+    return [*out, _result(ctx, label, base)]
+
+
+def _if(ctx: Ctx, node: onnx.NodeProto, label: str, map_fn: MapFn, base: dict[str, Any],
+        graphs: dict[str, onnx.GraphProto]) -> list[Node] | str:
+    branches: dict[str, onnx.GraphProto] = {k: graphs[k] for k in ("then_branch", "else_branch") if k in graphs}
+    if not branches:
+        return f"node {label!r}: If has no 'then_branch' / 'else_branch' subgraph{TAIL}"
+    cond = ctx.ints(node.input[0]) if node.input and node.input[0] else None
+    why = f"only {', '.join(branches)} is present: costed it"
+    if cond is not None and len(cond) == 1:
+        taken = "then_branch" if cond[0] else "else_branch"
+        if taken not in branches:
+            return f"node {label!r}: If condition is constant but its '{taken}' subgraph is missing"
+        branches = {taken: branches[taken]}
+        why = f"condition {node.input[0]!r} is the constant {bool(cond[0])}: costed the taken {taken}"
+    built: dict[str, tuple[Ctx, list[Node]]] = {}
+    for key, g in branches.items():
+        child = Ctx(ctx.model, ctx.dims, graph=g, outer=ctx)
+        built[key] = (child, _subgraph(child, g, f"{label}/{key}", map_fn))
+    costs = {k: _work(nodes) for k, (_, nodes) in built.items()}
+    chosen = max(costs, key=lambda k: costs[k])
+    if len(built) > 1:
+        why = ("condition is computed at run time: costed the more expensive branch, "
+               + ", ".join(f"{k} {costs[k][0]:.4g} FLOP / {costs[k][1]:.4g} B" for k in costs)
+               + f" -> {chosen}")
+    child, nodes = built[chosen]
+    ctx.charged |= child.charged
+    ctx.notes.append({"node": label, "op": "If", "branch": chosen, "note": why})
+    return [*_copy(ctx, child, branches[chosen], nodes, label, None), _result(ctx, label, base)]
+
+
+def _loop_trips(ctx: Ctx, node: onnx.NodeProto, label: str) -> int | str:
+    m = node.input[0] if node.input else ""
+    tail = TAIL
+    if not m:
+        return (f"node {label!r}: Loop field 'M' (trip count) is absent: a while-loop's trip count is "
+                f"data-dependent{tail}")
+    value = ctx.ints(m)
+    if value is None or len(value) != 1:
+        return (f"node {label!r}: Loop field 'M' (trip count, tensor {m!r}) is computed at run time, not a "
+                f"constant{tail}")
+    if value[0] < 0:
+        return f"node {label!r}: Loop field 'M' (trip count, tensor {m!r}) is negative ({value[0]}){tail}"
+    cond = node.input[1] if len(node.input) > 1 else ""
+    if cond and ctx.ints(cond) != [1]:
+        ctx.notes.append({"node": label, "op": "Loop", "note": f"condition {cond!r} is not a constant true: "
+                          f"costed the full {value[0]} iterations of M (an upper bound)"})
+    return value[0]
+
+
+def _loop_seed(ctx: Ctx, node: onnx.NodeProto, body: onnx.GraphProto) -> dict[str, Info]:
+    """Body inputs (iteration_num, cond, loop-carried values) sized from the Loop's inputs."""
+    seed: dict[str, Info] = {}
+    names = [i.name for i in body.input]
+    if names:
+        seed[names[0]] = ((), "int64")
+    if len(names) > 1:
+        seed[names[1]] = ((), "bool")
+    for name, outer in zip(names[2:], node.input[2:], strict=False):
+        if outer in ctx.info:
+            seed[name] = ctx.info[outer]
+    return seed
+
+
+def _scan_trips(ctx: Ctx, node: onnx.NodeProto, label: str, body: onnx.GraphProto) -> tuple[int, dict[str, Info]] | str:
+    """Iterations and body input shapes. Opset 8's Scan has a leading ``sequence_lens`` input and a batch axis
+    0 on every input (the body runs once per batch element and step: batch x steps iterations, scan axis 1)."""
+    at = attrs(node)
+    v8 = _opset(ctx) < 9
+    ins = list(node.input[1:] if v8 else node.input)
+    n_scan = int(at.get("num_scan_inputs", 0))
+    if n_scan < 1 or n_scan > len(ins):
+        return f"node {label!r}: Scan field 'num_scan_inputs' ({n_scan}) does not match its {len(ins)} inputs"
+    n_state = len(ins) - n_scan
+    axes = [1] * n_scan if v8 else [int(a) for a in at.get("scan_input_axes") or [0] * n_scan]
+    first = ins[n_state]
+    if first not in ctx.info:
+        return f"node {label!r}: Scan sequence length unknown: {ctx.missing(first)}{TAIL}"
+    shape = ctx.info[first][0]
+    if len(shape) < (2 if v8 else 1):
+        return f"node {label!r}: Scan input {first!r} of shape {list(shape)} has no axis to scan{TAIL}"
+    drop = 1 if v8 else 0  # the batch axis, opset 8
+    seed: dict[str, Info] = {}
+    names = [i.name for i in body.input]
+    for name, outer in zip(names[:n_state], ins[:n_state], strict=False):
+        if outer in ctx.info:
+            s, d = ctx.info[outer]
+            seed[name] = (s[drop:], d)
+    for j, (name, outer) in enumerate(zip(names[n_state:], ins[n_state:], strict=False)):
+        if outer in ctx.info:
+            s, d = ctx.info[outer]
+            ax = axes[j] % len(s) if j < len(axes) and s else 0
+            seed[name] = ((*s[drop:ax], *s[ax + 1:]), d)
+    steps = shape[axes[0] % len(shape)]
+    return (shape[0] * steps if v8 else steps), seed
+
+
+def _opset(ctx: Ctx) -> int:
+    return next((int(o.version) for o in ctx.model.opset_import if o.domain in ("", "ai.onnx")), 21)
+
+
+def _subgraph(child: Ctx, g: onnx.GraphProto, prefix: str, map_fn: MapFn) -> list[Node]:
+    nodes: list[Node] = []
+    for index, sub in enumerate(g.node):
+        nodes += map_fn(child, sub, f"{prefix}/{sub.name or f'{sub.op_type}_{index}'}")
+    return nodes
+
+
+def _work(nodes: list[Node]) -> tuple[float, float]:
+    """FLOPs and bytes of mapped nodes (a fallback: its bytes)."""
+    flops = size = 0.0
+    for n in nodes:
+        op = n.cost_op
+        if op is None:
+            continue
+        built = make_op(op)
+        flops += built.flops if n.op is not None else 0.0
+        size += built.bytes
+    return flops, size
+
+
+def _copy(ctx: Ctx, child: Ctx, g: onnx.GraphProto, template: list[Node], label: str, i: int | None) -> list[Node]:
+    """One copy of a mapped subgraph: its own tensors renamed (iteration ``i``), outer ones kept."""
+    local = {x.name for x in g.input} | {o for n in template for o in n.outputs}
+    tag = f"{label}/{i}/" if i is not None else f"{label}/"
+
+    def rn(x: str) -> str:
+        return tag + x if x in local else x
+
+    for x in local:
+        info = child.info.get(x) or child.sub_tensors.get(x)
+        if info is not None:
+            ctx.sub_tensors[rn(x)] = info
+    first = not i
+    return [dataclasses.replace(n, name=n.name if i is None else f"{label}/{i}/{n.name[len(label) + 1:]}",
+                                inputs=[rn(x) for x in n.inputs], outputs=[rn(x) for x in n.outputs],
+                                params=n.params if first else 0, weight_bytes=n.weight_bytes if first else 0.0)
+            for n in template]
+
+
+def _result(ctx: Ctx, label: str, base: dict[str, Any]) -> Node:
+    """The control node itself: a view producing its outputs (its work is in the copies before it)."""
+    outs = base["outputs"]
+    shape, dtype = ctx.info.get(outs[0], ((1,), "fp32")) if outs else ((1,), "fp32")
+    return Node(name=label, op=view(shape, dtype), **base)
