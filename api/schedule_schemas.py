@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, PrivateAttr, model_validator
 from typing_extensions import TypedDict
 
+from api.schedule_columns import gather_candidates
 from api.schemas import OpJson, Versioned
 
 MAX_CANDIDATES = 100_000
@@ -30,6 +31,9 @@ class ScheduleCandidate(TypedDict, total=False):
     warps: Annotated[float | None, Field(description="warps per CTA (a power of two); null: not bounded")]
 
 
+CANDIDATE_FIELDS = tuple(ScheduleCandidate.__annotations__)
+
+
 class RankRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     hardware: str
@@ -41,6 +45,25 @@ class RankRequest(BaseModel):
                                   "send and parse for large batches (give this or candidates); null: the default")
     layout: Literal["rows", "columns"] = Field(
         default="rows", description="rows: one object per candidate; columns: one array per field")
+    _gathered: dict[str, list[Any]] | None = PrivateAttr(default=None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _batch(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        """Candidate objects of known fields and number-or-null values are checked as a batch and kept per
+        field (``gathered``); anything else is validated candidate by candidate (api.schedule_columns)."""
+        gathered = gather_candidates(data, CANDIDATE_FIELDS, MAX_CANDIDATES)
+        if gathered is None:
+            return handler(data)
+        request = handler({key: value for key, value in data.items() if key != "candidates"})
+        request.candidates = data["candidates"]  # checked above: objects of known fields, numbers or null
+        request._gathered = gathered
+        return request
+
+    @property
+    def gathered(self) -> dict[str, list[Any]] | None:
+        """The candidates' values per field where the batch check accepted them, else None."""
+        return self._gathered
 
 
 class RankedCandidate(BaseModel):

@@ -52,6 +52,21 @@ def server_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def wait_idle(pid: int, timeout_s: float = 300, quiet_cpu_s: float = 0.02) -> float:
+    """Wait until the server's CPU clock stops moving (its background JIT load, ``api.main``, compiles the
+    GEMM kernels for tens of CPU seconds where numba's on-disk cache is cold: counted in every request
+    measured while it runs). Returns the seconds waited."""
+    start = time.perf_counter()
+    last = server_cpu_s(pid)
+    while time.perf_counter() - start < timeout_s:
+        time.sleep(0.5)
+        now = server_cpu_s(pid)
+        if now - last < quiet_cpu_s:
+            break
+        last = now
+    return time.perf_counter() - start
+
+
 def server_figures(port: int, pid: int, body: dict[str, Any], repeats: int) -> tuple[float, float, int]:
     """Mean server CPU s (the /proc clock ticks 10 ms: a mean resolves finer) and median wall s per
     request, response bytes."""
@@ -93,6 +108,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as data_dir:
         server = start_server(args.port, 1, data_dir)
         try:
+            print(f"server idle after {wait_idle(server.pid):.1f} s (background JIT load)")
             print(f"{'case':<28} {'request':<8} {'response':<8} {'server CPU ms':>13} {'wall ms':>8} {'bytes':>10}")
             for name, (op, cols) in cases.items():
                 rows = [dict(zip(cols, values, strict=True)) for values in zip(*cols.values(), strict=True)]

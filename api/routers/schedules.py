@@ -15,15 +15,15 @@ from fastapi.responses import JSONResponse
 
 from api.deps import get_state, require_read
 from api.routers.convert import json_bytes, json_response
+from api.schedule_columns import Columns, OrjsonRoute, to_columns
 from api.schedule_schemas import RankOut, RankRequest, ScheduleCandidate
 from api.state import AppState
 from perfmodel import __version__
 from perfmodel.tuners.candidates import ScheduleError
 from perfmodel.tuners.ranking import ScheduleRanking, rank_schedules
 
-router = APIRouter(tags=["schedules"], dependencies=[Depends(require_read)])
+router = APIRouter(tags=["schedules"], dependencies=[Depends(require_read)], route_class=OrjsonRoute)
 FIELDS = tuple(ScheduleCandidate.__annotations__)
-TILE_FIELDS = ("tile_m", "tile_n", "tile_k", "tile_q", "tile_kv")
 
 
 @router.post("/schedules/rank", response_model=RankOut)
@@ -33,7 +33,7 @@ def rank(body: RankRequest, state: AppState = Depends(get_state)) -> Response:
     A malformed request (missing tile field, both or neither of candidates/columns) is a 422 naming the field."""
     hardware, _ = state.hardware(body.hardware)
     try:
-        columns = _columns(body)
+        columns = _columns(body) if body.gathered is None else to_columns(body.gathered)
         ranking = rank_schedules(hardware, body.op, columns)
     except ScheduleError as exc:
         return JSONResponse({"detail": str(exc), "field": exc.field_name, "model_version": __version__},
@@ -41,22 +41,14 @@ def rank(body: RankRequest, state: AppState = Depends(get_state)) -> Response:
     return json_response(json_bytes(_body(ranking, body.layout)))
 
 
-def _columns(body: RankRequest) -> dict[str, list[float]]:
+def _columns(body: RankRequest) -> Columns:
     if (body.candidates is None) == (body.columns is None):
         raise ScheduleError("candidates", "give the schedules either as candidates (objects) or as columns")
     if body.columns is not None:
-        return {name: [float("nan") if v is None else v for v in values] for name, values in body.columns.items()}
+        return {name: np.array(values, dtype=np.float64) for name, values in body.columns.items()}  # null: NaN
     rows = body.candidates or []
     present = set().union(*rows) if rows else set()
-    out: dict[str, list[float]] = {}
-    for name in FIELDS:
-        if name not in present:
-            continue
-        values: list[float | None] = [row.get(name) for row in rows]  # type: ignore[misc]
-        if name in TILE_FIELDS and None in values:
-            raise ScheduleError(f"candidates.{values.index(None)}.{name}", "missing while other candidates give it")
-        out[name] = [float("nan") if v is None else v for v in values]
-    return out
+    return to_columns({name: [row.get(name) for row in rows] for name in FIELDS if name in present})
 
 
 def _body(r: ScheduleRanking, layout: str) -> dict[str, Any]:
@@ -83,6 +75,10 @@ def _body(r: ScheduleRanking, layout: str) -> dict[str, Any]:
     if layout == "columns":
         out["columns"] = columns
     else:
-        names = list(columns)
-        out["results"] = [dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True)]
+        # a dict display per row: a third of the CPU of dict(zip(names, row)) for 10,000 rows
+        out["results"] = [
+            {"index": index, "rank": rank, "time_s": time_s, "bound": bound, "waves": waves, "tiles": tiles,
+             "resident": resident, "footprint_bytes": footprint, "reason": reason}
+            for index, rank, time_s, bound, waves, tiles, resident, footprint, reason in zip(
+                *columns.values(), strict=True)]
     return out

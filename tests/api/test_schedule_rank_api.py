@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
@@ -77,3 +78,27 @@ def test_the_endpoint_is_in_the_openapi_document(client: TestClient) -> None:
     operation = spec["paths"][URL]["post"]
     assert "422" in operation["responses"] and "200" in operation["responses"]
     assert "ScheduleCandidate" in spec["components"]["schemas"]
+
+
+def test_candidate_objects_checked_as_a_batch_answer_as_validated_ones(client: TestClient) -> None:
+    """The batch path (numbers or null, known fields) and the field-by-field one (here forced by a numeric
+    string, which pydantic's lax float accepts) give the same answer; the batch path is the one taken."""
+    from api.schedule_schemas import RankRequest
+
+    rng = np.random.default_rng(3)
+    rows: list[dict[str, Any]] = [
+        {"tile_m": int(m), "tile_n": int(n), "tile_k": int(k), "stages": None if s == 0 else int(s)}
+        for m, n, k, s in zip(rng.choice([0, 16, 64, 128, 256], 300), rng.choice([32, 64, 128], 300),
+                              rng.choice([32, 64], 300), rng.integers(0, 5, 300), strict=True)]
+    rows[7]["split_k"] = 2.0
+    assert RankRequest.model_validate({"hardware": H100, "op": GEMM, "candidates": rows}).gathered is not None
+    slow = [*rows[:-1], {**rows[-1], "tile_m": str(rows[-1]["tile_m"])}]
+    assert RankRequest.model_validate({"hardware": H100, "op": GEMM, "candidates": slow}).gathered is None
+    fast_out, slow_out = post(client, candidates=rows).json(), post(client, candidates=slow).json()
+    assert fast_out == slow_out and fast_out["valid"] > 0 and fast_out["count"] == 300
+    missing = [*rows[:5], {"tile_m": 64, "tile_n": None, "tile_k": 32}]
+    assert post(client, candidates=missing).json()["field"] == "candidates.5.tile_n"
+    nan = client.post(URL, content=b'{"hardware": "%s", "op": {"kind": "matmul", "m": 64, "n": 64, "k": 64, '
+                                   b'"dtype": "bf16"}, "candidates": [{"tile_m": NaN, "tile_n": 64, "tile_k": 64}]}'
+                      % H100.encode(), headers={"content-type": "application/json"})
+    assert nan.status_code == 200 and nan.json()["results"][0]["rank"] is None
