@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from perfmodel.compare.sides import Group, GroupKey, Side
-from perfmodel.compare.suspect import mark_suspects
 from perfmodel.compare.stats import Change, holm_reject, measure_change
+from perfmodel.compare.suspect import mark_suspects
 from perfmodel.hardware import Hardware
 from perfmodel.ops import Op
 from perfmodel.roofline import predict_many, predict_valid
@@ -56,7 +56,8 @@ class GroupDiff:
     base_prediction: Prediction | None = None
     new_prediction: Prediction | None = None
     verdict: Verdict = "no change"
-    timing_suspect: str | None = None  # why a side's timings are impossible on its device (physical)
+    timing_suspect: str | None = None  # why one side's timings are impossible on its device (physical)
+    work_suspect: str | None = None  # both sides faster than the op's work allows: its shapes are in doubt
 
     @property
     def name(self) -> str:
