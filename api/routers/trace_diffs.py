@@ -35,7 +35,7 @@ class GroupOut(BaseModel):
     kernel_names: list[str]
     new_kernel_names: list[str]
     verdict: str = Field(description="regression, improvement, expected, kernels changed, within threshold, "
-                                     "no change or too few repeats")
+                                     "no change, too few repeats or timing suspect")
     base_calls: int
     new_calls: int
     base_launches: int
@@ -58,6 +58,10 @@ class GroupOut(BaseModel):
     new_headroom: float | None
     expected_ratio: float | None = Field(description="the model's new / base ratio (device or shape change)")
     unexpected_pct: float | None = Field(description="the change beyond what the model expected")
+    timing_suspect: str | None = Field(None, description="why a side's timing is faster than its device can go "
+                                                          "(a recording artefact): not tested, never a regression")
+    work_suspect: str | None = Field(None, description="both sides faster than the op's work allows: the matched "
+                                                        "shapes are in doubt, the verdict stands")
 
 
 class OnlyOut(BaseModel):
@@ -89,6 +93,7 @@ class TraceDiffOut(BaseModel):
     new_total_s: float
     verdicts: dict[str, int]
     regressions: int
+    timing_suspect: int = Field(0, description="groups whose timings no device can produce (not in regressions)")
     groups: list[GroupOut]
     only_base: list[OnlyOut]
     only_new: list[OnlyOut]

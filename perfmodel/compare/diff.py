@@ -11,13 +11,15 @@ import numpy as np
 
 from perfmodel.compare.sides import Group, GroupKey, Side
 from perfmodel.compare.stats import Change, holm_reject, measure_change
+from perfmodel.compare.suspect import mark_suspects
 from perfmodel.hardware import Hardware
 from perfmodel.ops import Op
 from perfmodel.roofline import predict_many, predict_valid
 
 DEFAULT_THRESHOLD_PCT = 5.0
 DEFAULT_ALPHA = 0.01  # family-wise (Holm) over the groups with enough repeats
-# "regression", "improvement", "expected", "kernels changed", "within threshold", "no change", "too few repeats"
+# "regression", "improvement", "expected", "kernels changed", "within threshold", "no change", "too few repeats",
+# "timing suspect" (a side's timings are faster than its device can go: excluded from the tests and the gate)
 Verdict = str
 
 
@@ -29,6 +31,8 @@ class CompareError(ValueError):
 class Prediction:
     time_s: float
     bound: str
+    bytes_moved: float = 0.0  # the op's compulsory bytes and FLOPs on that device (for the physical check)
+    flops: float = 0.0
 
 
 @dataclass
@@ -52,6 +56,8 @@ class GroupDiff:
     base_prediction: Prediction | None = None
     new_prediction: Prediction | None = None
     verdict: Verdict = "no change"
+    timing_suspect: str | None = None  # why one side's timings are impossible on its device (physical)
+    work_suspect: str | None = None  # both sides faster than the op's work allows: its shapes are in doubt
 
     @property
     def name(self) -> str:
@@ -118,15 +124,15 @@ def _predict(hardware: Hardware | None, ops: list[dict[str, Any]]) -> list[Predi
     if hardware is None or not ops:
         return [None] * len(ops)
 
-    def run(built: list[Op]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    def run(built: list[Op]) -> tuple[np.ndarray[Any, Any], ...]:
         batch = predict_many(hardware, built, timing="kernel")
-        return batch.time_s, np.asarray(batch.bound)
+        return batch.time_s, np.asarray(batch.bound), batch.compulsory_bytes, batch.flops
 
     index, result, _ = predict_valid(ops, run)
     out: list[Prediction | None] = [None] * len(ops)
     if result is not None:
         for j, i in enumerate(index):
-            out[i] = Prediction(float(result[0][j]), str(result[1][j]))
+            out[i] = Prediction(float(result[0][j]), str(result[1][j]), float(result[2][j]), float(result[3][j]))
     return out
 
 
@@ -206,22 +212,26 @@ def diff_sides(base: Side, new: Side, base_hw: Hardware | None = None, new_hw: H
     ops = [g.op for g in modelled if g.op is not None]
     for g, pb, pn in zip(modelled, _predict(base_hw, ops), _predict(new_hw, ops), strict=True):
         g.base_prediction, g.new_prediction = pb, pn
+    mark_suspects(groups, base, new, base_hw, new_hw)
     for seed, g in enumerate(groups):  # tested against the model's expectation: new vs base x expected ratio
         scale = g.expected_ratio or 1.0
         base_s = base.groups[g.key].times_s
         g.change = measure_change([t * scale for t in base_s] if scale != 1.0 else base_s,
                                   new.groups[g.key].times_s, seed)
-    candidates = [g for g in groups if _candidate(g, threshold_pct)]
-    switched = [g for g in groups if g.change is not None and g.kernels_changed
+    tested = [g for g in groups if g.timing_suspect is None]  # impossible timings: reported, never tested
+    candidates = [g for g in tested if _candidate(g, threshold_pct)]
+    switched = [g for g in tested if g.change is not None and g.kernels_changed
                 and abs(g.unexpected_pct) > threshold_pct]  # another algorithm: reported, never a regression
     family_of = {id(g) for g in (*candidates, *switched)}
-    others = [g for g in groups if g.change is not None and id(g) not in family_of]
+    others = [g for g in tested if g.change is not None and id(g) not in family_of]
     for family in (candidates, switched, others):
         significant = holm_reject([g.change.p_value for g in family if g.change is not None], alpha)
         for g, sig in zip(family, significant, strict=True):
             g.verdict = _verdict(g, sig, threshold_pct)
     for g in groups:
-        if g.change is None:
+        if g.timing_suspect is not None:
+            g.verdict = "timing suspect"
+        elif g.change is None:
             g.verdict = "too few repeats"
     groups.sort(key=lambda g: -abs(g.new_total_s - g.base_total_s))
     only_base = sorted((g for k, g in base.groups.items() if k not in new.groups), key=lambda g: -g.total_s)

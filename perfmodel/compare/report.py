@@ -32,7 +32,30 @@ def group_json(g: GroupDiff) -> dict[str, Any]:
         "new_predicted_s": g.new_prediction.time_s if g.new_prediction else None,
         "base_headroom": _num(g.headroom("base")), "new_headroom": _num(g.headroom("new")),
         "expected_ratio": _num(g.expected_ratio), "unexpected_pct": _num(g.unexpected_pct),
+        "timing_suspect": g.timing_suspect, "work_suspect": g.work_suspect,
     }
+
+
+def suspects(d: TraceDiff) -> list[GroupDiff]:
+    """The groups whose timings no device can produce: not tested, never a regression."""
+    return [g for g in d.groups if g.timing_suspect is not None]
+
+
+def _suspect_lines(d: TraceDiff, top: int, bullet: str) -> list[str]:
+    found = suspects(d)
+    doubted = [g for g in d.groups if g.work_suspect is not None]
+    lines = [f"{len(doubted)} group(s) faster than the device on both sides: the matched op's shapes are in doubt, "
+             f"not the timings (verdict kept): " + ", ".join(f"{g.name} [{_clip(shape_label(g), 60)}]"
+                                                              for g in doubted[:top])] if doubted else []
+    if not found:
+        return lines
+    lines += [f"{len(found)} group(s) timing suspect: faster than the device can go on a side, so a recording "
+             "artefact; not tested, excluded from the regressions and the exit code:"]
+    lines += [f"{bullet}{g.name} [{_clip(shape_label(g), 70)}] {_pct(g.change_pct)}: {g.timing_suspect}"
+              for g in found[:top]]
+    if len(found) > top:
+        lines.append(f"{bullet}... and {len(found) - top} more")
+    return lines
 
 
 def _only_json(g: Group) -> dict[str, Any]:
@@ -48,7 +71,7 @@ def diff_json(d: TraceDiff, top: int | None = None) -> dict[str, Any]:
         "base": d.base, "new": d.new, "format": d.format, "base_device": d.base_device, "new_device": d.new_device,
         "base_hardware": d.base_hardware, "new_hardware": d.new_hardware, "threshold_pct": d.threshold_pct,
         "alpha": d.alpha, "base_total_s": d.base_total_s, "new_total_s": d.new_total_s,
-        "verdicts": counts, "regressions": len(d.regressions),
+        "verdicts": counts, "regressions": len(d.regressions), "timing_suspect": len(suspects(d)),
         "groups": [group_json(g) for g in d.groups[:top]], "only_base": [_only_json(g) for g in d.only_base[:top]],
         "only_new": [_only_json(g) for g in d.only_new[:top]], "kinds": d.kinds, "layers": d.layers[:top],
         "warnings": d.warnings,
@@ -112,9 +135,12 @@ def format_diff(d: TraceDiff, top: int = 20) -> str:
             lines += ["", f"{title} ({len(only)}):"]
             lines += [f"  {_clip(g.kind, 18):<18} {_clip(g.key[1], 50):<50} {len(g.times_s):>5} calls "
                       f"{format_time_s(g.total_s):>10}" for g in only[:top]]
+    suspect = _suspect_lines(d, top, "  ")
+    lines += ["", *suspect] if suspect else []
     regressions = d.regressions
     lines += ["", f"{len(regressions)} regression{'s' if len(regressions) != 1 else ''} beyond "
-              f"{d.threshold_pct:g}% (significant, not expected by the model)"]
+              f"{d.threshold_pct:g}% (significant, not expected by the model)"
+              + (f"; {len(suspects(d))} timing suspect, not counted" if suspects(d) else "")]
     return "\n".join(lines)
 
 
@@ -130,14 +156,18 @@ def format_markdown(d: TraceDiff, top: int = 20) -> str:
     shown = regressions + [g for g in d.groups if g.verdict != "regression"][: max(top - len(regressions), 0)]
     for g in shown:
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in _row(g)) + " |")
+    suspect = _suspect_lines(d, top, "- ")
+    if suspect:
+        lines += ["", "### ⚠️ Timings no device can produce", "", *suspect]
     return "\n".join(lines) + "\n"
 
 
 def junit_xml(d: TraceDiff) -> bytes:
-    """JUnit XML: one testcase per compared group, a failure for a regression, skipped for too few repeats."""
+    """JUnit XML: one testcase per compared group, a failure for a regression, skipped for too few repeats and for
+    timings no device can produce (with the reason)."""
     suite = ET.Element("testsuite", name="perfmodel compare", tests=str(len(d.groups)),
                        failures=str(len(d.regressions)),
-                       skipped=str(sum(g.verdict == "too few repeats" for g in d.groups)))
+                       skipped=str(sum(g.verdict in ("too few repeats", "timing suspect") for g in d.groups)))
     for g in d.groups:
         case = ET.SubElement(suite, "testcase", classname=f"compare.{g.kind}",  # a name per group, not per op name
                              name=_clip(f"{g.name} [{shape_label(g)}]", 400),
@@ -149,6 +179,8 @@ def junit_xml(d: TraceDiff) -> bytes:
             failure.text = detail
         elif g.verdict == "too few repeats":
             ET.SubElement(case, "skipped", message="too few repeats for a verdict")
+        elif g.timing_suspect is not None:  # impossible timings: skipped with the reason, never a failure
+            ET.SubElement(case, "skipped", message=_clip(f"timing suspect: {g.timing_suspect}", 1000)).text = detail
         else:
             ET.SubElement(case, "system-out").text = detail
     return bytes(ET.tostring(suite, encoding="utf-8", xml_declaration=True))
