@@ -193,7 +193,7 @@ def _default_column(kind: str, default: Any, size: int) -> np.ndarray[Any, Any]:
     if kind == "dtype":
         return np.broadcast_to(np.array(NO_DTYPE if default is None else DTYPE_INDEX[default], dtype=np.int64), size)
     if kind in ("number", "int", "flag"):
-        return np.broadcast_to(np.array(float(default)), size)
+        return np.broadcast_to(np.array(np.nan if default is None else float(default)), size)
     if kind == "choice":
         return np.broadcast_to(np.array(default), size)
     if kind == "shape":
@@ -210,14 +210,16 @@ def _convert(op_kind: str, key: str, kind: str, optional: bool, raw: np.ndarray[
             numbers: np.ndarray[Any, np.dtype[np.float64]] = raw.astype(np.float64)
         except (TypeError, ValueError):
             raise OpError(op_kind, key, "expected numbers") from None
-        if not np.isfinite(numbers).all():
-            bad = float(numbers[~np.isfinite(numbers)][0])
+        # NaN in an optional field is an unset cell (``None``, as ``_cell_op`` leaves it to the default)
+        given = ~np.isnan(numbers) if optional else np.ones(numbers.shape, dtype=bool)
+        if not np.isfinite(numbers[given]).all():
+            bad = float(numbers[given][~np.isfinite(numbers[given])][0])
             raise OpError(op_kind, key, "missing required field" if np.isnan(bad) else f"expected a finite number, "
                           f"got {bad!r}")
-        if kind == "int" and not (numbers == np.floor(numbers)).all():
-            bad = float(numbers[numbers != np.floor(numbers)][0])
+        if kind == "int" and not (numbers[given] == np.floor(numbers[given])).all():
+            bad = float(numbers[given][numbers[given] != np.floor(numbers[given])][0])
             raise OpError(op_kind, key, f"expected an integer, got {bad!r}")
-        flags: np.ndarray[Any, np.dtype[np.float64]] = (numbers != 0).astype(np.float64)
+        flags: np.ndarray[Any, np.dtype[np.float64]] = np.where(given, (numbers != 0), np.nan)
         return flags if kind == "flag" else numbers
     if kind == "shape":
         block = raw.astype(np.float64)
@@ -242,9 +244,11 @@ def row_values(cols: OpColumns, i: int) -> dict[str, Any]:
     hints, fields, _ = _schema(cols.cls)
     out: dict[str, Any] = {}
     for name in fields:
-        kind, _ = _kind_of(hints[name])
+        kind, optional = _kind_of(hints[name])
         value = cols.values[name][i]
-        if kind == "dtype":
+        if optional and kind in ("number", "int", "flag") and np.isnan(value):
+            out[name] = None  # an unset optional number is NaN in its column
+        elif kind == "dtype":
             out[name] = None if value == NO_DTYPE else DTYPES[int(value)]
         elif kind == "int":
             out[name] = int(value)

@@ -1,0 +1,110 @@
+"""Elementwise and attention read columns (``OpColumns``) from JSON dicts and from tables: on every bundled device
+the answers, ops and notes are the row-by-row path's (``predict_many`` of ``make_op``'s ``Op`` objects), to the last
+bit, and a bad row raises ``make_op``'s error, naming the row's kind and field."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+import perfmodel
+from perfmodel.columnar import predict_columns, predict_dicts
+from perfmodel.ops import OpError, make_op
+from tests.unit.test_columnar import _same
+
+
+def _rows(count: int, seed: int) -> list[dict[str, Any]]:
+    """Elementwise and attention dicts with every optional field both set and unset, none repeated."""
+    rng = random.Random(seed)
+    out: list[dict[str, Any]] = []
+    for i in range(count):
+        if i % 2:
+            d: dict[str, Any] = {"kind": "elementwise", "shape": [rng.choice([1, 7, 512]) + i, rng.choice([64, 4096])],
+                                 "dtype": rng.choice(["bf16", "fp32", "fp16"])}
+            for key, values in (("inputs", [0, 1, 3]), ("outputs", [1, 2]), ("flops_per_element", [0.0, 2.5]),
+                                ("transcendentals_per_element", [1.0]), ("vector_width", [1, 8]),
+                                ("threads_per_row", [None, 512, 1024]), ("dependent_loads", [0, 2])):
+                if rng.random() < 0.5:
+                    d[key] = rng.choice(values)
+        else:
+            heads = rng.choice([8, 32])
+            d = {"kind": "attention", "batch": rng.choice([1, 4]) + i, "heads": heads, "seq_q": rng.choice([1, 512]),
+                 "seq_kv": rng.choice([512, 4096]), "head_dim": rng.choice([64, 128]), "dtype": rng.choice(["bf16",
+                                                                                                           "fp16"])}
+            for key, values in (("kv_heads", [None, 1, heads]), ("head_dim_v", [None, 64]), ("causal", [True, False]),
+                                ("implementation", ["flash", "materialized"]),
+                                ("pass", ["forward", "backward", "forward_backward"])):
+                if rng.random() < 0.5:
+                    d[key] = rng.choice(values)
+        out.append(d)
+    return out
+
+
+@pytest.mark.parametrize("device", perfmodel.list_hardware())
+def test_dicts_give_the_row_by_row_answers_on_every_device(device: str) -> None:
+    dicts = _rows(60, len(device))
+    got = predict_dicts(device, dicts)
+    expected = perfmodel.predict_many(device, [make_op(d) for d in dicts])
+    _same(got, expected)
+    assert list(got.ops) == list(expected.ops)
+    assert got.to_dicts() == expected.to_dicts()
+
+
+def test_a_table_gives_the_row_by_row_answers() -> None:
+    n = 40
+    rng = np.random.default_rng(3)
+    kinds = rng.choice(["elementwise", "attention"], n)
+    kv = rng.choice([np.nan, 4.0, 8.0], n)
+    table = {"kind": kinds, "shape": np.stack([rng.integers(1, 900, n), rng.integers(1, 900, n)], axis=1),
+             "dtype": rng.choice(["bf16", "fp32"], n), "threads_per_row": rng.choice([np.nan, 256.0], n),
+             "batch": rng.integers(1, 9, n), "heads": np.full(n, 8), "kv_heads": kv, "seq_q": rng.integers(1, 999, n),
+             "seq_kv": rng.integers(1, 999, n), "head_dim": np.full(n, 128), "causal": rng.random(n) < 0.5}
+    got = predict_columns("nvidia-h100-sxm5-80gb", table)
+    dicts = [{"kind": "elementwise", "shape": table["shape"][i].tolist(), "dtype": str(table["dtype"][i]),
+              **({} if np.isnan(table["threads_per_row"][i]) else {"threads_per_row": 256})} if kinds[i] == "elementwise"
+             else {"kind": "attention", "batch": int(table["batch"][i]), "heads": 8, "seq_q": int(table["seq_q"][i]),
+                   "seq_kv": int(table["seq_kv"][i]), "head_dim": 128, "dtype": str(table["dtype"][i]),
+                   "causal": bool(table["causal"][i]), **({} if np.isnan(kv[i]) else {"kv_heads": int(kv[i])})}
+             for i in range(n)]
+    expected = perfmodel.predict_many("nvidia-h100-sxm5-80gb", [make_op(d) for d in dicts])
+    _same(got, expected)
+    assert got.to_dicts() == expected.to_dicts()
+
+
+@pytest.mark.parametrize("bad", [
+    {"kind": "elementwise", "shape": [4, 0], "dtype": "bf16"},
+    {"kind": "elementwise", "shape": [4, 4], "dtype": "bf16", "inputs": 0, "outputs": 0},
+    {"kind": "elementwise", "shape": [4, 4], "dtype": "bf16", "threads_per_row": 0},
+    {"kind": "elementwise", "shape": [4, 4], "dtype": "bf16", "threads_per_row": 2.5},
+    {"kind": "elementwise", "shape": [4, 4], "dtype": "bf16", "dependent_loads": -1},
+    {"kind": "elementwise", "shape": [], "dtype": "bf16"},
+    {"kind": "attention", "batch": 1, "heads": 32, "kv_heads": 5, "seq_q": 1, "seq_kv": 8, "head_dim": 64,
+     "dtype": "bf16"},
+    {"kind": "attention", "batch": 1, "heads": 32, "kv_heads": 0, "seq_q": 1, "seq_kv": 8, "head_dim": 64,
+     "dtype": "bf16"},
+    {"kind": "attention", "batch": 1, "heads": 32, "seq_q": 1, "seq_kv": 8, "head_dim": 64, "head_dim_v": 0,
+     "dtype": "bf16"},
+    {"kind": "attention", "batch": 1, "heads": 32, "seq_q": 1, "seq_kv": 8, "head_dim": 64, "dtype": "bf16",
+     "implementation": "paged"},
+    {"kind": "attention", "batch": 1, "heads": 32, "seq_q": 1, "seq_kv": 8, "dtype": "bf16"},
+])
+def test_a_bad_row_raises_make_ops_error(bad: dict[str, Any]) -> None:
+    with pytest.raises(OpError) as expected:
+        make_op(bad)
+    with pytest.raises(OpError) as got:
+        predict_dicts("nvidia-h100-sxm5-80gb", [*_rows(20, 1), bad, *_rows(5, 2)])
+    assert str(got.value) == str(expected.value)
+
+
+def test_a_bad_column_cell_names_the_field() -> None:
+    base = {"kind": np.array(["attention"] * 3), "batch": np.array([1, 1, 1]), "heads": np.array([32, 32, 32]),
+            "kv_heads": np.array([8.0, 5.0, np.nan]), "seq_q": np.array([1, 1, 1]), "seq_kv": np.array([8, 8, 8]),
+            "head_dim": np.array([64, 64, 64]), "dtype": np.array(["bf16"] * 3)}
+    with pytest.raises(OpError, match=r"field 'kv_heads': 5 must divide heads \(32\)"):
+        predict_columns("nvidia-h100-sxm5-80gb", base)
+    with pytest.raises(OpError, match="field 'implementation': expected one of flash, materialized, got 'paged'"):
+        predict_columns("nvidia-h100-sxm5-80gb", {**base, "kv_heads": np.array([8.0, 4.0, np.nan]),
+                                                  "implementation": np.array(["flash", "paged", "flash"])})
