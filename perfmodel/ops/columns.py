@@ -17,7 +17,7 @@ import numpy as np
 
 from perfmodel.dtypes import DType, parse_dtype
 from perfmodel.ops.base import DTYPE_INDEX, DTYPES, NO_DTYPE, Op, OpColumns, OpError, _schema
-from perfmodel.ops.field_rows import field_rows
+from perfmodel.ops.field_rows import field_columns
 
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
 RANK_SUFFIX = "#rank"  # values[f"shape{RANK_SUFFIX}"]: each row's rank where the shapes came from dicts
@@ -65,13 +65,12 @@ def _shape_block(shapes: Sequence[tuple[int, ...]]) -> np.ndarray[Any, np.dtype[
 
 def from_dicts(cls: type[Op], dicts: Sequence[Mapping[str, Any]]) -> OpColumns:
     """``OpColumns`` of ``cls`` from JSON-style dicts (each converted field by field as ``make_op`` does)."""
-    rows = field_rows(cls, dicts)
     hints, fields, _ = _schema(cls)
+    given = field_columns(cls, dicts, {name: _default(spec) for name, spec in fields.items()})
     values: dict[str, np.ndarray[Any, Any]] = {}
-    for name, spec in fields.items():
+    for name in fields:
         kind, _ = _kind_of(hints[name])
-        default = _default(spec)
-        column = [row.get(name, default) for row in rows]
+        column = given[name]
         if kind == "dtype":
             values[name] = np.fromiter((NO_DTYPE if v is None else DTYPE_INDEX[v] for v in column), dtype=np.int64,
                                        count=len(column))
@@ -82,7 +81,7 @@ def from_dicts(cls: type[Op], dicts: Sequence[Mapping[str, Any]]) -> OpColumns:
             values[f"{name}{RANK_SUFFIX}"] = np.array([len(v) for v in column], dtype=np.int64)
         else:
             values[name] = np.array(column, dtype=object if kind == "other" else str)
-    cols = OpColumns(cls, len(rows), values)
+    cols = OpColumns(cls, len(dicts), values)
     _raise_first_invalid(cols)
     return cols
 
