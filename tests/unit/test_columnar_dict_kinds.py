@@ -108,3 +108,76 @@ def test_a_bad_column_cell_names_the_field() -> None:
     with pytest.raises(OpError, match="field 'implementation': expected one of flash, materialized, got 'paged'"):
         predict_columns("nvidia-h100-sxm5-80gb", {**base, "kv_heads": np.array([8.0, 4.0, np.nan]),
                                                   "implementation": np.array(["flash", "paged", "flash"])})
+
+
+def _convs(count: int, seed: int) -> list[dict[str, Any]]:
+    """Conv2d dicts of every algorithm, 2-D and 3-D, the ``*_w`` fields set and unset, none repeated."""
+    rng = random.Random(seed)
+    out: list[dict[str, Any]] = []
+    for i in range(count):
+        d: dict[str, Any] = {"kind": "conv2d", "batch": rng.choice([1, 8]) + i, "in_channels": rng.choice([3, 64]),
+                             "out_channels": rng.choice([64, 128]), "height": rng.choice([14, 56]),
+                             "width": rng.choice([14, 56]), "kernel_h": 3, "kernel_w": 3,
+                             "dtype": rng.choice(["fp16", "fp32", "bf16"])}
+        algorithm = rng.choice(["implicit_gemm"] * 4 + ["winograd", "winograd_nonfused", "fft", "fft_tiling",
+                                                         "im2col_gemm"])
+        if algorithm != "implicit_gemm":
+            d["algorithm"] = algorithm
+        elif rng.random() < 0.3:
+            d.update(depth=rng.choice([4, 8]), kernel_d=rng.choice([1, 3]), padding_d=1)
+        else:
+            for key, values in (("stride", [1, 2]), ("padding", [0, 1]), ("dilation", [1, 2]), ("stride_w", [1, 2]),
+                                ("padding_w", [0, 2]), ("dilation_w", [1, 3]), ("kernel_w", [1, 3])):
+                if rng.random() < 0.4:
+                    d[key] = rng.choice(values)
+            if rng.random() < 0.2:
+                d.update(groups=d["in_channels"], out_channels=d["in_channels"])  # depthwise
+        for key, values in (("layout", ["nchw", "nhwc"]), ("bias", [True, False]), ("compute_dtype", ["fp32"]),
+                            ("pass", ["forward", "backward", "forward_backward"])):
+            if rng.random() < 0.4:
+                d[key] = rng.choice(values)
+        out.append(d)
+    return out
+
+
+@pytest.mark.parametrize("device", perfmodel.list_hardware())
+def test_convolutions_give_the_row_by_row_answers_on_every_device(device: str) -> None:
+    dicts = _convs(50, len(device))
+    got = predict_dicts(device, dicts)
+    expected = perfmodel.predict_many(device, [make_op(d) for d in dicts])
+    _same(got, expected)
+    assert list(got.ops) == list(expected.ops)
+    assert got.to_dicts() == expected.to_dicts()
+
+
+_CONV = {"kind": "conv2d", "batch": 2, "in_channels": 64, "out_channels": 64, "height": 8, "width": 8,
+         "kernel_h": 3, "kernel_w": 3, "dtype": "fp16"}
+
+
+@pytest.mark.parametrize("change", [
+    {"groups": 3}, {"kernel_h": 11}, {"kernel_w": 9, "padding_w": 0}, {"stride_w": 0}, {"dilation_w": -1},
+    {"padding_w": -2}, {"padding": -1}, {"depth": 2, "kernel_d": 4}, {"depth": 2, "algorithm": "winograd"},
+    {"stride": 2, "algorithm": "winograd"}, {"kernel_h": 7, "kernel_w": 7, "algorithm": "winograd_nonfused"},
+    {"stride": 2, "algorithm": "fft"}, {"groups": 64, "algorithm": "im2col_gemm"}, {"layout": "nwhc"},
+    {"algorithm": "direct"}, {"pass": "sideways"}, {"batch": 0}, {"height": 2**41},
+])
+def test_a_bad_convolution_raises_make_ops_error(change: dict[str, Any]) -> None:
+    bad = {**_CONV, **change}
+    with pytest.raises(OpError) as expected:
+        make_op(bad)
+    with pytest.raises(OpError) as got:
+        predict_dicts("nvidia-h100-sxm5-80gb", [*_convs(20, 1), bad, *_convs(5, 2)])
+    assert str(got.value) == str(expected.value)
+
+
+def test_a_bad_convolution_column_names_the_field() -> None:
+    table = {"kind": np.array(["conv2d"] * 3), **{k: np.array([v] * 3) for k, v in _CONV.items() if k != "kind"},
+             "layout": np.array(["nchw", "nwhc", "nhwc"])}
+    with pytest.raises(OpError, match="field 'layout': expected one of nchw, nhwc, got 'nwhc'"):
+        predict_columns("nvidia-h100-sxm5-80gb", table)
+    table["layout"] = np.array(["nchw"] * 3)
+    table["stride_w"] = np.array([np.nan, 1.0, 2.0])
+    got = predict_columns("nvidia-h100-sxm5-80gb", table)
+    expected = perfmodel.predict_many("nvidia-h100-sxm5-80gb", [
+        make_op({**_CONV, **({} if i == 0 else {"stride_w": i})}) for i in range(3)])
+    _same(got, expected)
