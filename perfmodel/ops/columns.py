@@ -66,6 +66,9 @@ def _shape_block(shapes: Sequence[tuple[int, ...]]) -> np.ndarray[Any, np.dtype[
 def from_dicts(cls: type[Op], dicts: Sequence[Mapping[str, Any]]) -> OpColumns:
     """``OpColumns`` of ``cls`` from JSON-style dicts (each converted field by field as ``make_op`` does)."""
     hints, fields, _ = _schema(cls)
+    rewrite = getattr(cls, "json_fields", None)  # a class whose JSON keys name other fields (embedding's table)
+    if rewrite is not None:
+        dicts = [rewrite(d) for d in dicts]
     given = field_columns(cls, dicts, {name: _default(spec) for name, spec in fields.items()})
     values: dict[str, np.ndarray[Any, Any]] = {}
     for name in fields:

@@ -181,3 +181,51 @@ def test_a_bad_convolution_column_names_the_field() -> None:
     expected = perfmodel.predict_many("nvidia-h100-sxm5-80gb", [
         make_op({**_CONV, **({} if i == 0 else {"stride_w": i})}) for i in range(3)])
     _same(got, expected)
+
+
+def _embeddings(count: int, seed: int) -> list[dict[str, Any]]:
+    """Embedding dicts naming the table by ``num_embeddings`` / ``embedding_dim`` (either or both) or by
+    ``table_shape`` (rank 1 to 3), none repeated."""
+    rng = random.Random(seed)
+    out: list[dict[str, Any]] = []
+    for i in range(count):
+        d: dict[str, Any] = {"kind": "embedding", "num_indices": rng.choice([1, 16, 4096]) + i,
+                             "dtype": rng.choice(["bf16", "fp32", "int8"])}
+        form = rng.choice(["both", "rows", "dim", "shape"])
+        if form in ("both", "rows"):
+            d["num_embeddings"] = rng.choice([1000, 128256])
+        if form in ("both", "dim"):
+            d["embedding_dim"] = rng.choice([64, 4096])
+        if form == "shape":
+            d["table_shape"] = rng.choice([[50], [1000, 96], [8, 100, 32]])
+        if rng.random() < 0.3:
+            d["index_dtype"] = "int32"
+        out.append(d)
+    return out
+
+
+@pytest.mark.parametrize("device", perfmodel.list_hardware())
+def test_embeddings_give_the_row_by_row_answers_on_every_device(device: str) -> None:
+    dicts = _embeddings(40, len(device)) + _rows(10, 3) + _convs(10, 4)
+    got = predict_dicts(device, dicts)
+    expected = perfmodel.predict_many(device, [make_op(d) for d in dicts])
+    _same(got, expected)
+    assert list(got.ops) == list(expected.ops)
+    assert got.to_dicts() == expected.to_dicts()
+
+
+@pytest.mark.parametrize("bad", [
+    {"kind": "embedding", "num_embeddings": 10, "embedding_dim": 0, "num_indices": 4, "dtype": "bf16"},
+    {"kind": "embedding", "num_embeddings": 2.5, "num_indices": 4, "dtype": "bf16"},
+    {"kind": "embedding", "num_embeddings": 10, "num_indices": 0, "dtype": "bf16"},
+    {"kind": "embedding", "table_shape": [], "num_indices": 4, "dtype": "bf16"},
+    {"kind": "embedding", "num_indices": 4, "dtype": "bf16"},
+    {"kind": "embedding", "num_embeddings": 10, "num_indices": 4, "dtype": "bf16", "index_dtype": "int3"},
+    {"kind": "embedding", "num_embeddings": 10, "num_indices": 4, "dtype": "bf16", "rows": 4},
+])
+def test_a_bad_embedding_raises_make_ops_error(bad: dict[str, Any]) -> None:
+    with pytest.raises(OpError) as expected:
+        make_op(bad)
+    with pytest.raises(OpError) as got:
+        predict_dicts("nvidia-h100-sxm5-80gb", [*_embeddings(20, 1), bad, *_embeddings(5, 2)])
+    assert str(got.value) == str(expected.value)
