@@ -55,7 +55,10 @@ def _default(spec: dataclasses.Field[Any]) -> Any:
 
 def _shape_block(shapes: Sequence[tuple[int, ...]]) -> np.ndarray[Any, np.dtype[np.float64]]:
     """Shapes as an n x rank float array, right-aligned, leading dims padded with 1."""
-    rank = max((len(s) for s in shapes), default=1)
+    ranks = set(map(len, shapes))
+    if len(ranks) == 1 and 0 not in ranks:  # one rank: the shapes as they are
+        return np.array(shapes, dtype=np.float64).reshape(len(shapes), -1)
+    rank = max(ranks, default=1)
     block = np.ones((len(shapes), max(rank, 1)))
     for i, shape in enumerate(shapes):
         if shape:

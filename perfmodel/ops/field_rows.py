@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import functools
 import math
+from itertools import chain
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from perfmodel.ops.base import Op
 from perfmodel.ops.checks import OpError
-from perfmodel.ops.convert import Converter, _as_bool, _as_dtype, _as_float, _as_int, _converters
+from perfmodel.ops.convert import Converter, _as_bool, _as_dtype, _as_float, _as_int, _as_int_tuple, _converters
 
 
 def field_rows(cls: type[Op], dicts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -114,6 +115,8 @@ def _column(convert: Converter, key: str, raw: list[Any]) -> list[Any]:
         return raw
     if func is _as_float and types == {float} and all(map(math.isfinite, raw)):
         return raw
+    if func is _as_int_tuple and types == {list} and set(map(type, chain.from_iterable(raw))) <= {int}:
+        return list(map(tuple, raw))  # lists of ints: their tuples, as the converter makes them
     if func is _as_dtype and types == {str}:
         parsed: dict[str, Any] = {value: convert(key, value) for value in set(raw)}
         return list(map(parsed.__getitem__, raw))
