@@ -229,3 +229,60 @@ def test_a_bad_embedding_raises_make_ops_error(bad: dict[str, Any]) -> None:
     with pytest.raises(OpError) as got:
         predict_dicts("nvidia-h100-sxm5-80gb", [*_embeddings(20, 1), bad, *_embeddings(5, 2)])
     assert str(got.value) == str(expected.value)
+
+
+def _collectives(count: int, seed: int) -> list[dict[str, Any]]:
+    """Collective dicts of every kind, the optional fields set and unset, none repeated."""
+    rng = random.Random(seed)
+    out: list[dict[str, Any]] = []
+    for i in range(count):
+        kind = rng.choice(["allreduce", "allgather", "reducescatter", "alltoall", "sendrecv"])
+        d: dict[str, Any] = {"kind": kind, "bytes": rng.choice([1e4, 1e6, 3e8]) + i}
+        if kind != "sendrecv" or rng.random() < 0.5:
+            d["devices"] = rng.choice([2, 8, 16])
+        for key, values in (("dtype", ["fp32", "bf16"]), ("devices_per_node", [None, 1, 8]),
+                            ("algorithm", ["auto", "ring", "tree"])):
+            if rng.random() < 0.5:
+                d[key] = rng.choice(values)
+        out.append(d)
+    return out
+
+
+@pytest.mark.parametrize("device", perfmodel.list_hardware())
+def test_collectives_give_the_row_by_row_answers_on_every_device(device: str) -> None:
+    dicts = _collectives(40, len(device)) + _embeddings(10, 5)
+    got = predict_dicts(device, dicts)
+    expected = perfmodel.predict_many(device, [make_op(d) for d in dicts])
+    _same(got, expected)
+    assert list(got.ops) == list(expected.ops)
+    assert got.to_dicts() == expected.to_dicts()
+
+
+@pytest.mark.parametrize("bad", [
+    {"kind": "allreduce", "bytes": 0, "devices": 8},
+    {"kind": "allreduce", "bytes": 1e6, "devices": 0},
+    {"kind": "allgather", "bytes": 1e6, "devices": 8, "devices_per_node": 0},
+    {"kind": "allgather", "bytes": 1e6, "devices": 8, "algorithm": "butterfly"},
+    {"kind": "alltoall", "devices": 8},
+    {"kind": "sendrecv", "bytes": "lots"},
+])
+def test_a_bad_collective_raises_make_ops_error(bad: dict[str, Any]) -> None:
+    with pytest.raises(OpError) as expected:
+        make_op(bad)
+    with pytest.raises(OpError) as got:
+        predict_dicts("nvidia-h100-sxm5-80gb", [*_collectives(20, 1), bad, *_collectives(5, 2)])
+    assert str(got.value) == str(expected.value)
+
+
+def test_a_bad_collective_column_names_the_field() -> None:
+    table = {"kind": np.array(["allreduce"] * 3), "bytes": np.array([1e6, 2e6, 3e6]), "devices": np.array([8, 8, 8]),
+             "algorithm": np.array(["ring", "tree", "butterfly"])}
+    with pytest.raises(OpError, match="field 'algorithm': expected one of auto, ring, tree, got 'butterfly'"):
+        predict_columns("nvidia-h100-sxm5-80gb", table)
+    table["algorithm"] = np.array(["ring", "tree", "auto"])
+    table["devices_per_node"] = np.array([np.nan, 4.0, 8.0])
+    got = predict_columns("nvidia-h100-sxm5-80gb", table)
+    expected = perfmodel.predict_many("nvidia-h100-sxm5-80gb", [
+        make_op({"kind": "allreduce", "bytes": 1e6 * (i + 1), "devices": 8, "algorithm": str(table["algorithm"][i]),
+                 **({} if i == 0 else {"devices_per_node": 4 * i})}) for i in range(3)])
+    _same(got, expected)
