@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import functools
 import math
-from itertools import chain
 from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from perfmodel.ops.base import Op

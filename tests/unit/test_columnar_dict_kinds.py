@@ -20,6 +20,7 @@ def _rows(count: int, seed: int) -> list[dict[str, Any]]:
     """Elementwise and attention dicts with every optional field both set and unset, none repeated."""
     rng = random.Random(seed)
     out: list[dict[str, Any]] = []
+    values: list[Any]
     for i in range(count):
         if i % 2:
             d: dict[str, Any] = {"kind": "elementwise", "shape": [rng.choice([1, 7, 512]) + i, rng.choice([64, 4096])],
@@ -63,8 +64,9 @@ def test_a_table_gives_the_row_by_row_answers() -> None:
              "batch": rng.integers(1, 9, n), "heads": np.full(n, 8), "kv_heads": kv, "seq_q": rng.integers(1, 999, n),
              "seq_kv": rng.integers(1, 999, n), "head_dim": np.full(n, 128), "causal": rng.random(n) < 0.5}
     got = predict_columns("nvidia-h100-sxm5-80gb", table)
+    per_row = table["threads_per_row"]
     dicts = [{"kind": "elementwise", "shape": table["shape"][i].tolist(), "dtype": str(table["dtype"][i]),
-              **({} if np.isnan(table["threads_per_row"][i]) else {"threads_per_row": 256})} if kinds[i] == "elementwise"
+              **({} if np.isnan(per_row[i]) else {"threads_per_row": 256})} if kinds[i] == "elementwise"
              else {"kind": "attention", "batch": int(table["batch"][i]), "heads": 8, "seq_q": int(table["seq_q"][i]),
                    "seq_kv": int(table["seq_kv"][i]), "head_dim": 128, "dtype": str(table["dtype"][i]),
                    "causal": bool(table["causal"][i]), **({} if np.isnan(kv[i]) else {"kv_heads": int(kv[i])})}
@@ -114,6 +116,7 @@ def _convs(count: int, seed: int) -> list[dict[str, Any]]:
     """Conv2d dicts of every algorithm, 2-D and 3-D, the ``*_w`` fields set and unset, none repeated."""
     rng = random.Random(seed)
     out: list[dict[str, Any]] = []
+    values: list[Any]
     for i in range(count):
         d: dict[str, Any] = {"kind": "conv2d", "batch": rng.choice([1, 8]) + i, "in_channels": rng.choice([3, 64]),
                              "out_channels": rng.choice([64, 128]), "height": rng.choice([14, 56]),
@@ -235,6 +238,7 @@ def _collectives(count: int, seed: int) -> list[dict[str, Any]]:
     """Collective dicts of every kind, the optional fields set and unset, none repeated."""
     rng = random.Random(seed)
     out: list[dict[str, Any]] = []
+    values: list[Any]
     for i in range(count):
         kind = rng.choice(["allreduce", "allgather", "reducescatter", "alltoall", "sendrecv"])
         d: dict[str, Any] = {"kind": kind, "bytes": rng.choice([1e4, 1e6, 3e8]) + i}
