@@ -177,21 +177,45 @@ def _json_value(value: Any) -> bool:
 
 def _predict_dicts(dicts: Sequence[Mapping[str, Any]], hardware: HardwareLike, timing: Timing, warm_cache: bool,
                    defaults: ModelDefaults | None, space: SpaceName) -> CostBatch:
+    parts: list[Part] = []
+    for kind, rows in _kind_rows(dicts).items():
+        cls = op_class(kind)
+        picked = [dicts[i] for i in rows.tolist()]
+        ops: OpColumns | list[Op] = from_dicts(cls, picked) if cls.columnar else build_ops(cls, picked)
+        parts.append((ops, rows))
+    return _predict(hardware, parts, len(dicts), timing, warm_cache, defaults, space)
+
+
+def _kind_rows(dicts: Sequence[Mapping[str, Any]]) -> dict[str, IntArray]:
+    """Each kind's rows, kinds in order of first appearance and rows in batch order; a row that is not a mapping
+    or whose kind is not a string raises ``make_op``'s error. Plain dicts are grouped at once (their kinds
+    factorized as one str array: no Python loop over the rows)."""
+    if set(map(type, dicts)) == {dict}:
+        kinds = [d.get("kind") for d in dicts]
+        if set(map(type, kinds)) == {str}:
+            names: list[str] = list(dict.fromkeys(kinds))  # type: ignore[arg-type]  # in order of first appearance
+            if len(names) == 1:
+                return {names[0]: np.arange(len(kinds), dtype=np.intp)}
+            codes = factorize(np.array(kinds), names)
+            if any("\x00" in name for name in names) or (codes < 0).any():  # a NUL numpy's str would drop
+                return _kind_rows_one_by_one(dicts)
+            order = np.argsort(codes, kind="stable")
+            ends = np.cumsum(np.bincount(codes, minlength=len(names)))
+            return {name: order[end - count:end] for name, end, count in
+                    zip(names, ends.tolist(), np.bincount(codes, minlength=len(names)).tolist(), strict=True)}
+    return _kind_rows_one_by_one(dicts)
+
+
+def _kind_rows_one_by_one(dicts: Sequence[Mapping[str, Any]]) -> dict[str, IntArray]:
+    """``_kind_rows`` row by row (any mapping; raises for the first row without a string kind)."""
     groups: dict[str, list[int]] = {}
-    plain = set(map(type, dicts)) == {dict}  # the ABC check of each row skipped
     for i, d in enumerate(dicts):
-        kind = d.get("kind") if plain or isinstance(d, Mapping) else None
-        if kind.__class__ is not str and not isinstance(kind, str):
+        kind = d.get("kind") if isinstance(d, Mapping) else None
+        if not isinstance(kind, str):
             make_op(d)  # type: ignore[arg-type]  # raises make_op's error
             raise OpError("?", "kind", "missing or not a string")
         groups.setdefault(kind, []).append(i)
-    parts: list[Part] = []
-    for kind, rows in groups.items():
-        cls = op_class(kind)
-        picked = [dicts[i] for i in rows]
-        ops: OpColumns | list[Op] = from_dicts(cls, picked) if cls.columnar else build_ops(cls, picked)
-        parts.append((ops, np.array(rows, dtype=np.intp)))
-    return _predict(hardware, parts, len(dicts), timing, warm_cache, defaults, space)
+    return {kind: np.array(rows, dtype=np.intp) for kind, rows in groups.items()}
 
 
 CHUNK_ROWS = 1 << 14  # a table of more rows is predicted this many rows at a time (``predict_columns``)

@@ -26,6 +26,7 @@ from perfmodel.ops.base import (
     register,
     require_positive,
 )
+from perfmodel.ops.checks import one_of
 
 SOFTMAX_VECTOR_FLOPS = 4.0  # scale, running max, subtract, sum per score
 LSE_BYTES = 4.0  # fp32 log-sum-exp per query row, kept for the backward
@@ -81,7 +82,7 @@ class Attention(Op):
             uneven = np.fmod(heads, np.where(kv > 0, kv, 1.0)) != 0
         bad: np.ndarray[Any, np.dtype[np.bool_]] = (
             positive_invalid(cols, "batch", "heads", "seq_q", "seq_kv", "head_dim") | pass_invalid(cols)
-            | (kv <= 0) | uneven | (v["head_dim_v"] <= 0) | ~np.isin(v["implementation"], IMPLEMENTATIONS))
+            | (kv <= 0) | uneven | (v["head_dim_v"] <= 0) | ~one_of(v["implementation"], IMPLEMENTATIONS))
         return bad
 
     def loop_dims(self) -> dict[str, int]:

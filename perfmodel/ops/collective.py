@@ -27,6 +27,7 @@ from perfmodel.ops.base import (
     register,
     require_positive,
 )
+from perfmodel.ops.checks import one_of
 
 # "hostcopy_pageable": a host copy staged through the driver's pinned buffer (``HostCopy.pageable``)
 COMM_KINDS = ("none", "allreduce", "allgather", "reducescatter", "alltoall", "sendrecv", "hostcopy",
@@ -59,7 +60,7 @@ class Collective(Op):
         v = cols.values
         bad: np.ndarray[Any, np.dtype[np.bool_]] = (
             positive_invalid(cols, "size_bytes", "devices") | (v["devices_per_node"] <= 0)
-            | (v["devices_per_node"] > MAX_DIMENSION) | ~np.isin(v["algorithm"], ALGORITHMS))
+            | (v["devices_per_node"] > MAX_DIMENSION) | ~one_of(v["algorithm"], ALGORITHMS))
         return bad
 
     def loop_dims(self) -> dict[str, int]:

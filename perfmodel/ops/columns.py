@@ -20,6 +20,7 @@ from perfmodel.ops.base import DTYPE_INDEX, DTYPES, NO_DTYPE, Op, OpColumns, OpE
 from perfmodel.ops.field_rows import field_columns
 
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
+_DTYPE_CODES: dict[Any, int] = {None: NO_DTYPE, **DTYPE_INDEX}  # an unset optional dtype: NO_DTYPE
 RANK_SUFFIX = "#rank"  # values[f"shape{RANK_SUFFIX}"]: each row's rank where the shapes came from dicts
 
 
@@ -78,8 +79,7 @@ def from_dicts(cls: type[Op], dicts: Sequence[Mapping[str, Any]]) -> OpColumns:
         kind, _ = _kind_of(hints[name])
         column = given[name]
         if kind == "dtype":
-            values[name] = np.fromiter((NO_DTYPE if v is None else DTYPE_INDEX[v] for v in column), dtype=np.int64,
-                                       count=len(column))
+            values[name] = np.fromiter(map(_DTYPE_CODES.__getitem__, column), dtype=np.int64, count=len(column))
         elif kind in ("number", "int", "flag"):
             values[name] = np.array(column, dtype=np.float64)
         elif kind == "shape":

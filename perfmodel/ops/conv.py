@@ -63,6 +63,7 @@ from perfmodel.ops.base import (
     require_non_negative,
     require_positive,
 )
+from perfmodel.ops.checks import one_of
 from perfmodel.ops.conv_fft import COMPLEX_GEMM_REAL_GEMMS, FFT_ALGORITHMS, fft_error, fft_terms
 from perfmodel.ops.conv_im2col import im2col_error, im2col_terms
 from perfmodel.search.conv_space import DATA_GRADIENT, FORWARD, FUSED_WINOGRAD, WEIGHT_GRADIENT
@@ -188,7 +189,7 @@ class Conv2d(Op):
                              "out_channels", "height", "width", "kernel_h", "kernel_w", "stride", "dilation", "groups")
             | pass_invalid(cols) | (v["padding_d"] < 0) | (v["padding"] < 0) | (v["stride_w"] <= 0)
             | (v["dilation_w"] <= 0) | (v["padding_w"] < 0) | (v["stride_w"] > MAX_DIMENSION)
-            | (v["dilation_w"] > MAX_DIMENSION) | (v["algorithm"] != "implicit_gemm") | ~np.isin(v["layout"], LAYOUTS))
+            | (v["dilation_w"] > MAX_DIMENSION) | (v["algorithm"] != "implicit_gemm") | ~one_of(v["layout"], LAYOUTS))
         groups = np.where(v["groups"] > 0, v["groups"], 1.0)
         bad |= (np.fmod(v["in_channels"], groups) != 0) | (np.fmod(v["out_channels"], groups) != 0)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -227,7 +228,7 @@ class Conv2d(Op):
         fused = algorithm == "winograd"
         nonfused = algorithm == "winograd_nonfused"
         wino = fused | nonfused
-        fft = np.isin(algorithm, FFT_ALGORITHMS)
+        fft = one_of(algorithm, tuple(FFT_ALGORITHMS))
         special = _special_ops(ops, algorithm)
         spectra = fft_terms(special, nb, c, k, elem)
         passes = fwd + 2.0 * bwd  # GEMM passes: the forward, or the data and weight gradients

@@ -75,8 +75,12 @@ def _groups_checked(cls: type[Op], dicts: list[dict[str, Any]]) -> list[Group] |
     converters, required = _converters(cls)
     aliases = cls.aliases
     groups: dict[tuple[str, ...], list[int]] = {}
-    for i, keys in enumerate(map(tuple, dicts)):
-        groups.setdefault(keys, []).append(i)
+    order = list(map(tuple, dicts))
+    if order and order.count(order[0]) == len(order):  # one key order (the usual batch): no loop over the rows
+        groups[order[0]] = list(range(len(order)))
+    else:
+        for i, keys in enumerate(order):
+            groups.setdefault(keys, []).append(i)
     out: list[Group] = []
     for keys, at in groups.items():
         fields = [(key, aliases.get(key, key)) for key in keys if not (key == "kind" and key not in converters)]
