@@ -13,6 +13,7 @@ from __future__ import annotations
 import marshal
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import repeat
+from operator import itemgetter
 from types import SimpleNamespace
 from typing import Any, overload
 
@@ -180,7 +181,7 @@ def _predict_dicts(dicts: Sequence[Mapping[str, Any]], hardware: HardwareLike, t
     parts: list[Part] = []
     for kind, rows in _kind_rows(dicts).items():
         cls = op_class(kind)
-        picked = [dicts[i] for i in rows.tolist()]
+        picked = list(itemgetter(*rows.tolist())(dicts)) if rows.size > 1 else [dicts[int(rows[0])]]
         ops: OpColumns | list[Op] = from_dicts(cls, picked) if cls.columnar else build_ops(cls, picked)
         parts.append((ops, rows))
     return _predict(hardware, parts, len(dicts), timing, warm_cache, defaults, space)
@@ -189,16 +190,15 @@ def _predict_dicts(dicts: Sequence[Mapping[str, Any]], hardware: HardwareLike, t
 def _kind_rows(dicts: Sequence[Mapping[str, Any]]) -> dict[str, IntArray]:
     """Each kind's rows, kinds in order of first appearance and rows in batch order; a row that is not a mapping
     or whose kind is not a string raises ``make_op``'s error. Plain dicts are grouped at once (their kinds
-    factorized as one str array: no Python loop over the rows)."""
+    numbered through one dict lookup each and sorted stably: no Python loop over the rows)."""
     if set(map(type, dicts)) == {dict}:
-        kinds = [d.get("kind") for d in dicts]
+        kinds: list[Any] = [d.get("kind") for d in dicts]
         if set(map(type, kinds)) == {str}:
-            names: list[str] = list(dict.fromkeys(kinds))  # type: ignore[arg-type]  # in order of first appearance
+            names: list[str] = list(dict.fromkeys(kinds))  # in order of first appearance
             if len(names) == 1:
                 return {names[0]: np.arange(len(kinds), dtype=np.intp)}
-            codes = factorize(np.array(kinds), names)
-            if any("\x00" in name for name in names) or (codes < 0).any():  # a NUL numpy's str would drop
-                return _kind_rows_one_by_one(dicts)
+            code_of = {name: code for code, name in enumerate(names)}
+            codes = np.fromiter(map(code_of.__getitem__, kinds), dtype=np.intp, count=len(kinds))
             order = np.argsort(codes, kind="stable")
             ends = np.cumsum(np.bincount(codes, minlength=len(names)))
             return {name: order[end - count:end] for name, end, count in

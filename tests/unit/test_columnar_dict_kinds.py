@@ -290,3 +290,25 @@ def test_a_bad_collective_column_names_the_field() -> None:
         make_op({"kind": "allreduce", "bytes": 1e6 * (i + 1), "devices": 8, "algorithm": str(table["algorithm"][i]),
                  **({} if i == 0 else {"devices_per_node": 4 * i})}) for i in range(3)])
     _same(got, expected)
+
+
+def test_kind_groups_keep_batch_order_and_name_a_bad_kind() -> None:
+    from collections import OrderedDict
+
+    from perfmodel import columnar
+
+    dicts = _collectives(7, 1) + _rows(9, 2) + _collectives(3, 3) + _embeddings(4, 4)
+    random.Random(5).shuffle(dicts)
+    fast = columnar._kind_rows(dicts)
+    slow = columnar._kind_rows_one_by_one(dicts)
+    assert list(fast) == list(slow) == list(dict.fromkeys(d["kind"] for d in dicts))  # first appearance
+    assert all(fast[k].tolist() == slow[k].tolist() for k in fast)
+    mixed = [OrderedDict(d) if i % 3 == 0 else d for i, d in enumerate(dicts)]  # mappings that are not dicts
+    _same(predict_dicts("nvidia-h100-sxm5-80gb", mixed), predict_dicts("nvidia-h100-sxm5-80gb", dicts))
+    bads: list[dict[str, Any]] = [{"kind": 3, "bytes": 1.0, "devices": 2}, {"bytes": 1.0, "devices": 2}]
+    for bad in bads:
+        with pytest.raises(OpError) as expected:
+            make_op(bad)
+        with pytest.raises(OpError) as got:
+            predict_dicts("nvidia-h100-sxm5-80gb", [*dicts, bad])
+        assert str(got.value) == str(expected.value)
