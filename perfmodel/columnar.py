@@ -3,8 +3,8 @@
 ``predict_columns(hw, {"kind": [...], "m": [...], "n": [...], "k": [...], "dtype": [...]})`` takes a
 table (field name -> array, one row per op; a ``shape`` column is an ops x rank array), and
 ``predict_dicts(hw, [{"kind": "matmul", ...}, ...])`` takes what ``predict_many`` takes. Kinds whose
-class reads ``OpColumns`` (``columnar``: matmul, the row ops) skip the per-op objects; the others are
-built with ``make_op``. The answers are ``predict_many``'s, and ``CostBatch.ops`` builds each row's
+class reads ``OpColumns`` (``columnar``: matmul, the row ops, elementwise, attention, conv2d, embedding and the
+collectives but hostcopy) skip the per-op objects; the others are built with ``make_op``. The answers are ``predict_many``'s, and ``CostBatch.ops`` builds each row's
 ``Op`` when it is asked for.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 import marshal
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import repeat
+from operator import itemgetter
 from types import SimpleNamespace
 from typing import Any, overload
 
@@ -177,6 +178,36 @@ def _json_value(value: Any) -> bool:
 
 def _predict_dicts(dicts: Sequence[Mapping[str, Any]], hardware: HardwareLike, timing: Timing, warm_cache: bool,
                    defaults: ModelDefaults | None, space: SpaceName) -> CostBatch:
+    parts: list[Part] = []
+    for kind, rows in _kind_rows(dicts).items():
+        cls = op_class(kind)
+        picked = list(itemgetter(*rows.tolist())(dicts)) if rows.size > 1 else [dicts[int(rows[0])]]
+        ops: OpColumns | list[Op] = from_dicts(cls, picked) if cls.columnar else build_ops(cls, picked)
+        parts.append((ops, rows))
+    return _predict(hardware, parts, len(dicts), timing, warm_cache, defaults, space)
+
+
+def _kind_rows(dicts: Sequence[Mapping[str, Any]]) -> dict[str, IntArray]:
+    """Each kind's rows, kinds in order of first appearance and rows in batch order; a row that is not a mapping
+    or whose kind is not a string raises ``make_op``'s error. Plain dicts are grouped at once (their kinds
+    numbered through one dict lookup each and sorted stably: no Python loop over the rows)."""
+    if set(map(type, dicts)) == {dict}:
+        kinds: list[Any] = [d.get("kind") for d in dicts]
+        if set(map(type, kinds)) == {str}:
+            names: list[str] = list(dict.fromkeys(kinds))  # in order of first appearance
+            if len(names) == 1:
+                return {names[0]: np.arange(len(kinds), dtype=np.intp)}
+            code_of = {name: code for code, name in enumerate(names)}
+            codes = np.fromiter(map(code_of.__getitem__, kinds), dtype=np.intp, count=len(kinds))
+            order = np.argsort(codes, kind="stable")
+            ends = np.cumsum(np.bincount(codes, minlength=len(names)))
+            return {name: order[end - count:end] for name, end, count in
+                    zip(names, ends.tolist(), np.bincount(codes, minlength=len(names)).tolist(), strict=True)}
+    return _kind_rows_one_by_one(dicts)
+
+
+def _kind_rows_one_by_one(dicts: Sequence[Mapping[str, Any]]) -> dict[str, IntArray]:
+    """``_kind_rows`` row by row (any mapping; raises for the first row without a string kind)."""
     groups: dict[str, list[int]] = {}
     for i, d in enumerate(dicts):
         kind = d.get("kind") if isinstance(d, Mapping) else None
@@ -184,13 +215,7 @@ def _predict_dicts(dicts: Sequence[Mapping[str, Any]], hardware: HardwareLike, t
             make_op(d)  # type: ignore[arg-type]  # raises make_op's error
             raise OpError("?", "kind", "missing or not a string")
         groups.setdefault(kind, []).append(i)
-    parts: list[Part] = []
-    for kind, rows in groups.items():
-        cls = op_class(kind)
-        picked = [dicts[i] for i in rows]
-        ops: OpColumns | list[Op] = from_dicts(cls, picked) if cls.columnar else build_ops(cls, picked)
-        parts.append((ops, np.array(rows, dtype=np.intp)))
-    return _predict(hardware, parts, len(dicts), timing, warm_cache, defaults, space)
+    return {kind: np.array(rows, dtype=np.intp) for kind, rows in groups.items()}
 
 
 CHUNK_ROWS = 1 << 14  # a table of more rows is predicted this many rows at a time (``predict_columns``)

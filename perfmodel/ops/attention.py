@@ -4,27 +4,33 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
 
 from perfmodel.dtypes import DType
 from perfmodel.ops.base import (
+    DTYPE_BYTES,
     FloatArray,
     Op,
+    OpColumns,
     OpError,
     Pass,
     Work,
     check_pass,
     column,
-    dtype_codes,
+    dtype_column,
     pass_factors,
+    pass_invalid,
+    positive_invalid,
     register,
     require_positive,
 )
+from perfmodel.ops.checks import one_of
 
 SOFTMAX_VECTOR_FLOPS = 4.0  # scale, running max, subtract, sum per score
 LSE_BYTES = 4.0  # fp32 log-sum-exp per query row, kept for the backward
+IMPLEMENTATIONS = ("flash", "materialized")
 
 
 @register
@@ -51,15 +57,33 @@ class Attention(Op):
     implementation: Literal["flash", "materialized"] = "flash"
     pass_: Pass = "forward"
 
+    columnar: ClassVar[bool] = True
+
     def __post_init__(self) -> None:
         require_positive(self.kind, batch=self.batch, heads=self.heads, seq_q=self.seq_q,
                          seq_kv=self.seq_kv, head_dim=self.head_dim)
         check_pass(self.kind, self.pass_)
+        if self.implementation not in IMPLEMENTATIONS:  # a dict's converter names it first; a column's here
+            raise OpError(self.kind, "implementation", f"expected one of {', '.join(IMPLEMENTATIONS)}, "
+                          f"got {self.implementation!r}")
         kv = self.heads if self.kv_heads is None else self.kv_heads
         if kv <= 0 or self.heads % kv:
             raise OpError(self.kind, "kv_heads", f"{kv} must divide heads ({self.heads})")
         if self.head_dim_v is not None and self.head_dim_v <= 0:
             raise OpError(self.kind, "head_dim_v", "must be > 0")
+
+    @classmethod
+    def invalid_rows(cls, cols: OpColumns) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """The rows ``__post_init__`` may reject, found at once (NaN: an unset ``kv_heads`` / ``head_dim_v``)."""
+        v = cols.values
+        heads = v["heads"]
+        kv = np.where(np.isnan(v["kv_heads"]), heads, v["kv_heads"])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            uneven = np.fmod(heads, np.where(kv > 0, kv, 1.0)) != 0
+        bad: np.ndarray[Any, np.dtype[np.bool_]] = (
+            positive_invalid(cols, "batch", "heads", "seq_q", "seq_kv", "head_dim") | pass_invalid(cols)
+            | (kv <= 0) | uneven | (v["head_dim_v"] <= 0) | ~one_of(v["implementation"], IMPLEMENTATIONS))
+        return bad
 
     def loop_dims(self) -> dict[str, int]:
         return {"b": self.batch, "h": self.heads, "sq": self.seq_q, "skv": self.seq_kv,
@@ -78,13 +102,21 @@ class Attention(Op):
         return base * ((d + dv) * (self.pass_ != "backward") + (3 * d + 2 * dv) * (self.pass_ != "forward"))
 
     @classmethod
-    def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
+    def work(cls, ops: Sequence[Self] | OpColumns, granularity_bytes: float = 1.0) -> Work:
         b, h, sq, skv, d = (column(ops, f) for f in ("batch", "heads", "seq_q", "seq_kv", "head_dim"))
-        kvh = np.array([o.heads if o.kv_heads is None else o.kv_heads for o in ops], dtype=np.float64)
-        dv = np.array([o.head_dim_v or o.head_dim for o in ops], dtype=np.float64)
-        causal = np.array([o.causal for o in ops])
-        materialized = np.array([o.implementation == "materialized" for o in ops])
-        elem = np.array([o.dtype.bytes for o in ops])
+        if isinstance(ops, OpColumns):
+            v = ops.values
+            kvh = np.where(np.isnan(v["kv_heads"]), h, v["kv_heads"])
+            dv = np.where(np.isnan(v["head_dim_v"]), d, v["head_dim_v"])
+            causal = v["causal"] != 0
+            materialized = v["implementation"] == "materialized"
+        else:
+            kvh = np.array([o.heads if o.kv_heads is None else o.kv_heads for o in ops], dtype=np.float64)
+            dv = np.array([o.head_dim_v or o.head_dim for o in ops], dtype=np.float64)
+            causal = np.array([o.causal for o in ops])
+            materialized = np.array([o.implementation == "materialized" for o in ops])
+        codes = dtype_column(ops, "dtype")
+        elem = DTYPE_BYTES[codes]
         fwd, bwd = pass_factors(ops)
         frac = np.where(materialized, 1.0, _mask_fraction(sq, skv, causal))
         scores = b * h * sq * skv * frac
@@ -102,7 +134,7 @@ class Attention(Op):
             "activations_out": o_bytes * fwd + bwd * q_bytes,
             "workspace": (lse + smat) * fwd + bwd * (lse + 2.0 * smat),
         }
-        dtypes = dtype_codes([o.dtype for o in ops])
+        dtypes = codes
         kernels = np.where(materialized, 3.0, 1.0) * fwd + np.where(materialized, 5.0, 2.0) * bwd
         # flash attention (forward and backward kernels) has its own tile model; materialized runs as GEMMs
         flash = ~materialized

@@ -8,12 +8,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
 
 from perfmodel.dtypes import DType
-from perfmodel.ops.base import Op, OpError, Work, dtype_codes, register, require_positive
+from perfmodel.ops.base import (
+    DTYPE_BYTES,
+    MAX_DIMENSION,
+    Op,
+    OpColumns,
+    OpError,
+    Work,
+    column,
+    dtype_codes,
+    dtype_column,
+    positive_invalid,
+    register,
+    require_positive,
+)
+from perfmodel.ops.checks import one_of
 
 # "hostcopy_pageable": a host copy staged through the driver's pinned buffer (``HostCopy.pageable``)
 COMM_KINDS = ("none", "allreduce", "allgather", "reducescatter", "alltoall", "sendrecv", "hostcopy",
@@ -31,25 +45,44 @@ class Collective(Op):
 
     reduces: ClassVar[bool] = False
     aliases: ClassVar[dict[str, str]] = {"pass": "pass_", "bytes": "size_bytes"}
+    columnar: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         require_positive(self.kind, bytes=self.size_bytes, devices=self.devices)
         if self.devices_per_node is not None and self.devices_per_node <= 0:
             raise OpError(self.kind, "devices_per_node", "must be > 0")
+        if self.algorithm not in ALGORITHMS:  # a dict's converter names it first; a column's here
+            raise OpError(self.kind, "algorithm", f"expected one of {', '.join(ALGORITHMS)}, got {self.algorithm!r}")
+
+    @classmethod
+    def invalid_rows(cls, cols: OpColumns) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """The rows ``__post_init__`` may reject, found at once (NaN: an unset ``devices_per_node``)."""
+        v = cols.values
+        bad: np.ndarray[Any, np.dtype[np.bool_]] = (
+            positive_invalid(cols, "size_bytes", "devices") | (v["devices_per_node"] <= 0)
+            | (v["devices_per_node"] > MAX_DIMENSION) | ~one_of(v["algorithm"], ALGORITHMS))
+        return bad
 
     def loop_dims(self) -> dict[str, int]:
         return {"devices": self.devices, "bytes": int(self.size_bytes)}
 
     @classmethod
-    def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
-        size = np.array([o.size_bytes for o in ops], dtype=np.float64)
-        p = np.array([float(o.devices) for o in ops])
-        elem = np.array([o.dtype.bytes for o in ops])
+    def work(cls, ops: Sequence[Self] | OpColumns, granularity_bytes: float = 1.0) -> Work:
+        size = column(ops, "size_bytes")
+        p = column(ops, "devices")
+        codes = dtype_column(ops, "dtype")
+        elem = DTYPE_BYTES[codes]
         share = (p - 1.0) / p
         vector = size / elem * share if cls.reduces else np.zeros(len(ops))
-        codes = dtype_codes([o.dtype for o in ops])
-        dpn = np.array([float(o.devices_per_node or 0) for o in ops])
-        algo = np.array([ALGORITHMS.index(o.algorithm) for o in ops], dtype=np.int64)
+        if isinstance(ops, OpColumns):
+            dpn = np.nan_to_num(ops.values["devices_per_node"], nan=0.0)
+            algorithms = np.asarray(ops.values["algorithm"])
+            algo = np.zeros(ops.n, dtype=np.int64)
+            for code, name in enumerate(ALGORITHMS):
+                algo[algorithms == name] = code
+        else:
+            dpn = np.array([float(o.devices_per_node or 0) for o in ops])
+            algo = np.array([ALGORITHMS.index(o.algorithm) for o in ops], dtype=np.int64)
         return Work(
             n=len(ops), flops_matrix=np.zeros(len(ops)), flops_vector=vector,
             flops_special=np.zeros(len(ops)),

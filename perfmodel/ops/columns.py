@@ -17,9 +17,10 @@ import numpy as np
 
 from perfmodel.dtypes import DType, parse_dtype
 from perfmodel.ops.base import DTYPE_INDEX, DTYPES, NO_DTYPE, Op, OpColumns, OpError, _schema
-from perfmodel.ops.field_rows import field_rows
+from perfmodel.ops.field_rows import field_columns
 
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
+_DTYPE_CODES: dict[Any, int] = {None: NO_DTYPE, **DTYPE_INDEX}  # an unset optional dtype: NO_DTYPE
 RANK_SUFFIX = "#rank"  # values[f"shape{RANK_SUFFIX}"]: each row's rank where the shapes came from dicts
 
 
@@ -55,7 +56,10 @@ def _default(spec: dataclasses.Field[Any]) -> Any:
 
 def _shape_block(shapes: Sequence[tuple[int, ...]]) -> np.ndarray[Any, np.dtype[np.float64]]:
     """Shapes as an n x rank float array, right-aligned, leading dims padded with 1."""
-    rank = max((len(s) for s in shapes), default=1)
+    ranks = set(map(len, shapes))
+    if len(ranks) == 1 and 0 not in ranks:  # one rank: the shapes as they are
+        return np.array(shapes, dtype=np.float64).reshape(len(shapes), -1)
+    rank = max(ranks, default=1)
     block = np.ones((len(shapes), max(rank, 1)))
     for i, shape in enumerate(shapes):
         if shape:
@@ -65,16 +69,17 @@ def _shape_block(shapes: Sequence[tuple[int, ...]]) -> np.ndarray[Any, np.dtype[
 
 def from_dicts(cls: type[Op], dicts: Sequence[Mapping[str, Any]]) -> OpColumns:
     """``OpColumns`` of ``cls`` from JSON-style dicts (each converted field by field as ``make_op`` does)."""
-    rows = field_rows(cls, dicts)
     hints, fields, _ = _schema(cls)
+    rewrite = getattr(cls, "json_fields", None)  # a class whose JSON keys name other fields (embedding's table)
+    if rewrite is not None:
+        dicts = [rewrite(d) for d in dicts]
+    given = field_columns(cls, dicts, {name: _default(spec) for name, spec in fields.items()})
     values: dict[str, np.ndarray[Any, Any]] = {}
-    for name, spec in fields.items():
+    for name in fields:
         kind, _ = _kind_of(hints[name])
-        default = _default(spec)
-        column = [row.get(name, default) for row in rows]
+        column = given[name]
         if kind == "dtype":
-            values[name] = np.fromiter((NO_DTYPE if v is None else DTYPE_INDEX[v] for v in column), dtype=np.int64,
-                                       count=len(column))
+            values[name] = np.fromiter(map(_DTYPE_CODES.__getitem__, column), dtype=np.int64, count=len(column))
         elif kind in ("number", "int", "flag"):
             values[name] = np.array(column, dtype=np.float64)
         elif kind == "shape":
@@ -82,7 +87,7 @@ def from_dicts(cls: type[Op], dicts: Sequence[Mapping[str, Any]]) -> OpColumns:
             values[f"{name}{RANK_SUFFIX}"] = np.array([len(v) for v in column], dtype=np.int64)
         else:
             values[name] = np.array(column, dtype=object if kind == "other" else str)
-    cols = OpColumns(cls, len(rows), values)
+    cols = OpColumns(cls, len(dicts), values)
     _raise_first_invalid(cols)
     return cols
 
@@ -193,7 +198,7 @@ def _default_column(kind: str, default: Any, size: int) -> np.ndarray[Any, Any]:
     if kind == "dtype":
         return np.broadcast_to(np.array(NO_DTYPE if default is None else DTYPE_INDEX[default], dtype=np.int64), size)
     if kind in ("number", "int", "flag"):
-        return np.broadcast_to(np.array(float(default)), size)
+        return np.broadcast_to(np.array(np.nan if default is None else float(default)), size)
     if kind == "choice":
         return np.broadcast_to(np.array(default), size)
     if kind == "shape":
@@ -210,14 +215,16 @@ def _convert(op_kind: str, key: str, kind: str, optional: bool, raw: np.ndarray[
             numbers: np.ndarray[Any, np.dtype[np.float64]] = raw.astype(np.float64)
         except (TypeError, ValueError):
             raise OpError(op_kind, key, "expected numbers") from None
-        if not np.isfinite(numbers).all():
-            bad = float(numbers[~np.isfinite(numbers)][0])
+        # NaN in an optional field is an unset cell (``None``, as ``_cell_op`` leaves it to the default)
+        given = ~np.isnan(numbers) if optional else np.ones(numbers.shape, dtype=bool)
+        if not np.isfinite(numbers[given]).all():
+            bad = float(numbers[given][~np.isfinite(numbers[given])][0])
             raise OpError(op_kind, key, "missing required field" if np.isnan(bad) else f"expected a finite number, "
                           f"got {bad!r}")
-        if kind == "int" and not (numbers == np.floor(numbers)).all():
-            bad = float(numbers[numbers != np.floor(numbers)][0])
+        if kind == "int" and not (numbers[given] == np.floor(numbers[given])).all():
+            bad = float(numbers[given][numbers[given] != np.floor(numbers[given])][0])
             raise OpError(op_kind, key, f"expected an integer, got {bad!r}")
-        flags: np.ndarray[Any, np.dtype[np.float64]] = (numbers != 0).astype(np.float64)
+        flags: np.ndarray[Any, np.dtype[np.float64]] = np.where(given, (numbers != 0), np.nan)
         return flags if kind == "flag" else numbers
     if kind == "shape":
         block = raw.astype(np.float64)
@@ -242,9 +249,11 @@ def row_values(cols: OpColumns, i: int) -> dict[str, Any]:
     hints, fields, _ = _schema(cols.cls)
     out: dict[str, Any] = {}
     for name in fields:
-        kind, _ = _kind_of(hints[name])
+        kind, optional = _kind_of(hints[name])
         value = cols.values[name][i]
-        if kind == "dtype":
+        if optional and kind in ("number", "int", "flag") and np.isnan(value):
+            out[name] = None  # an unset optional number is NaN in its column
+        elif kind == "dtype":
             out[name] = None if value == NO_DTYPE else DTYPES[int(value)]
         elif kind == "int":
             out[name] = int(value)

@@ -37,26 +37,33 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
 
 from perfmodel.dtypes import DType
 from perfmodel.ops.base import (
+    DTYPE_BYTES,
+    DTYPE_INDEX,
+    MAX_DIMENSION,
     FloatArray,
     Op,
+    OpColumns,
     OpError,
     Pass,
     Work,
     check_pass,
     column,
-    dtype_codes,
+    dtype_column,
     gemm_slots,
     pass_factors,
+    pass_invalid,
+    positive_invalid,
     register,
     require_non_negative,
     require_positive,
 )
+from perfmodel.ops.checks import one_of
 from perfmodel.ops.conv_fft import COMPLEX_GEMM_REAL_GEMMS, FFT_ALGORITHMS, fft_error, fft_terms
 from perfmodel.ops.conv_im2col import im2col_error, im2col_terms
 from perfmodel.search.conv_space import DATA_GRADIENT, FORWARD, FUSED_WINOGRAD, WEIGHT_GRADIENT
@@ -105,7 +112,12 @@ class Conv2d(Op):
     padding_d: int = 0
     dilation_d: int = 1
 
+    columnar: ClassVar[bool] = True
+
     def __post_init__(self) -> None:
+        for name, choices in (("layout", LAYOUTS), ("algorithm", ALGORITHMS)):  # a dict's converter names it first
+            if getattr(self, name) not in choices:
+                raise OpError(self.kind, name, f"expected one of {', '.join(choices)}, got {getattr(self, name)!r}")
         require_positive(self.kind, depth=self.depth, kernel_d=self.kernel_d, stride_d=self.stride_d,
                          dilation_d=self.dilation_d)
         require_non_negative(self.kind, padding_d=self.padding_d)
@@ -167,6 +179,23 @@ class Conv2d(Op):
     def depthwise(self) -> bool:
         return self.groups > 1 and self.in_channels == self.groups
 
+    @classmethod
+    def invalid_rows(cls, cols: OpColumns) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """The rows ``__post_init__`` may reject, found at once: every row of an algorithm other than the implicit
+        GEMM (its own checks run on the row's ``Op``), and the implicit GEMMs' bounds (NaN: an unset ``*_w``)."""
+        v = cols.values
+        bad: np.ndarray[Any, np.dtype[np.bool_]] = (
+            positive_invalid(cols, "depth", "kernel_d", "stride_d", "dilation_d", "batch", "in_channels",
+                             "out_channels", "height", "width", "kernel_h", "kernel_w", "stride", "dilation", "groups")
+            | pass_invalid(cols) | (v["padding_d"] < 0) | (v["padding"] < 0) | (v["stride_w"] <= 0)
+            | (v["dilation_w"] <= 0) | (v["padding_w"] < 0) | (v["stride_w"] > MAX_DIMENSION)
+            | (v["dilation_w"] > MAX_DIMENSION) | (v["algorithm"] != "implicit_gemm") | ~one_of(v["layout"], LAYOUTS))
+        groups = np.where(v["groups"] > 0, v["groups"], 1.0)
+        bad |= (np.fmod(v["in_channels"], groups) != 0) | (np.fmod(v["out_channels"], groups) != 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bad |= ~(_out_size(cols, "d") > 0) | ~(_out_size(cols, "h") > 0) | ~(_out_size(cols, "w") > 0)
+        return bad
+
     def loop_dims(self) -> dict[str, int]:
         dims = {"n": self.batch, "k": self.out_channels, "p": self.out_h, "q": self.out_w,
                 "c": self.in_channels // self.groups, "r": self.kernel_h, "s": self.kernel_w,
@@ -176,31 +205,36 @@ class Conv2d(Op):
         return dims
 
     @classmethod
-    def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
+    def work(cls, ops: Sequence[Self] | OpColumns, granularity_bytes: float = 1.0) -> Work:
         nb, c, k, h, w = (column(ops, f) for f in ("batch", "in_channels", "out_channels", "height", "width"))
         r, s, g = column(ops, "kernel_h"), column(ops, "kernel_w"), column(ops, "groups")
         # 3-D: the output depth multiplies the rows (M = N·O·P·Q), the filter depth the taps (T·R·S); x holds D
         # planes (so its bytes and the data gradient's rows are N·D·H·W), 2-D ops have O = T = D = 1
         depth_in = column(ops, "depth")
-        out_d = np.array([o.out_d for o in ops], dtype=np.float64)
+        out_d = _out_size(ops, "d")
         nb_x = nb * depth_in  # input planes
         nb = nb * out_d  # output planes: every 2-D formula below runs per output plane
+        kernel_h = r
         r = r * column(ops, "kernel_d")
-        p = np.array([o.out_h for o in ops], dtype=np.float64)
-        q = np.array([o.out_w for o in ops], dtype=np.float64)
-        dw = np.array([o.depthwise for o in ops])
-        elem = np.array([o.dtype.bytes for o in ops])
-        has_bias = np.array([o.bias for o in ops], dtype=np.float64)
+        p = _out_size(ops, "h")
+        q = _out_size(ops, "w")
+        dw = (g > 1) & (c == g)
+        codes = dtype_column(ops, "dtype")
+        elem = DTYPE_BYTES[codes]
+        has_bias = column(ops, "bias")
         fwd, bwd = pass_factors(ops)
         flops = 2.0 * nb * k * p * q * (c / g) * r * s
-        fused = np.array([o.algorithm == "winograd" for o in ops])
-        nonfused = np.array([o.algorithm == "winograd_nonfused" for o in ops])
+        algorithm = _choices(ops, "algorithm")
+        fused = algorithm == "winograd"
+        nonfused = algorithm == "winograd_nonfused"
         wino = fused | nonfused
-        fft = np.array([o.algorithm in FFT_ALGORITHMS for o in ops])
-        spectra = fft_terms(ops, nb, c, k, elem)
+        fft = one_of(algorithm, tuple(FFT_ALGORITHMS))
+        special = _special_ops(ops, algorithm)
+        spectra = fft_terms(special, nb, c, k, elem)
         passes = fwd + 2.0 * bwd  # GEMM passes: the forward, or the data and weight gradients
         fft_images = nb * spectra.tiles  # the complex GEMMs' rows: one per image (and tile)
-        out_tile = np.where(nonfused, np.array([NONFUSED_TILE_OUTPUTS.get(o.kernel_h, 2) for o in ops]), 2.0)
+        out_tile = np.where(nonfused, np.where(kernel_h == 3, float(NONFUSED_TILE_OUTPUTS[3]),
+                                               float(NONFUSED_TILE_OUTPUTS[5])), 2.0)
         points = np.where(nonfused, float(NONFUSED_TILE**2), 16.0)  # transformed values per tile: GEMMs
         tiles = nb * np.ceil(p / out_tile) * np.ceil(q / out_tile)
         # the data gradient (dy -> dx, stride 1: a convolution onto the H x W input) runs the same algorithm
@@ -229,7 +263,7 @@ class Conv2d(Op):
         thin = ~wino & ~fft & ~dw & (c / g < THIN_DGRAD_CHANNELS)
         col_bytes = 2.0 * m_gemm * c * r * s * elem * bwd
         # MIOpen's GEMM path (conv_im2col): one image at a time, im2col into a workspace then a BLAS GEMM
-        per_image = im2col_terms(ops, nb, c / g, r * s, p * q, elem, passes)
+        per_image = im2col_terms(special, nb, c / g, r * s, p * q, elem, passes)
         im2col = per_image.on
         thin = thin & ~im2col
         serial = (np.where(nonfused, transforms, 0.0) + spectra.spectra_bytes * passes + np.where(thin, col_bytes, 0.0)
@@ -245,8 +279,8 @@ class Conv2d(Op):
             "activations_in": x_read * fwd + bwd * (y_bytes + x_read),
             "activations_out": y_bytes * fwd + bwd * x_bytes,
         }
-        dtypes = dtype_codes([DType.FP32 if is_fft else o.compute_dtype or o.dtype
-                              for o, is_fft in zip(ops, fft, strict=True)])  # FFT: complex GEMMs in fp32
+        # FFT: complex GEMMs in fp32
+        dtypes = np.where(fft, DTYPE_INDEX[DType.FP32], dtype_column(ops, "compute_dtype", "dtype"))
         # implicit GEMMs per group: forward (NPQ x K x CRS; winograd: 16 or 36 of tiles x K x C),
         # data-gradient (NHW x C x KRS; winograd: of dx tiles x C x K), weight-gradient (K x CRS x NPQ;
         # non-fused: 36 of K x C x tiles)
@@ -274,7 +308,7 @@ class Conv2d(Op):
             # per kernel, 4 per pass, left 8 + 6 of DeepBench's 30 held-out V100/T4 non-fused rows > 20 % off, one 4+7)
             kernels=passes,
             serial_bytes=serial,
-            nhwc_bytes=np.where([o.layout == "nchw" for o in ops], (x_bytes + w_bytes) * fwd
+            nhwc_bytes=np.where(_choices(ops, "layout") == "nchw", (x_bytes + w_bytes) * fwd
                                 + (x_bytes + y_bytes + w_bytes) * bwd, 0.0),
             gemm_batch=gemms[0], gemm_m=gemms[1], gemm_n=gemms[2], gemm_k=gemms[3],
             # the forward implicit GEMM (family 1: 128 x 32/64/128) and fused Winograd (2: 128 x 128) run cuDNN's
@@ -294,9 +328,60 @@ class Conv2d(Op):
         )
 
 
-def along_w_column(ops: Sequence[Conv2d], name: Literal["stride", "padding", "dilation"]) -> FloatArray:
-    """``Conv2d.along_w`` of many convolutions as a float array."""
+LAYOUTS: tuple[str, ...] = ("nchw", "nhwc")  # the Literal choices of ``layout`` and ``algorithm``
+ALGORITHMS: tuple[str, ...] = ("implicit_gemm", "winograd", "winograd_nonfused", "fft", "fft_tiling", "im2col_gemm")
+
+
+def along_w_column(ops: Sequence[Conv2d] | OpColumns, name: Literal["stride", "padding", "dilation"]) -> FloatArray:
+    """``Conv2d.along_w`` of many convolutions as a float array (an unset ``*_w``, NaN in columns, is the
+    height-wise value)."""
+    if isinstance(ops, OpColumns):
+        own = ops.values[f"{name}_w"]
+        out: FloatArray = np.where(np.isnan(own), ops.values[name], own)
+        return out
     return np.fromiter((o.along_w(name) for o in ops), dtype=np.float64, count=len(ops))
+
+
+def _out_size(ops: Sequence[Conv2d] | OpColumns, axis: Literal["d", "h", "w"]) -> FloatArray:
+    """``out_d`` / ``out_h`` / ``out_w`` of many convolutions as floats (exact: integers below 2**53)."""
+    if axis == "w":
+        size, pad, dil = column(ops, "width"), along_w_column(ops, "padding"), along_w_column(ops, "dilation")
+        taps, stride = column(ops, "kernel_w"), along_w_column(ops, "stride")
+    else:
+        names = ("depth", "padding_d", "dilation_d", "kernel_d", "stride_d") if axis == "d" else (
+            "height", "padding", "dilation", "kernel_h", "stride")
+        size, pad, dil, taps, stride = (column(ops, name) for name in names)
+    out: FloatArray = np.floor_divide(size + 2 * pad - dil * (taps - 1) - 1, stride) + 1
+    return out
+
+
+def _choices(ops: Sequence[Conv2d] | OpColumns, name: str) -> np.ndarray[Any, Any]:
+    """A choice field (``algorithm``, ``layout``) of many convolutions as a str array."""
+    if isinstance(ops, OpColumns):
+        return np.asarray(ops.values[name])
+    return np.array([getattr(o, name) for o in ops])
+
+
+class _Plain:
+    """A convolution the FFT and per-image terms skip: only its algorithm is read."""
+
+    def __init__(self, algorithm: str) -> None:
+        self.algorithm = algorithm
+
+
+def _special_ops(ops: Sequence[Conv2d] | OpColumns, algorithm: np.ndarray[Any, Any]) -> Sequence[Any]:
+    """What ``fft_terms`` and ``im2col_terms`` read: the ops, or from columns the ``Op`` of each FFT or per-image
+    row (built from its columns) and a stand-in naming the algorithm of every other row."""
+    if not isinstance(ops, OpColumns):
+        return ops
+    from perfmodel.ops.columns import row_op  # columns imports the op base, not the op modules
+
+    plain = _Plain("implicit_gemm")
+    out: list[Any] = [plain] * ops.n
+    for i in np.flatnonzero(algorithm != "implicit_gemm").tolist():
+        out[i] = row_op(ops, i) if algorithm[i] in FFT_ALGORITHMS or algorithm[i] == "im2col_gemm" else _Plain(
+            str(algorithm[i]))
+    return out
 
 
 def _phase_taps(taps: FloatArray, stride: FloatArray, dilation: FloatArray) -> FloatArray:
@@ -307,14 +392,14 @@ def _phase_taps(taps: FloatArray, stride: FloatArray, dilation: FloatArray) -> F
     return out
 
 
-def _touched_share(ops: Sequence[Conv2d]) -> FloatArray:
+def _touched_share(ops: Sequence[Conv2d] | OpColumns) -> FloatArray:
     """Share of the input a strided convolution reads: a stride longer than the filter's reach (a 1x1
     stride-2 conv) skips whole rows of x, and in NHWC whole pixels (C contiguous values); in NCHW the
     skipped columns share sectors with the read ones, so only rows count."""
     stride_h, stride_w = column(ops, "stride"), along_w_column(ops, "stride")
     reach_h = column(ops, "dilation") * (column(ops, "kernel_h") - 1) + 1
     reach_w = along_w_column(ops, "dilation") * (column(ops, "kernel_w") - 1) + 1
-    nhwc = np.array([o.layout == "nhwc" for o in ops])
+    nhwc = _choices(ops, "layout") == "nhwc"
     rows = np.minimum(reach_h, stride_h) / stride_h
     out: FloatArray = rows * np.where(nhwc, np.minimum(reach_w, stride_w) / stride_w, 1.0)
     return out

@@ -4,23 +4,32 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
 
 from perfmodel.dtypes import DType
 from perfmodel.ops.base import (
+    DTYPE_BYTES,
+    MAX_DIMENSION,
     FloatArray,
+    IntArray,
     Op,
+    OpColumns,
     OpError,
     Work,
     check_shape,
     column,
     dtype_codes,
+    dtype_column,
+    last_dim,
     numel,
+    positive_invalid,
     register,
     require_non_negative,
     require_positive,
+    shape_elements,
+    shape_invalid,
 )
 
 ELEMENTS_PER_BLOCK = 2048.0  # 256 threads x 8 elements: the usual grid of a streaming kernel
@@ -28,11 +37,12 @@ ELEMENTS_PER_BLOCK = 2048.0  # 256 threads x 8 elements: the usual grid of a str
 DEFAULT_VECTOR_WIDTH = 4
 
 
-def _stream_work(ops: Sequence[Op], elements: FloatArray, read: FloatArray, written: FloatArray,
+def _stream_work(ops: Sequence[Op] | OpColumns, elements: FloatArray, read: FloatArray, written: FloatArray,
                  vector: FloatArray, special: FloatArray, kernels: FloatArray,
-                 dtypes: Sequence[DType], width: FloatArray | None = None) -> Work:
-    """Work of a streaming kernel: one thread per ``width`` elements, its loads in flight."""
-    codes = dtype_codes(dtypes)
+                 dtypes: Sequence[DType] | IntArray, width: FloatArray | None = None) -> Work:
+    """Work of a streaming kernel: one thread per ``width`` elements, its loads in flight (``dtypes``: the
+    ops' dtypes, or their codes)."""
+    codes = dtypes if isinstance(dtypes, np.ndarray) else dtype_codes(dtypes)
     width = np.full(len(ops), float(DEFAULT_VECTOR_WIDTH)) if width is None else width
     threads = np.ceil(elements / width)
     return Work(
@@ -75,6 +85,8 @@ class Elementwise(Op):
     threads_per_row: int | None = None
     dependent_loads: int = 0
 
+    columnar: ClassVar[bool] = True
+
     def __post_init__(self) -> None:
         check_shape(self.kind, "shape", self.shape)
         require_non_negative(self.kind, inputs=self.inputs, outputs=self.outputs,
@@ -87,31 +99,54 @@ class Elementwise(Op):
         if self.inputs + self.outputs == 0:
             raise OpError(self.kind, "inputs", "an op with no inputs and no outputs moves nothing")
 
+    @classmethod
+    def invalid_rows(cls, cols: OpColumns) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """The rows ``__post_init__`` may reject, found at once (NaN: an unset ``threads_per_row``)."""
+        v = cols.values
+        bad: np.ndarray[Any, np.dtype[np.bool_]] = shape_invalid(cols) | positive_invalid(cols, "vector_width")
+        for name in ("inputs", "outputs", "dependent_loads", "flops_per_element", "transcendentals_per_element"):
+            bad |= v[name] < 0
+        per_row = v["threads_per_row"]
+        bad |= (per_row <= 0) | (per_row > MAX_DIMENSION)  # NaN compares False: unset is valid
+        bad |= v["inputs"] + v["outputs"] == 0
+        if "shape#rank" in v:
+            bad |= v["shape#rank"] == 0
+        return bad
+
     def loop_dims(self) -> dict[str, int]:
         return {"elements": numel(self.shape)}
 
     @classmethod
-    def work(cls, ops: Sequence[Self], granularity_bytes: float = 1.0) -> Work:
-        n = _elements(ops)
-        elem = np.array([o.dtype.bytes for o in ops])
-        ins = np.array([float(o.inputs) for o in ops])
-        outs = np.array([float(o.outputs) for o in ops])
-        flops = np.array([o.flops_per_element for o in ops]) * n
-        special = np.array([o.transcendentals_per_element for o in ops]) * n
+    def work(cls, ops: Sequence[Self] | OpColumns, granularity_bytes: float = 1.0) -> Work:
+        n = shape_elements(ops)
+        codes = dtype_column(ops, "dtype")
+        elem = DTYPE_BYTES[codes]
+        ins = column(ops, "inputs")
+        outs = column(ops, "outputs")
+        flops = column(ops, "flops_per_element") * n
+        special = column(ops, "transcendentals_per_element") * n
         width = column(ops, "vector_width")
         work = _stream_work(ops, n, n * elem * ins, n * elem * outs, flops, special,
-                            np.ones(len(ops)), [o.dtype for o in ops], width)
-        per_row = np.array([float(o.threads_per_row or 0) for o in ops])
+                            np.ones(len(ops)), codes, width)
+        per_row = np.nan_to_num(_optional_column(ops, "threads_per_row"), nan=0.0)
         if per_row.any():
-            cols = np.array([float(o.shape[-1]) for o in ops])
+            cols = last_dim(ops)
             rows = n / cols
             row_wise = per_row > 0
             # one block per row, each thread looping over it: its loads in flight are one access per tensor
             work.threads = np.where(row_wise, rows * np.minimum(np.ceil(cols / width), per_row), work.threads)
             work.bytes_per_thread = np.where(row_wise, width * elem * (ins + outs), work.bytes_per_thread)
             work.parallel_items = np.where(row_wise, rows, work.parallel_items)
-        work.dependent_round_trips = np.array([float(o.dependent_loads) for o in ops])
+        work.dependent_round_trips = column(ops, "dependent_loads")
         return work
+
+
+def _optional_column(ops: Sequence[Op] | OpColumns, name: str) -> FloatArray:
+    """An optional numeric field as floats, NaN where unset (``None``)."""
+    if isinstance(ops, OpColumns):
+        values: FloatArray = ops.values[name].astype(np.float64, copy=False)
+        return values
+    return np.array([np.nan if (v := getattr(o, name)) is None else float(v) for o in ops], dtype=np.float64)
 
 
 @register

@@ -14,11 +14,12 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from perfmodel.ops.base import Op
 from perfmodel.ops.checks import OpError
-from perfmodel.ops.convert import Converter, _as_bool, _as_dtype, _as_float, _as_int, _converters
+from perfmodel.ops.convert import Converter, _as_bool, _as_dtype, _as_float, _as_int, _as_int_tuple, _converters
 
 
 def field_rows(cls: type[Op], dicts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -42,15 +43,45 @@ def build_ops(cls: type[Op], dicts: Sequence[Mapping[str, Any]]) -> list[Op]:
         return [cls._build(d) for d in plain]
 
 
-def _columns_checked(cls: type[Op], dicts: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
-    """Each dict's converted fields, or None when a dict has an unknown field, lacks a required one or holds a
-    value its field's converter rejects (the caller then goes row by row)."""
+def field_columns(cls: type[Op], dicts: Sequence[Mapping[str, Any]],
+                  defaults: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """The converted values of each field of ``cls`` over ``dicts`` as one list per field (``defaults[name]`` where
+    a dict does not give it): ``field_rows`` read field by field, without a dict per row; a bad dict raises its
+    error (the row-by-row way)."""
+    plain = [d if d.__class__ is dict else dict(d) for d in dicts]
+    groups = _groups_checked(cls, plain)
+    if groups is None:
+        rows = [cls.field_values(d) for d in plain]  # raises for the first bad dict
+        return {name: [row.get(name, default) for row in rows] for name, default in defaults.items()}
+    if len(groups) == 1:  # every dict gives the same keys in the same order: the columns as they are
+        given = dict(zip(groups[0][1], groups[0][2], strict=True))
+        return {name: given[name] if name in given else [default] * len(plain) for name, default in defaults.items()}
+    out = {name: [default] * len(plain) for name, default in defaults.items()}
+    for at, names, columns in groups:
+        for name, values in zip(names, columns, strict=True):
+            column = out[name]
+            for i, value in zip(at, values, strict=True):
+                column[i] = value
+    return out
+
+
+Group = tuple[list[int], list[str], list[list[Any]]]  # a key order's rows, its fields and their converted columns
+
+
+def _groups_checked(cls: type[Op], dicts: list[dict[str, Any]]) -> list[Group] | None:
+    """The dicts grouped by key order, each group's fields converted column by column; None when a dict has an
+    unknown field, lacks a required one or holds a value its field's converter rejects (the caller then goes row by
+    row)."""
     converters, required = _converters(cls)
     aliases = cls.aliases
     groups: dict[tuple[str, ...], list[int]] = {}
-    for i, keys in enumerate(map(tuple, dicts)):
-        groups.setdefault(keys, []).append(i)
-    out: list[dict[str, Any]] = [{}] * len(dicts)
+    order = list(map(tuple, dicts))
+    if order and order.count(order[0]) == len(order):  # one key order (the usual batch): no loop over the rows
+        groups[order[0]] = list(range(len(order)))
+    else:
+        for i, keys in enumerate(order):
+            groups.setdefault(keys, []).append(i)
+    out: list[Group] = []
     for keys, at in groups.items():
         fields = [(key, aliases.get(key, key)) for key in keys if not (key == "kind" and key not in converters)]
         if any(name not in converters for _, name in fields) or not set(required) <= {n for _, n in fields}:
@@ -62,7 +93,18 @@ def _columns_checked(cls: type[Op], dicts: list[dict[str, Any]]) -> list[dict[st
                 columns.append(_column(converters[name], key, [d[key] for d in group]))
         except (OpError, ValueError, TypeError):
             return None
-        names = [name for _, name in fields]
+        out.append((at, [name for _, name in fields], columns))
+    return out
+
+
+def _columns_checked(cls: type[Op], dicts: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """Each dict's converted fields, or None when a dict has an unknown field, lacks a required one or holds a
+    value its field's converter rejects (the caller then goes row by row)."""
+    groups = _groups_checked(cls, dicts)
+    if groups is None:
+        return None
+    out: list[dict[str, Any]] = [{}] * len(dicts)
+    for at, names, columns in groups:
         rows = zip(*columns, strict=True) if columns else ((),) * len(at)
         for i, values in zip(at, rows, strict=True):
             out[i] = dict(zip(names, values, strict=True))
@@ -77,6 +119,8 @@ def _column(convert: Converter, key: str, raw: list[Any]) -> list[Any]:
         return raw
     if func is _as_float and types == {float} and all(map(math.isfinite, raw)):
         return raw
+    if func is _as_int_tuple and types == {list} and set(map(type, chain.from_iterable(raw))) <= {int}:
+        return list(map(tuple, raw))  # lists of ints: their tuples, as the converter makes them
     if func is _as_dtype and types == {str}:
         parsed: dict[str, Any] = {value: convert(key, value) for value in set(raw)}
         return list(map(parsed.__getitem__, raw))

@@ -3,6 +3,7 @@ each returns one numpy array per field, so an op family's ``work`` is written on
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
@@ -65,8 +66,8 @@ def shape_elements(ops: Sequence[Any] | OpColumns, name: str = "shape") -> Float
     if isinstance(ops, OpColumns):
         out: FloatArray = ops.values[name].prod(axis=1)
         return out
-    return np.fromiter((float(np.prod(getattr(o, name), dtype=np.float64)) for o in ops), dtype=np.float64,
-                       count=len(ops))
+    # the exact integer product (``math.prod``, ~10x ``np.prod`` of a short tuple), the same float below 2**53
+    return np.fromiter((math.prod(getattr(o, name)) for o in ops), dtype=np.float64, count=len(ops))
 
 
 def last_dim(ops: Sequence[Any] | OpColumns, name: str = "shape") -> FloatArray:
