@@ -149,6 +149,7 @@ def test_a_band_class_with_four_ops_of_its_own_gets_its_own_scale(source: Calibr
     ordered = np.sort(z)  # eight scores: position 0.8 x 9 = 7.2, a fifth of the way from the 7th to the 8th
     assert seeded.transfer_scale == pytest.approx(ordered[6] + 0.2 * (ordered[7] - ordered[6]))
     device = seeded.transfer_scale  # every class has its own scale: no rest group, the device-wide rank is all eight's
+    assert device is not None
     assert seeded.transfer_class_scales == pytest.approx({"elementwise": shrunk(z[:4].max(), 4, device),
                                                           "softmax": shrunk(z[4:].max(), 4, device)})
     assert seeded.transfer_class_scales["elementwise"] > 1.5 > seeded.transfer_class_scales["softmax"]
@@ -213,6 +214,7 @@ def test_a_transferred_class_measured_here_takes_its_own_scale(source: Calibrati
     z = np.abs(np.log(factor) - band.mean(axis=1)) / ((band[:, 1] - band[:, 0]) / 2)
     ordered = np.sort(z)  # ten scores: position 0.8 x 11 = 8.8, between the 8th and the 9th
     assert seeded.transfer_scale == pytest.approx(ordered[7] + 0.8 * (ordered[8] - ordered[7]))
+    assert seeded.transfer_scale is not None
     assert seeded.transfer_class_scales["matmul"] == pytest.approx(shrunk(z[:4].max(), 4, seeded.transfer_scale))
     assert seeded.transfer_scale < z[:4].max()
     gemm = [{"kind": "matmul", "m": 1024, "n": 1024, "k": 1024, "dtype": "fp16"}]
