@@ -149,7 +149,6 @@ def test_a_band_class_with_four_ops_of_its_own_gets_its_own_scale(source: Calibr
     ordered = np.sort(z)  # eight scores: position 0.8 x 9 = 7.2, a fifth of the way from the 7th to the 8th
     assert seeded.transfer_scale == pytest.approx(ordered[6] + 0.2 * (ordered[7] - ordered[6]))
     device = seeded.transfer_scale  # every class has its own scale: no rest group, the device-wide rank is all eight's
-    assert device is not None
     assert seeded.transfer_class_scales == pytest.approx({"elementwise": shrunk(z[:4].max(), 4, device),
                                                           "softmax": shrunk(z[4:].max(), 4, device)})
     assert seeded.transfer_class_scales["elementwise"] > 1.5 > seeded.transfer_class_scales["softmax"]
@@ -174,8 +173,7 @@ def test_a_class_scale_from_few_ops_is_shrunk_toward_the_device_scale(monkeypatc
     """The posterior mean in log: weight CLASS_LOG_VAR / (CLASS_LOG_VAR + QUANTILE_LOG_VAR / k), so 4 ops keep about
     a fifth of a class's distance from the device's scale and many ops nearly all of it; never past either end."""
     q = 0.8 * 0.2 / (2 * 1.2815516 * math.exp(-1.2815516 ** 2 / 2) / math.sqrt(2 * math.pi)) ** 2
-    stored = float(target_band.QUANTILE_LOG_VAR)
-    assert stored == pytest.approx(q)
+    assert target_band.QUANTILE_LOG_VAR == pytest.approx(q)
     assert q == pytest.approx(0.79, abs=0.005)
     w4 = target_band.CLASS_LOG_VAR / (target_band.CLASS_LOG_VAR + q / 4)
     assert shrunk(3.0, 4, 1.5) == pytest.approx(1.5 * 2.0 ** w4) and 0.15 < w4 < 0.3
@@ -214,7 +212,6 @@ def test_a_transferred_class_measured_here_takes_its_own_scale(source: Calibrati
     z = np.abs(np.log(factor) - band.mean(axis=1)) / ((band[:, 1] - band[:, 0]) / 2)
     ordered = np.sort(z)  # ten scores: position 0.8 x 11 = 8.8, between the 8th and the 9th
     assert seeded.transfer_scale == pytest.approx(ordered[7] + 0.8 * (ordered[8] - ordered[7]))
-    assert seeded.transfer_scale is not None
     assert seeded.transfer_class_scales["matmul"] == pytest.approx(shrunk(z[:4].max(), 4, seeded.transfer_scale))
     assert seeded.transfer_scale < z[:4].max()
     gemm = [{"kind": "matmul", "m": 1024, "n": 1024, "k": 1024, "dtype": "fp16"}]
