@@ -46,19 +46,6 @@ MIN_HALF_WIDTH = 1e-3  # a band narrower than this (in log) gives no scale to me
 # Classes without a scale of their own take the rank of the scores of those classes' ops pooled (when ≥ 4), not
 # of every op's (a device-wide scale dominated by the classes measured most: Vidur's first runs are mostly GEMMs)
 REST_GROUP = True
-# A class's own scale is read from few ops (4-6 of 10 first runs): it is shrunk toward the device-wide scale in log
-# (``shrunk``), by the weight CLASS_LOG_VAR / (CLASS_LOG_VAR + QUANTILE_LOG_VAR / k) -- the posterior mean of a
-# normal class effect about the device's scale, seen through a quantile of k scores (docs/model.md, "The first-runs
-# scale: a class's own shrunk toward the device's").
-SHRINK = True
-# the spread of log s of a class about its device's mean log s: the dev set's one-device-out band coverage per
-# device and class (docs/accuracy.md, uncint12: conv2d, conv2d_bwd, matmul on MI25, P100, T4, V100, each share c
-# read as log(z_0.9 / z_((1 + c) / 2)) under a normal residual), 8 degrees of freedom
-CLASS_LOG_VAR = 0.052
-# the sampling variance of log of the 0.8-quantile of k half-normal scores, times k: p (1 - p) / (z f(z))^2 at
-# z = z_0.9 = 1.2816 (the 0.8-quantile of |N(0, 1)|), f = 2 phi (Cramer 1946, the asymptotic variance of a sample
-# quantile, and the delta method for the log)
-QUANTILE_LOG_VAR = COVERAGE * (1.0 - COVERAGE) / (2.0 * 1.2815516 * 0.1754983) ** 2  # 0.79
 
 
 def conformal_scale(scores: FloatArray) -> float | None:
@@ -73,15 +60,6 @@ def conformal_scale(scores: FloatArray) -> float | None:
     low = min(max(math.floor(position + 1e-9), 1), z.size)
     high = min(low + 1, z.size)
     return float(z[low - 1] + (position - low) * (z[high - 1] - z[low - 1]))
-
-
-def shrunk(scale: float, k: int, toward: float) -> float:
-    """A class's ``scale`` (read from ``k`` scores) shrunk toward the device-wide ``toward`` in log by the weight
-    CLASS_LOG_VAR / (CLASS_LOG_VAR + QUANTILE_LOG_VAR / k); unchanged when ``SHRINK`` is off."""
-    if not SHRINK or scale <= 0 or toward <= 0:
-        return scale
-    weight = CLASS_LOG_VAR / (CLASS_LOG_VAR + QUANTILE_LOG_VAR / max(k, 1))
-    return float(toward * math.exp(weight * math.log(scale / toward)))
 
 
 def scores(log_residual: FloatArray, band_log: FloatArray, groups: IntArray) -> FloatArray:
@@ -115,15 +93,13 @@ def target_scales(ops: Sequence[Op], model_s: FloatArray, measured: FloatArray,
     scale = conformal_scale(scores(residual, band_log, groups[usable]))
     if scale is None:
         return None, {}
-    device = scale
     keys = np.array([uncalibrated_interval.band_key(op) for op in picked])
     per_class = {}
     for key in sorted(set(keys.tolist())):
         mine = keys == key
-        z = scores(residual[mine], band_log[mine], groups[usable][mine])
-        found = conformal_scale(z)
+        found = conformal_scale(scores(residual[mine], band_log[mine], groups[usable][mine]))
         if found is not None:
-            per_class[str(key)] = shrunk(found, z.size, device)
+            per_class[str(key)] = found
     if per_class and REST_GROUP:
         rest = ~np.isin(keys, list(per_class))
         found = conformal_scale(scores(residual[rest], band_log[rest], groups[usable][rest]))

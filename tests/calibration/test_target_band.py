@@ -16,7 +16,7 @@ import pytest
 
 import perfmodel
 from perfmodel.calibration import Calibration, apply_calibration, fit_calibration, target_band
-from perfmodel.calibration.target_band import conformal_scale, row_scales, scaled, scores, shrunk, target_scales
+from perfmodel.calibration.target_band import conformal_scale, row_scales, scaled, scores, target_scales
 from perfmodel.ops import make_op
 
 SOURCE, TARGET = "nvidia-a100-sxm4-80gb", "nvidia-a40"
@@ -148,9 +148,7 @@ def test_a_band_class_with_four_ops_of_its_own_gets_its_own_scale(source: Calibr
     z = np.abs(np.log(factor) - band.mean(axis=1)) / ((band[:, 1] - band[:, 0]) / 2)
     ordered = np.sort(z)  # eight scores: position 0.8 x 9 = 7.2, a fifth of the way from the 7th to the 8th
     assert seeded.transfer_scale == pytest.approx(ordered[6] + 0.2 * (ordered[7] - ordered[6]))
-    device = seeded.transfer_scale  # every class has its own scale: no rest group, the device-wide rank is all eight's
-    assert seeded.transfer_class_scales == pytest.approx({"elementwise": shrunk(z[:4].max(), 4, device),
-                                                          "softmax": shrunk(z[4:].max(), 4, device)})
+    assert seeded.transfer_class_scales == pytest.approx({"elementwise": z[:4].max(), "softmax": z[4:].max()})
     assert seeded.transfer_class_scales["elementwise"] > 1.5 > seeded.transfer_class_scales["softmax"]
     assert seeded.report["transfer_scale"]["classes"] == seeded.transfer_class_scales
     gemm = [{"kind": "matmul", "m": 1024, "n": 1024, "k": 1024, "dtype": "fp16"}]
@@ -167,22 +165,6 @@ def test_a_band_class_with_four_ops_of_its_own_gets_its_own_scale(source: Calibr
         Calibration.from_params({**seeded.params, "transfer_class_scales": {"softmax": -1.0}})
     with pytest.raises(ValueError, match="transfer_class_scales"):
         Calibration.from_params({**seeded.params, "transfer_class_scales": [1.0]})
-
-
-def test_a_class_scale_from_few_ops_is_shrunk_toward_the_device_scale(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The posterior mean in log: weight CLASS_LOG_VAR / (CLASS_LOG_VAR + QUANTILE_LOG_VAR / k), so 4 ops keep about
-    a fifth of a class's distance from the device's scale and many ops nearly all of it; never past either end."""
-    q = 0.8 * 0.2 / (2 * 1.2815516 * math.exp(-1.2815516 ** 2 / 2) / math.sqrt(2 * math.pi)) ** 2
-    assert target_band.QUANTILE_LOG_VAR == pytest.approx(q)
-    assert q == pytest.approx(0.79, abs=0.005)
-    w4 = target_band.CLASS_LOG_VAR / (target_band.CLASS_LOG_VAR + q / 4)
-    assert shrunk(3.0, 4, 1.5) == pytest.approx(1.5 * 2.0 ** w4) and 0.15 < w4 < 0.3
-    assert shrunk(0.5, 4, 1.0) == pytest.approx(0.5 ** w4)
-    assert 1.5 < shrunk(3.0, 4, 1.5) < shrunk(3.0, 20, 1.5) < shrunk(3.0, 10_000, 1.5) < 3.0
-    assert shrunk(3.0, 10_000, 1.5) == pytest.approx(3.0, rel=0.01)
-    assert shrunk(1.5, 4, 1.5) == pytest.approx(1.5)
-    monkeypatch.setattr(target_band, "SHRINK", False)
-    assert shrunk(3.0, 4, 1.5) == 3.0
 
 
 def test_rows_take_their_band_class_scale_else_the_device_scale() -> None:
@@ -210,9 +192,9 @@ def test_a_transferred_class_measured_here_takes_its_own_scale(source: Calibrati
     assert seeded.classes["gemm:fp16"].source == "transferred"
     band = np.log(perfmodel.predict_many(TARGET, ops).uncalibrated_interval_s / model_s[:, None])  # type: ignore
     z = np.abs(np.log(factor) - band.mean(axis=1)) / ((band[:, 1] - band[:, 0]) / 2)
+    assert seeded.transfer_class_scales["matmul"] == pytest.approx(z[:4].max())
     ordered = np.sort(z)  # ten scores: position 0.8 x 11 = 8.8, between the 8th and the 9th
     assert seeded.transfer_scale == pytest.approx(ordered[7] + 0.8 * (ordered[8] - ordered[7]))
-    assert seeded.transfer_class_scales["matmul"] == pytest.approx(shrunk(z[:4].max(), 4, seeded.transfer_scale))
     assert seeded.transfer_scale < z[:4].max()
     gemm = [{"kind": "matmul", "m": 1024, "n": 1024, "k": 1024, "dtype": "fp16"}]
     model = perfmodel.predict_many(TARGET, gemm)
@@ -235,7 +217,5 @@ def test_classes_without_their_own_scale_take_the_rest_pooled(monkeypatch: pytes
     band = np.log(perfmodel.predict_many(TARGET, ops).uncalibrated_interval_s / model_s[:, None])  # type: ignore
     z = np.abs(np.log(factor) - band.mean(axis=1)) / ((band[:, 1] - band[:, 0]) / 2)
     scale, per_class = target_scales(ops, model_s, model_s * factor, np.arange(8))
-    device = conformal_scale(z)  # all eight's rank: the scale a class's own is shrunk toward
-    assert device is not None
-    assert per_class == pytest.approx({"matmul": shrunk(z[:4].max(), 4, device)})
+    assert per_class == pytest.approx({"matmul": z[:4].max()})
     assert scale == pytest.approx(z[4:].max()) and z[4:].max() < np.sort(z)[7]
