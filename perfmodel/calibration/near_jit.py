@@ -42,12 +42,22 @@ def smooth(x: FloatArray, points: FloatArray, runs: FloatArray, residuals: Float
         out[r] = numerator / (shrink + total)
 
 
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def _squared_distance(x: FloatArray, r: int, points: FloatArray, p: int) -> float:
+    """Squared Euclidean distance between row ``r`` of ``x`` and row ``p`` of ``points``."""
+    d2 = 0.0
+    for j in range(points.shape[1]):
+        diff = x[r, j] - points[p, j]
+        d2 += diff * diff
+    return d2
+
+
 @numba.njit(cache=True, error_model="numpy")
 def nearest(x: FloatArray, points: FloatArray, start: IntArray, out: FloatArray) -> None:
     """``out[r]``: the distance from row ``r`` of ``x`` to the nearest of ``points`` (sorted by column 0; ``start[r]``
     the first point whose column 0 is >= the row's), searched outwards from ``start[r]`` in both directions until
     the first coordinate's gap alone reaches the nearest distance found."""
-    m, d = points.shape
+    m = points.shape[0]
     for r in range(x.shape[0]):
         best = math.inf
         x0 = x[r, 0]
@@ -55,20 +65,12 @@ def nearest(x: FloatArray, points: FloatArray, start: IntArray, out: FloatArray)
             gap = points[p, 0] - x0
             if gap * gap >= best:
                 break
-            d2 = 0.0
-            for j in range(d):
-                diff = x[r, j] - points[p, j]
-                d2 += diff * diff
-            best = min(best, d2)
+            best = min(best, _squared_distance(x, r, points, p))
         for p in range(start[r] - 1, -1, -1):
             gap = x0 - points[p, 0]
             if gap * gap >= best:
                 break
-            d2 = 0.0
-            for j in range(d):
-                diff = x[r, j] - points[p, j]
-                d2 += diff * diff
-            best = min(best, d2)
+            best = min(best, _squared_distance(x, r, points, p))
         out[r] = math.sqrt(best)
 
 
