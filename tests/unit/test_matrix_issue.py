@@ -31,6 +31,19 @@ def test_sustained_clock_scales_the_matrix_peak_per_dtype() -> None:
     assert a100[DType.BF16] == pytest.approx(312e12)
 
 
+def test_t4_tensor_cores_run_at_the_power_limited_clock() -> None:
+    # Jia et al. 2019 (Citadel), Fig. 4.5: the 70 W T4 settles near 1,155 MHz under a sustained cuBLAS GEMM load
+    t4 = {p.dtype: p.peak_flops_per_s for p in tables(load_hardware("nvidia-t4")).matrix_paths}
+    assert t4[DType.FP16] == pytest.approx(65e12 * 1.155e9 / 1.59e9)  # 47.2 TFLOP/s of the 65 datasheet
+    assert t4[DType.INT8] == pytest.approx(130e12 * 1.155e9 / 1.59e9)  # not measured: the lowest listed clock
+    # the same paper sees no throttling on the full-size boards: at the T4's board energy per tensor FLOP
+    # (70 W / 47.2 TFLOP/s = 1.48 pJ, TSMC 12 nm) the V100 (12 nm, 300 W, 125 TFLOP/s) would still hold its boost
+    energy_j = _board_energy("nvidia-t4", DType.FP16)
+    assert energy_j == pytest.approx(1.483e-12, rel=1e-3)
+    v100 = load_hardware("nvidia-v100-sxm2-32gb")
+    assert v100.tdp_w and v100.tdp_w / (energy_j * v100.engines_of("matrix")[0].peak_flops_per_s[DType.FP16]) > 1.0
+
+
 def test_a_what_if_clock_scales_the_sustained_clock_too() -> None:
     fast = derive_variant("amd-mi300x", "mi300x-fast", {"clock_hz": "x1.25"})
     peaks = {p.dtype: p.peak_flops_per_s for p in tables(fast).matrix_paths}
