@@ -56,21 +56,57 @@ class TreeEnsemble:
 
     def predict(self, x: FloatArray) -> FloatArray:
         """Sum of the trees per row of ``x`` (rows x columns): compiled (``trees_jit.walk`` over the rows
-        sorted by their first two columns; the same answers to the bit)
+        sorted by their first two columns, one row of each set the splits cannot tell apart: ``_alike_rows``; the same
+        answers to the bit)
         where the process uses the compiled kernels (``gemm_kernel.use_kernel``), else in numpy ``PREDICT_ROWS``
         rows at a time (memory: a few trees x ``PREDICT_ROWS`` arrays)."""
         walk = _compiled_walk(len(x) * len(self.feature))
-        if walk is not None:  # rows sorted by their first two columns (residual trees: class, log10 FLOPs)
-            order = np.lexsort((x[:, 1], x[:, 0])) if x.ndim == 2 and x.shape[1] >= 2 else np.arange(len(x))
-            walked = np.empty(len(x))
-            walk(np.ascontiguousarray(x[order], dtype=float), self.feature, self.threshold, self.left, self.right,
-                 self.value, self.missing_left, self.base, walked)
-            out = np.empty(len(x))
-            out[order] = walked
-            return out
+        if walk is not None:
+            x = np.asarray(x, dtype=float)
+            first, row_of = self._alike_rows(x)
+            if first is not None:  # walk one row of each set that takes the same paths
+                return self._walk(walk, x[first])[row_of]
+            return self._walk(walk, x)
         if len(x) > PREDICT_ROWS:
             return np.concatenate([self._predict(x[i:i + PREDICT_ROWS]) for i in range(0, len(x), PREDICT_ROWS)])
         return self._predict(x)
+
+    def _walk(self, walk: Callable[..., None], x: FloatArray) -> FloatArray:
+        """``walk`` over the rows sorted by their first two columns (residual trees: class, log10 FLOPs)."""
+        order = np.lexsort((x[:, 1], x[:, 0])) if x.ndim == 2 and x.shape[1] >= 2 else np.arange(len(x))
+        walked = np.empty(len(x))
+        walk(np.ascontiguousarray(x[order], dtype=float), self.feature, self.threshold, self.left, self.right,
+             self.value, self.missing_left, self.base, walked)
+        out = np.empty(len(x))
+        out[order] = walked
+        return out
+
+    @functools.cached_property
+    def _split_points(self) -> tuple[IntArray, list[FloatArray]]:
+        """The columns the trees split on, and each one's distinct thresholds, ascending."""
+        used = np.unique(self.feature[self.feature >= 0])
+        return used, [np.unique(self.threshold[self.feature == j]) for j in used]
+
+    def _alike_rows(self, x: FloatArray) -> tuple[IntArray | None, IntArray]:
+        """Rows of ``x`` that every split sends the same way: ``(first, row_of)`` with ``x[first]`` one row of each
+        such set and ``row_of`` each row's set, or ``(None, ...)`` where the rows cannot be told apart this way.
+        A split on column j at threshold t sends v left when v <= t; with column j's distinct thresholds
+        t_0 < t_1 < ..., v <= t_k exactly when k >= (the number of t_i < v), so that number (nan: a code of its
+        own) fixes every split on column j, and rows with equal numbers in every split column reach the same leaf
+        in every tree: their sums are the same floats (the walk adds leaf values in tree order)."""
+        used, thresholds = self._split_points
+        if x.ndim != 2 or len(x) < 2 or not len(used) or int(used[-1]) >= x.shape[1]:
+            return None, np.arange(len(x))
+        widest = max(len(t) for t in thresholds)
+        codes = np.empty((len(x), len(used)), dtype=np.uint8 if widest < 255 else np.uint32)
+        missing = np.iinfo(codes.dtype).max
+        for c, (j, t) in enumerate(zip(used, thresholds, strict=True)):
+            column = x[:, j]
+            codes[:, c] = np.searchsorted(t, column, side="left")
+            codes[np.isnan(column), c] = missing
+        keys = codes.view(np.dtype((np.void, codes.shape[1] * codes.itemsize))).ravel()
+        _, first, row_of = np.unique(keys, return_index=True, return_inverse=True)
+        return first, row_of.ravel()
 
     def _predict(self, x: FloatArray) -> FloatArray:
         """All trees walked together, one level a step, on flat indices (tree × nodes + node; row × columns +
