@@ -82,10 +82,13 @@ class TreeEnsemble:
         return out
 
     @functools.cached_property
-    def _split_points(self) -> tuple[IntArray, list[FloatArray]]:
-        """The columns the trees split on, and each one's distinct thresholds, ascending."""
+    def _split_points(self) -> tuple[IntArray, FloatArray, IntArray]:
+        """The columns the trees split on, each one's distinct thresholds (ascending) one after another, and where
+        each column's start (and the last one's end)."""
         used = np.unique(self.feature[self.feature >= 0])
-        return used, [np.unique(self.threshold[self.feature == j]) for j in used]
+        cuts = [np.unique(self.threshold[self.feature == j]) for j in used]
+        starts = np.cumsum([0] + [len(c) for c in cuts], dtype=np.int64)
+        return used.astype(np.int64), np.concatenate(cuts or [np.empty(0)]).astype(float), starts
 
     def _alike_rows(self, x: FloatArray) -> tuple[IntArray | None, IntArray]:
         """Rows of ``x`` that every split sends the same way: ``(first, row_of)`` with ``x[first]`` one row of each
@@ -94,16 +97,18 @@ class TreeEnsemble:
         t_0 < t_1 < ..., v <= t_k exactly when k >= (the number of t_i < v), so that number (nan: a code of its
         own) fixes every split on column j, and rows with equal numbers in every split column reach the same leaf
         in every tree: their sums are the same floats (the walk adds leaf values in tree order)."""
-        used, thresholds = self._split_points
+        used, cuts, starts = self._split_points
         if x.ndim != 2 or len(x) < 2 or not len(used) or int(used[-1]) >= x.shape[1]:
             return None, np.arange(len(x))
-        widest = max(len(t) for t in thresholds)
-        codes = np.empty((len(x), len(used)), dtype=np.uint8 if widest < 255 else np.uint32)
-        missing = np.iinfo(codes.dtype).max
-        for c, (j, t) in enumerate(zip(used, thresholds, strict=True)):
-            column = x[:, j]
-            codes[:, c] = np.searchsorted(t, column, side="left")
-            codes[np.isnan(column), c] = missing
+        codes = np.empty((len(x), len(used)), dtype=np.uint8 if np.diff(starts).max() < 255 else np.uint32)
+        missing = int(np.iinfo(codes.dtype).max)
+        if codes.dtype == np.uint8 and (kernel := _codes_kernel()) is not None:
+            kernel(np.ascontiguousarray(x), used, cuts, starts, missing, codes)
+        else:
+            for c, j in enumerate(used):
+                column = x[:, j]
+                codes[:, c] = np.searchsorted(cuts[starts[c]:starts[c + 1]], column, side="left")
+                codes[np.isnan(column), c] = missing
         keys = codes.view(np.dtype((np.void, codes.shape[1] * codes.itemsize))).ravel()
         _, first, row_of = np.unique(keys, return_index=True, return_inverse=True)
         return first, row_of.ravel()
@@ -173,6 +178,16 @@ def _walk_kernel() -> Callable[..., None] | None:
         return None
     walk: Callable[..., None] = trees_jit.walk
     return walk
+
+
+@functools.cache
+def _codes_kernel() -> Callable[..., None] | None:
+    try:
+        from perfmodel.calibration import trees_jit
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return None
+    codes: Callable[..., None] = trees_jit.split_codes
+    return codes
 
 
 def _finite(a: FloatArray) -> list[list[float | None]]:

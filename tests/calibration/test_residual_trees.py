@@ -252,6 +252,7 @@ def test_rows_the_splits_cannot_tell_apart_are_walked_once_to_the_same_bits(monk
     """The compiled walk of one row per set of rows every split sends the same way (``_alike_rows``) against the
     numpy walk of every row: values on, just above and just below the thresholds, nan,
     ±inf and -0.0, rows repeated; the sets must be fewer than the rows (else this checks nothing)."""
+    from perfmodel.calibration import trees as trees_module
     from perfmodel.search import gemm_kernel
 
     rng = np.random.default_rng(11)
@@ -266,8 +267,13 @@ def test_rows_the_splits_cannot_tell_apart_are_walked_once_to_the_same_bits(monk
                                  [np.nan, np.inf, -np.inf, -0.0, 0.0]])
         columns.append(rng.choice(values, 4000))
     test = np.column_stack(columns)
-    alike, _ = ensemble._alike_rows(test)
+    alike, row_of = ensemble._alike_rows(test)
     assert alike is not None and len(alike) < len(test) // 2
+    monkeypatch.setattr(trees_module, "_codes_kernel", lambda: None)  # the numpy counting tells the same sets
+    numpy_alike, numpy_row_of = ensemble._alike_rows(test)
+    assert numpy_alike is not None
+    np.testing.assert_array_equal(numpy_alike, alike)
+    np.testing.assert_array_equal(numpy_row_of, row_of)
     assert gemm_kernel.load()
     fast = ensemble.predict(test)
     monkeypatch.setenv("PERFMODEL_NO_JIT", "1")
