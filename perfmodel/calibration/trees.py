@@ -56,21 +56,62 @@ class TreeEnsemble:
 
     def predict(self, x: FloatArray) -> FloatArray:
         """Sum of the trees per row of ``x`` (rows x columns): compiled (``trees_jit.walk`` over the rows
-        sorted by their first two columns; the same answers to the bit)
+        sorted by their first two columns, one row of each set the splits cannot tell apart: ``_alike_rows``; the same
+        answers to the bit)
         where the process uses the compiled kernels (``gemm_kernel.use_kernel``), else in numpy ``PREDICT_ROWS``
         rows at a time (memory: a few trees x ``PREDICT_ROWS`` arrays)."""
         walk = _compiled_walk(len(x) * len(self.feature))
-        if walk is not None:  # rows sorted by their first two columns (residual trees: class, log10 FLOPs)
-            order = np.lexsort((x[:, 1], x[:, 0])) if x.ndim == 2 and x.shape[1] >= 2 else np.arange(len(x))
-            walked = np.empty(len(x))
-            walk(np.ascontiguousarray(x[order], dtype=float), self.feature, self.threshold, self.left, self.right,
-                 self.value, self.missing_left, self.base, walked)
-            out = np.empty(len(x))
-            out[order] = walked
-            return out
+        if walk is not None:
+            x = np.asarray(x, dtype=float)
+            first, row_of = self._alike_rows(x)
+            if first is not None:  # walk one row of each set that takes the same paths
+                return self._walk(walk, x[first])[row_of]
+            return self._walk(walk, x)
         if len(x) > PREDICT_ROWS:
             return np.concatenate([self._predict(x[i:i + PREDICT_ROWS]) for i in range(0, len(x), PREDICT_ROWS)])
         return self._predict(x)
+
+    def _walk(self, walk: Callable[..., None], x: FloatArray) -> FloatArray:
+        """``walk`` over the rows sorted by their first two columns (residual trees: class, log10 FLOPs)."""
+        order = np.lexsort((x[:, 1], x[:, 0])) if x.ndim == 2 and x.shape[1] >= 2 else np.arange(len(x))
+        walked = np.empty(len(x))
+        walk(np.ascontiguousarray(x[order], dtype=float), self.feature, self.threshold, self.left, self.right,
+             self.value, self.missing_left, self.base, walked)
+        out = np.empty(len(x))
+        out[order] = walked
+        return out
+
+    @functools.cached_property
+    def _split_points(self) -> tuple[IntArray, FloatArray, IntArray]:
+        """The columns the trees split on, each one's distinct thresholds (ascending) one after another, and where
+        each column's start (and the last one's end)."""
+        used = np.unique(self.feature[self.feature >= 0])
+        cuts = [np.unique(self.threshold[self.feature == j]) for j in used]
+        starts = np.cumsum([0] + [len(c) for c in cuts], dtype=np.int64)
+        return used.astype(np.int64), np.concatenate(cuts or [np.empty(0)]).astype(float), starts
+
+    def _alike_rows(self, x: FloatArray) -> tuple[IntArray | None, IntArray]:
+        """Rows of ``x`` that every split sends the same way: ``(first, row_of)`` with ``x[first]`` one row of each
+        such set and ``row_of`` each row's set, or ``(None, ...)`` where the rows cannot be told apart this way.
+        A split on column j at threshold t sends v left when v <= t; with column j's distinct thresholds
+        t_0 < t_1 < ..., v <= t_k exactly when k >= (the number of t_i < v), so that number (nan: a code of its
+        own) fixes every split on column j, and rows with equal numbers in every split column reach the same leaf
+        in every tree: their sums are the same floats (the walk adds leaf values in tree order)."""
+        used, cuts, starts = self._split_points
+        if x.ndim != 2 or len(x) < 2 or not len(used) or int(used[-1]) >= x.shape[1]:
+            return None, np.arange(len(x))
+        codes = np.empty((len(x), len(used)), dtype=np.uint8 if np.diff(starts).max() < 255 else np.uint32)
+        missing = int(np.iinfo(codes.dtype).max)
+        if codes.dtype == np.uint8 and (kernel := _codes_kernel()) is not None:
+            kernel(np.ascontiguousarray(x), used, cuts, starts, missing, codes)
+        else:
+            for c, j in enumerate(used):
+                column = x[:, j]
+                codes[:, c] = np.searchsorted(cuts[starts[c]:starts[c + 1]], column, side="left")
+                codes[np.isnan(column), c] = missing
+        keys = codes.view(np.dtype((np.void, codes.shape[1] * codes.itemsize))).ravel()
+        _, first, row_of = np.unique(keys, return_index=True, return_inverse=True)
+        return first, row_of.ravel()
 
     def _predict(self, x: FloatArray) -> FloatArray:
         """All trees walked together, one level a step, on flat indices (tree × nodes + node; row × columns +
@@ -137,6 +178,16 @@ def _walk_kernel() -> Callable[..., None] | None:
         return None
     walk: Callable[..., None] = trees_jit.walk
     return walk
+
+
+@functools.cache
+def _codes_kernel() -> Callable[..., None] | None:
+    try:
+        from perfmodel.calibration import trees_jit
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return None
+    codes: Callable[..., None] = trees_jit.split_codes
+    return codes
 
 
 def _finite(a: FloatArray) -> list[list[float | None]]:

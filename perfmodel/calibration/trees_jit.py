@@ -48,3 +48,24 @@ def walk(x: FloatArray, feature: IntArray, threshold: FloatArray, left: IntArray
                     total[r - start] += value[t, node]
         for r in range(start, stop):
             out[r] = base + total[r - start]
+
+
+@numba.njit(cache=True, error_model="numpy")
+def split_codes(x: FloatArray, used: IntArray, cuts: FloatArray, starts: IntArray, missing: int,
+                codes: np.ndarray[Any, np.dtype[np.uint8]]) -> None:
+    """``codes[r, c]`` = the number of ``cuts[starts[c]:starts[c + 1]]`` (column ``used[c]``'s distinct thresholds,
+    ascending) below ``x[r, used[c]]`` (``np.searchsorted(..., side="left")``), or ``missing`` where it is nan."""
+    for r in range(x.shape[0]):
+        for c in range(used.shape[0]):
+            v = x[r, used[c]]
+            if math.isnan(v):
+                codes[r, c] = missing
+                continue
+            lo, hi = starts[c], starts[c + 1]
+            while lo < hi:  # first cut >= v
+                mid = (lo + hi) // 2
+                if cuts[mid] < v:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            codes[r, c] = lo - starts[c]

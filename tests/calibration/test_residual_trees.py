@@ -246,3 +246,35 @@ def test_rows_of_one_op_that_differ_are_calibrated_each(odd_width: Calibration,
         np.testing.assert_array_equal(fast.interval_s, each.interval_s)
         assert fast.notes == each.notes
     assert got[1].time_s[45] != got[1].time_s[5] and got[2].notes[50] != got[2].notes.get(10)
+
+
+def test_rows_the_splits_cannot_tell_apart_are_walked_once_to_the_same_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled walk of one row per set of rows every split sends the same way (``_alike_rows``) against the
+    numpy walk of every row: values on, just above and just below the thresholds, nan,
+    ±inf and -0.0, rows repeated; the sets must be fewer than the rows (else this checks nothing)."""
+    from perfmodel.calibration import trees as trees_module
+    from perfmodel.search import gemm_kernel
+
+    rng = np.random.default_rng(11)
+    x = rng.uniform(0, 10, size=(2000, 3))
+    x[rng.random(x.shape) < 0.1] = np.nan
+    ensemble = fit_trees(x, np.sin(np.nan_to_num(x[:, 0])) + np.nan_to_num(x[:, 1]) / 5)
+    cuts = np.unique(ensemble.threshold[ensemble.feature >= 0])
+    columns = []
+    for _ in range(3):  # two thresholds a column, each with its neighbours on both sides, and the odd values
+        on = rng.choice(cuts, 2, replace=False)
+        values = np.concatenate([on, np.nextafter(on, np.inf), np.nextafter(on, -np.inf),
+                                 [np.nan, np.inf, -np.inf, -0.0, 0.0]])
+        columns.append(rng.choice(values, 4000))
+    test = np.column_stack(columns)
+    alike, row_of = ensemble._alike_rows(test)
+    assert alike is not None and len(alike) < len(test) // 2
+    monkeypatch.setattr(trees_module, "_codes_kernel", lambda: None)  # the numpy counting tells the same sets
+    numpy_alike, numpy_row_of = ensemble._alike_rows(test)
+    assert numpy_alike is not None
+    np.testing.assert_array_equal(numpy_alike, alike)
+    np.testing.assert_array_equal(numpy_row_of, row_of)
+    assert gemm_kernel.load()
+    fast = ensemble.predict(test)
+    monkeypatch.setenv("PERFMODEL_NO_JIT", "1")
+    np.testing.assert_array_equal(fast, ensemble.predict(test))
