@@ -4,8 +4,8 @@
 table (field name -> array, one row per op; a ``shape`` column is an ops x rank array), and
 ``predict_dicts(hw, [{"kind": "matmul", ...}, ...])`` takes what ``predict_many`` takes. Kinds whose
 class reads ``OpColumns`` (``columnar``: matmul, the row ops, elementwise, attention, conv2d, embedding and the
-collectives but hostcopy) skip the per-op objects; the others are built with ``make_op``. The answers are ``predict_many``'s, and ``CostBatch.ops`` builds each row's
-``Op`` when it is asked for.
+collectives but hostcopy) skip the per-op objects; the others are built with ``make_op``. The answers are
+``predict_many``'s, and ``CostBatch.ops`` builds each row's ``Op`` when it is asked for.
 """
 
 from __future__ import annotations
