@@ -11,16 +11,14 @@ alone (``rank_schedules``, ``time.process_time``). Medians over ``--repeats``.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
 import numpy as np
-from api_load import start_server
+from api_load import cpu_seconds, start_server, wait_idle
 
 from perfmodel.tuners.ranking import rank_schedules
 
@@ -47,26 +45,6 @@ def attention_columns(count: int, seed: int = 0) -> dict[str, list[int]]:
             "split_kv": rng.choice([1, 2, 4], count).tolist(), "warps": rng.choice([4, 8], count).tolist()}
 
 
-def server_cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def wait_idle(pid: int, timeout_s: float = 300, quiet_cpu_s: float = 0.02) -> float:
-    """Wait until the server's CPU clock stops moving (its background JIT load, ``api.main``, compiles the
-    GEMM kernels for tens of CPU seconds where numba's on-disk cache is cold: counted in every request
-    measured while it runs). Returns the seconds waited."""
-    start = time.perf_counter()
-    last = server_cpu_s(pid)
-    while time.perf_counter() - start < timeout_s:
-        time.sleep(0.5)
-        now = server_cpu_s(pid)
-        if now - last < quiet_cpu_s:
-            break
-        last = now
-    return time.perf_counter() - start
-
-
 def server_figures(port: int, pid: int, body: dict[str, Any], repeats: int) -> tuple[float, float, int]:
     """Mean server CPU s (the /proc clock ticks 10 ms: a mean resolves finer) and median wall s per
     request, response bytes."""
@@ -74,9 +52,9 @@ def server_figures(port: int, pid: int, body: dict[str, Any], repeats: int) -> t
     size = 0
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
         for attempt in range(repeats + 1):
-            before, start = server_cpu_s(pid), time.perf_counter()
+            before, start = cpu_seconds(pid), time.perf_counter()
             response = client.post("/api/v1/schedules/rank", json=body)
-            elapsed, used = time.perf_counter() - start, server_cpu_s(pid) - before
+            elapsed, used = time.perf_counter() - start, cpu_seconds(pid) - before
             response.raise_for_status()
             size = len(response.content)
             if attempt:  # the first request warms the caches
