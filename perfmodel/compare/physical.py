@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from perfmodel.dtypes import DType, parse_dtype
 from perfmodel.hardware import Hardware
-from perfmodel.units import format_time_s
+from perfmodel.units import format_bytes, format_rate, format_time_s
 
 RESOLUTIONS_S = (1e-6, 1e-7, 1e-8, 1e-9)  # the coarsest that divides every call time is the group's timer step
 MIN_CONSTANT_GROUPS = 3  # groups of one kernel, all with the same median time, over work spanning MIN_WORK_SPAN
@@ -66,14 +66,15 @@ def least_time_s(c: Ceiling, bytes_moved: float, flops: float, dtype: str | None
     beyond = bytes_moved - c.cache_capacity_bytes
     if beyond > 0 and c.dram_bytes_per_s:
         t = beyond / c.dram_bytes_per_s
-        best, why = t, (f"{_bytes(bytes_moved)} exceed {c.cache_name or 'on-chip'}'s {_bytes(c.cache_capacity_bytes)}: "
-                        f"{_bytes(beyond)} at {c.dram_name}'s {_bytes(c.dram_bytes_per_s)}/s")
+        cache = f"{c.cache_name or 'on-chip'}'s {format_bytes(c.cache_capacity_bytes)}"
+        best, why = t, (f"{format_bytes(bytes_moved)} exceed {cache}: "
+                        f"{format_bytes(beyond)} at {c.dram_name}'s {format_rate(c.dram_bytes_per_s, 'B/s')}")
     if bytes_moved > 0 and c.cache_bytes_per_s and bytes_moved / c.cache_bytes_per_s > best:
         best = bytes_moved / c.cache_bytes_per_s
-        why = f"{_bytes(bytes_moved)} at {c.cache_name}'s {_bytes(c.cache_bytes_per_s)}/s"
+        why = f"{format_bytes(bytes_moved)} at {c.cache_name}'s {format_rate(c.cache_bytes_per_s, 'B/s')}"
     peak = c.flops_per_s(dtype)
     if flops > 0 and peak and flops / peak > best:
-        best, why = flops / peak, f"{flops:.3g} FLOP at the {peak / 1e12:.4g} TFLOP/s of every engine together"
+        best, why = flops / peak, f"{flops:.3g} FLOP at the {format_rate(peak, 'FLOP/s')} of every engine together"
     return best, why
 
 
@@ -101,15 +102,9 @@ def impossible(side: str, c: Ceiling, bytes_moved: float, flops: float, dtype: s
             f"on {c.hardware.id}")
 
 
-def _bytes(value: float) -> str:
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value:.0f} B"
-
-
 def constant_recording(side: str, kernel: str, time_s: float, work_bytes: Sequence[float], proof: str) -> str:
     """The reason for a group whose kernel records one time on this side whatever its work, while that time is
     impossible for another of its sizes: the recorder, not the device, set it."""
     return (f"{side}: {kernel} records a median {format_time_s(time_s)} per call whatever its size "
-            f"({_bytes(min(work_bytes))} to {_bytes(max(work_bytes))}), impossible at the largest ({proof})")
+            f"({format_bytes(min(work_bytes))} to {format_bytes(max(work_bytes))}), "
+            f"impossible at the largest ({proof})")
