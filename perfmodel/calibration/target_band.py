@@ -108,11 +108,6 @@ def target_scales(ops: Sequence[Op], model_s: FloatArray, measured: FloatArray,
     return scale, per_class
 
 
-def target_scale(ops: Sequence[Op], model_s: FloatArray, measured: FloatArray, groups: IntArray) -> float | None:
-    """The device-wide scale of ``target_scales`` (None: too few distinct ops)."""
-    return target_scales(ops, model_s, measured, groups)[0]
-
-
 def stored_scale(value: Any) -> float | None:
     """A calibration's stored transfer scale: None, or a positive finite number (else a ValueError)."""
     if value is None:
