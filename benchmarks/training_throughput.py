@@ -11,7 +11,9 @@ contain one of the NAMEs (default: "Llama 3").
 from __future__ import annotations
 
 import argparse
+import csv
 import statistics
+from pathlib import Path
 
 from perfmodel.training.breakdown import markdown, step_breakdown
 from perfmodel.training.published import (
@@ -22,10 +24,28 @@ from perfmodel.training.published import (
     published_bounds,
 )
 
+FA_PUBLISHED = Path(__file__).parent / "data" / "flash_attention_published.csv"
+
+
+def published_attention_tflops(kernel: str, seq_len: int = 16384, head_dim: int = 128) -> float:
+    """A published H100 attention kernel's forward + backward rate in useful (causal) TFLOP/s: its causal forward
+    and its backward (the FA3 paper's Fig. 6 is non-causal only; it stands in) at the longest published shape,
+    weighted as training runs them (the backward 2.5 x the forward's FLOPs): 3.5 / (1/fwd + 2.5/bwd)."""
+    with FA_PUBLISHED.open() as f:
+        rows = [r for r in csv.DictReader(f) if r["kernel"] == kernel and int(r["seq_len"]) == seq_len
+                and int(r["head_dim"]) == head_dim]
+    fwd = next(float(r["tflops"]) for r in rows if r["pass"] == "forward" and r["causal"] == "1")
+    bwd = next(float(r["tflops"]) for r in rows if r["pass"] == "backward")
+    return 3.5 / (1.0 / fwd + 2.5 / bwd)
+
 
 def breakdown(names: list[str]) -> None:
     """The step breakdown of every run whose name contains one of ``names``."""
     print(markdown([step_breakdown(r) for r in RUNS if any(n in r.name for n in names)]))
+    rates = ", ".join(f"{k.upper()} {published_attention_tflops(k):.0f}" for k in ("fa2", "fa3"))
+    print(f"\npublished H100 attention, forward + backward at 16K tokens, head dim 128 (causal forward, "
+          f"non-causal backward; FA3 paper Figs. 5-6, benchmarks/data/flash_attention_published.csv), useful "
+          f"TFLOP/s: {rates}")
 
 
 def main() -> None:

@@ -13,10 +13,16 @@ other kernels, core attention, recomputation, with the bubble's share of them) w
 ``k / (k + missing)``; in PaLM's count and, where the source states no convention, in the causal count. One
 power-limited sustained clock would give every row of one device the same share. All kernels are treated as
 clock-bound, so it is the highest such clock (memory-bound kernels do not stretch with it).
+
+A second diagnostic, also not a model term: the useful (causal) attention TFLOP/s per device at which the core
+attention alone, with the bubble's share of it, would take the published step, beside the model's own rate
+(``attention_tflops_to_close``); against published kernels' rates it says whether any attention kernel could
+explain a row's gap in a given count.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from perfmodel.training import flops
@@ -46,6 +52,20 @@ class StepBreakdown:
     memory_gb: float
     capacity_gb: float
     published_step_causal_s: float | None = None  # the same figure in the causal count (source states none)
+    attention_flops: float = 0.0  # useful (causal) attention FLOPs of the slowest stage's step on one device
+
+    @property
+    def attention_tflops(self) -> float:
+        """The model's core attention rate on the slowest stage: useful (causal) TFLOP/s per device."""
+        return self.attention_flops / self.parts["attention_s"] / 1e12
+
+    def attention_tflops_to_close(self, published_s: float | None = None) -> float:
+        """The useful attention TFLOP/s per device at which the core attention alone would make the step
+        ``published_s`` (default: the published step): the attention and the bubble's share of it, a·(1 + f),
+        take up the missing time (infinite where the rest of the step already exceeds it)."""
+        target = self.published_step_s if published_s is None else published_s
+        a = self.parts["attention_s"] + (target - self.step_s) / (1.0 + self.bubble_fraction)
+        return self.attention_flops / a / 1e12 if a > 0.0 else float("inf")
 
     @property
     def missing_s(self) -> float:
@@ -77,15 +97,19 @@ def step_breakdown(run: PublishedRun) -> StepBreakdown:
     m = float(t.microbatches[i])
     pp, v = int(lay.pp[i]), int(lay.virtual_stages[i])
     published = published_step_s(run)
+    cfg = run.config()
+    split = run.ends_in_split and pp > 1
+    layers_stage = math.ceil((cfg.layers + (2 if split else 0)) / pp)  # the middle (fullest) stage's, as step.py
+    attention_flops = (flops.causal_attention_flops(cfg, int(lay.micro_batch[i]), run.seq_len) / cfg.layers
+                       * layers_stage * m / (int(lay.tp[i]) * int(lay.cp[i])))
     causal = None
     if run.convention == "palm":  # a source that states no convention: the causal count beside it
-        cfg = run.config()
         causal = published * flops.palm_flops(cfg, run.global_batch, run.seq_len, causal=True) / flops.palm_flops(
             cfg, run.global_batch, run.seq_len)
     return StepBreakdown(run.name, result.layout(i).to_json(), m, (pp - 1) / (v * m),
                          {key: parts[key] for key, _ in PARTS}, float(t.dp_hidden_s[i]), step,
                          published, float(result.memory.total_bytes[i]) / 1e9,
-                         result.capacity_bytes / 1e9, causal)
+                         result.capacity_bytes / 1e9, causal, attention_flops)
 
 
 def markdown(rows: list[StepBreakdown]) -> str:
@@ -110,6 +134,11 @@ def markdown(rows: list[StepBreakdown]) -> str:
     line("the same in the causal count (published step in it)",
          [f"{r.clock_share_to_close(r.published_step_causal_s):.3f} ({r.published_step_causal_s:.2f} s)"
           if r.published_step_causal_s is not None else "—" for r in rows])
+    line("core attention, useful (causal) TFLOP/s per device", [f"{r.attention_tflops:.0f}" for r in rows])
+    line("attention TFLOP/s that alone would close it (PaLM's count; causal count)",
+         [f"{r.attention_tflops_to_close():.0f}" + (f"; {r.attention_tflops_to_close(r.published_step_causal_s):.0f}"
+                                                    if r.published_step_causal_s is not None else "")
+          for r in rows])
     line("DP reduction hidden under the backward (not in the step)", [f"{r.dp_hidden_s:.3f}" for r in rows])
     line("memory per device, GB (of)", [f"{r.memory_gb:.1f} ({r.capacity_gb:.1f})" for r in rows])
     return "\n".join(lines)

@@ -5,6 +5,7 @@ source's FLOPs over its figure (Llama 3, arXiv:2407.21783, Table 4)."""
 from __future__ import annotations
 
 import pytest
+from benchmark_module import load_benchmark
 
 from perfmodel.training.breakdown import PARTS, markdown, step_breakdown
 from perfmodel.training.published import RUNS, predict
@@ -78,3 +79,42 @@ def test_one_clock_share_fits_the_8k_rows_and_not_the_131k_row_in_palms_count(ll
     assert max(short) - min(short) < 0.03 and min(short) > 0.80
     assert share["Llama 3 405B, 16K GPUs, 131K context"] == pytest.approx(0.60, abs=0.02)
     assert max(causal.values()) - min(causal.values()) < 0.06 and 0.85 < min(causal.values()) < 0.95
+
+
+def test_attention_rate_to_close_fills_the_published_step(llama) -> None:  # type: ignore[no-untyped-def]
+    """The diagnostic attention rate: the step with the core attention at that useful TFLOP/s (the bubble's share
+    with it) is the published step; at the predicted step it is the model's own rate."""
+    for b in llama.values():
+        assert b.attention_flops > 0.0
+        for target in (b.published_step_s, b.published_step_causal_s):
+            rate = b.attention_tflops_to_close(target)
+            slower = b.attention_flops / (rate * 1e12)
+            stretched = b.step_s + (slower - b.parts["attention_s"]) * (1.0 + b.bubble_fraction)
+            assert stretched == pytest.approx(target, rel=1e-12)
+        assert b.attention_tflops_to_close(b.step_s) == pytest.approx(b.attention_tflops, rel=1e-12)
+
+
+def test_attention_flops_are_the_slowest_stages_causal_share(llama) -> None:  # type: ignore[no-untyped-def]
+    """Llama 3.1 405B (126 layers, 128 heads of 128): the middle stage's 8 layers, m micro-batches of one sequence,
+    heads over tp = 8 and the causal pairs over cp: 6·H·Q·T² per layer and sequence."""
+    per_layer_sequence = {8192: 6.0 * 128 * 128 * 8192 ** 2, 131072: 6.0 * 128 * 128 * 131072 ** 2}
+    for name, m, seq, cp in (("Llama 3 405B, 8K GPUs", 32, 8192, 1), ("Llama 3 405B, 16K GPUs", 16, 8192, 1),
+                             ("Llama 3 405B, 16K GPUs, 131K context", 16, 131072, 16)):
+        assert llama[name].attention_flops == pytest.approx(per_layer_sequence[seq] * 8 * m / (8 * cp), rel=1e-12)
+
+
+def test_only_the_causal_count_leaves_the_131k_row_a_published_attention_rate(llama) -> None:  # type: ignore[no-untyped-def]
+    """Against the published H100 kernels at their longest shape (16K tokens, head dim 128, FA3 paper Figs. 5-6;
+    forward + backward 326 useful TFLOP/s for FA2, 576 for FA3): in PaLM's count the 131K row needs an attention
+    well below FA2's; in the causal count one between FA2's and FA3's. The 8K-context rows' gaps need an attention
+    at a third of FA2's in either count, so no attention kernel explains them (docs/accuracy.md, twelfth pass)."""
+    bench = load_benchmark("training_throughput", "training_throughput_bench")
+    fa2, fa3 = bench.published_attention_tflops("fa2"), bench.published_attention_tflops("fa3")
+    assert fa2 == pytest.approx(3.5 / (1 / 335 + 2.5 / 322)) and fa3 == pytest.approx(3.5 / (1 / 616 + 2.5 / 561))
+    long = llama["Llama 3 405B, 16K GPUs, 131K context"]
+    assert long.attention_tflops_to_close() < 0.7 * fa2
+    assert fa2 < long.attention_tflops_to_close(long.published_step_causal_s) < fa3
+    assert long.attention_tflops < fa3  # the model's own long-context attention is not above FA3's published rate
+    for name in ("Llama 3 405B, 8K GPUs", "Llama 3 405B, 16K GPUs"):
+        b = llama[name]
+        assert b.attention_tflops_to_close(b.published_step_causal_s) < 0.5 * fa2
