@@ -14,9 +14,14 @@
 - 6·N per token (Kaplan et al. 2020's C = 6ND, no attention; N as PaLM's): Llama 3's total compute, 3.8e25 FLOPs
   for 405B parameters and 15.6T tokens, is this count.
 
-Frameworks count attention non-causal: Megatron-LM's ``num_floating_point_operations`` (the s/h term of
-12·B·s·l·h²·(…)) and torchtitan's ``get_num_flop_per_token`` (6N + 12·L·H·Q·T, "we follow the convention and do
-not account for sparsity in causal attention").
+Frameworks counted attention non-causal in 2024: Megatron-LM's ``num_floating_point_operations`` (the s/h term
+of 12·B·s·l·h²·(…); NVIDIA/Megatron-LM issue #831, May 2024, asks to halve it for causal masks), torchtitan's
+``get_num_flop_per_token`` (6N + 12·L·H·Q·T, "we follow the convention and do not account for sparsity in causal
+attention"; pytorch/torchtitan PR #280, April 2024: "a factor of 12 ... even when causal attention is enabled"),
+and NVIDIA's own H100 table of July 2024 (NeMo 24.07 performance summary: its tokens/s and TFLOP/s per GPU give
+PaLM's count to 0.01 % for Llama 3 8B and 70B). Counts moved to causal later: MaxText in July 2025
+(AI-Hypercomputer/maxtext PR #1988), Megatron-Bridge's tables by 25.11 (its 26.02 Llama 3.1 405B and Llama 3 70B
+H100 rows give the causal count to 0.1 %); ``tests/training/test_training_published.py`` checks both tables.
 """
 
 from __future__ import annotations

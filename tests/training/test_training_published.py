@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from perfmodel.graph.llm_config import LlmConfig
+from perfmodel.graph.llm_config import LlmConfig, bundled
 from perfmodel.training import flops
 from perfmodel.training.published import (
     RUNS,
@@ -56,6 +56,29 @@ def test_an_untied_models_count_has_its_lm_head_and_not_its_input_embedding() ->
     cfg = next(r for r in RUNS if r.name == "Llama 3 405B, 8K GPUs").config()
     assert not cfg.tied_embeddings
     assert flops.matmul_params(cfg) - flops.active_layer_params(cfg) * cfg.layers == 128256 * 16384
+
+
+# NVIDIA's DGX-H100 pretraining tables print tokens/s/GPU beside model TFLOP/s/GPU, so their ratio is the FLOPs per
+# token each counts: NeMo 24.07 (NVIDIA/NeMo docs/source/performance/performance_summary.md, July 2024) and
+# Megatron-Bridge's 26.02.01 container (NVIDIA-NeMo/Megatron-Bridge performance summary, 2026); model, tokens/s/GPU,
+# TFLOP/s/GPU, all at 8,192 tokens.
+NEMO_2407 = (("llama-3-8b", 12036, 697), ("llama-3-70b", 1533, 738))
+BRIDGE_2602 = (("llama-3-70b", 1639, 736), ("llama-3.1-405b", 311, 784))
+
+
+@pytest.mark.parametrize(("table", "causal"), [(NEMO_2407, False), (BRIDGE_2602, True)])
+def test_nvidias_h100_tables_count_palm_in_2024_and_causal_in_2026(table: tuple[tuple[str, int, int], ...],
+                                                                 causal: bool) -> None:
+    """NeMo 24.07 (the month of Llama 3's paper) counts attention non-causal, 6N + 12·L·H·Q·T per token, N with the
+    LM head (PaLM's count, as torchtitan's in 2024); Megatron-Bridge 26.02 counts it causal, 6N + 6·L·H·Q·T. Each
+    table's FLOPs per token is its own count to 0.2 % and differs from the other count by more than 3.5 % (405B: 4.0 %)."""
+    for name, tokens, tflops in table:
+        cfg = bundled(name)
+        per_token = tflops * 1e12 / tokens
+        own = flops.palm_flops(cfg, 1, 8192, causal=causal) / 8192
+        other = flops.palm_flops(cfg, 1, 8192, causal=not causal) / 8192
+        assert per_token == pytest.approx(own, rel=2e-3)
+        assert abs(per_token / other - 1.0) > 0.035
 
 
 def test_the_1t_model_reaches_the_papers_aggregate() -> None:
