@@ -71,7 +71,8 @@ def test_nvidias_h100_tables_count_palm_in_2024_and_causal_in_2026(table: tuple[
                                                                  causal: bool) -> None:
     """NeMo 24.07 (the month of Llama 3's paper) counts attention non-causal, 6N + 12·L·H·Q·T per token, N with the
     LM head (PaLM's count, as torchtitan's in 2024); Megatron-Bridge 26.02 counts it causal, 6N + 6·L·H·Q·T. Each
-    table's FLOPs per token is its own count to 0.2 % and differs from the other count by more than 3.5 % (405B: 4.0 %)."""
+    table's FLOPs per token is its own count to 0.2 % and differs from the other count by more than 3.5 % (405B:
+    4.0 %)."""
     for name, tokens, tflops in table:
         cfg = bundled(name)
         per_token = tflops * 1e12 / tokens
