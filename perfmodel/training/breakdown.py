@@ -57,7 +57,8 @@ class StepBreakdown:
     @property
     def attention_tflops(self) -> float:
         """The model's core attention rate on the slowest stage: useful (causal) TFLOP/s per device."""
-        return self.attention_flops / self.parts["attention_s"] / 1e12
+        a = self.parts["attention_s"]
+        return self.attention_flops / a / 1e12 if a > 0.0 else float("inf")
 
     def attention_tflops_to_close(self, published_s: float | None = None) -> float:
         """The useful attention TFLOP/s per device at which the core attention alone would make the step
@@ -135,7 +136,7 @@ def markdown(rows: list[StepBreakdown]) -> str:
          [f"{r.clock_share_to_close(r.published_step_causal_s):.3f} ({r.published_step_causal_s:.2f} s)"
           if r.published_step_causal_s is not None else "—" for r in rows])
     line("core attention, useful (causal) TFLOP/s per device", [f"{r.attention_tflops:.0f}" for r in rows])
-    line("attention TFLOP/s that alone would close it (PaLM's count; causal count)",
+    line("attention TFLOP/s that alone would close it (the source's count; causal count)",
          [f"{r.attention_tflops_to_close():.0f}" + (f"; {r.attention_tflops_to_close(r.published_step_causal_s):.0f}"
                                                     if r.published_step_causal_s is not None else "")
           for r in rows])
