@@ -11,10 +11,13 @@ from benchmark_module import load_benchmark
 
 best_gemm = load_benchmark("best_gemm", "best_gemm_benchmark")
 
-KNOWN_MISSES = {
-    "intel-gaudi3": "1.15: the published row's own theoretical peak is 1677 TFLOP/s, the spec's (OAM, 900 W) 1835: a "
-                    "lower-power Gaudi 3 SKU that has no spec here; K = 768 also leaves the MME's fill and drain "
-                    "per output tile, which the double-buffered array model overlaps",
+KNOWN_MISSES: dict[str, str] = {}
+
+# Rows whose stated theoretical peak is not the attributed spec's: the row then measured another SKU or clock.
+KNOWN_PEAK_MISMATCHES = {
+    "amd-mi355x": "the row states 2300 TFLOP/s (AMD's 2024 MI355X preview figure, also the 1000 W MI350X's), the "
+                  "spec AMD's shipping MI355X 2517 (2400 MHz, 1400 W); the row names no power cap, so which part "
+                  "or cap it ran is open (the model is within 1 % of it through the MI355X's power-limited share)",
 }
 
 
@@ -37,3 +40,16 @@ def test_best_gemm_within_15_percent_of_published(hardware: str) -> None:
     row = next(r for r in best_gemm.published() if r.hardware == hardware)
     tflops, _ = best_gemm.model_tflops(row)
     assert abs(tflops / row.tflops - 1.0) <= best_gemm.GOAL, f"{hardware}: model {tflops:.0f} vs {row.tflops:.0f}"
+
+
+PEAK_CASES = [pytest.param(r.hardware, marks=pytest.mark.xfail(strict=True, reason=KNOWN_PEAK_MISMATCHES[r.hardware]))
+              if r.hardware in KNOWN_PEAK_MISMATCHES else r.hardware for r in best_gemm.published()]
+
+
+@pytest.mark.parametrize("hardware", PEAK_CASES)
+def test_row_is_attributed_to_the_spec_whose_peak_it_states(hardware: str) -> None:
+    """SKU attribution: the published row's own theoretical peak is its spec's matrix peak (within 1 %, the
+    vendors' rounding: 1300 vs 1307.4, 1677 vs 1678). Gaudi 3's row (1677, the 1600 MHz MME) failed this against
+    the 1835 launch figure before its spec took the shipping clock."""
+    row = next(r for r in best_gemm.published() if r.hardware == hardware)
+    assert best_gemm.spec_peak_tflops(row) == pytest.approx(row.theory_tflops, rel=0.01)
