@@ -54,9 +54,7 @@ def test_block_threads_follow_pytorch() -> None:
 
 def _share(hw: str, rows: int, cols: int) -> float:
     t = tables(load_hardware(hw))
-    assert t.llc is not None
     llc = load_hardware(hw).level_capacity_bytes(t.llc)
-    assert llc is not None
     return float(reread_hit_share(Softmax.work([_work(rows, cols)]), t, llc)[0])
 
 
