@@ -96,24 +96,6 @@ def llc_hit_share(compulsory: FloatArray, capacity_bytes: float, resident_fracti
     return share
 
 
-def reread_hit_share(work: Work, t: MachineTables, capacity_bytes: float) -> FloatArray:
-    """Share of a kernel's re-reads (``work.reread_bytes``) the last-level cache serves on a GPU: each resident block
-    keeps ``reread_bytes_per_block`` live in it between its first read and its last re-read; the blocks resident at
-    once are the units x the blocks a unit holds (its resident threads / the block's), at most the op's rows
-    (``parallel_items``); the cache keeps that working set as it keeps a warm stream (``llc_hit_share``).
-    """
-    out = np.zeros(work.n)
-    if t.hardware.kind != "gpu" or not work.reread_bytes.any():
-        return out
-    threads = np.maximum(work.reread_block_threads, 1.0)
-    per_unit = np.maximum(1.0, np.floor(t.resident_threads_per_unit / threads))
-    blocks = np.minimum(work.parallel_items, t.units * per_unit)
-    held = blocks * work.reread_bytes_per_block
-    share: FloatArray = np.where(work.reread_bytes > 0, llc_hit_share(held, capacity_bytes,
-                                                                     t.defaults.llc_resident_fraction), 0.0)
-    return share
-
-
 def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing = "kernel",
              warm_cache: bool = False, defaults: ModelDefaults | None = None,
              space: GemmCandidates | None = None) -> CostBatch:
@@ -160,11 +142,7 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
 
     hit = np.where(gemm, 0.0, hit)  # GEMMs count their own L2 reuse (raster groups, panels)
     resident = hit >= 1.0
-    # a kernel's re-reads of what its own blocks just read (a block softmax's passes): the share the LLC holds
-    reread_hits = work.reread_bytes * reread_hit_share(work, t, llc_capacity or 0.0) if llc \
-        else np.zeros(n)
-    stream = compulsory - reread_hits
-    dram_bytes = np.where(gemm, totals.dram_bytes, stream * (1.0 - hit))
+    dram_bytes = np.where(gemm, totals.dram_bytes, compulsory * (1.0 - hit))
     levels = {t.dram.name: dram_bytes}
     dram_latency = t.latency_s(t.dram)
     # streaming kernels on GPUs: Little's law (below) already limits them by their threads
@@ -175,7 +153,7 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     # at DRAM's (a resident working set has no DRAM bytes: its stream is timed at the LLC below)
     llc_args = (t.latency_s(llc), t.bandwidth_bytes_per_s(llc)) if llc is not None else (0.0, 1.0)
     flight = _in_flight_time(work, t, dram_latency, t.bandwidth_bytes_per_s(t.dram), hit, *llc_args,
-                             dram_bytes=stream)
+                             dram_bytes=compulsory)
     first_trip = hit * llc_args[0] + (1.0 - hit) * dram_latency
     if t.hardware.kind == "gpu":  # indexSelectLargeIndex's first index sector (docs/model.md section 3)
         first_trip = first_trip + np.where(work.index_sector_elements > 0, dram_latency, 0.0)

@@ -10,7 +10,6 @@ import numpy as np
 
 from perfmodel.dtypes import DType
 from perfmodel.ops.base import (
-    DTYPE_INDEX,
     Op,
     OpColumns,
     Pass,
@@ -38,25 +37,7 @@ THREADS_PER_ROW = 1024.0  # one thread block per row (Apex / vLLM style), up to 
 # y: three reads (docs/model.md, "Softmax passes")
 PERSISTENT_SOFTMAX_MAX_COLS = 1024
 SOFTMAX_BLOCK_READS = 3.0
-# cunn_SoftMaxForward's block (SoftMax_getBlockSize, PyTorch 1.x-2.3): ILP = 16 B / element size, threads = the power
-# of two >= min(cols / ILP, 1024) / 2, at least a warp (docs/model.md, "Softmax passes")
-SOFTMAX_ILP_BYTES = 16.0
-SOFTMAX_MAX_BLOCK_THREADS = 1024.0
-SOFTMAX_MIN_BLOCK_THREADS = 32.0
-# Per element, in fp32 (accscalar_t is float for 16-bit inputs): fp32 issue slots and transcendental-unit ops. expf
-# (CUDA math_functions.h, __internal_accurate_expf) is 8 slots (two multiplies, trunc, two FMAs, the product of its
-# two exp2f, two range selects) and 2 MUFU.EX2; an IEEE fp32 divide is 1 MUFU.RCP and 4 slots (Newton FMAs and the
-# correction); each 16-bit <-> fp32 conversion, max, add and subtract 1 slot. The persistent kernel: cvt + max; sub +
-# expf + add; divide + cvt = 17 slots, 3 MUFU. The block kernel evaluates exp twice (the sum pass and the write
-# pass): cvt + max; cvt + sub + expf + add; cvt + sub + expf + divide + cvt = 28 slots, 5 MUFU. One slot = one FMA =
-# 2 FLOPs of the vector peak.
-SOFTMAX_PERSISTENT_SLOTS = 17.0
-SOFTMAX_PERSISTENT_SPECIAL = 3.0
-SOFTMAX_BLOCK_SLOTS = 28.0
-SOFTMAX_BLOCK_SPECIAL = 5.0
-# the bytes the L2 holds per resident block between its first read of a row and its last re-read: the row, and the
-# row of output the other resident blocks write meanwhile (write-allocate L2 on NVIDIA and AMD parts)
-SOFTMAX_HELD_ROWS = 2.0
+
 
 @dataclass(frozen=True)
 class RowOp(Op):
@@ -192,28 +173,11 @@ class Softmax(RowOp):
 
     @classmethod
     def work(cls, ops: Sequence[Self] | OpColumns, granularity_bytes: float = 1.0) -> Work:
-        """Rows longer than ``PERSISTENT_SOFTMAX_MAX_COLS`` read x three times forward (bytes), evaluate exp twice
-        (``SOFTMAX_BLOCK_SLOTS``), and re-read their row from the L2 where the resident blocks' rows fit."""
+        """Rows longer than ``PERSISTENT_SOFTMAX_MAX_COLS`` read x three times forward (bytes)."""
         work = super().work(ops, granularity_bytes)
         cols = last_dim(ops)
-        fwd, bwd = pass_factors(ops)
-        elements = shape_elements(ops)
-        elem = dtype_bytes(ops, "dtype")
-        tensor = elements * elem
-        block = cols > PERSISTENT_SOFTMAX_MAX_COLS
-        extra = np.where(block, (SOFTMAX_BLOCK_READS - 1.0) * tensor * fwd, 0.0)
+        fwd, _ = pass_factors(ops)
+        tensor = shape_elements(ops) * dtype_bytes(ops, "dtype")
+        extra = np.where(cols > PERSISTENT_SOFTMAX_MAX_COLS, (SOFTMAX_BLOCK_READS - 1.0) * tensor * fwd, 0.0)
         work.bytes_by_role["activations_in"] = work.bytes_by_role["activations_in"] + extra
-        # the forward's work in fp32 (fp64 for fp64 inputs); the backward keeps RowOp's count
-        slots = np.where(block, SOFTMAX_BLOCK_SLOTS, SOFTMAX_PERSISTENT_SLOTS)
-        special = np.where(block, SOFTMAX_BLOCK_SPECIAL, SOFTMAX_PERSISTENT_SPECIAL)
-        work.flops_vector = 2.0 * slots * elements * fwd + 2.0 * cls.vector_flops_per_element * elements * bwd
-        work.flops_special = special * elements * fwd + cls.special_per_element * elements * bwd
-        fp64 = work.vector_dtype == DTYPE_INDEX[DType.FP64]
-        work.vector_dtype = np.where(fp64, DTYPE_INDEX[DType.FP64], DTYPE_INDEX[DType.FP32]).astype(np.int64)
-        ilp = np.maximum(1.0, SOFTMAX_ILP_BYTES / elem)
-        half = np.minimum(cols / ilp, SOFTMAX_MAX_BLOCK_THREADS) / 2.0
-        threads = np.maximum(SOFTMAX_MIN_BLOCK_THREADS, 2.0 ** np.ceil(np.log2(np.maximum(half, 1.0))))
-        work.reread_bytes = extra
-        work.reread_bytes_per_block = np.where(block, SOFTMAX_HELD_ROWS * cols * elem, 0.0)
-        work.reread_block_threads = np.where(block, threads, 0.0)
         return work

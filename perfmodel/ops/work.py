@@ -83,20 +83,12 @@ class Work:
     # chain). A grid-stride loop's elements in flight / this = the cold index sectors it meets per iteration; it waits
     # a DRAM round trip for them (at most one: fetched together) before its row loads issue (roofline._in_flight_time)
     index_sector_elements: FloatArray = field(default_factory=lambda: np.zeros(0))
-    # bytes of the DRAM stream that re-read what the same thread block read moments before (a block softmax's second
-    # and third passes over its row); the last-level cache serves the share of them its capacity holds
-    # (roofline.reread_hit_share): the bytes every resident block keeps live between its first read and last re-read,
-    # ``reread_bytes_per_block``, over ``reread_block_threads``-thread blocks (0: no re-reads)
-    reread_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))
-    reread_bytes_per_block: FloatArray = field(default_factory=lambda: np.zeros(0))
-    reread_block_threads: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         zeros = np.zeros(self.n)
         for name in ("threads", "bytes_per_thread", "threads_per_unit_cap", "scratchpad_bytes", "comm_bytes",
                      "comm_devices", "comm_devices_per_node", "serial_bytes", "nhwc_bytes", "conv_library",
-                     "dependent_round_trips", "index_sector_elements", "reread_bytes", "reread_bytes_per_block",
-                     "reread_block_threads"):
+                     "dependent_round_trips", "index_sector_elements"):
             if getattr(self, name).size == 0:
                 setattr(self, name, zeros)
         if self.attention.size == 0:
