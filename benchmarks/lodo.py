@@ -24,10 +24,13 @@ Intervals: each prediction gets [pred·q10, pred·q90], the quantiles of measure
 over the *other* folds' held-out rows, every device weighing the same (a class on fewer than three devices
 widened by the band pooled over all classes, one on more given the device effect its devices do not show:
 ``uncalibrated_interval.shifted_band``); coverage is counted on the left-out device, of rows and per device.
+``--save-heldout`` stores the held-out predictions, which ``benchmarks/uncalibrated_bands.py`` scores under each
+interval rule (``uncalibrated_interval.RULES``) and ``--from-heldout`` reads back instead of refitting.
 ``--write-intervals`` stores the per-class bands of all held-out rows, which every uncalibrated prediction
 carries (``perfmodel/uncalibrated_interval.py``).
 
     python benchmarks/lodo.py [--vendor] [--markdown] [--write-intervals] [--folds DEVICE ...] [--classes LABEL ...]
+                              [--save-heldout FILE.npz | --from-heldout FILE.npz]
     python benchmarks/lodo.py --fit-all   # the same fit over every dev device: what the shipped defaults should be
 """
 
@@ -325,6 +328,21 @@ def run_folds(rows: Sequence[Row], fold_of: np.ndarray, only: Sequence[str] = ()
     return Folds(predicted, shipped, fitted)
 
 
+def heldout_folds(rows: Sequence[Row], fold_of: np.ndarray, path: Path) -> Folds:
+    """The held-out predictions a ``--save-heldout`` run stored, checked to be of these rows and folds (no fit: the
+    fitted values are not stored)."""
+    data = np.load(path)
+    same = (data["measured"].size == len(rows) and np.array_equal(data["folds"], fold_of)
+            and np.array_equal(data["devices"], [r.hardware for r in rows])
+            and np.allclose(data["measured"], [r.measured_s for r in rows], rtol=0, atol=0))
+    if not same:
+        raise SystemExit(f"{path}: not a --save-heldout run of these rows and folds")
+    devices = sorted({r.hardware for r in rows})
+    shipped = data["shipped"] if "shipped" in data else _predict(rows, {hw: defaults_for(load_hardware(hw))
+                                                                        for hw in devices})
+    return Folds(np.asarray(data["predicted"], dtype=float), np.asarray(shipped, dtype=float), {})
+
+
 def fit_all(rows: Sequence[Row]) -> dict[str, float]:
     """The fold fit over every device's rows (none held out): the values the shipped defaults should carry where no
     single device's rows choose them (``--fit-all``)."""
@@ -461,6 +479,12 @@ def main() -> None:
                         help="print only these op classes (every class still fits the defaults)")
     parser.add_argument("--write-intervals", action="store_true",
                         help=f"store the per-class bands of the held-out residuals in {TABLE_PATH.name}")
+    parser.add_argument("--save-heldout", metavar="NPZ", type=Path,
+                        help="also store each row's class, device, measured and held-out predicted time (npz) for "
+                             "benchmarks/uncalibrated_bands.py, which compares interval rules without refitting")
+    parser.add_argument("--from-heldout", metavar="NPZ", type=Path,
+                        help="take the held-out predictions from a --save-heldout file of the same rows instead of "
+                             "refitting (an interval rule's change, tried or written in seconds)")
     parser.add_argument("--fit-all", action="store_true",
                         help="only fit the defaults over every device (none held out) and print them")
     args = parser.parse_args()
@@ -471,9 +495,17 @@ def main() -> None:
               + ", ".join(f"{k}={v:g}" for k, v in fit_all(rows).items()))
         return
     fold_of = np.array([vendor(r.hardware) if args.vendor else r.hardware for r in rows])
+    if args.from_heldout and args.folds:
+        parser.error("--from-heldout holds every fold's predictions: drop --folds")
     if args.write_intervals and args.folds:
         parser.error("--write-intervals needs every fold: drop --folds")
-    folds = run_folds(rows, fold_of, args.folds)
+    folds = (heldout_folds(rows, fold_of, args.from_heldout) if args.from_heldout
+             else run_folds(rows, fold_of, args.folds))
+    if args.save_heldout:
+        np.savez_compressed(args.save_heldout, classes=np.array([band_key(make_op(r.op)) for r in rows]),
+                            devices=np.array([r.hardware for r in rows]), folds=fold_of,
+                            measured=np.array([r.measured_s for r in rows]), predicted=folds.predicted,
+                            shipped=folds.shipped)
     scored = [i for i, r in enumerate(rows) if np.isfinite(folds.predicted[i])
               and (not args.classes or r.label in args.classes)]
     print("\n".join(table([rows[i] for i in scored], _subset(folds, scored), fold_of[scored], args.markdown)))

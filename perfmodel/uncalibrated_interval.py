@@ -7,7 +7,10 @@ quantiles weigh each device equally. A prediction's interval is ``time_s`` times
 a class without measured rows gets the band pooled over all classes (``POOLED``), a class measured on
 fewer than ``MIN_DEVICES`` devices the union of its band and the pooled one (one or two devices cannot show
 how far a new device lands), and one on more its own band plus the spread of a new device's median about its
-devices' mean that their own spread does not show (``shifted_band``, docs/model.md).
+devices' mean that their own spread does not show (``shifted_band``, docs/model.md): rule "shifted", shipped.
+Rule "conformal" (``conformal_bands``: the class's centre plus a new device's spread shrunk to its family's,
+times the pooled quantiles of every (class, device) cell scored as a device nobody fitted, at conformal levels)
+is kept for comparison (``benchmarks/uncalibrated_bands.py``), not shipped.
 """
 
 from __future__ import annotations
@@ -134,14 +137,159 @@ def shifted_band(log_ratio: FloatArray, devices: Sequence[str], shifts: FloatArr
     return float(np.exp(low)), float(np.exp(high))
 
 
+# Classes whose devices differ for the same reasons (the matrix units; the memory stream; the links): a class's
+# between-device spread is shrunk to its family's pooled one (``device_spread``)
+FAMILIES = {"matmul": "matrix", "conv2d": "matrix", "conv2d_bwd": "matrix", "allreduce": "collective",
+            "sendrecv": "collective"}  # every other class: "memory"
+PRIOR_DEVICES = 1.0  # the prior's weight in the shrunk spread, in devices (nu_0)
+# the shipped rule first. "shifted": the eleventh pass's (union with the pooled band below MIN_DEVICES devices);
+# "conformal": hierarchical scale and pooled conformal levels (``conformal_bands``), tried in the twelfth pass and
+# not shipped (docs/accuracy.md: it moves matmul, conv2d and rmsnorm out of 75-85 % of a new device's rows)
+RULES = ("shifted", "conformal")
+FINITE_SAMPLE = True
+Z_10_90 = 2.0 * 1.2815515655446004  # width of the normal's 10-90 % range, in standard deviations
+
+
+@dataclass(frozen=True)
+class ClassFit:
+    """One class's centre and scale of log(measured / predicted) for a device not among its ``devices``."""
+
+    centre: float  # mean of its devices' median log ratios
+    scale: float  # sqrt(tau_c^2 (1 + 1/K) + omega_c^2): a new device's spread about ``centre``
+    devices: int
+
+
+def _cells(log_ratio: FloatArray, cls: np.ndarray[Any, Any], dev: np.ndarray[Any, Any]
+           ) -> tuple[list[tuple[str, str]], FloatArray, FloatArray, list[np.ndarray[Any, np.dtype[np.intp]]]]:
+    """Per (class, device) cell: its key, median log ratio, within-device variance (the 10-90 % range read as a
+    normal's) and row indices."""
+    class_names, class_code = np.unique(cls.astype(str), return_inverse=True)
+    device_names, device_code = np.unique(dev.astype(str), return_inverse=True)
+    pairs, inverse = np.unique(class_code * device_names.size + device_code, return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(pairs.size + 1))
+    keys, medians, within, rows = [], [], [], []
+    for i, pair in enumerate(pairs.tolist()):
+        idx = order[bounds[i]:bounds[i + 1]]
+        values = log_ratio[idx]
+        q10, q50, q90 = np.percentile(values, [10, 50, 90])
+        c, d = str(class_names[pair // device_names.size]), str(device_names[pair % device_names.size])
+        keys.append((c, d))
+        medians.append(q50)
+        within.append(((q90 - q10) / Z_10_90) ** 2)
+        rows.append(idx)
+    return keys, np.array(medians), np.array(within), rows
+
+
+def device_spread(keys: Sequence[tuple[str, str]], medians: FloatArray, within: FloatArray,
+                  skip_device: str | None = None) -> dict[str, ClassFit]:
+    """Per class, its centre and a new device's scale from the cells not on ``skip_device``.
+
+    Each cell's log ratio = class centre + device effect (variance tau_c^2) + within-device scatter (omega_c^2).
+    The class's K devices give the centre (mean of their medians) and s_c^2 (their medians' sample variance, K - 1
+    degrees of freedom); tau_c^2 = (nu_0 tau_0^2 + (K - 1) s_c^2) / (nu_0 + K - 1) (the normal variance's
+    conjugate update), tau_0^2 the pooled s^2 of the family's other classes (weighed by their degrees of freedom;
+    of every other class where those have none): borrowed from the others, the class's own not counted twice. A
+    new device lands tau_c^2 (1 + 1/K) from the K devices' mean (the prediction variance of a new draw), plus its
+    own rows' scatter omega_c^2 (the mean over the class's cells).
+    """
+    by_class: dict[str, list[int]] = {}
+    for i, (c, d) in enumerate(keys):
+        if d != skip_device:
+            by_class.setdefault(c, []).append(i)
+    sums: dict[str, list[float]] = {}
+    spread: dict[str, tuple[float, int]] = {}
+    for c, idx in by_class.items():
+        k = len(idx)
+        s2 = float(np.var(medians[idx], ddof=1)) if k > 1 else 0.0
+        spread[c] = (s2, k)
+        for family in (FAMILIES.get(c, "memory"), POOLED):
+            total = sums.setdefault(family, [0.0, 0.0])
+            total[0] += (k - 1) * s2
+            total[1] += k - 1
+    out = {}
+    for c, idx in by_class.items():
+        s2, k = spread[c]
+        prior = 0.0
+        for family in (FAMILIES.get(c, "memory"), POOLED):  # the family's other classes; else every other class
+            dof = sums[family][1] - (k - 1)
+            if dof > 0:
+                prior = (sums[family][0] - (k - 1) * s2) / dof
+                break
+        tau2 = (PRIOR_DEVICES * prior + (k - 1) * s2) / (PRIOR_DEVICES + k - 1)
+        omega2 = float(np.mean(within[idx]))
+        out[c] = ClassFit(float(np.mean(medians[idx])), float(np.sqrt(tau2 * (1 + 1 / k) + omega2)), k)
+    return out
+
+
+def conformal_levels(groups: int) -> tuple[float, float]:
+    """The QUANTILES with the finite-sample correction for ``groups`` exchangeable held-out groups: the upper at
+    (1 - a)(1 + 1/n), the lower at 1 minus that (split conformal's ceil((1 - a)(n + 1)) / n per tail; the test
+    group weighing 1 / (n + 1) like each of the n, Lee, Barber & Willett 2023)."""
+    low, high = QUANTILES
+    if not FINITE_SAMPLE:
+        return low, high
+    return max(0.0, 1 - (1 - low) * (1 + 1 / groups)), min(1.0, high * (1 + 1 / groups))
+
+
+def conformal_scores(log_ratio: FloatArray, cls: np.ndarray[Any, Any], dev: np.ndarray[Any, Any]
+                     ) -> tuple[FloatArray, FloatArray, int]:
+    """Every row's z = (log ratio - centre) / scale of its class fitted without its device's rows (every class),
+    as the band is used on a device nobody fitted; weights: each (class, device) cell the same (CDF pooling,
+    Dunn, Wasserman & Ramdas 2023), and how many cells scored."""
+    keys, medians, within, rows = _cells(log_ratio, cls, dev)
+    z, w = [], []
+    cells = 0
+    for device in sorted({d for _, d in keys}):
+        fits = device_spread(keys, medians, within, skip_device=device)
+        for (c, d), idx in zip(keys, rows, strict=True):
+            if d != device or c not in fits or fits[c].scale <= 0:
+                continue
+            z.append((log_ratio[idx] - fits[c].centre) / fits[c].scale)
+            w.append(np.full(idx.size, 1.0 / idx.size))
+            cells += 1
+    if not cells:
+        return np.zeros(0), np.zeros(0), 0
+    return np.concatenate(z), np.concatenate(w), cells
+
+
+def conformal_bands(ratio: FloatArray, classes: Sequence[str], devices: Sequence[str],
+                    left_out: np.ndarray[Any, np.dtype[np.bool_]] | None = None
+                    ) -> dict[str, tuple[float, float, int]]:
+    """Every class's band from the rows not ``left_out``: exp(centre + scale * [z_lo, z_hi]).
+
+    ``centre`` and ``scale`` come from the class's devices (``device_spread``); z_lo and z_hi are the pooled
+    quantiles of the held-out scores of every (class, device) cell (``conformal_scores``: each scored as a device
+    nobody fitted, with the class's other devices), at the finite-sample levels (``conformal_levels``). Without
+    any cell to score (one device in all) z is the normal's +-1.28.
+    """
+    cls, dev = np.asarray(classes), np.asarray(devices)
+    kept = np.isfinite(ratio) & (ratio > 0) & (True if left_out is None else ~left_out)
+    if not kept.any():
+        return {}
+    log_ratio = np.log(ratio[kept])
+    z, w, groups = conformal_scores(log_ratio, cls[kept], dev[kept])
+    if groups:
+        z_low, z_high = weighted_quantiles(z, w, conformal_levels(groups))
+    else:
+        z_low, z_high = -Z_10_90 / 2, Z_10_90 / 2
+    keys, medians, within, _ = _cells(log_ratio, cls[kept], dev[kept])
+    return {c: (float(np.exp(f.centre + f.scale * z_low)), float(np.exp(f.centre + f.scale * z_high)), f.devices)
+            for c, f in device_spread(keys, medians, within).items()}
+
+
 def class_band(ratio: FloatArray, classes: Sequence[str], devices: Sequence[str], name: str,
-               left_out: np.ndarray[Any, np.dtype[np.bool_]] | None = None) -> tuple[float, float, int] | None:
+               left_out: np.ndarray[Any, np.dtype[np.bool_]] | None = None, rule: str = RULES[0]
+               ) -> tuple[float, float, int] | None:
     """The band of class ``name`` from the rows not ``left_out``, and how many devices it rests on (None: no rows).
 
-    A class on at least MIN_DEVICES devices: its device-balanced log ratios plus the device effect its K devices
-    do not show (``shifted_band``). One measured on fewer cannot show how far devices differ: its band is widened
-    to cover the band pooled over all classes as well (the union of the two).
+    ``POOLED`` (a class without rows): the device-balanced quantiles of every row. Rule "shifted" (shipped): a
+    class on at least MIN_DEVICES devices its device-balanced log ratios plus the device effect its K devices do
+    not show (``shifted_band``), one on fewer the union of its band and the pooled one. Rule "conformal":
+    ``conformal_bands`` (not shipped).
     """
+    if rule not in RULES:
+        raise ValueError(f"rule {rule!r}: one of {RULES}")
     cls, dev = np.asarray(classes), np.asarray(devices)
     kept = np.isfinite(ratio) & (ratio > 0) & (True if left_out is None else ~left_out)
     mine = kept & ((cls == name) if name != POOLED else True)
@@ -149,34 +297,55 @@ def class_band(ratio: FloatArray, classes: Sequence[str], devices: Sequence[str]
         return None
     low, high = device_balanced_band(ratio[mine], dev[mine].tolist())
     count = len(set(dev[mine].tolist()))
-    if count >= MIN_DEVICES and name != POOLED:
+    if name == POOLED:
+        return low, high, count
+    if rule == "conformal":
+        return conformal_bands(ratio, classes, devices, left_out)[name]
+    if count >= MIN_DEVICES:
         log_ratio = np.log(ratio)
         shifts, weights = device_shifts(log_ratio[kept], cls[kept].tolist(), dev[kept].tolist())
         own, _ = device_shifts(log_ratio[mine], cls[mine].tolist(), dev[mine].tolist())
         low, high = shifted_band(log_ratio[mine], dev[mine].tolist(), shifts, weights, own)
-    elif count < MIN_DEVICES and name != POOLED:
+    else:
         pooled_low, pooled_high = device_balanced_band(ratio[kept], dev[kept].tolist())
         low, high = min(low, pooled_low), max(high, pooled_high)
     return low, high, count
 
 
-def build_bands(ratio: FloatArray, classes: Sequence[str], devices: Sequence[str]) -> dict[str, ClassBand]:
+def build_bands(ratio: FloatArray, classes: Sequence[str], devices: Sequence[str], rule: str = RULES[0]
+                ) -> dict[str, ClassBand]:
     """The table from held-out ratios (measured / predicted, each predicted without its own device).
 
     Coverage is measured the same way the band is used: each device's rows against the band built without
     that device (None where no other device has the class), as a share of rows and as the mean of the devices'
-    shares (``device_coverage``).
+    shares (``device_coverage``). The band without a device is rebuilt whole from the other devices' rows,
+    the conformal levels and the family spreads included: the rule chosen on N - 1 devices, checked on the Nth.
     """
     cls, dev = np.asarray(classes), np.asarray(devices)
     ok = np.isfinite(ratio) & (ratio > 0)
+    names = [*sorted(set(cls[ok].tolist())), POOLED]
+    cache: dict[str | None, dict[str, tuple[float, float, int] | None]] = {}
+
+    def band_of(name: str, device: str | None) -> tuple[float, float, int] | None:
+        if device not in cache:
+            left_out = None if device is None else dev == device
+            table: dict[str, tuple[float, float, int] | None] = {
+                POOLED: class_band(ratio, classes, devices, POOLED, left_out)}
+            if rule == "conformal":
+                table.update(conformal_bands(ratio, classes, devices, left_out))
+            else:
+                table.update({n: class_band(ratio, classes, devices, n, left_out, rule) for n in names[:-1]})
+            cache[device] = table
+        return cache[device].get(name)
+
     out: dict[str, ClassBand] = {}
-    for name in [*sorted(set(cls[ok].tolist())), POOLED]:
+    for name in names:
         mine = ok & ((cls == name) if name != POOLED else True)
-        band = class_band(ratio, classes, devices, name)
+        band = band_of(name, None)
         assert band is not None
         inside, counted, shares = 0, 0, []
         for device in sorted(set(dev[mine].tolist())):
-            without = class_band(ratio, classes, devices, name, left_out=dev == device)
+            without = band_of(name, device)
             if without is None or (name != POOLED and not (mine & (dev != device)).any()):
                 continue
             held = ratio[mine & (dev == device)]
@@ -188,11 +357,12 @@ def build_bands(ratio: FloatArray, classes: Sequence[str], devices: Sequence[str
     return out
 
 
-def write_bands(bands: dict[str, ClassBand], source: str, path: Path = TABLE_PATH) -> None:
+def write_bands(bands: dict[str, ClassBand], source: str, path: Path = TABLE_PATH, rule: str = RULES[0]) -> None:
     """Store the table (JSON) with a line saying how it was made."""
     classes = {name: {"low_ratio": round(b.low_ratio, 4), "high_ratio": round(b.high_ratio, 4), "rows": b.rows,
                       "devices": b.devices, "coverage": None if b.coverage is None else round(b.coverage, 3),
                       "device_coverage": None if b.device_coverage is None else round(b.device_coverage, 3)}
                for name, b in bands.items()}
-    path.write_text(json.dumps({"quantiles": list(QUANTILES), "source": source, "classes": classes}, indent=1) + "\n")
+    table = {"quantiles": list(QUANTILES), "source": source, "rule": rule, "classes": classes}
+    path.write_text(json.dumps(table, indent=1) + "\n")
     load_bands.cache_clear()

@@ -4,6 +4,7 @@ undescribed network banded apart from the rest."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from benchmark_module import load_benchmark
 
@@ -85,3 +86,23 @@ def test_vidur_multi_node_rows_run_over_an_undescribed_socket_network() -> None:
     slow, fast = lodo._predict([across, other], shipped)
     assert slow > 2 * fast  # 6.25 GB/s through the port against one 20 GB/s HDR NIC
     assert lodo._predict([on_node], shipped)[0] == lodo._predict([_allreduce("llmcompass", a100, 8, 8)], shipped)[0]
+
+
+def test_a_saved_held_out_run_is_read_back_only_for_the_same_rows_and_folds(tmp_path: Path) -> None:
+    import numpy as np
+    import pytest
+
+    rows = [_allreduce("deepbench", "nvidia-p100-pcie-16gb", 8, None),
+            _allreduce("vidur", "nvidia-a100-sxm4-80gb", 8, 8)]
+    fold_of = np.array([r.hardware for r in rows])  # type: ignore[attr-defined]
+    path = tmp_path / "heldout.npz"
+    np.savez_compressed(path, classes=np.array(["allreduce"] * 2), devices=fold_of, folds=fold_of,
+                        measured=np.array([1e-4, 1e-4]), predicted=np.array([2e-4, 3e-4]),
+                        shipped=np.array([1.5e-4, 2.5e-4]))
+    folds = lodo.heldout_folds(rows, fold_of, path)
+    np.testing.assert_array_equal(folds.predicted, [2e-4, 3e-4])
+    np.testing.assert_array_equal(folds.shipped, [1.5e-4, 2.5e-4])
+    with pytest.raises(SystemExit):  # another fold split (one vendor out) is not this run
+        lodo.heldout_folds(rows, np.array(["nvidia", "nvidia"]), path)
+    with pytest.raises(SystemExit):  # other rows
+        lodo.heldout_folds(rows[:1], fold_of[:1], path)
