@@ -13,8 +13,8 @@
 - Weights: arguments of ``main`` read as the right operand of a ``dot_general`` without batching dims, or as
   a convolution's kernel (activations such as attention's K and V are batched operands; weights a loop
   slices out of a stacked argument are not counted).
-- Anything else (a ``while`` whose body cannot be read or past ``MAX_UNROLLED_NODES``, ``custom_call``, ``gather``, ``reduce_window``, a
-  transposed convolution...) is an ``unsupported`` node with a bytes-bound fallback and the reason; a dynamic
+- Anything else (a ``while`` whose body cannot be read or that unrolls past ``MAX_UNROLLED_NODES``,
+  ``custom_call``, ``gather``, ``reduce_window``...) is an ``unsupported`` node with a bytes-bound fallback and the reason; a dynamic
   ``?`` dimension or an unknown element type is a ``GraphError`` naming the line. The estimate never aborts.
 """
 
