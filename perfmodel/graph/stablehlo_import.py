@@ -14,8 +14,8 @@
   a convolution's kernel (activations such as attention's K and V are batched operands; weights a loop
   slices out of a stacked argument are not counted).
 - Anything else (a ``while`` whose body cannot be read or that unrolls past ``MAX_UNROLLED_NODES``,
-  ``custom_call``, ``gather``, ``reduce_window``...) is an ``unsupported`` node with a bytes-bound fallback and the reason; a dynamic
-  ``?`` dimension or an unknown element type is a ``GraphError`` naming the line. The estimate never aborts.
+  ``custom_call``, ``gather``, ``reduce_window``...) is an ``unsupported`` node with a bytes-bound fallback
+  and the reason; a dynamic ``?`` dimension or an unknown element type is a ``GraphError`` naming the line. The estimate never aborts.
 """
 
 from __future__ import annotations
