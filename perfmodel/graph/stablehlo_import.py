@@ -15,7 +15,8 @@
   slices out of a stacked argument are not counted).
 - Anything else (a ``while`` whose body cannot be read or that unrolls past ``MAX_UNROLLED_NODES``,
   ``custom_call``, ``gather``, ``reduce_window``...) is an ``unsupported`` node with a bytes-bound fallback
-  and the reason; a dynamic ``?`` dimension or an unknown element type is a ``GraphError`` naming the line. The estimate never aborts.
+  and the reason; a dynamic ``?`` dimension or an unknown element type is a ``GraphError`` naming the line.
+  The estimate never aborts.
 """
 
 from __future__ import annotations
