@@ -39,7 +39,7 @@ from perfmodel.graph.mapping import (
     transposed_conv,
     view,
 )
-from perfmodel.graph.stablehlo_loops import body_function, scalar_constant, trip_count
+from perfmodel.graph.stablehlo_loops import body_function, cond_function, scalar_constant, trip_count
 from perfmodel.graph.stablehlo_text import HloFunction, HloOp, TensorType, parse_stablehlo
 from perfmodel.ops import OpError, make_op
 
@@ -133,15 +133,23 @@ def _unroll(graph: Graph, functions: dict[str, HloFunction], op: HloOp, prefix: 
         count, source = counted, "constant bound"
     else:
         count, source = trips.unseen()
-    if count * max(len(body.ops), 1) + len(graph.nodes) > MAX_UNROLLED_NODES:
-        return (f"line {op.line}: while {name!r} of {count} iterations ({source}) x {len(body.ops)} body ops "
+    # a loop whose count is not constant tests its cond on the device each iteration (a while_loop's exit test
+    # may reduce the whole state); a counted loop's cond is a scalar compare of its counter, left out as before
+    cond = cond_function(op) if counted is None else None
+    per = len(body.ops) + (len(cond.ops) if cond is not None else 0)
+    if count * max(per, 1) + len(graph.nodes) > MAX_UNROLLED_NODES:
+        return (f"line {op.line}: while {name!r} of {count} iterations ({source}) x {per} body ops "
                 f"exceeds {MAX_UNROLLED_NODES} unrolled nodes; bounded by its bytes over DRAM bandwidth")
     for i in range(count):
         inner = f"{prefix}while{op.line}.{i}/"
-        for arg, typ in body.args.items():
-            values[f"{inner}{arg}"] = typ
-        _emit(graph, functions, body, inner, values, set(), depth + 1, trips)
-    trips.record(name, "stablehlo.while", count, source, f"{prefix}while{op.line}.", len(body.ops), line=op.line)
+        for part, fn in ((f"{inner}cond/", cond), (inner, body)):
+            if fn is None:
+                continue
+            for arg, typ in fn.args.items():
+                values[f"{part}{arg}"] = typ
+            _emit(graph, functions, fn, part, values, set(), depth + 1, trips)
+    trips.record(name, "stablehlo.while", count, source, f"{prefix}while{op.line}.", per, line=op.line,
+                 cond_costed=cond is not None)
     return ""
 
 

@@ -200,6 +200,10 @@ def test_a_jax_while_loop_with_a_data_dependent_exit_is_costed_per_iteration_or_
     one = estimate(import_stablehlo(text), H100, fusion=False)
     bound = import_stablehlo(text, trip_counts={"%0": 12})
     assert _flops(bound, "stablehlo.dot_general") == 12 * GEMM
+    # the exit test sum(h) < 1e6 runs on the device every iteration: its reduce over the state is costed each time
+    reduces = [n for n in bound.nodes if n.source_op == "stablehlo.reduce"]
+    assert len(reduces) == 12 and all("/cond/" in n.name for n in reduces)
+    assert _flops(bound, "stablehlo.reduce") == 12 * ROWS * HID and bound.meta["loops"][0]["cond_costed"]
     twelve = estimate(bound, H100, fusion=False)
     assert twelve.step_time_s == pytest.approx(12 * one.step_time_s, rel=1e-6)
     (loop,) = twelve.to_json(detail=False)["loops"]
