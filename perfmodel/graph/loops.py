@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import re
 from collections.abc import Iterable, Mapping
 from itertools import accumulate
 from typing import Any
@@ -105,14 +106,20 @@ class LoopTrips:
             meta["trip_counts_unmatched"] = self.unmatched()
 
 
+_COPY = re.compile(r"/\d+/(?=body/)")  # an ONNX Loop copy's iteration segment (onnx_control names copies so)
+
+
 def loop_shares(loops: list[dict[str, Any]] | None, names: list[str], times: list[float]) -> list[dict[str, Any]]:
     """Per loop of ``graph.meta['loops']``: its iterations, where the count came from, the time of its nodes
-    (those named under its ``prefix``, unrolled copies and nested loops included) and their share of the sum
-    of ``times``. One sort of the names, then two bisections per loop (a 1000-iteration loop has ~10^4 nodes)."""
+    (those named under its ``prefix``, unrolled copies and nested loops included: a loop inside an ONNX Loop's body
+    is named by its template path, ``outer/body/inner``, and matches every copy ``outer/<i>/body/inner/...``) and
+    their share of the sum of ``times``. One sort of the names, then two bisections per loop (a 1000-iteration
+    loop has ~10^4 nodes)."""
     if not loops:
         return []
-    order = sorted(range(len(names)), key=names.__getitem__)
-    sorted_names = [names[i] for i in order]
+    keys = [_COPY.sub("/", n) if "/body/" in n else n for n in names]  # outer/3/body/inner/.. -> outer/body/inner/..
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    sorted_names = [keys[i] for i in order]
     cumulative = [0.0, *accumulate(times[i] for i in order)]
     total = sum(times) or 1.0
     out = []

@@ -137,6 +137,10 @@ def test_nested_loops_are_named_by_path_and_multiply() -> None:
     bound = import_onnx(_nested(), trip_counts={"outer/body/inner": 4})
     assert _flops(bound, "MatMul") == 3 * 4 * GEMM
     assert _flops(import_onnx(_nested(), trip_counts={"inner": 5}), "MatMul") == 3 * 5 * GEMM  # the bare name
+    shares = {entry["loop"]: entry for entry in estimate(bound, A100, fusion=False).to_json(detail=False)["loops"]}
+    assert shares["outer/body/inner"]["nodes"] == 3 * 4 * 2  # every copy of the inner loop, in each outer copy
+    assert shares["outer/body/inner"]["share"] == pytest.approx(shares["outer"]["share"])
+    assert shares["outer"]["share"] > 0.99
 
 
 def test_a_count_past_the_unrolled_node_cap_falls_back_named_and_bounded() -> None:
@@ -267,8 +271,8 @@ def test_trip_count_arguments_are_parsed_and_checked() -> None:
 
 
 def test_loop_shares_reads_the_nodes_under_each_prefix() -> None:
-    loops = [{"loop": "a", "prefix": "a/"}, {"loop": "b", "prefix": "b."}]
-    names = ["a/0/x", "head", "a/1/x", "b.0/y", "ab/z"]
+    loops = [{"loop": "a", "prefix": "a/"}, {"loop": "b", "prefix": "b."}, {"loop": "a/body/c", "prefix": "a/body/c/"}]
+    names = ["a/0/x", "head", "a/1/body/c/0/body/y", "b.0/y", "ab/z"]
     out = loop_shares(loops, names, [1.0, 2.0, 3.0, 4.0, 10.0])
-    assert [(o["nodes"], o["time_s"], o["share"]) for o in out] == [(2, 4.0, 0.2), (1, 4.0, 0.2)]
+    assert [(o["nodes"], o["time_s"], o["share"]) for o in out] == [(2, 4.0, 0.2), (1, 4.0, 0.2), (1, 3.0, 0.15)]
     assert "prefix" not in out[0] and loop_shares(None, names, [0.0] * 5) == []
