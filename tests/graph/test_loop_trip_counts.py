@@ -234,6 +234,21 @@ def test_the_cli_flag_binds_the_loop_and_the_report_lists_it(tmp_path: Path) -> 
     assert bad.exit_code != 0 and "--trip-count" in bad.output
 
 
+def test_the_advise_cli_takes_the_flag_and_notes_a_default_loop(tmp_path: Path) -> None:
+    from perfmodel.advice.cli import advise_app
+
+    path = tmp_path / "while.onnx"
+    path.write_bytes(_onnx_while().SerializeToString())
+    runner = CliRunner()
+    default = runner.invoke(advise_app, ["precision", str(path), "-H", A100])
+    assert default.exit_code == 0, default.output
+    assert "Loop 'decode': 1 iteration(s), trip count from default" in default.output
+    bound = runner.invoke(advise_app, ["partition", str(path), "-H", A100, "--trip-count", "decode=5", "--json"])
+    assert bound.exit_code == 0, bound.output
+    bad = runner.invoke(advise_app, ["partition", str(path), "-H", A100, "--trip-count", "decode"])
+    assert bad.exit_code != 0 and "--trip-count" in bad.output
+
+
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     db = tmp_path_factory.mktemp("loops") / "db.sqlite"
