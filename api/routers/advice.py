@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from api.deps import get_state, require_read
 from api.routers.convert import finite, json_bytes, json_response
-from api.routers.graphs import parse_dims, read_upload
+from api.routers.graphs import TRIP_COUNTS_FORM, parse_dims, read_upload
 from api.schemas import Versioned
 from api.state import AppState
 from perfmodel import __version__
@@ -24,6 +24,7 @@ from perfmodel.advice.partition import partition
 from perfmodel.advice.precision import precision_advice
 from perfmodel.advice.source import advice_graph, with_supported_ops
 from perfmodel.graph.ir import Graph
+from perfmodel.graph.loops import parse_trip_counts
 from perfmodel.hardware import Hardware
 
 router = APIRouter(tags=["advice"], dependencies=[Depends(require_read)])
@@ -106,10 +107,10 @@ def advise_precision(body: PrecisionRequest, state: AppState = Depends(get_state
     return json_response(_precision_json(body.built_graph(), hardware, body.fp32_math))
 
 
-def _onnx_graph(data: bytes, dims: dict[str, int]) -> Graph:
+def _onnx_graph(data: bytes, dims: dict[str, int], trip_counts: dict[str, int] | None = None) -> Graph:
     from perfmodel.graph.onnx_import import import_onnx  # onnx loads only when a model is uploaded
 
-    return import_onnx(data, dims=dims)
+    return import_onnx(data, dims=dims, trip_counts=trip_counts)
 
 
 def _partition_json(graph: Graph, device: Hardware, host: Hardware, supported_ops: list[str] | None) -> bytes:
@@ -129,14 +130,16 @@ async def advise_partition_onnx(
         supported_ops: str = Form(default="", description="comma-separated op kinds or ONNX op types the device "
                                                           "runs; empty: its spec's supported_ops"),
         dims: str = Form(default="", description="symbolic dims, name=size,name=size"),
+        trip_counts: str = Form(default="", description=TRIP_COUNTS_FORM),
         state: AppState = Depends(get_state)) -> Response:
     """``/advice/partition`` for an uploaded ONNX model (at most ``PERFMODEL_MAX_UPLOAD_BYTES``)."""
     data = await read_upload(file, state.settings.max_upload_bytes)
     bindings = parse_dims(dims)
+    trips = parse_trip_counts(trip_counts)
     ops = [o.strip() for o in supported_ops.split(",") if o.strip()] or None
     device, _ = await run_in_threadpool(state.hardware, hardware)
     host, _ = await run_in_threadpool(state.hardware, fallback)
-    graph = await run_in_threadpool(_onnx_graph, data, bindings)
+    graph = await run_in_threadpool(_onnx_graph, data, bindings, trips)
     return json_response(await run_in_threadpool(_partition_json, graph, device, host, ops))
 
 
@@ -145,10 +148,12 @@ async def advise_precision_onnx(
         file: UploadFile = File(description="an ONNX model"), hardware: str = Form(...),
         dims: str = Form(default="", description="symbolic dims, name=size,name=size"),
         fp32_math: Literal["framework", "tf32", "ieee"] = Form(default="framework"),
+        trip_counts: str = Form(default="", description=TRIP_COUNTS_FORM),
         state: AppState = Depends(get_state)) -> Response:
     """``/advice/precision`` for an uploaded ONNX model (at most ``PERFMODEL_MAX_UPLOAD_BYTES``)."""
     data = await read_upload(file, state.settings.max_upload_bytes)
     bindings = parse_dims(dims)
+    trips = parse_trip_counts(trip_counts)
     device, _ = await run_in_threadpool(state.hardware, hardware)
-    graph = await run_in_threadpool(_onnx_graph, data, bindings)
+    graph = await run_in_threadpool(_onnx_graph, data, bindings, trips)
     return json_response(await run_in_threadpool(_precision_json, graph, device, fp32_math))

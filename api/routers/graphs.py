@@ -19,12 +19,15 @@ from api.state import AppState
 from perfmodel.graph.ir import GraphError
 from perfmodel.graph.llm_build import LlmWorkload
 from perfmodel.graph.loader import estimate_model
+from perfmodel.graph.loops import parse_trip_counts
 from perfmodel.graph.parallel import Parallelism
 from perfmodel.hardware import Hardware
 
 router = APIRouter(tags=["graphs"], dependencies=[Depends(require_read)])
 UPLOAD_CHUNK_BYTES = 1 << 20
 Fp32MathForm = Literal["framework", "tf32", "ieee"]  # perfmodel.graph.math_mode.FP32_MATH
+TRIP_COUNTS_FORM = ("iterations of loops whose count the file does not hold: loop=N,*=N or a JSON object "
+                    "(default 1 each, the time per iteration; the result's 'loops' lists them)")
 
 
 class EstimateRequest(BaseModel):
@@ -56,6 +59,10 @@ class EstimateRequest(BaseModel):
     space: Literal["compact", "full"] = "full"
     check_memory: bool = True
     detail: bool = Field(default=True, description="include per-op rows, the hierarchy and the timeline")
+    trip_counts: dict[str, int] | None = Field(
+        default=None, description="uploads (ONNX, StableHLO): iterations of loops whose count the file does not "
+        "hold, by loop name ('*': every other loop; default 1, the time per iteration); the result's 'loops' "
+        "lists each loop, the count used and its share of the step")
 
     @model_validator(mode="after")
     def _one_source(self) -> EstimateRequest:
@@ -67,12 +74,13 @@ class EstimateRequest(BaseModel):
 
 def _run(hardware: Hardware, source: Any, body: EstimateRequest | None = None,
          dims: dict[str, int] | None = None) -> bytes:
+    """Estimate ``source`` (a bundled name, a config or graph dict, ONNX bytes or an imported graph)."""
     b = body or EstimateRequest(hardware=hardware.id, model="onnx")
     par = Parallelism.for_devices(b.devices, tp=b.tp, pp=b.pp, dp=b.dp, ep=b.ep, microbatches=b.microbatches)
     workload = LlmWorkload(batch=b.batch, prompt_tokens=b.prompt_tokens, kv_len=b.kv_len or b.prompt_tokens + 1,
                            dtype=b.dtype, weight_dtype=b.weight_dtype, kv_dtype=b.kv_dtype, attention=b.attention)
     result = estimate_model(source, hardware, workload, par, b.phase, b.space, b.fusion, b.check_memory, dims,
-                            b.detail, fp32_math=b.fp32_math)
+                            b.detail, fp32_math=b.fp32_math, trip_counts=b.trip_counts)
     return json_bytes(finite(result))
 
 
@@ -90,13 +98,14 @@ async def estimate_onnx(file: UploadFile = File(description="an ONNX model"),
                         dims: str = Form(default="", description="symbolic dims, name=size,name=size"),
                         fusion: bool = Form(default=True), detail: bool = Form(default=True),
                         fp32_math: Fp32MathForm = Form(default="framework"),
+                        trip_counts: str = Form(default="", description=TRIP_COUNTS_FORM),
                         state: AppState = Depends(get_state)) -> Response:
     """Estimate an uploaded ONNX model (at most ``PERFMODEL_MAX_UPLOAD_BYTES``)."""
     data = await read_upload(file, state.settings.max_upload_bytes)
     bindings = parse_dims(dims)
     device, _ = await run_in_threadpool(state.hardware, hardware)
     body = EstimateRequest(hardware=hardware, model="onnx", fusion=fusion, detail=detail,
-                           fp32_math=fp32_math)
+                           fp32_math=fp32_math, trip_counts=parse_trip_counts(trip_counts))
     return json_response(await run_in_threadpool(_run, device, data, body, bindings))
 
 
@@ -114,11 +123,12 @@ async def estimate_tflite(file: UploadFile = File(description="a TensorFlow Lite
 async def estimate_stablehlo(file: UploadFile = File(description="StableHLO text: jax.jit(f).lower(...).as_text()"),
                              hardware: str = Form(...), fusion: bool = Form(default=True),
                              detail: bool = Form(default=True), fp32_math: Fp32MathForm = Form(default="framework"),
+                             trip_counts: str = Form(default="", description=TRIP_COUNTS_FORM),
                              state: AppState = Depends(get_state)) -> Response:
     """Estimate uploaded StableHLO text (``main``, else the first public function, is the step)."""
-    return await _estimate_file("stablehlo", file, EstimateRequest(hardware=hardware, model="stablehlo",
-                                                                   fusion=fusion, detail=detail,
-                                                                   fp32_math=fp32_math), state)
+    return await _estimate_file("stablehlo", file, EstimateRequest(
+        hardware=hardware, model="stablehlo", fusion=fusion, detail=detail, fp32_math=fp32_math,
+        trip_counts=parse_trip_counts(trip_counts)), state)
 
 
 async def _estimate_file(kind: Literal["tflite", "stablehlo"], file: UploadFile, body: EstimateRequest,
@@ -126,11 +136,12 @@ async def _estimate_file(kind: Literal["tflite", "stablehlo"], file: UploadFile,
     """An uploaded model file of ``kind`` read into a graph and estimated on ``body``'s device and options."""
     data = await read_upload(file, state.settings.max_upload_bytes)
     device, _ = await run_in_threadpool(state.hardware, body.hardware)
-    graph = await run_in_threadpool(_file_graph, kind, data, file.filename)
+    graph = await run_in_threadpool(_file_graph, kind, data, file.filename, body.trip_counts)
     return json_response(await run_in_threadpool(_run, device, graph, body))
 
 
-def _file_graph(kind: Literal["tflite", "stablehlo"], data: bytes, filename: str | None) -> Any:
+def _file_graph(kind: Literal["tflite", "stablehlo"], data: bytes, filename: str | None,
+                trip_counts: dict[str, int] | None = None) -> Any:
     name = (filename or kind).rsplit("/", 1)[-1].rsplit(".", 1)[0] or kind
     if kind == "tflite":
         from perfmodel.graph.tflite_import import import_tflite
@@ -142,7 +153,7 @@ def _file_graph(kind: Literal["tflite", "stablehlo"], data: bytes, filename: str
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise GraphError("<model>", f"StableHLO must be UTF-8 text: {exc}") from exc
-    return import_stablehlo(text, name=name)
+    return import_stablehlo(text, name=name, trip_counts=trip_counts)
 
 
 async def read_upload(file: UploadFile, limit: int) -> bytes:

@@ -23,10 +23,15 @@ TokensOpt = Annotated[int, typer.Option(help="LLM configs: prompt tokens per seq
 BatchOpt = Annotated[int, typer.Option(help="LLM configs: sequences per step")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output")]
 DimOpt = Annotated[list[str] | None, typer.Option("--dim", help="ONNX symbolic dim binding name=size (repeatable)")]
+TripOpt = Annotated[list[str] | None, typer.Option(
+    "--trip-count", help="iterations of an ONNX Loop / StableHLO while whose count the file does not hold: LOOP=N "
+                         "(*=N for every other loop; default 1). Repeatable")]
 
 
-def _graph(model: str, phase: str, batch: int, prompt_tokens: int, dims: list[str] | None = None) -> Any:
+def _graph(model: str, phase: str, batch: int, prompt_tokens: int, dims: list[str] | None = None,
+           trip_counts: list[str] | None = None) -> Any:
     from perfmodel.advice.source import advice_graph
+    from perfmodel.graph.loops import parse_trip_counts
 
     if phase not in ("prefill", "decode"):
         fail(f"--phase {phase!r}: expected prefill or decode")
@@ -36,7 +41,9 @@ def _graph(model: str, phase: str, batch: int, prompt_tokens: int, dims: list[st
         if not sep or not value.strip().isdigit():
             fail(f"--dim {pair!r}: expected name=size")
         bindings[key.strip()] = int(value)
-    return advice_graph(model, phase, batch, prompt_tokens, dims=bindings)  # type: ignore[arg-type]
+    trips = parse_trip_counts(trip_counts or [], "--trip-count")
+    return advice_graph(model, phase, batch, prompt_tokens, dims=bindings,  # type: ignore[arg-type]
+                        trip_counts=trips)
 
 
 @advise_app.command("partition")
@@ -47,14 +54,14 @@ def partition_command(model: ModelArg, hardware: HardwareOpt,
                           help="comma-separated op kinds / importer op types the device runs (default: its spec)")]
                       = None,
                       phase: PhaseOpt = "prefill", batch: BatchOpt = 1, prompt_tokens: TokensOpt = 2048,
-                      dim: DimOpt = None, as_json: JsonOpt = False) -> None:
+                      dim: DimOpt = None, trip_count: TripOpt = None, as_json: JsonOpt = False) -> None:
     """Which ops fall back to the host and what the partition boundaries cost."""
     from perfmodel.advice.partition import partition
     from perfmodel.advice.source import with_supported_ops
 
     try:
         declared = [s.strip() for s in supported_ops.split(",") if s.strip()] if supported_ops else None
-        graph = _graph(model, phase, batch, prompt_tokens, dim)
+        graph = _graph(model, phase, batch, prompt_tokens, dim, trip_count)
         report = partition(graph, with_supported_ops(hardware, declared), fallback)
     except (ValueError, KeyError) as exc:
         fail(str(exc))
@@ -78,6 +85,9 @@ def partition_command(model: ModelArg, hardware: HardwareOpt,
 
 def _unmodelled(graph: Any) -> None:
     """Say how many nodes run on their bytes fallback, and why the first does (an unbound --dim, typically)."""
+    for loop in graph.meta.get("loops") or []:
+        if not str(loop["trip_count"]).startswith("constant"):
+            typer.echo(f"  note: {loop['note']}")
     missing = graph.unsupported()
     if missing:
         typer.echo(f"  note: {len(missing)} nodes are not modelled (bytes fallback, not advised); first: "
@@ -86,7 +96,8 @@ def _unmodelled(graph: Any) -> None:
 
 @advise_app.command("precision")
 def precision_command(model: ModelArg, hardware: HardwareOpt, phase: PhaseOpt = "prefill", batch: BatchOpt = 1,
-                      prompt_tokens: TokensOpt = 2048, dim: DimOpt = None, as_json: JsonOpt = False,
+                      prompt_tokens: TokensOpt = 2048, dim: DimOpt = None, trip_count: TripOpt = None,
+                      as_json: JsonOpt = False,
                       fp32_math: Annotated[str, typer.Option(
                           "--fp32-math", help="the baseline's fp32 convs/matmuls: framework, tf32 or ieee")
                       ] = "framework") -> None:
@@ -94,7 +105,7 @@ def precision_command(model: ModelArg, hardware: HardwareOpt, phase: PhaseOpt = 
     from perfmodel.advice.precision import precision_advice
 
     try:
-        graph = _graph(model, phase, batch, prompt_tokens, dim)
+        graph = _graph(model, phase, batch, prompt_tokens, dim, trip_count)
         report = precision_advice(graph, hardware, fp32_math)
     except (ValueError, KeyError) as exc:
         fail(str(exc))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from perfmodel.graph.ir import Graph
@@ -13,15 +14,16 @@ from perfmodel.roofline import HardwareLike, resolve_hardware
 
 def advice_graph(model: str | dict[str, Any] | Graph, phase: Literal["prefill", "decode"] = "prefill",
                  batch: int = 1, prompt_tokens: int = 2048, dtype: str = "bf16",
-                 dims: dict[str, int] | None = None) -> Graph:
-    """One step's graph: LLM configs are built for ``phase`` (``batch`` sequences of ``prompt_tokens``)."""
-    source = model if isinstance(model, Graph) else resolve_model(model)
+                 dims: dict[str, int] | None = None, trip_counts: Mapping[str, int] | None = None) -> Graph:
+    """One step's graph: LLM configs are built for ``phase`` (``batch`` sequences of ``prompt_tokens``);
+    ``trip_counts``: loops whose count the ONNX / StableHLO file does not hold (``perfmodel.graph.loops``)."""
+    source = model if isinstance(model, Graph) else resolve_model(model, trip_counts)
     if isinstance(source, Graph):
         return source
     if isinstance(source, bytes):
         from perfmodel.graph.onnx_import import import_onnx
 
-        return import_onnx(source, dims=dims)
+        return import_onnx(source, dims=dims, trip_counts=trip_counts)
     return build_llm(source, LlmWorkload(phase=phase, batch=batch, prompt_tokens=prompt_tokens,
                                          kv_len=prompt_tokens + 1, dtype=dtype))
 

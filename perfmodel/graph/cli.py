@@ -47,6 +47,10 @@ def estimate_command(
     compact: Annotated[bool, typer.Option("--compact", help="fixed GEMM schedules instead of search")] = False,
     ignore_memory: Annotated[bool, typer.Option("--ignore-memory", help="report instead of failing")] = False,
     dim: Annotated[list[str] | None, typer.Option(help="ONNX symbolic dim binding name=size")] = None,
+    trip_count: Annotated[list[str] | None, typer.Option(
+        "--trip-count", help="iterations of an ONNX Loop / StableHLO while whose count the file does not hold: "
+                             "LOOP=N (node name, or a while's first result such as %0; *=N for every other "
+                             "loop; default 1, the time per iteration). Repeatable")] = None,
     fp32_math: Annotated[str, typer.Option(
         "--fp32-math", help="fp32 convs/matmuls: framework (TF32 convs on Ampere+, TF graphs' matmuls too), "
                             "tf32 or ieee")] = "framework",
@@ -57,6 +61,7 @@ def estimate_command(
     from perfmodel.graph.ir import GraphError
     from perfmodel.graph.llm_build import LlmWorkload
     from perfmodel.graph.loader import PhaseChoice, estimate_model
+    from perfmodel.graph.loops import parse_trip_counts
     from perfmodel.graph.parallel import Parallelism
     from perfmodel.graph.report import text_report
     from perfmodel.ops import OpError
@@ -70,6 +75,7 @@ def estimate_command(
         fail(f"--fp32-math {fp32_math!r}: expected framework, tf32 or ieee")
     progress = _estimate_progress(model)
     try:
+        trips = parse_trip_counts(trip_count or [], "--trip-count")
         par = Parallelism.for_devices(devices, tp=tp, pp=pp, dp=dp, ep=ep, microbatches=microbatches)
         workload = LlmWorkload(batch=batch, prompt_tokens=prompt_tokens, kv_len=kv_len or prompt_tokens + 1,
                                dtype=dtype, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
@@ -78,7 +84,7 @@ def estimate_command(
             "prefill" if phase == "prefill" else "decode" if phase == "decode" else "train")
         result = estimate_model(model, hardware, workload, par, phase_choice, "compact" if compact else "full",
                                 not no_fusion, not ignore_memory, _dims(dim or []), detail=as_json,
-                                progress=progress, fp32_math=fp32_math)
+                                progress=progress, fp32_math=fp32_math, trip_counts=trips)
     except (GraphError, OpError, SpecError, KeyError) as exc:
         fail(str(exc.args[0]) if isinstance(exc, KeyError) else str(exc))
         return

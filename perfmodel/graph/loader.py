@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,9 +23,10 @@ from perfmodel.roofline import HardwareLike, SpaceName, resolve_hardware
 PhaseChoice = Literal["prefill", "decode", "both", "train"]
 
 
-def resolve_model(model: str | dict[str, Any]) -> LlmConfig | Graph | bytes:
+def resolve_model(model: str | dict[str, Any],
+                  trip_counts: Mapping[str, int] | None = None) -> LlmConfig | Graph | bytes:
     """A bundled name, a path (.json config or graph, .onnx, .tflite, StableHLO .mlir), or a dict (config or
-    graph JSON)."""
+    graph JSON). ``trip_counts`` reaches the StableHLO importer here (ONNX bytes are imported by the caller)."""
     if isinstance(model, dict):
         return Graph.from_json(model) if "nodes" in model else LlmConfig.from_hf(model)
     if (CONFIG_DIR / f"{model.lower()}.json").is_file():
@@ -41,7 +43,7 @@ def resolve_model(model: str | dict[str, Any]) -> LlmConfig | Graph | bytes:
     if path.suffix.lower() == ".mlir":  # StableHLO text, e.g. jax.jit(f).lower(...).as_text()
         from perfmodel.graph.stablehlo_import import import_stablehlo
 
-        return import_stablehlo(path, name=path.stem)
+        return import_stablehlo(path, name=path.stem, trip_counts=trip_counts)
     try:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
@@ -61,8 +63,12 @@ def estimate_model(model: str | dict[str, Any] | LlmConfig | Graph | bytes, hard
                    phase: PhaseChoice = "both", space: SpaceName = "full", fusion: bool = True,
                    check_memory: bool = True, dims: dict[str, int] | None = None,
                    detail: bool = True, progress: Progress | None = None,
-                   fp32_math: str = "framework") -> dict[str, Any]:
+                   fp32_math: str = "framework", trip_counts: Mapping[str, int] | None = None) -> dict[str, Any]:
     """Estimate ``model`` on ``hardware``; returns JSON (per phase for LLMs, with a summary).
+
+    ``trip_counts``: iterations of the ONNX Loops / StableHLO whiles whose count the file does not hold, by
+    loop name (``"*"``: every other one; ``perfmodel.graph.loops``); the result's ``loops`` lists each loop
+    with the count used, where it came from and its share of the step.
 
     ``progress(stage, fraction)`` hears each stage start (load, import, [phase: ]build/fuse/compile/cost/
     schedule/memory/report) with the fraction of the work done before it, in [0, 1)."""
@@ -72,12 +78,12 @@ def estimate_model(model: str | dict[str, Any] | LlmConfig | Graph | bytes, hard
 
     hw = resolve_hardware(hardware)
     note("load", 0.0)
-    source = model if isinstance(model, LlmConfig | Graph | bytes) else resolve_model(model)
+    source = model if isinstance(model, LlmConfig | Graph | bytes) else resolve_model(model, trip_counts)
     if isinstance(source, bytes):
         from perfmodel.graph.onnx_import import import_onnx
 
         note("import", 0.05)
-        source = import_onnx(source, dims=dims)
+        source = import_onnx(source, dims=dims, trip_counts=trip_counts)
     if isinstance(source, Graph):
         result = estimate(source, hw, space, fusion, check_memory, progress=progress, span=(0.1, 0.9),
                           fp32_math=fp32_math)

@@ -6,7 +6,10 @@ shapes; the subgraph's inputs take theirs from the node's inputs where its value
   then more bytes: the import has no device), said in ``graph.meta["control_flow"]``.
 - ``Loop``: the body copied once per iteration when the trip count ``M`` is a constant (initializer,
   ``Constant`` node or folded shape arithmetic); a constant ``M`` with a run-time ``cond`` is costed as
-  ``M`` iterations (an upper bound, noted). An absent or run-time ``M`` falls back, naming node and field.
+  ``M`` iterations (an upper bound, noted). An absent, run-time or ``INT64_MAX`` (torch's while-loop export)
+  ``M`` takes the user's trip count for the node (``perfmodel.graph.loops``: by node name or path, then
+  ``"*"``), else ``DEFAULT_TRIP_COUNT`` (the time per iteration), said in ``graph.meta["loops"]``; a count
+  the user gives replaces a constant ``M`` too.
 - ``Scan``: the body once per element of the scanned axis of its first scan input (opset 8: x batch).
 
 Copies share their op dicts; a copy's tensors are renamed ``<node>/<i>/<tensor>`` and only the first copy
@@ -30,6 +33,7 @@ __all__ = ["CONTROL_OPS", "MAX_UNROLLED_NODES", "map_control"]
 
 CONTROL_OPS = ("If", "Loop", "Scan")
 MAX_UNROLLED_NODES = 20_000
+INT64_MAX = 2**63 - 1  # torch.onnx exports a while-loop as a Loop of this M with a computed cond
 TAIL = "; bounded by its bytes over DRAM bandwidth"
 MapFn = Callable[[Ctx, onnx.NodeProto, str], list[Node]]
 
@@ -43,23 +47,26 @@ def map_control(ctx: Ctx, node: onnx.NodeProto, label: str, map_fn: MapFn, base:
     if body is None:
         return f"node {label!r}: {node.op_type} has no 'body' subgraph attribute{TAIL}"
     if node.op_type == "Loop":
-        trip = _loop_trips(ctx, node, label)
-        if isinstance(trip, str):
-            return trip
+        found = _loop_trips(ctx, node, label)
+        if isinstance(found, str):
+            return found
+        trip, source = found
         seed = _loop_seed(ctx, node, body)
     else:
         scan = _scan_trips(ctx, node, label, body)
         if isinstance(scan, str):
             return scan
         trip, seed = scan
+        source = "constant (scanned axis)"
     if trip * max(len(body.node), 1) > MAX_UNROLLED_NODES:
-        return (f"node {label!r}: {node.op_type} of {trip} iterations x {len(body.node)} body nodes exceeds "
-                f"{MAX_UNROLLED_NODES} unrolled nodes; bounded by its bytes over DRAM bandwidth")
+        return (f"node {label!r}: {node.op_type} of {trip} iterations ({source}) x {len(body.node)} body nodes "
+                f"exceeds {MAX_UNROLLED_NODES} unrolled nodes; bounded by its bytes over DRAM bandwidth")
     child = Ctx(ctx.model, ctx.dims, graph=body, outer=ctx, seed=seed)
     template = _subgraph(child, body, f"{label}/body", map_fn)
     ctx.charged |= child.charged
     ctx.notes.append({"node": label, "op": node.op_type, "iterations": trip,
                       "note": f"{node.op_type} body ({len(body.node)} nodes) costed x {trip} iterations"})
+    ctx.trips.record(label, node.op_type, trip, source, f"{label}/", len(body.node))
     out: list[Node] = []
     for i in range(trip):
         out += _copy(ctx, child, body, template, label, i)
@@ -95,23 +102,35 @@ def _if(ctx: Ctx, node: onnx.NodeProto, label: str, map_fn: MapFn, base: dict[st
     return [*_copy(ctx, child, branches[chosen], nodes, label, None), _result(ctx, label, base)]
 
 
-def _loop_trips(ctx: Ctx, node: onnx.NodeProto, label: str) -> int | str:
+def _loop_trips(ctx: Ctx, node: onnx.NodeProto, label: str) -> tuple[int, str] | str:
+    """(iterations, where the count came from), or why the Loop falls back. The user's count for the node wins;
+    a trip count the file does not hold takes the user's ``"*"`` or the default (``perfmodel.graph.loops``)."""
     m = node.input[0] if node.input else ""
-    tail = TAIL
+    names = (label, node.name)
+    given = ctx.trips.supplied(*names)
+    if given is not None:
+        return given[0], "argument"
     if not m:
-        return (f"node {label!r}: Loop field 'M' (trip count) is absent: a while-loop's trip count is "
-                f"data-dependent{tail}")
+        return _unseen(ctx, label, names, "field 'M' (trip count) is absent: a while-loop")
     value = ctx.ints(m)
     if value is None or len(value) != 1:
-        return (f"node {label!r}: Loop field 'M' (trip count, tensor {m!r}) is computed at run time, not a "
-                f"constant{tail}")
+        return _unseen(ctx, label, names, f"field 'M' (trip count, tensor {m!r}) is computed at run time")
     if value[0] < 0:
-        return f"node {label!r}: Loop field 'M' (trip count, tensor {m!r}) is negative ({value[0]}){tail}"
+        return f"node {label!r}: Loop field 'M' (trip count, tensor {m!r}) is negative ({value[0]}){TAIL}"
+    if value[0] >= INT64_MAX:
+        return _unseen(ctx, label, names, f"field 'M' (tensor {m!r}) is INT64_MAX: a while-loop export")
     cond = node.input[1] if len(node.input) > 1 else ""
     if cond and ctx.ints(cond) != [1]:
         ctx.notes.append({"node": label, "op": "Loop", "note": f"condition {cond!r} is not a constant true: "
                           f"costed the full {value[0]} iterations of M (an upper bound)"})
-    return value[0]
+        return value[0], "constant M (an upper bound: cond is computed)"
+    return value[0], "constant M"
+
+
+def _unseen(ctx: Ctx, label: str, names: tuple[str, ...], why: str) -> tuple[int, str]:
+    trip, source = ctx.trips.unseen(*names)
+    ctx.notes.append({"node": label, "op": "Loop", "note": f"Loop {why}: costed {trip} iteration(s), from {source}"})
+    return trip, source
 
 
 def _loop_seed(ctx: Ctx, node: onnx.NodeProto, body: onnx.GraphProto) -> dict[str, Info]:

@@ -10,6 +10,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from perfmodel.graph.ir import GraphError
+from perfmodel.graph.loops import LoopTrips
 from perfmodel.graph.onnx_fold import FOLDABLE, MAX_FOLD_ELEMENTS, fold_node, tensor_value
 
 ONNX_DTYPES = {"FLOAT": "fp32", "FLOAT16": "fp16", "BFLOAT16": "bf16", "DOUBLE": "fp64", "INT8": "int8",
@@ -26,10 +27,11 @@ class Ctx:
     """Tensor shapes/dtypes, initializer values, and which initializers are already charged."""
 
     def __init__(self, model: onnx.ModelProto, dims: dict[str, int], graph: onnx.GraphProto | None = None,
-                 outer: Ctx | None = None, seed: dict[str, Info] | None = None) -> None:
+                 outer: Ctx | None = None, seed: dict[str, Info] | None = None,
+                 trips: LoopTrips | None = None) -> None:
         """``graph``: a subgraph (If/Loop/Scan body) read in the scope of ``outer``, whose tensors it sees;
         ``seed``: shapes of the subgraph's inputs taken from the enclosing node (used where its value_info
-        has none)."""
+        has none); ``trips``: the user's loop trip counts and the loops met (shared with every subgraph)."""
         g = graph if graph is not None else model.graph
         self.model = model
         self.dims = dims
@@ -38,6 +40,7 @@ class Ctx:
         self.charged: set[str] = set(outer.charged) if outer else set()
         self.unbound: dict[str, list[str]] = dict(outer.unbound) if outer else {}  # tensor -> open dims
         self.notes: list[dict[str, Any]] = outer.notes if outer else []  # control-flow diagnostics
+        self.trips: LoopTrips = outer.trips if outer else (trips or LoopTrips())
         self.sub_tensors: dict[str, Info] = {}  # tensors of unrolled subgraph copies (onnx_control)
         for vi in [*g.input, *g.value_info, *g.output]:
             parsed = self._value_info(vi)

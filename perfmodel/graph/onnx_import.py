@@ -11,7 +11,7 @@ the reason, never an abort.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from onnx import shape_inference
 
 from perfmodel.dtypes import parse_dtype
 from perfmodel.graph.ir import Graph, GraphError, Node
+from perfmodel.graph.loops import LoopTrips
 from perfmodel.graph.mapping import (
     VIEWS,
     as_2d,
@@ -41,8 +42,11 @@ from perfmodel.ops import OpError, make_op
 __all__ = ["ONNX_DTYPES", "import_onnx"]
 
 def import_onnx(source: str | Path | bytes | onnx.ModelProto, dims: dict[str, int] | None = None,
-                name: str | None = None) -> Graph:
-    """Load an ONNX model (path, bytes or ModelProto), infer shapes, map every node."""
+                name: str | None = None, trip_counts: Mapping[str, int] | None = None) -> Graph:
+    """Load an ONNX model (path, bytes or ModelProto), infer shapes, map every node. ``trip_counts``: iterations
+    of Loops whose ``M`` the file does not hold, by node name (``"*"``: every other one; ``perfmodel.graph.loops``);
+    ``graph.meta["loops"]`` lists each Loop / Scan with the count used and where it came from."""
+    trips = LoopTrips(trip_counts)
     if isinstance(source, onnx.ModelProto):
         model = source
     else:
@@ -55,7 +59,7 @@ def import_onnx(source: str | Path | bytes | onnx.ModelProto, dims: dict[str, in
     except Exception as exc:  # onnx raises its own InferenceError / ValidationError types
         raise GraphError("<model>", f"ONNX shape inference failed: {exc}") from exc
     try:
-        ctx = Ctx(model, dims or {})
+        ctx = Ctx(model, dims or {}, trips=trips)
         graph = Graph(name=name or model.graph.name or "onnx")
         for index, node in enumerate(model.graph.node):
             label = node.name or f"{node.op_type}_{index}"
@@ -71,6 +75,7 @@ def import_onnx(source: str | Path | bytes | onnx.ModelProto, dims: dict[str, in
                        "producer": model.producer_name})
     if ctx.notes:
         graph.meta["control_flow"] = ctx.notes
+    trips.into(graph.meta)
     return graph
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from perfmodel.graph.lazy_graph import node_column
+from perfmodel.graph.loops import loop_shares
 from perfmodel.units import format_time_s
 
 if TYPE_CHECKING:
@@ -160,6 +161,9 @@ def estimate_json(est: Estimate, detail: bool = True) -> dict[str, Any]:
                            key=lambda g: -g["time_s"]),
         "layers": group_rows(rows, "layer"),
     }
+    if est.graph.meta.get("loops"):  # each loop: iterations used, where from, its time and share of the step
+        out["loops"] = loop_shares(est.graph.meta["loops"], [r["name"] for r in compute_rows],
+                                   [r["time_s"] for r in compute_rows])
     if detail:
         out["ops"] = rows
         out["hierarchy"] = hierarchy(rows, est.graph.name)
@@ -201,5 +205,12 @@ def text_report(data: dict[str, Any], top: int = 15) -> str:
     for d in data["diagnostics"]:
         lines.append(f"not modelled: {d['node']} ({d['source_op']}): {d['reason']}; fallback "
                      f"{d['fallback']['kind']} {format_time_s(d['fallback_time_s'])}")
+    for loop in data.get("loops") or []:
+        lines.append(f"loop {loop['loop']} ({loop['op']}): {loop['iterations']} iteration(s) from "
+                     f"{loop['trip_count']}, {format_time_s(loop['time_s'])} ({100 * loop['share']:.1f} % of the "
+                     "step)" + ("; not in the file: the time of one iteration, pass --trip-count "
+                                f"{loop['loop']}=N" if loop["trip_count"] == "default" else ""))
+    for name in data["meta"].get("trip_counts_unmatched") or []:
+        lines.append(f"--trip-count {name}: no loop of this name (the loops are listed above)")
     lines.extend(f"config: {note}" for note in data["meta"].get("config_notes") or [])
     return "\n".join(lines)

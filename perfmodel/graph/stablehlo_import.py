@@ -6,24 +6,30 @@
   element-wise ops by the shared cost table (1 FLOP per element; exp, log, tanh... as transcendentals);
   ``transpose`` → ``transpose``; reshape, broadcast, slice, iota, constant → views (no bytes: XLA fuses them);
   ``concatenate`` / ``pad`` → copies. ``call`` inlines the callee; a ``while`` with a constant trip count
-  (``fori_loop``, ``scan``) is unrolled (``perfmodel.graph.stablehlo_loops``; ``meta['loops']`` lists them).
+  (``fori_loop``, ``scan``) is unrolled (``perfmodel.graph.stablehlo_loops``; ``meta['loops']`` lists them);
+  one whose count is not constant (``while_loop``, a ``fori_loop`` over a traced bound) takes the user's
+  ``trip_counts`` entry for its first result (``%0``; ``"*"`` for every other), else ``DEFAULT_TRIP_COUNT``
+  (the time per iteration), said in ``meta['loops']`` (``perfmodel.graph.loops``).
 - Weights: arguments of ``main`` read as the right operand of a ``dot_general`` without batching dims, or as
   a convolution's kernel (activations such as attention's K and V are batched operands; weights a loop
   slices out of a stacked argument are not counted).
-- Anything else (a ``while`` whose count is not constant, ``custom_call``, ``gather``, ``reduce_window``, a
-  transposed convolution...) is an ``unsupported`` node with a bytes-bound fallback and the reason; a dynamic
-  ``?`` dimension or an unknown element type is a ``GraphError`` naming the line. The estimate never aborts.
+- Anything else (a ``while`` whose body cannot be read or that unrolls past ``MAX_UNROLLED_NODES``,
+  ``custom_call``, ``gather``, ``reduce_window``...) is an ``unsupported`` node with a bytes-bound fallback
+  and the reason; a dynamic ``?`` dimension or an unknown element type is a ``GraphError`` naming the line.
+  The estimate never aborts.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from perfmodel.dtypes import parse_dtype
 from perfmodel.graph.ir import Graph, Node
+from perfmodel.graph.loops import LoopTrips
 from perfmodel.graph.mapping import (
     UnsupportedOp,
     elementwise,
@@ -33,7 +39,7 @@ from perfmodel.graph.mapping import (
     transposed_conv,
     view,
 )
-from perfmodel.graph.stablehlo_loops import body_function, scalar_constant, trip_count
+from perfmodel.graph.stablehlo_loops import body_function, cond_function, scalar_constant, trip_count
 from perfmodel.graph.stablehlo_text import HloFunction, HloOp, TensorType, parse_stablehlo
 from perfmodel.ops import OpError, make_op
 
@@ -53,8 +59,11 @@ MAX_CALL_DEPTH = 16
 MAX_UNROLLED_NODES = 200_000
 
 
-def import_stablehlo(source: str | Path, name: str | None = None) -> Graph:
-    """Import StableHLO text (or a file of it); ``main`` (else the first public function) is the entry."""
+def import_stablehlo(source: str | Path, name: str | None = None,
+                     trip_counts: Mapping[str, int] | None = None) -> Graph:
+    """Import StableHLO text (or a file of it); ``main`` (else the first public function) is the entry.
+    ``trip_counts``: iterations of ``while`` loops whose count is not a constant, by first result (``%0``)."""
+    trips = LoopTrips(trip_counts)
     text = Path(source).read_text() if isinstance(source, Path) else source
     functions = parse_stablehlo(text)
     entry = functions.get("main") or next(iter(functions.values()))
@@ -63,13 +72,14 @@ def import_stablehlo(source: str | Path, name: str | None = None) -> Graph:
     for arg, typ in entry.args.items():
         values[arg] = typ
         graph.add_tensor(arg, typ.shape, storage(typ.dtype))
-    _emit(graph, functions, entry, "", values, set(entry.args), depth=0)
+    _emit(graph, functions, entry, "", values, set(entry.args), 0, trips)
     graph.meta.update({"kind": "stablehlo", "phase": "inference", "entry": entry.name})
+    trips.into(graph.meta)
     return graph
 
 
 def _emit(graph: Graph, functions: dict[str, HloFunction], fn: HloFunction, prefix: str,
-          values: dict[str, TensorType], weights: set[str], depth: int) -> None:
+          values: dict[str, TensorType], weights: set[str], depth: int, trips: LoopTrips) -> None:
     layer = prefix.rstrip("/") or fn.name
     constants: dict[str, float] = {}
     for op in fn.ops:
@@ -81,14 +91,21 @@ def _emit(graph: Graph, functions: dict[str, HloFunction], fn: HloFunction, pref
             graph.add_tensor(result, typ.shape, storage(typ.dtype))
         if (value := scalar_constant(op)) is not None:
             constants[op.results[0]] = value
-        if op.name == "while" and depth < MAX_CALL_DEPTH and _unroll(graph, functions, op, prefix, values,
-                                                                     constants, depth):
-            continue
+        if op.name == "while" and depth < MAX_CALL_DEPTH:
+            why = _unroll(graph, functions, op, prefix, values, constants, depth, trips)
+            if why == "":
+                continue
+            if why is not None:  # past the unrolled-node cap: bounded by its bytes, named
+                graph.add(Node(f"{prefix}%{op.results[0]} while", None, operands, names, layer, "stablehlo.while",
+                               unsupported=why, fallback=fallback([t.shape for t in ins],
+                                                                  [t.shape for t in op.outputs],
+                                                                  storage(op.outputs[0].dtype))))
+                continue
         if op.name == "call" and depth < MAX_CALL_DEPTH:
             callee = re.search(r"@([\w.$-]+)", op.attributes)
             if callee and callee.group(1) in functions:
                 _inline(graph, functions, functions[callee.group(1)], f"{prefix}{callee.group(1)}/", operands,
-                        names, values, depth)
+                        names, values, depth, trips)
                 continue
         if op.name in ("return",) or not op.outputs:
             continue
@@ -99,27 +116,49 @@ def _emit(graph: Graph, functions: dict[str, HloFunction], fn: HloFunction, pref
 
 
 def _unroll(graph: Graph, functions: dict[str, HloFunction], op: HloOp, prefix: str,
-            values: dict[str, TensorType], constants: dict[str, float], depth: int) -> bool:
-    """Emit a counted while's body once per iteration; False (the loop is then reported) when the count or
-    the body cannot be read, or the unrolled graph would exceed ``MAX_UNROLLED_NODES``."""
-    count = trip_count(op, constants)
+            values: dict[str, TensorType], constants: dict[str, float], depth: int,
+            trips: LoopTrips) -> str | None:
+    """Emit a while's body once per iteration (its constant count, else the user's or the default): "" when
+    done, None when the body cannot be read (reported as an unmodelled op), else why it was not unrolled (the
+    unrolled graph would exceed ``MAX_UNROLLED_NODES``)."""
     body = body_function(op)
-    if count is None or body is None or count * max(len(body.ops), 1) + len(graph.nodes) > MAX_UNROLLED_NODES:
-        return False
+    if body is None or not op.outputs:
+        return None
+    name = f"{prefix}%{op.results[0]}" if op.results else f"{prefix}while{op.line}"
+    given = trips.supplied(name, f"%{op.results[0]}" if op.results else "")
+    counted = trip_count(op, constants)
+    if given is not None:
+        count, source = given[0], "argument"
+    elif counted is not None:
+        count, source = counted, "constant bound"
+    else:
+        count, source = trips.unseen()
+    # a loop whose count is not constant tests its cond on the device each iteration (a while_loop's exit test
+    # may reduce the whole state); a counted loop's cond is a scalar compare of its counter, left out as before
+    cond = cond_function(op) if counted is None else None
+    per = len(body.ops) + (len(cond.ops) if cond is not None else 0)
+    if count * max(per, 1) + len(graph.nodes) > MAX_UNROLLED_NODES:
+        return (f"line {op.line}: while {name!r} of {count} iterations ({source}) x {per} body ops "
+                f"exceeds {MAX_UNROLLED_NODES} unrolled nodes; bounded by its bytes over DRAM bandwidth")
     for i in range(count):
         inner = f"{prefix}while{op.line}.{i}/"
-        for name, typ in body.args.items():
-            values[f"{inner}{name}"] = typ
-        _emit(graph, functions, body, inner, values, set(), depth + 1)
-    graph.meta.setdefault("loops", []).append({"line": op.line, "iterations": count, "body_ops": len(body.ops)})
-    return True
+        for part, fn in ((f"{inner}cond/", cond), (inner, body)):
+            if fn is None:
+                continue
+            for arg, typ in fn.args.items():
+                values[f"{part}{arg}"] = typ
+            _emit(graph, functions, fn, part, values, set(), depth + 1, trips)
+    trips.record(name, "stablehlo.while", count, source, f"{prefix}while{op.line}.", per, line=op.line,
+                 cond_costed=cond is not None)
+    return ""
 
 
 def _inline(graph: Graph, functions: dict[str, HloFunction], callee: HloFunction, prefix: str,
-            operands: list[str], results: list[str], values: dict[str, TensorType], depth: int) -> None:
+            operands: list[str], results: list[str], values: dict[str, TensorType], depth: int,
+            trips: LoopTrips) -> None:
     for arg, operand in zip(callee.args, operands, strict=False):
         values[f"{prefix}{arg}"] = values.get(operand, callee.args[arg])
-    _emit(graph, functions, callee, prefix, values, set(), depth + 1)
+    _emit(graph, functions, callee, prefix, values, set(), depth + 1, trips)
     returned = callee.ops[-1].results if callee.ops else []
     for result, inner in zip(results, returned, strict=False):
         if f"{prefix}{inner}" in values:

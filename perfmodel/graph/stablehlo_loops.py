@@ -77,5 +77,18 @@ def body_function(op: HloOp) -> HloFunction | None:
     return parsed["while_body"]
 
 
+def cond_function(op: HloOp) -> HloFunction | None:
+    """The ``cond`` region as a function of the carried values: a ``while_loop``'s exit test (e.g. a reduce over
+    the state), run once per iteration on the device."""
+    cond, _ = _regions(op)
+    names = [name for name, _ in carried(op)]
+    text = "\n".join(line for line in cond.split("\n") if line.strip() != "cond {")
+    if not text.strip() or len(names) != len(op.outputs):
+        return None
+    args = ", ".join(f"%{n}: tensor<{_spell(t)}>" for n, t in zip(names, op.outputs, strict=True))
+    parsed = parse_stablehlo(f"func.func private @while_cond({args}) {{\n{text}\n}}\n")
+    return parsed["while_cond"]
+
+
 def _spell(t: TensorType) -> str:
     return "x".join([*(str(d) for d in t.shape), MLIR_ELEMENT[t.dtype]])

@@ -77,12 +77,17 @@ def test_loop_trip_count_from_a_constant_node() -> None:
     assert _flops(g) == 3 * GEMM and g.unsupported() == []
 
 
-def test_loop_with_a_run_time_trip_count_falls_back_naming_the_field() -> None:
+def test_loop_with_a_run_time_trip_count_costs_one_iteration_by_default_naming_the_field() -> None:
+    """Twelfth pass: a run-time ``M`` no longer falls back; the body is costed once (the time per iteration) and
+    the loop is listed with where its count came from (tests/graph/test_loop_trip_counts.py binds it)."""
     model = _loop_model("M", [], [], [helper.make_tensor_value_info("M", I64, [])])
     _runs(model, {"x": np.ones((ROWS, HID), np.float32), "M": np.array(2, dtype=np.int64)})
     g = import_onnx(model)
-    (bad,) = g.unsupported()
-    assert bad.name == "loop" and "'M'" in (bad.unsupported or "") and "run time" in (bad.unsupported or "")
+    assert g.unsupported() == [] and _flops(g) == GEMM
+    (loop,) = g.meta["loops"]
+    assert (loop["loop"], loop["iterations"], loop["trip_count"]) == ("loop", 1, "default")
+    note = g.meta["control_flow"][0]["note"]
+    assert "'M'" in note and "run time" in note
     assert estimate(g, A100, fusion=False).step_time_s > 0
 
 
@@ -190,18 +195,22 @@ def test_onnx_backend_scan_and_loop_models() -> None:
     # test_scan_sum (opset 8): x [1, 3, 2], batch axis 0 and scan axis 1: 1 x 3 steps of the same body
     g8 = import_onnx(_backend_case("scan", "test_scan_sum"))
     assert g8.unsupported() == [] and _flops(g8) == 3 * 2 and g8.meta["control_flow"][0]["iterations"] == 3
-    # test_loop11: the trip count is a graph input (a run-time value): falls back, naming the field
+    # test_loop11: the trip count is a graph input (a run-time value): one iteration by default, the field named
     loop = import_onnx(_backend_case("loop", "test_loop11"))
-    (bad,) = loop.unsupported()
-    assert "field 'M'" in (bad.unsupported or "") and "'trip_count'" in (bad.unsupported or "")
+    assert loop.meta["loops"][0]["trip_count"] == "default"  # the body's Slice by iteration_num: named fallbacks
+    assert [n.name for n in loop.unsupported()] == ["Loop_0/0/body/Slice_6", "Loop_0/0/body/Add_7"]
+    note = loop.meta["control_flow"][0]["note"]
+    assert "field 'M'" in note and "'trip_count'" in note
 
 
-def test_exporters_while_loop_with_int64_max_trip_count_falls_back_naming_the_count() -> None:
-    # torch.onnx exports a data-dependent `while` as Loop(M = INT64_MAX, cond computed in the body)
+def test_exporters_while_loop_with_int64_max_trip_count_takes_the_default_naming_the_count() -> None:
+    # torch.onnx exports a data-dependent `while` as Loop(M = INT64_MAX, cond computed in the body): no count in
+    # the file, so the default (one iteration, the time per iteration) or the user's count, never 2^63 copies
     m = numpy_helper.from_array(np.array(np.iinfo(np.int64).max, dtype=np.int64), "M")
     g = import_onnx(_loop_model("M", [], [m]))
-    (bad,) = g.unsupported()
-    assert bad.name == "loop" and str(np.iinfo(np.int64).max) in (bad.unsupported or "")
+    assert g.unsupported() == [] and _flops(g) == GEMM
+    assert "INT64_MAX" in g.meta["control_flow"][0]["note"] and g.meta["loops"][0]["trip_count"] == "default"
+    assert _flops(import_onnx(_loop_model("M", [], [m]), trip_counts={"loop": 6})) == 6 * GEMM
     assert estimate(g, A100, fusion=False).step_time_s > 0
 
 

@@ -53,19 +53,25 @@ def test_the_convolution_layouts_and_groups_are_read() -> None:
 def test_a_counted_loop_is_unrolled() -> None:
     # jax.lax.fori_loop(0, 4, tanh(h @ w)): XLA's cost analysis counts a while body once, the loop runs it 4 times
     graph = import_stablehlo(DATA / "fori_loop_fp32.mlir")
-    assert graph.meta["loops"] == [{"line": 4, "iterations": 4, "body_ops": 3}] and not graph.unsupported()
+    (loop,) = graph.meta["loops"]
+    assert (loop["loop"], loop["line"], loop["iterations"], loop["trip_count"], loop["body_nodes"]) == (
+        "%0", 4, 4, "constant bound", 3) and not graph.unsupported()
     flops, _ = flops_of("fori_loop_fp32")
     assert flops == pytest.approx(4 * GOLDEN["fori_loop_fp32"]["xla_flops"], rel=0.01)
 
 
 def test_a_loop_without_a_constant_count_is_listed_and_the_rest_still_estimates() -> None:
+    """Twelfth pass: the body is costed once by default (the time per iteration), listed with the count's source;
+    the user's count for ``%0`` (or ``*``) unrolls it that many times (tests/graph/test_loop_trip_counts.py)."""
     text = (DATA / "fori_loop_fp32.mlir").read_text().replace("compare LT, %iterArg_0, %c_2",
                                                               "compare LT, %iterArg_0, %unknown_bound")
     graph = import_stablehlo(text)
-    unsupported = graph.unsupported()
-    assert [n.source_op for n in unsupported] == ["stablehlo.while"]
-    assert unsupported[0].fallback is not None and "not modelled" in (unsupported[0].unsupported or "")
-    assert "control flow" in (unsupported[0].unsupported or "")
+    assert not graph.unsupported()
+    (loop,) = graph.meta["loops"]
+    assert (loop["loop"], loop["iterations"], loop["trip_count"]) == ("%0", 1, "default")
+    assert "per iteration" in loop["note"] and "--trip-count" in loop["note"]
+    assert [n.op["kind"] for n in import_stablehlo(text, trip_counts={"%0": 3}).nodes
+            if n.op and n.source_op == "stablehlo.dot_general"] == ["matmul"] * 3
     assert estimate(graph, H100).step_time_s > 0
 
 

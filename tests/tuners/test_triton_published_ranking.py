@@ -50,7 +50,9 @@ def test_skinny_gemm_configs_are_priced_near_their_measured_times(results: dict[
                    "(49.5-58.8 us), while the measured 65.5-72.7 us order follows the CTA count (BN 128 < 64 < 32: "
                    "32 < 64 < 128 CTAs), not the bytes in flight; Spearman -0.11, Kendall -0.08 (was -0.81 / -0.73). "
                    "An L2-hit time added to the DRAM stream reaches +0.61 but worsens LODO matmul 11.2 -> 12.5 % "
-                   "(docs/tuners.md)")
+                   "(docs/tuners.md). Twelfth pass: the nine times are whole ticks of a 1.024 us timer (64-71 "
+                   "ticks), so neighbours differ by 0-2 ticks; the CTA-count trend (BN 128: 64-66, 64: 66-70, "
+                   "32: 68-71) is still 7 ticks wide, and no carried term explains it")
 def test_skinny_gemm_ranking_agrees_with_the_measured_order(results: dict[tuple[int, int, int], object]) -> None:
     assert results[(16, 4096, 4096)].spearman >= 0.5  # type: ignore[attr-defined]
 
