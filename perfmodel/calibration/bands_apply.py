@@ -20,6 +20,8 @@ def once_per_op(values: FloatArray, op_row: IntArray) -> tuple[IntArray, IntArra
     """(kept, back): one row of ``values`` (rows x columns, float) per distinct op (``op_row``: each row's, from
     ``distinct_ops``) and, per row, its op's position in ``kept``, checked: ``values[kept][back]`` equals ``values``
     bit for bit (else every row is kept), so that a function of the rows' values may run on ``kept`` alone."""
+    if op_row.size < 2 or bool((op_row[1:] > op_row[:-1]).all()):  # ascending: no op repeated (a sort skipped)
+        return np.arange(len(op_row)), np.arange(len(op_row))
     _, kept, back = np.unique(op_row, return_index=True, return_inverse=True)
     back = back.reshape(-1)
     whole = np.ascontiguousarray(values, dtype=np.float64)

@@ -44,6 +44,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from perfmodel.calibration.op_groups import Group, by_type
 from perfmodel.ops import Op
 from perfmodel.ops.base import FloatArray
 from perfmodel.ops.conv import Conv2d
@@ -212,15 +213,12 @@ def family(op: Op) -> str:
     return "row"
 
 
-def shape_matrix(ops: Sequence[Op]) -> FloatArray:
-    """n x ``N_SHAPE`` shape numbers, one row per op (0 = the shape the model assumes), per family in numpy."""
+def shape_matrix(ops: Sequence[Op], groups: list[Group] | None = None) -> FloatArray:
+    """n x ``N_SHAPE`` shape numbers, one row per op (0 = the shape the model assumes), per family in numpy
+    (``groups``: ``op_groups.by_type(ops)`` where the caller has it)."""
     out = np.zeros((len(ops), N_SHAPE))
-    by_class: dict[type[Op], list[int]] = {}
-    for i, op in enumerate(ops):
-        by_class.setdefault(type(op), []).append(i)
-    for index in by_class.values():  # each row's numbers are its op's alone: one op class at a time
-        members = [ops[i] for i in index] if len(by_class) > 1 else ops
-        out[index] = _BY_FAMILY[family(members[0])](members)
+    for _, rows, members in by_type(ops) if groups is None else groups:  # each row's numbers are its op's alone
+        out[rows] = _BY_FAMILY[family(members[0])](members)
     return out
 
 
