@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from perfmodel.calibration.op_groups import by_type
 from perfmodel.dtypes import DType
 from perfmodel.ops.base import FloatArray, IntArray, Op, _json_keys
 
@@ -108,12 +109,7 @@ def field_matrix(ops: Sequence[Op], fields: Sequence[str]) -> FloatArray:
     no such number), the same floats, computed a field of one op class at a time."""
     column = {name: j for j, name in enumerate(fields)}
     out = np.full((len(ops), len(fields)), math.nan)
-    groups: dict[type[Op], list[int]] = {}
-    for i, op in enumerate(ops):
-        groups.setdefault(type(op), []).append(i)
-    for cls, index in groups.items():
-        members = [ops[i] for i in index] if len(groups) > 1 else list(ops)
-        rows = np.asarray(index, dtype=np.intp)
+    for cls, rows, members in by_type(ops):
         for attribute, key in _json_keys(cls):
             prefix = f"{cls.kind}.{key}"
             wanted = [name for name in (prefix, prefix + ".last", prefix + ".rows") if name in column]

@@ -292,8 +292,8 @@ def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_ro
                                                   time[rows]]), op_row[rows])
         rows_kept = rows[kept]
         time[rows] *= np.exp(trees.log_factor(unclipped.take(rows_kept), batch.time_s[rows_kept],
-                                              [batch.ops[int(i)] for i in rows_kept],
-                                              names[inverse[rows_kept]].tolist(), time[rows_kept])[back])
+                                              list(map(batch.ops.__getitem__, rows_kept.tolist())), names.tolist(),
+                                              time[rows_kept], key_index=inverse[rows_kept])[back])
     overhead = np.minimum(curve.overhead_s(theta, f), time) if n else np.zeros(0)
     in_range = fitted[inverse] & ~outside.any(axis=1)
     interval_log = distance_band(entries, own, inverse, in_range, unclipped, interval_log, op_row)
