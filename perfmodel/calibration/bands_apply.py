@@ -94,6 +94,7 @@ def local_log_factor(corrections: list[LocalCorrection | None], inverse: IntArra
     for i, correction in enumerate(corrections):
         if correction is not None:
             rows = np.flatnonzero(inverse == i)
-            kept, back = once_per_op(curve.range_values(f.take(rows)), op_row[rows])
-            out[rows] = correction.log_factor(f.take(rows[kept]))[back]
+            taken = f.take(rows)
+            kept, back = once_per_op(curve.range_values(taken), op_row[rows])
+            out[rows] = correction.log_factor(taken if kept.size == rows.size else f.take(rows[kept]))[back]
     return out

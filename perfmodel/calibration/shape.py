@@ -75,6 +75,8 @@ def _along_w(convs: Sequence[Conv2d], name: str) -> np.ndarray[Any, np.dtype[np.
     wide = list(map(attrgetter(f"{name}_w"), convs))
     if None not in wide:
         return np.array(wide, dtype=np.int64).reshape(len(convs))
+    if wide.count(None) == len(wide):  # none given width-wise (square convolutions): the height-wise fields
+        return np.fromiter(map(int, map(attrgetter(name), convs)), dtype=np.int64, count=len(convs))
     return np.fromiter(map(int, (h if w is None else w for w, h in zip(wide, map(attrgetter(name), convs),
                                                                        strict=True))),
                        dtype=np.int64, count=len(convs))
@@ -191,7 +193,7 @@ def _row_columns(ops: Sequence[Op]) -> tuple[FloatArray, FloatArray]:
 
 def _row(ops: Sequence[Op]) -> FloatArray:
     """Row ops' shape numbers (ops of one class: ``shape_matrix`` calls it per class)."""
-    row_len, rows = _row_columns(ops) if len({type(op) for op in ops}) == 1 else np.array(
+    row_len, rows = _row_columns(ops) if len(set(map(type, ops))) == 1 else np.array(
         [_row_dims(o) for o in ops], dtype=float).reshape(len(ops), 2).T
     x = np.clip(_log2(row_len) - 10.0, -8.0, 8.0)
     y = np.clip(_log2(rows) - 10.0, -12.0, 12.0)
