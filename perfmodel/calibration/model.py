@@ -342,8 +342,7 @@ def distinct_ops(ops: Sequence[Op]) -> tuple[list[Op], IntArray]:
     for i in shared.tolist():
         same[i] = first.setdefault(ops[i], i)
     leads = same == np.arange(n)
-    distinct = np.flatnonzero(leads)
-    return list(map(ops.__getitem__, distinct.tolist())), (np.cumsum(leads) - 1)[same]
+    return list(map(ops.__getitem__, np.flatnonzero(leads).tolist())), (np.cumsum(leads) - 1)[same]
 
 
 def _beyond_notes(batch: CostBatch, rows: IntArray, outside: np.ndarray[Any, np.dtype[np.bool_]],
