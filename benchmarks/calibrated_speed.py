@@ -31,7 +31,8 @@ from perfmodel.ops import make_op
 
 # stage -> the functions (module, attribute; current and earlier names, for a before/after) whose CPU time it is
 STAGES: dict[str, tuple[tuple[str, str], ...]] = {
-    "uncalibrated prediction (predict_many)": (("perfmodel.calibration.model", "predict_many"),),
+    "uncalibrated prediction (predict_many)": (("perfmodel.calibration.model", "predict_many"),
+                                               ("perfmodel.calibration.model", "predict_built")),
     "telling ops apart (distinct_ops)": (("perfmodel.calibration.model", "distinct_ops"),),
     "class keys": (("perfmodel.calibration.model", "class_keys"), ("perfmodel.calibration.model", "class_codes")),
     "shape numbers": (("perfmodel.calibration.shape", "shape_matrix"),),

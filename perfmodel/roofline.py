@@ -425,13 +425,20 @@ def predict_many(hardware: HardwareLike, ops: Iterable[OpLike], timing: Timing =
 
         return predict_dicts(hw, given, timing, warm_cache, defaults, space)  # type: ignore[arg-type]
     built = [make_op(op) for op in given]
+    batch = predict_built(hw, built, timing, warm_cache, defaults, space)
+    batch.uncalibrated_interval_s = uncalibrated_interval.interval_s(built, batch.time_s)
+    return batch
+
+
+def predict_built(hw: Hardware, built: list[Op], timing: Timing = "kernel", warm_cache: bool = False,
+                  defaults: ModelDefaults | None = None, space: SpaceName = "compact") -> CostBatch:
+    """``predict_many`` of ops already built (``Op`` instances), without ``uncalibrated_interval_s`` (None): for a
+    caller that replaces the model's interval with its own (``calibration.predict_calibrated``)."""
     granularity = float(hw.dram.access_granularity_bytes or 1)
     work = work_of(built, granularity)
     t = tables(hw)
-    batch = evaluate(work, built, hw, timing, warm_cache, defaults,
-                     full_space(t) if space == "full" else compact_space(t))
-    batch.uncalibrated_interval_s = uncalibrated_interval.interval_s(built, batch.time_s)
-    return batch
+    return evaluate(work, built, hw, timing, warm_cache, defaults,
+                    full_space(t) if space == "full" else compact_space(t))
 
 
 Predicted = TypeVar("Predicted")

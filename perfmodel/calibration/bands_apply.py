@@ -20,6 +20,8 @@ def once_per_op(values: FloatArray, op_row: IntArray) -> tuple[IntArray, IntArra
     """(kept, back): one row of ``values`` (rows x columns, float) per distinct op (``op_row``: each row's, from
     ``distinct_ops``) and, per row, its op's position in ``kept``, checked: ``values[kept][back]`` equals ``values``
     bit for bit (else every row is kept), so that a function of the rows' values may run on ``kept`` alone."""
+    if op_row.size < 2 or bool((op_row[1:] > op_row[:-1]).all()):  # ascending: no op repeated (a sort skipped)
+        return np.arange(len(op_row)), np.arange(len(op_row))
     _, kept, back = np.unique(op_row, return_index=True, return_inverse=True)
     back = back.reshape(-1)
     whole = np.ascontiguousarray(values, dtype=np.float64)
@@ -92,6 +94,7 @@ def local_log_factor(corrections: list[LocalCorrection | None], inverse: IntArra
     for i, correction in enumerate(corrections):
         if correction is not None:
             rows = np.flatnonzero(inverse == i)
-            kept, back = once_per_op(curve.range_values(f.take(rows)), op_row[rows])
-            out[rows] = correction.log_factor(f.take(rows[kept]))[back]
+            taken = f.take(rows)
+            kept, back = once_per_op(curve.range_values(taken), op_row[rows])
+            out[rows] = correction.log_factor(taken if kept.size == rows.size else f.take(rows[kept]))[back]
     return out

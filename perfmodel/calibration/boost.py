@@ -20,6 +20,7 @@ use them.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -65,13 +66,15 @@ def _matrix(f: curve.Features, model_s: FloatArray, per_op: Sequence[dict[str, f
 
 
 def _with_head(f: curve.Features, model_s: FloatArray, keys: Sequence[str], classes: Sequence[str],
-               raw: FloatArray) -> FloatArray:
-    """``_matrix``'s row: the class code, sizes, compute share, log model time and shape numbers, then ``raw``."""
+               raw: FloatArray, key_index: IntArray | None = None) -> FloatArray:
+    """``_matrix``'s row: the class code, sizes, compute share, log model time and shape numbers, then ``raw``
+    (``key_index``: each row's position in ``keys``, then the distinct keys; None: ``keys`` one per row)."""
     code = {k: float(i) for i, k in enumerate(classes)}
     with np.errstate(divide="ignore"):
         log_model = np.log(model_s)
-    head = np.column_stack([[code.get(k, math.nan) for k in keys], f.log10_flops, f.log10_bytes, f.compute_share,
-                            log_model, f.shape])
+    codes = np.array([code.get(k, math.nan) for k in keys], dtype=float).reshape(len(keys))
+    head = np.column_stack([codes if key_index is None else codes[key_index], f.log10_flops, f.log10_bytes,
+                            f.compute_share, log_model, f.shape])
     out: FloatArray = np.column_stack([head, raw])
     return out
 
@@ -86,18 +89,29 @@ class ResidualTrees:
     weight: float = WEIGHT
 
     def log_factor(self, f: curve.Features, model_s: FloatArray, ops: Sequence[Op], keys: Sequence[str],
-                   curve_s: FloatArray, per_op: Sequence[dict[str, float]] | None = None) -> FloatArray:
-        """log(t_new / t_curve) per op (its features ``f``, model and curve seconds, class key; ``per_op``: each
-        op's ``op_fields`` when already known; else the ops' fields are read a field and op class at a time,
-        ``field_matrix``: the same numbers)."""
+                   curve_s: FloatArray, per_op: Sequence[dict[str, float]] | None = None,
+                   key_index: IntArray | None = None) -> FloatArray:
+        """log(t_new / t_curve) per op (its features ``f``, model and curve seconds, class key; ``key_index``: each
+        op's position in ``keys``, then the distinct keys; ``per_op``: each op's ``op_fields`` when already known;
+        else the ops' fields are read a field and op class at a time, ``field_matrix``: the same numbers, those of
+        the fields no tree splits on left nan: never read, ``_split_fields``)."""
         if not len(ops):
             return np.zeros(0)
         if per_op is None:
-            x = _with_head(f, model_s, keys, self.classes, field_matrix(ops, self.fields))
+            x = _with_head(f, model_s, keys, self.classes, field_matrix(ops, self._split_fields), key_index)
         else:
+            if key_index is not None:
+                keys = [keys[int(i)] for i in key_index]
             x = _matrix(f, model_s, per_op, keys, self.classes, self.fields)
         out: FloatArray = self.weight * (np.log(model_s) + self.trees.predict(x) - np.log(curve_s))
         return out
+
+    @functools.cached_property
+    def _split_fields(self) -> list[str]:
+        """``fields`` with each one no tree splits on as "" (a name no op's field has: its column stays nan)."""
+        head = 5 + shape.N_SHAPE  # the columns before the fields (``_with_head``)
+        used = set((self.trees.feature[self.trees.feature >= head] - head).tolist())
+        return [name if j in used else "" for j, name in enumerate(self.fields)]
 
     def to_json(self) -> dict[str, Any]:
         return {"weight": self.weight, "classes": self.classes, "fields": self.fields, **self.trees.to_json()}

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from perfmodel.calibration.op_groups import Group, by_type
 from perfmodel.hardware import Hardware
 from perfmodel.ops import Op
 from perfmodel.ops.base import IntArray
@@ -103,19 +104,16 @@ def _key_reader(cls: type[Op]) -> Callable[[Op], Any] | None:
     return getter if len(names) > 1 else lambda op: (getter(op),)
 
 
-def class_codes(ops: Sequence[Op], per_node_default: int | None = None) -> tuple[np.ndarray[Any, np.dtype[np.str_]],
-                                                                                   IntArray]:
+def class_codes(ops: Sequence[Op], per_node_default: int | None = None,
+                groups: list[Group] | None = None) -> tuple[np.ndarray[Any, np.dtype[np.str_]], IntArray]:
     """(names, code): the distinct ``class_key``s of ``ops``, sorted (as ``np.unique`` sorts them), and each op's
     position among them. ``class_key`` runs once per op class and distinct tuple of the fields it reads
     (``_KEY_FIELDS``; a class whose values of one field are of several types, where 1 and 1.0 would format apart,
-    once per op): a batch of ops that all differ in their shapes pays a tuple and a dict lookup per op."""
-    groups: dict[type[Op], list[int]] = {}
-    for i, op in enumerate(ops):
-        groups.setdefault(type(op), []).append(i)
+    once per op): a batch of ops that all differ in their shapes pays a tuple and a dict lookup per op.
+    ``groups``: ``op_groups.by_type(ops)`` where the caller has it."""
     keys: dict[str, int] = {}
     code = np.empty(len(ops), dtype=np.intp)
-    for cls, index in groups.items():
-        members = [ops[i] for i in index] if len(groups) > 1 else list(ops)
+    for cls, index, members in by_type(ops) if groups is None else groups:
         reader = _key_reader(cls)
         values = [()] * len(members) if reader is None else list(map(reader, members))
         width = len(values[0]) if values else 0
@@ -132,8 +130,7 @@ def class_codes(ops: Sequence[Op], per_node_default: int | None = None) -> tuple
             where = dict(zip(values, range(len(values)), strict=True))
         of_value = {value: keys.setdefault(class_key(members[where[value]], per_node_default), len(keys))
                     for value in first}
-        code[np.asarray(index, dtype=np.intp)] = np.fromiter(map(of_value.__getitem__, values), dtype=np.intp,
-                                                             count=len(values))
+        code[index] = np.fromiter(map(of_value.__getitem__, values), dtype=np.intp, count=len(values))
     names = sorted(keys)
     order = np.array([keys[name] for name in names], dtype=np.intp)  # sorted position -> first-seen code
     position = np.empty(len(names), dtype=np.intp)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from perfmodel.calibration.op_groups import by_type
 from perfmodel.dtypes import DType
 from perfmodel.ops.base import FloatArray, IntArray, Op, _json_keys
 
@@ -66,6 +67,14 @@ def _value_key(value: Any) -> tuple[Any, ...]:
     return type(value), value
 
 
+def _log2_at_least_1(values: list[int]) -> FloatArray:
+    """``math.log2(max(v, 1))`` of each int, in C loops (the ``max`` pass skipped where every value is >= 1: then it
+    returns ``v`` itself)."""
+    source = values if not values or min(values) >= 1 else map(max, values, repeat(1))
+    out: FloatArray = np.fromiter(map(math.log2, source), dtype=np.float64, count=len(values))
+    return out
+
+
 def _numbers_of_one_type(out: FloatArray, rows: IntArray, column: dict[str, int], prefix: str, types: set[type],
                          values: list[Any]) -> bool:
     """Write the numbers of a field whose values are all floats, flags, integers or tuples of integers to ``out``
@@ -79,15 +88,14 @@ def _numbers_of_one_type(out: FloatArray, rows: IntArray, column: dict[str, int]
         return True
     if kind is int:
         if prefix in column:
-            out[rows, column[prefix]] = list(map(math.log2, map(max, values, repeat(1))))
+            out[rows, column[prefix]] = _log2_at_least_1(values)
         return True
     if kind is tuple and all(values) and set(map(type, chain.from_iterable(values))) == {int}:
         if prefix + ".last" in column:
-            out[rows, column[prefix + ".last"]] = list(map(math.log2, map(max, map(itemgetter(-1), values),
-                                                                         repeat(1))))
+            out[rows, column[prefix + ".last"]] = _log2_at_least_1(list(map(itemgetter(-1), values)))
         if prefix + ".rows" in column:
             heads = map(itemgetter(slice(None, -1)), values)
-            out[rows, column[prefix + ".rows"]] = list(map(math.log2, map(max, map(math.prod, heads), repeat(1))))
+            out[rows, column[prefix + ".rows"]] = _log2_at_least_1(list(map(math.prod, heads)))
         return True
     return False
 
@@ -108,12 +116,7 @@ def field_matrix(ops: Sequence[Op], fields: Sequence[str]) -> FloatArray:
     no such number), the same floats, computed a field of one op class at a time."""
     column = {name: j for j, name in enumerate(fields)}
     out = np.full((len(ops), len(fields)), math.nan)
-    groups: dict[type[Op], list[int]] = {}
-    for i, op in enumerate(ops):
-        groups.setdefault(type(op), []).append(i)
-    for cls, index in groups.items():
-        members = [ops[i] for i in index] if len(groups) > 1 else list(ops)
-        rows = np.asarray(index, dtype=np.intp)
+    for cls, rows, members in by_type(ops):
         for attribute, key in _json_keys(cls):
             prefix = f"{cls.kind}.{key}"
             wanted = [name for name in (prefix, prefix + ".last", prefix + ".rows") if name in column]
@@ -121,6 +124,8 @@ def field_matrix(ops: Sequence[Op], fields: Sequence[str]) -> FloatArray:
                 continue
             values = list(map(attrgetter(attribute), members))
             types = set(map(type, values))
+            if types == {type(None)}:  # no numbers (``field_numbers`` of None): the columns stay nan
+                continue
             if _numbers_of_one_type(out, rows, column, prefix, types, values):
                 continue
             keys = values if _alike(types, values) else list(map(_value_key, values))

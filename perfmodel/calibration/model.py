@@ -22,12 +22,13 @@ from perfmodel.calibration.boost import ResidualTrees
 from perfmodel.calibration.classes import class_codes, parent_key
 from perfmodel.calibration.distance import DistanceScale
 from perfmodel.calibration.local import LocalCorrection
+from perfmodel.calibration.op_groups import by_type
 from perfmodel.calibration.target_band import stored_class_scales, stored_scale, transfer_band
 from perfmodel.collectives import devices_per_node
 from perfmodel.cost import CostBatch, _Rows
 from perfmodel.hardware import Hardware
 from perfmodel.ops.base import FloatArray, IntArray, Op
-from perfmodel.roofline import HardwareLike, OpLike, SpaceName, predict_many, resolve_hardware
+from perfmodel.roofline import HardwareLike, OpLike, SpaceName, predict_built, predict_many, resolve_hardware
 
 FORMAT = 1
 Source = Literal["fitted", "class", "hardware", "defaults", "transferred"]
@@ -257,8 +258,9 @@ def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_ro
     """``apply_calibration`` of ``batch``, whose row i holds the op ``distinct[op_row[i]]``."""
     hw = batch.hardware
     n = len(batch)
-    f = curve.features(batch, shape.shape_matrix(distinct)[op_row])
-    names, key_of = class_codes(distinct, devices_per_node(hw))
+    groups = by_type(distinct)  # the readers below take the ops a class at a time
+    f = curve.features(batch, shape.shape_matrix(distinct, groups)[op_row])
+    names, key_of = class_codes(distinct, devices_per_node(hw), groups)
     inverse = key_of[op_row]
     entries = [calibration.entry(str(k)) for k in names]
     theta = np.array([e.applied_theta for e in entries]).reshape(len(entries), curve.N_PARAMS)[inverse]
@@ -290,8 +292,8 @@ def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_ro
                                                   time[rows]]), op_row[rows])
         rows_kept = rows[kept]
         time[rows] *= np.exp(trees.log_factor(unclipped.take(rows_kept), batch.time_s[rows_kept],
-                                              [batch.ops[int(i)] for i in rows_kept],
-                                              names[inverse[rows_kept]].tolist(), time[rows_kept])[back])
+                                              list(map(batch.ops.__getitem__, rows_kept.tolist())), names.tolist(),
+                                              time[rows_kept], key_index=inverse[rows_kept])[back])
     overhead = np.minimum(curve.overhead_s(theta, f), time) if n else np.zeros(0)
     in_range = fitted[inverse] & ~outside.any(axis=1)
     interval_log = distance_band(entries, own, inverse, in_range, unclipped, interval_log, op_row)
@@ -326,12 +328,21 @@ def distinct_ops(ops: Sequence[Op]) -> tuple[list[Op], IntArray]:
         taken, back = np.unique(ops._rows, return_inverse=True)
         distinct, rows = distinct_ops([ops._ops[j] for j in taken.tolist()])
         return distinct, rows[back.reshape(-1)]
-    index: dict[Op, int] = {}
+    n = len(ops)
     try:
-        rows = np.fromiter((index.setdefault(op, len(index)) for op in ops), dtype=np.intp, count=len(ops))
+        hashes = np.fromiter(map(hash, ops), dtype=np.int64, count=n)  # each op hashed once, in a C loop
     except TypeError:
-        return list(ops), np.arange(len(ops))
-    return list(index), rows
+        return list(ops), np.arange(n)
+    _, inverse, counts = np.unique(hashes, return_inverse=True, return_counts=True)
+    shared = np.flatnonzero(counts.take(inverse.reshape(-1)) > 1)  # rows whose hash another row has too
+    if not shared.size:  # equal ops hash alike: no op repeated
+        return list(ops), np.arange(n)
+    same = np.arange(n)  # per row, the first row holding an equal op (told apart as a dict does: hash, then ==)
+    first: dict[Op, int] = {}
+    for i in shared.tolist():
+        same[i] = first.setdefault(ops[i], i)
+    leads = same == np.arange(n)
+    return list(map(ops.__getitem__, np.flatnonzero(leads).tolist())), (np.cumsum(leads) - 1)[same]
 
 
 def _beyond_notes(batch: CostBatch, rows: IntArray, outside: np.ndarray[Any, np.dtype[np.bool_]],
@@ -364,10 +375,12 @@ def predict_calibrated(hardware: HardwareLike, ops: Iterable[OpLike], calibratio
     kw.setdefault("timing", calibration.timing)
     kw.setdefault("space", calibration.space)
     given = ops if isinstance(ops, list) else list(ops)
-    if not given or not all(isinstance(op, Op) for op in given):
+    if not given or not all(issubclass(kind, Op) for kind in set(map(type, given))):  # a type test per class
         return apply_calibration(calibration, predict_many(hw, given, **kw))
     distinct, op_row = distinct_ops(given)  # type: ignore[arg-type]
-    batch = predict_many(hw, distinct, **kw)
+    # the model's own interval is replaced by the calibrated one: not computed (``transfer_band`` takes it for the
+    # rows it needs)
+    batch = predict_built(hw, distinct, **kw)
     _check_hardware(calibration, batch)
     if len(distinct) == len(given):
         return _apply_distinct(calibration, batch, distinct, op_row)

@@ -44,6 +44,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from perfmodel.calibration.op_groups import Group, by_type
 from perfmodel.ops import Op
 from perfmodel.ops.base import FloatArray
 from perfmodel.ops.conv import Conv2d
@@ -74,6 +75,8 @@ def _along_w(convs: Sequence[Conv2d], name: str) -> np.ndarray[Any, np.dtype[np.
     wide = list(map(attrgetter(f"{name}_w"), convs))
     if None not in wide:
         return np.array(wide, dtype=np.int64).reshape(len(convs))
+    if wide.count(None) == len(wide):  # none given width-wise (square convolutions): the height-wise fields
+        return np.fromiter(map(int, map(attrgetter(name), convs)), dtype=np.int64, count=len(convs))
     return np.fromiter(map(int, (h if w is None else w for w, h in zip(wide, map(attrgetter(name), convs),
                                                                        strict=True))),
                        dtype=np.int64, count=len(convs))
@@ -190,7 +193,7 @@ def _row_columns(ops: Sequence[Op]) -> tuple[FloatArray, FloatArray]:
 
 def _row(ops: Sequence[Op]) -> FloatArray:
     """Row ops' shape numbers (ops of one class: ``shape_matrix`` calls it per class)."""
-    row_len, rows = _row_columns(ops) if len({type(op) for op in ops}) == 1 else np.array(
+    row_len, rows = _row_columns(ops) if len(set(map(type, ops))) == 1 else np.array(
         [_row_dims(o) for o in ops], dtype=float).reshape(len(ops), 2).T
     x = np.clip(_log2(row_len) - 10.0, -8.0, 8.0)
     y = np.clip(_log2(rows) - 10.0, -12.0, 12.0)
@@ -212,15 +215,12 @@ def family(op: Op) -> str:
     return "row"
 
 
-def shape_matrix(ops: Sequence[Op]) -> FloatArray:
-    """n x ``N_SHAPE`` shape numbers, one row per op (0 = the shape the model assumes), per family in numpy."""
+def shape_matrix(ops: Sequence[Op], groups: list[Group] | None = None) -> FloatArray:
+    """n x ``N_SHAPE`` shape numbers, one row per op (0 = the shape the model assumes), per family in numpy
+    (``groups``: ``op_groups.by_type(ops)`` where the caller has it)."""
     out = np.zeros((len(ops), N_SHAPE))
-    by_class: dict[type[Op], list[int]] = {}
-    for i, op in enumerate(ops):
-        by_class.setdefault(type(op), []).append(i)
-    for index in by_class.values():  # each row's numbers are its op's alone: one op class at a time
-        members = [ops[i] for i in index] if len(by_class) > 1 else ops
-        out[index] = _BY_FAMILY[family(members[0])](members)
+    for _, rows, members in by_type(ops) if groups is None else groups:  # each row's numbers are its op's alone
+        out[rows] = _BY_FAMILY[family(members[0])](members)
     return out
 
 
