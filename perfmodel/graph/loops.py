@@ -20,7 +20,8 @@ from typing import Any
 
 from perfmodel.graph.ir import GraphError
 
-__all__ = ["ANY", "DEFAULT_TRIP_COUNT", "MAX_TRIP_COUNT", "LoopTrips", "loop_shares", "parse_trip_counts"]
+__all__ = ["ANY", "DEFAULT_TRIP_COUNT", "MAX_TRIP_COUNT", "LoopTrips", "hlo_template", "loop_shares",
+           "parse_trip_counts"]
 
 ANY = "*"
 DEFAULT_TRIP_COUNT = 1
@@ -90,10 +91,26 @@ class LoopTrips:
 
     def record(self, name: str, op: str, iterations: int, source: str, prefix: str, body_nodes: int,
                **extra: Any) -> None:
-        note = (f"{op} {name!r}: {iterations} iteration(s), trip count from {source}"
-                + (f" (not in the file: the time is per iteration; {HINT})" if source == "default" else ""))
+        """List a loop. A loop met again under the same name and prefix (a StableHLO while nested in another,
+        emitted once per outer iteration under its template name) is one entry: its iterations summed over the
+        times it was entered (``entered``), so its share is that of all its copies."""
+        for rec in self.records:
+            if rec["loop"] == name and rec["prefix"] == prefix and rec["op"] == op:
+                rec["iterations"] += iterations
+                rec["entered"] = rec.get("entered", 1) + 1
+                if source not in rec["trip_count"].split(" / "):
+                    rec["trip_count"] += f" / {source}"
+                rec["note"] = self._note(name, op, rec["iterations"], rec["trip_count"], rec["entered"])
+                return
         self.records.append({"loop": name, "op": op, "iterations": iterations, "trip_count": source,
-                             "body_nodes": body_nodes, "prefix": prefix, **extra, "note": note})
+                             "body_nodes": body_nodes, "prefix": prefix, **extra,
+                             "note": self._note(name, op, iterations, source, 1)})
+
+    @staticmethod
+    def _note(name: str, op: str, iterations: int, source: str, entered: int) -> str:
+        inside = f" in all, over the {entered} times it is entered (an enclosing loop's iterations)" * (entered > 1)
+        return (f"{op} {name!r}: {iterations} iteration(s){inside}, trip count from {source}"
+                + (f" (not in the file: the time is per iteration; {HINT})" if "default" in source else ""))
 
     def unmatched(self) -> list[str]:
         """Names the user bound that no loop of the model has (a typo, or a loop that was not imported)."""
@@ -107,6 +124,13 @@ class LoopTrips:
 
 
 _COPY = re.compile(r"/\d+/(?=body/)")  # an ONNX Loop copy's iteration segment (onnx_control names copies so)
+_HLO_COPY = re.compile(r"(while\d+\.)\d+/")  # a StableHLO while copy's iteration: while12.3/ -> while12./
+
+
+def hlo_template(name: str) -> str:
+    """A name inside unrolled StableHLO whiles with each enclosing iteration index dropped (``while12.3/x`` ->
+    ``while12./x``): every copy of a nested loop's nodes under one prefix."""
+    return _HLO_COPY.sub(r"\1/", name)
 
 
 def loop_shares(loops: list[dict[str, Any]] | None, names: list[str], times: list[float]) -> list[dict[str, Any]]:
@@ -118,6 +142,8 @@ def loop_shares(loops: list[dict[str, Any]] | None, names: list[str], times: lis
     if not loops:
         return []
     keys = [_COPY.sub("/", n) if "/body/" in n else n for n in names]  # outer/3/body/inner/.. -> outer/body/inner/..
+    if any(loop.get("op") == "stablehlo.while" for loop in loops):
+        keys = [hlo_template(k) if "while" in k else k for k in keys]  # while4.2/while19.0/.. -> while4./while19./..
     order = sorted(range(len(keys)), key=keys.__getitem__)
     sorted_names = [keys[i] for i in order]
     cumulative = [0.0, *accumulate(times[i] for i in order)]

@@ -10,7 +10,9 @@ shapes; the subgraph's inputs take theirs from the node's inputs where its value
   ``M`` takes the user's trip count for the node (``perfmodel.graph.loops``: by node name or path, then
   ``"*"``), else ``DEFAULT_TRIP_COUNT`` (the time per iteration), said in ``graph.meta["loops"]``; a count
   the user gives replaces a constant ``M`` too.
-- ``Scan``: the body once per element of the scanned axis of its first scan input (opset 8: x batch).
+- ``Scan``: the body once per element of the scanned axis of its first scan input (opset 8: x batch); the
+  user's count for the node replaces that length, and a length the file does not fix (a dynamic sequence axis)
+  takes the user's count, then ``"*"``, else ``DEFAULT_TRIP_COUNT``, said in ``graph.meta["loops"]``.
 
 Copies share their op dicts; a copy's tensors are renamed ``<node>/<i>/<tensor>`` and only the first copy
 holds the body's parameters. Bodies that would unroll past ``MAX_UNROLLED_NODES`` fall back, named.
@@ -56,8 +58,7 @@ def map_control(ctx: Ctx, node: onnx.NodeProto, label: str, map_fn: MapFn, base:
         scan = _scan_trips(ctx, node, label, body)
         if isinstance(scan, str):
             return scan
-        trip, seed = scan
-        source = "constant (scanned axis)"
+        trip, seed, source = scan
     if trip * max(len(body.node), 1) > MAX_UNROLLED_NODES:
         return (f"node {label!r}: {node.op_type} of {trip} iterations ({source}) x {len(body.node)} body nodes "
                 f"exceeds {MAX_UNROLLED_NODES} unrolled nodes; bounded by its bytes over DRAM bandwidth")
@@ -87,11 +88,20 @@ def _if(ctx: Ctx, node: onnx.NodeProto, label: str, map_fn: MapFn, base: dict[st
         branches = {taken: branches[taken]}
         why = f"condition {node.input[0]!r} is the constant {bool(cond[0])}: costed the taken {taken}"
     built: dict[str, tuple[Ctx, list[Node]]] = {}
+    loops: dict[str, tuple[int, int]] = {}  # branch -> its span of ctx.trips.records (the loops inside it)
     for key, g in branches.items():
         child = Ctx(ctx.model, ctx.dims, graph=g, outer=ctx)
+        start = len(ctx.trips.records)
         built[key] = (child, _subgraph(child, g, f"{label}/{key}", map_fn))
+        loops[key] = (start, len(ctx.trips.records))
     costs = {k: _work(nodes) for k, (_, nodes) in built.items()}
     chosen = max(costs, key=lambda k: costs[k])
+    for key, (start, end) in loops.items():  # a loop in the branch not costed is listed as such, with no time
+        for record in ctx.trips.records[start:end] if key != chosen else []:
+            if record.get("taken") is False:
+                continue
+            record["taken"] = False
+            record["note"] += f"; inside If {label!r}'s {key}, not taken (the If costs its {chosen}): not costed"
     if len(built) > 1:
         why = ("condition is computed at run time: costed the more expensive branch, "
                + ", ".join(f"{k} {costs[k][0]:.4g} FLOP / {costs[k][1]:.4g} B" for k in costs)
@@ -147,9 +157,13 @@ def _loop_seed(ctx: Ctx, node: onnx.NodeProto, body: onnx.GraphProto) -> dict[st
     return seed
 
 
-def _scan_trips(ctx: Ctx, node: onnx.NodeProto, label: str, body: onnx.GraphProto) -> tuple[int, dict[str, Info]] | str:
-    """Iterations and body input shapes. Opset 8's Scan has a leading ``sequence_lens`` input and a batch axis
-    0 on every input (the body runs once per batch element and step: batch x steps iterations, scan axis 1)."""
+def _scan_trips(ctx: Ctx, node: onnx.NodeProto, label: str,
+                body: onnx.GraphProto) -> tuple[int, dict[str, Info], str] | str:
+    """Iterations, body input shapes and where the count came from. Opset 8's Scan has a leading
+    ``sequence_lens`` input and a batch axis 0 on every input (the body runs once per batch element and step:
+    batch x steps iterations, scan axis 1). The sequence length is the scanned axis of the first scan input; the
+    user's count for the node (``trip_counts``, by name or path) replaces it, and one the file does not fix (a
+    dynamic axis) takes the user's, then ``"*"``, else ``DEFAULT_TRIP_COUNT`` (``perfmodel.graph.loops``)."""
     at = attrs(node)
     v8 = _opset(ctx) < 9
     ins = list(node.input[1:] if v8 else node.input)
@@ -159,11 +173,23 @@ def _scan_trips(ctx: Ctx, node: onnx.NodeProto, label: str, body: onnx.GraphProt
     n_state = len(ins) - n_scan
     axes = [1] * n_scan if v8 else [int(a) for a in at.get("scan_input_axes") or [0] * n_scan]
     first = ins[n_state]
-    if first not in ctx.info:
+    known = ctx.info.get(first) or ctx.partial.get(first)
+    if known is None:
         return f"node {label!r}: Scan sequence length unknown: {ctx.missing(first)}{TAIL}"
-    shape = ctx.info[first][0]
+    shape = known[0]
     if len(shape) < (2 if v8 else 1):
         return f"node {label!r}: Scan input {first!r} of shape {list(shape)} has no axis to scan{TAIL}"
+    names_ = (label, node.name)
+    given = ctx.trips.supplied(*names_)
+    steps = shape[axes[0] % len(shape)]
+    if given is not None:
+        steps, source = given[0], "argument"
+    elif steps >= 0:
+        source = "constant (scanned axis)"
+    else:
+        steps, source = ctx.trips.unseen(*names_)
+        ctx.notes.append({"node": label, "op": "Scan", "note": f"Scan sequence length (axis {axes[0]} of "
+                          f"{first!r}) is not fixed in the file: costed {steps} iteration(s), from {source}"})
     drop = 1 if v8 else 0  # the batch axis, opset 8
     seed: dict[str, Info] = {}
     names = [i.name for i in body.input]
@@ -172,12 +198,16 @@ def _scan_trips(ctx: Ctx, node: onnx.NodeProto, label: str, body: onnx.GraphProt
             s, d = ctx.info[outer]
             seed[name] = (s[drop:], d)
     for j, (name, outer) in enumerate(zip(names[n_state:], ins[n_state:], strict=False)):
-        if outer in ctx.info:
-            s, d = ctx.info[outer]
-            ax = axes[j] % len(s) if j < len(axes) and s else 0
-            seed[name] = ((*s[drop:ax], *s[ax + 1:]), d)
-    steps = shape[axes[0] % len(shape)]
-    return (shape[0] * steps if v8 else steps), seed
+        found = ctx.info.get(outer) or ctx.partial.get(outer)
+        if found is None:
+            continue
+        s, d = found
+        ax = axes[j] % len(s) if j < len(axes) and s else 0
+        element = (*s[drop:ax], *s[ax + 1:])
+        if any(x < 0 for x in element) or (v8 and s and s[0] < 0):
+            return f"node {label!r}: Scan input {outer!r}: {ctx.missing(outer)} (past the scanned axis){TAIL}"
+        seed[name] = (element, d)
+    return (shape[0] * steps if v8 else steps), seed, source
 
 
 def _opset(ctx: Ctx) -> int:

@@ -39,6 +39,8 @@ class Ctx:
         self.init: dict[str, onnx.TensorProto] = {**(outer.init if outer else {}), **{t.name: t for t in g.initializer}}
         self.charged: set[str] = set(outer.charged) if outer else set()
         self.unbound: dict[str, list[str]] = dict(outer.unbound) if outer else {}  # tensor -> open dims
+        # tensor with open dims -> its shape with -1 at each open axis (a Scan whose length the user sets)
+        self.partial: dict[str, Info] = dict(outer.partial) if outer else {}
         self.notes: list[dict[str, Any]] = outer.notes if outer else []  # control-flow diagnostics
         self.trips: LoopTrips = outer.trips if outer else (trips or LoopTrips())
         self.sub_tensors: dict[str, Info] = {}  # tensors of unrolled subgraph copies (onnx_control)
@@ -119,6 +121,9 @@ class Ctx:
                                  else repr(d.dim_param))
         if open_dims:
             self.unbound[vi.name] = open_dims  # a node that needs the tensor names them
+            self.partial[vi.name] = (tuple(int(d.dim_value) if d.HasField("dim_value") else
+                                           int(self.dims[d.dim_param]) if d.dim_param in self.dims else -1
+                                           for d in tt.shape.dim), dtype_of(tt.elem_type, vi.name))
             return None
         return tuple(shape), dtype_of(tt.elem_type, vi.name)
 

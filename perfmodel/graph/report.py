@@ -206,6 +206,9 @@ def text_report(data: dict[str, Any], top: int = 15) -> str:
         lines.append(f"not modelled: {d['node']} ({d['source_op']}): {d['reason']}; fallback "
                      f"{d['fallback']['kind']} {format_time_s(d['fallback_time_s'])}")
     for loop in data.get("loops") or []:
+        if loop.get("taken") is False:  # inside an If branch the estimate does not cost
+            lines.append(f"loop {loop['loop']} ({loop['op']}): in an If branch not taken, not costed")
+            continue
         lines.append(f"loop {loop['loop']} ({loop['op']}): {loop['iterations']} iteration(s) from "
                      f"{loop['trip_count']}, {format_time_s(loop['time_s'])} ({100 * loop['share']:.1f} % of the "
                      "step)" + ("; not in the file: the time of one iteration, pass --trip-count "

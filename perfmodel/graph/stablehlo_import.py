@@ -29,7 +29,7 @@ from typing import Any
 
 from perfmodel.dtypes import parse_dtype
 from perfmodel.graph.ir import Graph, Node
-from perfmodel.graph.loops import LoopTrips
+from perfmodel.graph.loops import LoopTrips, hlo_template
 from perfmodel.graph.mapping import (
     UnsupportedOp,
     elementwise,
@@ -125,7 +125,9 @@ def _unroll(graph: Graph, functions: dict[str, HloFunction], op: HloOp, prefix: 
     if body is None or not op.outputs:
         return None
     name = f"{prefix}%{op.results[0]}" if op.results else f"{prefix}while{op.line}"
-    given = trips.supplied(name, f"%{op.results[0]}" if op.results else "")
+    # inside another while's copy (``while4.2/...``) the loop is listed under its template name, ``while4/...``
+    template = re.sub(r"(while\d+)\.\d+/", r"\1/", name)
+    given = trips.supplied(name, template, f"%{op.results[0]}" if op.results else "")
     counted = trip_count(op, constants)
     if given is not None:
         count, source = given[0], "argument"
@@ -148,8 +150,8 @@ def _unroll(graph: Graph, functions: dict[str, HloFunction], op: HloOp, prefix: 
             for arg, typ in fn.args.items():
                 values[f"{part}{arg}"] = typ
             _emit(graph, functions, fn, part, values, set(), depth + 1, trips)
-    trips.record(name, "stablehlo.while", count, source, f"{prefix}while{op.line}.", per, line=op.line,
-                 cond_costed=cond is not None)
+    trips.record(template, "stablehlo.while", count, source, hlo_template(f"{prefix}while{op.line}."), per,
+                 line=op.line, cond_costed=cond is not None)
     return ""
 
 
