@@ -39,7 +39,7 @@ def test_a_small_send_runs_ll_at_half_the_link_on_one_channel() -> None:
     small = perfmodel.predict(HW, {"kind": "sendrecv", "bytes": 16384})
     assert small.time_s == pytest.approx(2e-6 + 0.6e-6 + 16384 / 10e9, rel=1e-6)
     smaller = perfmodel.predict(HW, {"kind": "sendrecv", "bytes": 8192})
-    assert 2e-6 + 0.6e-6 + 8192 / 10e9 == pytest.approx(smaller.time_s, rel=1e-6)
+    assert smaller.time_s == pytest.approx(2e-6 + 0.6e-6 + 8192 / 10e9, rel=1e-6)
     # one byte over the threshold runs Simple: its 3.4 µs hop, still one channel at the full 20 GB/s
     above = perfmodel.predict(HW, {"kind": "sendrecv", "bytes": 16385})
     assert above.time_s == pytest.approx(2e-6 + 3.4e-6 + 16385 / 20e9, rel=1e-6)
