@@ -28,7 +28,8 @@ NCCL picks by those times on all channels, then runs a small message on the chan
 TPUs and NPUs run only the Simple-like bandwidth transfers (LL and LL128 are GPU protocols).
 All-to-all and send/recv run NCCL's p2p path, outside its tuning model: no collective base, one hop per peer,
 LL up to 16 KiB (half the bandwidth), Simple above; the pairwise exchange sends (p-1)/p of the buffer within the
-node and the off-node share (p-q)/p over the node's NICs; send/recv moves its bytes once.
+node and the off-node share (p-q)/p over the node's NICs; send/recv moves its bytes once, within a node no faster than
+its busiest channel moves its part (``p2p_channel_bytes``: NCCL's calcP2pChunkSize) at one NVLink's sustained rate.
 ``bytes`` is the per-device buffer (all-gather: its output), as NCCL's ``nBytes``.
 """
 
