@@ -28,7 +28,8 @@ NCCL picks by those times on all channels, then runs a small message on the chan
 TPUs and NPUs run only the Simple-like bandwidth transfers (LL and LL128 are GPU protocols).
 All-to-all and send/recv run NCCL's p2p path, outside its tuning model: no collective base, one hop per peer,
 LL up to 16 KiB (half the bandwidth), Simple above; the pairwise exchange sends (p-1)/p of the buffer within the
-node and the off-node share (p-q)/p over the node's NICs; send/recv moves its bytes once.
+node and the off-node share (p-q)/p over the node's NICs; send/recv moves its bytes once, within a node no faster than
+its busiest channel moves its part (``p2p_channel_bytes``: NCCL's calcP2pChunkSize) at one NVLink's sustained rate.
 ``bytes`` is the per-device buffer (all-gather: its output), as NCCL's ``nBytes``.
 """
 
@@ -300,6 +301,35 @@ def channel_share(size: FloatArray, channels: FloatArray, proto: int, ranks: Flo
     return np.clip(np.floor(size / per_channel), 1.0, channels) / channels
 
 
+# NCCL init.cc: a p2p step (NCCL_P2P_NVL_CHUNKSIZE over NVLink, NCCL_P2P_PCI_CHUNKSIZE over PCIe)
+P2P_NVL_CHUNK_BYTES = 524288.0
+P2P_PCI_CHUNK_BYTES = 131072.0
+
+
+def p2p_channel_bytes(t: MachineTables, size: FloatArray, p: FloatArray, nodes: FloatArray,
+                      nvlink: FloatArray) -> FloatArray:
+    """Bytes the busiest channel of a send moves within a node (NCCL enqueue.cc ``calcP2pChunkSize``): the send
+    is cut into parts of max(step / 8, bytes / nChannelsMin), one per channel; nChannelsMin is the pair's channels
+    per peer (``ncclTopoGetNchannels``: 2 x its NVLinks, 2 over PCIe, rounded up to a power of two) halved while
+    it times the ranks exceeds the communicator's p2p channels (its ring channels, at most 32, rounded up to a power
+    of two). Parts grow past step x 32 only by doubling the channels, which a 2-rank send never needs below 256 MiB
+    on NVLink; across nodes the network, not a channel, is the bound (not modelled here: the whole message)."""
+    ic = t.hardware.interconnect
+    raw = (ic.link_bandwidth_bytes_per_s if ic else None) or 0.0
+    links = np.full(p.shape, raw / NVLINK_LINK_BYTES_PER_S)
+    if ic is not None and ic.bridge_bandwidth_bytes_per_s:
+        links = np.where((p == 2) & (nodes == 1), ic.bridge_bandwidth_bytes_per_s / NVLINK_LINK_BYTES_PER_S, links)
+    per_peer = np.where(nvlink, 2.0 * np.maximum(1.0, np.floor(links)), 2.0)
+    per_peer = 2.0 ** np.ceil(np.log2(per_peer))
+    comm = 2.0 ** np.ceil(np.log2(np.minimum(ring_channels(t, p, nodes), MAX_CHANNELS)))
+    ranks = np.maximum(p, 1.0)
+    halvings = np.maximum(np.ceil(np.log2(np.maximum(per_peer * ranks / comm, 1.0))), 0.0)
+    channels_min = np.maximum(per_peer / 2.0 ** halvings, 1.0)
+    step = np.where(nvlink, P2P_NVL_CHUNK_BYTES, P2P_PCI_CHUNK_BYTES)
+    part = np.maximum(step / 8.0, size / channels_min)
+    return np.where(nodes > 1, size, np.minimum(size, part))
+
+
 def _point_to_point(t: MachineTables, kind: IntArray, size: FloatArray, p: FloatArray, q: FloatArray,
                     nodes: FloatArray) -> FloatArray:
     """All-to-all (pairwise exchange) and send/recv: NCCL's p2p path, one hop per peer, no collective base."""
@@ -322,8 +352,13 @@ def _point_to_point(t: MachineTables, kind: IntArray, size: FloatArray, p: Float
     hop = np.where(ll, np.where(nvlink, _hop_s(t, "nvlink", "ring", LL), _hop_s(t, "pcie", "ring", LL)),
                    np.where(nvlink, _hop_s(t, "nvlink", "ring", SIMPLE), _hop_s(t, "pcie", "ring", SIMPLE)))
     net_hop = np.where(ll, _hop_s(t, "net", "ring", LL), _hop_s(t, "net", "ring", SIMPLE))
+    # within a node each channel is one CTA on one link: a send is done when its busiest channel has moved its
+    # part at one NVLink's sustained share (NCCL's topology counts 20 of 25 GB/s per link), or when the pair's
+    # links have moved it all, whichever is later
+    channel_bw = np.where(nvlink, NVLINK_LINK_BYTES_PER_S * t.defaults.link_efficiency, link)
+    one_node = np.maximum(size / link, p2p_channel_bytes(t, size, p, nodes, nvlink) / channel_bw)
     send = np.where(multi, net_hop + size / (nic_bw * proto_share),
-                    hop + size / (link * proto_share))
+                    hop + one_node / proto_share)
     # all-to-all: each device keeps 1/p, sends (q-1)/p to its node and (p-q)/p over its own NIC, all at once
     on_node = size * (np.minimum(q, p) - 1.0) / p / (link * proto_share)
     off_node = size * (p - q) / p / (node_bw / q * proto_share)

@@ -200,12 +200,13 @@ def test_two_cards_behind_one_pcie_switch_share_its_uplink() -> None:
 
 def test_a_bridged_pairs_send_pays_the_nvlink_hop() -> None:
     """A send between two A100 PCIe cards joined by an NVLink bridge crosses NVLink, as the pair's all-reduce does:
-    64 KiB (Simple) = 2 µs launch + NVLink's 3.4 µs Simple hop + 65536 B / (300 GB/s x 0.8); 8 KiB (LL) = 2 + 0.6 µs
-    + 8192 B / (½ x 240 GB/s). (It paid PCIe's 5.7 / 1.0 µs hops.)"""
+    64 KiB (Simple) = 2 µs launch + NVLink's 3.4 µs Simple hop + 65536 B on one channel at one NVLink's 25 GB/s x
+    0.8 (NCCL's smallest p2p part is 64 KiB: docs/model.md, "Point to point"); 8 KiB (LL) = 2 + 0.6 µs + 8192 B /
+    (½ x 20 GB/s). (It paid PCIe's 5.7 / 1.0 µs hops.)"""
     send = _time("nvidia-a100-pcie-80gb", kind="sendrecv", bytes=65536, devices=2, devices_per_node=2)
-    assert send == pytest.approx(2e-6 + 3.4e-6 + 65536 / 240e9, rel=1e-6)
+    assert send == pytest.approx(2e-6 + 3.4e-6 + 65536 / 20e9, rel=1e-6)
     small = _time("nvidia-a100-pcie-80gb", kind="sendrecv", bytes=8192, devices=2, devices_per_node=2)
-    assert small == pytest.approx(2e-6 + 0.6e-6 + 8192 / 120e9, rel=1e-6)
+    assert small == pytest.approx(2e-6 + 0.6e-6 + 8192 / 10e9, rel=1e-6)
 
 
 def test_a_two_node_tree_carries_the_buffer_once_each_way() -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import perfmodel
-from perfmodel.collectives import fabrics
+from perfmodel.collectives import fabrics, p2p_channel_bytes
 from perfmodel.machine import tables
 from perfmodel.specs import load_hardware
 
@@ -27,21 +28,45 @@ def test_send_within_a_node_uses_the_link_and_across_nodes_the_network() -> None
     assert far.time_s > near.time_s
 
 
-def test_a_small_send_runs_ll_at_half_the_link() -> None:
+def test_a_small_send_runs_ll_at_half_the_link_on_one_channel() -> None:
     """Up to NCCL's P2P_LL_THRESHOLD (16 KiB) a send runs LL: one LL hop (0.6 µs on NVLink) and 8-byte stores that
-    carry 4 data bytes, so half the link: 16 KiB on an A100 pair = 2 + 0.6 + 16384 / (0.5 x 240 GB/s) µs = 2.737 µs.
-    (At 8 KiB the link path, 2.668 µs, is under the sender's HBM round trip, 2 x 0.341 µs plus the bytes, since the
-    A100's published DRAM latency landed in the tenth pass: the larger of the two is charged.)"""
+    carry 4 data bytes, so half the rate. A message under NCCL's smallest p2p part (step / 8 = 64 KiB on NVLink,
+    enqueue.cc calcP2pChunkSize) runs on one channel, one CTA, at one NVLink's sustained 20 GB/s: 16 KiB on an A100
+    pair = 2 + 0.6 + 16384 / (0.5 x 20 GB/s) µs = 4.2384 µs (the whole pair's 240 GB/s would give 2.737 µs)."""
     t = tables(load_hardware(HW))
     intra, _, _ = fabrics(t)
     assert intra.bandwidth_bytes_per_s == pytest.approx(240e9)
     small = perfmodel.predict(HW, {"kind": "sendrecv", "bytes": 16384})
-    assert small.time_s == pytest.approx(2.736533e-6, rel=1e-5)
+    assert small.time_s == pytest.approx(2e-6 + 0.6e-6 + 16384 / 10e9, rel=1e-6)
     smaller = perfmodel.predict(HW, {"kind": "sendrecv", "bytes": 8192})
-    assert 2.668267e-6 < smaller.time_s < small.time_s
-    # one byte over the threshold runs Simple: its 3.4 µs hop, the full link
+    assert smaller.time_s == pytest.approx(2e-6 + 0.6e-6 + 8192 / 10e9, rel=1e-6)
+    # one byte over the threshold runs Simple: its 3.4 µs hop, still one channel at the full 20 GB/s
     above = perfmodel.predict(HW, {"kind": "sendrecv", "bytes": 16385})
-    assert above.time_s == pytest.approx(2e-6 + 3.4e-6 + 16385 / 240e9, rel=1e-6)
+    assert above.time_s == pytest.approx(2e-6 + 3.4e-6 + 16385 / 20e9, rel=1e-6)
+
+
+def test_a_send_is_cut_into_parts_one_per_channel() -> None:
+    """NCCL cuts a send within a node into parts of max(64 KiB, bytes / nChannelsMin), one per channel. An A100
+    pair: 12 NVLinks give 2 x 12 = 24 channels per peer, 32 after rounding to a power of two, and the
+    communicator's 24 ring channels round to 32 p2p channels; 32 x 2 ranks > 32 halves nChannelsMin to 16. So
+    66-1024 KiB move 64 KiB on their busiest channel (3.28 µs at 20 GB/s): 264 KiB takes 2 + 3.4 + 3.2768 µs, not
+    the 1.1 µs of 264 KiB over the pair's 240 GB/s; from 1 MiB (16 parts of 64 KiB) the pair's links bound it."""
+    t = tables(load_hardware(HW))
+    size = np.array([67584.0, 264192.0, 2.0**20, 2.0**26])
+    two = np.full(size.shape, 2.0)
+    one = np.ones(size.shape)
+    parts = p2p_channel_bytes(t, size, two, one, np.ones(size.shape, dtype=bool))
+    assert parts.tolist() == [65536.0, 65536.0, 65536.0, 2.0**26 / 16]
+    mid = perfmodel.predict(HW, {"kind": "sendrecv", "bytes": 264192}).time_s
+    assert mid == pytest.approx(2e-6 + 3.4e-6 + 65536 / 20e9, rel=1e-6)
+    big = perfmodel.predict(HW, {"kind": "sendrecv", "bytes": 2.0**20}).time_s
+    assert big == pytest.approx(2e-6 + 3.4e-6 + 2.0**20 / 240e9, rel=1e-6)
+    # over PCIe a pair has 2 channels per peer and 2 p2p channels: one part, the whole message, the link's rate
+    p100 = tables(load_hardware("nvidia-p100-pcie-16gb"))
+    pcie = p2p_channel_bytes(p100, size, two, one, np.zeros(size.shape, dtype=bool))
+    assert pcie.tolist() == size.tolist()
+    # across nodes the network, not a channel, bounds it: the whole message
+    assert p2p_channel_bytes(t, size, two, two, np.ones(size.shape, dtype=bool)).tolist() == size.tolist()
 
 
 def test_send_time_grows_with_the_message() -> None:
