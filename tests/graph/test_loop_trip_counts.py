@@ -17,7 +17,8 @@ import numpy as np
 import onnx
 import pytest
 from fastapi.testclient import TestClient
-from onnx import TensorProto, helper, numpy_helper
+from loop_models import A100, GEMM, H100, HID, I64, ROWS, B, F, graph_flops
+from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 from typer.testing import CliRunner
 
@@ -25,23 +26,11 @@ from api.main import create_app
 from api.settings import Settings
 from perfmodel.graph import GraphError, estimate
 from perfmodel.graph.cli import graph_app
-from perfmodel.graph.ir import Graph
 from perfmodel.graph.loader import estimate_model
 from perfmodel.graph.loops import DEFAULT_TRIP_COUNT, loop_shares, parse_trip_counts
 from perfmodel.graph.onnx_control import MAX_UNROLLED_NODES
 from perfmodel.graph.onnx_import import import_onnx
 from perfmodel.graph.stablehlo_import import import_stablehlo
-from perfmodel.ops import make_op
-
-A100 = "nvidia-a100-sxm4-80gb"
-H100 = "nvidia-h100-sxm5-80gb"
-F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
-ROWS, HID = 8, 256
-GEMM = 2 * ROWS * HID * HID  # x[8, 256] @ W[256, 256]
-
-
-def _flops(g: Graph, source: str | None = None) -> float:
-    return sum(make_op(n.op).flops for n in g.nodes if n.op is not None and (source is None or n.source_op == source))
 
 
 def _while_body() -> onnx.GraphProto:
@@ -102,7 +91,7 @@ def _nested() -> onnx.ModelProto:
 
 def test_an_onnx_while_loop_without_a_count_costs_one_iteration_and_says_so() -> None:
     g = import_onnx(_onnx_while())
-    assert g.unsupported() == [] and _flops(g, "MatMul") == DEFAULT_TRIP_COUNT * GEMM == GEMM
+    assert g.unsupported() == [] and graph_flops(g, "MatMul") == DEFAULT_TRIP_COUNT * GEMM == GEMM
     (loop,) = g.meta["loops"]
     assert (loop["loop"], loop["op"], loop["iterations"], loop["trip_count"]) == ("decode", "Loop", 1, "default")
     assert "per iteration" in loop["note"] and "trip_counts" in loop["note"]
@@ -112,7 +101,7 @@ def test_an_onnx_while_loop_without_a_count_costs_one_iteration_and_says_so() ->
 @pytest.mark.parametrize("trips", [{"decode": 16}, {"*": 16}, {"decode": 16, "*": 3}])
 def test_the_users_trip_count_unrolls_the_body_that_many_times(trips: dict[str, int]) -> None:
     g = import_onnx(_onnx_while(), trip_counts=trips)
-    assert g.unsupported() == [] and _flops(g, "MatMul") == 16 * GEMM
+    assert g.unsupported() == [] and graph_flops(g, "MatMul") == 16 * GEMM
     assert g.params == HID * HID  # the outer weight charged once, not per iteration
     (loop,) = g.meta["loops"]
     assert loop["iterations"] == 16 and loop["trip_count"] == ("argument" if "decode" in trips else "argument '*'")
@@ -125,7 +114,7 @@ def test_a_users_count_replaces_a_constant_m_and_an_unknown_name_is_reported() -
     upper = import_onnx(model)
     assert upper.meta["loops"][0]["iterations"] == 50 and "upper bound" in upper.meta["loops"][0]["trip_count"]
     early = import_onnx(model, trip_counts={"decode": 7, "decoder": 2})
-    assert _flops(early, "MatMul") == 7 * GEMM and early.meta["loops"][0]["trip_count"] == "argument"
+    assert graph_flops(early, "MatMul") == 7 * GEMM and early.meta["loops"][0]["trip_count"] == "argument"
     assert early.meta["trip_counts_unmatched"] == ["decoder"]
 
 
@@ -133,10 +122,10 @@ def test_nested_loops_are_named_by_path_and_multiply() -> None:
     default = import_onnx(_nested())
     names = {entry["loop"]: entry for entry in default.meta["loops"]}
     assert names["outer/body/inner"]["trip_count"] == "default" and names["outer"]["trip_count"] == "constant M"
-    assert _flops(default, "MatMul") == 3 * 1 * GEMM
+    assert graph_flops(default, "MatMul") == 3 * 1 * GEMM
     bound = import_onnx(_nested(), trip_counts={"outer/body/inner": 4})
-    assert _flops(bound, "MatMul") == 3 * 4 * GEMM
-    assert _flops(import_onnx(_nested(), trip_counts={"inner": 5}), "MatMul") == 3 * 5 * GEMM  # the bare name
+    assert graph_flops(bound, "MatMul") == 3 * 4 * GEMM
+    assert graph_flops(import_onnx(_nested(), trip_counts={"inner": 5}), "MatMul") == 3 * 5 * GEMM  # the bare name
     shares = {entry["loop"]: entry for entry in estimate(bound, A100, fusion=False).to_json(detail=False)["loops"]}
     assert shares["outer/body/inner"]["nodes"] == 3 * 4 * 2  # every copy of the inner loop, in each outer copy
     assert shares["outer/body/inner"]["share"] == pytest.approx(shares["outer"]["share"])
@@ -185,14 +174,14 @@ def test_a_jax_fori_loop_over_a_traced_bound_takes_the_users_count() -> None:
     default = import_stablehlo(text)
     (loop,) = default.meta["loops"]
     assert (loop["loop"], loop["iterations"], loop["trip_count"]) == ("%0", 1, "default")
-    assert _flops(default, "stablehlo.dot_general") == GEMM and not default.unsupported()
+    assert graph_flops(default, "stablehlo.dot_general") == GEMM and not default.unsupported()
     for trips in ({"%0": 5}, {"*": 5}):
         bound = import_stablehlo(text, trip_counts=trips)
-        assert _flops(bound, "stablehlo.dot_general") == 5 * GEMM
+        assert graph_flops(bound, "stablehlo.dot_general") == 5 * GEMM
     # the same loop with its bound a constant: the importer reads 5 itself, and it costs the same
     static = import_stablehlo(_jax_fori(bound_traced=False))
     assert static.meta["loops"][0]["trip_count"] == "constant bound"
-    assert _flops(static) == pytest.approx(_flops(import_stablehlo(text, trip_counts={"%0": 5})), rel=1e-3)
+    assert graph_flops(static) == pytest.approx(graph_flops(import_stablehlo(text, trip_counts={"%0": 5})), rel=1e-3)
 
 
 def test_a_jax_while_loop_with_a_data_dependent_exit_is_costed_per_iteration_or_bound() -> None:
@@ -203,11 +192,11 @@ def test_a_jax_while_loop_with_a_data_dependent_exit_is_costed_per_iteration_or_
     text = lowered.as_text()
     one = estimate(import_stablehlo(text), H100, fusion=False)
     bound = import_stablehlo(text, trip_counts={"%0": 12})
-    assert _flops(bound, "stablehlo.dot_general") == 12 * GEMM
+    assert graph_flops(bound, "stablehlo.dot_general") == 12 * GEMM
     # the exit test sum(h) < 1e6 runs on the device every iteration: its reduce over the state is costed each time
     reduces = [n for n in bound.nodes if n.source_op == "stablehlo.reduce"]
     assert len(reduces) == 12 and all("/cond/" in n.name for n in reduces)
-    assert _flops(bound, "stablehlo.reduce") == 12 * ROWS * HID and bound.meta["loops"][0]["cond_costed"]
+    assert graph_flops(bound, "stablehlo.reduce") == 12 * ROWS * HID and bound.meta["loops"][0]["cond_costed"]
     twelve = estimate(bound, H100, fusion=False)
     assert twelve.step_time_s == pytest.approx(12 * one.step_time_s, rel=1e-6)
     (loop,) = twelve.to_json(detail=False)["loops"]

@@ -11,25 +11,14 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from loop_models import A100, GEMM, H100, HID, I64, ROWS, B, F, graph_flops
+from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from perfmodel.graph import estimate
-from perfmodel.graph.ir import Graph
 from perfmodel.graph.onnx_import import import_onnx
 from perfmodel.graph.report import text_report
 from perfmodel.graph.stablehlo_import import import_stablehlo
-from perfmodel.ops import make_op
-
-A100 = "nvidia-a100-sxm4-80gb"
-H100 = "nvidia-h100-sxm5-80gb"
-F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
-ROWS, HID = 8, 256
-GEMM = 2 * ROWS * HID * HID  # x[8, 256] @ W[256, 256]
-
-
-def _flops(g: Graph, source: str | None = None) -> float:
-    return sum(make_op(n.op).flops for n in g.nodes if n.op is not None and (source is None or n.source_op == source))
 
 
 def _weight(name: str = "W") -> onnx.TensorProto:
@@ -62,14 +51,14 @@ def _scan(seq: int | str | None, batch: int | None = ROWS) -> onnx.ModelProto:
 @pytest.mark.parametrize("seq", [None, "seq"])
 def test_a_scan_over_an_open_sequence_axis_takes_the_trip_count_key(seq: str | None) -> None:
     default = import_onnx(_scan(seq))
-    assert default.unsupported() == [] and _flops(default, "MatMul") == GEMM  # one step: the time per iteration
+    assert default.unsupported() == [] and graph_flops(default, "MatMul") == GEMM  # one step: the time per iteration
     (loop,) = default.meta["loops"]
     assert (loop["loop"], loop["op"], loop["iterations"], loop["trip_count"]) == ("rnn", "Scan", 1, "default")
     assert "per iteration" in loop["note"]
     assert any(n["op"] == "Scan" and "not fixed in the file" in n["note"] for n in default.meta["control_flow"])
     for trips, source in (({"rnn": 12}, "argument"), ({"*": 12}, "argument '*'")):
         g = import_onnx(_scan(seq), trip_counts=trips)
-        assert g.unsupported() == [] and _flops(g, "MatMul") == 12 * GEMM and g.params == HID * HID
+        assert g.unsupported() == [] and graph_flops(g, "MatMul") == 12 * GEMM and g.params == HID * HID
         assert (g.meta["loops"][0]["iterations"], g.meta["loops"][0]["trip_count"]) == (12, source)
         assert "trip_counts_unmatched" not in g.meta
     shares = estimate(import_onnx(_scan(seq), trip_counts={"rnn": 12}), A100, fusion=False).to_json(False)["loops"]
@@ -78,10 +67,11 @@ def test_a_scan_over_an_open_sequence_axis_takes_the_trip_count_key(seq: str | N
 
 def test_a_fixed_scan_length_is_read_and_a_users_count_replaces_it() -> None:
     fixed = import_onnx(_scan(5))
-    assert fixed.meta["loops"][0]["trip_count"] == "constant (scanned axis)" and _flops(fixed, "MatMul") == 5 * GEMM
-    assert _flops(import_onnx(_scan(5), trip_counts={"*": 9}), "MatMul") == 5 * GEMM  # '*' is for unseen counts
+    assert fixed.meta["loops"][0]["trip_count"] == "constant (scanned axis)"
+    assert graph_flops(fixed, "MatMul") == 5 * GEMM
+    assert graph_flops(import_onnx(_scan(5), trip_counts={"*": 9}), "MatMul") == 5 * GEMM  # '*' is for unseen counts
     early = import_onnx(_scan(5), trip_counts={"rnn": 2})
-    assert _flops(early, "MatMul") == 2 * GEMM and early.meta["loops"][0]["trip_count"] == "argument"
+    assert graph_flops(early, "MatMul") == 2 * GEMM and early.meta["loops"][0]["trip_count"] == "argument"
 
 
 def test_a_scan_whose_element_shape_is_open_still_falls_back_named() -> None:
@@ -113,7 +103,7 @@ def test_a_nested_stablehlo_while_is_listed_once_with_its_total_iterations() -> 
     assert (inner["iterations"], inner["entered"], inner["trip_count"]) == (3, 3, "default")
     assert "/" in inner["loop"] and "." not in inner["loop"].split("/")[0]  # its template name, 'whileN/.../%k'
     bound = import_stablehlo(text, trip_counts={inner["loop"]: 4})  # the template name binds every copy
-    assert _flops(bound, "stablehlo.dot_general") == 3 * 4 * GEMM
+    assert graph_flops(bound, "stablehlo.dot_general") == 3 * 4 * GEMM
     (loop,) = [entry for entry in bound.meta["loops"] if entry["loop"] == inner["loop"]]
     assert (loop["iterations"], loop["entered"], loop["trip_count"]) == (12, 3, "argument")
     assert "12 iteration(s) in all, over the 3 times it is entered" in loop["note"]
@@ -154,7 +144,7 @@ def _if_with_loop() -> onnx.ModelProto:
 
 def test_a_loop_in_the_if_branch_not_costed_is_marked_not_taken() -> None:
     g = import_onnx(_if_with_loop())  # the loop's default 1 MatMul < the else branch's 2: else is costed
-    assert _flops(g, "MatMul") == 2 * GEMM
+    assert graph_flops(g, "MatMul") == 2 * GEMM
     assert any(n["op"] == "If" and n["branch"] == "else_branch" for n in g.meta["control_flow"])
     (loop,) = g.meta["loops"]
     assert loop["loop"] == "branch/then_branch/inner" and loop["taken"] is False and "not taken" in loop["note"]
@@ -167,7 +157,7 @@ def test_a_loop_in_the_if_branch_not_costed_is_marked_not_taken() -> None:
 
 def test_a_loop_in_the_costed_branch_is_listed_as_before() -> None:
     g = import_onnx(_if_with_loop(), trip_counts={"inner": 5})  # 5 MatMuls > 2: the then branch is costed
-    assert _flops(g, "MatMul") == 5 * GEMM
+    assert graph_flops(g, "MatMul") == 5 * GEMM
     (loop,) = g.meta["loops"]
     assert "taken" not in loop and loop["iterations"] == 5
     (entry,) = estimate(g, A100, fusion=False).to_json(detail=False)["loops"]
