@@ -9,11 +9,11 @@ import pytest
 
 import perfmodel
 from perfmodel.dtypes import DType
-from perfmodel.ops.base import DTYPE_INDEX
 from perfmodel.efficiency import IDEAL
 from perfmodel.hardware import Hardware
 from perfmodel.machine import tables
 from perfmodel.ops import make_op
+from perfmodel.ops.base import DTYPE_INDEX
 from perfmodel.roofline import work_of
 from perfmodel.search.gemm_cost import gemm_costs_numpy
 from perfmodel.search.gemm_space import GemmCandidates
