@@ -276,10 +276,7 @@ class Conv2d(Op):
                   + spectra.transform_flops * passes)
         roles = {
             "weights": (w_bytes + has_bias * k * elem) * passes,
-            # backward: the data gradient (dy, W -> dx) and the weight gradient (x, dy -> dW) are two kernels, two
-            # library calls (cudnnConvolutionBackwardData / BackwardFilter, MIOpen's ConvolutionBackwardData /
-            # BackwardWeights), each reading dy from DRAM
-            "activations_in": x_read * fwd + bwd * (2.0 * y_bytes + x_read),
+            "activations_in": x_read * fwd + bwd * (y_bytes + x_read),
             "activations_out": y_bytes * fwd + bwd * x_bytes,
         }
         # FFT: complex GEMMs in fp32

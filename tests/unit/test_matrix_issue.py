@@ -13,7 +13,6 @@ from perfmodel.efficiency import IDEAL
 from perfmodel.hardware import Hardware
 from perfmodel.machine import tables
 from perfmodel.ops import make_op
-from perfmodel.ops.base import DTYPE_INDEX
 from perfmodel.roofline import work_of
 from perfmodel.search.gemm_cost import gemm_costs_numpy
 from perfmodel.search.gemm_space import GemmCandidates
@@ -43,22 +42,6 @@ def test_t4_tensor_cores_run_at_the_power_limited_clock() -> None:
     assert energy_j == pytest.approx(1.483e-12, rel=1e-3)
     v100 = load_hardware("nvidia-v100-sxm2-32gb")
     assert v100.tdp_w and v100.tdp_w / (energy_j * v100.engines_of("matrix")[0].peak_flops_per_s[DType.FP16]) > 1.0
-
-
-def test_t4_simt_gemms_run_at_the_sgemm_sustained_clock() -> None:
-    # Citadel Fig. 4.5's throttling was measured on repeated fp32 cublas sgemm: matrix work on the CUDA cores (fp32
-    # GEMMs and convolutions, which have no tensor-core path on the T4) runs at 1,155 MHz, streaming vector work at its
-    # boost-clock peak; an fp32 GEMM big enough to be compute-bound is 1590 / 1155 = 1.38x slower than at the boost
-    t4 = tables(load_hardware("nvidia-t4"))
-    assert t4.matrix_paths[DTYPE_INDEX[DType.FP32]].peak_flops_per_s == pytest.approx(8.1e12 * 1.155e9 / 1.59e9)
-    assert t4.vector_paths[DTYPE_INDEX[DType.FP32]].peak_flops_per_s == pytest.approx(8.1e12)
-    data = load_hardware("nvidia-t4").model_dump(mode="json")
-    data["id"] = "nvidia-t4-cuda-cores-at-boost"
-    next(e for e in data["engines"] if e["name"] == "cuda_core")["sustained_clock_hz"] = None
-    boost = Hardware.model_validate(data)
-    gemm = {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "fp32"}
-    ratio = perfmodel.predict("nvidia-t4", gemm).time_s / perfmodel.predict(boost, gemm).time_s
-    assert ratio == pytest.approx(1.59 / 1.155, rel=0.05)
 
 
 def test_a_what_if_clock_scales_the_sustained_clock_too() -> None:
