@@ -194,13 +194,39 @@ def _by_dataset(scores: list[Score]) -> list[str]:
     return out
 
 
+CLUSTER_DRAWS = 2000  # bootstrap resamples of a data set's classes (``cluster_range``)
+
+
+def draw_error(values: Sequence[float]) -> float:
+    """The standard error of a mean over seeded draws: their sample standard deviation / √n (nan below 2)."""
+    v = np.asarray(values, dtype=float)
+    return float(v.std(ddof=1) / np.sqrt(v.size)) if v.size >= 2 else float("nan")
+
+
+def cluster_range(inside: Sequence[np.ndarray[Any, np.dtype[np.bool_]]], draws: int = CLUSTER_DRAWS,
+                  seed: int = 0) -> tuple[float, float]:
+    """5-95 % of the share of rows inside their interval over ``inside``'s clusters resampled with replacement (a
+    cluster bootstrap, Davison & Hinkley 1997 section 3.8): the rows of one class on one device share one band and
+    one fit, so they are not independent draws, and a data set of a few classes says less than its row count."""
+    hits = np.array([float(np.sum(c)) for c in inside])
+    sizes = np.array([float(np.size(c)) for c in inside])
+    if not sizes.sum():
+        return float("nan"), float("nan")
+    pick = np.random.default_rng(seed).integers(0, len(sizes), (draws, len(sizes)))
+    shares = hits[pick].sum(axis=1) / np.maximum(sizes[pick].sum(axis=1), 1.0)
+    low, high = np.quantile(shares, [0.05, 0.95])
+    return float(low), float(high)
+
+
 def _coverage(dataset: str, scores: list[Score]) -> str:
-    """A data set's share of held-out rows inside their interval, and of its in-range and beyond rows."""
+    """A data set's share of held-out rows inside their interval (with ``cluster_range`` over its classes: each
+    setup's op class one cluster), and of its in-range and beyond rows."""
     inside = np.concatenate([s.inside for s in scores])
     in_range = np.concatenate([s.in_range for s in scores])
     parts = [f"{inside[rows].mean():.2f} of {int(rows.sum())}" if rows.any() else "none"
              for rows in (in_range, ~in_range)]
-    return f"{dataset} {inside.mean():.3f} ({parts[0]}, {parts[1]})"
+    low, high = cluster_range([s.inside for s in scores])
+    return f"{dataset} {inside.mean():.3f} [{low:.2f}-{high:.2f} over {len(scores)} classes] ({parts[0]}, {parts[1]})"
 
 
 def print_scoreboard(rows: Sequence[Row], scores: list[Score], swap: bool = False) -> None:
@@ -257,7 +283,7 @@ def print_scoreboard(rows: Sequence[Row], scores: list[Score], swap: bool = Fals
     print(f"held-out rows inside their 10-90 % interval ({split} split): {inside.mean():.2f} (aim 0.75-0.85); "
           f"in calibrated range {inside[in_range].mean():.2f} of {int(in_range.sum())}, beyond the fitted sizes or "
           f"shapes {inside[~in_range].mean():.2f} of {int((~in_range).sum())}")
-    print("  coverage by data set (in calibrated range, beyond): " + "; ".join(
+    print("  coverage by data set [5-95 % with its classes resampled] (in calibrated range, beyond): " + "; ".join(
         _coverage(d, [s for s in own if s.setup.split(" ")[0] == d])
         for d in sorted({s.setup.split(" ")[0] for s in own})))
     transferred = [s for s in scores if s.setup.startswith("vidur, A100 calibration transferred")]
@@ -273,7 +299,8 @@ def print_scoreboard(rows: Sequence[Row], scores: list[Score], swap: bool = Fals
         draw_inside = [np.concatenate([s.inside for s in with_runs if s.setup == d]).mean() for d in draws]
         draw_ape = [np.median(np.concatenate([s.cal_ape for s in with_runs if s.setup == d])) for d in draws]
         print(f"transfer A100 -> A40 + the A40's first {FIRST_RUNS} runs ({len(draws)} draws of distinct ops of its "
-              f"fit rows): rows inside their interval {np.mean(draw_inside):.3f} (draws "
+              f"fit rows): rows inside their interval {np.mean(draw_inside):.3f} ± {draw_error(draw_inside):.3f} "
+              "(standard error; draws "
               f"{', '.join(f'{v:.2f}' for v in draw_inside)}), median {np.mean(draw_ape):.1f} % "
               "(the transferred classes' band rescaled by those runs: calibration/target_band.py)")
     for s in unseen:
