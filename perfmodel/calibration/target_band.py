@@ -50,9 +50,11 @@ REST_GROUP = True
 # scores are not exchangeable with its rows (nothing of that class was measured here), and the dev set's band is the
 # conformal band for a device none of its runs came from (``uncalibrated_interval``: leave-one-device-out). The
 # hull of the two holds if either does: the target's other classes (a wider spread here) or the dev set (its
-# devices). Classes with 1-3 runs here take the rest group's rank, as before. docs/accuracy.md, "Twelfth pass ...
-# (issue 22, branch calib15)".
-UNMEASURED_KEEP_PRIOR = True
+# devices). Classes with 1-3 runs here take the rest group's rank, as before. Off: it brought the scoreboard's
+# swapped first-runs line in (0.728 -> 0.772 over 100 draws) but pushed the leave-one-device-out transfers out
+# (k = 5: 5/8 -> 2/8 in 0.75-0.85, k = 10: 8/8 -> 7/8); docs/accuracy.md, "Twelfth pass ... (issue 22, branch
+# calib15)".
+UNMEASURED_KEEP_PRIOR = False
 
 
 def conformal_scale(scores: FloatArray) -> float | None:
