@@ -46,6 +46,15 @@ MIN_HALF_WIDTH = 1e-3  # a band narrower than this (in log) gives no scale to me
 # Classes without a scale of their own take the rank of the scores of those classes' ops pooled (when ≥ 4), not
 # of every op's (a device-wide scale dominated by the classes measured most: Vidur's first runs are mostly GEMMs)
 REST_GROUP = True
+# A band class with no run on the target at all keeps at least the dev set's band (scale >= 1): the rest group's
+# scores are not exchangeable with its rows (nothing of that class was measured here), and the dev set's band is the
+# conformal band for a device none of its runs came from (``uncalibrated_interval``: leave-one-device-out). The
+# hull of the two holds if either does: the target's other classes (a wider spread here) or the dev set (its
+# devices). Classes with 1-3 runs here take the rest group's rank, as before. Off: it brought the scoreboard's
+# swapped first-runs line in (0.728 -> 0.772 over 100 draws) but pushed the leave-one-device-out transfers out
+# (k = 5: 5/8 -> 2/8 in 0.75-0.85, k = 10: 8/8 -> 7/8); docs/accuracy.md, "Twelfth pass ... (issue 22, branch
+# calib15)".
+UNMEASURED_KEEP_PRIOR = False
 
 
 def conformal_scale(scores: FloatArray) -> float | None:
@@ -105,7 +114,20 @@ def target_scales(ops: Sequence[Op], model_s: FloatArray, measured: FloatArray,
         found = conformal_scale(scores(residual[rest], band_log[rest], groups[usable][rest]))
         if found is not None:
             scale = found
+    if UNMEASURED_KEEP_PRIOR:
+        return unmeasured_prior(scale, per_class, keys.tolist())
     return scale, per_class
+
+
+def unmeasured_prior(scale: float, per_class: dict[str, float],
+                     measured: Sequence[str]) -> tuple[float, dict[str, float]]:
+    """(scale for classes with no run here, per-class scales): each band class in ``measured`` (the band classes of
+    the target's runs) without a scale of its own takes ``scale`` (the rest group's rank, as before); the classes
+    never measured here take ``scale`` but never below 1, the dev set's band (``UNMEASURED_KEEP_PRIOR``)."""
+    out = dict(per_class)
+    for key in sorted(set(measured)):
+        out.setdefault(str(key), scale)
+    return max(scale, 1.0), out
 
 
 def stored_scale(value: Any) -> float | None:

@@ -210,6 +210,7 @@ def test_classes_without_their_own_scale_take_the_rest_pooled(monkeypatch: pytes
     the model's time: the classes without four ops take the rank of those four pooled (``REST_GROUP``: the largest
     of the four small scores), not of all eight (the GEMMs' largest)."""
     monkeypatch.setattr(target_band, "REST_GROUP", True)
+    monkeypatch.setattr(target_band, "UNMEASURED_KEEP_PRIOR", False)
     mm = [{"kind": "matmul", "m": 256 * (i + 1), "n": 2048, "k": 1024, "dtype": "fp16"} for i in range(4)]
     ops = [make_op(o) for o in mm + elementwises(2) + softmaxes(2)]
     model_s = perfmodel.predict_many(TARGET, ops).time_s
@@ -219,3 +220,31 @@ def test_classes_without_their_own_scale_take_the_rest_pooled(monkeypatch: pytes
     scale, per_class = target_scales(ops, model_s, model_s * factor, np.arange(8))
     assert per_class == pytest.approx({"matmul": z[:4].max()})
     assert scale == pytest.approx(z[4:].max()) and z[4:].max() < np.sort(z)[7]
+
+
+def test_a_class_never_measured_here_keeps_at_least_the_dev_set_band(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same eight runs: the classes measured here with fewer than four ops (elementwise, softmax) take the rest
+    group's rank, stored as their own; a class with no run here (layer norm) takes that rank only where it is wider
+    than the dev set's band (scale 1), since no run of it speaks for a narrower one (``UNMEASURED_KEEP_PRIOR``)."""
+    monkeypatch.setattr(target_band, "REST_GROUP", True)
+    monkeypatch.setattr(target_band, "UNMEASURED_KEEP_PRIOR", True)
+    mm = [{"kind": "matmul", "m": 256 * (i + 1), "n": 2048, "k": 1024, "dtype": "fp16"} for i in range(4)]
+    ops = [make_op(o) for o in mm + elementwises(2) + softmaxes(2)]
+    model_s = perfmodel.predict_many(TARGET, ops).time_s
+    factor = np.array([3.0, 1 / 3, 2.5, 1 / 2.5, 1.0, 1.0, 1.0, 1.0])
+    band = np.log(perfmodel.predict_many(TARGET, ops).uncalibrated_interval_s / model_s[:, None])  # type: ignore
+    z = np.abs(np.log(factor) - band.mean(axis=1)) / ((band[:, 1] - band[:, 0]) / 2)
+    rest = z[4:].max()  # the four small scores' rank: a narrower band than the dev set's
+    assert rest < 1.0
+    scale, per_class = target_scales(ops, model_s, model_s * factor, np.arange(8))
+    assert per_class == pytest.approx({"matmul": z[:4].max(), "elementwise": rest, "softmax": rest})
+    assert scale == 1.0
+    norm = make_op({"kind": "layernorm", "shape": [4096, 4096], "dtype": "fp16"})
+    got = row_scales([*ops[3:6], norm], scale, per_class)
+    assert got is not None
+    np.testing.assert_allclose(got, [z[:4].max(), rest, rest, 1.0])
+    # a rest rank wider than the dev set's band is kept for the unmeasured classes too
+    wide, classes = target_band.unmeasured_prior(1.7, {"matmul": 0.4}, ["matmul", "softmax"])
+    assert wide == 1.7 and classes == {"matmul": 0.4, "softmax": 1.7}
+    narrow, classes = target_band.unmeasured_prior(0.6, {}, ["softmax", "softmax"])
+    assert narrow == 1.0 and classes == {"softmax": 0.6}
