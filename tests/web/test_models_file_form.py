@@ -49,9 +49,10 @@ def test_the_form_posts_to_registered_routes_with_the_servers_limits(client: Tes
     settings = client.app.state.perfmodel.settings  # type: ignore[attr-defined]
     assert int(attrs["data-max-upload-bytes"]) == settings.max_upload_bytes
     assert int(attrs["data-max-body-bytes"]) == settings.max_body_bytes
-    js = JS.read_text()  # the script reads each of those attributes (dataset names) and nothing else
-    for kind in endpoints:
-        assert f'"endpoint" + kind[0].toUpperCase()' in js and kind in js
+    js = JS.read_text()  # the script picks data-endpoint-<kind> by the file's kind, one of those four
+    kinds = re.search(r"function fileKind\(name\) \{(.*?)\n\}", js, re.S)
+    assert kinds and set(re.findall(r'"(onnx|tflite|config|stablehlo)"', kinds.group(1))) == set(endpoints)
+    assert 'form.dataset["endpoint" + kind[0].toUpperCase() + kind.slice(1)]' in js
     assert "dataset.maxUploadBytes" in js and "dataset.maxBodyBytes" in js
 
 
