@@ -327,6 +327,14 @@ function fileKind(name) {
   return "stablehlo";  // .mlir, .stablehlo, .txt: the text of jax.jit(f).lower(...).as_text()
 }
 
+function formatCount(v, unit) {  /* 4.19 MB, 134 MFLOP: SI prefixes, as the server's tables print them */
+  if (typeof v !== "number" || !isFinite(v)) return "–";
+  for (const [scale, prefix] of [[1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]]) {
+    if (Math.abs(v) >= scale) return (v / scale).toPrecision(3) + " " + prefix + unit;
+  }
+  return String(v) + " " + unit;
+}
+
 function pct(share) { return typeof share === "number" && isFinite(share) ? (100 * share).toFixed(1) + " %" : "–"; }
 
 function fillRows(table, rows, empty) {
@@ -354,15 +362,15 @@ function showFileResult(name, kind, body, notes) {
   const totals = result.totals || {};
   for (const [label, value, id] of [["Step time", formatTime(result.step_time_s), "file-step-time"],
                                     ["Ops", totals.nodes === undefined ? "–" : Number(totals.nodes).toLocaleString("en"), ""],
-                                    ["FLOPs", totals.flops === undefined ? "–" : Number(totals.flops).toExponential(3), ""],
-                                    ["DRAM bytes", totals.dram_bytes === undefined ? "–" : Number(totals.dram_bytes).toExponential(3), ""]]) {
+                                    ["FLOPs", formatCount(totals.flops, "FLOP"), ""],
+                                    ["DRAM traffic", formatCount(totals.dram_bytes, "B"), ""]]) {
     const box = el("div");
     box.append(el("dt", label), el("dd", value, id ? { id } : {}));
     stats.append(box);
   }
   const list = document.getElementById("file-notes");
   list.replaceChildren();
-  if (result.bottleneck && result.bottleneck.summary) list.append(el("li", result.bottleneck.summary, { class: "muted" }));
+  document.getElementById("file-bottleneck").textContent = result.bottleneck ? result.bottleneck.summary || "" : "";
   for (const n of notes) list.append(el("li", n));
   const meta = result.meta || {};
   for (const k of meta.trip_counts_unmatched || []) list.append(el("li", "trip count " + k + ": no loop of this name (the loops are listed)"));
@@ -391,6 +399,7 @@ function setupFileEstimate() {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     status.classList.remove("error");
+    document.getElementById("file-result").hidden = true;  // never the last file's answer under this one's status
     const file = input.files[0];
     if (!file) { fail("Choose a model file first."); return; }
     const kind = fileKind(file.name);
