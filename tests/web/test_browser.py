@@ -396,3 +396,18 @@ def test_models_page_estimates_an_uploaded_file_with_trip_counts(watched: Watche
     if os.environ.get("PERFMODEL_SHOTS"):  # look at it: PERFMODEL_SHOTS=/tmp/shots
         page.screenshot(path=str(Path(os.environ["PERFMODEL_SHOTS"]) / "models-file-error.png"), full_page=True)
     assert [e for e in watched.errors if "422" not in e] == [] and watched.external == []
+
+
+def test_a_refused_trace_upload_says_why(watched: Watched, server: str) -> None:
+    """The upload's errorText(xhr) was shadowed by the calibration's errorText(response, answer) (two function
+    declarations of one name in one script: the last wins), so a refused upload threw instead of saying why."""
+    page = watched.page
+    page.goto(f"{server}/upload")
+    _save_token(page)
+    page.locator("#trace-file").set_input_files(files=[{"name": "junk.json", "mimeType": "application/json",
+                                                       "buffer": b"{not json"}])
+    page.locator("#upload-button").click()
+    page.wait_for_function("() => document.getElementById('upload-status').textContent.startsWith('Upload failed')")
+    status = page.locator("#upload-status").text_content() or ""
+    assert "Not fitted" not in status and len(status) > len("Upload failed (422): "), status
+    assert [e for e in watched.errors if "422" not in e and "400" not in e] == [], watched.errors

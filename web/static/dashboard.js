@@ -171,7 +171,7 @@ function calibrationTable(report) {
 const JOB_POLL_MS = 500;
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
-function errorText(response, answer) {
+function fitErrorText(response, answer) {
   if (response.status === 401) return "Fitting needs a valid API token: enter it at the top of the page.";
   return "Not fitted (" + response.status + "): " + (typeof answer.detail === "string" ? answer.detail : JSON.stringify(answer.detail || ""));
 }
@@ -202,7 +202,7 @@ function calibrateButton(box, hardware, filter, label, notes, compareHref) {
       });
       const answer = await response.json().catch(() => ({}));
       if (response.status !== 202) {
-        status.textContent = errorText(response, answer);
+        status.textContent = fitErrorText(response, answer);
       } else {
         jobUrl = response.headers.get("Location") || answer.url;
         bar.hidden = false; cancel.hidden = false; cancel.disabled = false;
@@ -221,7 +221,7 @@ async function followJob(url, bar, status, hardware, compareHref, box) {
   for (;;) {
     const response = await fetch(url, { headers: authHeaders() });
     const job = await response.json().catch(() => ({}));
-    if (!response.ok) { status.textContent = errorText(response, job); return; }
+    if (!response.ok) { status.textContent = fitErrorText(response, job); return; }
     bar.value = job.progress || 0;
     const pct = Math.round(100 * (job.progress || 0));
     if (job.status === "queued") status.textContent = "Queued (job " + job.id + ")…";
