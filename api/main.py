@@ -78,8 +78,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.add_middleware(CachedResponses, state=app.state.perfmodel, path=f"{API_PREFIX}/predict")
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes,
-                       upload_limits={f"{API_PREFIX}/traces": settings.max_upload_bytes,
-                                      f"{API_PREFIX}/graphs/estimate/onnx": settings.max_upload_bytes})
+                       upload_limits={f"{API_PREFIX}{path}": settings.max_upload_bytes
+                                      for path in ("/traces", *graphs.UPLOAD_PATHS)})
     app.add_middleware(ResponseHeaders, version=__version__)
     _document_access(app, settings)
     return app

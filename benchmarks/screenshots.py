@@ -44,6 +44,7 @@ SWEEP = {"base": "nvidia-h100-sxm5-80gb",
 
 
 NCU = TRACES / "attention__actual_parameter_analysis__data__5-9__bert_flashattn_nsight.csv"
+MLIR = TRACES.parent / "stablehlo" / "fori_loop_fp32.mlir"  # a jax fori_loop: the file form's loops table
 KINETO = TRACES / "timeline_analysis__sampled_rank-0.json.gz"  # a training rank on an A100 (the device shown)
 
 
@@ -75,6 +76,18 @@ def shoot(page: Page, base: str, name: str, path: str, out: Path, full_page: boo
     print(f"{name}: {path}")
 
 
+def shoot_model_file(page: Page, base: str, out: Path, full_page: bool) -> None:
+    """The models page's file form after estimating a StableHLO fori_loop with its trip count given."""
+    page.goto(base + "/models?model=gpt2&hardware=nvidia-h100-sxm5-80gb&phase=decode", wait_until="networkidle")
+    page.locator("#model-file").set_input_files(str(MLIR))
+    page.locator("#trip-counts").fill("%0=8")
+    page.locator("#file-button").click()
+    page.wait_for_selector("#file-result:not([hidden])", timeout=60_000)
+    page.locator("#file-form").scroll_into_view_if_needed()
+    page.screenshot(path=str(out / "models-file.png"), full_page=full_page)
+    print("models-file: /models (file form)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--chromium", default="/usr/bin/chromium")
@@ -101,6 +114,8 @@ def main() -> None:
             page = browser.new_page(viewport={"width": width, "height": height})
             for name, path in pages:
                 shoot(page, base, name, path, args.out, args.full_page)
+            if not args.only or "models-file" in args.only:
+                shoot_model_file(page, base, args.out, args.full_page)
             browser.close()
 
 

@@ -21,6 +21,18 @@ from web.training_view import PRECISIONS, TrainingQuery, parse_training_query, t
 
 router = APIRouter(include_in_schema=False)
 SWEEPS_PER_PAGE = 50
+# the models page's file form posts to these REST routes (by route name, so a renamed path follows): file
+# extension -> route; a config.json goes to POST /graphs/estimate as {"config": ...}
+FILE_ROUTES = {"onnx": "estimate_onnx", "tflite": "estimate_tflite", "stablehlo": "estimate_stablehlo",
+               "config": "estimate_graph"}
+
+
+def file_form(request: Request) -> dict[str, Any]:
+    """The upload form's endpoints and byte limits: the REST uploads' own (PERFMODEL_MAX_UPLOAD_BYTES for the
+    files, PERFMODEL_MAX_BODY_BYTES for a config.json sent as a JSON body)."""
+    settings = app_state(request).settings
+    return {"endpoints": {kind: request.app.url_path_for(name) for kind, name in FILE_ROUTES.items()},
+            "max_upload_bytes": settings.max_upload_bytes, "max_body_bytes": settings.max_body_bytes}
 
 
 @router.get("/models", response_class=HTMLResponse)
@@ -36,7 +48,8 @@ def models_page(request: Request, model: str = ModelQuery.model, hardware: str =
             "weight_dtype": weight_dtype, "phase": phase, "chart": chart}
     context: dict[str, Any] = {"devices": all_devices(state), "hardware": hardware, "form": form,
                                "models": bundled_names(), "phases": PHASES, "charts": CHARTS,
-                               "dtypes": MODEL_DTYPES, "weight_dtypes": WEIGHT_DTYPES}
+                               "dtypes": MODEL_DTYPES, "weight_dtypes": WEIGHT_DTYPES,
+                               "file_form": file_form(request)}
     hw = device(state, hardware)
     if hw is None:
         return render(request, "models.html", status_code=404, error=f"unknown hardware {hardware!r}", **context)

@@ -25,6 +25,9 @@ from perfmodel.hardware import Hardware
 
 router = APIRouter(tags=["graphs"], dependencies=[Depends(require_read)])
 UPLOAD_CHUNK_BYTES = 1 << 20
+# the file uploads below, whose bodies may reach PERFMODEL_MAX_UPLOAD_BYTES (api.main's BodySizeLimit; other
+# bodies stop at PERFMODEL_MAX_BODY_BYTES): tflite and stablehlo stopped at the body limit before
+UPLOAD_PATHS = ("/graphs/estimate/onnx", "/graphs/estimate/tflite", "/graphs/estimate/stablehlo")
 Fp32MathForm = Literal["framework", "tf32", "ieee"]  # perfmodel.graph.math_mode.FP32_MATH
 TRIP_COUNTS_FORM = ("iterations of loops whose count the file does not hold: loop=N,*=N or a JSON object "
                     "(default 1 each, the time per iteration; the result's 'loops' lists them)")
@@ -162,7 +165,7 @@ async def read_upload(file: UploadFile, limit: int) -> bytes:
     while chunk := await file.read(UPLOAD_CHUNK_BYTES):
         data.extend(chunk)
         if len(data) > limit:
-            raise HTTPException(413, f"ONNX upload larger than {limit} bytes (PERFMODEL_MAX_UPLOAD_BYTES)")
+            raise HTTPException(413, f"upload larger than {limit} bytes (PERFMODEL_MAX_UPLOAD_BYTES)")
     return bytes(data)
 
 

@@ -351,3 +351,63 @@ def test_stored_sweep_draws_its_pareto_chart(watched: Watched, live: tuple[str, 
     assert "levels.dram.bandwidth_bytes_per_s = x" in hover and "Pareto" in hover
     assert page.locator("#sweep-table tbody tr").count() == len(results["rows"])
     assert watched.errors == [] and watched.dialogs == [] and watched.external == []
+
+
+def test_models_page_estimates_an_uploaded_file_with_trip_counts(watched: Watched, server: str) -> None:
+    """The models page's file form (issue 26): StableHLO with a while loop and its trip count, then a bad ONNX."""
+    mlir = Path(__file__).resolve().parents[1] / "data" / "stablehlo" / "fori_loop_fp32.mlir"
+    page = watched.page
+    page.goto(f"{server}/models?model=gpt2&hardware={H100}&phase=decode")
+    charts_rendered(page)
+    assert page.locator("#file-result").is_hidden()
+    page.locator("#model-file").set_input_files(str(mlir))
+    page.locator("#trip-counts").fill("%0=8, nope=2")
+    page.locator("#file-button").click()
+    page.wait_for_selector("#file-result:not([hidden])", timeout=60_000)
+    assert page.locator("#file-progress").get_attribute("value") == "100"
+    assert (page.locator("#file-step-time").text_content() or "").endswith("s")
+    loop = page.locator("#file-loops-table tbody tr").first.locator("th, td").all_text_contents()
+    assert loop[:4] == ["%0", "stablehlo.while", "8", "argument"] and loop[5] == "100.0 %"
+    assert page.locator("#file-ops-table tbody tr").count() >= 2
+    assert "every op is modelled" in page.locator("#file-fallback-table").inner_text()
+    assert "trip count nope: no loop of this name" in page.locator("#file-notes").inner_text()
+    if os.environ.get("PERFMODEL_SHOTS"):  # look at it: PERFMODEL_SHOTS=/tmp/shots
+        page.screenshot(path=str(Path(os.environ["PERFMODEL_SHOTS"]) / "models-file.png"), full_page=True)
+    custom = ("func.func public @main(%arg0: tensor<64x64xf32>) -> tensor<64x64xf32> {\n"
+              "  %0 = stablehlo.custom_call @Sharding(%arg0) {backend_config = \"\"} : (tensor<64x64xf32>) -> "
+              "tensor<64x64xf32>\n  %1 = stablehlo.dot_general %0, %arg0, contracting_dims = [1] x [0] : "
+              "(tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>\n  return %1 : tensor<64x64xf32>\n}\n")
+    page.locator("#trip-counts").fill("")
+    page.locator("#model-file").set_input_files(files=[{"name": "sharded.mlir", "mimeType": "text/plain",
+                                                       "buffer": custom.encode()}])
+    page.locator("#file-button").click()
+    page.wait_for_selector("#file-result:not([hidden])", timeout=60_000)
+    row = page.locator("#file-fallback-table tbody tr").first.locator("th, td").all_text_contents()
+    assert row[1] == "stablehlo.custom_call" and "custom_call is not modelled" in row[2], row
+    assert row[5].endswith(" %") and 0 < float(row[5].split()[0]) < 100, row  # its share of the step
+    assert "no loops in this model" in page.locator("#file-loops-table").inner_text()
+    page.locator("#model-file").set_input_files(files=[{"name": "broken.onnx", "mimeType": "application/octet-stream",
+                                                       "buffer": b"not a protobuf"}])
+    page.locator("#file-button").click()
+    page.wait_for_function("() => document.getElementById('file-status').classList.contains('error')")
+    status = page.locator("#file-status").text_content() or ""
+    assert status.startswith("Not estimated (422)") and "not a readable ONNX model" in status, status
+    assert page.locator("#file-result").is_hidden()  # the last file's answer is not left under the error
+    if os.environ.get("PERFMODEL_SHOTS"):  # look at it: PERFMODEL_SHOTS=/tmp/shots
+        page.screenshot(path=str(Path(os.environ["PERFMODEL_SHOTS"]) / "models-file-error.png"), full_page=True)
+    assert [e for e in watched.errors if "422" not in e] == [] and watched.external == []
+
+
+def test_a_refused_trace_upload_says_why(watched: Watched, server: str) -> None:
+    """The upload's errorText(xhr) was shadowed by the calibration's errorText(response, answer) (two function
+    declarations of one name in one script: the last wins), so a refused upload threw instead of saying why."""
+    page = watched.page
+    page.goto(f"{server}/upload")
+    _save_token(page)
+    page.locator("#trace-file").set_input_files(files=[{"name": "junk.json", "mimeType": "application/json",
+                                                       "buffer": b"{not json"}])
+    page.locator("#upload-button").click()
+    page.wait_for_function("() => document.getElementById('upload-status').textContent.startsWith('Upload failed')")
+    status = page.locator("#upload-status").text_content() or ""
+    assert "Not fitted" not in status and len(status) > len("Upload failed (422): "), status
+    assert [e for e in watched.errors if "422" not in e and "400" not in e] == [], watched.errors

@@ -171,7 +171,7 @@ function calibrationTable(report) {
 const JOB_POLL_MS = 500;
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
-function errorText(response, answer) {
+function fitErrorText(response, answer) {
   if (response.status === 401) return "Fitting needs a valid API token: enter it at the top of the page.";
   return "Not fitted (" + response.status + "): " + (typeof answer.detail === "string" ? answer.detail : JSON.stringify(answer.detail || ""));
 }
@@ -202,7 +202,7 @@ function calibrateButton(box, hardware, filter, label, notes, compareHref) {
       });
       const answer = await response.json().catch(() => ({}));
       if (response.status !== 202) {
-        status.textContent = errorText(response, answer);
+        status.textContent = fitErrorText(response, answer);
       } else {
         jobUrl = response.headers.get("Location") || answer.url;
         bar.hidden = false; cancel.hidden = false; cancel.disabled = false;
@@ -221,7 +221,7 @@ async function followJob(url, bar, status, hardware, compareHref, box) {
   for (;;) {
     const response = await fetch(url, { headers: authHeaders() });
     const job = await response.json().catch(() => ({}));
-    if (!response.ok) { status.textContent = errorText(response, job); return; }
+    if (!response.ok) { status.textContent = fitErrorText(response, job); return; }
     bar.value = job.progress || 0;
     const pct = Math.round(100 * (job.progress || 0));
     if (job.status === "queued") status.textContent = "Queued (job " + job.id + ")…";
@@ -316,6 +316,141 @@ function setupUpload() {
     });
     xhr.addEventListener("error", () => { progress.value = 0; status.textContent = "Upload failed: network error."; });
     xhr.send(data);
+  });
+}
+
+/* ---- models page: estimate a model file through the REST uploads (POST /api/v1/graphs/estimate/...) ---- */
+function fileKind(name) {
+  const ext = name.toLowerCase().split(".").pop();
+  if (ext === "onnx" || ext === "tflite") return ext;
+  if (ext === "json") return "config";
+  return "stablehlo";  // .mlir, .stablehlo, .txt: the text of jax.jit(f).lower(...).as_text()
+}
+
+function formatCount(v, unit) {  /* 4.19 MB, 134 MFLOP: SI prefixes, as the server's tables print them */
+  if (typeof v !== "number" || !isFinite(v)) return "–";
+  for (const [scale, prefix] of [[1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]]) {
+    if (Math.abs(v) >= scale) return (v / scale).toPrecision(3) + " " + prefix + unit;
+  }
+  return String(v) + " " + unit;
+}
+
+function pct(share) { return typeof share === "number" && isFinite(share) ? (100 * share).toFixed(1) + " %" : "–"; }
+
+function fillRows(table, rows, empty) {
+  const body = table.tBodies[0];
+  body.replaceChildren();
+  for (const cells of rows) {
+    const tr = el("tr");
+    cells.forEach((c, i) => tr.append(el(i === 0 ? "th" : "td", c, i === 0 ? { scope: "row", class: "name" }
+      : (/^[\d–]/.test(String(c)) ? { class: "num" } : {}))));
+    body.append(tr);
+  }
+  if (!rows.length) {
+    const tr = el("tr");
+    tr.append(el("td", empty, { colspan: String(table.tHead.rows[0].cells.length), class: "muted" }));
+    body.append(tr);
+  }
+}
+
+function showFileResult(name, kind, body, notes) {
+  const result = body.step_time_s !== undefined ? body : (body.prefill || body.decode || body);
+  document.getElementById("file-result-name").textContent = name + " on " + (result.hardware || body.hardware || "");
+  const opTime = (result.op_types || []).reduce((t, g) => t + (g.time_s || 0), 0);
+  const stats = document.getElementById("file-stats");
+  stats.replaceChildren();
+  const totals = result.totals || {};
+  for (const [label, value, id] of [["Step time", formatTime(result.step_time_s), "file-step-time"],
+                                    ["Ops", totals.nodes === undefined ? "–" : Number(totals.nodes).toLocaleString("en"), ""],
+                                    ["FLOPs", formatCount(totals.flops, "FLOP"), ""],
+                                    ["DRAM traffic", formatCount(totals.dram_bytes, "B"), ""]]) {
+    const box = el("div");
+    box.append(el("dt", label), el("dd", value, id ? { id } : {}));
+    stats.append(box);
+  }
+  const list = document.getElementById("file-notes");
+  list.replaceChildren();
+  document.getElementById("file-bottleneck").textContent = result.bottleneck ? result.bottleneck.summary || "" : "";
+  for (const n of notes) list.append(el("li", n));
+  const meta = result.meta || {};
+  for (const k of meta.trip_counts_unmatched || []) list.append(el("li", "trip count " + k + ": no loop of this name (the loops are listed)"));
+  for (const n of meta.config_notes || []) list.append(el("li", "config: " + n));
+  const key = meta.kind === "llm" ? "op" : "source_op";
+  fillRows(document.getElementById("file-ops-table"), (result.op_types || []).slice(0, 10).map((g) =>
+    [short(g[key] !== undefined ? g[key] : g.op, 48), g.kind, g.count, formatTime(g.time_s), pct(g.share), g.bound]), "no ops");
+  fillRows(document.getElementById("file-loops-table"), (result.loops || []).map((l) =>
+    [l.loop, l.op, l.taken === false ? "–" : l.iterations,
+     l.taken === false ? "in an If branch not taken" : l.trip_count + (l.trip_count === "default" ? " (one iteration: give a trip count)" : ""),
+     formatTime(l.time_s), pct(l.share)]), "no loops in this model");
+  fillRows(document.getElementById("file-fallback-table"), (result.diagnostics || []).map((d) =>
+    [short(d.node, 40), d.source_op, short(d.reason || "", 80), d.fallback ? d.fallback.kind : "–",
+     formatTime(d.fallback_time_s), opTime > 0 ? pct(d.fallback_time_s / opTime) : "–"]), "every op is modelled");
+  document.getElementById("file-result").hidden = false;
+}
+
+function setupFileEstimate() {
+  const form = document.getElementById("file-form");
+  if (!form) return;
+  const input = document.getElementById("model-file");
+  const progress = document.getElementById("file-progress");
+  const status = document.getElementById("file-status");
+  const button = document.getElementById("file-button");
+  const fail = (text) => { progress.value = 0; status.textContent = text; status.classList.add("error"); };
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    status.classList.remove("error");
+    document.getElementById("file-result").hidden = true;  // never the last file's answer under this one's status
+    const file = input.files[0];
+    if (!file) { fail("Choose a model file first."); return; }
+    const kind = fileKind(file.name);
+    const hardware = document.getElementById("file-hardware").value;
+    const trips = document.getElementById("trip-counts").value.trim();
+    const limit = Number(kind === "config" ? form.dataset.maxBodyBytes : form.dataset.maxUploadBytes);
+    if (file.size > limit) { fail(file.name + " is " + file.size + " bytes, over the " + limit + " byte limit."); return; }
+    const notes = [];
+    let request;
+    if (kind === "config") {
+      let parsed;
+      try { parsed = JSON.parse(await file.text()); } catch (err) { fail(file.name + " is not JSON: " + err.message); return; }
+      if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) { fail(file.name + " is not a JSON object."); return; }
+      const source = Array.isArray(parsed.nodes) ? { graph: parsed } : { config: parsed };
+      if (trips) notes.push("Trip counts apply to ONNX and StableHLO loops: not sent with a JSON file.");
+      request = { method: "POST", headers: { "Content-Type": "application/json", ...authHeaders() },
+                  body: JSON.stringify({ hardware, ...source, phase: document.getElementById("file-phase").value, detail: false }) };
+    } else {
+      const data = new FormData();
+      data.append("file", file);
+      data.append("hardware", hardware);
+      data.append("detail", "false");
+      if (trips && kind !== "tflite") data.append("trip_counts", trips);
+      if (trips && kind === "tflite") notes.push("TensorFlow Lite files have no loops: the trip counts were not sent.");
+      request = { method: "POST", headers: authHeaders(), body: data };
+    }
+    progress.removeAttribute("value");  // indeterminate while the server imports and estimates
+    button.disabled = true;
+    const started = Date.now();
+    const tick = () => { status.textContent = "Estimating " + file.name + " on " + hardware + "… " + Math.round((Date.now() - started) / 1000) + " s"; };
+    tick();
+    const timer = setInterval(tick, 1000);
+    try {
+      const response = await fetch(form.dataset["endpoint" + kind[0].toUpperCase() + kind.slice(1)], request);
+      const answer = await response.json().catch(() => ({}));
+      if (response.ok) {
+        progress.value = 100;
+        status.textContent = "Done in " + ((Date.now() - started) / 1000).toFixed(1) + " s.";
+        showFileResult(file.name, kind, answer, notes);
+      } else if (response.status === 401) {
+        fail("Estimating a file needs a valid API token: enter it at the top of the page.");
+      } else {
+        const detail = typeof answer.detail === "string" ? answer.detail : JSON.stringify(answer.detail || response.statusText);
+        fail("Not estimated (" + response.status + "): " + detail);
+      }
+    } catch (err) {
+      fail("Not estimated: " + (err && err.message ? err.message : "network error"));
+    } finally {
+      clearInterval(timer);
+      button.disabled = false;
+    }
   });
 }
 
@@ -449,4 +584,5 @@ document.addEventListener("DOMContentLoaded", () => {
   setupUpload();
   setupRunsCalibrate();
   setupWhatIf();
+  setupFileEstimate();
 });
