@@ -26,7 +26,7 @@ from perfmodel.gemm_sums import GEMM_SUMS, add_unique
 from perfmodel.machine import MachineTables, derived, tables
 from perfmodel.nvidia_gemm_paths import converts_to_nhwc, simt_on_cudnn
 from perfmodel.ops import Op, OpError, Work, make_op
-from perfmodel.ops.base import DTYPE_BYTES, FloatArray
+from perfmodel.ops.base import DTYPE_BYTES, FloatArray, IntArray
 from perfmodel.search.conv_space import channel_intervals, family_of, simt_conv_space
 from perfmodel.search.distinct_gemms import best_distinct, merge_choices
 from perfmodel.search.gemm_cost import GemmChoice
@@ -392,18 +392,30 @@ def resolve_hardware(hardware: HardwareLike) -> Hardware:
     return load_hardware(hardware)
 
 
-def work_of(ops: Sequence[Op], granularity_bytes: float) -> Work:
-    """Work of mixed ops, grouped by class for vectorised extraction, in the given order."""
-    groups: dict[type[Op], list[int]] = {}
-    for i, op in enumerate(ops):
-        groups.setdefault(type(op), []).append(i)
+# ops grouped by class: (class, its rows ascending, its ops in that order), classes in first-seen order
+# (``calibration.op_groups.by_type``)
+OpGroups: TypeAlias = Sequence[tuple[type[Op], IntArray, list[Op]]]
+
+
+def work_of(ops: Sequence[Op], granularity_bytes: float, groups: OpGroups | None = None) -> Work:
+    """Work of mixed ops, grouped by class for vectorised extraction, in the given order (``groups``: the ops
+    grouped so already, where the caller has them: the same groups, the same Work)."""
+    if groups is None:
+        rows: dict[type[Op], list[int]] = {}
+        for i, op in enumerate(ops):
+            rows.setdefault(type(op), []).append(i)
+        if len(rows) == 1:
+            cls = next(iter(rows))
+            return cls.work(list(ops), granularity_bytes)
+        parts = [cls.work([ops[i] for i in idx], granularity_bytes) for cls, idx in rows.items()]
+        order = np.argsort(np.concatenate([np.array(idx) for idx in rows.values()]), kind="stable")
+        return Work.concat(parts).take(order)
     if len(groups) == 1:
-        cls = next(iter(groups))
-        return cls.work(list(ops), granularity_bytes)
-    parts = [cls.work([ops[i] for i in idx], granularity_bytes) for cls, idx in groups.items()]
-    joined = Work.concat(parts)
-    order = np.argsort(np.concatenate([np.array(idx) for idx in groups.values()]), kind="stable")
-    return joined.take(order)
+        cls, _, members = groups[0]
+        return cls.work(list(members), granularity_bytes)
+    parts = [cls.work(members, granularity_bytes) for cls, _, members in groups]
+    order = np.argsort(np.concatenate([index for _, index, _ in groups]), kind="stable")
+    return Work.concat(parts).take(order)
 
 
 SpaceName = Literal["compact", "full"]
@@ -431,11 +443,13 @@ def predict_many(hardware: HardwareLike, ops: Iterable[OpLike], timing: Timing =
 
 
 def predict_built(hw: Hardware, built: list[Op], timing: Timing = "kernel", warm_cache: bool = False,
-                  defaults: ModelDefaults | None = None, space: SpaceName = "compact") -> CostBatch:
+                  defaults: ModelDefaults | None = None, space: SpaceName = "compact",
+                  groups: OpGroups | None = None) -> CostBatch:
     """``predict_many`` of ops already built (``Op`` instances), without ``uncalibrated_interval_s`` (None): for a
-    caller that replaces the model's interval with its own (``calibration.predict_calibrated``)."""
+    caller that replaces the model's interval with its own (``calibration.predict_calibrated``, which hands over
+    the ops grouped by class, ``groups``, for ``work_of``)."""
     granularity = float(hw.dram.access_granularity_bytes or 1)
-    work = work_of(built, granularity)
+    work = work_of(built, granularity, groups)
     t = tables(hw)
     return evaluate(work, built, hw, timing, warm_cache, defaults,
                     full_space(t) if space == "full" else compact_space(t))

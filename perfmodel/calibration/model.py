@@ -22,7 +22,7 @@ from perfmodel.calibration.boost import ResidualTrees
 from perfmodel.calibration.classes import class_codes, parent_key
 from perfmodel.calibration.distance import DistanceScale
 from perfmodel.calibration.local import LocalCorrection
-from perfmodel.calibration.op_groups import by_type
+from perfmodel.calibration.op_groups import Group, by_type
 from perfmodel.calibration.target_band import stored_class_scales, stored_scale, transfer_band
 from perfmodel.collectives import devices_per_node
 from perfmodel.cost import CostBatch, _Rows
@@ -217,12 +217,13 @@ def _check_hardware(calibration: Calibration, batch: CostBatch) -> None:
                          "or seed one with fit_calibration(hardware, runs, base=...)")
 
 
-def _apply_distinct(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_row: IntArray) -> CostBatch:
+def _apply_distinct(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_row: IntArray,
+                    groups: list[Group] | None = None) -> CostBatch:
     repeated = _repeated_rows(batch, op_row)
     if repeated is not None:
         first, back = repeated
-        return _apply(calibration, batch.take(first), distinct, np.arange(first.size)).take(back)
-    return _apply(calibration, batch, distinct, op_row)
+        return _apply(calibration, batch.take(first), distinct, np.arange(first.size), groups).take(back)
+    return _apply(calibration, batch, distinct, op_row, groups)
 
 
 def _repeated_rows(batch: CostBatch, op_row: IntArray) -> tuple[IntArray, IntArray] | None:
@@ -254,11 +255,14 @@ def _repeated_rows(batch: CostBatch, op_row: IntArray) -> tuple[IntArray, IntArr
     return first, back
 
 
-def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_row: IntArray) -> CostBatch:
-    """``apply_calibration`` of ``batch``, whose row i holds the op ``distinct[op_row[i]]``."""
+def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_row: IntArray,
+           groups: list[Group] | None = None) -> CostBatch:
+    """``apply_calibration`` of ``batch``, whose row i holds the op ``distinct[op_row[i]]`` (``groups``:
+    ``by_type(distinct)`` where the caller has it)."""
     hw = batch.hardware
     n = len(batch)
-    groups = by_type(distinct)  # the readers below take the ops a class at a time
+    if groups is None:
+        groups = by_type(distinct)  # the readers below take the ops a class at a time
     f = curve.features(batch, shape.shape_matrix(distinct, groups)[op_row])
     names, key_of = class_codes(distinct, devices_per_node(hw), groups)
     inverse = key_of[op_row]
@@ -333,6 +337,8 @@ def distinct_ops(ops: Sequence[Op]) -> tuple[list[Op], IntArray]:
         hashes = np.fromiter(map(hash, ops), dtype=np.int64, count=n)  # each op hashed once, in a C loop
     except TypeError:
         return list(ops), np.arange(n)
+    if not hashes.size or np.diff(np.sort(hashes)).all():  # no two hashes alike: no op repeated (a sort, ~0.1 ms)
+        return list(ops), np.arange(n)
     _, inverse, counts = np.unique(hashes, return_inverse=True, return_counts=True)
     shared = np.flatnonzero(counts.take(inverse.reshape(-1)) > 1)  # rows whose hash another row has too
     if not shared.size:  # equal ops hash alike: no op repeated
@@ -380,11 +386,12 @@ def predict_calibrated(hardware: HardwareLike, ops: Iterable[OpLike], calibratio
     distinct, op_row = distinct_ops(given)  # type: ignore[arg-type]
     # the model's own interval is replaced by the calibrated one: not computed (``transfer_band`` takes it for the
     # rows it needs)
-    batch = predict_built(hw, distinct, **kw)
+    groups = by_type(distinct)  # the ops grouped by class once, for the model's Work and the calibration's readers
+    batch = predict_built(hw, distinct, groups=groups, **kw)
     _check_hardware(calibration, batch)
     if len(distinct) == len(given):
-        return _apply_distinct(calibration, batch, distinct, op_row)
-    return _apply(calibration, batch, distinct, np.arange(len(distinct))).take(op_row)
+        return _apply_distinct(calibration, batch, distinct, op_row, groups)
+    return _apply(calibration, batch, distinct, np.arange(len(distinct)), groups).take(op_row)
 
 
 def _space(value: Any) -> SpaceName:

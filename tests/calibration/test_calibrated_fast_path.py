@@ -123,3 +123,31 @@ def test_by_type_groups_each_class_in_order(tables: dict[str, list[Op]]) -> None
         assert (np.diff(rows) > 0).all() and all(type(op) is kind for op in members)
         assert all(op is ops[int(i)] for op, i in zip(members, rows, strict=True))
     assert by_type([]) == [] and len(by_type(ops[:1])) == 1
+
+
+def _same_arrays(a: Any, b: Any, name: str) -> None:
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), name
+        for key in a:
+            _same_arrays(a[key], b[key], f"{name}.{key}")
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape, name
+        assert np.array_equal(np.ascontiguousarray(a).view(np.uint8), np.ascontiguousarray(b).view(np.uint8)), name
+    else:
+        assert a == b, name
+
+
+@pytest.mark.parametrize("table", ["no op repeated", "fitted classes", "one class"])
+def test_work_of_given_the_groups_is_the_work_of_the_ops(tables: dict[str, list[Op]], table: str) -> None:
+    """``predict_calibrated`` hands ``by_type``'s groups to the model's ``work_of``: the same Work to the bit."""
+    import dataclasses
+
+    from perfmodel.roofline import work_of
+
+    mixed = tables["fitted classes"]
+    ops = [op for op in mixed if type(op) is type(mixed[0])] if table == "one class" else tables[table]
+    groups = by_type(ops)
+    assert (len(groups) == 1) == (table == "one class")
+    plain, grouped = work_of(ops, 32.0), work_of(ops, 32.0, groups)
+    for field in dataclasses.fields(plain):
+        _same_arrays(getattr(plain, field.name), getattr(grouped, field.name), field.name)
