@@ -18,6 +18,7 @@ import perfmodel
 from perfmodel.calibration import Calibration, apply_calibration, fit_calibration, target_band
 from perfmodel.calibration.target_band import conformal_scale, row_scales, scaled, scores, target_scales
 from perfmodel.ops import make_op
+from perfmodel.ops.base import FloatArray
 
 SOURCE, TARGET = "nvidia-a100-sxm4-80gb", "nvidia-a40"
 
@@ -205,18 +206,25 @@ def test_a_transferred_class_measured_here_takes_its_own_scale(source: Calibrati
                                [[min(want[0, 0], 0.0), max(want[0, 1], 0.0)]], rtol=1e-9, atol=1e-12)
 
 
-def test_classes_without_their_own_scale_take_the_rest_pooled(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Four GEMMs at 3x and 1/3x the model (a class scale of their own) and two elementwise ops and two softmaxes at
-    the model's time: the classes without four ops take the rank of those four pooled (``REST_GROUP``: the largest
-    of the four small scores), not of all eight (the GEMMs' largest)."""
-    monkeypatch.setattr(target_band, "REST_GROUP", True)
-    monkeypatch.setattr(target_band, "UNMEASURED_KEEP_PRIOR", False)
+def _four_gemms_two_elementwise_two_softmax() -> tuple[list[Any], FloatArray, FloatArray, FloatArray]:
+    """Eight runs on TARGET: four GEMMs at 3x, 1/3x, 2.5x and 1/2.5x the model, two elementwise ops and two softmaxes
+    at the model's time; (ops, model s, measured / model, each run's score |log ratio − band centre| / half-width)."""
     mm = [{"kind": "matmul", "m": 256 * (i + 1), "n": 2048, "k": 1024, "dtype": "fp16"} for i in range(4)]
     ops = [make_op(o) for o in mm + elementwises(2) + softmaxes(2)]
     model_s = perfmodel.predict_many(TARGET, ops).time_s
     factor = np.array([3.0, 1 / 3, 2.5, 1 / 2.5, 1.0, 1.0, 1.0, 1.0])
     band = np.log(perfmodel.predict_many(TARGET, ops).uncalibrated_interval_s / model_s[:, None])  # type: ignore
     z = np.abs(np.log(factor) - band.mean(axis=1)) / ((band[:, 1] - band[:, 0]) / 2)
+    return ops, model_s, factor, z
+
+
+def test_classes_without_their_own_scale_take_the_rest_pooled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four GEMMs at 3x and 1/3x the model (a class scale of their own) and two elementwise ops and two softmaxes at
+    the model's time: the classes without four ops take the rank of those four pooled (``REST_GROUP``: the largest
+    of the four small scores), not of all eight (the GEMMs' largest)."""
+    monkeypatch.setattr(target_band, "REST_GROUP", True)
+    monkeypatch.setattr(target_band, "UNMEASURED_KEEP_PRIOR", False)
+    ops, model_s, factor, z = _four_gemms_two_elementwise_two_softmax()
     scale, per_class = target_scales(ops, model_s, model_s * factor, np.arange(8))
     assert per_class == pytest.approx({"matmul": z[:4].max()})
     assert scale == pytest.approx(z[4:].max()) and z[4:].max() < np.sort(z)[7]
@@ -228,12 +236,7 @@ def test_a_class_never_measured_here_keeps_at_least_the_dev_set_band(monkeypatch
     than the dev set's band (scale 1), since no run of it speaks for a narrower one (``UNMEASURED_KEEP_PRIOR``)."""
     monkeypatch.setattr(target_band, "REST_GROUP", True)
     monkeypatch.setattr(target_band, "UNMEASURED_KEEP_PRIOR", True)
-    mm = [{"kind": "matmul", "m": 256 * (i + 1), "n": 2048, "k": 1024, "dtype": "fp16"} for i in range(4)]
-    ops = [make_op(o) for o in mm + elementwises(2) + softmaxes(2)]
-    model_s = perfmodel.predict_many(TARGET, ops).time_s
-    factor = np.array([3.0, 1 / 3, 2.5, 1 / 2.5, 1.0, 1.0, 1.0, 1.0])
-    band = np.log(perfmodel.predict_many(TARGET, ops).uncalibrated_interval_s / model_s[:, None])  # type: ignore
-    z = np.abs(np.log(factor) - band.mean(axis=1)) / ((band[:, 1] - band[:, 0]) / 2)
+    ops, model_s, factor, z = _four_gemms_two_elementwise_two_softmax()
     rest = z[4:].max()  # the four small scores' rank: a narrower band than the dev set's
     assert rest < 1.0
     scale, per_class = target_scales(ops, model_s, model_s * factor, np.arange(8))
