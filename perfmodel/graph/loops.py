@@ -48,6 +48,8 @@ def parse_trip_counts(pairs: Iterable[str] | str, field: str = "trip_counts") ->
         key, sep, value = pair.rpartition("=")
         if not sep or not key.strip() or not value.strip().isdigit():
             raise GraphError(field, f"expected loop_name=count (or *=count), got {pair!r}")
+        if key.strip() in out:
+            raise GraphError(field, f"loop {key.strip()!r} is given twice")
         out[key.strip()] = int(value)
     return checked(out, field)
 
@@ -90,26 +92,32 @@ class LoopTrips:
         return DEFAULT_TRIP_COUNT, "default"
 
     def record(self, name: str, op: str, iterations: int, source: str, prefix: str, body_nodes: int,
-               **extra: Any) -> None:
+               cap: int = 0, **extra: Any) -> None:
         """List a loop. A loop met again under the same name and prefix (a StableHLO while nested in another,
         emitted once per outer iteration under its template name) is one entry: its iterations summed over the
-        times it was entered (``entered``), so its share is that of all its copies."""
+        times it was entered (``entered``), so its share is that of all its copies. ``cap`` > 0: the loop was not
+        unrolled (its iterations x body ops exceed that many nodes) and ``prefix`` is its fallback node's name."""
         for rec in self.records:
             if rec["loop"] == name and rec["prefix"] == prefix and rec["op"] == op:
                 rec["iterations"] += iterations
                 rec["entered"] = rec.get("entered", 1) + 1
                 if source not in rec["trip_count"].split(" / "):
                     rec["trip_count"] += f" / {source}"
-                rec["note"] = self._note(name, op, rec["iterations"], rec["trip_count"], rec["entered"])
+                rec["note"] = self._note(name, op, rec["iterations"], rec["trip_count"], rec["entered"], cap,
+                                         body_nodes)
                 return
         self.records.append({"loop": name, "op": op, "iterations": iterations, "trip_count": source,
-                             "body_nodes": body_nodes, "prefix": prefix, **extra,
-                             "note": self._note(name, op, iterations, source, 1)})
+                             "body_nodes": body_nodes, "prefix": prefix, **({"unrolled": False} if cap else {}),
+                             **extra, "note": self._note(name, op, iterations, source, 1, cap, body_nodes)})
 
     @staticmethod
-    def _note(name: str, op: str, iterations: int, source: str, entered: int) -> str:
+    def _note(name: str, op: str, iterations: int, source: str, entered: int, cap: int = 0,
+              body_nodes: int = 0) -> str:
         inside = f" in all, over the {entered} times it is entered (an enclosing loop's iterations)" * (entered > 1)
-        return (f"{op} {name!r}: {iterations} iteration(s){inside}, trip count from {source}"
+        capped = (f"; not unrolled ({iterations} x {body_nodes} body ops exceed the {cap}-node cap): its time is "
+                  "its inputs' and outputs' bytes over DRAM bandwidth once, which leaves out its iterations' "
+                  "work") if cap else ""
+        return (f"{op} {name!r}: {iterations} iteration(s){inside}, trip count from {source}{capped}"
                 + (f" (not in the file: the time is per iteration; {HINT})" if "default" in source else ""))
 
     def unmatched(self) -> list[str]:

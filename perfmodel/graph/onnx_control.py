@@ -59,7 +59,8 @@ def map_control(ctx: Ctx, node: onnx.NodeProto, label: str, map_fn: MapFn, base:
         if isinstance(scan, str):
             return scan
         trip, seed, source = scan
-    if trip * max(len(body.node), 1) > MAX_UNROLLED_NODES:
+    if trip * max(len(body.node), 1) > MAX_UNROLLED_NODES:  # listed; the importer adds its fallback node, ``label``
+        ctx.trips.record(label, node.op_type, trip, source, label, len(body.node), cap=MAX_UNROLLED_NODES)
         return (f"node {label!r}: {node.op_type} of {trip} iterations ({source}) x {len(body.node)} body nodes "
                 f"exceeds {MAX_UNROLLED_NODES} unrolled nodes; bounded by its bytes over DRAM bandwidth")
     child = Ctx(ctx.model, ctx.dims, graph=body, outer=ctx, seed=seed)

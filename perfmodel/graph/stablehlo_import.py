@@ -139,7 +139,9 @@ def _unroll(graph: Graph, functions: dict[str, HloFunction], op: HloOp, prefix: 
     # may reduce the whole state); a counted loop's cond is a scalar compare of its counter, left out as before
     cond = cond_function(op) if counted is None else None
     per = len(body.ops) + (len(cond.ops) if cond is not None else 0)
-    if count * max(per, 1) + len(graph.nodes) > MAX_UNROLLED_NODES:
+    if count * max(per, 1) + len(graph.nodes) > MAX_UNROLLED_NODES:  # listed; _emit adds its fallback node
+        trips.record(template, "stablehlo.while", count, source, hlo_template(f"{prefix}%{op.results[0]} while"),
+                     per, cap=MAX_UNROLLED_NODES, line=op.line)
         return (f"line {op.line}: while {name!r} of {count} iterations ({source}) x {per} body ops "
                 f"exceeds {MAX_UNROLLED_NODES} unrolled nodes; bounded by its bytes over DRAM bandwidth")
     for i in range(count):

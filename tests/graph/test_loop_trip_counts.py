@@ -139,6 +139,23 @@ def test_a_count_past_the_unrolled_node_cap_falls_back_named_and_bounded() -> No
     assert bad.name == "decode" and f"{big} iterations (argument)" in (bad.unsupported or "")
     assert str(MAX_UNROLLED_NODES) in (bad.unsupported or "")
     assert estimate(g, A100, fusion=False).step_time_s > 0
+    # still listed in 'loops', saying it was not unrolled and that its time leaves out the iterations' work
+    (loop,) = estimate_model(_onnx_while().SerializeToString(), A100, fusion=False,
+                             trip_counts={"decode": big})["loops"]
+    assert (loop["loop"], loop["iterations"], loop["unrolled"], loop["nodes"]) == ("decode", big, False, 1)
+    assert "not unrolled" in loop["note"] and loop["share"] == pytest.approx(1.0)
+
+
+def test_a_stablehlo_while_past_the_cap_is_listed_not_unrolled() -> None:
+    from perfmodel.graph.stablehlo_import import MAX_UNROLLED_NODES as HLO_CAP
+
+    g = import_stablehlo(_jax_fori(bound_traced=True), trip_counts={"%0": HLO_CAP})
+    (bad,) = g.unsupported()
+    assert str(HLO_CAP) in (bad.unsupported or "")
+    (loop,) = g.meta["loops"]
+    assert (loop["loop"], loop["iterations"], loop["unrolled"]) == ("%0", HLO_CAP, False)
+    (listed,) = estimate_model(g, H100, fusion=False)["loops"]
+    assert listed["nodes"] == 1 and listed["time_s"] > 0 and "not unrolled" in listed["note"]
 
 
 def test_the_estimate_lists_each_loop_with_the_time_and_share_it_carries() -> None:
@@ -267,7 +284,7 @@ def test_trip_count_arguments_are_parsed_and_checked() -> None:
     assert parse_trip_counts("decode=8, *=2") == {"decode": 8, "*": 2}
     assert parse_trip_counts(["a=b=3"]) == {"a=b": 3}  # the count is after the last '='
     assert parse_trip_counts('{"%0": 4}') == {"%0": 4}
-    for bad in ("decode", "decode=x", "=3", '{"a": -1}', '{"a": 1.5}', '["a"]', "{oops"):
+    for bad in ("decode", "decode=x", "=3", '{"a": -1}', '{"a": 1.5}', '["a"]', "{oops", "a=1,a=2"):
         with pytest.raises(GraphError, match="trip_counts"):
             parse_trip_counts(bad)
     with pytest.raises(GraphError, match="trip count of 'decode'"):
