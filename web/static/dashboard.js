@@ -380,7 +380,8 @@ function showFileResult(name, kind, body, notes) {
     [short(g[key] !== undefined ? g[key] : g.op, 48), g.kind, g.count, formatTime(g.time_s), pct(g.share), g.bound]), "no ops");
   fillRows(document.getElementById("file-loops-table"), (result.loops || []).map((l) =>
     [l.loop, l.op, l.taken === false ? "–" : l.iterations,
-     l.taken === false ? "in an If branch not taken" : l.trip_count + (l.trip_count === "default" ? " (one iteration: give a trip count)" : ""),
+     l.taken === false ? "in an If branch not taken" : l.trip_count + (l.trip_count === "default" ? " (one iteration: give a trip count)" : "")
+       + (l.unrolled === false ? "; not unrolled (past the node cap): its time is its bytes once, not its iterations' work" : ""),
      formatTime(l.time_s), pct(l.share)]), "no loops in this model");
   fillRows(document.getElementById("file-fallback-table"), (result.diagnostics || []).map((d) =>
     [short(d.node, 40), d.source_op, short(d.reason || "", 80), d.fallback ? d.fallback.kind : "–",
