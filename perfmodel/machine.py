@@ -163,11 +163,7 @@ def _matrix_path(hw: Hardware, dtype: DType) -> Path:
     reason = f"no matrix path for {dtype.value} on {hw.id}: falls back to {vector.engine}"
     if vector.note:
         reason += f" ({vector.note})"
-    # dense matrix work on the vector engine (SIMT GEMMs) draws the board to its power limit too: its measured
-    # sustained clock under GEMM load applies there (the T4's Fig. 4.5 clock is an fp32 sgemm's), not to streaming
-    engine = next(e for e in hw.engines if e.name == vector.engine)
-    share = engine.sustained_fraction(vector.dtype, hw.clock_hz, hw.tdp_w)
-    return Path(vector.engine, vector.dtype, vector.peak_flops_per_s * share, reason)
+    return Path(vector.engine, vector.dtype, vector.peak_flops_per_s, reason)
 
 
 _CACHE: dict[int, tuple[Hardware, MachineTables]] = {}
