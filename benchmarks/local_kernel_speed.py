@@ -139,8 +139,10 @@ def end_to_end(count: int, pairs: int) -> None:
     ops, cal = tables(count)["fitted classes"], calibration()
     original = local.LocalCorrection._smoothed
 
+    plain: Callable[..., None] = near_jit.smooth
+
     def reference(*args: Any) -> None:
-        near_jit.smooth(*args[:9], args[10])
+        plain(*args[:9], args[10])
 
     def with_reference(self: Any, x: FloatArray, smooth: Callable[..., None]) -> FloatArray:
         return original(self, x, reference)

@@ -5,6 +5,7 @@ dict loops they replace."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -166,8 +167,10 @@ def test_screened_local_kernel_equals_the_reference_kernel_to_the_bit(vidur: Cal
     original = local.LocalCorrection._smoothed
     seen: list[tuple[int, Any, Any]] = []
 
+    plain: Callable[..., None] = near_jit.smooth
+
     def reference(*args: Any) -> None:
-        near_jit.smooth(*args[:9], args[10])  # the same arguments less ``screen``
+        plain(*args[:9], args[10])  # the same arguments less ``screen``
 
     def both(self: local.LocalCorrection, x: Any, smooth: Any) -> Any:
         assert smooth is near_jit.smooth_screened
