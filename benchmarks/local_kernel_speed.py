@@ -5,12 +5,17 @@ calibration: four local corrections, ~5,000 rows, 1.46 M row x point pairs insid
 - ``by column``: the points stored column-major; each row's squared distances to all points of its window are
   accumulated one coordinate at a time (a loop over points that LLVM vectorises, the same additions in the same
   order per point), then the exps of the points within reach, in point order;
-- ``no exp``: the reference loop with ``exp`` left out (wrong answers: it only shows the exps' share).
+- ``no exp``: the reference loop with ``exp`` left out (wrong answers: it only shows the exps' share);
+- ``screened``: ``near_jit.smooth_screened`` (shipped, calfit17): a pair rejected on the coordinate after log10 FLOPs
+  with the widest spread of the points (``LocalCorrection.screen``) before its full distance.
+
+``--end-to-end`` also times ``predict_calibrated`` on that table with the local corrections' kernel switched between
+``near_jit.smooth`` and ``near_jit.smooth_screened`` (alternate calls, bits checked).
 
 Ratios are variant / reference CPU time (``time.process_time``), median of alternate pairs; the ``by column``
 answers are checked bit for bit against the reference in every pair.
 
-    python benchmarks/local_kernel_speed.py [--ops 10000] [--pairs 9]
+    python benchmarks/local_kernel_speed.py [--ops 10000] [--pairs 9] [--end-to-end]
 """
 
 from __future__ import annotations
@@ -104,47 +109,101 @@ def kernel_inputs(count: int) -> list[tuple[Any, ...]]:
         lo = np.searchsorted(points[:, 0], x[:, 0] - correction.reach, side="left")
         hi = np.searchsorted(points[:, 0], x[:, 0] + correction.reach, side="right")
         out.append((x, points, runs, residuals, -0.5 / correction.bandwidth ** 2, float(correction.shrink), lo, hi,
-                    correction.reach ** 2))
+                    correction.reach ** 2, correction.screen))
     return out
 
 
 def timed(kernel: Callable[..., None], inputs: list[tuple[Any, ...]], transpose: bool) -> tuple[float, list[Any]]:
+    """CPU time and answers of ``kernel`` over ``inputs``; ``screen`` passed only to ``near_jit.smooth_screened``."""
+    from perfmodel.calibration import near_jit
+
     outs = []
     start = time.process_time()
-    for x, points, *rest in inputs:
+    for x, points, *rest, screen in inputs:
         out = np.empty(len(x))
-        kernel(x, np.ascontiguousarray(points.T) if transpose else points, *rest, out)
+        if kernel is near_jit.smooth_screened:
+            kernel(x, points, *rest, screen, out)
+        else:
+            kernel(x, np.ascontiguousarray(points.T) if transpose else points, *rest, out)
         outs.append(out)
     return time.process_time() - start, outs
+
+
+def end_to_end(count: int, pairs: int) -> None:
+    """``predict_calibrated`` on the *fitted classes* table, the local corrections' kernel alternately
+    ``near_jit.smooth`` and ``near_jit.smooth_screened``."""
+    from calibrated_speed import calibration, tables
+
+    from perfmodel.calibration import local, near_jit, predict_calibrated
+
+    ops, cal = tables(count)["fitted classes"], calibration()
+    original = local.LocalCorrection._smoothed
+
+    plain: Callable[..., None] = near_jit.smooth
+
+    def reference(*args: Any) -> None:
+        plain(*args[:9], args[10])
+
+    def with_reference(self: Any, x: FloatArray, smooth: Callable[..., None]) -> FloatArray:
+        return original(self, x, reference)
+
+    def call(use_reference: bool) -> tuple[float, Any]:
+        local.LocalCorrection._smoothed = with_reference if use_reference else original  # type: ignore[method-assign]
+        try:
+            start = time.process_time()
+            answer = predict_calibrated("nvidia-a100-sxm4-80gb", ops, cal)
+            return time.process_time() - start, answer
+        finally:
+            local.LocalCorrection._smoothed = original  # type: ignore[method-assign]
+
+    call(True)
+    call(False)
+    base, variant, ratios = [], [], []
+    for _ in range(pairs):
+        a, expected = call(True)
+        b, answer = call(False)
+        if not np.array_equal(expected.time_s.view(np.uint8), answer.time_s.view(np.uint8)):
+            raise SystemExit("end to end: time_s differs between the kernels")
+        base.append(a)
+        variant.append(b)
+        ratios.append(b / a)
+    print(f"end to end ({len(ops):,} ops): reference {np.median(base) * 1e3:.1f} ms, screened "
+          f"{np.median(variant) * 1e3:.1f} ms, screened / reference median {float(np.median(ratios)):.3f} "
+          f"(min {min(ratios):.3f}, max {max(ratios):.3f})")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--ops", type=int, default=10_000)
     parser.add_argument("--pairs", type=int, default=9)
+    parser.add_argument("--end-to-end", action="store_true")
     args = parser.parse_args()
     from perfmodel.calibration import near_jit
     from perfmodel.search import gemm_kernel
 
     gemm_kernel.load()
     inputs = kernel_inputs(args.ops)
-    pairs = sum(int((hi - lo).sum()) for _, _, _, _, _, _, lo, hi, _ in inputs)
-    print(f"{len(inputs)} local corrections, {sum(len(i[0]) for i in inputs):,} rows, {pairs:,} row x point pairs")
-    for name, kernel, transpose in (("by column", by_column, True), ("no exp (timing only)", no_exp, False)):
+    pairs = sum(int((hi - lo).sum()) for _, _, _, _, _, _, lo, hi, _, _ in inputs)
+    print(f"{len(inputs)} local corrections, {sum(len(i[0]) for i in inputs):,} rows, {pairs:,} row x point pairs, "
+          f"screened on coordinates {[i[-1] for i in inputs]}")
+    for name, kernel, transpose in (("screened", near_jit.smooth_screened, False), ("by column", by_column, True),
+                                    ("no exp (timing only)", no_exp, False)):
         timed(near_jit.smooth, inputs, False)
         timed(kernel, inputs, transpose)
         ratios, base, variant = [], [], []
         for _ in range(args.pairs):
             a, reference = timed(near_jit.smooth, inputs, False)
             b, outs = timed(kernel, inputs, transpose)
-            if kernel is by_column and not all(np.array_equal(p, q) for p, q in zip(reference, outs, strict=True)):
-                raise SystemExit("by column: answers differ from near_jit.smooth")
+            if kernel is not no_exp and not all(np.array_equal(p, q) for p, q in zip(reference, outs, strict=True)):
+                raise SystemExit(f"{name}: answers differ from near_jit.smooth")
             ratios.append(b / a)
             base.append(a)
             variant.append(b)
         print(f"{name}: reference {np.median(base) * 1e3:.1f} ms, variant {np.median(variant) * 1e3:.1f} ms, "
               f"variant / reference median {float(np.median(ratios)):.2f} (min {min(ratios):.2f}, "
               f"max {max(ratios):.2f})")
+    if args.end_to_end:
+        end_to_end(args.ops, args.pairs)
 
 
 if __name__ == "__main__":

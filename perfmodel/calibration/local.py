@@ -98,13 +98,24 @@ class LocalCorrection:
         return points, np.ascontiguousarray(self.runs[order], dtype=np.float64), np.ascontiguousarray(
             self.residuals[order], dtype=np.float64)
 
+    @functools.cached_property
+    def screen(self) -> int:
+        """The coordinate after log10 FLOPs along which the points spread widest: ``near_jit.smooth_screened``
+        rejects a pair on it before the full distance (the points within ``lo``..``hi`` are already near along
+        log10 FLOPs; a wide spread leaves the most pairs farther than ``reach`` along it alone)."""
+        if self.points.shape[1] < 2 or not len(self.points):
+            return 0
+        return 1 + int(np.argmax(np.ptp(self.points[:, 1:], axis=0)))
+
     def _smoothed(self, x: FloatArray, smooth: Callable[..., None]) -> FloatArray:
+        """``smooth`` (``near_jit.smooth_screened``: its arguments) over the points within ``reach`` along log10
+        FLOPs."""
         points, runs, residuals = self._by_first
         lo = np.searchsorted(points[:, 0], x[:, 0] - self.reach, side="left")
         hi = np.searchsorted(points[:, 0], x[:, 0] + self.reach, side="right")
         out = np.empty(len(x))
         smooth(np.ascontiguousarray(x, dtype=np.float64), points, runs, residuals, -0.5 / self.bandwidth ** 2,
-               float(self.shrink), lo, hi, self.reach ** 2, out)
+               float(self.shrink), lo, hi, self.reach ** 2, self.screen, out)
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -145,12 +156,12 @@ def _compiled_smooth(elements: int) -> Callable[..., None] | None:
 
 @functools.cache
 def near_kernels() -> tuple[Callable[..., None], Callable[..., None]] | None:
-    """(``near_jit.smooth``, ``near_jit.nearest``), or None where numba does not import."""
+    """(``near_jit.smooth_screened``, ``near_jit.nearest``), or None where numba does not import."""
     try:
         from perfmodel.calibration import near_jit
     except ImportError:  # pragma: no cover - numba is a dependency; the numpy loops cover its absence
         return None
-    return near_jit.smooth, near_jit.nearest
+    return near_jit.smooth_screened, near_jit.nearest
 
 
 def _distance2(x: FloatArray, points: FloatArray) -> FloatArray:

@@ -5,6 +5,7 @@ dict loops they replace."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -151,3 +152,36 @@ def test_work_of_given_the_groups_is_the_work_of_the_ops(tables: dict[str, list[
     plain, grouped = work_of(ops, 32.0), work_of(ops, 32.0, groups)
     for field in dataclasses.fields(plain):
         _same_arrays(getattr(plain, field.name), getattr(grouped, field.name), field.name)
+
+
+def test_screened_local_kernel_equals_the_reference_kernel_to_the_bit(vidur: Calibration,
+                                                                       tables: dict[str, list[Op]],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """``near_jit.smooth_screened`` (a pair rejected on one coordinate before its full distance: issue 27, calfit17)
+    against ``near_jit.smooth`` on the inputs ``predict_calibrated`` hands the local corrections of the fitted Vidur
+    A100 calibration: the same bits."""
+    from perfmodel.calibration import local, near_jit
+    from perfmodel.search import gemm_kernel
+
+    assert gemm_kernel.load()
+    original = local.LocalCorrection._smoothed
+    seen: list[tuple[int, Any, Any]] = []
+
+    plain: Callable[..., None] = near_jit.smooth
+
+    def reference(*args: Any) -> None:
+        plain(*args[:9], args[10])  # the same arguments less ``screen``
+
+    def both(self: local.LocalCorrection, x: Any, smooth: Any) -> Any:
+        assert smooth is near_jit.smooth_screened
+        screened = original(self, x, smooth)
+        seen.append((self.screen, screened, original(self, x, reference)))
+        return screened
+
+    monkeypatch.setattr(local.LocalCorrection, "_smoothed", both)
+    for table in ("fitted classes", "no op repeated"):
+        predict_calibrated(HW, tables[table], vidur)
+    assert len(seen) >= 4 and {screen for screen, _, _ in seen} >= {1, 3}  # both columns screened on
+    for _, screened, expected in seen:
+        assert np.array_equal(screened.view(np.uint8), expected.view(np.uint8))
+    assert max(np.abs(screened).max() for _, screened, _ in seen) > 0.01
