@@ -150,7 +150,9 @@ def test_unmodelled_ops_are_listed_with_reason_and_fallback() -> None:
     assert set(view.figures) == {"breakdown", "timeline"}
     html = templates.env.get_template("models.html").render(
         view=view, nav="/models", devices=[], hardware=H100, form={}, models=[], phases=(), charts=(), dtypes=(),
-        weight_dtypes=(), hw=type("Hw", (), {"id": H100})())
+        weight_dtypes=(), hw=type("Hw", (), {"id": H100})(),
+        file_form={"endpoints": dict.fromkeys(("onnx", "tflite", "stablehlo", "config"), "/api/v1/graphs/estimate"),
+                   "max_upload_bytes": 1, "max_body_bytes": 1})
     table = re.search(r'id="diagnostics-table">(.*?)</table>', html, re.S)
     assert table is not None
     assert "FancyOp" in table.group(1) and f"no model for {ESCAPED}" in table.group(1)
