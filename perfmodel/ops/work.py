@@ -81,7 +81,7 @@ class Work:
     dependent_round_trips: FloatArray = field(default_factory=lambda: np.zeros(0))
     # a gather's index -> row chain: output elements whose indices share one DRAM sector of the index array (0: no
     # chain). A grid-stride loop's elements in flight / this = the cold index sectors it meets per iteration; it waits
-    # a DRAM round trip for them (at most one: fetched together) before its row loads issue (roofline._in_flight_time)
+    # a DRAM round trip for them (at most one: fetched together) before its row loads issue (memory_time.in_flight_time)
     index_sector_elements: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:

@@ -243,7 +243,7 @@ def in_flight_limited(t: MachineTables) -> bool:
 
 def in_flight_bandwidth(flight: Any, hit: Any, dram_latency_s: float, dram_bw: float, llc_latency_s: float,
                         loaded_latency_factor: float) -> Any:
-    """Bytes/s of loads that ``flight`` bytes in flight sustain (Little's law, as ``roofline._in_flight_time``): a
+    """Bytes/s of loads that ``flight`` bytes in flight sustain (Little's law, as ``memory_time.in_flight_time``): a
     share ``hit`` comes back at the LLC's latency, the rest at DRAM's, which grows linearly with DRAM's utilisation
     to ``loaded_latency_factor`` times at its peak: the root of A·bw² + B·bw − F = 0 with A = a·(1−h)²·L0/BW,
     B = h·Lc + (1−h)·L0, a = factor − 1. The LLC's own bandwidth is not in it: the schedule's L2 feed per K-step and

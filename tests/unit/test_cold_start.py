@@ -15,7 +15,7 @@ import pytest
 
 import perfmodel
 from perfmodel.efficiency import FLUSHED_CACHE_ROUND_TRIPS, ModelDefaults, defaults_for
-from perfmodel.roofline import llc_hit_share
+from perfmodel.memory_time import llc_hit_share
 from perfmodel.specs import load_hardware
 
 A100 = "nvidia-a100-sxm4-80gb"
