@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from perfmodel.dtypes import DType
 from perfmodel.graph.llm_config import LlmConfig, bundled
+from perfmodel.hardware import Hardware
 from perfmodel.roofline import resolve_hardware
 from perfmodel.training import flops
 from perfmodel.training.layout import RECOMPUTE_MODES, GradAccumulation, TrainingSetup
@@ -201,9 +202,9 @@ def stated_chunks(run: PublishedRun, cfg: LlmConfig) -> tuple[int, ...]:
     return candidates
 
 
-def search(run: PublishedRun) -> tuple[SearchResult, int, bool]:
+def search(run: PublishedRun, hardware: Hardware | None = None) -> tuple[SearchResult, int, bool]:
     """The run's layouts searched (what it leaves out), the index of the fastest that fits (else the fastest that
-    runs, flagged) and whether it fits."""
+    runs, flagged) and whether it fits; ``hardware``: a variant of the run's device to cost it on (experiments)."""
     cfg = run.config()
     dp = run.devices // (run.tp * run.pp * run.cp)
     setup = TrainingSetup(seq_len=run.seq_len, global_batch=run.global_batch, grad_bytes=run.grad_bytes,
@@ -215,7 +216,7 @@ def search(run: PublishedRun) -> tuple[SearchResult, int, bool]:
     space = SearchSpace(tp=(run.tp,), pp=(run.pp,), cp=(run.cp,), ep=(1,), zero=(run.zero if dp > 1 else 0,),
                         recompute=run.recompute, micro_batch=run.micro_batch, virtual_stages=stated_chunks(run, cfg),
                         schedules=("1f1b",))
-    result = search_layouts(cfg, resolve_hardware(run.hardware), run.devices, setup, space)
+    result = search_layouts(cfg, hardware or resolve_hardware(run.hardware), run.devices, setup, space)
     ranked = result.ranked()
     fits = bool(ranked)
     if not ranked:  # report the fastest that runs, flagged
@@ -245,11 +246,11 @@ def published_step_s(run: PublishedRun) -> float:
     return source_flops(run, run.config()) / (run.published_tflops * 1e12 * run.devices)
 
 
-def predict(run: PublishedRun) -> dict[str, Any]:
+def predict(run: PublishedRun, hardware: Hardware | None = None) -> dict[str, Any]:
     """The fastest fitting layout among the run's (searching what it leaves out), its predicted TFLOP/s per
-    device in the source's convention, and the error against the published figure."""
+    device in the source's convention, and the error against the published figure (``hardware``: as ``search``)."""
     cfg = run.config()
-    result, index, fits = search(run)
+    result, index, fits = search(run, hardware)
     best = result.row(index)
     predicted = source_flops(run, cfg) / (best["step_s"] * run.devices) / 1e12
     # a source that does not state its convention (Llama 3): the same step in the causal count, for the record
