@@ -1,7 +1,8 @@
 """A published run's layer GEMMs: the model's rate on them beside the device's published best GEMM (a diagnostic).
 
-The model's rate is FLOP-weighted over one layer's GEMMs on one device of the run's layout (the probe graph's
-``matmul`` nodes: each projection's forward, input-gradient and weight-gradient GEMM). Over the device's best
+The model's rate is FLOP-weighted over one layer's weight GEMMs on one device of the run's layout (the probe
+graph's ``matmul`` nodes outside the core attention: each projection's forward, input-gradient and weight-gradient
+GEMM). Over the device's best
 GEMM as measured (the Maximum Achievable Matmul FLOPS table, ``benchmarks/data/best_gemm_mamf.csv``: the best
 shape of a brute-force grid), it says how close to what the device is seen to reach the model puts the run's
 GEMMs. Real training shapes cannot beat the measured best, so a share near 1 leaves the model no room to be
@@ -16,17 +17,19 @@ from __future__ import annotations
 
 from perfmodel.hardware import Hardware
 from perfmodel.roofline import predict_many, resolve_hardware
-from perfmodel.training.costs import ProbeKey, _probe_graph
+from perfmodel.training.costs import ProbeKey, _is_attention, _probe_graph
 from perfmodel.training.published import PublishedRun
 
 FORWARD_BACKWARD_GEMMS = 3.0  # forward, input gradient, weight gradient: each 2·m·n·k
 
 
 def layer_gemm_ops(run: PublishedRun, tp: int, cp: int, micro_batch: int) -> list[dict[str, object]]:
-    """The GEMMs of the run's layers on one device of a (tp, cp, micro-batch) layout, as the step costs them."""
+    """The weight GEMMs of the run's layers on one device of a (tp, cp, micro-batch) layout, as the step costs
+    them; an unfused attention's score and value matmuls are the core attention's, not counted."""
     graph = _probe_graph(run.config(), ProbeKey(tp, cp, micro_batch), run.seq_len, "bf16", run.flash_attention)
     return [dict(op) for node in graph.nodes
-            if node.layer.startswith("layers.") and (op := node.cost_op) is not None and op.get("kind") == "matmul"]
+            if node.layer.startswith("layers.") and not _is_attention(node) and (op := node.cost_op) is not None
+            and op.get("kind") == "matmul"]
 
 
 def gemm_flops(op: dict[str, object]) -> float:
