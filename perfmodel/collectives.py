@@ -280,7 +280,6 @@ def _ring_plateau(t: MachineTables) -> float:
 _THREADS = {LL: 512.0, LL128: 640.0, SIMPLE: 512.0}
 _THREAD_THRESHOLD_BYTES = {LL: 8.0, LL128: 8.0, SIMPLE: 64.0}
 NVLINK_LINK_BYTES_PER_S = 25e9  # one NVLink 2/3/4 link per direction
-NCCL_NVLINK_SHARE = 0.8  # NCCL's topology: 20 GB/s per 25 GB/s NVLink (ncclTopoNVLinkBw, SM60-SM90)
 MAX_CHANNELS = 32  # NCCL MAXCHANNELS
 PCIE_CHANNELS = 2  # one ring over the PCIe tree, duplicated (NCCL's ncclTopoPostset doubles the search's channels)
 
@@ -347,21 +346,12 @@ def _point_to_point(t: MachineTables, kind: IntArray, size: FloatArray, p: Float
         link = np.where(bridged, ic.bridge_bandwidth_bytes_per_s * t.defaults.link_efficiency, link)
         nvlink = nvlink | bridged
     multi = nodes > 1
-    import os
-    if os.environ.get("P2P_NVL_SHARE"):
-        share = NCCL_NVLINK_SHARE / t.defaults.link_efficiency
-        link = np.where(nvlink, link * share, link)
     # a message up to P2P_LL_THRESHOLD_BYTES runs LL (8-byte stores: 4 data bytes and a flag), larger ones Simple
     ll = (size <= P2P_LL_THRESHOLD_BYTES) & (t.hardware.kind == "gpu")
     proto_share = np.where(ll, 0.5, 1.0)
     hop = np.where(ll, np.where(nvlink, _hop_s(t, "nvlink", "ring", LL), _hop_s(t, "pcie", "ring", LL)),
                    np.where(nvlink, _hop_s(t, "nvlink", "ring", SIMPLE), _hop_s(t, "pcie", "ring", SIMPLE)))
     net_hop = np.where(ll, _hop_s(t, "net", "ring", LL), _hop_s(t, "net", "ring", SIMPLE))
-    import os
-    if os.environ.get("P2P_BASE"):
-        base = np.where(ll, _base_s(t, _BASE_US["ring"][LL]), _base_s(t, _BASE_US["ring"][SIMPLE]))
-        hop = hop + base
-        net_hop = net_hop + base
     # within a node each channel is one CTA on one link: a send is done when its busiest channel has moved its
     # part at one NVLink's sustained share (NCCL's topology counts 20 of 25 GB/s per link), or when the pair's
     # links have moved it all, whichever is later
