@@ -26,6 +26,7 @@ from perfmodel.uncalibrated_interval import (
     device_spread,
     interval_s,
     load_bands,
+    symmetric_band,
     weighted_quantiles,
 )
 
@@ -245,3 +246,38 @@ def test_stored_file_schema_and_every_band_holds_the_point_estimate() -> None:
     assert batch.uncalibrated_interval_s is not None
     low, high = batch.uncalibrated_interval_s[0]
     assert low <= batch.time_s[0] <= high
+
+
+def test_the_symmetric_band_counts_each_devices_bias_in_both_directions() -> None:
+    # one device 2x slow, one 2x fast, each tight: the band is 0.5x..2x about the prediction, not a device's own
+    ratio = np.concatenate([np.full(10, 2.0), np.full(990, 0.5)])
+    low, high = symmetric_band(ratio, ["slow"] * 10 + ["fast"] * 990)
+    assert low == pytest.approx(0.5) and high == pytest.approx(2.0)
+    # a single device at 1.5x: the band reaches as far below the prediction as above it
+    low, high = symmetric_band(np.full(20, 1.5), ["d0"] * 20)
+    assert low == pytest.approx(1 / 1.5) and high == pytest.approx(1.5)
+
+
+def test_the_symmetric_band_holds_80_percent_of_its_own_rows_and_the_prediction() -> None:
+    rng = np.random.default_rng(7)
+    ratio = np.exp(rng.normal(0.3, 0.4, 5000))
+    low, high = symmetric_band(ratio, ["d0"] * 5000)
+    assert low < 1.0 < high and low == pytest.approx(1 / high)
+    assert np.mean((ratio >= low) & (ratio <= high)) == pytest.approx(0.8, abs=0.01)
+
+
+def test_the_symmetric_rule_changes_only_classes_on_fewer_than_min_devices() -> None:
+    rng = np.random.default_rng(8)
+    ratio = np.concatenate([np.exp(rng.uniform(np.log(0.5), np.log(2.0), 400)), rng.uniform(1.18, 1.22, 20),
+                            rng.uniform(1.45, 1.55, 20)])
+    classes = ["matmul"] * 400 + ["softmax"] * 40
+    devices = [f"d{i % 4}" for i in range(400)] + ["d0"] * 20 + ["d1"] * 20
+    shifted = build_bands(ratio, classes, devices, rule="shifted")
+    symmetric = build_bands(ratio, classes, devices, rule="symmetric")
+    assert symmetric["matmul"] == shifted["matmul"] and symmetric[POOLED] == shifted[POOLED]
+    # softmax (two devices, ~1.2x and ~1.5x): up to the slower one's 1.5x, and as far below the prediction
+    band = symmetric["softmax"]
+    assert 1.45 < band.high_ratio < 1.55 and band.low_ratio == pytest.approx(1 / band.high_ratio)
+    assert shifted["softmax"].low_ratio < 0.9  # the union reaches below 1 from the pooled band alone
+    # held out: d0's rows (1.2x) inside d1's band (to 1.5x), d1's (1.5x) outside d0's (to 1.21x)
+    assert band.coverage == pytest.approx(0.5) and band.device_coverage == pytest.approx(0.5)
