@@ -291,7 +291,8 @@ class Conv2d(Op):
         # data-gradient (NHW x C x KRS; winograd: of dx tiles x C x K), weight-gradient (K x CRS x NPQ;
         # non-fused: 36 of K x C x tiles)
         complex_gemms = COMPLEX_GEMM_REAL_GEMMS * spectra.frequencies  # fft: 4 real GEMMs per frequency
-        per_pass = np.where(dw, 0.0, np.where(wino, points * blocks * g, np.where(fft, complex_gemms, g)))  # fwd and dgrad
+        # fwd and dgrad
+        per_pass = np.where(dw, 0.0, np.where(wino, points * blocks * g, np.where(fft, complex_gemms, g)))
         # per-image GEMMs (im2col_gemm): rows P·Q of one image, the batch run serially (gemm_serial)
         m_gemm = np.where(im2col, p * q, m_gemm)
         thin_cols = thin | im2col  # the data gradient onto columns: P·Q x C/g·R·S x K/g, then col2im
