@@ -14,6 +14,9 @@ output): the input transform writes 36 values per tile and channel, the filter t
 (K, C) pair, the 36 GEMMs of tiles x K x C write 36 per tile and output channel, which the output
 transform reads back. Those streams add to the GEMMs' time (``Work.serial_bytes``).
 
+``algorithm='winograd_rxs'`` is MIOpen's binary RxS Winograd (``conv_rxs``): any R x S filter at stride 1 or 2,
+zero-padded to 3x3 blocks, each block a fused F(2x2, 3x3) over the output (a 3x3 stride-1 filter: ``winograd``).
+
 A backward op runs its data gradient with the same Winograd (on tiles of dx); its weight gradient
 too where the algorithm is non-fused (F(3x3, 4x4): 36 GEMMs of K x C x tiles), and as an implicit GEMM
 after the fused one, which has no weight-gradient form in cuDNN (its ``BWD_FILTER`` algorithms list
@@ -66,6 +69,7 @@ from perfmodel.ops.base import (
 from perfmodel.ops.checks import one_of
 from perfmodel.ops.conv_fft import COMPLEX_GEMM_REAL_GEMMS, FFT_ALGORITHMS, fft_error, fft_terms
 from perfmodel.ops.conv_im2col import im2col_error, im2col_terms
+from perfmodel.ops.conv_rxs import RXS, rxs_blocks, rxs_error
 from perfmodel.search.conv_space import DATA_GRADIENT, FORWARD, FUSED_WINOGRAD, WEIGHT_GRADIENT
 
 CONV_LIBRARY_IM2COL = 1.0  # MIOpen 1.x calls its own GEMMs (GemmBackend_t::miopengemm), at the conv library share
@@ -103,7 +107,7 @@ class Conv2d(Op):
     compute_dtype: DType | None = None
     layout: Literal["nchw", "nhwc"] = "nchw"
     algorithm: Literal["implicit_gemm", "winograd", "winograd_nonfused", "fft", "fft_tiling",
-                       "im2col_gemm"] = "implicit_gemm"
+                       "im2col_gemm", "winograd_rxs"] = "implicit_gemm"
     bias: bool = False
     pass_: Pass = "forward"
     depth: int = 1
@@ -149,7 +153,7 @@ class Conv2d(Op):
                 and self.stride == self.along_w("stride") == 1 and self.dilation == self.along_w("dilation") == 1):
             raise OpError(self.kind, "algorithm", "winograd_nonfused needs a 3x3 or 5x5 kernel with stride 1 "
                           "and no dilation")
-        reason = fft_error(self) or im2col_error(self)
+        reason = fft_error(self) or im2col_error(self) or rxs_error(self)
         if reason is not None:
             raise OpError(self.kind, "algorithm", reason)
         if self.out_h <= 0 or self.out_w <= 0:
@@ -225,7 +229,8 @@ class Conv2d(Op):
         fwd, bwd = pass_factors(ops)
         flops = 2.0 * nb * k * p * q * (c / g) * r * s
         algorithm = _choices(ops, "algorithm")
-        fused = algorithm == "winograd"
+        rxs = algorithm == RXS  # MIOpen's RxS Winograd: 3x3 blocks of the padded filter, each a fused F(2x2, 3x3)
+        fused = (algorithm == "winograd") | rxs
         nonfused = algorithm == "winograd_nonfused"
         wino = fused | nonfused
         fft = one_of(algorithm, tuple(FFT_ALGORITHMS))
@@ -241,10 +246,11 @@ class Conv2d(Op):
         tiles_dx = nb_x * np.ceil(h / out_tile) * np.ceil(w / out_tile)
         # the weight gradient (x and dy -> dw: F(3x3, 4x4) on the forward's tiles) only in the non-fused form:
         # cuDNN's fused Winograd has no weight-gradient kernel
-        wino_flops = 2.0 * points * (tiles * (fwd + bwd * nonfused) + tiles_dx * bwd) * k * (c / g)
+        blocks = np.where(rxs, rxs_blocks(kernel_h, column(ops, "kernel_w"), column(ops, "stride")), 1.0)
+        wino_flops = 2.0 * points * blocks * (tiles * (fwd + bwd * nonfused) + tiles_dx * bwd) * k * (c / g)
         # fused transforms: input tile 4x4 (B^T d B, ~32 adds each per channel), output 2x2 (A^T m A, ~24 adds)
-        wino_vector = np.where(fused, tiles * (32.0 * c + 24.0 * k) * fwd + tiles_dx * (32.0 * k + 24.0 * c) * bwd,
-                               0.0)
+        wino_vector = np.where(fused, blocks * (tiles * (32.0 * c + 24.0 * k) * fwd
+                                                + tiles_dx * (32.0 * k + 24.0 * c) * bwd), 0.0)
         x_bytes, w_bytes, y_bytes = nb_x * c * h * w * elem, k * (c / g) * r * s * elem, nb * k * p * q * elem
         x_read = x_bytes * _touched_share(ops)
         # non-fused: data, filter and output transforms each read their source and write the other side
@@ -285,7 +291,8 @@ class Conv2d(Op):
         # data-gradient (NHW x C x KRS; winograd: of dx tiles x C x K), weight-gradient (K x CRS x NPQ;
         # non-fused: 36 of K x C x tiles)
         complex_gemms = COMPLEX_GEMM_REAL_GEMMS * spectra.frequencies  # fft: 4 real GEMMs per frequency
-        per_pass = np.where(dw, 0.0, np.where(wino, points * g, np.where(fft, complex_gemms, g)))  # fwd and dgrad
+        # fwd and dgrad
+        per_pass = np.where(dw, 0.0, np.where(wino, points * blocks * g, np.where(fft, complex_gemms, g)))
         # per-image GEMMs (im2col_gemm): rows P·Q of one image, the batch run serially (gemm_serial)
         m_gemm = np.where(im2col, p * q, m_gemm)
         thin_cols = thin | im2col  # the data gradient onto columns: P·Q x C/g·R·S x K/g, then col2im
@@ -329,7 +336,8 @@ class Conv2d(Op):
 
 
 LAYOUTS: tuple[str, ...] = ("nchw", "nhwc")  # the Literal choices of ``layout`` and ``algorithm``
-ALGORITHMS: tuple[str, ...] = ("implicit_gemm", "winograd", "winograd_nonfused", "fft", "fft_tiling", "im2col_gemm")
+ALGORITHMS: tuple[str, ...] = ("implicit_gemm", "winograd", "winograd_nonfused", "fft", "fft_tiling", "im2col_gemm",
+                               RXS)
 
 
 def along_w_column(ops: Sequence[Conv2d] | OpColumns, name: Literal["stride", "padding", "dilation"]) -> FloatArray:
