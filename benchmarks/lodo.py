@@ -420,7 +420,8 @@ def main() -> None:
                              "refitting (an interval rule's change, tried or written in seconds)")
     parser.add_argument("--screen", metavar="NPZ", type=Path,
                         help="predict each fold's rows with the defaults it fitted in a --save-heldout run, not "
-                             "refitted (a model change screened in seconds; --classes predicts only those)")
+                             "refitted (a model change screened in seconds; --classes predicts only those, so the "
+                             "interval coverage then pools only their bands)")
     parser.add_argument("--fit-all", action="store_true",
                         help="only fit the defaults over every device (none held out) and print them")
     args = parser.parse_args()
@@ -448,7 +449,7 @@ def main() -> None:
     scored = [i for i, r in enumerate(rows) if np.isfinite(folds.predicted[i])
               and (not args.classes or r.label in args.classes)]
     print("\n".join(table([rows[i] for i in scored], _subset(folds, scored), fold_of[scored], args.markdown)))
-    if not args.folds and not args.screen:
+    if not args.folds and not (args.screen and args.classes):
         print("\n".join(bands(rows, folds)))
     print("\nfitted defaults per left-out " + ("vendor" if args.vendor else "device") + ":")
     for fold, values in folds.fitted.items():
