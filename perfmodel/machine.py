@@ -53,10 +53,6 @@ _VECTOR_FALLBACK: dict[DType, tuple[DType, ...]] = {
 }
 
 
-# An experiment (docs/accuracy.md, thirteenth pass, ln15): a GPU's kernel floor taken as a number of cycles, the
-# floor default given at this clock and scaled by the spec's clock_hz. None: the floor is the default in seconds.
-FLOOR_REFERENCE_CLOCK_HZ: float | None = 1.41e9
-
 @dataclass(frozen=True)
 class Path:
     """How one dtype's work runs: engine, dtype actually used, peak, and a note if it fell back."""
@@ -119,9 +115,6 @@ class MachineTables:
     def kernel_overhead_s(self) -> float:
         if self.hardware.launch_overhead_s is not None:
             return self.hardware.launch_overhead_s
-        clock = self.hardware.clock_hz
-        if FLOOR_REFERENCE_CLOCK_HZ and self.hardware.kind == "gpu" and clock:
-            return self.defaults.kernel_overhead_s * FLOOR_REFERENCE_CLOCK_HZ / clock
         return self.defaults.kernel_overhead_s
 
 
