@@ -25,12 +25,14 @@ over the *other* folds' held-out rows, every device weighing the same (a class o
 widened by the band pooled over all classes, one on more given the device effect its devices do not show:
 ``uncalibrated_interval.shifted_band``); coverage is counted on the left-out device, of rows and per device.
 ``--save-heldout`` stores the held-out predictions, which ``benchmarks/uncalibrated_bands.py`` scores under each
-interval rule (``uncalibrated_interval.RULES``) and ``--from-heldout`` reads back instead of refitting.
+interval rule (``uncalibrated_interval.RULES``) and ``--from-heldout`` reads back instead of refitting. It also stores
+each fold's fitted defaults: ``--screen`` predicts every fold's rows with them under this checkout's model, without
+refitting (a model change screened in seconds; a refit's effect on the other classes needs the full run).
 ``--write-intervals`` stores the per-class bands of all held-out rows, which every uncalibrated prediction
 carries (``perfmodel/uncalibrated_interval.py``).
 
     python benchmarks/lodo.py [--vendor] [--markdown] [--write-intervals] [--folds DEVICE ...] [--classes LABEL ...]
-                              [--save-heldout FILE.npz | --from-heldout FILE.npz]
+                              [--save-heldout FILE.npz | --from-heldout FILE.npz | --screen FILE.npz]
     python benchmarks/lodo.py --fit-all   # the same fit over every dev device: what the shipped defaults should be
 """
 
@@ -38,10 +40,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -318,19 +322,59 @@ def run_folds(rows: Sequence[Row], fold_of: np.ndarray, only: Sequence[str] = ()
     return Folds(predicted, shipped, fitted)
 
 
-def heldout_folds(rows: Sequence[Row], fold_of: np.ndarray, path: Path) -> Folds:
-    """The held-out predictions a ``--save-heldout`` run stored, checked to be of these rows and folds (no fit: the
-    fitted values are not stored)."""
+def _saved_run(rows: Sequence[Row], fold_of: np.ndarray, path: Path) -> Any:
+    """A ``--save-heldout`` file, checked to be of these rows and folds."""
     data = np.load(path)
     same = (data["measured"].size == len(rows) and np.array_equal(data["folds"], fold_of)
             and np.array_equal(data["devices"], [r.hardware for r in rows])
             and np.allclose(data["measured"], [r.measured_s for r in rows], rtol=0, atol=0))
     if not same:
         raise SystemExit(f"{path}: not a --save-heldout run of these rows and folds")
+    return data
+
+
+def heldout_folds(rows: Sequence[Row], fold_of: np.ndarray, path: Path) -> Folds:
+    """The held-out predictions a ``--save-heldout`` run stored, checked to be of these rows and folds (no fit: the
+    fitted values are not read)."""
+    data = _saved_run(rows, fold_of, path)
     devices = sorted({r.hardware for r in rows})
     shipped = data["shipped"] if "shipped" in data else _predict(rows, {hw: defaults_for(load_hardware(hw))
                                                                         for hw in devices})
     return Folds(np.asarray(data["predicted"], dtype=float), np.asarray(shipped, dtype=float), {})
+
+
+def save_heldout(path: Path, rows: Sequence[Row], fold_of: np.ndarray, folds: Folds) -> None:
+    """Store each row's class, device, fold, measured, held-out and shipped prediction, and each fold's fitted
+    defaults (JSON), for ``--from-heldout``, ``--screen`` and ``benchmarks/uncalibrated_bands.py``."""
+    np.savez_compressed(path, classes=np.array([band_key(make_op(r.op)) for r in rows]),
+                        devices=np.array([r.hardware for r in rows]), folds=fold_of,
+                        measured=np.array([r.measured_s for r in rows]), predicted=folds.predicted,
+                        shipped=folds.shipped, fitted=np.array(json.dumps(folds.fitted)))
+
+
+def screen_folds(rows: Sequence[Row], fold_of: np.ndarray, path: Path, keep: np.ndarray | None = None) -> Folds:
+    """Each fold's rows predicted by this checkout's model with the defaults that fold fitted in a saved run, not
+    refitted: a model change screened in seconds. Unchanged, it reproduces the saved run; changed, it shows the rows
+    it moves, not what a refit would move in the other classes (only a full run does). ``keep``: the rows to
+    predict (the others nan)."""
+    data = _saved_run(rows, fold_of, path)
+    if "fitted" not in data:
+        raise SystemExit(f"{path}: saved without the fitted defaults; rerun it with --save-heldout")
+    fitted: dict[str, dict[str, float]] = json.loads(str(data["fitted"]))
+    devices = sorted({r.hardware for r in rows})
+    shipped_defaults = {hw: defaults_for(load_hardware(hw)) for hw in devices}
+    wanted = np.ones(len(rows), dtype=bool) if keep is None else keep
+    predicted = np.full(len(rows), np.nan)
+    shipped = np.full(len(rows), np.nan)
+    for fold, choice in fitted.items():
+        held = np.nonzero((fold_of == fold) & wanted)[0]
+        if not held.size:
+            continue
+        model, harness = _split(choice)
+        subset = [rows[int(i)] for i in held]
+        predicted[held] = _predict(subset, with_model(shipped_defaults, model), harness)
+        shipped[held] = _predict(subset, shipped_defaults)
+    return Folds(predicted, shipped, fitted)
 
 
 def fit_all(rows: Sequence[Row]) -> dict[str, float]:
@@ -374,6 +418,10 @@ def main() -> None:
     parser.add_argument("--from-heldout", metavar="NPZ", type=Path,
                         help="take the held-out predictions from a --save-heldout file of the same rows instead of "
                              "refitting (an interval rule's change, tried or written in seconds)")
+    parser.add_argument("--screen", metavar="NPZ", type=Path,
+                        help="predict each fold's rows with the defaults it fitted in a --save-heldout run, not "
+                             "refitted (a model change screened in seconds; --classes predicts only those, so the "
+                             "interval coverage then pools only their bands)")
     parser.add_argument("--fit-all", action="store_true",
                         help="only fit the defaults over every device (none held out) and print them")
     args = parser.parse_args()
@@ -388,17 +436,20 @@ def main() -> None:
         parser.error("--from-heldout holds every fold's predictions: drop --folds")
     if args.write_intervals and args.folds:
         parser.error("--write-intervals needs every fold: drop --folds")
-    folds = (heldout_folds(rows, fold_of, args.from_heldout) if args.from_heldout
-             else run_folds(rows, fold_of, args.folds))
+    if args.screen and (args.from_heldout or args.folds or args.write_intervals or args.save_heldout):
+        parser.error("--screen reads one saved run and writes nothing: drop the other run options")
+    if args.screen:
+        keep = np.array([not args.classes or r.label in args.classes for r in rows])
+        folds = screen_folds(rows, fold_of, args.screen, keep)
+    else:
+        folds = (heldout_folds(rows, fold_of, args.from_heldout) if args.from_heldout
+                 else run_folds(rows, fold_of, args.folds))
     if args.save_heldout:
-        np.savez_compressed(args.save_heldout, classes=np.array([band_key(make_op(r.op)) for r in rows]),
-                            devices=np.array([r.hardware for r in rows]), folds=fold_of,
-                            measured=np.array([r.measured_s for r in rows]), predicted=folds.predicted,
-                            shipped=folds.shipped)
+        save_heldout(args.save_heldout, rows, fold_of, folds)
     scored = [i for i, r in enumerate(rows) if np.isfinite(folds.predicted[i])
               and (not args.classes or r.label in args.classes)]
     print("\n".join(table([rows[i] for i in scored], _subset(folds, scored), fold_of[scored], args.markdown)))
-    if not args.folds:
+    if not args.folds and not (args.screen and args.classes):
         print("\n".join(bands(rows, folds)))
     print("\nfitted defaults per left-out " + ("vendor" if args.vendor else "device") + ":")
     for fold, values in folds.fitted.items():
