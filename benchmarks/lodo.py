@@ -80,6 +80,11 @@ GRIDS: dict[str, tuple[float, ...]] = {
     "matrix_efficiency": (0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95),
     # a convolution library's kernels (cuDNN, MIOpen) apart from the BLAS GEMMs: only convolution rows move it
     "conv_matrix_efficiency": (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8),
+    # its gradient kernels (cuDNN's BackwardData / BackwardFilter, MIOpen's BackwardData / BackwardWeights): only
+    # backward convolution rows move it, so they no longer choose the forward's share (docs/accuracy.md, conv14)
+    "conv_backward_matrix_efficiency": (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8),
+    # the weight gradient's sustained DRAM share (its stream bounds a backward from below, docs/model.md section 4)
+    "conv_wgrad_dram_efficiency": (0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.87),
     "vector_efficiency": (0.6, 0.7, 0.8, 0.85, 0.9, 1.0),
     "dram_efficiency": (0.7, 0.75, 0.8, 0.85, 0.87, 0.9, 0.95),
     "stream_dram_efficiency": (0.7, 0.75, 0.8, 0.85, 0.87, 0.9, 0.95),

@@ -44,6 +44,13 @@ class ModelDefaults:
     # sustained share of dense matrix peak in a convolution library's own kernels (cuDNN, MIOpen: implicit GEMM,
     # Winograd, FFT) instead of ``matrix_efficiency`` (cuBLAS/rocBLAS GEMMs); None: ``matrix_efficiency``
     conv_matrix_efficiency: float | None = None
+    # the same share for a convolution's gradient kernels (cuDNN's BackwardData / BackwardFilter, MIOpen's
+    # BackwardData / BackwardWeights: other kernels than the forward's); None: ``conv_matrix_efficiency``
+    conv_backward_matrix_efficiency: float | None = None
+    # sustained share of DRAM peak of a convolution's weight-gradient kernel streaming x and dy (its reduction over
+    # N·P·Q onto the small K·C/g·R·S output, split across CTAs and summed): with the data gradient's stream at
+    # ``dram_efficiency`` it bounds a backward from below (``roofline._gradient_streams``); None: no bound
+    conv_wgrad_dram_efficiency: float | None = None
 
     # sustained share of DRAM peak for a streaming kernel (elementwise, norms, gathers: every thread loads, computes
     # little and stores); None: ``dram_efficiency``, the share the GEMM and attention tile models use
@@ -96,6 +103,8 @@ _GPU = ModelDefaults(
     # 2048 B/clk (3.1 TB/s) over 0.9 TB/s (3.5x); use 3x.
     llc_to_dram_bandwidth=3.0,
     conv_matrix_efficiency=0.6,
+    conv_backward_matrix_efficiency=0.6,
+    conv_wgrad_dram_efficiency=0.25,
 )
 
 _NPU = ModelDefaults(
