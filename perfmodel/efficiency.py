@@ -103,8 +103,6 @@ _GPU = ModelDefaults(
     # 2048 B/clk (3.1 TB/s) over 0.9 TB/s (3.5x); use 3x.
     llc_to_dram_bandwidth=3.0,
     conv_matrix_efficiency=0.6,
-    conv_backward_matrix_efficiency=0.6,
-    conv_wgrad_dram_efficiency=0.25,
 )
 
 _NPU = ModelDefaults(

@@ -190,9 +190,11 @@ def _library_share(d: ModelDefaults, work: Work) -> FloatArray:
     conv = d.conv_matrix_efficiency
     if conv is None or not work.conv_library.any():
         return np.ones(work.n)
-    grad = conv if d.conv_backward_matrix_efficiency is None else d.conv_backward_matrix_efficiency
-    share = work.conv_gradient_share
-    library = 1.0 / ((1.0 - share) / conv + share / grad)
+    library: FloatArray | float = conv
+    grad = d.conv_backward_matrix_efficiency
+    if grad is not None:  # unset (shipped): the gradients run at the forward's share
+        share = work.conv_gradient_share
+        library = 1.0 / ((1.0 - share) / conv + share / grad)
     out: FloatArray = np.where(work.conv_library > 0, library / d.matrix_efficiency, 1.0)
     return out
 

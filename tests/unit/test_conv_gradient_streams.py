@@ -1,6 +1,7 @@
 """A convolution backward's own shares: its gradient kernels' library share of matrix peak
 (``conv_backward_matrix_efficiency``) and the weight gradient's sustained DRAM share (``conv_wgrad_dram_efficiency``),
-which with the data gradient's stream bounds a backward from below (docs/model.md section 4)."""
+which with the data gradient's stream bounds a backward from below (docs/model.md section 5). Both are shipped unset
+(the code path off: docs/accuracy.md, convbwd16); unset, a backward is predicted as before."""
 
 from __future__ import annotations
 
@@ -27,16 +28,17 @@ def test_backward_lasts_at_least_its_two_gradient_streams() -> None:
     """T4, THIN backward: the data gradient streams dy, W in and dx out (12,845,056 + 8,192 + 12,845,056 B) at
     ``dram_efficiency``, the weight gradient x, dy in and dW out (12,845,056 x 2 + 8,192 B) at the weight gradient's
     0.25 of the 320 GB/s: 92.3 + 321.2 = 413.5 us, which is the body (kernel time less its two launch floors); without
-    the share (None) the backward is the fused GEMM model's 145.7 us."""
+    the share (None, as shipped) the backward is the fused GEMM model's 145.7 us."""
     shipped = defaults_for(load_hardware(T4))
+    assert shipped.conv_wgrad_dram_efficiency is None and shipped.conv_backward_matrix_efficiency is None
     op = {**THIN, "pass": "backward"}
-    cost = perfmodel.predict(T4, op, defaults=shipped)
+    cost = perfmodel.predict(T4, op, defaults=dataclasses.replace(shipped, conv_wgrad_dram_efficiency=0.25))
     image = 8 * 64 * 112 * 112 * 2.0
     weights = 64 * 64 * 2.0
     floor = (2 * image + weights) / (320e9 * shipped.dram_efficiency) + (2 * image + weights) / (320e9 * 0.25)
     assert floor == pytest.approx(413.5e-6, abs=0.1e-6)
     assert cost.time_s - cost.overhead_s == pytest.approx(floor, rel=1e-12)
-    off = perfmodel.predict(T4, op, defaults=dataclasses.replace(shipped, conv_wgrad_dram_efficiency=None))
+    off = perfmodel.predict(T4, op, defaults=shipped)
     assert off.time_s == pytest.approx(145.7e-6, abs=0.1e-6)
 
 
@@ -44,6 +46,8 @@ def test_forward_ignores_the_backward_shares() -> None:
     """Neither backward share moves a forward convolution, to the bit."""
     shipped = defaults_for(load_hardware(V100))
     other = dataclasses.replace(shipped, conv_backward_matrix_efficiency=0.45, conv_wgrad_dram_efficiency=0.2)
+    assert perfmodel.predict(V100, {**THIN, "pass": "backward"}, defaults=other).time_s != perfmodel.predict(
+        V100, {**THIN, "pass": "backward"}, defaults=shipped).time_s
     for conv in (THIN, DEEP):
         assert perfmodel.predict(V100, conv, defaults=other).time_s == perfmodel.predict(
             V100, conv, defaults=shipped).time_s
