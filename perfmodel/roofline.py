@@ -201,7 +201,7 @@ def _library_share(d: ModelDefaults, work: Work) -> FloatArray:
 
 def _gradient_streams(t: MachineTables, d: ModelDefaults, work: Work) -> FloatArray:
     """A convolution backward's two library calls streamed one after the other: the data gradient's bytes at
-    ``dram_efficiency``, the weight gradient's at ``conv_wgrad_dram_efficiency`` (docs/model.md section 4)."""
+    ``dram_efficiency``, the weight gradient's at ``conv_wgrad_dram_efficiency`` (docs/model.md section 5)."""
     bandwidth = t.bandwidth_bytes_per_s(t.dram)
     wgrad = d.conv_wgrad_dram_efficiency or d.dram_efficiency
     out: FloatArray = work.dgrad_stream_bytes / (bandwidth * d.dram_efficiency) + work.wgrad_stream_bytes / (
