@@ -44,6 +44,13 @@ class ModelDefaults:
     # sustained share of dense matrix peak in a convolution library's own kernels (cuDNN, MIOpen: implicit GEMM,
     # Winograd, FFT) instead of ``matrix_efficiency`` (cuBLAS/rocBLAS GEMMs); None: ``matrix_efficiency``
     conv_matrix_efficiency: float | None = None
+    # the same share for a convolution's gradient kernels (cuDNN's BackwardData / BackwardFilter, MIOpen's
+    # BackwardData / BackwardWeights: other kernels than the forward's); None: ``conv_matrix_efficiency``
+    conv_backward_matrix_efficiency: float | None = None
+    # sustained share of DRAM peak of a convolution's weight-gradient kernel streaming x and dy (its reduction over
+    # N·P·Q onto the small K·C/g·R·S output, split across CTAs and summed): with the data gradient's stream at
+    # ``dram_efficiency`` it bounds a backward from below (``roofline._gradient_streams``); None: no bound
+    conv_wgrad_dram_efficiency: float | None = None
 
     # sustained share of DRAM peak for a streaming kernel (elementwise, norms, gathers: every thread loads, computes
     # little and stores); None: ``dram_efficiency``, the share the GEMM and attention tile models use

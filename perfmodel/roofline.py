@@ -150,6 +150,8 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         level_times[t.dram.name] = level_times[t.dram.name] + serial_s
         columns[3 + list(level_times).index(t.dram.name)] = level_times[t.dram.name]  # the bound counts them too
         which = roofline_labels.top_bound(columns)[1]
+    if d.conv_wgrad_dram_efficiency is not None and work.wgrad_stream_bytes.any():
+        body = np.maximum(body, _gradient_streams(t, d, work))
     per_kernel = t.kernel_overhead_s + (d.host_overhead_s if timing == "host" else 0.0)
     if t.hardware.kind == "gpu":  # flushed caches: code and parameters come from DRAM first (efficiency.py)
         per_kernel += d.cold_start_round_trips * dram_latency
@@ -182,12 +184,28 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
 
 def _library_share(d: ModelDefaults, work: Work) -> FloatArray:
     """Per op, the sustained share of matrix peak its GEMMs reach over the one the GEMM model applies
-    (``matrix_efficiency``): ``conv_matrix_efficiency / matrix_efficiency`` for a convolution library's kernels,
-    1 elsewhere (docs/model.md section 4)."""
+    (``matrix_efficiency``): ``conv_matrix_efficiency / matrix_efficiency`` for a convolution library's forward
+    kernels, ``conv_backward_matrix_efficiency`` for its gradient kernels (an op with both: the harmonic mean
+    weighted by their FLOPs, ``Work.conv_gradient_share``), 1 elsewhere (docs/model.md section 4)."""
     conv = d.conv_matrix_efficiency
     if conv is None or not work.conv_library.any():
         return np.ones(work.n)
-    out: FloatArray = np.where(work.conv_library > 0, conv / d.matrix_efficiency, 1.0)
+    library: FloatArray | float = conv
+    grad = d.conv_backward_matrix_efficiency
+    if grad is not None:  # unset (shipped): the gradients run at the forward's share
+        share = work.conv_gradient_share
+        library = 1.0 / ((1.0 - share) / conv + share / grad)
+    out: FloatArray = np.where(work.conv_library > 0, library / d.matrix_efficiency, 1.0)
+    return out
+
+
+def _gradient_streams(t: MachineTables, d: ModelDefaults, work: Work) -> FloatArray:
+    """A convolution backward's two library calls streamed one after the other: the data gradient's bytes at
+    ``dram_efficiency``, the weight gradient's at ``conv_wgrad_dram_efficiency`` (docs/model.md section 5)."""
+    bandwidth = t.bandwidth_bytes_per_s(t.dram)
+    wgrad = d.conv_wgrad_dram_efficiency or d.dram_efficiency
+    out: FloatArray = work.dgrad_stream_bytes / (bandwidth * d.dram_efficiency) + work.wgrad_stream_bytes / (
+        bandwidth * wgrad)
     return out
 
 

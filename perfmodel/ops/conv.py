@@ -332,6 +332,11 @@ class Conv2d(Op):
                                     np.zeros(len(ops))], axis=1),
             # cuDNN's / MIOpen's convolution kernels, not the BLAS GEMMs (which the per-image path calls)
             conv_library=np.where(im2col, CONV_LIBRARY_IM2COL, 1.0),
+            # the gradient kernels' share of those GEMMs (two passes of the forward's FLOPs each): their own
+            # sustained share (``ModelDefaults.conv_backward_matrix_efficiency``)
+            conv_gradient_share=2.0 * bwd / passes,
+            dgrad_stream_bytes=bwd * (y_bytes + w_bytes + x_bytes),
+            wgrad_stream_bytes=bwd * (x_read + y_bytes + w_bytes),
         )
 
 
