@@ -18,6 +18,7 @@ from perfmodel.hardware import Hardware
 from perfmodel.ops import make_op
 from perfmodel.store import RunIn, Store, TraceKernelIn, TraceKernelRow
 from perfmodel.store.tags import check_tags
+from perfmodel.traces.device_check import device_mismatch
 from perfmodel.traces.geometry_ops import no_launch_work
 from perfmodel.traces.matching import MatchResult, match_runs
 from perfmodel.traces.parse import parse_trace
@@ -120,7 +121,10 @@ def ingest_trace(store: Store, hardware: Hardware, stream: BinaryIO, filename: s
     if stored.duplicate:  # a concurrent upload of the same content stored it first: the same trace
         return Ingested(stored.upload_id, duplicate=True)
     no_work = no_launch_work(parsed.kernels, parsed.format)  # said first: nothing of such a file is modelled
-    warnings = [no_work, *parsed.warnings] if no_work else parsed.warnings
+    warnings = [no_work, *parsed.warnings] if no_work else list(parsed.warnings)
+    mismatch = device_mismatch(hardware, parsed.device_name)
+    if mismatch:
+        warnings.insert(0, mismatch)
     return Ingested(stored.upload_id, False, warnings, alarms_json(hardware, parsed.kernels, matched))
 
 

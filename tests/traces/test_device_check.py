@@ -1,0 +1,57 @@
+"""A trace that names its device (Kineto ``deviceProperties``) uploaded for another device says so (qa14: the
+ResNet-50 trace of a V100, stored for the A100, gave A100 runs and no warning)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.main import create_app
+from api.settings import Settings
+from perfmodel.hardware import Hardware
+from perfmodel.specs import library
+from perfmodel.traces.device_check import device_mismatch, model_numbers
+
+TOKEN = "test-token-device-check"
+ALEXNET = (Path(__file__).resolve().parents[1] / "data" / "traces"
+           / "critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz")  # "NVIDIA A100-PG509-200"
+
+
+def _hw(hardware_id: str) -> Hardware:
+    return library()[hardware_id]
+
+
+@pytest.mark.parametrize(("name", "numbers"), [
+    ("Tesla V100-DGXS-32GB", {"V100"}), ("NVIDIA A100-PG509-200", {"A100"}), ("NVIDIA A100-SXM4-80GB", {"A100"}),
+    ("NVIDIA H100 80GB HBM3", {"H100"}), ("AMD Instinct MI250X / MI250", {"MI250X", "MI250"}),
+    ("NVIDIA L40S", {"L40S"}), ("Tesla T4", {"T4"}), ("AMD Radeon Graphics", set())])
+def test_model_numbers(name: str, numbers: set[str]) -> None:
+    assert model_numbers(name) == numbers
+
+
+def test_mismatch_only_across_models() -> None:
+    assert device_mismatch(_hw("nvidia-a100-sxm4-80gb"), "Tesla V100-DGXS-32GB") is not None
+    assert device_mismatch(_hw("nvidia-l40"), "NVIDIA L40S") is not None
+    for same, name in (("nvidia-a100-pcie-80gb", "NVIDIA A100-SXM4-80GB"), ("nvidia-h100-nvl-94gb", "NVIDIA H100 NVL"),
+                       ("amd-mi250x", "AMD Instinct MI250X / MI250"), ("amd-mi250x", "AMD Radeon Graphics"),
+                       ("nvidia-t4", "Tesla T4"), ("nvidia-a100-sxm4-80gb", None)):
+        assert device_mismatch(_hw(same), name) is None, (same, name)
+
+
+def test_the_upload_warns_when_the_trace_names_another_device(tmp_path: Path) -> None:
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'p.sqlite3'}", data_dir=tmp_path, api_token=TOKEN)
+    with TestClient(create_app(settings)) as client:
+        def upload(hardware: str) -> list[str]:
+            response = client.post("/api/v1/traces", data={"hardware": hardware},
+                                   files={"file": (ALEXNET.name, ALEXNET.read_bytes(), "application/gzip")},
+                                   headers={"Authorization": f"Bearer {TOKEN}"})
+            assert response.status_code == 201
+            warnings: list[str] = response.json()["warnings"]
+            return warnings
+
+        wrong = upload("nvidia-h100-sxm5-80gb")
+        assert wrong and wrong[0].startswith("the trace was recorded on 'NVIDIA A100-PG509-200', but its runs are "
+                                             "stored for nvidia-h100-sxm5-80gb")
+        assert not any("recorded on" in w for w in upload("nvidia-a100-sxm4-80gb"))
