@@ -8,18 +8,8 @@ ROCm's Kineto writes an MI250) give no verdict."""
 
 from __future__ import annotations
 
-import re
-
+from perfmodel.device_names import model_numbers
 from perfmodel.hardware import Hardware
-
-_TOKEN = re.compile(r"^[A-Z]{1,3}\d{1,4}[A-Z]?$")
-_NOT_A_MODEL = re.compile(r"^(SXM|PCIE|HBM|NVL|PG|GDDR|DDR|X)\d|GB$")
-
-
-def model_numbers(text: str) -> set[str]:
-    """``{"V100"}`` for "Tesla V100-DGXS-32GB", ``{"A100"}`` for "nvidia-a100-sxm4-80gb"."""
-    tokens = re.split(r"[^A-Z0-9]+", text.upper())
-    return {t for t in tokens if _TOKEN.match(t) and not _NOT_A_MODEL.search(t)}
 
 
 def device_mismatch(hardware: Hardware, device_name: str | None) -> str | None:

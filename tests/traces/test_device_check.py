@@ -10,9 +10,10 @@ from fastapi.testclient import TestClient
 
 from api.main import create_app
 from api.settings import Settings
+from perfmodel.device_names import model_numbers, similar_ids
 from perfmodel.hardware import Hardware
 from perfmodel.specs import library
-from perfmodel.traces.device_check import device_mismatch, model_numbers
+from perfmodel.traces.device_check import device_mismatch
 
 TOKEN = "test-token-device-check"
 ALEXNET = (Path(__file__).resolve().parents[1] / "data" / "traces"
@@ -55,3 +56,22 @@ def test_the_upload_warns_when_the_trace_names_another_device(tmp_path: Path) ->
         assert wrong and wrong[0].startswith("the trace was recorded on 'NVIDIA A100-PG509-200', but its runs are "
                                              "stored for nvidia-h100-sxm5-80gb")
         assert not any("recorded on" in w for w in upload("nvidia-a100-sxm4-80gb"))
+
+
+def test_similar_ids() -> None:
+    ids = list(library())
+    assert similar_ids("amd-instinct-mi250x", ids) == ["amd-mi250x"]
+    assert similar_ids("a100", ids) == ["nvidia-a100-pcie-80gb", "nvidia-a100-sxm4-40gb", "nvidia-a100-sxm4-80gb"]
+    assert similar_ids("nvidia-h100-sxm-80gb", ids)[0] == "nvidia-h100-nvl-94gb"  # same model number, sorted
+    assert similar_ids("nvidia-l40ss", ids) == ["nvidia-l40s", "nvidia-l40", "nvidia-l4"]  # no model number
+    assert similar_ids("zzz", ids) == []
+
+
+def test_unknown_hardware_suggests_ids(tmp_path: Path) -> None:
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'p.sqlite3'}", data_dir=tmp_path, api_token=TOKEN)
+    with TestClient(create_app(settings)) as client:
+        response = client.post("/api/v1/predict", json={"hardware": "amd-instinct-mi250x", "op": {
+            "kind": "matmul", "m": 64, "n": 64, "k": 64, "dtype": "fp16"}})
+        assert response.status_code == 404
+        assert response.json()["detail"] == ("unknown hardware 'amd-instinct-mi250x': did you mean amd-mi250x? "
+                                             "GET /api/v1/hardware lists them")
