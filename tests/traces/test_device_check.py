@@ -75,3 +75,24 @@ def test_unknown_hardware_suggests_ids(tmp_path: Path) -> None:
         assert response.status_code == 404
         assert response.json()["detail"] == ("unknown hardware 'amd-instinct-mi250x': did you mean amd-mi250x? "
                                              "GET /api/v1/hardware lists them")
+
+
+def test_a_duplicate_upload_says_its_tags_were_not_applied(tmp_path: Path) -> None:
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'p.sqlite3'}", data_dir=tmp_path, api_token=TOKEN)
+    trace = ALEXNET.parent / "triton_example__triton_example.json.gz"
+    with TestClient(create_app(settings)) as client:
+        def upload(tags: str | None) -> tuple[int, list[str]]:
+            response = client.post("/api/v1/traces", data={"hardware": "nvidia-a100-sxm4-80gb",
+                                                            **({"tags": tags} if tags else {})},
+                                   files={"file": (trace.name, trace.read_bytes(), "application/gzip")},
+                                   headers={"Authorization": f"Bearer {TOKEN}"})
+            warnings: list[str] = response.json()["warnings"]
+            return response.status_code, warnings
+
+        assert upload("commit=abc") == (201, [])
+        assert upload("commit=abc") == (200, [])  # the same tags: nothing lost
+        assert upload(None) == (200, [])
+        status, warnings = upload("commit=def")
+        assert status == 200 and warnings == [
+            "this file is already trace 1 of this device (tags: commit=abc); the tags sent with this upload were not "
+            "applied"]
