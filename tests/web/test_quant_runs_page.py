@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import A100, make_app
 from fastapi.testclient import TestClient
 
 from perfmodel.calibration.stored import fit_stored
 from perfmodel.jobs.run import stored_hardware
 from perfmodel.roofline import predict_many
 from perfmodel.store import RunIn
+from tests.web.conftest import A100, make_app
 
 
 def test_runs_page_with_quantize_runs_and_a_calibration(tmp_path: Path) -> None:

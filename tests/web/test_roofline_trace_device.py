@@ -7,10 +7,10 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from conftest import A100, H100, make_app
 from fastapi.testclient import TestClient
 
 from perfmodel.store import RunIn, TraceKernelIn
+from tests.web.conftest import A100, H100, make_app
 
 
 def test_a_trace_without_a_device_shows_on_its_own_device(tmp_path: Path) -> None:
