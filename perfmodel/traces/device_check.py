@@ -8,12 +8,34 @@ ROCm's Kineto writes an MI250) give no verdict."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from perfmodel.device_names import model_numbers
 from perfmodel.hardware import Hardware
+from perfmodel.traces.records import KernelRecord
+
+# a Kineto device kind (``KernelRecord.device_kind``) that names an accelerator, and the words of a spec for it
+_ACCELERATOR_WORDS = {"mtia": ("mtia",), "hpu": ("gaudi", "hpu")}
 
 
-def device_mismatch(hardware: Hardware, device_name: str | None) -> str | None:
-    """A warning where the trace names a device whose model number the chosen spec does not have; else None."""
+def accelerator_of(kernels: Iterable[KernelRecord]) -> str | None:
+    """The accelerator every device record of a trace ran on where it is not a GPU (Meta's MTIA, Intel's HPU),
+    else None (GPU kernels, a CUPTI range, or a mix)."""
+    kinds = {k.device_kind for k in kernels}
+    return next(iter(kinds)) if len(kinds) == 1 and next(iter(kinds)) in _ACCELERATOR_WORDS else None
+
+
+def device_mismatch(hardware: Hardware, device_name: str | None,
+                    kernels: Iterable[KernelRecord] = ()) -> str | None:
+    """A warning where the trace names a device whose model number the chosen spec does not have, or where its
+    device work is all another accelerator's (an MTIA trace, whose ``deviceProperties`` is empty, uploaded for a
+    GPU); else None."""
+    accelerator = accelerator_of(kernels)
+    spec_text = f"{hardware.id} {hardware.name}".lower()
+    if accelerator is not None and not any(word in spec_text for word in _ACCELERATOR_WORDS[accelerator]):
+        return (f"the trace's device work is all {accelerator.upper()} events, but its runs are stored for "
+                f"{hardware.id} ({hardware.name}): a calibration of {hardware.id} will fit them; upload it for a "
+                "spec of that accelerator if this is not what you meant")
     if not device_name:
         return None
     named = model_numbers(device_name)

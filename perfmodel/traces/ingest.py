@@ -132,7 +132,7 @@ def ingest_trace(store: Store, hardware: Hardware, stream: BinaryIO, filename: s
         return Ingested(stored.upload_id, duplicate=True)
     no_work = no_launch_work(parsed.kernels, parsed.format)  # said first: nothing of such a file is modelled
     warnings = [no_work, *parsed.warnings] if no_work else list(parsed.warnings)
-    mismatch = device_mismatch(hardware, parsed.device_name)
+    mismatch = device_mismatch(hardware, parsed.device_name, parsed.kernels)
     if mismatch:
         warnings.insert(0, mismatch)
     return Ingested(stored.upload_id, False, warnings, alarms_json(hardware, parsed.kernels, matched))

@@ -208,7 +208,7 @@ def trace_report(hardware: Hardware, parsed: ParsedTrace, matched: MatchResult,
         ops=_op_rows(matched.runs, distinct[1], index, predicted, interval),
         kinds=_kind_rows(matched.runs, index, predicted, matched.total_kernel_time_s),
         unmodelled=list(matched.unmodelled), rejected=rejected, notes=notes,
-        warnings=[*filter(None, [device_mismatch(hardware, parsed.device_name)]), *parsed.warnings],
+        warnings=[*filter(None, [device_mismatch(hardware, parsed.device_name, parsed.kernels)]), *parsed.warnings],
         alarms=alarms_json(hardware, parsed.kernels, matched), counter_points=counter_points(hardware, parsed.kernels),
         by_source=matched.time_by_source(), by_category=matched.time_by_category(),
         has_device_time=parsed.has_device_time, no_work=no_launch_work(parsed.kernels, parsed.format))

@@ -13,7 +13,8 @@ from api.settings import Settings
 from perfmodel.device_names import model_numbers, similar_ids
 from perfmodel.hardware import Hardware
 from perfmodel.specs import library
-from perfmodel.traces.device_check import device_mismatch
+from perfmodel.traces.device_check import accelerator_of, device_mismatch
+from perfmodel.traces.records import KernelRecord
 
 TOKEN = "test-token-device-check"
 ALEXNET = (Path(__file__).resolve().parents[1] / "data" / "traces"
@@ -96,3 +97,22 @@ def test_a_duplicate_upload_says_its_tags_were_not_applied(tmp_path: Path) -> No
         assert status == 200 and warnings == [
             "this file is already trace 1 of this device (tags: commit=abc); the tags sent with this upload were not "
             "applied"]
+
+
+def _records(*kinds: str | None) -> list[KernelRecord]:
+    return [KernelRecord(f"k{i}", "kernel" if kind is None else "device", 1e-5, "pytorch_kineto", device_kind=kind)
+            for i, kind in enumerate(kinds)]
+
+
+def test_an_mtia_trace_without_a_device_name_warns_on_a_gpu() -> None:
+    """Meta's MTIA trace has an empty ``deviceProperties``; its device events are all MTIA's (qa14: uploaded for
+    the A100 it became 2,671 A100 runs without a word)."""
+    mtia = _records("mtia", "mtia")
+    assert accelerator_of(mtia) == "mtia"
+    warning = device_mismatch(_hw("nvidia-a100-sxm4-80gb"), None, mtia)
+    assert warning is not None and warning.startswith("the trace's device work is all MTIA events, but its runs "
+                                                      "are stored for nvidia-a100-sxm4-80gb")
+    assert accelerator_of(_records("mtia", None)) is None  # a mix: no verdict
+    assert accelerator_of(_records("cupti range profiler")) is None  # a CUPTI range on a GPU
+    assert device_mismatch(_hw("intel-gaudi2"), None, _records("hpu")) is None
+    assert device_mismatch(_hw("nvidia-a100-sxm4-80gb"), None, _records(None, None)) is None
