@@ -7,6 +7,8 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from perfmodel import __version__
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -82,7 +84,8 @@ class BodySizeLimit:
                 await self._reject(send, limit, setting)
 
     async def _reject(self, send: Send, limit: int, setting: str) -> None:
-        body = json.dumps({"detail": f"request body larger than {limit} bytes ({setting})", "field": None})
+        body = json.dumps({"detail": f"request body larger than {limit} bytes ({setting})", "field": None,
+                           "model_version": __version__})  # the shape of every other error (ErrorOut)
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"), (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": body.encode()})

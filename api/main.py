@@ -23,6 +23,7 @@ from api.schemas import ErrorOut
 from api.settings import Settings
 from api.state import AppState, UnknownHardware
 from perfmodel import __version__
+from perfmodel.device_names import similar_ids
 from perfmodel.ops import OpError
 from perfmodel.search import gemm_kernel
 from perfmodel.specs import SpecError, library
@@ -133,7 +134,10 @@ def _errors(app: FastAPI) -> None:
 
     @app.exception_handler(UnknownHardware)
     async def unknown_hardware(_: Request, exc: UnknownHardware) -> JSONResponse:
-        return reply(404, f"unknown hardware {exc.args[0]!r}: GET {API_PREFIX}/hardware lists them", "hardware")
+        asked = str(exc.args[0])
+        near = similar_ids(asked, library())
+        hint = f"did you mean {', '.join(near)}? " if near else ""
+        return reply(404, f"unknown hardware {asked!r}: {hint}GET {API_PREFIX}/hardware lists them", "hardware")
 
     @app.exception_handler(OpError)
     async def bad_op(_: Request, exc: OpError) -> JSONResponse:

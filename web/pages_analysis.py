@@ -60,12 +60,13 @@ def workload_for(request: Request, hardware_id: str, workload: str, ops: str, tr
 
 
 @router.get("/roofline", response_class=HTMLResponse)
-def roofline_page(request: Request, hardware: str = DEFAULT_DEVICE, workload: str = "llama3-8b-decode",
+def roofline_page(request: Request, hardware: str = "", workload: str = "llama3-8b-decode",
                   ops: str = "", trace: str | None = None, page: str = "1") -> HTMLResponse:
     state = app_state(request)
     stored = workload in ("trace", "runs")
     if stored and not can_read(request):
         return token_page(request)
+    hardware = hardware or trace_device(request, workload, trace) or DEFAULT_DEVICE
     hw = device(state, hardware)
     context: dict[str, Any] = {"devices": devices(state), "hardware": hardware, "workload": workload, "ops": ops,
                                "trace": trace or "", "presets": PRESETS,
@@ -82,6 +83,16 @@ def roofline_page(request: Request, hardware: str = DEFAULT_DEVICE, workload: st
     pages = max(1, -(-len(built["view"].rows) // OPS_PAGE_SIZE))
     return render(request, "roofline.html", hw=hw, page=min(int_or_none(page) or 1, pages) or 1,
                   page_size=OPS_PAGE_SIZE, **built, **context)
+
+
+def trace_device(request: Request, workload: str, trace: str | None) -> str | None:
+    """The device a stored trace was uploaded for, where the roofline explorer shows that trace and names no
+    device (a link or a bookmark of ``/roofline?workload=trace&trace=N``: it drew the H100 with no runs)."""
+    trace_id = int_or_none(trace)
+    if workload != "trace" or trace_id is None:
+        return None
+    upload = app_state(request).store.get_trace_upload(trace_id)
+    return upload.hardware_id if upload is not None else None
 
 
 @router.get("/runs", response_class=HTMLResponse)

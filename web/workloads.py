@@ -147,5 +147,7 @@ def from_runs(store: Store, hardware_id: str, trace_id: int | None) -> Workload:
         also = (f"; its {len(work.counter_kernels)} kernels with profiler counters stand where their own counters "
                 "put them (the table below; those with counted FLOPs also on the chart)" if work.counter_kernels
                 else "")
-        work.problems.append(f"no stored runs for {label}{also}")
+        other = (f" on {hardware_id}: it was uploaded for {upload.hardware_id}, choose that device"
+                 if upload is not None and upload.hardware_id != hardware_id else "")
+        work.problems.append(f"no stored runs for {label}{other}{also}")
     return work

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from perfmodel.calibration.op_groups import Group, by_type
+from perfmodel.dtypes import DType
 from perfmodel.hardware import Hardware
 from perfmodel.ops import Op
 from perfmodel.ops.base import IntArray
@@ -72,7 +73,18 @@ def class_key(op: Op, per_node_default: int | None = None) -> str:
     variant = op_variant(op)
     base = op_class_name(op, per_node_default)
     name = base if variant is None else f"{base}/{variant}"
-    return f"{name}:{op.dtype.value}"  # type: ignore[attr-defined]
+    return f"{name}:{key_dtype(op).value}"
+
+
+def key_dtype(op: Op) -> DType:
+    """The dtype a class key names: the op's ``dtype``; a quantize / dequantize, which has none, its computing
+    side as its work counts it (``from_dtype`` where it is a float type, else ``to_dtype``: int8 -> fp16 is
+    fp16). Without it every calibration of runs with such an op (HTA's FBGEMM fp8 quantizers) failed."""
+    dtype = getattr(op, "dtype", None)
+    if isinstance(dtype, DType):
+        return dtype
+    source: DType = op.from_dtype  # type: ignore[attr-defined]
+    return source if source.is_float else op.to_dtype  # type: ignore[attr-defined]
 
 
 def parent_key(key: str) -> str | None:
@@ -90,7 +102,7 @@ def class_keys(ops: Sequence[Op], per_node_default: int | None = None) -> list[s
 
 
 # every field ``class_key`` reads of an op (the kind is its class's)
-_KEY_FIELDS = ("dtype", "pass_", "devices_per_node", "devices", "op", "inputs", "outputs",
+_KEY_FIELDS = ("dtype", "from_dtype", "to_dtype", "pass_", "devices_per_node", "devices", "op", "inputs", "outputs",
                "transcendentals_per_element")
 
 

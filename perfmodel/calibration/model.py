@@ -361,7 +361,9 @@ def _beyond_notes(batch: CostBatch, rows: IntArray, outside: np.ndarray[Any, np.
     parts: dict[int, list[str]] = {}
     for r, j in zip(*np.nonzero(outside), strict=True):
         i = int(rows[r])
-        if j < 2:
+        if j == 0 and not np.isfinite(low[r, j]):  # the class's fitted runs do no FLOPs (copies, fills)
+            what = f"log10 FLOPs {values[r, j]:.2f} (the fitted runs do no FLOPs)"
+        elif j < 2:
             what = f"{('log10 FLOPs', 'log10 bytes')[j]} {values[r, j]:.2f} (fitted {low[r, j]:.2f}-{high[r, j]:.2f})"
         else:
             name = shape.FAMILY_FEATURES[shape.family(batch.ops[i])][j - 2] or f"shape_{j - 2}"

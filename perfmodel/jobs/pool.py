@@ -171,6 +171,9 @@ class JobPool:
         else:
             outcome = self._watch(job_id, worker)
         if outcome == "recorded":
+            written = worker.new_errors()
+            if written.strip():  # a traceback of the job's internal error: into the service's log
+                log.warning("job %d: the fit process wrote:\n%s", job_id, written.rstrip())
             return
         # the worker died, or is stopped (cancelled, the pool stopping); a job it left running ends here
         reason = worker.crash_reason() if outcome == "died" else "stopped"

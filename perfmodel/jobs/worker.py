@@ -28,6 +28,7 @@ class WorkerProcess:
         self.database_url, self.memory_bytes = database_url, memory_bytes
         self._child: subprocess.Popen[bytes] | None = None
         self._errors: IO[bytes] | None = None
+        self._errors_read = 0  # how much of the worker's stderr ``new_errors`` has handed on
         self.last_used_s = time.monotonic()
 
     @property
@@ -64,6 +65,19 @@ class WorkerProcess:
         self.last_used_s = time.monotonic()
         return True if line else None
 
+    def new_errors(self, limit: int = 20_000) -> str:
+        """What the worker wrote to its stderr since the last call (its last ``limit`` bytes): a job's traceback
+        (``run_calibration_job`` prints one for an internal error) that would otherwise stay in its temp file."""
+        if self._errors is None:
+            return ""
+        self._errors.seek(0, os.SEEK_END)
+        end = self._errors.tell()
+        start = max(self._errors_read, end - limit)
+        self._errors.seek(start)
+        text = self._errors.read(end - start).decode("utf-8", "replace")
+        self._errors_read = end
+        return text
+
     def crash_reason(self) -> str:
         """Why the worker ended: its exit status and the exception line of its stderr."""
         code = self._child.wait() if self._child is not None else None
@@ -95,6 +109,7 @@ class WorkerProcess:
 
     def _start(self) -> None:
         self._errors = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the worker; closed by stop)
+        self._errors_read = 0
         self._child = subprocess.Popen([sys.executable, "-m", "perfmodel.jobs"], stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=self._errors, env={**os.environ, **CHILD_ENV})
         assert self._child.stdin is not None

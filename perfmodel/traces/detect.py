@@ -54,6 +54,12 @@ def _csv_format(cells: list[str]) -> str | None:
             {"beginns", "endns"} <= lower or "durationns" in lower
             or {"start_timestamp", "end_timestamp"} <= lower):
         return "rocprof_csv"
+    if {"gpu_model", "cu_per_gpu", "max_sclk"} <= lower:
+        raise TraceError("an omniperf / rocprof-compute sysinfo.csv: the device's description, no kernel times; "
+                         "upload the same run's pmc_perf.csv or timestamps.csv (with --hardware the device it names)")
+    if {"device", "hbmbw", "fp32flops"} <= lower:
+        raise TraceError("an omniperf / rocprof-compute roofline.csv: the device's measured peaks, no kernel times; "
+                         "upload the same run's pmc_perf.csv or timestamps.csv")
     if "kernel_name" in lower or "kernelname" in lower:
         raise TraceError("a rocprof counter file without kernel times (no BeginNs/EndNs, DurationNs or "
                          "Start_Timestamp/End_Timestamp columns): upload results.csv, timestamps.csv or "

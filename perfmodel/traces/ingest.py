@@ -18,6 +18,7 @@ from perfmodel.hardware import Hardware
 from perfmodel.ops import make_op
 from perfmodel.store import RunIn, Store, TraceKernelIn, TraceKernelRow
 from perfmodel.store.tags import check_tags
+from perfmodel.traces.device_check import device_mismatch
 from perfmodel.traces.geometry_ops import no_launch_work
 from perfmodel.traces.matching import MatchResult, match_runs
 from perfmodel.traces.parse import parse_trace
@@ -97,6 +98,16 @@ def alarms_json(hardware: Hardware, kernels: list[KernelRecord], matched: MatchR
              "kind": a.kind, "reason": a.reason} for a in alarms[:MAX_ALARMS]]
 
 
+def _tags_not_applied(upload_id: int, stored: Mapping[str, str], given: Mapping[str, str]) -> list[str]:
+    """A duplicate upload keeps the stored trace as it is: say so where its tags were not the stored ones (the
+    tags of a second upload of one file were dropped without a word)."""
+    if not given or dict(given) == dict(stored):
+        return []
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(stored.items())) or "none"
+    return [f"this file is already trace {upload_id} of this device (tags: {shown}); the tags sent with this upload "
+            "were not applied"]
+
+
 def ingest_trace(store: Store, hardware: Hardware, stream: BinaryIO, filename: str,
                  source: str | None = None, tags: Mapping[str, str] | None = None,
                  parsed_and_matched: tuple[ParsedTrace, MatchResult] | None = None) -> Ingested:
@@ -107,7 +118,7 @@ def ingest_trace(store: Store, hardware: Hardware, stream: BinaryIO, filename: s
     sha256, size = hash_and_size(stream)
     known = store.find_trace_upload(hardware.id, sha256)
     if known is not None:
-        return Ingested(known.id, duplicate=True)
+        return Ingested(known.id, duplicate=True, warnings=_tags_not_applied(known.id, known.tags, checked))
     try:
         parsed, matched = parsed_and_matched or _parse_and_match(stream, filename)
     except TraceError as exc:
@@ -120,7 +131,10 @@ def ingest_trace(store: Store, hardware: Hardware, stream: BinaryIO, filename: s
     if stored.duplicate:  # a concurrent upload of the same content stored it first: the same trace
         return Ingested(stored.upload_id, duplicate=True)
     no_work = no_launch_work(parsed.kernels, parsed.format)  # said first: nothing of such a file is modelled
-    warnings = [no_work, *parsed.warnings] if no_work else parsed.warnings
+    warnings = [no_work, *parsed.warnings] if no_work else list(parsed.warnings)
+    mismatch = device_mismatch(hardware, parsed.device_name, parsed.kernels)
+    if mismatch:
+        warnings.insert(0, mismatch)
     return Ingested(stored.upload_id, False, warnings, alarms_json(hardware, parsed.kernels, matched))
 
 

@@ -20,6 +20,7 @@ from perfmodel.hardware import Hardware
 from perfmodel.ops import Op
 from perfmodel.ops.base import FloatArray
 from perfmodel.roofline import predict_many, predict_valid
+from perfmodel.traces.device_check import device_mismatch
 from perfmodel.traces.geometry_ops import no_launch_work
 from perfmodel.traces.ingest import alarms_json
 from perfmodel.traces.matching import MatchedRun, MatchResult, UnmodelledKernel
@@ -206,7 +207,8 @@ def trace_report(hardware: Hardware, parsed: ParsedTrace, matched: MatchResult,
         total_kernel_time_s=matched.total_kernel_time_s, matched_time_s=matched.matched_time_s,
         ops=_op_rows(matched.runs, distinct[1], index, predicted, interval),
         kinds=_kind_rows(matched.runs, index, predicted, matched.total_kernel_time_s),
-        unmodelled=list(matched.unmodelled), rejected=rejected, warnings=list(parsed.warnings), notes=notes,
+        unmodelled=list(matched.unmodelled), rejected=rejected, notes=notes,
+        warnings=[*filter(None, [device_mismatch(hardware, parsed.device_name, parsed.kernels)]), *parsed.warnings],
         alarms=alarms_json(hardware, parsed.kernels, matched), counter_points=counter_points(hardware, parsed.kernels),
         by_source=matched.time_by_source(), by_category=matched.time_by_category(),
         has_device_time=parsed.has_device_time, no_work=no_launch_work(parsed.kernels, parsed.format))

@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 
 from api.main import create_app
 from api.settings import Settings
+from perfmodel import __version__
 
 TOKEN = "hostile-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -82,6 +83,7 @@ def test_chunked_bodies_past_the_limit_are_413_and_store_nothing(seeded: Seeded)
     body = seeded.client.post("/api/v1/runs/bulk", content=_chunks(b"[", *[b" " * 5_000] * 6, b"]"),
                        headers={**AUTH, "Content-Type": "application/json"})
     assert body.status_code == 413 and "PERFMODEL_MAX_BODY_BYTES" in body.json()["detail"]
+    assert body.json()["model_version"] == __version__  # every error's shape (qa14: this one lacked it)
     assert _stored(seeded.client) == seeded.stored
 
 

@@ -90,9 +90,44 @@ def test_a_worker_killed_before_it_takes_the_job_is_reported_not_raised_as_a_bro
         child.wait()  # dead before the pool writes its configuration
         return child  # type: ignore[no-any-return]
 
-    monkeypatch.setattr(worker_module.subprocess, "Popen", popen_that_dies)
+    monkeypatch.setattr(subprocess, "Popen", popen_that_dies)  # the module the worker calls it through
     process = worker_module.WorkerProcess("sqlite://", None)
     with pytest.raises(worker_module.WorkerDied, match="killed"):
         process.send(1)
     process.stop()  # closing pipes to a dead worker does not raise either
     assert not process.running
+
+
+def test_an_internal_error_in_a_job_reaches_the_service_log(store: Store, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    """A job that fails with an internal error has its traceback in the service's log, not only its one-line
+    error (qa14: the worker printed it into its stderr temp file, which nobody read unless the worker died)."""
+    import time
+
+    from perfmodel.jobs.pool import JobPool
+
+    (tmp_path / "sitecustomize.py").write_text(  # in the worker only: its fit raises an unexpected error
+        "import perfmodel.calibration.stored as s\n"
+        "def broken(*a, **k):\n    raise RuntimeError('qa14 injected')\n"
+        "s.fit_selected = broken\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    pool = JobPool(store, workers=1, memory_bytes=None, poll_s=0.05)
+    pool.start()
+    try:
+        job_id = pool.submit("calibration", {"hardware": "nvidia-a100-sxm4-80gb"})
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            job = store.get_job(job_id)
+            if job is not None and job.status not in ("queued", "running"):
+                break
+            time.sleep(0.2)
+        time.sleep(0.5)  # the pool thread logs once the worker says the job is recorded
+    finally:
+        pool.stop()
+    job = store.get_job(job_id)
+    assert job is not None and job.status == "failed"
+    assert job.error == "internal error in the fit: RuntimeError: qa14 injected"
+    logged = [r.getMessage() for r in caplog.records if r.name == "perfmodel.jobs.pool"]
+    assert any(f"job {job_id}: the fit process wrote:" in m and "Traceback" in m and "qa14 injected" in m
+               for m in logged), logged

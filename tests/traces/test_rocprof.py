@@ -304,3 +304,14 @@ def test_real_rocprofv3_kernel_stats() -> None:
     norm = by_name["__omp_offloading_32_2f3c6__QMnorm_modPnorm_l26"]
     assert norm.instances == 1001 and norm.duration_s == pytest.approx(87995483e-9)
     assert sum(k.instances for k in parsed.kernels) == 4001
+
+
+@pytest.mark.parametrize(("name", "what"), [
+    ("vcopy__MI200__sysinfo.csv", "sysinfo.csv: the device's description"),
+    ("vcopy__MI200__roofline.csv", "roofline.csv: the device's measured peaks")])
+def test_omniperf_side_files_name_what_they_are(name: str, what: str) -> None:
+    """omniperf writes sysinfo.csv and roofline.csv beside the counters; uploading one said only "unrecognised
+    content" (qa14's walkthrough): it now says which file it is and which of the run's files to upload."""
+    with pytest.raises(TraceError, match=r"pmc_perf\.csv or timestamps\.csv") as caught:
+        parse_trace(DATA / name)
+    assert what in str(caught.value)

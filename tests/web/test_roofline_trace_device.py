@@ -1,0 +1,30 @@
+"""The roofline explorer showing a stored trace takes the trace's device when the URL names none, and says which
+device a trace belongs to when another is chosen (qa14: ``/roofline?workload=trace&trace=1`` drew the H100 and
+said "no stored runs for trace 1" for an A100 trace of 64 runs)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from perfmodel.store import RunIn, TraceKernelIn
+from tests.web.conftest import A100, H100, make_app
+
+
+def test_a_trace_without_a_device_shows_on_its_own_device(tmp_path: Path) -> None:
+    app = make_app(tmp_path)
+    with TestClient(app) as client:
+        op = {"kind": "matmul", "m": 1024, "n": 1024, "k": 1024, "dtype": "fp16"}
+        upload_id, _ = app.state.perfmodel.store.ingest_trace(
+            A100, "a100.json", "kineto", 10, hashlib.sha256(b"a100 trace").hexdigest(),
+            [RunIn(hardware_id=A100, op=op, measured_time_s=1e-4, source="trace")],
+            [TraceKernelIn(name="ampere_gemm", category="kernel", duration_s=1e-4, op_kind="matmul", run_index=0)])
+        own = client.get(f"/roofline?workload=trace&trace={upload_id}")
+        assert own.status_code == 200
+        assert f'<option value="{A100}" selected' in own.text
+        assert "no stored runs" not in own.text
+        other = client.get(f"/roofline?workload=trace&trace={upload_id}&hardware={H100}")
+        assert other.status_code == 200
+        assert f"no stored runs for trace {upload_id} on {H100}: it was uploaded for {A100}" in other.text
