@@ -22,7 +22,7 @@ from perfmodel.calibration.boost import ResidualTrees
 from perfmodel.calibration.classes import class_codes, parent_key
 from perfmodel.calibration.distance import DistanceScale
 from perfmodel.calibration.local import LocalCorrection
-from perfmodel.calibration.op_groups import Group, by_type
+from perfmodel.calibration.op_groups import Group, by_type, distinct_by_rows, probably_distinct
 from perfmodel.calibration.target_band import stored_class_scales, stored_scale, transfer_band
 from perfmodel.collectives import devices_per_node
 from perfmodel.cost import CostBatch, _Rows
@@ -383,7 +383,14 @@ def predict_calibrated(hardware: HardwareLike, ops: Iterable[OpLike], calibratio
     given = ops if isinstance(ops, list) else list(ops)
     if not given or not all(issubclass(kind, Op) for kind in set(map(type, given))):  # a type test per class
         return apply_calibration(calibration, predict_many(hw, given, **kw))
-    distinct, op_row = distinct_ops(given)  # type: ignore[arg-type]
+    built: list[Op] = given  # type: ignore[assignment]
+    if probably_distinct(built):  # the model on every op; the ops told apart by its numbers, hashing only look-alikes
+        groups = by_type(built)
+        batch = predict_built(hw, built, groups=groups, **kw)
+        _check_hardware(calibration, batch)
+        distinct, op_row = distinct_by_rows(built, batch, groups)
+        return _apply_distinct(calibration, batch, distinct, op_row, groups if len(distinct) == len(built) else None)
+    distinct, op_row = distinct_ops(built)
     # the model's own interval is replaced by the calibrated one: not computed (``transfer_band`` takes it for the
     # rows it needs)
     groups = by_type(distinct)  # the ops grouped by class once, for the model's Work and the calibration's readers
