@@ -235,6 +235,7 @@ def _repeated_rows(batch: CostBatch, op_row: IntArray) -> tuple[IntArray, IntArr
         return None
     back = back.reshape(-1)
     source = first[back]  # per row, the row it would be taken from
+    moved = np.flatnonzero(source != np.arange(len(op_row)))  # the rows taken from another (the others: themselves)
     arrays = [batch.time_s, batch.bound.codes, batch.overhead_s, batch.compulsory_bytes, batch.utilization,
               *(a for group in (batch.flops_by_engine, batch.bytes_by_level, batch.time_s_by_level,
                                 batch.time_s_by_engine, batch.schedule) for a in group.values()),
@@ -244,7 +245,7 @@ def _repeated_rows(batch: CostBatch, op_row: IntArray) -> tuple[IntArray, IntArr
         whole = np.ascontiguousarray(values)
         if whole.dtype.hasobject or len(whole) != len(op_row):
             return None
-        if not np.array_equal(whole[source].view(np.uint8), whole.view(np.uint8)):
+        if not np.array_equal(whole[source[moved]].view(np.uint8), whole[moved].view(np.uint8)):
             return None
     if batch.notes:
         noted = np.zeros(len(op_row), dtype=bool)
@@ -388,8 +389,10 @@ def predict_calibrated(hardware: HardwareLike, ops: Iterable[OpLike], calibratio
         groups = by_type(built)
         batch = predict_built(hw, built, groups=groups, **kw)
         _check_hardware(calibration, batch)
-        distinct, op_row = distinct_by_rows(built, batch, groups)
-        return _apply_distinct(calibration, batch, distinct, op_row, groups if len(distinct) == len(built) else None)
+        distinct, op_row, groups = distinct_by_rows(built, batch, groups)
+        if len(distinct) == len(built):  # no op repeated (``_apply_distinct``'s test skipped)
+            return _apply(calibration, batch, distinct, op_row, groups)
+        return _apply_distinct(calibration, batch, distinct, op_row, groups)
     distinct, op_row = distinct_ops(built)
     # the model's own interval is replaced by the calibrated one: not computed (``transfer_band`` takes it for the
     # rows it needs)

@@ -6,6 +6,7 @@ apart by the model's own numbers first (``distinct_by_rows``), hashing only the 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import compress
 from operator import itemgetter
 from typing import TYPE_CHECKING
 
@@ -64,29 +65,35 @@ def _fingerprints(batch: CostBatch, groups: Sequence[Group]) -> np.ndarray[tuple
     return key
 
 
-def distinct_by_rows(ops: Sequence[Op], batch: CostBatch, groups: Sequence[Group]) -> tuple[list[Op], IntArray]:
-    """``model.distinct_ops(ops)``: the distinct ops in first-seen order and each op's index among them, where
-    ``batch`` is the model on ``ops`` (``groups``: ``by_type(ops)``). Rows whose number (``_fingerprints``) no
-    other row has hold ops that no other row holds (equal ops have equal numbers): only the others are hashed and
-    compared (a dict: hash, then ``==``). An op that does not hash: each op its own."""
+def distinct_by_rows(ops: Sequence[Op], batch: CostBatch,
+                     groups: Sequence[Group]) -> tuple[list[Op], IntArray, list[Group]]:
+    """``model.distinct_ops(ops)`` (the distinct ops in first-seen order and each op's index among them) and
+    ``by_type`` of the distinct ops, where ``batch`` is the model on ``ops`` (``groups``: ``by_type(ops)``). Rows
+    whose number (``_fingerprints``) no other row has hold ops that no other row holds (equal ops have equal
+    numbers): only the others are hashed and compared (a dict: hash, then ``==``). An op that does not hash: each op
+    its own."""
     n = len(ops)
     key = _fingerprints(batch, groups)
-    order = np.argsort(key, kind="stable")
-    same_key = key[order[1:]] == key[order[:-1]]
-    shared = np.zeros(n, dtype=bool)
-    shared[order[1:][same_key]] = True
-    shared[order[:-1][same_key]] = True
-    if not shared.any():
-        return list(ops), np.arange(n)
+    ordered = np.sort(key)
+    alike = ordered[1:][ordered[1:] == ordered[:-1]]  # numbers more than one row has
+    if not alike.size:
+        return list(ops), np.arange(n), list(groups)
     same = np.arange(n)  # per row, the first row holding an equal op
     first: dict[Op, int] = {}
     try:
-        for i in np.flatnonzero(shared).tolist():
+        for i in np.flatnonzero(np.isin(key, alike)).tolist():
             same[i] = first.setdefault(ops[i], i)
     except TypeError:
-        return list(ops), np.arange(n)
+        return list(ops), np.arange(n), list(groups)
     leads = same == np.arange(n)
-    return list(map(ops.__getitem__, np.flatnonzero(leads).tolist())), (np.cumsum(leads) - 1)[same]
+    if leads.all():
+        return list(ops), np.arange(n), list(groups)
+    position = np.cumsum(leads) - 1
+    kept: list[Group] = []  # ``by_type`` of the distinct ops: each class's first op leads, so the same classes
+    for cls, rows, members in groups:
+        mine = leads[rows]
+        kept.append((cls, position[rows[mine]], list(compress(members, mine.tolist()))))
+    return list(compress(ops, leads.tolist())), position[same], kept
 
 
 __all__ = ["Group", "by_type", "distinct_by_rows", "probably_distinct"]
