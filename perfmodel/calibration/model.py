@@ -358,15 +358,16 @@ def _beyond_notes(batch: CostBatch, rows: IntArray, outside: np.ndarray[Any, np.
     ``outside``, ``f`` (unclipped), ``low`` and ``high`` per row of ``rows``, columns as ``curve.beyond``'s."""
     if not rows.size:
         return batch.notes
-    values = curve.range_values(f)
+    where = np.nonzero(outside)
+    values = curve.range_values(f)[where].tolist()  # Python floats: formatted as the float64s are, ~3x faster
     parts: dict[int, list[str]] = {}
-    for r, j in zip(*np.nonzero(outside), strict=True):
-        i = int(rows[r])
+    for i, j, value, lo, hi in zip(rows[where[0]].tolist(), where[1].tolist(), values, low[where].tolist(),
+                                   high[where].tolist(), strict=True):
         if j < 2:
-            what = f"{('log10 FLOPs', 'log10 bytes')[j]} {values[r, j]:.2f} (fitted {low[r, j]:.2f}-{high[r, j]:.2f})"
+            what = f"{('log10 FLOPs', 'log10 bytes')[j]} {value:.2f} (fitted {lo:.2f}-{hi:.2f})"
         else:
             name = shape.FAMILY_FEATURES[shape.family(batch.ops[i])][j - 2] or f"shape_{j - 2}"
-            what = f"{name} {values[r, j]:.3g} (fitted {low[r, j]:.3g}-{high[r, j]:.3g})"
+            what = f"{name} {value:.3g} (fitted {lo:.3g}-{hi:.3g})"
         parts.setdefault(i, []).append(what)
     notes = dict(batch.notes)  # the lists are replaced, never appended to: ``batch`` keeps its own
     for i, what_lies_outside in parts.items():
