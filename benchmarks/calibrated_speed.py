@@ -34,7 +34,6 @@ STAGES: dict[str, tuple[tuple[str, str], ...]] = {
     "uncalibrated prediction (predict_many)": (("perfmodel.calibration.model", "predict_many"),
                                                ("perfmodel.calibration.model", "predict_built")),
     "telling ops apart (distinct_ops)": (("perfmodel.calibration.model", "distinct_ops"),
-                                         ("perfmodel.calibration.model", "distinct_by_rows"),
                                          ("perfmodel.calibration.model", "probably_distinct")),
     "class keys": (("perfmodel.calibration.model", "class_keys"), ("perfmodel.calibration.model", "class_codes")),
     "shape numbers": (("perfmodel.calibration.shape", "shape_matrix"),),

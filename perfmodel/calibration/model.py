@@ -22,7 +22,7 @@ from perfmodel.calibration.boost import ResidualTrees
 from perfmodel.calibration.classes import class_codes, parent_key
 from perfmodel.calibration.distance import DistanceScale
 from perfmodel.calibration.local import LocalCorrection
-from perfmodel.calibration.op_groups import Group, by_type, distinct_by_rows, probably_distinct
+from perfmodel.calibration.op_groups import Group, by_type, probably_distinct
 from perfmodel.calibration.target_band import stored_class_scales, stored_scale, transfer_band
 from perfmodel.collectives import devices_per_node
 from perfmodel.cost import CostBatch, _Rows
@@ -378,7 +378,10 @@ def _beyond_notes(batch: CostBatch, rows: IntArray, outside: np.ndarray[Any, np.
 def predict_calibrated(hardware: HardwareLike, ops: Iterable[OpLike], calibration: Calibration,
                        **kw: Any) -> CostBatch:
     """``predict_many`` (with the calibration's timing and GEMM space unless given) then ``apply_calibration``; an
-    ``Op`` repeated in ``ops`` (``distinct_ops``) predicted and calibrated once, then taken (as repeated dicts)."""
+    ``Op`` repeated in ``ops`` (``distinct_ops``) predicted and calibrated once, then taken (as repeated dicts), where
+    ``op_groups.probably_distinct`` finds repeats; else every row as its own op (a row's answer depends on its op and
+    its model row only, so a few repeats the sample misses cost their rows, not other answers; hashing 10k ops and
+    taking the batch cost more: docs/accuracy.md, thirteenth pass calfit18)."""
     hw: Hardware = resolve_hardware(hardware)
     kw.setdefault("timing", calibration.timing)
     kw.setdefault("space", calibration.space)
@@ -386,14 +389,11 @@ def predict_calibrated(hardware: HardwareLike, ops: Iterable[OpLike], calibratio
     if not given or not all(issubclass(kind, Op) for kind in set(map(type, given))):  # a type test per class
         return apply_calibration(calibration, predict_many(hw, given, **kw))
     built: list[Op] = given  # type: ignore[assignment]
-    if probably_distinct(built):  # the model on every op; the ops told apart by its numbers, hashing only look-alikes
+    if probably_distinct(built):  # every row calibrated as its own op: no hashing, no take
         groups = by_type(built)
         batch = predict_built(hw, built, groups=groups, **kw)
         _check_hardware(calibration, batch)
-        distinct, op_row, groups = distinct_by_rows(built, batch, groups)
-        if len(distinct) == len(built):  # no op repeated (``_apply_distinct``'s test skipped)
-            return _apply(calibration, batch, distinct, op_row, groups)
-        return _apply_distinct(calibration, batch, distinct, op_row, groups)
+        return _apply(calibration, batch, built, np.arange(len(built)), groups)
     distinct, op_row = distinct_ops(built)
     # the model's own interval is replaced by the calibrated one: not computed (``transfer_band`` takes it for the
     # rows it needs)

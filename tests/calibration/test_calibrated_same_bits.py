@@ -1,12 +1,11 @@
 """calfit18's cuts to ``predict_calibrated`` (issue 27, docs/accuracy.md thirteenth pass) give the answers of the code
-they replace to the bit: the ops told apart by the model's numbers (``op_groups.distinct_by_rows``) as by hashing
-(``distinct_ops``), the trees' walk two rows at a time, the local correction's rows taken in order of log10 FLOPs,
-the beyond notes formatted from Python floats. ``test_calibrated_fast_path.py`` compares the whole call with
-``apply_calibration(predict_many(...))``; these check each piece, and that both ways of telling ops apart run there."""
+they replace to the bit: every row calibrated as its own op where a sample of the ops repeats none (no hashing, no
+take) as the distinct ops calibrated once and taken, the trees' walk two rows at a time, the local correction's rows
+taken in order of log10 FLOPs, the beyond notes formatted from Python floats. ``test_calibrated_fast_path.py``
+compares the whole call with ``apply_calibration(predict_many(...))`` on tables without repeats or with many."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
@@ -16,11 +15,10 @@ from benchmark_module import load_benchmark
 
 from perfmodel.calibration import Calibration, curve, fit_calibration, predict_calibrated, shape
 from perfmodel.calibration import model as calibration_model
-from perfmodel.calibration.model import BEYOND_NOTE, BEYOND_TAIL, distinct_ops
-from perfmodel.calibration.op_groups import by_type, distinct_by_rows, probably_distinct
+from perfmodel.calibration.model import BEYOND_NOTE, BEYOND_TAIL
+from perfmodel.calibration.op_groups import probably_distinct
 from perfmodel.calibration.trees import fit_trees
 from perfmodel.ops import Op, make_op
-from perfmodel.roofline import predict_built, resolve_hardware
 
 HW = "nvidia-a100-sxm4-80gb"
 
@@ -38,74 +36,38 @@ def fitted_table() -> list[Op]:
     return table
 
 
-def _same_groups(got: list[Any], want: list[Any]) -> None:
-    assert [cls for cls, _, _ in got] == [cls for cls, _, _ in want]
-    for (_, rows, members), (_, want_rows, want_members) in zip(got, want, strict=True):
-        assert rows.tolist() == want_rows.tolist()
-        assert all(a is b for a, b in zip(members, want_members, strict=True)) and len(members) == len(want_members)
+def _assert_same_bits(fast: Any, reference: Any) -> None:
+    for name in ("time_s", "overhead_s", "interval_s", "in_calibrated_range", "utilization"):
+        a, b = np.asarray(getattr(fast, name)), np.asarray(getattr(reference, name))
+        assert a.shape == b.shape and np.array_equal(a.view(np.uint8), b.view(np.uint8)), name
+    assert fast.notes == reference.notes and (fast.bound == reference.bound).all()
 
 
-class _SameHash:
-    """Equal when ``value`` is; every one hashes alike."""
+def test_every_row_as_its_own_op_gives_the_answers_of_the_distinct_ops_taken(vidur: Calibration,
+                                                                            fitted_table: list[Op],
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Shuffled repeats (300 ops in 900 rows, equal ops that are other objects among them): ``predict_calibrated``
+    calibrating every row (``probably_distinct`` forced True) gives, to the bit, what it gives calibrating the
+    distinct ops once and taking them (its way for a batch whose sample repeats)."""
+    from perfmodel.calibration import model
 
-    def __init__(self, value: int) -> None:
-        self.value = value
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _SameHash) and other.value == self.value
-
-    def __hash__(self) -> int:
-        return 7
-
-
-def test_ops_told_apart_by_the_models_numbers_as_by_hashing(fitted_table: list[Op]) -> None:
-    """``distinct_by_rows`` gives ``distinct_ops``'s distinct ops (the same objects), rows and ``by_type`` of the
-    distinct ops: on ops repeated at random, on the benchmark's table (three repeats), on ops all distinct, and with
-    every row's numbers alike (every op through the dict), ops that all hash alike included."""
-    hw = resolve_hardware(HW)
-    rng = np.random.default_rng(5)
-    pool = [make_op({"kind": "matmul", "m": int(m), "n": 64, "k": 64, "dtype": "fp16"}) for m in range(1, 40)]
-    repeated = [make_op(dict(pool[int(i)].to_dict())) for i in rng.integers(0, 39, 200)]  # equal, not identical
-    cases: list[list[Any]] = [repeated, fitted_table + fitted_table[5:8], fitted_table, pool[:1]]
-    for ops in cases:
-        groups = by_type(ops)
-        batch = predict_built(hw, ops, groups=groups)
-        want, want_rows = distinct_ops(ops)
-        got, rows, got_groups = distinct_by_rows(ops, batch, groups)
-        assert all(a is b for a, b in zip(got, want, strict=True)) and len(got) == len(want)
-        assert rows.tolist() == want_rows.tolist()
-        _same_groups(got_groups, by_type(want))
-        zeros = np.zeros(len(ops))  # every row alike: all told apart by hash and ==
-        alike = dataclasses.replace(batch, time_s=zeros, overhead_s=zeros, compulsory_bytes=zeros,
-                                    flops_by_engine={"x": zeros})
-        got, rows, got_groups = distinct_by_rows(ops, alike, groups)
-        assert rows.tolist() == want_rows.tolist() and all(a is b for a, b in zip(got, want, strict=True))
-        _same_groups(got_groups, by_type(want))
-    assert len(distinct_ops(repeated)[0]) < 40 and len(distinct_ops(cases[1])[0]) == len(fitted_table)
-    odd = [_SameHash(int(v)) for v in rng.integers(0, 5, 30)] + pool[:3]
-    got, rows, _ = distinct_by_rows(odd, _Numbers(len(odd)), by_type(odd))  # type: ignore[arg-type]
-    want, want_rows = distinct_ops(odd)  # type: ignore[arg-type]
-    assert rows.tolist() == want_rows.tolist() and got == want and len(got) == len(set(odd))
-
-
-class _Numbers:
-    """What ``distinct_by_rows`` reads of a ``CostBatch``, every row alike."""
-
-    def __init__(self, n: int) -> None:
-        self.time_s = self.overhead_s = self.compulsory_bytes = np.zeros(n)
-        self.flops_by_engine: dict[str, Any] = {}
-        self.n = n
-
-    def __len__(self) -> int:
-        return self.n
+    pool = fitted_table[:300]
+    many = [pool[int(i) % 300] if i % 3 else make_op(pool[int(i) % 300].to_dict())
+            for i in np.random.default_rng(4).permutation(900)]
+    assert not probably_distinct(many) and len(set(many)) == 300
+    taken = predict_calibrated(HW, many, vidur)
+    monkeypatch.setattr(model, "probably_distinct", lambda ops: True)
+    each = predict_calibrated(HW, many, vidur)
+    _assert_same_bits(each, taken)
+    assert len({float(v) for v in each.time_s}) > 250  # the rows differ: this compares something
 
 
 def test_both_ways_of_telling_ops_apart_give_apply_calibrations_answers(vidur: Calibration,
                                                                        fitted_table: list[Op]) -> None:
-    """The fp16 table with three ops repeated at its end (a 64-op sample misses them: the model's numbers tell the
-    ops apart, the repeats then taken) and shuffled repeats (300 ops in 900 rows: hashing first, the model on the
-    distinct ops): ``predict_calibrated`` gives ``apply_calibration(predict_many(...))`` to the bit
-    (``test_calibrated_fast_path._assert_same``'s arrays and notes)."""
+    """The fp16 table with three ops repeated at its end (a 64-op sample misses them: every row calibrated as its
+    own op) and shuffled repeats (300 ops in 900 rows: the distinct ops, then taken): ``predict_calibrated`` gives
+    ``apply_calibration(predict_many(...))`` to the bit (``test_calibrated_fast_path._assert_same``'s arrays and
+    notes)."""
     import perfmodel
     from perfmodel.calibration import apply_calibration
 
@@ -118,10 +80,7 @@ def test_both_ways_of_telling_ops_apart_give_apply_calibrations_answers(vidur: C
         fast = predict_calibrated(HW, ops, vidur)
         reference = apply_calibration(vidur, perfmodel.predict_many(HW, ops, timing=vidur.timing,  # type: ignore[arg-type]
                                                                     space=vidur.space))
-        for name in ("time_s", "overhead_s", "interval_s", "in_calibrated_range", "utilization"):
-            a, b = np.asarray(getattr(fast, name)), np.asarray(getattr(reference, name))
-            assert a.shape == b.shape and np.array_equal(a.view(np.uint8), b.view(np.uint8)), name
-        assert fast.notes == reference.notes and (fast.bound == reference.bound).all()
+        _assert_same_bits(fast, reference)
         assert all(a == b for a, b in zip(fast.ops, ops, strict=True))
 
 
