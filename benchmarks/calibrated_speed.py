@@ -33,7 +33,8 @@ from perfmodel.ops import make_op
 STAGES: dict[str, tuple[tuple[str, str], ...]] = {
     "uncalibrated prediction (predict_many)": (("perfmodel.calibration.model", "predict_many"),
                                                ("perfmodel.calibration.model", "predict_built")),
-    "telling ops apart (distinct_ops)": (("perfmodel.calibration.model", "distinct_ops"),),
+    "telling ops apart (distinct_ops)": (("perfmodel.calibration.model", "distinct_ops"),
+                                         ("perfmodel.calibration.model", "probably_distinct")),
     "class keys": (("perfmodel.calibration.model", "class_keys"), ("perfmodel.calibration.model", "class_codes")),
     "shape numbers": (("perfmodel.calibration.shape", "shape_matrix"),),
     "local correction": (("perfmodel.calibration.model", "local_log_factor"),),

@@ -109,13 +109,20 @@ class LocalCorrection:
 
     def _smoothed(self, x: FloatArray, smooth: Callable[..., None]) -> FloatArray:
         """``smooth`` (``near_jit.smooth_screened``: its arguments) over the points within ``reach`` along log10
-        FLOPs."""
+        FLOPs, the rows taken in order of log10 FLOPs: neighbouring rows then see nearly the same points and the
+        screen's branch goes the same way row after row (the 10k-op table's four corrections: 0.915 of the time in
+        the batch's order, median of 25 alternate pairs). Each row's sum is its own, whatever the order: the same
+        bits."""
         points, runs, residuals = self._by_first
-        lo = np.searchsorted(points[:, 0], x[:, 0] - self.reach, side="left")
-        hi = np.searchsorted(points[:, 0], x[:, 0] + self.reach, side="right")
+        order = np.argsort(x[:, 0], kind="stable")
+        rows = np.ascontiguousarray(x[order], dtype=np.float64)
+        lo = np.searchsorted(points[:, 0], rows[:, 0] - self.reach, side="left")
+        hi = np.searchsorted(points[:, 0], rows[:, 0] + self.reach, side="right")
+        smoothed = np.empty(len(x))
+        smooth(rows, points, runs, residuals, -0.5 / self.bandwidth ** 2, float(self.shrink), lo, hi, self.reach ** 2,
+               self.screen, smoothed)
         out = np.empty(len(x))
-        smooth(np.ascontiguousarray(x, dtype=np.float64), points, runs, residuals, -0.5 / self.bandwidth ** 2,
-               float(self.shrink), lo, hi, self.reach ** 2, self.screen, out)
+        out[order] = smoothed
         return out
 
     def to_json(self) -> dict[str, Any]:

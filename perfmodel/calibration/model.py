@@ -22,7 +22,7 @@ from perfmodel.calibration.boost import ResidualTrees
 from perfmodel.calibration.classes import class_codes, parent_key
 from perfmodel.calibration.distance import DistanceScale
 from perfmodel.calibration.local import LocalCorrection
-from perfmodel.calibration.op_groups import Group, by_type
+from perfmodel.calibration.op_groups import Group, by_type, probably_distinct
 from perfmodel.calibration.target_band import stored_class_scales, stored_scale, transfer_band
 from perfmodel.collectives import devices_per_node
 from perfmodel.cost import CostBatch, _Rows
@@ -235,6 +235,7 @@ def _repeated_rows(batch: CostBatch, op_row: IntArray) -> tuple[IntArray, IntArr
         return None
     back = back.reshape(-1)
     source = first[back]  # per row, the row it would be taken from
+    moved = np.flatnonzero(source != np.arange(len(op_row)))  # the rows taken from another (the others: themselves)
     arrays = [batch.time_s, batch.bound.codes, batch.overhead_s, batch.compulsory_bytes, batch.utilization,
               *(a for group in (batch.flops_by_engine, batch.bytes_by_level, batch.time_s_by_level,
                                 batch.time_s_by_engine, batch.schedule) for a in group.values()),
@@ -244,7 +245,7 @@ def _repeated_rows(batch: CostBatch, op_row: IntArray) -> tuple[IntArray, IntArr
         whole = np.ascontiguousarray(values)
         if whole.dtype.hasobject or len(whole) != len(op_row):
             return None
-        if not np.array_equal(whole[source].view(np.uint8), whole.view(np.uint8)):
+        if not np.array_equal(whole[source[moved]].view(np.uint8), whole[moved].view(np.uint8)):
             return None
     if batch.notes:
         noted = np.zeros(len(op_row), dtype=bool)
@@ -357,17 +358,18 @@ def _beyond_notes(batch: CostBatch, rows: IntArray, outside: np.ndarray[Any, np.
     ``outside``, ``f`` (unclipped), ``low`` and ``high`` per row of ``rows``, columns as ``curve.beyond``'s."""
     if not rows.size:
         return batch.notes
-    values = curve.range_values(f)
+    where = np.nonzero(outside)
+    values = curve.range_values(f)[where].tolist()  # Python floats: formatted as the float64s are, ~3x faster
     parts: dict[int, list[str]] = {}
-    for r, j in zip(*np.nonzero(outside), strict=True):
-        i = int(rows[r])
-        if j == 0 and not np.isfinite(low[r, j]):  # the class's fitted runs do no FLOPs (copies, fills)
-            what = f"log10 FLOPs {values[r, j]:.2f} (the fitted runs do no FLOPs)"
+    for i, j, value, lo, hi in zip(rows[where[0]].tolist(), where[1].tolist(), values, low[where].tolist(),
+                                   high[where].tolist(), strict=True):
+        if j == 0 and not math.isfinite(lo):  # the class's fitted runs do no FLOPs (copies, fills)
+            what = f"log10 FLOPs {value:.2f} (the fitted runs do no FLOPs)"
         elif j < 2:
-            what = f"{('log10 FLOPs', 'log10 bytes')[j]} {values[r, j]:.2f} (fitted {low[r, j]:.2f}-{high[r, j]:.2f})"
+            what = f"{('log10 FLOPs', 'log10 bytes')[j]} {value:.2f} (fitted {lo:.2f}-{hi:.2f})"
         else:
             name = shape.FAMILY_FEATURES[shape.family(batch.ops[i])][j - 2] or f"shape_{j - 2}"
-            what = f"{name} {values[r, j]:.3g} (fitted {low[r, j]:.3g}-{high[r, j]:.3g})"
+            what = f"{name} {value:.3g} (fitted {lo:.3g}-{hi:.3g})"
         parts.setdefault(i, []).append(what)
     notes = dict(batch.notes)  # the lists are replaced, never appended to: ``batch`` keeps its own
     for i, what_lies_outside in parts.items():
@@ -378,14 +380,23 @@ def _beyond_notes(batch: CostBatch, rows: IntArray, outside: np.ndarray[Any, np.
 def predict_calibrated(hardware: HardwareLike, ops: Iterable[OpLike], calibration: Calibration,
                        **kw: Any) -> CostBatch:
     """``predict_many`` (with the calibration's timing and GEMM space unless given) then ``apply_calibration``; an
-    ``Op`` repeated in ``ops`` (``distinct_ops``) predicted and calibrated once, then taken (as repeated dicts)."""
+    ``Op`` repeated in ``ops`` (``distinct_ops``) predicted and calibrated once, then taken (as repeated dicts), where
+    ``op_groups.probably_distinct`` finds repeats; else every row as its own op (a row's answer depends on its op and
+    its model row only, so a few repeats the sample misses cost their rows, not other answers; hashing 10k ops and
+    taking the batch cost more: docs/accuracy.md, thirteenth pass calfit18)."""
     hw: Hardware = resolve_hardware(hardware)
     kw.setdefault("timing", calibration.timing)
     kw.setdefault("space", calibration.space)
     given = ops if isinstance(ops, list) else list(ops)
     if not given or not all(issubclass(kind, Op) for kind in set(map(type, given))):  # a type test per class
         return apply_calibration(calibration, predict_many(hw, given, **kw))
-    distinct, op_row = distinct_ops(given)  # type: ignore[arg-type]
+    built: list[Op] = given  # type: ignore[assignment]
+    if probably_distinct(built):  # every row calibrated as its own op: no hashing, no take
+        groups = by_type(built)
+        batch = predict_built(hw, built, groups=groups, **kw)
+        _check_hardware(calibration, batch)
+        return _apply(calibration, batch, built, np.arange(len(built)), groups)
+    distinct, op_row = distinct_ops(built)
     # the model's own interval is replaced by the calibrated one: not computed (``transfer_band`` takes it for the
     # rows it needs)
     groups = by_type(distinct)  # the ops grouped by class once, for the model's Work and the calibration's readers

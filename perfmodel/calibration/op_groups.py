@@ -1,6 +1,7 @@
 """Ops grouped by their class, as the per-class column readers of applying a calibration want them (``shape``,
 ``classes``, ``fields``): computed once per batch in C loops (``map``, ``np.argsort``, ``operator.itemgetter``)
-rather than a Python loop over the ops in each reader (10k ops: ~1.5 ms each)."""
+rather than a Python loop over the ops in each reader (10k ops: ~1.5 ms each); and a guess whether a batch repeats
+ops (``probably_distinct``) from a sample of them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from operator import itemgetter
 import numpy as np
 
 from perfmodel.ops.base import IntArray, Op
+
+SAMPLE = 64  # ops hashed to guess whether a batch repeats ops (``probably_distinct``)
 
 Group = tuple[type[Op], IntArray, list[Op]]
 
@@ -32,4 +35,16 @@ def by_type(ops: Sequence[Op]) -> list[Group]:
     return out
 
 
-__all__ = ["Group", "by_type"]
+def probably_distinct(ops: Sequence[Op]) -> bool:
+    """Whether ``SAMPLE`` ops spread evenly over ``ops`` are all distinct: a guess at which way is faster
+    (``model.predict_calibrated``: calibrate every row, or the distinct ops then take), never what the answer is.
+    False where one does not hash."""
+    step = max(1, len(ops) // SAMPLE)
+    try:
+        sample = set(ops[::step])
+    except TypeError:
+        return False
+    return len(sample) == len(range(0, len(ops), step))
+
+
+__all__ = ["Group", "by_type", "probably_distinct"]

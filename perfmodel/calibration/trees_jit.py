@@ -26,6 +26,8 @@ def walk(x: FloatArray, feature: IntArray, threshold: FloatArray, left: IntArray
     tree at a time over each block of ``BLOCK_ROWS`` rows: where neighbouring rows are alike (``TreeEnsemble.predict``
     sorts them), each tree's branches go the same way row after row and the branch predictor follows them (4,800
     calibrated ops x 300 trees: 26 -> 19 ms against row by row through every tree; unsorted, tree by tree was 38).
+    Two rows go down each tree side by side (a row at its leaf waits there for the other): two independent chains
+    of loads for the core to overlap (1,268 rows x 300 trees: 8.5 -> 6.7 ms; 3, 4, 6 or 8 rows: no faster).
     Each row's leaf values are added in tree order: the same floats as row by row."""
     n_trees, n_nodes = feature.shape
     n_rows = x.shape[0]
@@ -33,7 +35,31 @@ def walk(x: FloatArray, feature: IntArray, threshold: FloatArray, left: IntArray
     for start in range(0, n_rows, BLOCK_ROWS):
         stop = min(start + BLOCK_ROWS, n_rows)
         for t in range(n_trees):
-            for r in range(start, stop):
+            r = start
+            while r + 2 <= stop:  # rows r and r + 1 together
+                node0 = 0
+                node1 = 0
+                for _ in range(n_nodes):
+                    split0 = feature[t, node0]
+                    split1 = feature[t, node1]
+                    if split0 < 0 and split1 < 0:
+                        break
+                    if split0 >= 0:
+                        v = x[r, split0]
+                        go_left = missing_left[t, node0] if math.isnan(v) else v <= threshold[t, node0]
+                        node0 = left[t, node0] if go_left else right[t, node0]
+                    if split1 >= 0:
+                        v = x[r + 1, split1]
+                        go_left = missing_left[t, node1] if math.isnan(v) else v <= threshold[t, node1]
+                        node1 = left[t, node1] if go_left else right[t, node1]
+                if t == 0:
+                    total[r - start] = value[t, node0]
+                    total[r + 1 - start] = value[t, node1]
+                else:
+                    total[r - start] += value[t, node0]
+                    total[r + 1 - start] += value[t, node1]
+                r += 2
+            if r < stop:  # the block's last row, alone
                 node = 0
                 for _ in range(n_nodes):
                     split = feature[t, node]
