@@ -13,9 +13,11 @@ the score but once in the draw. This prints, for the default and the swapped hal
   per band class, on the *source* device's own runs, the 0.8 quantile of the normalised score |log(t_meas / t_model)
   - c| / h in each quartile of log model time, relative to the class's; the target's scores are divided by it and
   the band's half-width multiplied by it (a normalised conformal score, Lei et al. 2018 section 5.2, with the spread
-  read off the calibrating device's runs, never the scored ones).
+  read off the calibrating device's runs, never the scored ones);
+- both with a class that has no run on the target given the rest group's scale times its score level relative to
+  the rest group's classes on the source's own runs (``level_rule``, off in the product).
 
-    python benchmarks/first_runs_draws.py [--swap] [--draws 100]     # ~30 s CPU a split
+    python benchmarks/first_runs_draws.py [--swap] [--draws 100]     # ~1 min CPU a split
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import argparse
 import contextlib
 import sys
 import types
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +39,7 @@ from scoreboard import FIRST_RUNS, draw_error, first_runs, fit_mask
 
 import perfmodel
 from perfmodel import uncalibrated_interval
-from perfmodel.calibration import fit_calibration, predict_calibrated, target_band
+from perfmodel.calibration import build, fit_calibration, predict_calibrated, target_band
 from perfmodel.ops import make_op
 from perfmodel.ops.base import FloatArray, Op
 
@@ -108,6 +110,54 @@ def profiled(profile: Profile) -> Iterator[None]:
         setattr(target_band, "uncalibrated_interval", kept)  # noqa: B010
 
 
+def source_scores(ops: Sequence[Op], model_s: FloatArray, measured: FloatArray) -> tuple[FloatArray, list[str]]:
+    """The source device's own normalised scores against the (dev set's) transferred band, one per distinct op
+    (``target_band.scores``), and each score's band class."""
+    keys = [uncalibrated_interval.band_key(op) for op in ops]
+    band = np.log(uncalibrated_interval.interval_s(ops, model_s) / model_s[:, None])
+    _, op_id = np.unique([repr(op) for op in ops], return_inverse=True)
+    op_id = op_id.reshape(-1)
+    score = target_band.scores(np.log(measured / model_s), band, op_id)
+    key_of = dict(zip(op_id.tolist(), keys, strict=True))
+    return score, [key_of[j] for j in range(score.size)]
+
+
+def level_rule(score: FloatArray, keys: Sequence[str]) -> Callable[..., tuple[float | None, dict[str, float]]]:
+    """``target_band.target_scales`` with each band class that has no run on the target (and ≥ 4 ops on the source)
+    given the rest group's scale times its score level relative to the rest group's classes, both read on the
+    source's runs (0.8 quantiles of ``source_scores``): a class the source found harder than the ones measured here
+    gets a wider band than theirs, an easier one a narrower (calib15's rule kept the dev set's band instead)."""
+    classes = np.array(keys)
+
+    def level(chosen: set[str]) -> float | None:
+        mine = score[np.isin(classes, sorted(chosen))]
+        return float(np.quantile(mine, 0.8)) if mine.size >= target_band.MIN_TARGET_OPS else None
+
+    def rule(ops: Sequence[Op], model_s: FloatArray, measured: FloatArray,
+             groups: Any) -> tuple[float | None, dict[str, float]]:
+        scale, per_class = target_band.target_scales(ops, model_s, measured, groups)
+        here = {uncalibrated_interval.band_key(op) for op in ops}
+        rest = level(here - set(per_class) or here)
+        if scale is None or rest is None:
+            return scale, per_class
+        out = dict(per_class)
+        for key in sorted(set(keys) - here):
+            found = level({key})
+            if found is not None:
+                out[key] = scale * found / rest
+        return scale, out
+    return rule
+
+
+@contextlib.contextmanager
+def _rule(rule: Callable[..., tuple[float | None, dict[str, float]]]) -> Iterator[None]:
+    setattr(build, "target_scales", rule)  # noqa: B010 (build imports it by name)
+    try:
+        yield
+    finally:
+        setattr(build, "target_scales", target_band.target_scales)  # noqa: B010
+
+
 def _mix(rows: Sequence[Row]) -> dict[str, tuple[int, int]]:
     labels = sorted({r.label for r in rows})
     return {label: (len({repr(r.op) for r in rows if r.label == label}), sum(r.label == label for r in rows))
@@ -138,12 +188,14 @@ def main() -> None:
     profile = spread_profile(src_ops, src_model, np.array([r.measured_s for r in src]))
     print("spread profile on the source's runs (log10 model s: relative 0.8 quantile): " + "; ".join(
         f"{k} " + ", ".join(f"{a:.2f}: {b:.2f}" for a, b in zip(*v, strict=True)) for k, v in profile.items()))
+    unmeasured = level_rule(*source_scores(src_ops, src_model, np.array([r.measured_s for r in src])))
     measured = np.array([r.measured_s for r in test])
     labels = np.array([r.label for r in test])
     _, op_of = np.unique([repr(r.op) for r in test], return_inverse=True)
     per_op = 1.0 / np.bincount(op_of.reshape(-1))[op_of.reshape(-1)]
     for draw_name, draw in (("distinct ops (today)", first_runs), ("by run", run_weighted)):
-        for rule, context in (("today's band", contextlib.nullcontext()), ("spread profiled", profiled(profile))):
+        for rule, context in (("today's band", contextlib.nullcontext()), ("spread profiled", profiled(profile)),
+                              ("unmeasured: level", _rule(unmeasured))):
             inside_rows: list[float] = []
             inside_ops: list[float] = []
             by_label: dict[str, list[float]] = {str(k): [] for k in sorted(set(labels.tolist()))}
