@@ -57,3 +57,22 @@ def test_the_profiled_band_is_widened_about_its_centre_and_restored_after() -> N
     assert math.isclose(wide.mean(), plain.mean())
     assert math.isclose(wide[0, 1] - wide[0, 0], 2.0 * (plain[0, 1] - plain[0, 0]))
     assert draws.target_band.uncalibrated_interval is uncalibrated_interval
+
+
+def test_an_unmeasured_class_takes_the_rest_scale_times_its_source_level(monkeypatch: object) -> None:
+    # source scores: 10 elementwise ops at 0.5, 10 rmsnorm at 1.5, 10 embedding at 0.25 (0.8 quantiles: the values)
+    score = np.array([0.5] * 10 + [1.5] * 10 + [0.25] * 10)
+    keys = ["elementwise"] * 10 + ["rmsnorm"] * 10 + ["embedding"] * 10
+    rule = draws.level_rule(score, keys)
+    calls = []
+
+    def fixed(*args: object) -> tuple[float, dict[str, float]]:
+        calls.append(args)
+        return 0.8, {"matmul": 0.4}
+    monkeypatch.setattr(draws.target_band, "target_scales", fixed)  # type: ignore[attr-defined]
+    ops = [make_op({"kind": "elementwise", "shape": [8, 8], "dtype": "fp16"}),
+           make_op({"kind": "matmul", "m": 8, "n": 8, "k": 8, "dtype": "fp16"})]
+    scale, per_class = rule(ops, np.ones(2), np.ones(2), np.arange(2))
+    assert len(calls) == 1 and scale == 0.8
+    # the rest group here is elementwise (matmul has its own scale): rmsnorm 1.5 / 0.5 = 3x it, embedding half of it
+    assert per_class == {"matmul": 0.4, "rmsnorm": 0.8 * 3.0, "embedding": 0.8 * 0.5}
