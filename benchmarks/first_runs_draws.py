@@ -18,6 +18,8 @@ the score but once in the draw. This prints, for the default and the swapped hal
   the rest group's classes on the source's own runs (``level_rule``, off in the product).
 
     python benchmarks/first_runs_draws.py [--swap] [--draws 100]     # ~1 min CPU a split
+    python benchmarks/first_runs_draws.py --transfers   # the leave-one-device-out transfers' first-runs table, today
+                                                        # and with ``level_rule`` (~4 min CPU)
 """
 
 from __future__ import annotations
@@ -164,11 +166,48 @@ def _mix(rows: Sequence[Row]) -> dict[str, tuple[int, int]]:
             for label in labels}
 
 
+def transfers() -> None:
+    """``transfer_weight.py``'s first-runs table (8 transfers, k = 5 / 10 / 20, band table rebuilt without the
+    target) with today's scales and with ``level_rule`` (the source's levels read against that same table)."""
+    import transfer_weight
+    from transfer_runs import first_runs as transfer_first_runs
+    from transfer_runs import print_first_runs
+
+    rows = all_rows()
+    mask = fit_mask(rows)
+    bands_without = transfer_weight.lodo_bands_without()
+    sources = {(d, s): transfer_weight.source_calibration(rows, mask, d, s) for d, s, _ in transfer_weight.TRANSFERS}
+    shipped = uncalibrated_interval.load_bands
+    results: dict[str, list[Any]] = {"today": [], "level_rule": []}
+    for transfer in transfer_weight.TRANSFERS:
+        dataset, source, target = transfer
+        own = [r for r, m in zip(rows, mask, strict=True)
+               if m and r.dataset == dataset and r.hardware == source and r.timing == "kernel"]
+        table = bands_without(target)
+        setattr(uncalibrated_interval, "load_bands", lambda path=None, table=table: table)  # noqa: B010
+        try:
+            model_s = perfmodel.predict_many(source, [r.op for r in own], timing="kernel", space="compact").time_s
+            rule = level_rule(*source_scores([make_op(r.op) for r in own], model_s,
+                                             np.array([r.measured_s for r in own])))
+        finally:
+            setattr(uncalibrated_interval, "load_bands", shipped)  # noqa: B010
+        for name, context in (("today", contextlib.nullcontext()), ("level_rule", _rule(rule))):
+            with context:
+                results[name] += transfer_first_runs(rows, mask, bands_without, sources, [transfer], ks=(5, 10, 20))
+    for name, found in results.items():
+        print(name)
+        print_first_runs(found)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--swap", action="store_true")
     parser.add_argument("--draws", type=int, default=100)
+    parser.add_argument("--transfers", action="store_true")
     args = parser.parse_args()
+    if args.transfers:
+        transfers()
+        return
     rows = all_rows()
     mask = fit_mask(rows) != args.swap
     src = [r for r, m in zip(rows, mask, strict=True)
