@@ -124,11 +124,14 @@ def source_scores(ops: Sequence[Op], model_s: FloatArray, measured: FloatArray) 
     return score, [key_of[j] for j in range(score.size)]
 
 
-def level_rule(score: FloatArray, keys: Sequence[str]) -> Callable[..., tuple[float | None, dict[str, float]]]:
+def level_rule(score: FloatArray, keys: Sequence[str],
+               own_rest: bool = False) -> Callable[..., tuple[float | None, dict[str, float]]]:
     """``target_band.target_scales`` with each band class that has no run on the target (and ≥ 4 ops on the source)
     given the rest group's scale times its score level relative to the rest group's classes, both read on the
     source's runs (0.8 quantiles of ``source_scores``): a class the source found harder than the ones measured here
-    gets a wider band than theirs, an easier one a narrower (calib15's rule kept the dev set's band instead)."""
+    gets a wider band than theirs, an easier one a narrower (calib15's rule kept the dev set's band instead).
+    ``own_rest``: only where the scale is the rest group's own (a class has its own scale and the other classes'
+    ops are ≥ 4), not the device-wide one, so the ratio is read against the group the scale was read on."""
     classes = np.array(keys)
 
     def level(chosen: set[str]) -> float | None:
@@ -138,9 +141,11 @@ def level_rule(score: FloatArray, keys: Sequence[str]) -> Callable[..., tuple[fl
     def rule(ops: Sequence[Op], model_s: FloatArray, measured: FloatArray,
              groups: Any) -> tuple[float | None, dict[str, float]]:
         scale, per_class = target_band.target_scales(ops, model_s, measured, groups)
-        here = {uncalibrated_interval.band_key(op) for op in ops}
+        band_keys = np.array([uncalibrated_interval.band_key(op) for op in ops])
+        here = set(band_keys.tolist())
         rest = level(here - set(per_class) or here)
-        if scale is None or rest is None:
+        rest_ops = np.unique(np.asarray(groups)[~np.isin(band_keys, list(per_class))]).size
+        if scale is None or rest is None or (own_rest and (not per_class or rest_ops < target_band.MIN_TARGET_OPS)):
             return scale, per_class
         out = dict(per_class)
         for key in sorted(set(keys) - here):
@@ -178,7 +183,7 @@ def transfers() -> None:
     bands_without = transfer_weight.lodo_bands_without()
     sources = {(d, s): transfer_weight.source_calibration(rows, mask, d, s) for d, s, _ in transfer_weight.TRANSFERS}
     shipped = uncalibrated_interval.load_bands
-    results: dict[str, list[Any]] = {"today": [], "level_rule": []}
+    results: dict[str, list[Any]] = {"today": [], "level_rule": [], "level_rule own rest": []}
     for transfer in transfer_weight.TRANSFERS:
         dataset, source, target = transfer
         own = [r for r, m in zip(rows, mask, strict=True)
@@ -187,12 +192,12 @@ def transfers() -> None:
         setattr(uncalibrated_interval, "load_bands", lambda path=None, table=table: table)  # noqa: B010
         try:
             model_s = perfmodel.predict_many(source, [r.op for r in own], timing="kernel", space="compact").time_s
-            rule = level_rule(*source_scores([make_op(r.op) for r in own], model_s,
-                                             np.array([r.measured_s for r in own])))
+            levels = source_scores([make_op(r.op) for r in own], model_s, np.array([r.measured_s for r in own]))
+            rules = {"level_rule": level_rule(*levels), "level_rule own rest": level_rule(*levels, own_rest=True)}
         finally:
             setattr(uncalibrated_interval, "load_bands", shipped)  # noqa: B010
-        for name, context in (("today", contextlib.nullcontext()), ("level_rule", _rule(rule))):
-            with context:
+        for name in results:
+            with _rule(rules[name]) if name in rules else contextlib.nullcontext():
                 results[name] += transfer_first_runs(rows, mask, bands_without, sources, [transfer], ks=(5, 10, 20))
     for name, found in results.items():
         print(name)
@@ -227,14 +232,16 @@ def main() -> None:
     profile = spread_profile(src_ops, src_model, np.array([r.measured_s for r in src]))
     print("spread profile on the source's runs (log10 model s: relative 0.8 quantile): " + "; ".join(
         f"{k} " + ", ".join(f"{a:.2f}: {b:.2f}" for a, b in zip(*v, strict=True)) for k, v in profile.items()))
-    unmeasured = level_rule(*source_scores(src_ops, src_model, np.array([r.measured_s for r in src])))
+    levels = source_scores(src_ops, src_model, np.array([r.measured_s for r in src]))
+    unmeasured, own_rest = level_rule(*levels), level_rule(*levels, own_rest=True)
     measured = np.array([r.measured_s for r in test])
     labels = np.array([r.label for r in test])
     _, op_of = np.unique([repr(r.op) for r in test], return_inverse=True)
     per_op = 1.0 / np.bincount(op_of.reshape(-1))[op_of.reshape(-1)]
     for draw_name, draw in (("distinct ops (today)", first_runs), ("by run", run_weighted)):
         for rule, context in (("today's band", contextlib.nullcontext()), ("spread profiled", profiled(profile)),
-                              ("unmeasured: level", _rule(unmeasured))):
+                              ("unmeasured: level", _rule(unmeasured)),
+                              ("level, own rest", _rule(own_rest))):
             inside_rows: list[float] = []
             inside_ops: list[float] = []
             by_label: dict[str, list[float]] = {str(k): [] for k in sorted(set(labels.tolist()))}

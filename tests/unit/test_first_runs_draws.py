@@ -76,3 +76,8 @@ def test_an_unmeasured_class_takes_the_rest_scale_times_its_source_level(monkeyp
     assert len(calls) == 1 and scale == 0.8
     # the rest group here is elementwise (matmul has its own scale): rmsnorm 1.5 / 0.5 = 3x it, embedding half of it
     assert per_class == {"matmul": 0.4, "rmsnorm": 0.8 * 3.0, "embedding": 0.8 * 0.5}
+    # own_rest: the rest group here is one op, so the scale is not the rest group's own: nothing changes
+    assert draws.level_rule(score, keys, own_rest=True)(ops, np.ones(2), np.ones(2), np.arange(2)) == (
+        0.8, {"matmul": 0.4})
+    four = [ops[0]] * 4 + [ops[1]]
+    assert draws.level_rule(score, keys, own_rest=True)(four, np.ones(5), np.ones(5), np.arange(5))[1] == per_class
