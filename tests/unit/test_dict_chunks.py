@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from perfmodel import columnar, predict_many
+from perfmodel.ops import make_op, op_class
+from perfmodel.ops.columns import from_dicts
 from tests.benchmark_module import load_benchmark
 from tests.unit.test_columnar_chunks import _identical
 
@@ -59,3 +61,18 @@ def test_dict_chunks_that_do_not_stack_fall_back(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(columnar, "CHUNK_ROWS", 128)
     _identical(predict_many("nvidia-h100-sxm5-80gb", dicts), whole)
     assert answers == [None]
+
+
+@pytest.mark.parametrize("device", ["nvidia-h100-sxm5-80gb", "google-tpu-v5p"])
+def test_fields_no_dict_gives_are_views_with_the_row_by_row_answers(device: str) -> None:
+    """A field no dict of a kind gives is its default seen n times (no bytes per row), and the batch is the one of
+    ``make_op``'s ``Op`` objects to the last bit."""
+    dicts = [d for d in _dicts(600, seed=3) if device != "google-tpu-v5p" or d.get("dtype") != "fp8_e4m3"]
+    matmuls = [d for d in dicts if d["kind"] == "matmul"]
+    read = from_dicts(op_class("matmul"), matmuls)
+    given = {key for d in matmuls for key in d} - {"kind"}
+    assert given == {"m", "n", "k", "dtype"}
+    for name, values in read.values.items():
+        viewed = values.strides[0] == 0 and not values.flags.writeable
+        assert viewed == (name not in given), name
+    _identical(predict_many(device, dicts), predict_many(device, [make_op(d) for d in dicts]))
