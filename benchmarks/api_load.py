@@ -116,8 +116,18 @@ def wait_idle(pid: int, timeout_s: float = 300, quiet_cpu_s: float = 0.02) -> fl
     return time.perf_counter() - start
 
 
+def core_bound_rate(server_cpu_s: float, client_cpu_s: float, cores: int = 2) -> float:
+    """Requests/s the CPU alone would allow with the machine to themselves: one server worker (an event loop) on
+    at most one core, the load generator (one process) on at most one, both on ``cores`` together; from each
+    side's CPU seconds per request measured in the run. A same-run baseline: the rate measured over it is the
+    share of the machine the run got (the rest went to other processes)."""
+    if server_cpu_s <= 0 or client_cpu_s <= 0:
+        raise ValueError("CPU seconds per request must be positive")
+    return min(1.0 / server_cpu_s, 1.0 / client_cpu_s, cores / (server_cpu_s + client_cpu_s))
+
+
 async def load(port: int, clients: int, seconds: float, ops: list[dict[str, Any]],
-               server_pid: int) -> tuple[float, float, float, float]:
+               server_pid: int) -> tuple[float, float, float, float, float]:
     requests = [request_bytes(port, "/api/v1/predict", {"hardware": HARDWARE, "op": op}) for op in ops]
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
         for op in ops:  # warm the server's caches and tables; check the answers once with a real client
@@ -126,14 +136,17 @@ async def load(port: int, clients: int, seconds: float, ops: list[dict[str, Any]
             assert response.json()["time_s"] > 0
     latencies: list[float] = []
     cpu_before = cpu_seconds(server_pid)
+    client_before = time.process_time()
     start = time.perf_counter()
     until = start + seconds
     await asyncio.gather(*(client_loop(port, requests, until, latencies, random.Random(i)) for i in range(clients)))
     elapsed = time.perf_counter() - start
     server_cpu = cpu_seconds(server_pid) - cpu_before
+    client_cpu = time.process_time() - client_before
     latencies.sort()
     p99 = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]
-    return len(latencies) / elapsed, statistics.median(latencies), p99, server_cpu / len(latencies)
+    return (len(latencies) / elapsed, statistics.median(latencies), p99, server_cpu / len(latencies),
+            client_cpu / len(latencies))
 
 
 def distinct_ops(count: int) -> list[dict[str, Any]]:
@@ -245,10 +258,19 @@ def main() -> None:
             protocol = args.http or "api.http_protocol"
             print(f"server: uvicorn ({protocol}), {args.workers} worker(s), SQLite, prediction cache "
                   f"{args.cache_size:,}; {len(ops)} distinct ops, {HARDWARE}")
-            print(f"{'clients':>8} {'requests/s':>11} {'p50 ms':>8} {'p99 ms':>8} {'server CPU/req ms':>18}")
+            print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores; "
+                  "CPU-bound rate: what both sides' CPU per request allows with the machine to themselves "
+                  "(core_bound_rate); got: the measured rate over it")
+            print(f"{'clients':>8} {'requests/s':>11} {'p50 ms':>8} {'p99 ms':>8} {'server CPU/req ms':>18} "
+                  f"{'client CPU/req ms':>18} {'CPU-bound rate':>15} {'got':>5}")
             for clients in (1, 10, 50):
-                rate, p50, p99, cpu = uvloop.run(load(port, clients, args.seconds, ops, server.pid))
-                print(f"{clients:>8} {rate:>11,.0f} {p50 * 1e3:>8.2f} {p99 * 1e3:>8.2f} {cpu * 1e3:>18.3f}")
+                rate, p50, p99, cpu, client = uvloop.run(load(port, clients, args.seconds, ops, server.pid))
+                bound = core_bound_rate(cpu, client, os.cpu_count() or 1)
+                print(f"{clients:>8} {rate:>11,.0f} {p50 * 1e3:>8.2f} {p99 * 1e3:>8.2f} {cpu * 1e3:>18.3f} "
+                      f"{client * 1e3:>18.3f} {bound:>15,.0f} {rate / bound:>5.0%}")
+            print(f"goal at 50 clients, {args.workers} worker(s) (the goal: 1): >= 5,000 requests/s with p99 <= 20 ms: "
+                  f"{'met' if rate >= 5000 and p99 <= 0.020 else 'missed'} ({rate:,.0f}/s, p99 {p99 * 1e3:.1f} ms; "
+                  f"load average {os.getloadavg()[0]:.1f})")
             if args.no_batch:
                 return
             print()

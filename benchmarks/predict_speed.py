@@ -5,13 +5,14 @@ memory per row, and ``predict_calibrated`` with a
 calibration fitted on Vidur's A100 runs (local correction included). Rates are ops per CPU second
 (``time.process_time``).
 
-    python benchmarks/predict_speed.py [--hardware ID] [--ops 10000] [--rows 1000000]
+    python benchmarks/predict_speed.py [--hardware ID] [--ops 10000] [--rows 1000000] [--dict-rows 100000]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import time
 import tracemalloc
@@ -51,6 +52,7 @@ def main() -> None:
     parser.add_argument("--hardware", default="nvidia-h100-sxm5-80gb")
     parser.add_argument("--ops", type=int, default=10_000)
     parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--dict-rows", type=int, default=100_000, help="distinct JSON dicts whose memory is traced")
     args = parser.parse_args()
     hw = perfmodel.load_hardware(args.hardware)
     from perfmodel.search import gemm_kernel
@@ -81,12 +83,24 @@ def main() -> None:
         perfmodel.predict_many(hw, unique)
         best_unique = max(best_unique, len(unique) / (time.process_time() - start))
 
-    print(f"hardware {hw.id}, {len(ops)} mixed ops ({len({d['kind'] for d in dicts})} kinds)")
+    print(f"hardware {hw.id}, {len(ops)} mixed ops ({len({d['kind'] for d in dicts})} kinds); load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"predict (one op per call):          {single_rate:>10,.0f} ops/s")
     print(f"predict_many (Op objects, batched): {best_ops:>10,.0f} ops/s")
     print(f"predict_many (JSON dicts, batched): {best_dicts:>10,.0f} ops/s  (includes parsing; "
           f"{len({repr(d) for d in dicts}):,} distinct dicts, each predicted once)")
     print(f"predict_many (JSON dicts, distinct): {best_unique:>9,.0f} ops/s  (the same mix, no dict repeated)")
+    many = _distinct_mix(mixed_ops(args.dict_rows))  # a batch long enough to be predicted chunk by chunk
+    tracemalloc.start()
+    batch = perfmodel.predict_many(hw, many)
+    kept, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del batch
+    print(f"predict_many ({len(many):,} JSON dicts, distinct) memory: peak {peak / len(many):,.0f} B/op while "
+          f"predicting, {kept / len(many):,.0f} B/op kept with the result (the dicts themselves not counted)")
+    print(f"goals from JSON dicts: >= 300 k/s: the mix {'met' if best_dicts >= 3e5 else 'missed'}, no dict repeated "
+          f"{'met' if best_unique >= 3e5 else 'missed'}; <= 300 B per op (peak, no dict repeated): "
+          f"{'met' if peak / len(many) <= 300 else 'missed'}")
     columnar_speed(hw, args.rows)
     calibrated_speed(args.ops)
 
@@ -172,6 +186,9 @@ def columnar_speed(hw: perfmodel.Hardware, rows: int) -> None:
         print(f"predict_columns ({rows:,} rows, matmul + rmsnorm, {label}): {best[mode]:>10,.0f} ops/s  (peak "
               f"{memory[mode][0]:,.0f} B/row while predicting, {memory[mode][1]:,.0f} B/row kept with the result)")
     print(f"  merged / chunked: {best['merged'] / best['chunked']:.2f}")
+    rates = ", ".join(f"{mode} {'met' if best[mode] >= 1e6 else 'missed'}" for mode in labels)
+    sizes = ", ".join(f"{mode} {'met' if memory[mode][0] <= 300 else 'missed'}" for mode in labels)
+    print(f"goals from columns: >= 1 M ops/s: {rates}; <= 300 B per op (peak): {sizes}")
 
 
 def calibrated_speed(count: int) -> None:

@@ -153,6 +153,11 @@ def main() -> None:
         print(f"report: {len(text.splitlines())} lines, {cpu3 - cpu2:.2f} s CPU ({wall3 - wall2:.2f} s wall)")
         print(f"parse + match + report: {cpu3 - cpu0:.2f} s CPU ({wall3 - wall0:.2f} s wall)")
         print(f"peak RSS (ru_maxrss, whole process so far): {rss_mb:.0f} MB")
+        print(f"goal (a 1M-event trace in <= 20 s and <= 1 GB; this one {events / 1e6:.2f} M events): CPU "
+              f"{'met' if cpu3 - cpu0 <= 20 else 'missed'} ({cpu3 - cpu0:.1f} s), wall "
+              f"{'met' if wall3 - wall0 <= 20 else 'missed'} ({wall3 - wall0:.1f} s, load average "
+              f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores), memory {'met' if rss_mb <= 1024 else 'missed'} "
+              f"({rss_mb:.0f} MB)")
         del parsed, result
 
         tracemalloc.start()

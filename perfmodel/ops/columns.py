@@ -74,11 +74,17 @@ def from_dicts(cls: type[Op], dicts: Sequence[Mapping[str, Any]]) -> OpColumns:
     if rewrite is not None:
         dicts = [rewrite(d) for d in dicts]
     given = field_columns(cls, dicts, {name: _default(spec) for name, spec in fields.items()})
+    named = {cls.aliases.get(key, key) for key in set().union(*dicts)}  # the fields some dict gives
     values: dict[str, np.ndarray[Any, Any]] = {}
     for name in fields:
         kind, _ = _kind_of(hints[name])
         column = given[name]
-        if kind == "dtype":
+        if name not in named and (kind in ("dtype", "number", "int", "flag")
+                                  or (kind == "choice" and isinstance(column[0] if column else None, str))):
+            # no dict gives it: its default seen n times (a read-only view, as ``from_arrays`` gives a table's
+            # missing column; the same values, no bytes per row)
+            values[name] = _default_column(kind, column[0] if column else _default(fields[name]), len(dicts))
+        elif kind == "dtype":
             values[name] = np.fromiter(map(_DTYPE_CODES.__getitem__, column), dtype=np.int64, count=len(column))
         elif kind in ("number", "int", "flag"):
             values[name] = np.array(column, dtype=np.float64)

@@ -86,13 +86,32 @@ def _ranked(time_s: np.ndarray[Any, np.dtype[np.float64]], footprint_bytes: np.n
     """Positions of at least the ``head`` fastest candidates (every one tied with the last of them too), ranked by
     the one tie rule of ``gemm_cost.tie_break``: time in s, then on-chip footprint in bytes, then space index."""
     if head < time_s.size:
-        cut = np.partition(time_s, head - 1)[head - 1]
+        cut = _kth_smallest(time_s, head - 1)
         shortlist = np.nonzero(time_s <= cut)[0]
     else:
         shortlist = np.arange(time_s.size)
     order = np.lexsort((index[shortlist], footprint_bytes[shortlist], time_s[shortlist]))
     ranked: np.ndarray[Any, np.dtype[np.intp]] = shortlist[order]
     return ranked
+
+
+SAMPLE_STEP = 8  # _kth_smallest: every 8th value sampled for a bound on the k-th smallest
+
+
+def _kth_smallest(values: np.ndarray[Any, np.dtype[np.float64]], k: int) -> float:
+    """``np.partition(values, k)[k]`` (no NaN in ``values``), from fewer values: a bound ``v`` read off every
+    ``SAMPLE_STEP``-th value (its 2(k + 1)/step-th smallest), and when at least k + 1 values are <= v, the k-th
+    smallest of those alone, which is the k-th smallest of all (every smaller value is among them); else the
+    whole partition. numpy's partition of a search's ~12,500 scores, many of them tied, took ~135 us of a ~1 ms
+    search; the sample, the count and the small partition ~4x less."""
+    sample = values[::SAMPLE_STEP]
+    at = 2 * (k + 1) // SAMPLE_STEP
+    if at < sample.size:
+        bound = np.partition(sample, at)[at]
+        low = values[values <= bound]
+        if low.size > k:
+            return float(np.partition(low, k)[k])
+    return float(np.partition(values, k)[k])
 
 
 ROW_KEYS = ("tile_m", "tile_n", "tile_k", "stages", "split_k", "raster_group", "time_s", "footprint_bytes", "waves")
