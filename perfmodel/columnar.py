@@ -184,7 +184,7 @@ def _predict_dicts(dicts: Sequence[Mapping[str, Any]], hardware: HardwareLike, t
         picked = list(itemgetter(*rows.tolist())(dicts)) if rows.size > 1 else [dicts[int(rows[0])]]
         ops: OpColumns | list[Op] = from_dicts(cls, picked) if cls.columnar else build_ops(cls, picked)
         parts.append((ops, rows))
-    if len(dicts) > CHUNK_ROWS:
+    if len(dicts) > DICT_CHUNK_ROWS:
         batch = _predict_part_chunks(hardware, parts, len(dicts), timing, warm_cache, defaults, space)
         if batch is not None:
             return batch
@@ -193,15 +193,15 @@ def _predict_dicts(dicts: Sequence[Mapping[str, Any]], hardware: HardwareLike, t
 
 def _predict_part_chunks(hardware: HardwareLike, parts: list[Part], n: int, timing: Timing, warm_cache: bool,
                          defaults: ModelDefaults | None, space: SpaceName) -> CostBatch | None:
-    """The ``n`` rows of ``parts`` (one kind each, ops already read, rows ascending) predicted ``CHUNK_ROWS``
+    """The ``n`` rows of ``parts`` (one kind each, ops already read, rows ascending) predicted ``DICT_CHUNK_ROWS``
     consecutive rows at a time into arrays allocated once (``Stitch``), as ``_predict_table_chunks`` does for a
     table: the same answers, with one chunk's work and intermediate columns alive at a time instead of the whole
     batch's (the dict path's peak was ~1.5 kB a row, ~5.6 kB for attention's candidates). None when two chunks'
     batches do not stack (other keys: the caller predicts the batch in one piece)."""
     stitch = Stitch(n)
     with choice_memo.scope():  # each distinct GEMM shape is searched once for the whole batch
-        for start in range(0, n, CHUNK_ROWS):
-            end = min(start + CHUNK_ROWS, n)
+        for start in range(0, n, DICT_CHUNK_ROWS):
+            end = min(start + DICT_CHUNK_ROWS, n)
             chunk: list[Part] = []
             for ops, rows in parts:
                 lo, hi = np.searchsorted(rows, (start, end)).tolist()
@@ -249,6 +249,8 @@ def _kind_rows_one_by_one(dicts: Sequence[Mapping[str, Any]]) -> dict[str, IntAr
 
 
 CHUNK_ROWS = 1 << 14  # a table of more rows is predicted this many rows at a time (``predict_columns``)
+DICT_CHUNK_ROWS = 1 << 13  # JSON dicts: half a table's chunk, as each dict row also holds its parsed op
+# (speed27: 1M distinct dicts peak 309 B/op at 16,384 rows a chunk, 295 at 8,192; benchmarks/predict_speed.py --dict-rows)
 
 
 def predict_columns(hardware: HardwareLike, columns: Mapping[str, Any], timing: Timing = "kernel",

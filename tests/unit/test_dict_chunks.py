@@ -1,4 +1,4 @@
-"""predict_many of JSON dicts over ``CHUNK_ROWS`` rows is predicted chunk by chunk (``columnar._predict_part_chunks``,
+"""predict_many of JSON dicts over ``DICT_CHUNK_ROWS`` rows is predicted chunk by chunk (``columnar._predict_part_chunks``,
 issue 27's <= 300 B per op) and gives the one-piece answers bit for bit: every array, the notes, the ops; chunks
 that do not stack fall back to the one piece."""
 
@@ -37,7 +37,7 @@ def test_dict_chunks_give_the_one_piece_answers(device: str, monkeypatch: pytest
         return predict(hardware, parts, n, *args)
 
     monkeypatch.setattr(columnar, "_predict", spy)
-    monkeypatch.setattr(columnar, "CHUNK_ROWS", 128)  # six chunks, the last one short
+    monkeypatch.setattr(columnar, "DICT_CHUNK_ROWS", 128)  # six chunks, the last one short
     chunked = predict_many(device, dicts)
     assert len(calls) == -(-len(dicts) // 128) and max(calls) == 128 and sum(calls) == len(dicts)
     _identical(chunked, whole)
@@ -58,7 +58,7 @@ def test_dict_chunks_that_do_not_stack_fall_back(monkeypatch: pytest.MonkeyPatch
         return answers[-1]
 
     monkeypatch.setattr(columnar, "_predict_part_chunks", spy)
-    monkeypatch.setattr(columnar, "CHUNK_ROWS", 128)
+    monkeypatch.setattr(columnar, "DICT_CHUNK_ROWS", 128)
     _identical(predict_many("nvidia-h100-sxm5-80gb", dicts), whole)
     assert answers == [None]
 
