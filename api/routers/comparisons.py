@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 from fastapi import APIRouter, Depends, HTTPException, Query
@@ -16,6 +17,18 @@ from perfmodel.roofline import predict_many
 
 router = APIRouter(tags=["comparisons"], dependencies=[Depends(require_read)])
 MAX_COMPARED_RUNS = 100_000
+
+
+class ComparedRun(NamedTuple):
+    """What ``compare`` reads of a stored run (a ``RunRow`` has these and more): the dashboard passes these,
+    built from the runs' columns it holds in memory, instead of reading every run with its tags again."""
+
+    id: int
+    hardware_id: str
+    op_kind: str
+    source: str
+    measured_time_s: float
+    op: dict[str, Any]
 
 
 @router.get("/comparisons", response_model=ComparisonsOut)
@@ -35,9 +48,11 @@ def comparisons(
 
 
 def compare(state: AppState, hardware: str | None, calibration: str | None, op_kind: str | None = None,
-            source: str | None = None, limit: int = 10_000) -> dict[str, Any]:
+            source: str | None = None, limit: int = 10_000,
+            runs: Sequence[ComparedRun] | None = None) -> dict[str, Any]:
     """What GET /comparisons answers (the dashboard calls it directly). ``HTTPException`` for an unknown or
-    mismatched calibration, ``ValueError`` for one this version cannot read."""
+    mismatched calibration, ``ValueError`` for one this version cannot read. ``runs``: the runs the filters
+    select (at most ``limit``, by id), already read; else they are read from the store."""
     if calibration not in (None, "", "none", "latest"):
         if not calibration.isdigit():
             raise HTTPException(422, f"calibration: expected an id, 'latest' or none, got {calibration!r}")
@@ -48,7 +63,8 @@ def compare(state: AppState, hardware: str | None, calibration: str | None, op_k
             raise HTTPException(422, f"calibration {calibration} was fitted for {chosen.hardware_id!r}, "
                                      f"not {hardware!r}")
         hardware = chosen.hardware_id
-    rows, _ = state.store.list_runs(hardware_id=hardware, op_kind=op_kind, source=source, limit=limit, offset=0)
+    rows: Sequence[Any] = runs if runs is not None else state.store.list_runs(
+        hardware_id=hardware, op_kind=op_kind, source=source, limit=limit, offset=0)[0]
     by_device: dict[str, list[int]] = defaultdict(list)
     for i, row in enumerate(rows):
         by_device[row.hardware_id].append(i)

@@ -142,9 +142,8 @@ def cost_grid(v: FloatArray, space: GemmCandidates, batch: FloatArray, m: FloatA
     assert kernels is not None
     out = np.empty((len(FIELDS), batch.size, space.size))
     reject = np.empty((batch.size, space.size), dtype=np.int64)
-    kernels[0](v, space.bm, space.bn, space.bk_bytes, space.stages, space.split, space.group,
-               *(np.ascontiguousarray(a, dtype=np.float64) for a in (
-                   batch, m, n, k, elem_bytes, peak, compulsory_bytes, _ratio(batch, b_ratio))), out, reject)
+    kernels[0](v, *space_arrays(space), *(kernel_array(a) for a in (
+        batch, m, n, k, elem_bytes, peak, compulsory_bytes, _ratio(batch, b_ratio))), out, reject)
     return out, reject
 
 
@@ -156,10 +155,26 @@ def best_per_op(v: FloatArray, space: GemmCandidates, batch: FloatArray, m: Floa
     assert kernels is not None
     index = np.empty(batch.size, dtype=np.intp)
     out = np.empty((len(CHOICE_FIELDS), batch.size))
-    kernels[1](v, space.bm, space.bn, space.bk_bytes, space.stages, space.split, space.group,
-               *(np.ascontiguousarray(a, dtype=np.float64) for a in (
-                   batch, m, n, k, elem_bytes, peak, compulsory_bytes, _ratio(batch, b_ratio))), index, out)
+    kernels[1](v, *space_arrays(space), *(kernel_array(a) for a in (
+        batch, m, n, k, elem_bytes, peak, compulsory_bytes, _ratio(batch, b_ratio))), index, out)
     return index, out
+
+
+def kernel_array(a: Any) -> FloatArray:
+    """``a`` as the one array type the kernels are compiled for: float64, C-contiguous and writeable (``a``
+    itself when it is one already). numba compiles a new machine-code signature for a strided ('A' layout) or a
+    read-only array; each cost a live server's first ``/runs`` or ``/tiling`` ~7 s of CPU (issue 27, pages14):
+    ``warm`` compiles only this type, so every call of a served process loads it instead."""
+    out: FloatArray = np.ascontiguousarray(a, dtype=np.float64)
+    return out if out.flags.writeable else out.copy()
+
+
+def space_arrays(space: GemmCandidates) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray,
+                                                 FloatArray]:
+    """The candidate columns in the kernels' argument order (bm, bn, bk_bytes, stages, split, group), each a
+    ``kernel_array``."""
+    k = kernel_array
+    return (k(space.bm), k(space.bn), k(space.bk_bytes), k(space.stages), k(space.split), k(space.group))
 
 
 def _ratio(batch: FloatArray, b_ratio: FloatArray | None) -> FloatArray:

@@ -135,7 +135,8 @@ def _space_tables(t: MachineTables, space: GemmCandidates, v: FloatArray, elem: 
         footprint = footprint + space.bm * space.bn * ACCUMULATOR_BYTES
     values, group = np.unique(footprint, return_inverse=True)
     terms = np.empty((space.size, gemm_jit.C_SIZE))
-    gemm_jit.fill_candidates(v, space.bm, space.bn, space.bk_bytes, space.stages, elem, peak, terms, b_ratio)
+    bm, bn, bk_bytes, stages = gemm_kernel.space_arrays(space)[:4]
+    gemm_jit.fill_candidates(v, bm, bn, bk_bytes, stages, elem, peak, terms, b_ratio)
     made = _SpaceTables(space, np.unique(space.bm), np.unique(space.bn), np.unique(bk),
                         group.astype(np.int64).ravel(), int(values.size), terms)
     if len(_TABLES) > 256:
@@ -163,9 +164,9 @@ def score_compiled(t: MachineTables, space: GemmCandidates, b: float, m: float, 
     judged, footprint, waves = np.empty(size), np.empty(size), np.empty(size)
     reject = np.zeros(len(REJECT_REASONS), dtype=np.int64)
     front = np.empty(tab.groups, dtype=np.intp)
-    count, on_front = gemm_jit.search(v, tab.terms, space.bm, space.bn, space.bk_bytes, space.stages, space.split,
-                                      space.group, b, m, n, k, elem, compulsory, caps, tab.footprint_group, tab.groups,
-                                      kept, judged, footprint, waves, reject, front, b_ratio)
+    count, on_front = gemm_jit.search(v, tab.terms, *gemm_kernel.space_arrays(space), b, m, n, k, elem, compulsory,
+                                      caps, tab.footprint_group, tab.groups, kept, judged, footprint, waves, reject,
+                                      front, b_ratio)
     rejected = {REJECT_REASONS[r]: int(reject[r]) for r in range(1, len(REJECT_REASONS)) if reject[r] > 0}
     return GemmScores(kept[:count], judged[:count], footprint[:count], waves[:count], rejected, front[:on_front],
                       size - count)
