@@ -82,6 +82,9 @@ from perfmodel.uncalibrated_interval import (
 # Defaults that measured data set (or could have set): each moves over a physically plausible grid.
 GRIDS: dict[str, tuple[float, ...]] = {
     "matrix_efficiency": (0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95),
+    # a library's direct forward kernels (MIOpen's direct solvers): chosen on the training devices' direct rows only
+    # (ROW_SUBSETS), before the library share so those rows no longer choose it; none in a fold: unset (the library's)
+    "conv_direct_matrix_efficiency": (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8),
     # a convolution library's kernels (cuDNN, MIOpen) apart from the BLAS GEMMs: only convolution rows move it
     "conv_matrix_efficiency": (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8),
     "vector_efficiency": (0.6, 0.7, 0.8, 0.85, 0.9, 1.0),
@@ -133,6 +136,10 @@ HARNESS_TERMS = frozenset({"compiled_call_s", "issue_interval_s", "peer_issue_in
 # rows feel the default (the held-out vendor, or AMD without the MI210: the MI25 rows are GEMMs) takes the mean of the
 # other vendors' fitted values.
 PER_VENDOR = frozenset({"stream_dram_efficiency"})
+# Defaults chosen on a subset of the training rows only: the rows whose op runs the kernels the default is the share of.
+# A fold with no such row leaves it unset (None: the shipped fallback, ``conv_direct_matrix_efficiency`` -> the
+# library's ``conv_matrix_efficiency``).
+ROW_SUBSETS = {"conv_direct_matrix_efficiency": lambda row: row.op.get("algorithm") == "direct"}
 FIT_ROWS_PER_CELL = 200
 # passes until none moves a value; a value moves only to a strictly lower score (docs/accuracy.md, eighth pass)
 FIT_MAX_PASSES = 8
@@ -259,6 +266,11 @@ def fit_defaults(rows: Sequence[Row], shipped: dict[str, ModelDefaults], grids: 
             idx = groups[name in COLLECTIVE_DEFAULTS]
             if name == FLOOR_DEFAULT:
                 idx = _floor_rows(rows, idx, with_model(shipped, _split(choice)[0]))
+            if name in ROW_SUBSETS:
+                idx = np.array([i for i in idx if ROW_SUBSETS[name](rows[int(i)])], dtype=int)
+                if not idx.size:
+                    choice.pop(name, None)  # no training row runs those kernels: the shipped fallback
+                    continue
             if not idx.size:
                 continue
             subset = [rows[int(i)] for i in idx]
@@ -282,6 +294,8 @@ def fit_defaults(rows: Sequence[Row], shipped: dict[str, ModelDefaults], grids: 
 def _shipped_value(defaults: ModelDefaults, name: str) -> float:
     """A default's shipped value; ``name@vendor`` is a per-vendor copy of ``name``."""
     base = name.split("@")[0]
+    if base == "conv_direct_matrix_efficiency" and defaults.conv_direct_matrix_efficiency is None:
+        base = "conv_matrix_efficiency"  # unset: the library's share
     return float(defaults.stream_dram if base == "stream_dram_efficiency" else getattr(defaults, base))
 
 
