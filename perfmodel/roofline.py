@@ -185,8 +185,9 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
 def _library_share(d: ModelDefaults, work: Work) -> FloatArray:
     """Per op, the sustained share of matrix peak its GEMMs reach over the one the GEMM model applies
     (``matrix_efficiency``): ``conv_matrix_efficiency / matrix_efficiency`` for a convolution library's forward
-    kernels (``conv_direct_matrix_efficiency`` for its direct ones, where set), ``conv_backward_matrix_efficiency`` for its gradient kernels (an op with both: the harmonic mean
-    weighted by their FLOPs, ``Work.conv_gradient_share``), 1 elsewhere (docs/model.md section 4)."""
+    kernels (``conv_direct_matrix_efficiency`` for its direct ones, where set), ``conv_backward_matrix_efficiency``
+    for its gradient kernels (an op with both: the harmonic mean weighted by their FLOPs,
+    ``Work.conv_gradient_share``), 1 elsewhere (docs/model.md section 5)."""
     conv = d.conv_matrix_efficiency
     if conv is None or not work.conv_library.any():
         return np.ones(work.n)
