@@ -88,8 +88,8 @@ NONFUSED_TILE_OUTPUTS = {3: 4, 5: 2}  # filter side -> output tile side: F(4x4, 
 class Conv2d(Op):
     """y[N, K, P, Q] = conv(x[N, C, H, W], w[K, C/groups, R, S]); ``*_w`` fields default to ``*``. ``layout``
     is how x and w are stored (``nchw`` on NVIDIA tensor cores adds cuDNN's NHWC conversion of both);
-    ``algorithm`` is the one the library runs: implicit GEMM, Winograd (fused or non-fused) or FFT (whole-map
-    or tiled, ``conv_fft``)."""
+    ``algorithm`` is the one the library runs: implicit GEMM, Winograd (fused or non-fused), FFT (whole-map
+    or tiled, ``conv_fft``) or MIOpen's direct kernels (``direct``: the implicit GEMM's work at their own share)."""
 
     kind = "conv2d"
 
