@@ -82,9 +82,6 @@ from perfmodel.uncalibrated_interval import (
 # Defaults that measured data set (or could have set): each moves over a physically plausible grid.
 GRIDS: dict[str, tuple[float, ...]] = {
     "matrix_efficiency": (0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95),
-    # a library's direct forward kernels (MIOpen's direct solvers): chosen on the training devices' direct rows only
-    # (ROW_SUBSETS), before the library share so those rows no longer choose it; none in a fold: unset (the library's)
-    "conv_direct_matrix_efficiency": (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8),
     # a convolution library's kernels (cuDNN, MIOpen) apart from the BLAS GEMMs: only convolution rows move it
     "conv_matrix_efficiency": (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8),
     "vector_efficiency": (0.6, 0.7, 0.8, 0.85, 0.9, 1.0),
@@ -112,6 +109,14 @@ GRIDS: dict[str, tuple[float, ...]] = {
 BACKWARD_GRIDS: dict[str, tuple[float, ...]] = {
     "conv_backward_matrix_efficiency": (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8),
     "conv_wgrad_dram_efficiency": (0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.87),
+}
+# A library's direct forward kernels' own share (MIOpen's direct solvers, docs/model.md section 5), not searched: its
+# rows are implicit GEMMs in the LODO data (measured_data.MIOPEN_DIRECT_SOLVER off). Switched on (searched before
+# conv_matrix_efficiency, chosen on the training devices' direct rows only: ROW_SUBSETS) with MIOpen's RxS Winograd
+# and the weight gradient's stream: conv2d 21.9 -> 21.3 / 20.9 -> 20.7, conv2d_bwd 23.7 -> 22.1 / 24.4 -> 21.5 %, but
+# matmul 10.9 -> 11.0 % one device out (benchmarks/lodo_conv_switches.py; docs/accuracy.md, conv17)
+DIRECT_GRIDS: dict[str, tuple[float, ...]] = {
+    "conv_direct_matrix_efficiency": (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8),
 }
 # Harness terms: how a data set timed its ops, not the device. LLMCompass's compiled ops (measured_data.COMPILED_CALLS)
 # add torch.compile's per-call host work; fitted like the defaults, on the other devices' compiled rows only.

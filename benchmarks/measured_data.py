@@ -149,8 +149,10 @@ def _deepbench_dtypes(precision: str) -> dict[str, str]:
 MIOPEN_RXS_WINOGRAD = False
 # DeepBench's 36 MI25 forwards MIOpen ran with a direct solver (ConvolutionFwdAlgoDirect) as algorithm='direct': the
 # implicit GEMM's work at the direct kernels' own share (conv_direct_matrix_efficiency, fitted by lodo on direct rows
-# only); off, they are implicit GEMMs at the library's share (docs/accuracy.md, thirteenth pass, branch conv17)
-MIOPEN_DIRECT_SOLVER = True
+# only: lodo.DIRECT_GRIDS); off, they are implicit GEMMs at the library's share. Off: with the share alone one vendor
+# out conv2d 20.9 -> 22.5 %; with RxS and the weight-gradient stream matmul 10.9 -> 11.0 % one device out
+# (docs/accuracy.md, thirteenth pass, branch conv17)
+MIOPEN_DIRECT_SOLVER = False
 
 
 def _algorithm(name: str, conv: dict[str, Any]) -> str:

@@ -92,7 +92,7 @@ def _rows(share: float) -> list[Any]:
 
 def test_the_fit_chooses_the_direct_share_on_direct_rows_and_leaves_the_librarys_to_the_others() -> None:
     shipped = {MI25: defaults_for(load_hardware(MI25))}
-    grids = {k: lodo.GRIDS[k] for k in ("conv_direct_matrix_efficiency", "conv_matrix_efficiency")}
+    grids = {**lodo.DIRECT_GRIDS, "conv_matrix_efficiency": lodo.GRIDS["conv_matrix_efficiency"]}
     choice = lodo.fit_defaults(_rows(0.35), shipped, grids)
     assert choice["conv_direct_matrix_efficiency"] == 0.35 and choice["conv_matrix_efficiency"] == 0.6
     # no direct row among the training rows: unset, the library's share
@@ -102,7 +102,8 @@ def test_the_fit_chooses_the_direct_share_on_direct_rows_and_leaves_the_librarys
 
 @pytest.mark.parametrize("on", [True, False])
 def test_deepbench_maps_miopens_direct_forwards_when_switched_on(on: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """MIOpen 1.3 reported ConvolutionFwdAlgoDirect for 36 MI25 forwards; their backwards keep the implicit GEMM."""
+    """MIOpen 1.3 reported ConvolutionFwdAlgoDirect for 36 MI25 forwards; their backwards keep the implicit GEMM. Off
+    (shipped: the LODO data as on ``main``) none is direct."""
     monkeypatch.setattr(data, "MIOPEN_DIRECT_SOLVER", on)
     direct = [r for r in data.deepbench() if r.op.get("algorithm") == "direct"]
     assert len(direct) == (36 if on else 0)
