@@ -110,6 +110,14 @@ BACKWARD_GRIDS: dict[str, tuple[float, ...]] = {
     "conv_backward_matrix_efficiency": (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8),
     "conv_wgrad_dram_efficiency": (0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.87),
 }
+# A library's direct forward kernels' own share (MIOpen's direct solvers, docs/model.md section 5), not searched: its
+# rows are implicit GEMMs in the LODO data (measured_data.MIOPEN_DIRECT_SOLVER off). Switched on (searched before
+# conv_matrix_efficiency, chosen on the training devices' direct rows only: ROW_SUBSETS) with MIOpen's RxS Winograd
+# and the weight gradient's stream: conv2d 21.9 -> 21.3 / 20.9 -> 20.7, conv2d_bwd 23.7 -> 22.1 / 24.4 -> 21.5 %, but
+# matmul 10.9 -> 11.0 % one device out (benchmarks/lodo_conv_switches.py; docs/accuracy.md, conv17)
+DIRECT_GRIDS: dict[str, tuple[float, ...]] = {
+    "conv_direct_matrix_efficiency": (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8),
+}
 # Harness terms: how a data set timed its ops, not the device. LLMCompass's compiled ops (measured_data.COMPILED_CALLS)
 # add torch.compile's per-call host work; fitted like the defaults, on the other devices' compiled rows only.
 # DeepBench's back-to-back call loops (measured_data.HOST_ISSUED_LOOPS) take at least the host's time per call:
@@ -133,6 +141,10 @@ HARNESS_TERMS = frozenset({"compiled_call_s", "issue_interval_s", "peer_issue_in
 # rows feel the default (the held-out vendor, or AMD without the MI210: the MI25 rows are GEMMs) takes the mean of the
 # other vendors' fitted values.
 PER_VENDOR = frozenset({"stream_dram_efficiency"})
+# Defaults chosen on a subset of the training rows only: the rows whose op runs the kernels the default is the share of.
+# A fold with no such row leaves it unset (None: the shipped fallback, ``conv_direct_matrix_efficiency`` -> the
+# library's ``conv_matrix_efficiency``).
+ROW_SUBSETS = {"conv_direct_matrix_efficiency": lambda row: row.op.get("algorithm") == "direct"}
 FIT_ROWS_PER_CELL = 200
 # passes until none moves a value; a value moves only to a strictly lower score (docs/accuracy.md, eighth pass)
 FIT_MAX_PASSES = 8
@@ -259,6 +271,11 @@ def fit_defaults(rows: Sequence[Row], shipped: dict[str, ModelDefaults], grids: 
             idx = groups[name in COLLECTIVE_DEFAULTS]
             if name == FLOOR_DEFAULT:
                 idx = _floor_rows(rows, idx, with_model(shipped, _split(choice)[0]))
+            if name in ROW_SUBSETS:
+                idx = np.array([i for i in idx if ROW_SUBSETS[name](rows[int(i)])], dtype=int)
+                if not idx.size:
+                    choice.pop(name, None)  # no training row runs those kernels: the shipped fallback
+                    continue
             if not idx.size:
                 continue
             subset = [rows[int(i)] for i in idx]
@@ -282,6 +299,8 @@ def fit_defaults(rows: Sequence[Row], shipped: dict[str, ModelDefaults], grids: 
 def _shipped_value(defaults: ModelDefaults, name: str) -> float:
     """A default's shipped value; ``name@vendor`` is a per-vendor copy of ``name``."""
     base = name.split("@")[0]
+    if base == "conv_direct_matrix_efficiency" and defaults.conv_direct_matrix_efficiency is None:
+        base = "conv_matrix_efficiency"  # unset: the library's share
     return float(defaults.stream_dram if base == "stream_dram_efficiency" else getattr(defaults, base))
 
 

@@ -147,6 +147,12 @@ def _deepbench_dtypes(precision: str) -> dict[str, str]:
 # one vendor out, the NVIDIA fold's convolution share is fitted on the MI25 alone and falls 0.65 -> 0.6 with them,
 # conv2d 20.9 -> 22.2 % (docs/accuracy.md, thirteenth pass, branch conv16)
 MIOPEN_RXS_WINOGRAD = False
+# DeepBench's 36 MI25 forwards MIOpen ran with a direct solver (ConvolutionFwdAlgoDirect) as algorithm='direct': the
+# implicit GEMM's work at the direct kernels' own share (conv_direct_matrix_efficiency, fitted by lodo on direct rows
+# only: lodo.DIRECT_GRIDS); off, they are implicit GEMMs at the library's share. Off: with the share alone one vendor
+# out conv2d 20.9 -> 22.5 %; with RxS and the weight-gradient stream matmul 10.9 -> 11.0 % one device out
+# (docs/accuracy.md, thirteenth pass, branch conv17)
+MIOPEN_DIRECT_SOLVER = False
 
 
 def _algorithm(name: str, conv: dict[str, Any]) -> str:
@@ -161,6 +167,8 @@ def _algorithm(name: str, conv: dict[str, Any]) -> str:
         algorithm = "winograd_rxs"
     elif "winograd" in lower:
         algorithm = "winograd_nonfused" if "nonfused" in lower else "winograd"
+    elif MIOPEN_DIRECT_SOLVER and lower == "convolutionfwdalgodirect":  # MIOpen's direct solvers (conv.DIRECT)
+        algorithm = "direct"
     elif lower == "convolutionfwdalgogemm":  # MIOpen's GEMM path: per-image im2col + BLAS GEMM (conv_im2col)
         algorithm = "im2col_gemm"
     else:

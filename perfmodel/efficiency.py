@@ -47,6 +47,9 @@ class ModelDefaults:
     # the same share for a convolution's gradient kernels (cuDNN's BackwardData / BackwardFilter, MIOpen's
     # BackwardData / BackwardWeights: other kernels than the forward's); None: ``conv_matrix_efficiency``
     conv_backward_matrix_efficiency: float | None = None
+    # the same share for a library's direct forward kernels (MIOpen's direct solvers: hand-tiled, no im2col GEMM's
+    # operand reuse); None: ``conv_matrix_efficiency`` (docs/model.md section 4)
+    conv_direct_matrix_efficiency: float | None = None
     # sustained share of DRAM peak of a convolution's weight-gradient kernel streaming x and dy (its reduction over
     # N·P·Q onto the small K·C/g·R·S output, split across CTAs and summed): with the data gradient's stream at
     # ``dram_efficiency`` it bounds a backward from below (``roofline._gradient_streams``); None: no bound

@@ -185,16 +185,22 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
 def _library_share(d: ModelDefaults, work: Work) -> FloatArray:
     """Per op, the sustained share of matrix peak its GEMMs reach over the one the GEMM model applies
     (``matrix_efficiency``): ``conv_matrix_efficiency / matrix_efficiency`` for a convolution library's forward
-    kernels, ``conv_backward_matrix_efficiency`` for its gradient kernels (an op with both: the harmonic mean
-    weighted by their FLOPs, ``Work.conv_gradient_share``), 1 elsewhere (docs/model.md section 4)."""
+    kernels (``conv_direct_matrix_efficiency`` for its direct ones, where set), ``conv_backward_matrix_efficiency``
+    for its gradient kernels (an op with both: the harmonic mean weighted by their FLOPs,
+    ``Work.conv_gradient_share``), 1 elsewhere (docs/model.md section 5)."""
     conv = d.conv_matrix_efficiency
     if conv is None or not work.conv_library.any():
         return np.ones(work.n)
-    library: FloatArray | float = conv
+    forward: FloatArray | float = conv
+    if d.conv_direct_matrix_efficiency is not None:  # unset (shipped): direct kernels at the library's share
+        forward = np.where(work.conv_direct > 0, d.conv_direct_matrix_efficiency, conv)
+    library: FloatArray | float = forward
     grad = d.conv_backward_matrix_efficiency
+    share = work.conv_gradient_share
     if grad is not None:  # unset (shipped): the gradients run at the forward's share
-        share = work.conv_gradient_share
-        library = 1.0 / ((1.0 - share) / conv + share / grad)
+        library = 1.0 / ((1.0 - share) / forward + share / grad)
+    elif d.conv_direct_matrix_efficiency is not None:  # a direct forward's gradients: the library's share
+        library = np.where(share > 0, 1.0 / ((1.0 - share) / forward + share / conv), forward)
     out: FloatArray = np.where(work.conv_library > 0, library / d.matrix_efficiency, 1.0)
     return out
 

@@ -72,6 +72,10 @@ from perfmodel.ops.conv_im2col import im2col_error, im2col_terms
 from perfmodel.ops.conv_rxs import RXS, rxs_blocks, rxs_error
 from perfmodel.search.conv_space import DATA_GRADIENT, FORWARD, FUSED_WINOGRAD, WEIGHT_GRADIENT
 
+# MIOpen's direct solvers (ConvolutionFwdAlgoDirect): the implicit GEMM's FLOPs, bytes and tiles, but run by the
+# library's hand-tiled direct kernels at their own sustained share (``ModelDefaults.conv_direct_matrix_efficiency``,
+# docs/model.md section 4)
+DIRECT = "direct"
 CONV_LIBRARY_IM2COL = 1.0  # MIOpen 1.x calls its own GEMMs (GemmBackend_t::miopengemm), at the conv library share
 THIN_DGRAD_CHANNELS = 16  # C/g below this: the data gradient runs as a GEMM onto columns and col2im
 
@@ -84,8 +88,8 @@ NONFUSED_TILE_OUTPUTS = {3: 4, 5: 2}  # filter side -> output tile side: F(4x4, 
 class Conv2d(Op):
     """y[N, K, P, Q] = conv(x[N, C, H, W], w[K, C/groups, R, S]); ``*_w`` fields default to ``*``. ``layout``
     is how x and w are stored (``nchw`` on NVIDIA tensor cores adds cuDNN's NHWC conversion of both);
-    ``algorithm`` is the one the library runs: implicit GEMM, Winograd (fused or non-fused) or FFT (whole-map
-    or tiled, ``conv_fft``)."""
+    ``algorithm`` is the one the library runs: implicit GEMM, Winograd (fused or non-fused), FFT (whole-map
+    or tiled, ``conv_fft``) or MIOpen's direct kernels (``direct``: the implicit GEMM's work at their own share)."""
 
     kind = "conv2d"
 
@@ -107,7 +111,7 @@ class Conv2d(Op):
     compute_dtype: DType | None = None
     layout: Literal["nchw", "nhwc"] = "nchw"
     algorithm: Literal["implicit_gemm", "winograd", "winograd_nonfused", "fft", "fft_tiling",
-                       "im2col_gemm", "winograd_rxs"] = "implicit_gemm"
+                       "im2col_gemm", "winograd_rxs", "direct"] = "implicit_gemm"
     bias: bool = False
     pass_: Pass = "forward"
     depth: int = 1
@@ -335,6 +339,7 @@ class Conv2d(Op):
             # the gradient kernels' share of those GEMMs (two passes of the forward's FLOPs each): their own
             # sustained share (``ModelDefaults.conv_backward_matrix_efficiency``)
             conv_gradient_share=2.0 * bwd / passes,
+            conv_direct=(algorithm == DIRECT).astype(np.float64),
             dgrad_stream_bytes=bwd * (y_bytes + w_bytes + x_bytes),
             wgrad_stream_bytes=bwd * (x_read + y_bytes + w_bytes),
         )
@@ -342,7 +347,7 @@ class Conv2d(Op):
 
 LAYOUTS: tuple[str, ...] = ("nchw", "nhwc")  # the Literal choices of ``layout`` and ``algorithm``
 ALGORITHMS: tuple[str, ...] = ("implicit_gemm", "winograd", "winograd_nonfused", "fft", "fft_tiling", "im2col_gemm",
-                               RXS)
+                               RXS, DIRECT)
 
 
 def along_w_column(ops: Sequence[Conv2d] | OpColumns, name: Literal["stride", "padding", "dilation"]) -> FloatArray:

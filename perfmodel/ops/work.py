@@ -80,6 +80,9 @@ class Work:
     # share of a convolution's library GEMM FLOPs in its gradient kernels (0 forward, 1 backward), which run at
     # ``ModelDefaults.conv_backward_matrix_efficiency``
     conv_gradient_share: FloatArray = field(default_factory=lambda: np.zeros(0))
+    # 1 where the forward runs a library's direct (non-GEMM, non-Winograd, non-FFT) kernels, at
+    # ``ModelDefaults.conv_direct_matrix_efficiency``; 0 elsewhere
+    conv_direct: FloatArray = field(default_factory=lambda: np.zeros(0))
     # a convolution backward's two kernels' compulsory DRAM streams: the data gradient's (dy, W in, dx out) and the
     # weight gradient's (x, dy in, dW out); 0 elsewhere
     dgrad_stream_bytes: FloatArray = field(default_factory=lambda: np.zeros(0))
@@ -95,7 +98,7 @@ class Work:
         zeros = np.zeros(self.n)
         for name in ("threads", "bytes_per_thread", "threads_per_unit_cap", "scratchpad_bytes", "comm_bytes",
                      "comm_devices", "comm_devices_per_node", "serial_bytes", "nhwc_bytes", "conv_library",
-                     "conv_gradient_share", "dgrad_stream_bytes", "wgrad_stream_bytes",
+                     "conv_gradient_share", "conv_direct", "dgrad_stream_bytes", "wgrad_stream_bytes",
                      "dependent_round_trips", "index_sector_elements"):
             if getattr(self, name).size == 0:
                 setattr(self, name, zeros)

@@ -1,0 +1,58 @@
+"""benchmarks/lodo.py with the convolution terms that are shipped off switched on (conv17): ``--switches`` letters
+D (MIOpen's direct forwards at their own share, ``measured_data.MIOPEN_DIRECT_SOLVER`` and ``lodo.DIRECT_GRIDS``),
+R (MIOpen's RxS Winograd, ``measured_data.MIOPEN_RXS_WINOGRAD``), W and S (the backward's weight-gradient stream and
+gradient share, ``lodo.BACKWARD_GRIDS``). The searched ones go right after ``conv_matrix_efficiency`` (D before it),
+W and S starting from 0.25 and 0.6 as convbwd16 ran them. Every other argument is lodo.py's.
+
+    python benchmarks/lodo_conv_switches.py --switches DRW [--vendor] [--save-heldout FILE.npz] ...
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import lodo
+import measured_data
+
+from perfmodel.efficiency import ModelDefaults
+
+START = {"conv_backward_matrix_efficiency": 0.6, "conv_wgrad_dram_efficiency": 0.25}
+LETTERS = {"S": "conv_backward_matrix_efficiency", "W": "conv_wgrad_dram_efficiency"}
+_shipped_value = lodo._shipped_value
+
+
+def _start(defaults: ModelDefaults, name: str) -> float:
+    """A switched-on default's starting value where it is shipped unset."""
+    if name in START and getattr(defaults, name) is None:
+        return START[name]
+    return _shipped_value(defaults, name)
+
+
+def switch_on(letters: str) -> None:
+    measured_data.MIOPEN_DIRECT_SOLVER = "D" in letters
+    measured_data.MIOPEN_RXS_WINOGRAD = "R" in letters
+    after = {LETTERS[c]: lodo.BACKWARD_GRIDS[LETTERS[c]] for c in "SW" if c in letters}
+    grids: dict[str, tuple[float, ...]] = {}
+    for name, grid in lodo.GRIDS.items():
+        if name == "conv_matrix_efficiency" and "D" in letters:
+            grids.update(lodo.DIRECT_GRIDS)
+        grids[name] = grid
+        if name == "conv_matrix_efficiency":
+            grids.update(after)
+    lodo.GRIDS.clear()
+    lodo.GRIDS.update(grids)
+    lodo._shipped_value = _start
+
+
+if __name__ == "__main__":
+    letters = ""
+    if "--switches" in sys.argv:
+        at = sys.argv.index("--switches")
+        letters = sys.argv[at + 1]
+        del sys.argv[at:at + 2]
+    switch_on(letters)
+    print(f"switches {letters!r}: searched {', '.join(lodo.GRIDS)}", flush=True)
+    lodo.main()
