@@ -250,7 +250,7 @@ def _kind_rows_one_by_one(dicts: Sequence[Mapping[str, Any]]) -> dict[str, IntAr
 
 CHUNK_ROWS = 1 << 14  # a table of more rows is predicted this many rows at a time (``predict_columns``)
 DICT_CHUNK_ROWS = 1 << 13  # JSON dicts: half a table's chunk, as each dict row also holds its parsed op
-# (speed27: 1M distinct dicts peak 309 B/op at 16,384 rows a chunk, 295 at 8,192; benchmarks/predict_speed.py --dict-rows)
+# (speed27: 1M distinct dicts peak 309 B/op at 16,384 rows a chunk, 295 at 8,192; predict_speed.py --dict-rows)
 
 
 def predict_columns(hardware: HardwareLike, columns: Mapping[str, Any], timing: Timing = "kernel",

@@ -1,6 +1,6 @@
-"""predict_many of JSON dicts over ``DICT_CHUNK_ROWS`` rows is predicted chunk by chunk (``columnar._predict_part_chunks``,
-issue 27's <= 300 B per op) and gives the one-piece answers bit for bit: every array, the notes, the ops; chunks
-that do not stack fall back to the one piece."""
+"""predict_many of JSON dicts over ``DICT_CHUNK_ROWS`` rows is predicted chunk by chunk
+(``columnar._predict_part_chunks``, issue 27's <= 300 B per op) and gives the one-piece answers bit for bit:
+every array, the notes, the ops; chunks that do not stack fall back to the one piece."""
 
 from __future__ import annotations
 
