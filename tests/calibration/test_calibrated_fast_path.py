@@ -13,19 +13,13 @@ import pytest
 from benchmark_module import load_benchmark
 
 import perfmodel
-from perfmodel.calibration import Calibration, apply_calibration, fit_calibration, predict_calibrated
+from perfmodel.calibration import Calibration, apply_calibration, predict_calibrated
 from perfmodel.calibration.fields import op_fields
 from perfmodel.calibration.model import distinct_ops
 from perfmodel.calibration.op_groups import by_type
 from perfmodel.ops import Op, make_op
 
 HW = "nvidia-a100-sxm4-80gb"
-
-
-@pytest.fixture(scope="module")
-def vidur() -> Calibration:
-    data = load_benchmark("measured_data", "measured_data")
-    return fit_calibration(HW, [(r.op, r.measured_s) for r in data.vidur() if r.hardware == HW])
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from benchmark_module import load_benchmark
 
-from perfmodel.calibration import Calibration, curve, fit_calibration, predict_calibrated, shape
+from perfmodel.calibration import Calibration, curve, predict_calibrated, shape
 from perfmodel.calibration import model as calibration_model
 from perfmodel.calibration.model import BEYOND_NOTE, BEYOND_TAIL
 from perfmodel.calibration.op_groups import probably_distinct
@@ -21,12 +21,6 @@ from perfmodel.calibration.trees import fit_trees
 from perfmodel.ops import Op, make_op
 
 HW = "nvidia-a100-sxm4-80gb"
-
-
-@pytest.fixture(scope="module")
-def vidur() -> Calibration:
-    data = load_benchmark("measured_data", "measured_data")
-    return fit_calibration(HW, [(r.op, r.measured_s) for r in data.vidur() if r.hardware == HW])
 
 
 @pytest.fixture(scope="module")
