@@ -251,6 +251,27 @@ def _floor_rows(rows: Sequence[Row], idx: np.ndarray, defaults_of: dict[str, Mod
     return np.array(sorted(keep), dtype=int)
 
 
+# The on-chip share (onchip_efficiency) is chosen on the rows whose prediction it decides: those whose predicted time
+# (with the values chosen so far, harness terms included) differs between the grid's two ends. Scored on every row, a
+# cell it barely touches moved it through the shared score (the convolution backward's weight-gradient stream moved
+# the A100, T4 and MI25 folds' choice and matmul with it: docs/accuracy.md, conv17 and conv18).
+DECIDED_DEFAULTS = frozenset({"onchip_efficiency"})
+DECIDED_RTOL = 1e-6
+
+
+def _decided_rows(rows: Sequence[Row], idx: np.ndarray, shipped: dict[str, ModelDefaults],
+                  choice: dict[str, float], name: str, grid: tuple[float, ...]) -> np.ndarray:
+    """The rows of ``idx`` whose predicted time moves (by more than ``DECIDED_RTOL``) between ``name`` at the grid's
+    lowest and highest values, the other values as chosen."""
+    subset = [rows[int(i)] for i in idx]
+    ends = []
+    for value in (min(grid), max(grid)):
+        model, harness = _split({**choice, name: value})
+        ends.append(_predict(subset, with_model(shipped, model), harness))
+    moved = np.abs(ends[0] - ends[1]) > DECIDED_RTOL * np.maximum(ends[0], ends[1])
+    return np.asarray(idx[moved], dtype=int)
+
+
 def fit_defaults(rows: Sequence[Row], shipped: dict[str, ModelDefaults], grids: dict[str, tuple[float, ...]]
                  ) -> dict[str, float]:
     """Coordinate descent over the grids from the shipped values on ``rows`` until a pass moves nothing: a collective
@@ -271,6 +292,8 @@ def fit_defaults(rows: Sequence[Row], shipped: dict[str, ModelDefaults], grids: 
             idx = groups[name in COLLECTIVE_DEFAULTS]
             if name == FLOOR_DEFAULT:
                 idx = _floor_rows(rows, idx, with_model(shipped, _split(choice)[0]))
+            if name in DECIDED_DEFAULTS:
+                idx = _decided_rows(rows, idx, shipped, choice, name, grid)
             if name in ROW_SUBSETS:
                 idx = np.array([i for i in idx if ROW_SUBSETS[name](rows[int(i)])], dtype=int)
                 if not idx.size:
