@@ -1,0 +1,58 @@
+"""benchmarks/lodo.py chooses ``onchip_efficiency`` on the rows whose prediction it decides (``DECIDED_DEFAULTS``,
+``_decided_rows``), as the kernel floor is chosen on the rows it bounds: a row the on-chip share cannot move (a
+launch-bound kernel, a DRAM stream) never pulls its choice through the shared score (docs/accuracy.md, conv18)."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+from benchmark_module import load_benchmark
+
+from perfmodel.efficiency import defaults_for
+from perfmodel.specs import load_hardware
+
+lodo = load_benchmark("lodo", "lodo_benchmark")
+data = sys.modules["measured_data"]
+
+A100 = "nvidia-a100-sxm4-80gb"
+RELU = {"kind": "elementwise", "shape": [4, 72, 1, 1], "dtype": "fp32"}  # launch-bound: 2.68 us at any share
+STREAM = {"kind": "elementwise", "shape": [4096, 4096], "dtype": "fp32"}  # HBM-bound: 78.3 us at any share
+GEMM = {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "fp16"}  # 583.4 us at 0.5, 554.4 us at 0.9
+GRID = lodo.GRIDS["onchip_efficiency"]
+
+
+def _row(op: dict[str, object], measured_s: float, label: str) -> object:
+    return data.Row("test", A100, op, measured_s, "kernel", label, label)
+
+
+def _shipped() -> dict[str, object]:
+    return {A100: defaults_for(load_hardware(A100))}
+
+
+def test_only_rows_the_onchip_share_moves_are_decided() -> None:
+    """Of a launch-bound ReLU, an HBM-bound stream and a 4096^3 fp16 GEMM, only the GEMM's time moves between the
+    grid's ends (0.5 and 0.9), so only it is kept."""
+    rows = [_row(RELU, 3e-6, "elementwise"), _row(STREAM, 80e-6, "elementwise"), _row(GEMM, 570e-6, "matmul")]
+    kept = lodo._decided_rows(rows, np.arange(3), _shipped(), {"onchip_efficiency": 0.75}, "onchip_efficiency", GRID)
+    assert kept.tolist() == [2]
+    assert "onchip_efficiency" in lodo.DECIDED_DEFAULTS
+
+
+def test_rows_the_share_cannot_move_do_not_dilute_its_cell() -> None:
+    """One matmul cell: the GEMM measured at its prediction at 0.9 (the 4096^3 GEMM's time steps between 0.75 and
+    0.9) and two launch-bound ReLUs measured at theirs. Scored on all three, the cell's median error is the ReLUs' 0
+    at every share, nothing scores strictly better and the shipped 0.75 stays; on the decided row alone the GEMM
+    chooses 0.9. With no decided row the shipped value stays."""
+    import dataclasses
+
+    import perfmodel
+
+    shipped = _shipped()
+    at_09 = perfmodel.predict(A100, GEMM, defaults=dataclasses.replace(shipped[A100], onchip_efficiency=0.9)).time_s
+    relu_s = perfmodel.predict(A100, RELU, defaults=shipped[A100]).time_s
+    gemm = _row(GEMM, at_09, "matmul")
+    relus = [_row(RELU, relu_s, "matmul"), _row(RELU, relu_s, "matmul")]
+    grids = {"onchip_efficiency": GRID}
+    assert lodo.fit_defaults([gemm, *relus], shipped, grids)["onchip_efficiency"] == 0.9
+    assert lodo.fit_defaults(relus, shipped, grids)["onchip_efficiency"] == shipped[A100].onchip_efficiency == 0.75
