@@ -6,29 +6,31 @@ of its cell in the shared score (docs/accuracy.md, conv18)."""
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
 from benchmark_module import load_benchmark
 
-from perfmodel.efficiency import defaults_for
+from perfmodel.efficiency import ModelDefaults, defaults_for
 from perfmodel.specs import load_hardware
 
 lodo = load_benchmark("lodo", "lodo_benchmark")
 data = sys.modules["measured_data"]
 
 A100 = "nvidia-a100-sxm4-80gb"
-RELU = {"kind": "elementwise", "shape": [4, 72, 1, 1], "dtype": "fp32"}  # launch-bound: 2.68 us at any share
-STREAM = {"kind": "elementwise", "shape": [4096, 4096], "dtype": "fp32"}  # HBM-bound: 78.3 us at any share
-GEMM = {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "fp16"}  # 583.4 us at 0.5, 554.4 us at 0.9
+# launch-bound (2.68 us at any share), HBM-bound (78.3 us at any share), and 583.4 us at 0.5-0.75, 554.4 us at 0.9
+RELU: dict[str, Any] = {"kind": "elementwise", "shape": [4, 72, 1, 1], "dtype": "fp32"}
+STREAM: dict[str, Any] = {"kind": "elementwise", "shape": [4096, 4096], "dtype": "fp32"}
+GEMM: dict[str, Any] = {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "fp16"}
 GRID = lodo.GRIDS["onchip_efficiency"]
 
 
-def _row(op: dict[str, object], measured_s: float, label: str) -> object:
+def _row(op: dict[str, Any], measured_s: float, label: str) -> Any:
     return data.Row("test", A100, op, measured_s, "kernel", label, label)
 
 
-def _shipped() -> dict[str, object]:
+def _shipped() -> dict[str, ModelDefaults]:
     return {A100: defaults_for(load_hardware(A100))}
 
 
