@@ -10,26 +10,18 @@ its grid with the others at their current values, to the value with the lowest b
 devices (the mean over (op class, device) cells of the median |log(pred/meas)|, at most 200 rows a
 cell). A held-out device's own rows never choose any value.
 
-Harness: how a data set timed its ops is described, not left to the defaults (``measured_data``): Nsight Compute
-rows ran after a full cache flush (each kernel pays ``FLUSHED_CACHE_ROUND_TRIPS``); LLMCompass's
-``torch.compile``'d calls add a per-call host cost (``compiled_call_s``) and DeepBench's back-to-back call loops
-take at least an issue interval per call (``HARNESS_GRIDS``), fitted
-with the defaults, also without the held-out device. The loaded-latency factor is not searched (its shipped 3 is
-the Little's-law ceiling at ``GRIDS``); the DRAM latency's knob is ``dram_latency_scale`` (x each spec's idle round
-trip). A streaming kernel's DRAM share (``stream_dram_efficiency``) is fitted apart from
-the GEMM tiles' and once per vendor (``PER_VENDOR``): the held-out device takes its vendor's value from the other
-devices, or the other vendors' mean where none of them is of its vendor.
+Harness: how a data set timed its ops is described, not left to the defaults (``measured_data``): flushed Nsight
+Compute rows pay ``FLUSHED_CACHE_ROUND_TRIPS``, LLMCompass's compiled calls ``compiled_call_s``, DeepBench's call
+loops at least an issue interval (``HARNESS_GRIDS``, fitted without the held-out device). ``loaded_latency_factor``
+is not searched; ``dram_latency_scale`` is. ``stream_dram_efficiency`` is fitted once per vendor (``PER_VENDOR``).
 
 Intervals: each prediction gets [pred·q10, pred·q90], the quantiles of measured/predicted of its class
 over the *other* folds' held-out rows, every device weighing the same (a class on fewer than three devices
 widened by the band pooled over all classes, one on more given the device effect its devices do not show:
 ``uncalibrated_interval.shifted_band``); coverage is counted on the left-out device, of rows and per device.
-``--save-heldout`` stores the held-out predictions, which ``benchmarks/uncalibrated_bands.py`` scores under each
-interval rule (``uncalibrated_interval.RULES``) and ``--from-heldout`` reads back instead of refitting. It also stores
-each fold's fitted defaults: ``--screen`` predicts every fold's rows with them under this checkout's model, without
-refitting (a model change screened in seconds; a refit's effect on the other classes needs the full run).
-``--write-intervals`` stores the per-class bands of all held-out rows, which every uncalibrated prediction
-carries (``perfmodel/uncalibrated_interval.py``).
+``--save-heldout`` stores the held-out predictions and each fold's fitted defaults (``--from-heldout`` reprints
+them, ``--screen`` predicts every fold with them under this checkout's model, unrefitted; ``uncalibrated_bands.py``
+scores interval rules on them). ``--write-intervals`` stores the per-class bands every uncalibrated prediction carries.
 
     python benchmarks/lodo.py [--vendor] [--markdown] [--write-intervals] [--folds DEVICE ...] [--classes LABEL ...]
                               [--save-heldout FILE.npz | --from-heldout FILE.npz | --screen FILE.npz]
@@ -104,17 +96,14 @@ GRIDS: dict[str, tuple[float, ...]] = {
     # picked 1-3 by fold (docs/accuracy.md, sixth pass)
 }
 # A convolution backward's own shares (docs/model.md section 5), not searched: shipped unset, their code path is off.
-# Fitted in every fold (add them to GRIDS, shipped 0.6 and 0.25) they took conv2d_bwd 23.7 -> 22.1 % one device out
-# and 24.4 -> 21.0 % one vendor out, but conv2d 21.9 -> 22.9 and 20.9 -> 24.2 % (docs/accuracy.md, convbwd16)
+# Fitted in every fold: conv2d_bwd better, conv2d worse (docs/accuracy.md, convbwd16)
 BACKWARD_GRIDS: dict[str, tuple[float, ...]] = {
     "conv_backward_matrix_efficiency": (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8),
     "conv_wgrad_dram_efficiency": (0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.87),
 }
-# A library's direct forward kernels' own share (MIOpen's direct solvers, docs/model.md section 5), not searched: its
-# rows are implicit GEMMs in the LODO data (measured_data.MIOPEN_DIRECT_SOLVER off). Switched on (searched before
-# conv_matrix_efficiency, chosen on the training devices' direct rows only: ROW_SUBSETS) with MIOpen's RxS Winograd
-# and the weight gradient's stream: conv2d 21.9 -> 21.3 / 20.9 -> 20.7, conv2d_bwd 23.7 -> 22.1 / 24.4 -> 21.5 %, but
-# matmul 10.9 -> 11.0 % one device out (benchmarks/lodo_conv_switches.py; docs/accuracy.md, conv17)
+# A library's direct forward kernels' own share (MIOpen's direct solvers, docs/model.md section 5), not searched
+# (measured_data.MIOPEN_DIRECT_SOLVER off); on, it is chosen on direct rows only (ROW_SUBSETS): with RxS and W,
+# conv2d and conv2d_bwd better but matmul worse one device out (lodo_conv_switches.py; docs/accuracy.md, conv17-18)
 DIRECT_GRIDS: dict[str, tuple[float, ...]] = {
     "conv_direct_matrix_efficiency": (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8),
 }
@@ -251,6 +240,24 @@ def _floor_rows(rows: Sequence[Row], idx: np.ndarray, defaults_of: dict[str, Mod
     return np.array(sorted(keep), dtype=int)
 
 
+# Defaults chosen only on the rows whose prediction they decide (whose time moves between the grid's two ends, the
+# other values as chosen), as the kernel floor is on _floor_rows. Off (empty): {"onchip_efficiency"} with conv17's
+# D+R+W left matmul 10.86 -> 11.05 % one device out (docs/accuracy.md, conv18; lodo_conv_switches.py --switches O)
+DECIDED_DEFAULTS: frozenset[str] = frozenset()
+DECIDED_RTOL = 1e-6  # the least relative move between the grid's ends that counts a row as decided
+
+
+def _decided_rows(rows: Sequence[Row], idx: np.ndarray, shipped: dict[str, ModelDefaults],
+                  choice: dict[str, float], name: str, grid: tuple[float, ...]) -> np.ndarray:
+    """The rows of ``idx`` whose predicted time moves (by more than ``DECIDED_RTOL``) between ``name`` at the grid's
+    lowest and highest values, the other values as chosen."""
+    subset, ends = [rows[int(i)] for i in idx], []
+    for model, harness in (_split({**choice, name: value}) for value in (min(grid), max(grid))):
+        ends.append(_predict(subset, with_model(shipped, model), harness))
+    moved = np.abs(ends[0] - ends[1]) > DECIDED_RTOL * np.maximum(ends[0], ends[1])
+    return np.asarray(idx[moved], dtype=int)
+
+
 def fit_defaults(rows: Sequence[Row], shipped: dict[str, ModelDefaults], grids: dict[str, tuple[float, ...]]
                  ) -> dict[str, float]:
     """Coordinate descent over the grids from the shipped values on ``rows`` until a pass moves nothing: a collective
@@ -271,6 +278,8 @@ def fit_defaults(rows: Sequence[Row], shipped: dict[str, ModelDefaults], grids: 
             idx = groups[name in COLLECTIVE_DEFAULTS]
             if name == FLOOR_DEFAULT:
                 idx = _floor_rows(rows, idx, with_model(shipped, _split(choice)[0]))
+            if name in DECIDED_DEFAULTS:
+                idx = _decided_rows(rows, idx, shipped, choice, name, grid)
             if name in ROW_SUBSETS:
                 idx = np.array([i for i in idx if ROW_SUBSETS[name](rows[int(i)])], dtype=int)
                 if not idx.size:
