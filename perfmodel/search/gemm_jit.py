@@ -291,6 +291,29 @@ def _plain(x: float) -> bool:
     return x >= 1.0 and x - x == 0.0
 
 
+
+FLOOR_SLACK = 1e-6  # relative room for the few roundings between ``memory_floor``'s bound and ``element``'s figure
+
+
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def memory_floor(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: float, b: float, mm: float,
+                 nn: float, mt: float, nt: float, ks: float, eb: float, comp: float, r: float) -> float:
+    """A floor under ``element``'s DRAM time on a device whose L2 feeds the tiles and whose loads in flight bound
+    DRAM's rate: its DRAM bytes are ``comp`` plus non-negative terms; its rate, min(DRAM bandwidth, (1 - hit) x
+    ``in_flight``), is at most flight / DRAM latency (``in_flight``'s root is at most flight / its linear term,
+    which is at least (1 - hit) x DRAM latency); the same flight bytes as ``element``, bound loosened by
+    ``FLOOR_SLACK``."""
+    bk = c[j, C_BK]
+    share = min(v[D_SHARING], mt)
+    steps = np.ceil(ks / bk)
+    tiles = b * mt * nt * s
+    slab = (min(bm, mm) + min(bn, nn) * r / share) * min(bk, ks) * eb
+    slabs = min(max(stages - 1.0, 1.0), steps)
+    flight = min(tiles, v[D_UNITS] * c[j, C_RESIDENT]) * slabs * slab
+    rate = min(v[D_DRAM_BW], max(flight / v[D_DRAM_LATENCY] * (1.0 + FLOOR_SLACK), 1e-30))
+    return float((v[D_DRAM_LATENCY] + comp / rate) * (1.0 - FLOOR_SLACK))
+
+
 @numba.njit(cache=True, error_model="numpy")
 def best(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any, batch: Any, m: Any, n: Any,
          k: Any, elem: Any, peak: Any, compulsory: Any, ratio: Any, index: Any, out: Any) -> None:
@@ -310,6 +333,8 @@ def best(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any,
         seed = -1
         if _plain(b) and _plain(mm) and _plain(nn) and _plain(kk) and comp - comp == 0.0:
             least = np.inf
+            # a DRAM floor when an L2 feeds the tiles and loads in flight bound DRAM's rate (``memory_floor``)
+            bounded_memory = v[D_LLC_FED] > 0.0 and v[D_IN_FLIGHT] > 0.0 and comp >= 0.0
             for j in range(bm.size):
                 # a floor under the judged time from the compute term alone (+inf when rejected): ``element``
                 # takes max(compute, loads, latency) per K-step and the max of compute, DRAM and L2 times, and
@@ -322,6 +347,9 @@ def best(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any,
                 partials = 2.0 * s * b * mm * nn * 4.0 if s > 1.0 else 0.0
                 x = (np.ceil(b * mt * nt * s / v[D_UNITS]) * (np.ceil(ks / kstep) * c[j, C_COMPUTE_STEP]) + v[D_FILL]
                      + partials / v[D_REDUCE_BW])
+                if bounded_memory:
+                    x = max(x, memory_floor(v, c, j, bm[j], bn[j], stages[j], s, b, mm, nn, mt, nt, ks, eb, comp,
+                                            rb))
                 x = x + (v[D_OVERHEAD] if s > 1.0 and rb >= 1.0 else 0.0)  # ``element``'s split launch, as there
                 floor[j] = x
                 if x < least:
