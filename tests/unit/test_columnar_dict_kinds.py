@@ -162,7 +162,7 @@ _CONV = {"kind": "conv2d", "batch": 2, "in_channels": 64, "out_channels": 64, "h
     {"padding_w": -2}, {"padding": -1}, {"depth": 2, "kernel_d": 4}, {"depth": 2, "algorithm": "winograd"},
     {"stride": 2, "algorithm": "winograd"}, {"kernel_h": 7, "kernel_w": 7, "algorithm": "winograd_nonfused"},
     {"stride": 2, "algorithm": "fft"}, {"groups": 64, "algorithm": "im2col_gemm"}, {"layout": "nwhc"},
-    {"algorithm": "direct"}, {"pass": "sideways"}, {"batch": 0}, {"height": 2**41},
+    {"algorithm": "systolic"}, {"pass": "sideways"}, {"batch": 0}, {"height": 2**41},
 ])
 def test_a_bad_convolution_raises_make_ops_error(change: dict[str, Any]) -> None:
     bad = {**_CONV, **change}
