@@ -3,9 +3,10 @@ D (MIOpen's direct forwards at their own share, ``measured_data.MIOPEN_DIRECT_SO
 R (MIOpen's RxS Winograd, ``measured_data.MIOPEN_RXS_WINOGRAD``), W and S (the backward's weight-gradient stream and
 gradient share, ``lodo.BACKWARD_GRIDS``). The searched ones go right after ``conv_matrix_efficiency`` (D before it),
 W and S starting from 0.25 and 0.6 as convbwd16 ran them. O (conv18): ``onchip_efficiency`` chosen only on the rows
-whose prediction it decides (``lodo.DECIDED_DEFAULTS``). Every other argument is lodo.py's.
+whose prediction it decides (``lodo.DECIDED_DEFAULTS``). J (conv19): ``onchip_efficiency`` and ``matrix_efficiency``
+chosen jointly on a 2-D grid (``lodo_joint.fit_defaults_joint``). Every other argument is lodo.py's.
 
-    python benchmarks/lodo_conv_switches.py --switches DRWO [--vendor] [--save-heldout FILE.npz] ...
+    python benchmarks/lodo_conv_switches.py --switches DRWJ [--vendor] [--save-heldout FILE.npz] ...
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import lodo
+import lodo_joint
 import measured_data
 
 from perfmodel.efficiency import ModelDefaults
@@ -36,6 +38,8 @@ def switch_on(letters: str) -> None:
     measured_data.MIOPEN_DIRECT_SOLVER = "D" in letters
     measured_data.MIOPEN_RXS_WINOGRAD = "R" in letters
     lodo.DECIDED_DEFAULTS = frozenset({"onchip_efficiency"}) if "O" in letters else frozenset()
+    if "J" in letters:
+        lodo_joint.use_joint()
     after = {LETTERS[c]: lodo.BACKWARD_GRIDS[LETTERS[c]] for c in "SW" if c in letters}
     grids: dict[str, tuple[float, ...]] = {}
     for name, grid in lodo.GRIDS.items():
