@@ -4,7 +4,9 @@ R (MIOpen's RxS Winograd, ``measured_data.MIOPEN_RXS_WINOGRAD``), W and S (the b
 gradient share, ``lodo.BACKWARD_GRIDS``). The searched ones go right after ``conv_matrix_efficiency`` (D before it),
 W and S starting from 0.25 and 0.6 as convbwd16 ran them. O (conv18): ``onchip_efficiency`` chosen only on the rows
 whose prediction it decides (``lodo.DECIDED_DEFAULTS``). J (conv19): ``onchip_efficiency`` and ``matrix_efficiency``
-chosen jointly on a 2-D grid (``lodo_joint.fit_defaults_joint``). Every other argument is lodo.py's.
+chosen jointly on a 2-D grid (``lodo_joint.fit_defaults_joint``). P (conv19): ``onchip_efficiency`` not searched,
+every fold at the shipped 0.75 (te42kyfo/gpu-benches gpu-l2-cache: the A100's L2 sustains ~5.4 of 7.22 TB/s, the
+MI210's 4.3-5.1 of 6.96). Every other argument is lodo.py's.
 
     python benchmarks/lodo_conv_switches.py --switches DRWJ [--vendor] [--save-heldout FILE.npz] ...
 """
@@ -48,6 +50,8 @@ def switch_on(letters: str) -> None:
         grids[name] = grid
         if name == "conv_matrix_efficiency":
             grids.update(after)
+    if "P" in letters:
+        grids.pop("onchip_efficiency")
     lodo.GRIDS.clear()
     lodo.GRIDS.update(grids)
     lodo._shipped_value = _start
