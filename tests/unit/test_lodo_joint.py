@@ -1,5 +1,5 @@
-"""benchmarks/lodo_joint.py: ``matrix_efficiency`` and ``onchip_efficiency`` chosen as a pair on their grids'
-product in the fold fit (conv19; off at the tip, ``lodo_conv_switches.py --switches J``)."""
+"""benchmarks/lodo.py's fold fit chooses ``matrix_efficiency`` and ``onchip_efficiency`` as a pair on their grids'
+product (``lodo_joint.JOINT``, conv19; ``lodo_conv_switches.py`` without J: one at a time)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from perfmodel.efficiency import ModelDefaults, defaults_for
 from perfmodel.specs import load_hardware
 
 lodo = load_benchmark("lodo", "lodo_benchmark")
-joint = load_benchmark("lodo_joint", "lodo_joint")
+joint = sys.modules["lodo_joint"]
 data = sys.modules["measured_data"]
 
 A100 = "nvidia-a100-sxm4-80gb"
 RELU: dict[str, Any] = {"kind": "elementwise", "shape": [4, 72, 1, 1], "dtype": "fp32"}
 GEMM: dict[str, Any] = {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "fp16"}
-GRIDS = {name: lodo.GRIDS[name] for name in ("matrix_efficiency", "onchip_efficiency")}
+GRIDS = {name: lodo.GRIDS[name] for name in ("matrix_efficiency", "onchip_efficiency", "vector_efficiency")}
 
 
 def _row(op: dict[str, Any], measured_s: float, label: str) -> Any:
@@ -40,42 +40,33 @@ def _rows(matrix: float, onchip: float) -> list[Any]:
             _row(RELU, perfmodel.predict(A100, RELU, defaults=shipped).time_s, "elementwise")]
 
 
-def test_the_tip_fits_coordinate_wise() -> None:
-    """Off at the tip: lodo's fold fit is its own coordinate descent."""
-    assert joint.lodo.fit_defaults is not joint.fit_defaults_joint
-    assert lodo.fit_defaults is not joint.fit_defaults_joint
+def test_the_tip_fits_the_pair_jointly() -> None:
+    assert joint.JOINT == ("matrix_efficiency", "onchip_efficiency")
 
 
-def test_the_pair_is_scored_on_the_grids_product(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first pass scores every (matrix, onchip) pair of the two grids at once, 8 x 4 = 32 trials; neither is
-    scored alone (the other calls are the harness terms' grids)."""
-    seen: list[int] = []
-    real = joint._scores
-
-    def spy(*args: Any) -> list[float]:
-        seen.append(len(args[4]))
-        out: list[float] = real(*args)
-        return out
-
-    monkeypatch.setattr(joint, "_scores", spy)
-    joint.fit_defaults_joint(_rows(0.7, 0.5), _shipped(), GRIDS)
-    pairs = len(GRIDS["matrix_efficiency"]) * len(GRIDS["onchip_efficiency"])
-    single = {len(grid) for grid in GRIDS.values()}
-    harness = {len(grid) for grid in lodo.HARNESS_GRIDS.values()}
-    assert seen.count(pairs) >= 1 and not single & (set(seen) - harness)
+def test_the_pair_is_one_step_on_the_grids_product() -> None:
+    """matrix_efficiency's step scores its 8 values x onchip's 4 (32 pairs, in grid order); onchip_efficiency has no
+    step of its own; any other default is scored alone over its grid."""
+    pairs = joint.pair_trials("matrix_efficiency", GRIDS)
+    assert len(pairs) == 32 and pairs[0] == {"matrix_efficiency": 0.6, "onchip_efficiency": 0.5}
+    assert pairs[-1] == {"matrix_efficiency": 0.95, "onchip_efficiency": 0.9}
+    assert joint.pair_trials("onchip_efficiency", GRIDS) == []
+    vector = GRIDS["vector_efficiency"]
+    assert joint.pair_trials("vector_efficiency", GRIDS) == [{"vector_efficiency": v} for v in vector]
 
 
-def test_the_joint_fit_reproduces_a_gemm_measured_at_a_pair() -> None:
-    """A GEMM measured at its prediction with a grid pair: the joint choice predicts it exactly (score 0)."""
-    rows = _rows(0.7, 0.5)
-    choice = joint.fit_defaults_joint(rows, _shipped(), GRIDS)
+def test_off_or_without_both_each_default_is_scored_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off (``JOINT = ()``), or with only one of the pair searched, the descent is coordinate-wise."""
+    one = {"onchip_efficiency": GRIDS["onchip_efficiency"]}
+    assert joint.pair_trials("onchip_efficiency", one) == [{"onchip_efficiency": v} for v in one["onchip_efficiency"]]
+    monkeypatch.setattr(joint, "JOINT", ())
+    assert joint.pair_trials("onchip_efficiency", GRIDS) == [{"onchip_efficiency": v} for v in (0.5, 0.6, 0.75, 0.9)]
+
+
+@pytest.mark.parametrize("pair", [(0.7, 0.5), (0.9, 0.9), (0.65, 0.6)])
+def test_the_joint_fit_reproduces_a_gemm_measured_at_a_pair(pair: tuple[float, float]) -> None:
+    """A GEMM measured at its prediction with a grid pair: the fit's choice predicts it exactly (score 0)."""
+    rows = _rows(*pair)
+    choice = lodo.fit_defaults(rows, _shipped(), GRIDS)
     model, _ = lodo._split(choice)
-    defaults = lodo.with_model(_shipped(), model)
-    assert lodo._predict(rows[:1], defaults)[0] == pytest.approx(rows[0].measured_s, rel=1e-9)
-
-
-@pytest.mark.parametrize("name", ["matrix_efficiency", "onchip_efficiency"])
-def test_with_one_of_the_pair_searched_it_is_lodos_fit(name: str) -> None:
-    """Without both defaults in the grids the joint fit is lodo's coordinate descent, value for value."""
-    rows, grids = _rows(0.7, 0.6), {name: GRIDS[name]}
-    assert joint.fit_defaults_joint(rows, _shipped(), grids) == lodo.fit_defaults(rows, _shipped(), grids)
+    assert lodo._predict(rows[:1], lodo.with_model(_shipped(), model))[0] == pytest.approx(rows[0].measured_s, rel=1e-9)
