@@ -5,10 +5,10 @@ chosen while looking at dev-set measurements. Here every such default is *fitted
 only*, then the left-out device is scored with it: per op class x device, median and p90 |error| and
 the bias (median predicted / measured). The shipped defaults are scored beside it ("shipped").
 
-The fit is coordinate descent, bounded: passes over the defaults until one moves nothing, each default moving over
-its grid with the others at their current values, to the value with the lowest balanced score on the training
-devices (the mean over (op class, device) cells of the median |log(pred/meas)|, at most 200 rows a
-cell). A held-out device's own rows never choose any value.
+The fit is coordinate descent, bounded: passes over the defaults until one moves nothing, each default (matrix and
+onchip efficiency as a pair, ``lodo_joint``) moving over its grid with the others at their current values, to the
+value with the lowest balanced score on the training devices (the mean over (op class, device) cells of the median
+|log(pred/meas)|, at most 200 rows a cell). A held-out device's own rows never choose any value.
 
 Harness: how a data set timed its ops is described, not left to the defaults (``measured_data``): flushed Nsight
 Compute rows pay ``FLUSHED_CACHE_ROUND_TRIPS``, LLMCompass's compiled calls ``compiled_call_s``, DeepBench's call
@@ -43,6 +43,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from lodo_joint import pair_trials
 from lodo_network import (
     COLLECTIVE_LABELS,
     _in_scope,
@@ -75,7 +76,9 @@ from perfmodel.uncalibrated_interval import (
 GRIDS: dict[str, tuple[float, ...]] = {
     "matrix_efficiency": (0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95),
     # a convolution library's kernels (cuDNN, MIOpen) apart from the BLAS GEMMs: only convolution rows move it
+    "conv_direct_matrix_efficiency": (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8),  # direct rows only
     "conv_matrix_efficiency": (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8),
+    "conv_wgrad_dram_efficiency": (0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.87),
     "vector_efficiency": (0.6, 0.7, 0.8, 0.85, 0.9, 1.0),
     "dram_efficiency": (0.7, 0.75, 0.8, 0.85, 0.87, 0.9, 0.95),
     "stream_dram_efficiency": (0.7, 0.75, 0.8, 0.85, 0.87, 0.9, 0.95),
@@ -95,18 +98,13 @@ GRIDS: dict[str, tuple[float, ...]] = {
     # published (x1). Searched (0.5-3) it stood in for harness effects now described (Vidur's peer waits) and
     # picked 1-3 by fold (docs/accuracy.md, sixth pass)
 }
-# A convolution backward's own shares (docs/model.md section 5), not searched: shipped unset, their code path is off.
-# Fitted in every fold: conv2d_bwd better, conv2d worse (docs/accuracy.md, convbwd16)
-BACKWARD_GRIDS: dict[str, tuple[float, ...]] = {
-    "conv_backward_matrix_efficiency": (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8),
-    "conv_wgrad_dram_efficiency": (0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.87),
-}
-# A library's direct forward kernels' own share (MIOpen's direct solvers, docs/model.md section 5), not searched
-# (measured_data.MIOPEN_DIRECT_SOLVER off); on, it is chosen on direct rows only (ROW_SUBSETS): with RxS and W,
-# conv2d and conv2d_bwd better but matmul worse one device out (lodo_conv_switches.py; docs/accuracy.md, conv17-18)
-DIRECT_GRIDS: dict[str, tuple[float, ...]] = {
-    "conv_direct_matrix_efficiency": (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8),
-}
+# A convolution backward's own shares (docs/model.md section 5): the weight gradient's stream searched (W, shipped
+# 0.25), the gradients' share (S) not (conv2d worse: docs/accuracy.md, convbwd16, conv17). The direct forwards'
+# share (D, MIOpen's direct solvers) is chosen on direct rows only (ROW_SUBSETS); D+R+W with the joint
+# matrix/onchip fit (lodo_joint) shipped in conv19; lodo_conv_switches.py turns each off
+BACKWARD_GRIDS = {"conv_backward_matrix_efficiency": GRIDS["conv_matrix_efficiency"],
+                  "conv_wgrad_dram_efficiency": GRIDS["conv_wgrad_dram_efficiency"]}
+DIRECT_GRIDS = {"conv_direct_matrix_efficiency": GRIDS["conv_direct_matrix_efficiency"]}
 # Harness terms: how a data set timed its ops, not the device. LLMCompass's compiled ops (measured_data.COMPILED_CALLS)
 # add torch.compile's per-call host work; fitted like the defaults, on the other devices' compiled rows only.
 # DeepBench's back-to-back call loops (measured_data.HOST_ISSUED_LOOPS) take at least the host's time per call:
@@ -240,9 +238,8 @@ def _floor_rows(rows: Sequence[Row], idx: np.ndarray, defaults_of: dict[str, Mod
     return np.array(sorted(keep), dtype=int)
 
 
-# Defaults chosen only on the rows whose prediction they decide (whose time moves between the grid's two ends, the
-# other values as chosen), as the kernel floor is on _floor_rows. Off (empty): {"onchip_efficiency"} with conv17's
-# D+R+W left matmul 10.86 -> 11.05 % one device out (docs/accuracy.md, conv18; lodo_conv_switches.py --switches O)
+# Defaults chosen only on the rows whose time moves between the grid's two ends (as the floor is on _floor_rows). Off:
+# {"onchip_efficiency"} with D+R+W left matmul 10.86 -> 11.05 % one device out (docs/accuracy.md, conv18; switch O)
 DECIDED_DEFAULTS: frozenset[str] = frozenset()
 DECIDED_RTOL = 1e-6  # the least relative move between the grid's ends that counts a row as decided
 
@@ -275,6 +272,8 @@ def fit_defaults(rows: Sequence[Row], shipped: dict[str, ModelDefaults], grids: 
     for _ in range(FIT_MAX_PASSES):
         before = dict(choice)
         for name, grid in {**grids, **HARNESS_GRIDS}.items():
+            if not (trials := pair_trials(name, {**grids, **HARNESS_GRIDS})):
+                continue  # chosen with the first of lodo_joint.JOINT
             idx = groups[name in COLLECTIVE_DEFAULTS]
             if name == FLOOR_DEFAULT:
                 idx = _floor_rows(rows, idx, with_model(shipped, _split(choice)[0]))
@@ -289,17 +288,18 @@ def fit_defaults(rows: Sequence[Row], shipped: dict[str, ModelDefaults], grids: 
                 continue
             subset = [rows[int(i)] for i in idx]
             scores = []
-            for value in grid:
-                model, harness = _split({**choice, name: value})
+            for trial in trials:
+                model, harness = _split({**choice, **trial})
                 predicted = _predict(subset, with_model(shipped, model), harness)
                 scores.append(_score(np.log(predicted / measured[idx]), cells[idx]))
             best = int(np.argmin(scores))
             if "@" in name and max(scores) - scores[best] < 1e-12:
                 choice.pop(name, None)  # no training row of that vendor feels it: the other vendors' value (with_model)
                 continue
-            current = grid.index(choice[name]) if choice.get(name) in grid else None
+            here = {n: choice.get(n) for n in trials[0]}
+            current = trials.index(here) if here in trials else None  # type: ignore[arg-type]
             if current is None or scores[best] < scores[current] - 1e-12:  # only a strict improvement moves it
-                choice[name] = grid[best]
+                choice.update(trials[best])
         if choice == before:
             break
     return choice

@@ -145,14 +145,15 @@ def _deepbench_dtypes(precision: str) -> dict[str, str]:
 # DeepBench's 9 MI25 forwards that MIOpen ran as a Winograd on a 5x5 or 5x10 filter (stride 1 or 2) as its RxS solver
 # (algorithm='winograd_rxs'): their own error drops (1.33-1.54x -> 0.78-1.05x), but off, they stay implicit GEMMs:
 # one vendor out, the NVIDIA fold's convolution share is fitted on the MI25 alone and falls 0.65 -> 0.6 with them,
-# conv2d 20.9 -> 22.2 % (docs/accuracy.md, thirteenth pass, branch conv16)
-MIOPEN_RXS_WINOGRAD = False
+# conv2d 20.9 -> 22.2 % (docs/accuracy.md, thirteenth pass, branch conv16). On since conv19 (with D, W and the joint
+# matrix/onchip fit: every class equal or better in both splits)
+MIOPEN_RXS_WINOGRAD = True
 # DeepBench's 36 MI25 forwards MIOpen ran with a direct solver (ConvolutionFwdAlgoDirect) as algorithm='direct': the
 # implicit GEMM's work at the direct kernels' own share (conv_direct_matrix_efficiency, fitted by lodo on direct rows
 # only: lodo.DIRECT_GRIDS); off, they are implicit GEMMs at the library's share. Off: with the share alone one vendor
 # out conv2d 20.9 -> 22.5 %; with RxS and the weight-gradient stream matmul 10.9 -> 11.0 % one device out
-# (docs/accuracy.md, thirteenth pass, branch conv17)
-MIOPEN_DIRECT_SOLVER = False
+# (docs/accuracy.md, thirteenth pass, branch conv17). On since conv19, with the joint matrix/onchip fit (lodo_joint)
+MIOPEN_DIRECT_SOLVER = True
 
 
 def _algorithm(name: str, conv: dict[str, Any]) -> str:

@@ -106,6 +106,9 @@ _GPU = ModelDefaults(
     # 2048 B/clk (3.1 TB/s) over 0.9 TB/s (3.5x); use 3x.
     llc_to_dram_bandwidth=3.0,
     conv_matrix_efficiency=0.6,
+    # a convolution weight gradient's stream (docs/model.md section 5): 0.25, every LODO fold's choice on the other
+    # devices (0.2 without the MI25 or AMD), one device and one vendor out (docs/accuracy.md, conv17, conv19)
+    conv_wgrad_dram_efficiency=0.25,
 )
 
 _NPU = ModelDefaults(
