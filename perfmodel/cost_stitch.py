@@ -33,6 +33,19 @@ def _layout(batch: CostBatch) -> tuple[Any, ...]:
     return arrays, groups, batch.bound.names, batch.bound.codes.dtype.str
 
 
+def _as_slice(rows: np.ndarray[Any, np.dtype[np.intp]]) -> slice | np.ndarray[Any, np.dtype[np.intp]]:
+    """``rows`` as the slice it names when they are consecutive ascending rows (a kind's rows in a table sorted by
+    kind: copied as one block instead of scattered element by element), else ``rows`` itself."""
+    if rows.ndim != 1 or rows.size == 0:
+        return rows
+    first = int(rows[0])
+    if first < 0 or int(rows[-1]) - first != rows.size - 1:
+        return rows
+    if rows.size > 1 and not bool((np.diff(rows) == 1).all()):
+        return rows
+    return slice(first, first + rows.size)
+
+
 class Stitch:
     """The rows of ``n``-row table, filled a chunk (a ``CostBatch`` of consecutive rows) at a time."""
 
@@ -60,7 +73,7 @@ class Stitch:
                             for name in _GROUPS}
         elif layout != self._layout:
             return False
-        rows: Any = slice(start, start + len(batch)) if isinstance(start, int) else start
+        rows: Any = slice(start, start + len(batch)) if isinstance(start, int) else _as_slice(start)
         for name, out in self._arrays.items():
             if out is not None:
                 out[rows] = getattr(batch, name)
