@@ -3,19 +3,15 @@ instead of scattering it: every array, group, label, note and dict equals the sc
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-import perfmodel
 from perfmodel import columnar, cost_stitch
 from perfmodel.cost import CostBatch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from predict_speed import distinct_table  # noqa: E402
+from tests.benchmark_module import load_benchmark
+from tests.unit.test_columnar_chunks import _identical
 
 
 def test_only_consecutive_ascending_rows_become_a_slice() -> None:
@@ -30,26 +26,14 @@ def test_only_consecutive_ascending_rows_become_a_slice() -> None:
 
 
 def _same(got: CostBatch, want: CostBatch) -> None:
-    for name in cost_stitch._ARRAYS:
-        a, b = getattr(got, name), getattr(want, name)
-        assert (a is None) == (b is None), name
-        if a is not None:
-            assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes(), name
-    for name in cost_stitch._GROUPS:
-        a, b = getattr(got, name), getattr(want, name)
-        assert list(a) == list(b), name
-        for key in a:
-            assert a[key].dtype == b[key].dtype and a[key].tobytes() == b[key].tobytes(), (name, key)
+    _identical(got, want)  # every array, group, note, op and dict
     assert got.bound.names == want.bound.names and got.bound.codes.tobytes() == want.bound.codes.tobytes()
-    assert got.notes == want.notes
-    assert list(got.ops) == list(want.ops)
-    assert got.to_dicts() == want.to_dicts()
 
 
 @pytest.mark.parametrize("device", ["nvidia-h100-sxm5-80gb", "amd-mi210"])
 @pytest.mark.parametrize("sort_kinds", [True, False])
 def test_slices_give_the_scatters_answers(device: str, sort_kinds: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    table = distinct_table(3000)
+    table = load_benchmark("predict_speed", "predict_speed_for_stitch").distinct_table(3000)
     if sort_kinds:  # each kind's rows one block: its chunks' rows are consecutive
         order = np.argsort(table["kind"], kind="stable")
         table = {k: v[order] for k, v in table.items()}
