@@ -77,14 +77,14 @@ def class_key(op: Op, per_node_default: int | None = None) -> str:
 
 
 def key_dtype(op: Op) -> DType:
-    """The dtype a class key names: the op's ``dtype``; a quantize / dequantize, which has none, its computing
-    side as its work counts it (``from_dtype`` where it is a float type, else ``to_dtype``: int8 -> fp16 is
-    fp16). Without it every calibration of runs with such an op (HTA's FBGEMM fp8 quantizers) failed."""
+    """The dtype a class key names: the op's ``dtype``; a quantize / dequantize, which has none, the side its work
+    computes in (``QuantOp.compute_dtype``). Without it every calibration of runs with such an op (HTA's FBGEMM fp8
+    quantizers) failed."""
     dtype = getattr(op, "dtype", None)
     if isinstance(dtype, DType):
         return dtype
-    source: DType = op.from_dtype  # type: ignore[attr-defined]
-    return source if source.is_float else op.to_dtype  # type: ignore[attr-defined]
+    compute: DType = op.compute_dtype  # type: ignore[attr-defined]
+    return compute
 
 
 def parent_key(key: str) -> str | None:

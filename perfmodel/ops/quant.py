@@ -43,6 +43,12 @@ class QuantOp(Op):
         require_positive(self.kind, group_size=self.group_size)
 
     @property
+    def compute_dtype(self) -> DType:
+        """The side the conversion computes in: ``from_dtype`` where it is a float type, else ``to_dtype``
+        (int8 -> fp16 computes in fp16)."""
+        return self.from_dtype if self.from_dtype.is_float else self.to_dtype
+
+    @property
     def scales(self) -> int:
         rows = numel(self.shape[:-1] or (1,))
         if self.granularity == "tensor":
@@ -60,8 +66,7 @@ class QuantOp(Op):
         src = n * np.array([o.from_dtype.bytes for o in ops])
         dst = n * np.array([o.to_dtype.bytes for o in ops])
         scales = np.array([o.scales * o.scale_dtype.bytes for o in ops], dtype=np.float64)
-        compute = [o.from_dtype if o.from_dtype.is_float else o.to_dtype for o in ops]
-        codes = dtype_codes(compute)
+        codes = dtype_codes([o.compute_dtype for o in ops])
         return Work(
             n=len(ops), flops_matrix=np.zeros(len(ops)), flops_vector=n * cls.flops_per_element,
             flops_special=np.zeros(len(ops)),
