@@ -23,6 +23,7 @@ from perfmodel.graph.llm_config import LlmConfig
 from perfmodel.graph.parallel import Parallelism
 from perfmodel.hardware import Hardware
 from perfmodel.roofline import predict_many, predict_valid
+from perfmodel.training.attention_kernel import attention_device
 from perfmodel.training.cp_attention import rank_calls
 
 ATTENTION_KINDS = ("attention",)
@@ -159,10 +160,12 @@ def sequence_parallel_rows(node: Node, tp: int, hidden: int) -> Node:
 
 def cost_table(cfg: LlmConfig, hardware: Hardware, keys: list[ProbeKey], seq_len: int, dtype: str = "bf16",
                flash: bool = True, dropout: bool = False, sequence_parallel: bool = True,
-               cp_allgather: bool = False) -> CostTable:
+               cp_allgather: bool = False, attention_kernel: str = "native") -> CostTable:
     """Cost every probe in ``keys`` with one ``predict_many`` over their distinct ops (with ``dropout``, the
     dropout ops the graph leaves out; ``cp_allgather``: context parallelism's attention over all-gathered K/V,
-    else a ring)."""
+    else a ring; ``attention_kernel``: ``attention_kernel.ATTENTION_KERNELS``, the fused attentions costed with
+    that kernel, everything else on ``hardware`` as specified)."""
+    kernel_device = attention_device(hardware, attention_kernel)
     graphs: dict[ProbeKey, Graph | str] = {}
     slots: dict[str, int] = {}
     ops: list[dict[str, Any]] = []
@@ -210,10 +213,16 @@ def cost_table(cfg: LlmConfig, hardware: Hardware, keys: list[ProbeKey], seq_len
                  "flops_per_element": ADAM_FLOPS_PER_PARAM, "transcendentals_per_element": 1.0})
     stream = slot({"kind": "elementwise", "shape": [ADAM_PROBE_PARAMS], "dtype": "fp32", "inputs": 1, "outputs": 1,
                    "flops_per_element": 1.0})  # 8 bytes per element: a copy-like stream
-    kept, batch, errors = predict_valid(ops, lambda built: predict_many(hardware, built))
+    swapped = kernel_device is not hardware
+    fused = [i for i, op in enumerate(ops) if swapped and op.get("kind") in ATTENTION_KINDS]
+    rest = sorted(set(range(len(ops))) - set(fused))
     times = np.full(len(ops), np.nan)
-    if batch is not None:
-        times[kept] = batch.time_s
+    errors: dict[int, str] = {}
+    for device, part in ((hardware, rest), (kernel_device, fused)):
+        kept, batch, bad = predict_valid([ops[i] for i in part], lambda built, d=device: predict_many(d, built))
+        errors.update({part[i]: why for i, why in bad.items()})
+        if batch is not None:
+            times[[part[i] for i in kept]] = batch.time_s
     _, shares = probe_config(cfg)
     probes: dict[ProbeKey, LayerCosts | str] = {}
     for key, built in graphs.items():

@@ -12,6 +12,9 @@ from typing import Any, Literal
 from perfmodel.graph.ir import GraphError
 from perfmodel.training.variability import DEVICE_SPEED_SPREAD
 
+AttentionKernel = Literal["native", "fa2"]  # the device's own flash attention, or FlashAttention-2's kernel
+ATTENTION_KERNELS: tuple[AttentionKernel, ...] = ("native", "fa2")
+
 Recompute = Literal["none", "selective", "full"]
 RECOMPUTE_MODES: tuple[Recompute, ...] = ("none", "selective", "full")
 Offload = Literal["none", "optimizer"]
@@ -87,7 +90,9 @@ class TrainingSetup:
     weight-gradient GEMM adds into the accumulator in its epilogue: Megatron-LM's gradient accumulation fusion) or
     ``separate`` (the GEMM writes the gradient, then a DRAM-bound kernel adds it: PyTorch autograd / FSDP);
     ``pod_devices``: devices with full bisection bandwidth between them (a pod; None: the whole job), the pods
-    joined by uplinks tapered ``pod_oversubscription``:1 (Llama 3 §3.3.1: 3,072-GPU pods, 1:7 above them).
+    joined by uplinks tapered ``pod_oversubscription``:1 (Llama 3 §3.3.1: 3,072-GPU pods, 1:7 above them);
+    ``attention_kernel``: ``native`` (the device's own flash attention: FlashAttention-3 on Hopper) or ``fa2``
+    (FlashAttention-2's mma.sync kernel, what a run from before FlashAttention-3 had; ``attention_kernel``).
     """
 
     seq_len: int = 2048
@@ -105,6 +110,7 @@ class TrainingSetup:
     grad_accumulation: GradAccumulation = "fused"
     pod_devices: int | None = None
     pod_oversubscription: float = 1.0
+    attention_kernel: AttentionKernel = "native"
 
     def __post_init__(self) -> None:
         _positive("training", seq_len=self.seq_len, global_batch=self.global_batch)
@@ -125,6 +131,9 @@ class TrainingSetup:
             raise GraphError("training", f"pod_oversubscription must be at least 1, got {self.pod_oversubscription}")
         if not 0.0 <= self.device_speed_spread < 1.0:
             raise GraphError("training", f"device_speed_spread must be in [0, 1), got {self.device_speed_spread}")
+        if self.attention_kernel not in ATTENTION_KERNELS:
+            raise GraphError("training", f"attention_kernel must be one of {', '.join(ATTENTION_KERNELS)}, "
+                             f"got {self.attention_kernel!r}")
         if self.host_memory_bytes_per_s <= 0:
             raise GraphError("training", "host_memory_bytes_per_s must be positive")
 

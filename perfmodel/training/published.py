@@ -18,7 +18,7 @@ from perfmodel.graph.llm_config import LlmConfig, bundled
 from perfmodel.hardware import Hardware
 from perfmodel.roofline import resolve_hardware
 from perfmodel.training import flops
-from perfmodel.training.layout import RECOMPUTE_MODES, GradAccumulation, TrainingSetup
+from perfmodel.training.layout import RECOMPUTE_MODES, AttentionKernel, GradAccumulation, TrainingSetup
 from perfmodel.training.search import SearchResult, SearchSpace, search_layouts, virtual_stage_candidates
 
 Convention = Literal["megatron", "model", "palm"]
@@ -69,6 +69,7 @@ class PublishedRun:
     grad_accumulation: GradAccumulation = "fused"  # weight gradients accumulate in the GEMM or in a kernel of their own
     pods: tuple[int, float] | None = None  # devices per full-bisection pod and the taper above the pods
     published_mfu: float | None = None  # the MFU the source prints beside its TFLOP/s (rounded to 1 %), if any
+    attention_kernel: AttentionKernel = "native"  # the flash attention of the run's time (``attention_kernel``)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def config(self) -> LlmConfig:
@@ -212,7 +213,8 @@ def search(run: PublishedRun, hardware: Hardware | None = None) -> tuple[SearchR
                           flash_attention=run.flash_attention, ends_in_pipeline_split=run.ends_in_split,
                           cp_attention="allgather" if run.cp_allgather else "ring",
                           grad_accumulation=run.grad_accumulation, pod_devices=run.pods[0] if run.pods else None,
-                          pod_oversubscription=run.pods[1] if run.pods else 1.0)
+                          pod_oversubscription=run.pods[1] if run.pods else 1.0,
+                          attention_kernel=run.attention_kernel)
     space = SearchSpace(tp=(run.tp,), pp=(run.pp,), cp=(run.cp,), ep=(1,), zero=(run.zero if dp > 1 else 0,),
                         recompute=run.recompute, micro_batch=run.micro_batch, virtual_stages=stated_chunks(run, cfg),
                         schedules=("1f1b",))

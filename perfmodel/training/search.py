@@ -175,7 +175,7 @@ def search_layouts(cfg: LlmConfig, hardware: Hardware, devices: int, setup: Trai
                   key=lambda k: (k.tp, k.cp, k.micro_batch, k.ep))
     costs = cost_table(cfg, hardware, keys, setup.seq_len, "fp8_e4m3" if setup.precision == "fp8" else "bf16",
                        setup.flash_attention, setup.dropout, setup.sequence_parallel,
-                       setup.cp_attention == "allgather")
+                       setup.cp_attention == "allgather", setup.attention_kernel)
     position = {k: i for i, k in enumerate(keys)}
     built = [c if isinstance(c, LayerCosts) else _EMPTY for c in (costs.probes[k] for k in keys)]
     probe_idx = np.array([position[ProbeKey(int(r[0]), int(r[3]), int(r[7]), int(r[4]))] for r in rows])
