@@ -135,10 +135,15 @@ RUNS: tuple[PublishedRun, ...] = (
                    grad_accumulation="separate",  # §3.3.2: DP is FSDP, fp32 gradients accumulated over micro-batches
                    pods=(3072, 7.0),  # §3.3.1: 3,072-GPU pods of full bisection, 1:7 oversubscribed above them
                    published_mfu=mfu,
+                   # FlashAttention-2: the flash attention of the run's time (FA3, arXiv:2407.08608, came out on
+                   # 2024-07-11, after the pre-training: the 405B was "still training" on 2024-04-18, Meta's Llama 3
+                   # announcement; PyTorch 2.2's SDPA (2024-01) and xformers ran FA2 on H100)
+                   attention_kernel="fa2",
                    notes=("interleaved schedule (§3.3.2, Figure 6); one layer slot per chunk (§3.3.2: the first "
                           "chunk holds only the embedding), v = (126 + 2) / 16 = 8",
                           "first and last stages one layer fewer: the embedding and the loss take their slots "
-                          "(§3.3.2)"))
+                          "(§3.3.2)",
+                          "attention costed as FlashAttention-2's mma.sync kernel (FA3 was released after the run)"))
       for name, gpus, cp, batch, seq, tf, mfu in _LLAMA3),
 )
 
