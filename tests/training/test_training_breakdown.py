@@ -71,14 +71,18 @@ def test_clock_share_stretches_the_kernel_compute_to_the_published_step(llama) -
 
 
 def test_one_clock_share_fits_the_8k_rows_and_not_the_131k_row_in_palms_count(llama) -> None:  # type: ignore[no-untyped-def]
-    """PaLM's count: 8K and 16K GPUs need ~0.83-0.84 of the clock, 131K 0.60 (no clock explains it); in the causal
-    count the three need 0.87-0.91 (docs/accuracy.md, eleventh pass)."""
+    """PaLM's count, attention as FlashAttention-2 (the run's kernel): 8K and 16K GPUs need ~0.85-0.87 of the
+    clock, 131K 0.73 (no one clock explains the three); in the causal count the 8K-context rows need 0.89-0.92 and
+    the 131K row's predicted step is already longer than the published one (docs/accuracy.md, eleventh and
+    fourteenth passes)."""
     share = {n: b.clock_share_to_close() for n, b in llama.items()}
     causal = {n: b.clock_share_to_close(b.published_step_causal_s) for n, b in llama.items()}
     short = [share["Llama 3 405B, 8K GPUs"], share["Llama 3 405B, 16K GPUs"]]
     assert max(short) - min(short) < 0.03 and min(short) > 0.80
-    assert share["Llama 3 405B, 16K GPUs, 131K context"] == pytest.approx(0.60, abs=0.02)
-    assert max(causal.values()) - min(causal.values()) < 0.06 and 0.85 < min(causal.values()) < 0.95
+    assert share["Llama 3 405B, 16K GPUs, 131K context"] == pytest.approx(0.73, abs=0.02)
+    short_causal = [causal["Llama 3 405B, 8K GPUs"], causal["Llama 3 405B, 16K GPUs"]]
+    assert max(short_causal) - min(short_causal) < 0.03 and 0.85 < min(short_causal) < 0.95
+    assert causal["Llama 3 405B, 16K GPUs, 131K context"] > 1.0
 
 
 def test_attention_rate_to_close_fills_the_published_step(llama) -> None:  # type: ignore[no-untyped-def]
