@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -219,8 +220,8 @@ def cost_table(cfg: LlmConfig, hardware: Hardware, keys: list[ProbeKey], seq_len
     times = np.full(len(ops), np.nan)
     errors: dict[int, str] = {}
     for device, part in ((hardware, rest), (kernel_device, fused)):
-        kept, batch, bad = predict_valid([ops[i] for i in part], lambda built, d=device: predict_many(d, built))
-        errors.update({part[i]: why for i, why in bad.items()})
+        kept, batch, failed = predict_valid([ops[i] for i in part], partial(predict_many, device))
+        errors.update({part[i]: why for i, why in failed.items()})
         if batch is not None:
             times[[part[i] for i in kept]] = batch.time_s
     _, shares = probe_config(cfg)
