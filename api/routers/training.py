@@ -53,6 +53,9 @@ class TrainingRequest(BaseModel):
     device_speed_spread: float = Field(default=DEVICE_SPEED_SPREAD, ge=0.0, lt=1.0, description="range of "
                                        "sustained speeds among same-SKU devices; the step computes at the slowest's "
                                        "pace (0: off)")
+    attention_kernel: Literal["native", "fa2"] = Field(default="native", description="native: the device's own "
+                                                       "flash attention (FA3 on Hopper); fa2: FlashAttention-2's "
+                                                       "mma.sync kernel (runs before FA3, July 2024)")
 
     @model_validator(mode="after")
     def _one_source(self) -> TrainingRequest:
@@ -74,7 +77,7 @@ class TrainingRequest(BaseModel):
                              grad_bytes=float(self.grad_bytes), ends_in_pipeline_split=self.ends_in_pipeline_split,
                              cp_attention=self.cp_attention, device_speed_spread=self.device_speed_spread,
                              grad_accumulation=self.grad_accumulation, pod_devices=self.pod_devices,
-                             pod_oversubscription=self.pod_oversubscription)
+                             pod_oversubscription=self.pod_oversubscription, attention_kernel=self.attention_kernel)
 
 
 class LayoutSearchRequest(TrainingRequest):

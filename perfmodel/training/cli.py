@@ -45,6 +45,8 @@ def train_layouts_command(
     pod_devices: Annotated[int | None, typer.Option(help="devices per full-bisection pod (Llama 3: 3072)")] = None,
     pod_oversubscription: Annotated[float, typer.Option(help="taper of the uplinks above the pods, k:1 "
                                                         "(Llama 3: 7)")] = 1.0,
+    attention_kernel: Annotated[str, typer.Option(help="native (the device's own flash attention: FA3 on Hopper) "
+                                                  "or fa2 (FlashAttention-2's mma.sync kernel)")] = "native",
     device_speed_spread: Annotated[float | None, typer.Option(help="range of sustained speeds among same-SKU devices; "
                                                               "the step computes at the slowest's pace (0: off; "
                                                               "default 0.08, Sinha et al. 2022)")] = None,
@@ -89,6 +91,7 @@ def train_layouts_command(
                               cp_attention="allgather" if cp_allgather else "ring",
                               grad_accumulation="separate" if separate_grad_accumulation else "fused",
                               pod_devices=pod_devices, pod_oversubscription=pod_oversubscription,
+                              attention_kernel=attention_kernel,  # type: ignore[arg-type]
                               device_speed_spread=DEVICE_SPEED_SPREAD if device_speed_spread is None
                               else device_speed_spread)
         if dp is not None:

@@ -79,3 +79,14 @@ def test_fsdp_accumulation_and_pods_are_options_over_http(client: TestClient) ->
         plain["time_s"]["dp_exposed_s"] + plain["time_s"]["dp_hidden_s"]
     bad = client.post("/api/v1/training/check", headers=AUTH, json={**body, "pod_oversubscription": 0.5})
     assert bad.status_code == 422
+
+
+def test_the_attention_kernel_is_an_option_over_http(client: TestClient) -> None:
+    """attention_kernel = "fa2" on an H100: FlashAttention-2's kernel, a longer step; an unknown kernel is a 422."""
+    body = {**BASE, "devices": 8, "global_batch": 8, "tp": 8, "pp": 1, "dp": 1}
+    steps = [client.post("/api/v1/training/check", headers=AUTH, json={**body, "attention_kernel": k})
+             for k in ("native", "fa2")]
+    assert all(r.status_code == 200 for r in steps), steps[1].text
+    assert steps[0].json()["layout"]["step_s"] < steps[1].json()["layout"]["step_s"]
+    assert client.post("/api/v1/training/check", headers=AUTH, json={**body, "attention_kernel": "fa4"}
+                       ).status_code == 422

@@ -64,3 +64,13 @@ def test_fsdp_accumulation_and_pod_flags_lengthen_the_step() -> None:
     assert dp["pods"] > dp["base"]
     bad = RUNNER.invoke(app, [*BASE, *one, "--pod-devices", "2", "--pod-oversubscription", "0.5"])
     assert bad.exit_code != 0 and "pod_oversubscription" in bad.output
+
+
+def test_the_attention_kernel_flag_changes_the_step() -> None:
+    """--attention-kernel fa2 on an H100: FlashAttention-2's mma.sync kernel, a longer step; unknown: refused."""
+    one = ["--devices", "8", "--global-batch", "8", "--tp", "8", "--pp", "1", "--dp", "1", "--json"]
+    native, fa2 = (json.loads(RUNNER.invoke(app, [*BASE, *one, *extra]).output)["layout"]["step_s"]
+                   for extra in ([], ["--attention-kernel", "fa2"]))
+    assert native < fa2
+    bad = RUNNER.invoke(app, [*BASE, *one, "--attention-kernel", "fa4"])
+    assert bad.exit_code != 0 and "attention_kernel" in bad.output
