@@ -41,7 +41,7 @@ from perfmodel.dtypes import DType
 from perfmodel.machine import MachineTables
 from perfmodel.ops.base import FloatArray
 from perfmodel.ops.work import DTYPE_INDEX
-from perfmodel.search import call_memo
+from perfmodel.search import call_memo, fa2_tiles
 from perfmodel.search.gemm_cost import pipelined_step, tie_break
 
 # fp32 instructions per score besides the exp (docs/model.md, 'Flash attention: FA2 vs FA3'); each is one result per
@@ -168,14 +168,15 @@ def _mma_smem_elements(t: MachineTables, m: FloatArray, n: FloatArray, k: FloatA
 
 
 def smem_pair_bytes(t: MachineTables, bq: FloatArray, bkv: FloatArray, d: FloatArray, dv: FloatArray, e: FloatArray,
-                    backward: bool = False) -> FloatArray:
+                    backward: bool = False, warps: FloatArray | float = FA2_FORWARD_WARPS) -> FloatArray:
     """SMEM bytes read and written per (Q tile, KV tile) pair by the matrix operands (docs/model.md, 'Flash attention:
     FA2 vs FA3'). Forward: S = Q Kᵀ (both from SMEM), O += P V (P in registers). Backward: S and dP recomputed, dV
     += Pᵀ dO, dK += dSᵀ Q (P and dS written to SMEM to be read transposed), dQ += dS K; the asynchronous-MMA
-    kernels (FA3) also stage the fp32 dQ tile in SMEM for the TMA reduce-add (written and read)."""
+    kernels (FA3) also stage the fp32 dQ tile in SMEM for the TMA reduce-add (written and read). ``warps``: the FA2
+    forward's warps along the Q tile, each reading the whole K and V tile."""
     warp = not overlaps_softmax(t)
     if not backward:
-        grid_f = (FA2_FORWARD_WARPS, 1.0) if warp else None
+        grid_f = (warps, 1.0) if warp else None
         result: FloatArray = e * (_mma_smem_elements(t, bq, bkv, d, grid=grid_f)
                                   + _mma_smem_elements(t, bq, dv, bkv, a_in_smem=False, grid=grid_f))
         return result
@@ -299,7 +300,9 @@ def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray
     overlap = overlaps_softmax(t)
     # the MMAs' operand reads from SMEM overlap the MMAs themselves (ldmatrix runs ahead, wgmma reads by descriptor)
     smem_bw = t.scratchpad_bandwidth_per_unit or np.inf
-    smem = smem_pair_bytes(t, bq, bkv, hd, hdv, e) / smem_bw
+    library = fa2_tiles.LIBRARY_TILES and not overlaps_softmax(t)  # FA2's own tiles and warps (fa2_tiles.py)
+    warps = fa2_tiles.forward_warps(hd, col(causal), t.scratchpad_bytes_per_unit) if library else FA2_FORWARD_WARPS
+    smem = smem_pair_bytes(t, bq, bkv, hd, hdv, e, warps=warps) / smem_bw
     mma = np.maximum(matrix, smem)
     if overlap and measured_pingpong(t):  # FA3 on Hopper: datasheet rates, the softmax partly hidden
         mma_peak = np.maximum(matrix * dd.matrix_efficiency, smem)
@@ -333,6 +336,9 @@ def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray
     compute = f * compute + b * back["compute_s"]
     footprint = np.where(b > 0, np.maximum(footprint, back["footprint_bytes"]), footprint)
     feasible = feasible & ((b == 0) | back["feasible"])
+    if library:  # only the tile FA2 launches, where the space holds it
+        lib = fa2_tiles.allowed(hd, col(causal), b, t.scratchpad_bytes_per_unit, bq, bkv, split)
+        feasible = feasible & np.where(np.any(lib & feasible, axis=1, keepdims=True), lib, True)
 
     llc_half = (t.hardware.level_capacity_bytes(t.llc) or 0.0) * dd.llc_resident_fraction if t.llc else 0.0
     in_flight = np.minimum(ctas, units * resident)
