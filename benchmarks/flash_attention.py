@@ -19,6 +19,7 @@ from perfmodel.dtypes import DType
 from perfmodel.hardware import Hardware
 from perfmodel.ops.attention import Attention
 from perfmodel.roofline import predict_many
+from perfmodel.search.fa2_tiles import mma_sync_engines
 from perfmodel.specs import load_hardware, parse_spec
 
 DATA = Path(__file__).parent / "data" / "flash_attention_published.csv"
@@ -32,9 +33,7 @@ def _device(gpu: str, kernel: str) -> Hardware:
     data = hw.model_dump(mode="json")
     if not any(e.get("mma_scope") for e in data["engines"]):
         return hw  # no matrix-instruction scope in the spec (older checkouts): the device as it is
-    for engine in data["engines"]:
-        if engine.get("mma_scope"):
-            engine["mma_scope"] = "warp"
+    mma_sync_engines(data["engines"])  # warp scope (and fa2_tiles.MMA_SYNC_SHARE's peak, where set)
     data.update(id=f"{gpu}-mma-sync", derived_from=gpu)
     return parse_spec(data, f"{gpu} with mma.sync")
 

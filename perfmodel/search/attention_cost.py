@@ -309,6 +309,9 @@ def attention_costs(t: MachineTables, space: AttentionCandidates, bh: FloatArray
         step = np.maximum(pingpong_step(mma_peak, softmax_seconds(t, bq, bkv, hdv, fp32_peak, efficiency=1.0)), load)
     elif overlap:
         step = np.maximum(np.maximum(mma, softmax), load)
+    elif fa2_tiles.FORWARD_OVERLAP:  # experiment (off): other CTAs' warps run their softmax under these MMAs
+        mma_peak = np.maximum(matrix * dd.matrix_efficiency, smem)
+        step = np.maximum(pingpong_step(mma_peak, softmax_seconds(t, bq, bkv, hdv, fp32_peak, efficiency=1.0)), load)
     else:
         step = np.maximum(mma + softmax, load)
     t_pair = pipelined_step(step, t.latency_s(reuse_level), stages, resident)

@@ -33,6 +33,12 @@ import numpy as np
 from perfmodel.ops.base import FloatArray
 
 LIBRARY_TILES = False
+# experiment (off): FA2's forward softmax partly under other resident CTAs' MMAs, at FA3's exposed share
+FORWARD_OVERLAP = False
+# experiment (off): the share of an asynchronous-MMA device's (wgmma, tcgen05) matrix peak that its mma.sync issues
+# (FlashAttention-2 on Hopper); None: the full peak. 0.5 would be the Ampere SM's dense rate over Hopper's
+# (2048 / 4096 FP16 FLOP/clk/SM, A100 and H100 whitepapers), a reading no public figure confirms
+MMA_SYNC_SHARE: float | None = None
 
 KB = 1024.0
 SM8X_SMEM_PER_SM = 100.0 * KB  # compute capability 8.6 / 8.9 (CUDA C++ Programming Guide, technical specifications)
@@ -95,3 +101,13 @@ def allowed(d: FloatArray, causal: FloatArray, backward: FloatArray, smem_per_sm
 def forward_warps(d: FloatArray, causal: FloatArray, smem_per_sm: float) -> FloatArray:
     """Warps of FA2's forward CTA (4, or 8 for head dims above 128 at 128-row tiles)."""
     return forward_tiles(d, causal, smem_per_sm)[2]
+
+
+def mma_sync_engines(engines: list[dict[str, Any]]) -> None:
+    """Set an asynchronous-MMA spec's matrix engines (as dicts) to warp scope (mma.sync), their peaks scaled by
+    ``MMA_SYNC_SHARE`` where set (in place)."""
+    for engine in engines:
+        if engine.get("mma_scope"):
+            if engine["mma_scope"] in ("warpgroup", "cta") and MMA_SYNC_SHARE is not None:
+                engine["peak_flops_per_s"] = {k: v * MMA_SYNC_SHARE for k, v in engine["peak_flops_per_s"].items()}
+            engine["mma_scope"] = "warp"

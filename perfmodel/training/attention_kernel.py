@@ -26,15 +26,17 @@ def fa2_device(hardware: Hardware) -> Hardware:
     the device itself where no engine states a scope (no asynchronous-MMA kernel to replace)."""
     if not any(e.mma_scope for e in hardware.engines):
         return hardware
-    key = hardware.content_hash
+    from perfmodel.search import fa2_tiles
+
+    key = f"{hardware.content_hash}:{fa2_tiles.MMA_SYNC_SHARE}"
     if key not in _CACHE:
         from perfmodel.specs import load_hardware, parse_spec  # pydantic: only when a variant is built
 
         dump = getattr(hardware, "model_dump", None)  # a plain frozen copy has none: its validated spec has
         data = dump(mode="json") if dump else load_hardware(hardware.id).model_dump(mode="json")
-        for engine in data["engines"]:
-            if engine.get("mma_scope"):
-                engine["mma_scope"] = "warp"
+        from perfmodel.search.fa2_tiles import mma_sync_engines
+
+        mma_sync_engines(data["engines"])
         data.update(id=f"{hardware.id}-mma-sync", derived_from=hardware.id)
         _CACHE[key] = parse_spec(data, f"{hardware.id} with mma.sync (FlashAttention-2)")
     return _CACHE[key]
