@@ -158,7 +158,7 @@ DQ_ACCUM_BYTES = 4.0  # fp32 dQ accumulator
 
 
 def _mma_smem_elements(t: MachineTables, m: FloatArray, n: FloatArray, k: FloatArray, a_in_smem: bool = True,
-                       grid: tuple[float, float] | None = None) -> FloatArray:
+                       grid: tuple[FloatArray | float, FloatArray | float] | None = None) -> FloatArray:
     """SMEM elements one M x N x K MMA reads: a warp grid (wm, wn) reads A wn times and B wm times (every warp its
     rows of A and columns of B); otherwise the matrix instruction's scope as in GEMMs (``smem_reads_a`` / ``_b``:
     wgmma's two consumer warpgroups split M and each read all of B). A held in registers is not read."""
