@@ -1,6 +1,6 @@
 """Published FlashAttention-2 / -3 throughput on H100 against the model (nothing fitted on these rows).
 
-    .venv/bin/python benchmarks/flash_attention.py
+    .venv/bin/python benchmarks/flash_attention.py [--fa2-library-tiles] [--fa2-forward-overlap] [--mma-sync-share X]
 
 Reads benchmarks/data/flash_attention_published.csv (FA3 paper figures, H100 SXM5, fp16/bf16) and prints
 the median |error| and bias of the predicted TFLOP/s per kernel, pass and mask. FA3 rows are the device as
@@ -11,6 +11,7 @@ synchronous warp-level MMA (``mma_scope: warp``), FlashAttention-2's mma.sync. F
 
 from __future__ import annotations
 
+import argparse
 import csv
 import statistics
 from pathlib import Path
@@ -19,7 +20,7 @@ from perfmodel.dtypes import DType
 from perfmodel.hardware import Hardware
 from perfmodel.ops.attention import Attention
 from perfmodel.roofline import predict_many
-from perfmodel.search.fa2_tiles import mma_sync_engines
+from perfmodel.search.fa2_tiles import add_switch_arguments, apply_switch_arguments, mma_sync_engines
 from perfmodel.specs import load_hardware, parse_spec
 
 DATA = Path(__file__).parent / "data" / "flash_attention_published.csv"
@@ -68,6 +69,9 @@ def summary(results: list[dict[str, object]]) -> dict[tuple[str, str, str], tupl
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_switch_arguments(parser)  # the fa15 experiments (docs/accuracy.md), all off by default
+    apply_switch_arguments(parser.parse_args())
     results = rows()
     print("| kernel | pass | causal | rows | median abs. error | median bias |\n|---|---|---|---:|---:|---:|")
     for (kernel, pass_, causal), (med, bias, n) in summary(results).items():

@@ -15,6 +15,7 @@ import csv
 import statistics
 from pathlib import Path
 
+from perfmodel.search.fa2_tiles import add_switch_arguments, apply_switch_arguments
 from perfmodel.training.breakdown import markdown, step_breakdown
 from perfmodel.training.published import (
     RUNS,
@@ -52,7 +53,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--breakdown", nargs="*", metavar="NAME",
                         help='the step by part for the runs whose names contain NAME (default: "Llama 3")')
+    add_switch_arguments(parser)  # the fa15 FlashAttention-2 experiments (docs/accuracy.md), all off by default
     args = parser.parse_args()
+    apply_switch_arguments(args)
     if args.breakdown is not None:
         breakdown(args.breakdown or ["Llama 3"])
         return

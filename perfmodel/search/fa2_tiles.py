@@ -111,3 +111,29 @@ def mma_sync_engines(engines: list[dict[str, Any]]) -> None:
             if engine["mma_scope"] in ("warpgroup", "cta") and MMA_SYNC_SHARE is not None:
                 engine["peak_flops_per_s"] = {k: v * MMA_SYNC_SHARE for k, v in engine["peak_flops_per_s"].items()}
             engine["mma_scope"] = "warp"
+
+
+def set_switches(library_tiles: bool = False, forward_overlap: bool = False,
+                 mma_sync_share: float | None = None) -> None:
+    """Set the three experiments (benchmarks' ``--fa2-library-tiles``, ``--fa2-forward-overlap``,
+    ``--mma-sync-share``) and forget memoised attention calls made under the old ones."""
+    global LIBRARY_TILES, FORWARD_OVERLAP, MMA_SYNC_SHARE
+    LIBRARY_TILES, FORWARD_OVERLAP, MMA_SYNC_SHARE = library_tiles, forward_overlap, mma_sync_share
+    from perfmodel.search import call_memo
+
+    call_memo.clear()
+
+
+def add_switch_arguments(parser: Any) -> None:
+    """The experiments' flags on an ``argparse.ArgumentParser`` (all off by default)."""
+    parser.add_argument("--fa2-library-tiles", action="store_true",
+                        help="experiment: FA2 (mma.sync) attention at FlashAttention-2's own tiles (fa2_tiles.py)")
+    parser.add_argument("--fa2-forward-overlap", action="store_true",
+                        help="experiment: FA2's forward softmax partly under other CTAs' MMAs (FA3's exposed share)")
+    parser.add_argument("--mma-sync-share", type=float, default=None, metavar="SHARE",
+                        help="experiment: mma.sync's share of a wgmma / tcgen05 device's matrix peak (no cited figure)")
+
+
+def apply_switch_arguments(args: Any) -> None:
+    """Set the experiments from parsed ``add_switch_arguments`` flags."""
+    set_switches(args.fa2_library_tiles, args.fa2_forward_overlap, args.mma_sync_share)
