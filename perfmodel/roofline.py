@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 import numpy as np
 
-from perfmodel import roofline_labels, uncalibrated_interval
+from perfmodel import allocator, roofline_labels, uncalibrated_interval
 from perfmodel.cost import Cost, CostBatch
 from perfmodel.efficiency import ModelDefaults
 from perfmodel.gemm_sums import GEMM_SUMS, add_unique
@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 Timing = Literal["kernel", "host"]
 HardwareLike: TypeAlias = "Hardware | str"
 OpLike = Op | dict[str, Any]
+
+allocator.tune()  # batch results from the heap, reused call after call (glibc only; PERFMODEL_MALLOPT=0: off)
 
 
 def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing = "kernel",
