@@ -29,7 +29,7 @@ import threading
 M_TRIM_THRESHOLD = -1  # mallopt's parameter numbers (glibc malloc.h)
 M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 32 * 1024 * 1024  # bytes
-TRIM_THRESHOLD = 128 * 1024 * 1024  # bytes
+TRIM_THRESHOLD = 512 * 1024 * 1024  # bytes
 DISABLE = "PERFMODEL_MALLOPT"
 GLIBC_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
 
