@@ -4,14 +4,17 @@ A batch prediction allocates its result and intermediates as arrays of a few MiB
 float64 column; 1,000,000 rows: 8 MB). glibc serves a request above its mmap threshold (128 KiB at start,
 rising dynamically only up to the largest block freed) with a fresh ``mmap``, so every call's result is new
 pages that fault in on first touch: ~13,000 minor faults and ~10 % of an all-distinct 200,000-row table's
-``predict_columns`` (docs/accuracy.md, speed29). ``tune`` sets (glibc's mallopt(3); the thresholds speed29
+``predict_columns`` (docs/accuracy.md, speed29; arrays of 4 MiB and more get transparent huge pages, so a
+1,000,000-row table faults less per byte). ``tune`` sets (glibc's mallopt(3); the thresholds speed29
 measured as environment variables):
 
 - ``M_MMAP_THRESHOLD`` = 32 MiB (``MMAP_THRESHOLD`` bytes, glibc's documented ``DEFAULT_MMAP_THRESHOLD_MAX`` on
   64-bit): blocks up to it come from the heap, so a freed result's pages serve the next call's;
-- ``M_TRIM_THRESHOLD`` = 128 MiB (``TRIM_THRESHOLD``): free memory at the heap's top up to it is kept instead of
-  returned to the kernel after each call. That is the cost: up to that much more resident memory after a
-  large batch (measured in ``benchmarks/allocator_speed.py``).
+- ``M_TRIM_THRESHOLD`` = 512 MiB (``TRIM_THRESHOLD``): free memory at the heap's top up to it is kept instead of
+  returned to the kernel after each call (glibc returns all of it once the top passes the threshold, so it must
+  exceed one batch's result: ~250 MB for a 1,000,000-row table). That is the cost: the process stays at its
+  high-water mark (up to that much more resident memory after a large batch; the peak itself does not grow:
+  ``benchmarks/allocator_speed.py``).
 
 Setting either turns glibc's dynamic threshold off. Nothing is set when the C library is not glibc (musl,
 macOS, Windows), when ``PERFMODEL_MALLOPT=0``, or when the process was started with glibc's own settings for
