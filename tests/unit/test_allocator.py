@@ -127,3 +127,15 @@ def test_mallopt_refusing_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setattr(ctypes, "CDLL", lambda *_: refuses)
     assert allocator.tune() == "off (mallopt refused)"
+
+
+def test_the_cli_and_measure_modules_import_without_setting_it() -> None:
+    """``perfmodel measure`` holds glibc's defaults before its loop imports the model: nothing it imports first (the
+    CLI, the measure command) may have set them already."""
+    code = ("import perfmodel.cli, perfmodel.measure.command\nfrom perfmodel import allocator\n"
+            "print(allocator.outcome())\nprint(allocator.hold('host measurement'))\nimport perfmodel.roofline\n"
+            "print(allocator.outcome())")
+    clean = {k: v for k, v in os.environ.items() if k not in (allocator.DISABLE, *allocator.GLIBC_SETTINGS)}
+    out = subprocess.run([sys.executable, "-c", code], env={**clean, "PYTHONPATH": str(ROOT)}, check=True,
+                         capture_output=True, text=True).stdout.split("\n")
+    assert out[:3] == ["None", "off (host measurement)", "off (host measurement)"]
