@@ -16,7 +16,11 @@ measured as environment variables):
   high-water mark (up to that much more resident memory after a large batch; the peak itself does not grow:
   ``benchmarks/allocator_speed.py``).
 
-Setting either turns glibc's dynamic threshold off. Nothing is set when the C library is not glibc (musl,
+Setting either turns glibc's dynamic threshold off (GNU C Library manual, "Malloc Tunable Parameters",
+https://www.gnu.org/software/libc/manual/html_node/Malloc-Tunable-Parameters.html; mallopt(3) gives the mmap
+threshold's upper limit, 4·1024·1024·sizeof(long) = 32 MiB on 64-bit). The manual marks ``mallopt``
+MT-Unsafe (it changes process-wide constants): it runs once, on the model's first import, which the service and
+the CLI do on their main thread before any worker starts. Nothing is set when the C library is not glibc (musl,
 macOS, Windows), when ``PERFMODEL_MALLOPT=0``, or when the process was started with glibc's own settings for
 these (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``, or ``glibc.malloc`` in ``GLIBC_TUNABLES``): the
 deployment's choice wins; nor after ``hold`` (``perfmodel measure`` times torch under glibc's defaults, as its
