@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import predict_speed
@@ -48,9 +49,10 @@ def child(hardware: str, rows: int, dicts: int) -> dict[str, Any]:
     perfmodel.predict_many(hw, many[:500])
     cpu0 = time.process_time()
     figures: dict[str, Any] = {"allocator": allocator.outcome()}
-    for name, count, repeats, call in (
-            ("columns", rows, 3, lambda: columnar.predict_columns(hw, table)),
-            ("dicts", dicts, 5, lambda: perfmodel.predict_many(hw, many))):
+    calls: list[tuple[str, int, int, Callable[[], perfmodel.CostBatch]]] = [
+        ("columns", rows, 3, lambda: columnar.predict_columns(hw, table)),
+        ("dicts", dicts, 5, lambda: perfmodel.predict_many(hw, many))]
+    for name, count, repeats, call in calls:
         best, faults = 0.0, []
         for _ in range(repeats):
             minflt = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
