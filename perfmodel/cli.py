@@ -278,6 +278,9 @@ def measure(
 ) -> None:
     """Measure this machine (ERT-style sweep, BLAS peaks), register it as a device, time the op suite under
     the PyTorch profiler, upload the trace and calibrate: fit on half the shapes, score on the rest."""
+    from perfmodel import allocator
+
+    allocator.hold("host measurement")  # torch timed under glibc's defaults, before the loop imports the model
     from perfmodel.measure.command import StderrProgress, measure_command
     from perfmodel.measure.loop import format_report, run_loop
 

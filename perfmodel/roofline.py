@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 import numpy as np
 
-from perfmodel import roofline_labels, uncalibrated_interval
+from perfmodel import allocator, roofline_labels, uncalibrated_interval
 from perfmodel.cost import Cost, CostBatch
 from perfmodel.efficiency import ModelDefaults
 from perfmodel.gemm_sums import GEMM_SUMS, add_unique
@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 Timing = Literal["kernel", "host"]
 HardwareLike: TypeAlias = "Hardware | str"
 OpLike = Op | dict[str, Any]
+
+allocator.tune()  # batch results from the heap, reused call after call (glibc only; PERFMODEL_MALLOPT=0: off)
 
 
 def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing = "kernel",
@@ -133,8 +135,10 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     if comm.any():
         from perfmodel.collectives import collective_time
 
-        t_comm = collective_time(t, work.comm_kind, work.comm_bytes, work.comm_devices,
-                                 work.comm_devices_per_node, work.comm_algorithm)
+        # the collectives' rows only (row by row, 0 elsewhere: a mix's other rows cost nothing there)
+        at = slice(None) if comm.all() else np.flatnonzero(comm)
+        t_comm[at] = collective_time(t, work.comm_kind[at], work.comm_bytes[at], work.comm_devices[at],
+                                     work.comm_devices_per_node[at], work.comm_algorithm[at])
 
     engine_times = {"matrix": t_matrix, "vector": t_vector, "special": t_special}
     columns = [t_matrix, t_vector, t_special, *level_times.values(), t_comm]

@@ -16,6 +16,7 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
+from perfmodel import allocator
 from perfmodel.measure.host import measure_host
 from perfmodel.measure.report import format_measurement
 from perfmodel.measure.spec import host_spec
@@ -71,6 +72,7 @@ def measure_command(on_spec: SpecCallback | None = None,
         suite: Annotated[bool, typer.Option(help="also time the op suite under the PyTorch profiler")] = True,
     ) -> None:
         """Measure this machine (ERT-style sweep, matmul peaks), write its spec, time the op suite."""
+        allocator.hold("host measurement")  # torch timed under glibc's defaults (perfmodel/allocator.py)
         progress = StderrProgress()
         measurement = measure_host(progress, quick=quick)
         progress.end()
