@@ -26,6 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from perfmodel.uncalibrated_interval import POOLED, RULES, class_band, conformal_bands
+from perfmodel.uncalibrated_select import selected_bands, selected_rules
 
 Coverage = dict[str, tuple[float, float, dict[str, float]]]
 
@@ -40,6 +41,8 @@ def coverage(ratio: np.ndarray[Any, Any], classes: np.ndarray[Any, Any], devices
         left_out = folds == fold
         if rule == "conformal":
             table = conformal_bands(ratio, classes.tolist(), devices.tolist(), left_out)
+        elif rule == "selected":
+            table = selected_bands(ratio, classes.tolist(), devices.tolist(), left_out)
         else:
             table = {}
             for name in set(classes[left_out & ok].tolist()):
@@ -77,8 +80,13 @@ def main() -> None:
     vendor = load(args.vendor_out) if args.vendor_out else None
     for rule in RULES:
         start = time.process_time()
-        built = {name: class_band(ratio, classes.tolist(), devices.tolist(), name, rule=rule)
-                 for name in [*sorted(set(classes.tolist())), POOLED]}
+        if rule == "selected":
+            built: dict[str, Any] = dict(selected_bands(ratio, classes.tolist(), devices.tolist()))
+            rules = selected_rules(ratio, classes.tolist(), devices.tolist(), np.zeros(ratio.size, dtype=bool))
+            print("\nselected rules (every device): " + ", ".join(f"{c} {r}" for c, r in rules.items()))
+        else:
+            built = {name: class_band(ratio, classes.tolist(), devices.tolist(), name, rule=rule)
+                     for name in [*sorted(set(classes.tolist())), POOLED]}
         held = coverage(ratio, classes, devices, folds, rule)
         by_vendor = coverage(*vendor, rule=rule) if vendor else {}
         print(f"\nrule {rule} ({time.process_time() - start:.1f} s CPU)")
