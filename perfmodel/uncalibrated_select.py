@@ -20,6 +20,7 @@ import numpy as np
 
 from perfmodel.ops.base import FloatArray
 from perfmodel.uncalibrated_interval import (
+    FAMILIES,
     POOLED,
     QUANTILES,
     class_band,
@@ -34,6 +35,9 @@ from perfmodel.uncalibrated_interval import (
 CANDIDATES = ("shifted", "symmetric", "conformal", "pooled")
 TARGET = QUANTILES[1] - QUANTILES[0]  # the nominal coverage, 0.8
 POOLED_SELECTION = True  # a class with < 2 training devices takes the rule chosen over every class's cells
+SELECT_MIN_DEVICES = 2  # training devices a class needs to choose its own rule (else the pooled choice)
+POOL_WEIGHT = "cell"  # in the pooled choice each (class, device) cell weighs the same ("class": each class)
+GROUPING = "class"  # whose nested shares choose a class's rule: its own ("class"), its family's, or every class's
 Band = tuple[float, float, int]
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
 
@@ -99,9 +103,23 @@ def selected_rules(ratio: FloatArray, classes: Sequence[str], devices: Sequence[
     pooled_scores: dict[str, list[float]] = {}
     for per_rule in nested.values():
         for rule, shares in per_rule.items():
-            pooled_scores.setdefault(rule, []).extend(shares)
+            pooled_scores.setdefault(rule, []).extend(shares if POOL_WEIGHT == "cell" else [float(np.mean(shares))])
     fallback = closest(pooled_scores) if POOLED_SELECTION else CANDIDATES[0]
+    nested = {name: per_rule for name, per_rule in nested.items()
+              if max(len(shares) for shares in per_rule.values()) >= SELECT_MIN_DEVICES}
+    if GROUPING != "class":
+        groups: dict[str, dict[str, list[float]]] = {}
+        for name, per_rule in nested.items():
+            for rule, shares in per_rule.items():
+                groups.setdefault(_group(name), {}).setdefault(rule, []).extend(shares)
+        return {name: closest(groups[_group(name)]) if _group(name) in groups else fallback
+                for name in sorted(set(cls[kept].tolist()))}
     return {name: closest(nested[name]) if name in nested else fallback for name in sorted(set(cls[kept].tolist()))}
+
+
+def _group(name: str) -> str:
+    """The group whose nested shares choose ``name``'s rule under ``GROUPING``."""
+    return FAMILIES.get(name, "memory") if GROUPING == "family" else POOLED
 
 
 def selected_bands(ratio: FloatArray, classes: Sequence[str], devices: Sequence[str],
