@@ -165,7 +165,6 @@ PRIOR_DEVICES = 1.0  # the prior's weight in the shrunk spread, in devices (nu_0
 # "selected": each class's rule among those chosen by nested leave-one-device-out on its training devices
 # (``uncalibrated_select``, the fourteenth pass)
 RULES = ("shifted", "conformal", "symmetric", "selected")
-WHOLE_TABLE_RULES = ("conformal", "selected")  # rules that build every class's band at once
 FINITE_SAMPLE = True
 Z_10_90 = 2.0 * 1.2815515655446004  # width of the normal's 10-90 % range, in standard deviations
 
