@@ -162,7 +162,9 @@ PRIOR_DEVICES = 1.0  # the prior's weight in the shrunk spread, in devices (nu_0
 # not shipped (docs/accuracy.md: it moves matmul, conv2d and rmsnorm out of 75-85 % of a new device's rows);
 # "symmetric": "shifted" with ``symmetric_band`` instead of the union below MIN_DEVICES devices, tried in the
 # thirteenth pass and not shipped (docs/accuracy.md: all-reduce 86 -> 58 %, one vendor out conv2d_bwd 79 -> 60 %)
-RULES = ("shifted", "conformal", "symmetric")
+# "selected": each class's rule among those chosen by nested leave-one-device-out on its training devices
+# (``uncalibrated_select``, the fourteenth pass)
+RULES = ("shifted", "conformal", "symmetric", "selected")
 FINITE_SAMPLE = True
 Z_10_90 = 2.0 * 1.2815515655446004  # width of the normal's 10-90 % range, in standard deviations
 
@@ -318,6 +320,9 @@ def class_band(ratio: FloatArray, classes: Sequence[str], devices: Sequence[str]
         return low, high, count
     if rule == "conformal":
         return conformal_bands(ratio, classes, devices, left_out)[name]
+    if rule == "selected":
+        from perfmodel.uncalibrated_select import selected_bands  # it builds on this module
+        return selected_bands(ratio, classes, devices, left_out).get(name)
     if rule == "symmetric" and count < MIN_DEVICES:
         return (*symmetric_band(ratio[mine], dev[mine].tolist()), count)
     if count >= MIN_DEVICES:
@@ -352,6 +357,10 @@ def build_bands(ratio: FloatArray, classes: Sequence[str], devices: Sequence[str
                 POOLED: class_band(ratio, classes, devices, POOLED, left_out)}
             if rule == "conformal":
                 table.update(conformal_bands(ratio, classes, devices, left_out))
+            elif rule == "selected":
+                from perfmodel.uncalibrated_select import selected_bands
+                table.update({n: b for n, b in selected_bands(ratio, classes, devices, left_out).items()
+                              if n != POOLED})
             else:
                 table.update({n: class_band(ratio, classes, devices, n, left_out, rule) for n in names[:-1]})
             cache[device] = table
