@@ -82,9 +82,12 @@ def size_banded(classes: Arrays, count: int) -> Arrays:
     sizes from ``lodo.py``'s rows (the saved run's order, checked by count)."""
     import lodo  # the dev set's rows, in the order --save-heldout stored them
     from lodo_report import BANDS
+    from measured_data import all_rows
 
-    known = set(lodo.perfmodel.list_hardware())
-    rows = [r for r in [*lodo.all_rows(), *lodo.extra_collectives()] if r.hardware in known and lodo._buildable(r)]
+    import perfmodel
+
+    known = set(perfmodel.list_hardware())
+    rows = [r for r in [*all_rows(), *lodo.extra_collectives()] if r.hardware in known and lodo._buildable(r)]
     if len(rows) != count:
         raise SystemExit(f"the saved run has {count} rows, lodo.py's rows are {len(rows)}: not the same checkout")
     size = np.array([float(r.op.get("bytes", np.nan)) for r in rows])
