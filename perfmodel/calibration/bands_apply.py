@@ -3,6 +3,7 @@ the local correction factor, each computed once per distinct op (split from ``ca
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -16,12 +17,20 @@ if TYPE_CHECKING:
     from perfmodel.calibration.model import ClassParams
 
 
-def once_per_op(values: FloatArray, op_row: IntArray) -> tuple[IntArray, IntArray]:
-    """(kept, back): one row of ``values`` (rows x columns, float) per distinct op (``op_row``: each row's, from
-    ``distinct_ops``) and, per row, its op's position in ``kept``, checked: ``values[kept][back]`` equals ``values``
-    bit for bit (else every row is kept), so that a function of the rows' values may run on ``kept`` alone."""
-    if op_row.size < 2 or bool((op_row[1:] > op_row[:-1]).all()):  # ascending: no op repeated (a sort skipped)
+def each_its_own(op_row: IntArray) -> bool:
+    """Whether no op repeats in ``op_row`` (each row's distinct op) as ``once_per_op`` tells it: ascending."""
+    return op_row.size < 2 or bool((op_row[1:] > op_row[:-1]).all())
+
+
+def once_per_op(values: FloatArray | Callable[[], FloatArray], op_row: IntArray) -> tuple[IntArray, IntArray]:
+    """(kept, back): one row of ``values`` (rows x columns, float; or a function that computes them, called only
+    where some op repeats) per distinct op (``op_row``: each row's, from ``distinct_ops``) and, per row, its op's
+    position in ``kept``, checked: ``values[kept][back]`` equals ``values`` bit for bit (else every row is kept), so
+    that a function of the rows' values may run on ``kept`` alone."""
+    if each_its_own(op_row):  # ascending: no op repeated (a sort skipped)
         return np.arange(len(op_row)), np.arange(len(op_row))
+    if callable(values):
+        values = values()
     _, kept, back = np.unique(op_row, return_index=True, return_inverse=True)
     back = back.reshape(-1)
     whole = np.ascontiguousarray(values, dtype=np.float64)
@@ -95,6 +104,6 @@ def local_log_factor(corrections: list[LocalCorrection | None], inverse: IntArra
         if correction is not None:
             rows = np.flatnonzero(inverse == i)
             taken = f.take(rows)
-            kept, back = once_per_op(curve.range_values(taken), op_row[rows])
+            kept, back = once_per_op(lambda: curve.range_values(taken), op_row[rows])
             out[rows] = correction.log_factor(taken if kept.size == rows.size else f.take(rows[kept]))[back]
     return out

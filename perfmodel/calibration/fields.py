@@ -111,11 +111,14 @@ def _alike(types: set[type], values: list[Any]) -> bool:
     return kind in (int, str, bool) or issubclass(kind, DType)
 
 
-def field_matrix(ops: Sequence[Op], fields: Sequence[str]) -> FloatArray:
+def field_matrix(ops: Sequence[Op], fields: Sequence[str], out: FloatArray | None = None) -> FloatArray:
     """ops x ``fields``: row i holds ``op_fields(ops[i])[name]`` under each name of ``fields`` (nan where the op has
-    no such number), the same floats, computed a field of one op class at a time."""
+    no such number), the same floats, computed a field of one op class at a time (into ``out`` where given)."""
     column = {name: j for j, name in enumerate(fields)}
-    out = np.full((len(ops), len(fields)), math.nan)
+    if out is None:
+        out = np.full((len(ops), len(fields)), math.nan)
+    else:
+        out[...] = math.nan
     for cls, rows, members in by_type(ops):
         for attribute, key in _json_keys(cls):
             prefix = f"{cls.kind}.{key}"

@@ -293,10 +293,11 @@ def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_ro
         own_fit = np.array([mine and e.source == "fitted" for e, mine in zip(entries, own, strict=True)])[inverse]
         rows = np.flatnonzero(own_fit & (batch.time_s > 0) & (time > 0))
         u = unclipped.take(rows)  # all the trees read of a row, with its op's key and fields
-        kept, back = once_per_op(np.column_stack([curve.range_values(u), u.compute_share, batch.time_s[rows],
-                                                  time[rows]]), op_row[rows])
+        kept, back = once_per_op(lambda: np.column_stack([curve.range_values(u), u.compute_share, batch.time_s[rows],
+                                                          time[rows]]), op_row[rows])
         rows_kept = rows[kept]
-        time[rows] *= np.exp(trees.log_factor(unclipped.take(rows_kept), batch.time_s[rows_kept],
+        time[rows] *= np.exp(trees.log_factor(u if kept.size == rows.size else unclipped.take(rows_kept),
+                                              batch.time_s[rows_kept],
                                               list(map(batch.ops.__getitem__, rows_kept.tolist())), names.tolist(),
                                               time[rows_kept], key_index=inverse[rows_kept])[back])
     overhead = np.minimum(curve.overhead_s(theta, f), time) if n else np.zeros(0)
