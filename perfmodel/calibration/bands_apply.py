@@ -39,18 +39,21 @@ def once_per_op(values: FloatArray | Callable[[], FloatArray], op_row: IntArray)
     return kept, back
 
 
-def unvaried_band(beyond_fit: np.ndarray[Any, np.dtype[np.bool_]], ranges: FloatArray, f: curve.Features,
-                   model_log: FloatArray, time: FloatArray, model_s: FloatArray,
-                   interval_log: FloatArray) -> FloatArray:
-    """Rows of a fitted class whose op varies a shape number the class's runs all shared (fitted range one value:
-    its coefficient was never fitted, nothing measured speaks for the change): the band also reaches the class's
-    uncalibrated band (``model_log``) around the model's own time."""
+def unvaried_band(beyond_fit: np.ndarray[Any, np.dtype[np.bool_]], shape_low: FloatArray, shape_high: FloatArray,
+                  f: curve.Features, model_log: FloatArray, time: FloatArray, model_s: FloatArray,
+                  interval_log: FloatArray) -> FloatArray:
+    """Rows of a fitted class whose op varies a shape number the class's runs all shared (fitted range one value,
+    ``shape_low`` = ``shape_high``: its coefficient was never fitted, nothing measured speaks for the change): the
+    band also reaches the class's uncalibrated band (``model_log``) around the model's own time. Only the
+    ``beyond_fit`` rows are read."""
     if not beyond_fit.any():
         return interval_log
-    single = ranges[:, 0] == ranges[:, 1]  # rows x N_SHAPE: a shape number the fit never saw vary
-    moved = np.abs(f.shape - ranges[:, 0]) > 1e-9
-    rows = np.flatnonzero(beyond_fit & np.any(single & moved, axis=1) & np.isfinite(model_log[:, 0])
-                          & (time > 0) & (model_s > 0))
+    beyond = np.flatnonzero(beyond_fit)
+    low = shape_low[beyond]
+    single = low == shape_high[beyond]  # rows x N_SHAPE: a shape number the fit never saw vary
+    moved = np.abs(f.shape[beyond] - low) > 1e-9
+    rows = beyond[np.any(single & moved, axis=1) & np.isfinite(model_log[beyond, 0]) & (time[beyond] > 0)
+                  & (model_s[beyond] > 0)]
     if not rows.size:
         return interval_log
     shift = np.log(model_s[rows] / time[rows])  # the model's time relative to the prediction, in log

@@ -274,19 +274,21 @@ def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_ro
     # inside the range only where this very key was fitted here (not its class, device or another device)
     fitted = np.array([e.source == "fitted" and e.log10_bytes_range is not None and str(k) in calibration.classes
                        for k, e in zip(names, entries, strict=True)], dtype=bool)
-    flops_range = np.array([e.log10_flops_range or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
-    bytes_range = np.array([e.log10_bytes_range or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
+    flops_range = np.array([e.log10_flops_range or nan2 for e in entries]).reshape(len(entries), 2)
+    bytes_range = np.array([e.log10_bytes_range or nan2 for e in entries]).reshape(len(entries), 2)
     unbounded = ([-math.inf] * shape.N_SHAPE, [math.inf] * shape.N_SHAPE)
-    ranges = np.array([e.shape_range or unbounded for e in entries]).reshape(len(entries), 2, -1)[inverse]
+    ranges = np.array([e.shape_range or unbounded for e in entries]).reshape(len(entries), 2, -1)
     own = [str(k) in calibration.classes for k in names]  # a variant on its class's fit: the curve only
     local = local_log_factor([e.local if mine else None for e, mine in zip(entries, own, strict=True)], inverse, f,
                               op_row)
-    low = np.column_stack([flops_range[:, 0], bytes_range[:, 0], ranges[:, 0]])
-    high = np.column_stack([flops_range[:, 1], bytes_range[:, 1], ranges[:, 1]])
+    # per class, then per row (one gather each): the shape numbers' range is their columns 2.. (views)
+    low = np.column_stack([flops_range[:, 0], bytes_range[:, 0], ranges[:, 0]])[inverse]
+    high = np.column_stack([flops_range[:, 1], bytes_range[:, 1], ranges[:, 1]])[inverse]
+    shape_low, shape_high = low[:, 2:], high[:, 2:]
     outside = curve.beyond(f, low, high)
     unclipped = f
     if n:
-        f = curve.clip_shape(f, ranges[:, 0], ranges[:, 1])
+        f = curve.clip_shape(f, shape_low, shape_high)
     time = curve.time_s(theta, f) * np.exp(local) if n else np.zeros(0)
     trees = calibration.residual_trees
     if trees is not None and n:  # rows of a class fitted here: averaged with the device's residual trees
@@ -307,7 +309,8 @@ def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_ro
     beyond_log = np.array([e.beyond_log or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
     interval_log = np.where((beyond_fit & np.isfinite(beyond_log[:, 0]))[:, None], beyond_log, interval_log)
     model_log = np.array([e.model_log or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
-    interval_log = unvaried_band(beyond_fit, ranges, unclipped, model_log, time, batch.time_s, interval_log)
+    interval_log = unvaried_band(beyond_fit, shape_low, shape_high, unclipped, model_log, time, batch.time_s,
+                                 interval_log)
     with np.errstate(divide="ignore", invalid="ignore"):
         utilization = np.where(time > 0, batch.utilization * batch.time_s / time, 0.0)
     bound = batch.bound.copy()
