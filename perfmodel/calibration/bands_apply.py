@@ -3,6 +3,7 @@ the local correction factor, each computed once per distinct op (split from ``ca
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -107,6 +108,6 @@ def local_log_factor(corrections: list[LocalCorrection | None], inverse: IntArra
         if correction is not None:
             rows = np.flatnonzero(inverse == i)
             taken = f.take(rows)
-            kept, back = once_per_op(lambda: curve.range_values(taken), op_row[rows])
+            kept, back = once_per_op(functools.partial(curve.range_values, taken), op_row[rows])
             out[rows] = correction.log_factor(taken if kept.size == rows.size else f.take(rows[kept]))[back]
     return out

@@ -34,7 +34,8 @@ def test_unvaried_band_on_the_rows_beyond_equals_every_rows_arithmetic() -> None
     n = 2000
     low = rng.integers(0, 3, size=(n, shape.N_SHAPE)).astype(float)
     high = np.where(rng.random((n, shape.N_SHAPE)) < 0.5, low, low + 1.0)  # half the numbers never varied
-    values = np.where(rng.random((n, shape.N_SHAPE)) < 0.7, low, low + rng.choice([1e-10, 0.5, -2.0], (n, shape.N_SHAPE)))
+    step = rng.choice([1e-10, 0.5, -2.0], (n, shape.N_SHAPE))
+    values = np.where(rng.random((n, shape.N_SHAPE)) < 0.7, low, low + step)
     f = curve.Features(*(rng.random(n) for _ in range(5)), np.ones(n, dtype=bool), values)
     model_log = np.column_stack([-rng.random(n), rng.random(n)])
     model_log[::9] = np.nan
