@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from perfmodel.calibration.curve import Features
-from perfmodel.calibration.distance import sorted_points
+from perfmodel.calibration.distance import shared_values, sorted_points, without_shared
 from perfmodel.calibration.fit import MIN_RAMP_SHAPES, held_out_loss
 from perfmodel.calibration.shape import N_SHAPE
 from perfmodel.ops.base import FloatArray, IntArray
@@ -112,13 +112,7 @@ class LocalCorrection:
     @functools.cached_property
     def _constant(self) -> FloatArray:
         """Per coordinate, the one finite value every point has there (nan where they differ, or for log10 FLOPs)."""
-        points = self._by_first[0]
-        out = np.full(points.shape[1], math.nan)
-        if len(points):
-            same = (points == points[0]).all(axis=0) & np.isfinite(points[0])
-            out[same] = points[0][same]
-        out[0] = math.nan
-        return out
+        return shared_values(self._by_first[0])
 
     def _smoothed(self, x: FloatArray, smooth: Callable[..., None]) -> FloatArray:
         """``smooth`` (``near_jit.smooth_screened``: its arguments) over the points within ``reach`` along log10
@@ -136,14 +130,9 @@ class LocalCorrection:
         hi = np.searchsorted(points[:, 0], rows[:, 0] + self.reach, side="right")
         screen = self.screen
         if USE_CONSTANT:
-            constant = self._constant
-            fixed = ~np.isnan(constant)
-            if fixed.any():
-                fixed[fixed] = (rows[:, fixed] == constant[fixed]).all(axis=0)
-            if fixed.any():
-                kept = np.flatnonzero(~fixed)
-                screen = int(np.searchsorted(kept, screen)) if not fixed[screen] else 0
-                rows, points = np.ascontiguousarray(rows[:, kept]), np.ascontiguousarray(points[:, kept])
+            rows, points, kept = without_shared(rows, points, self._constant)
+            if kept is not None:  # the screen's place among the coordinates kept; left out: log10 FLOPs
+                screen = int(np.searchsorted(kept, screen)) if screen in kept else 0
         smoothed = np.empty(len(x))
         smooth(rows, points, runs, residuals, -0.5 / self.bandwidth ** 2, float(self.shrink), lo, hi, self.reach ** 2,
                screen, smoothed)

@@ -60,3 +60,31 @@ def test_shared_coordinates_left_out_give_the_same_bits(shared: dict[int, float]
         assert not np.array_equal(got, same)
     monkeypatch.setattr(local, "USE_CONSTANT", False)
     assert np.array_equal(correction._smoothed(x, smooth).view(np.int64), same.view(np.int64))
+
+
+@pytest.mark.parametrize("shared", [{3: 0.0, 5: 0.30103, 9: 0.0}, {}, {j: 0.0 for j in range(1, 10)}])
+def test_the_nearest_point_without_shared_coordinates_gives_the_same_bits(shared: dict[int, float],
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """``DistanceScale.factor`` through ``near_jit.nearest`` with the coordinates every point and row share left out
+    (``distance.USE_SHARED``) against the kernel over every coordinate; rows where a shared one moves keep it."""
+    from perfmodel.calibration import distance
+
+    assert gemm_kernel.load()
+    rng = np.random.default_rng(len(shared) + 40)
+    points = rng.normal(0, 0.5, size=(400, 10))
+    points[:, 0] = rng.uniform(3, 9, 400)
+    x = rng.normal(0, 0.5, size=(900, 10))
+    x[:, 0] = rng.uniform(2, 10, 900)
+    for j, value in shared.items():
+        points[:, j] = value
+        x[:, j] = -0.0 if value == 0.0 else value
+    scale = distance.DistanceScale(points, 0.4, 0.7, 0.2, 3.0)
+    moved = x.copy()
+    if shared:
+        moved[::5, next(iter(shared))] += 0.25
+    got = [scale.factor(rows) for rows in (x, moved)]
+    monkeypatch.setattr(distance, "USE_SHARED", False)
+    for rows, fast in zip((x, moved), got, strict=True):
+        assert np.array_equal(fast.view(np.int64), scale.factor(rows).view(np.int64))
+    assert np.isnan(scale._shared).sum() == 10 - len(shared)
+    assert np.ptp(got[0]) > 0.1
