@@ -14,6 +14,7 @@ from perfmodel.calibration import curve, shape
 from perfmodel.calibration.bands_apply import (
     borrowed_band,
     distance_band,
+    each_its_own,
     local_log_factor,
     once_per_op,
     unvaried_band,
@@ -264,9 +265,11 @@ def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_ro
     n = len(batch)
     if groups is None:
         groups = by_type(distinct)  # the readers below take the ops a class at a time
-    f = curve.features(batch, shape.shape_matrix(distinct, groups)[op_row])
+    each = len(distinct) == n and each_its_own(op_row)  # op_row is 0..n-1: no take of the per-op arrays
+    numbers = shape.shape_matrix(distinct, groups)
+    f = curve.features(batch, numbers if each else numbers[op_row])
     names, key_of = class_codes(distinct, devices_per_node(hw), groups)
-    inverse = key_of[op_row]
+    inverse = key_of if each else key_of[op_row]
     entries = [calibration.entry(str(k)) for k in names]
     theta = np.array([e.applied_theta for e in entries]).reshape(len(entries), curve.N_PARAMS)[inverse]
     nan2 = (math.nan, math.nan)
