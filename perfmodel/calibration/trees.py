@@ -33,6 +33,7 @@ MIN_LEAF = 5
 MAX_BINS = 64
 PROGRESS_ROUNDS = 30  # rounds between two progress calls
 PREDICT_ROWS = 2048  # rows walked through the trees at once
+MAX_MASK_BYTES = 64 * 2 ** 20  # the leaf masks' words at most (else the walk)
 USE_MASKS = True  # the compiled prediction through leaf masks (``trees_jit.mask_walk``), else the walk: same bits
 LOWEST = -float(np.finfo(float).max)  # the threshold of a split that sends only the missing values left (finite: JSON)
 
@@ -126,13 +127,21 @@ class TreeEnsemble:
         return codes
 
     @functools.cached_property
-    def _masks(self) -> tuple[IntArray, IntArray, IntArray, np.ndarray[Any, np.dtype[np.uint64]], IntArray] | None:
-        """``trees_jit.leaf_masks``' tables (tree_slots, slot_col, slot_off, table, leaf_node), or None where the
-        kernels do not load, a reachable split's threshold is nan, or the trees do not allow them."""
+    def _masks(self) -> tuple[IntArray, np.ndarray[Any, Any], IntArray] | None:
+        """(column_start, words, leaf_node) for ``trees_jit.mask_walk``: ``trees_jit.leaf_masks``' tables laid out by
+        split column, ``words[column_start[c] + k, t]`` tree t's word for code k of column c (all bits set where t
+        does not split on c; 32-bit words where every tree has at most 32 leaves); None where the kernels do not
+        load, a reachable split's threshold is nan, the trees do not allow masks or the words would take more than
+        ``MAX_MASK_BYTES``."""
         kernels = _masks_kernels()
         used, cuts, starts = self._split_points
         inner = self.feature >= 0
         if kernels is None or not len(used) or np.isnan(self.threshold[inner]).any():
+            return None
+        counts = np.diff(starts).astype(np.int64)
+        column_start = np.concatenate([[0], np.cumsum(counts + 2)]).astype(np.int64)
+        n_trees = len(self.feature)
+        if column_start[-1] * n_trees * 8 > MAX_MASK_BYTES:
             return None
         slot = np.full(self.feature.shape, -1, dtype=np.int64)
         cut = np.zeros(self.feature.shape, dtype=np.int64)
@@ -140,17 +149,26 @@ class TreeEnsemble:
             on = self.feature == j
             slot[on] = c
             cut[on] = np.searchsorted(cuts[starts[c]:starts[c + 1]], self.threshold[on], side="left")
-        ok, *tables = kernels[0](self.feature, self.left, self.right, self.missing_left, slot, cut,
-                                 np.diff(starts).astype(np.int64))
-        return (tables[0], tables[1], tables[2], tables[3], tables[4]) if ok else None
+        ok, tree_slots, slot_col, slot_off, table, leaf_node = kernels[0](
+            self.feature, self.left, self.right, self.missing_left, slot, cut, counts)
+        if not ok:
+            return None
+        leaves = int(inner.sum(axis=1).max()) + 1  # at most this many leaves a tree (inner nodes + 1)
+        words = np.full((int(column_start[-1]), n_trees), np.iinfo(np.uint64).max, dtype=np.uint64)
+        tree = np.repeat(np.arange(n_trees), np.diff(tree_slots))  # each slot's tree
+        length = counts[slot_col] + 2
+        entry = np.repeat(slot_off - np.cumsum(length) + length, length) + np.arange(int(length.sum()))
+        at = np.repeat(column_start[slot_col] - np.cumsum(length) + length, length) + np.arange(int(length.sum()))
+        words[at, np.repeat(tree, length)] = table[entry]
+        return column_start, words.astype(np.uint32) if leaves <= 32 else words, leaf_node
 
-    def _mask_walk(self, masks: tuple[IntArray, IntArray, IntArray, np.ndarray[Any, np.dtype[np.uint64]], IntArray],
+    def _mask_walk(self, masks: tuple[IntArray, np.ndarray[Any, Any], IntArray],
                    codes: np.ndarray[Any, np.dtype[np.uint8]]) -> FloatArray:
         """``trees_jit.mask_walk`` of rows given by their ``_codes``."""
         kernels = _masks_kernels()
         assert kernels is not None
         out = np.empty(len(codes))
-        kernels[1](np.ascontiguousarray(codes.T), *masks, self.value, self.base, out)
+        kernels[1](np.ascontiguousarray(codes), *masks, self.value, self.base, out)
         return out
 
     def _predict(self, x: FloatArray) -> FloatArray:

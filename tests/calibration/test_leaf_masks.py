@@ -48,8 +48,10 @@ def test_the_leaf_masks_give_the_walks_bits(leaves: int, monkeypatch: pytest.Mon
     y = np.where(np.isnan(x[:, 0]), 1.0, np.sin(np.nan_to_num(x[:, 1]))) + np.nan_to_num(x[:, 2]) / 7
     ensemble = fit_trees(x, y + 0.1 * rng.standard_normal(3000), rounds=40, max_leaves=leaves, min_leaf=1)
     assert gemm_kernel.load()
-    assert ensemble._masks is not None
+    masks = ensemble._masks
+    assert masks is not None
     assert ((ensemble.feature >= 0).sum(axis=1) + 1).max() == leaves  # the trees are as large as asked
+    assert masks[1].dtype == (np.uint32 if leaves <= 32 else np.uint64)  # 64 leaves: every bit of a 64-bit word
     test = _rows(ensemble, rng, 3000, 4)
     for n in (1, 2, 3000):
         rows = test[:n]
