@@ -87,10 +87,12 @@ def _numbers_of_one_type(out: FloatArray, rows: IntArray, column: dict[str, int]
             out[rows, column[prefix]] = np.array(values, dtype=np.float64)
         return True
     if kind is int:
-        if prefix in column:
-            out[rows, column[prefix]] = _log2_at_least_1(values)
+        if prefix in column:  # one value throughout (equal ints): converted once, written to every row
+            out[rows, column[prefix]] = _log2_at_least_1(values[:1] if _one_value(values) else values)
         return True
     if kind is tuple and all(values) and set(map(type, chain.from_iterable(values))) == {int}:
+        if _one_value(values):  # equal tuples of ints: equal ints, the same numbers
+            values = values[:1]
         if prefix + ".last" in column:
             out[rows, column[prefix + ".last"]] = _log2_at_least_1(list(map(itemgetter(-1), values)))
         if prefix + ".rows" in column:
@@ -98,6 +100,11 @@ def _numbers_of_one_type(out: FloatArray, rows: IntArray, column: dict[str, int]
             out[rows, column[prefix + ".rows"]] = _log2_at_least_1(list(map(math.prod, heads)))
         return True
     return False
+
+
+def _one_value(values: list[Any]) -> bool:
+    """Whether every one of ``values`` equals the first (``list.count``: one C loop, identity first)."""
+    return len(values) > 1 and values.count(values[0]) == len(values)
 
 
 def _alike(types: set[type], values: list[Any]) -> bool:
