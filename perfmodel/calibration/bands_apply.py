@@ -3,6 +3,8 @@ the local correction factor, each computed once per distinct op (split from ``ca
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -16,12 +18,20 @@ if TYPE_CHECKING:
     from perfmodel.calibration.model import ClassParams
 
 
-def once_per_op(values: FloatArray, op_row: IntArray) -> tuple[IntArray, IntArray]:
-    """(kept, back): one row of ``values`` (rows x columns, float) per distinct op (``op_row``: each row's, from
-    ``distinct_ops``) and, per row, its op's position in ``kept``, checked: ``values[kept][back]`` equals ``values``
-    bit for bit (else every row is kept), so that a function of the rows' values may run on ``kept`` alone."""
-    if op_row.size < 2 or bool((op_row[1:] > op_row[:-1]).all()):  # ascending: no op repeated (a sort skipped)
+def each_its_own(op_row: IntArray) -> bool:
+    """Whether no op repeats in ``op_row`` (each row's distinct op) as ``once_per_op`` tells it: ascending."""
+    return op_row.size < 2 or bool((op_row[1:] > op_row[:-1]).all())
+
+
+def once_per_op(values: FloatArray | Callable[[], FloatArray], op_row: IntArray) -> tuple[IntArray, IntArray]:
+    """(kept, back): one row of ``values`` (rows x columns, float; or a function that computes them, called only
+    where some op repeats) per distinct op (``op_row``: each row's, from ``distinct_ops``) and, per row, its op's
+    position in ``kept``, checked: ``values[kept][back]`` equals ``values`` bit for bit (else every row is kept), so
+    that a function of the rows' values may run on ``kept`` alone."""
+    if each_its_own(op_row):  # ascending: no op repeated (a sort skipped)
         return np.arange(len(op_row)), np.arange(len(op_row))
+    if callable(values):
+        values = values()
     _, kept, back = np.unique(op_row, return_index=True, return_inverse=True)
     back = back.reshape(-1)
     whole = np.ascontiguousarray(values, dtype=np.float64)
@@ -30,18 +40,21 @@ def once_per_op(values: FloatArray, op_row: IntArray) -> tuple[IntArray, IntArra
     return kept, back
 
 
-def unvaried_band(beyond_fit: np.ndarray[Any, np.dtype[np.bool_]], ranges: FloatArray, f: curve.Features,
-                   model_log: FloatArray, time: FloatArray, model_s: FloatArray,
-                   interval_log: FloatArray) -> FloatArray:
-    """Rows of a fitted class whose op varies a shape number the class's runs all shared (fitted range one value:
-    its coefficient was never fitted, nothing measured speaks for the change): the band also reaches the class's
-    uncalibrated band (``model_log``) around the model's own time."""
+def unvaried_band(beyond_fit: np.ndarray[Any, np.dtype[np.bool_]], shape_low: FloatArray, shape_high: FloatArray,
+                  f: curve.Features, model_log: FloatArray, time: FloatArray, model_s: FloatArray,
+                  interval_log: FloatArray) -> FloatArray:
+    """Rows of a fitted class whose op varies a shape number the class's runs all shared (fitted range one value,
+    ``shape_low`` = ``shape_high``: its coefficient was never fitted, nothing measured speaks for the change): the
+    band also reaches the class's uncalibrated band (``model_log``) around the model's own time. Only the
+    ``beyond_fit`` rows are read."""
     if not beyond_fit.any():
         return interval_log
-    single = ranges[:, 0] == ranges[:, 1]  # rows x N_SHAPE: a shape number the fit never saw vary
-    moved = np.abs(f.shape - ranges[:, 0]) > 1e-9
-    rows = np.flatnonzero(beyond_fit & np.any(single & moved, axis=1) & np.isfinite(model_log[:, 0])
-                          & (time > 0) & (model_s > 0))
+    beyond = np.flatnonzero(beyond_fit)
+    low = shape_low[beyond]
+    single = low == shape_high[beyond]  # rows x N_SHAPE: a shape number the fit never saw vary
+    moved = np.abs(f.shape[beyond] - low) > 1e-9
+    rows = beyond[np.any(single & moved, axis=1) & np.isfinite(model_log[beyond, 0]) & (time[beyond] > 0)
+                  & (model_s[beyond] > 0)]
     if not rows.size:
         return interval_log
     shift = np.log(model_s[rows] / time[rows])  # the model's time relative to the prediction, in log
@@ -95,6 +108,6 @@ def local_log_factor(corrections: list[LocalCorrection | None], inverse: IntArra
         if correction is not None:
             rows = np.flatnonzero(inverse == i)
             taken = f.take(rows)
-            kept, back = once_per_op(curve.range_values(taken), op_row[rows])
+            kept, back = once_per_op(functools.partial(curve.range_values, taken), op_row[rows])
             out[rows] = correction.log_factor(taken if kept.size == rows.size else f.take(rows[kept]))[back]
     return out

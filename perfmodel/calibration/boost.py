@@ -79,6 +79,18 @@ def _with_head(f: curve.Features, model_s: FloatArray, keys: Sequence[str], clas
     return out
 
 
+def _head_into(x: FloatArray, f: curve.Features, model_s: FloatArray, keys: Sequence[str], classes: Sequence[str],
+               key_index: IntArray | None) -> None:
+    """``_with_head``'s head columns written into the first columns of ``x`` (the same numbers)."""
+    code = {k: float(i) for i, k in enumerate(classes)}
+    codes = np.array([code.get(k, math.nan) for k in keys], dtype=float).reshape(len(keys))
+    x[:, 0] = codes if key_index is None else codes[key_index]
+    x[:, 1], x[:, 2], x[:, 3] = f.log10_flops, f.log10_bytes, f.compute_share
+    with np.errstate(divide="ignore"):
+        np.log(model_s, out=x[:, 4])
+    x[:, 5:5 + shape.N_SHAPE] = f.shape
+
+
 @dataclass(frozen=True)
 class ResidualTrees:
     """The device's trees, the class codes and raw field names their columns mean, and their weight."""
@@ -97,8 +109,10 @@ class ResidualTrees:
         the fields no tree splits on left nan: never read, ``_split_fields``)."""
         if not len(ops):
             return np.zeros(0)
-        if per_op is None:
-            x = _with_head(f, model_s, keys, self.classes, field_matrix(ops, self._split_fields), key_index)
+        if per_op is None:  # the fields written into the matrix's own columns: no second copy of it
+            x = np.empty((len(ops), 5 + shape.N_SHAPE + len(self.fields)))
+            field_matrix(ops, self._split_fields, out=x[:, 5 + shape.N_SHAPE:])
+            _head_into(x, f, model_s, keys, self.classes, key_index)
         else:
             if key_index is not None:
                 keys = [keys[int(i)] for i in key_index]

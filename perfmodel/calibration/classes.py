@@ -116,6 +116,27 @@ def _key_reader(cls: type[Op]) -> Callable[[Op], Any] | None:
     return getter if len(names) > 1 else lambda op: (getter(op),)
 
 
+@functools.cache
+def _key_names(cls: type[Op]) -> tuple[str, ...]:
+    """The fields of ``_KEY_FIELDS`` that ``cls`` has (``_key_reader``'s)."""
+    return tuple(name for name in _KEY_FIELDS if hasattr(cls, name) or name in getattr(cls, "__dataclass_fields__",
+                                                                                             {}))
+
+
+def _one_key_tuple(cls: type[Op], members: list[Op]) -> bool:
+    """Whether every op of ``members`` (of class ``cls``) holds one value of one type in each field ``class_key``
+    reads (``_key_names``), read a field at a time (a set of the values and one of their types: C loops, no tuple
+    per op); then their tuples are one and so is their key. False where a value does not hash."""
+    for name in _key_names(cls):
+        column = list(map(attrgetter(name), members))
+        try:
+            if len(set(column)) > 1 or len(set(map(type, column))) > 1:
+                return False
+        except TypeError:
+            return False
+    return True
+
+
 def class_codes(ops: Sequence[Op], per_node_default: int | None = None,
                 groups: list[Group] | None = None) -> tuple[np.ndarray[Any, np.dtype[np.str_]], IntArray]:
     """(names, code): the distinct ``class_key``s of ``ops``, sorted (as ``np.unique`` sorts them), and each op's
@@ -126,6 +147,9 @@ def class_codes(ops: Sequence[Op], per_node_default: int | None = None,
     keys: dict[str, int] = {}
     code = np.empty(len(ops), dtype=np.intp)
     for cls, index, members in by_type(ops) if groups is None else groups:
+        if _one_key_tuple(cls, members):  # every op of the class has the same key: no tuple per op
+            code[index] = keys.setdefault(class_key(members[0], per_node_default), len(keys))
+            continue
         reader = _key_reader(cls)
         values = [()] * len(members) if reader is None else list(map(reader, members))
         width = len(values[0]) if values else 0

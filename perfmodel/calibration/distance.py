@@ -26,6 +26,7 @@ MAX_POINTS = 2500  # fitted ops kept per class (a fixed random subset beyond; as
 BLOCK = 2048  # rows whose distances are computed at once (BLOCK x points floats)
 RHO_RANGE = (0.1, 0.9)  # quantiles of the held-out runs' ρ the spread is trusted between
 MAX_EXPONENT = 1.0  # at most linear growth of the spread with distance
+USE_SHARED = True  # the compiled nearest point without the coordinates all points and rows share (same bits)
 
 
 def coordinates(f: Features) -> FloatArray:
@@ -45,6 +46,32 @@ def nearest(x: FloatArray, points: FloatArray) -> FloatArray:
         d2 = (block ** 2).sum(axis=1)[:, None] + squared[None, :] - 2.0 * block @ points.T
         out[start:start + BLOCK] = np.sqrt(np.maximum(d2.min(axis=1), 0.0))
     return out
+
+
+def shared_values(points: FloatArray) -> FloatArray:
+    """Per coordinate of ``points``, the one finite value every point has there (nan where they differ; nan for the
+    first coordinate, which the compiled kernels search along)."""
+    out = np.full(points.shape[1], math.nan)
+    if len(points):
+        same = (points == points[0]).all(axis=0) & np.isfinite(points[0])
+        out[same] = points[0][same]
+    out[:1] = math.nan
+    return out
+
+
+def without_shared(rows: FloatArray, points: FloatArray, shared: FloatArray
+                   ) -> tuple[FloatArray, FloatArray, IntArray | None]:
+    """``rows`` and ``points`` (as many coordinates) less each coordinate where every point holds ``shared``'s value
+    and every row too, and the coordinates kept (None: all): their difference there is 0.0, its square +0.0, and
+    adding +0.0 to a sum of squares (>= +0.0) leaves it as it is, so the compiled kernels' distances (Σ (x_j − p_j)²
+    in coordinate order) are the same floats without it. The first coordinate is always kept."""
+    fixed = ~np.isnan(shared)
+    if fixed.any():
+        fixed[fixed] = (rows[:, fixed] == shared[fixed]).all(axis=0)
+    if not fixed.any():
+        return rows, points, None
+    kept = np.flatnonzero(~fixed)
+    return np.ascontiguousarray(rows[:, kept]), np.ascontiguousarray(points[:, kept]), kept
 
 
 def sorted_points(points: FloatArray) -> tuple[IntArray, FloatArray]:
@@ -106,12 +133,19 @@ class DistanceScale:
         points = self._by_first
         start = np.searchsorted(points[:, 0], x[:, 0], side="left")
         out = np.empty(len(x))
-        kernels[1](np.ascontiguousarray(x, dtype=np.float64), points, start, out)
+        rows = np.ascontiguousarray(x[:, :points.shape[1]], dtype=np.float64)  # the kernel reads no more columns
+        if USE_SHARED:
+            rows, points, _ = without_shared(rows, points, self._shared)
+        kernels[1](rows, points, start, out)
         return self.spread(out / self.typical)
 
     @functools.cached_property
     def _by_first(self) -> FloatArray:
         return sorted_points(self.points)[1]
+
+    @functools.cached_property
+    def _shared(self) -> FloatArray:
+        return shared_values(self._by_first)
 
     def spread(self, rho: FloatArray) -> FloatArray:
         out: FloatArray = np.clip(np.nan_to_num(rho, nan=1.0), self.rho_low, self.rho_high) ** self.exponent

@@ -87,10 +87,12 @@ def _numbers_of_one_type(out: FloatArray, rows: IntArray, column: dict[str, int]
             out[rows, column[prefix]] = np.array(values, dtype=np.float64)
         return True
     if kind is int:
-        if prefix in column:
-            out[rows, column[prefix]] = _log2_at_least_1(values)
+        if prefix in column:  # one value throughout (equal ints): converted once, written to every row
+            out[rows, column[prefix]] = _log2_at_least_1(values[:1] if _one_value(values) else values)
         return True
     if kind is tuple and all(values) and set(map(type, chain.from_iterable(values))) == {int}:
+        if _one_value(values):  # equal tuples of ints: equal ints, the same numbers
+            values = values[:1]
         if prefix + ".last" in column:
             out[rows, column[prefix + ".last"]] = _log2_at_least_1(list(map(itemgetter(-1), values)))
         if prefix + ".rows" in column:
@@ -98,6 +100,11 @@ def _numbers_of_one_type(out: FloatArray, rows: IntArray, column: dict[str, int]
             out[rows, column[prefix + ".rows"]] = _log2_at_least_1(list(map(math.prod, heads)))
         return True
     return False
+
+
+def _one_value(values: list[Any]) -> bool:
+    """Whether every one of ``values`` equals the first (``list.count``: one C loop, identity first)."""
+    return len(values) > 1 and values.count(values[0]) == len(values)
 
 
 def _alike(types: set[type], values: list[Any]) -> bool:
@@ -111,11 +118,14 @@ def _alike(types: set[type], values: list[Any]) -> bool:
     return kind in (int, str, bool) or issubclass(kind, DType)
 
 
-def field_matrix(ops: Sequence[Op], fields: Sequence[str]) -> FloatArray:
+def field_matrix(ops: Sequence[Op], fields: Sequence[str], out: FloatArray | None = None) -> FloatArray:
     """ops x ``fields``: row i holds ``op_fields(ops[i])[name]`` under each name of ``fields`` (nan where the op has
-    no such number), the same floats, computed a field of one op class at a time."""
+    no such number), the same floats, computed a field of one op class at a time (into ``out`` where given)."""
     column = {name: j for j, name in enumerate(fields)}
-    out = np.full((len(ops), len(fields)), math.nan)
+    if out is None:
+        out = np.full((len(ops), len(fields)), math.nan)
+    else:
+        out[...] = math.nan
     for cls, rows, members in by_type(ops):
         for attribute, key in _json_keys(cls):
             prefix = f"{cls.kind}.{key}"

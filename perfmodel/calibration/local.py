@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from perfmodel.calibration.curve import Features
-from perfmodel.calibration.distance import sorted_points
+from perfmodel.calibration.distance import shared_values, sorted_points, without_shared
 from perfmodel.calibration.fit import MIN_RAMP_SHAPES, held_out_loss
 from perfmodel.calibration.shape import N_SHAPE
 from perfmodel.ops.base import FloatArray, IntArray
@@ -42,6 +42,8 @@ MIN_OPS = MIN_RAMP_SHAPES  # distinct ops a class needs, as for the ramp: fewer,
 MARGIN = 0.95  # the held-out loss must drop by 5 % for a class to keep its correction
 MAX_POINTS = 2500  # distinct ops kept per class (memory of the fit: a few MAX_POINTS^2 float arrays, 50 MB each)
 CHUNK_ROWS = 2048  # rows per block of the distance matrix when applying (memory: CHUNK_ROWS x points)
+# leave out of the compiled distances a coordinate every point and row share (``LocalCorrection._smoothed``): same bits
+USE_CONSTANT = True
 NEGLIGIBLE = 2.0 ** -60  # the most the points a compiled c(x) leaves out may change it (exp(c): < 1e-18 relative)
 
 
@@ -107,20 +109,33 @@ class LocalCorrection:
             return 0
         return 1 + int(np.argmax(np.ptp(self.points[:, 1:], axis=0)))
 
+    @functools.cached_property
+    def _constant(self) -> FloatArray:
+        """Per coordinate, the one finite value every point has there (nan where they differ, or for log10 FLOPs)."""
+        return shared_values(self._by_first[0])
+
     def _smoothed(self, x: FloatArray, smooth: Callable[..., None]) -> FloatArray:
         """``smooth`` (``near_jit.smooth_screened``: its arguments) over the points within ``reach`` along log10
         FLOPs, the rows taken in order of log10 FLOPs: neighbouring rows then see nearly the same points and the
         screen's branch goes the same way row after row (the 10k-op table's four corrections: 0.915 of the time in
         the batch's order, median of 25 alternate pairs). Each row's sum is its own, whatever the order: the same
-        bits."""
+        bits. A coordinate where every point and every row hold one finite value is left out of the distances
+        (``_constant``, where ``USE_CONSTANT`` allows): its difference is 0.0, its square +0.0, and adding +0.0 to a
+        sum of squares (>= +0.0) leaves it as it is; the 10k-op table's matmuls and norms keep 6 and 7 of 10
+        coordinates, its elementwise chains 2."""
         points, runs, residuals = self._by_first
         order = np.argsort(x[:, 0], kind="stable")
         rows = np.ascontiguousarray(x[order], dtype=np.float64)
         lo = np.searchsorted(points[:, 0], rows[:, 0] - self.reach, side="left")
         hi = np.searchsorted(points[:, 0], rows[:, 0] + self.reach, side="right")
+        screen = self.screen
+        if USE_CONSTANT:
+            rows, points, kept = without_shared(rows, points, self._constant)
+            if kept is not None:  # the screen's place among the coordinates kept; left out: log10 FLOPs
+                screen = int(np.searchsorted(kept, screen)) if screen in kept else 0
         smoothed = np.empty(len(x))
         smooth(rows, points, runs, residuals, -0.5 / self.bandwidth ** 2, float(self.shrink), lo, hi, self.reach ** 2,
-               self.screen, smoothed)
+               screen, smoothed)
         out = np.empty(len(x))
         out[order] = smoothed
         return out

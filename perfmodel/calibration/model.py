@@ -14,6 +14,7 @@ from perfmodel.calibration import curve, shape
 from perfmodel.calibration.bands_apply import (
     borrowed_band,
     distance_band,
+    each_its_own,
     local_log_factor,
     once_per_op,
     unvaried_band,
@@ -264,9 +265,11 @@ def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_ro
     n = len(batch)
     if groups is None:
         groups = by_type(distinct)  # the readers below take the ops a class at a time
-    f = curve.features(batch, shape.shape_matrix(distinct, groups)[op_row])
+    each = len(distinct) == n and each_its_own(op_row)  # op_row is 0..n-1: no take of the per-op arrays
+    numbers = shape.shape_matrix(distinct, groups)
+    f = curve.features(batch, numbers if each else numbers[op_row])
     names, key_of = class_codes(distinct, devices_per_node(hw), groups)
-    inverse = key_of[op_row]
+    inverse = key_of if each else key_of[op_row]
     entries = [calibration.entry(str(k)) for k in names]
     theta = np.array([e.applied_theta for e in entries]).reshape(len(entries), curve.N_PARAMS)[inverse]
     nan2 = (math.nan, math.nan)
@@ -274,29 +277,32 @@ def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_ro
     # inside the range only where this very key was fitted here (not its class, device or another device)
     fitted = np.array([e.source == "fitted" and e.log10_bytes_range is not None and str(k) in calibration.classes
                        for k, e in zip(names, entries, strict=True)], dtype=bool)
-    flops_range = np.array([e.log10_flops_range or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
-    bytes_range = np.array([e.log10_bytes_range or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
+    flops_range = np.array([e.log10_flops_range or nan2 for e in entries]).reshape(len(entries), 2)
+    bytes_range = np.array([e.log10_bytes_range or nan2 for e in entries]).reshape(len(entries), 2)
     unbounded = ([-math.inf] * shape.N_SHAPE, [math.inf] * shape.N_SHAPE)
-    ranges = np.array([e.shape_range or unbounded for e in entries]).reshape(len(entries), 2, -1)[inverse]
+    ranges = np.array([e.shape_range or unbounded for e in entries]).reshape(len(entries), 2, -1)
     own = [str(k) in calibration.classes for k in names]  # a variant on its class's fit: the curve only
     local = local_log_factor([e.local if mine else None for e, mine in zip(entries, own, strict=True)], inverse, f,
                               op_row)
-    low = np.column_stack([flops_range[:, 0], bytes_range[:, 0], ranges[:, 0]])
-    high = np.column_stack([flops_range[:, 1], bytes_range[:, 1], ranges[:, 1]])
+    # per class, then per row (one gather each): the shape numbers' range is their columns 2.. (views)
+    low = np.column_stack([flops_range[:, 0], bytes_range[:, 0], ranges[:, 0]])[inverse]
+    high = np.column_stack([flops_range[:, 1], bytes_range[:, 1], ranges[:, 1]])[inverse]
+    shape_low, shape_high = low[:, 2:], high[:, 2:]
     outside = curve.beyond(f, low, high)
     unclipped = f
     if n:
-        f = curve.clip_shape(f, ranges[:, 0], ranges[:, 1])
+        f = curve.clip_shape(f, shape_low, shape_high)
     time = curve.time_s(theta, f) * np.exp(local) if n else np.zeros(0)
     trees = calibration.residual_trees
     if trees is not None and n:  # rows of a class fitted here: averaged with the device's residual trees
         own_fit = np.array([mine and e.source == "fitted" for e, mine in zip(entries, own, strict=True)])[inverse]
         rows = np.flatnonzero(own_fit & (batch.time_s > 0) & (time > 0))
         u = unclipped.take(rows)  # all the trees read of a row, with its op's key and fields
-        kept, back = once_per_op(np.column_stack([curve.range_values(u), u.compute_share, batch.time_s[rows],
-                                                  time[rows]]), op_row[rows])
+        kept, back = once_per_op(lambda: np.column_stack([curve.range_values(u), u.compute_share, batch.time_s[rows],
+                                                          time[rows]]), op_row[rows])
         rows_kept = rows[kept]
-        time[rows] *= np.exp(trees.log_factor(unclipped.take(rows_kept), batch.time_s[rows_kept],
+        time[rows] *= np.exp(trees.log_factor(u if kept.size == rows.size else unclipped.take(rows_kept),
+                                              batch.time_s[rows_kept],
                                               list(map(batch.ops.__getitem__, rows_kept.tolist())), names.tolist(),
                                               time[rows_kept], key_index=inverse[rows_kept])[back])
     overhead = np.minimum(curve.overhead_s(theta, f), time) if n else np.zeros(0)
@@ -306,7 +312,8 @@ def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_ro
     beyond_log = np.array([e.beyond_log or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
     interval_log = np.where((beyond_fit & np.isfinite(beyond_log[:, 0]))[:, None], beyond_log, interval_log)
     model_log = np.array([e.model_log or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
-    interval_log = unvaried_band(beyond_fit, ranges, unclipped, model_log, time, batch.time_s, interval_log)
+    interval_log = unvaried_band(beyond_fit, shape_low, shape_high, unclipped, model_log, time, batch.time_s,
+                                 interval_log)
     with np.errstate(divide="ignore", invalid="ignore"):
         utilization = np.where(time > 0, batch.utilization * batch.time_s / time, 0.0)
     bound = batch.bound.copy()

@@ -70,15 +70,16 @@ def _column(ops: Sequence[Op], name: str) -> FloatArray:
     return out
 
 
-def _along_w(convs: Sequence[Conv2d], name: str) -> np.ndarray[Any, np.dtype[np.int64]]:
-    """``Conv2d.along_w`` of many convolutions: the ``*_w`` field, else the height-wise one."""
-    wide = list(map(attrgetter(f"{name}_w"), convs))
+def _along_w(convs: Sequence[Conv2d], name: str, fields: _Fields | None = None) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """``Conv2d.along_w`` of many convolutions: the ``*_w`` field, else the height-wise one (``fields``: the
+    convolutions' fields read once, where the caller keeps them)."""
+    fields = _Fields(convs) if fields is None else fields
+    wide = fields.values(f"{name}_w")
     if None not in wide:
         return np.array(wide, dtype=np.int64).reshape(len(convs))
     if wide.count(None) == len(wide):  # none given width-wise (square convolutions): the height-wise fields
-        return np.fromiter(map(int, map(attrgetter(name), convs)), dtype=np.int64, count=len(convs))
-    return np.fromiter(map(int, (h if w is None else w for w, h in zip(wide, map(attrgetter(name), convs),
-                                                                       strict=True))),
+        return np.fromiter(map(int, fields.values(name)), dtype=np.int64, count=len(convs))
+    return np.fromiter(map(int, (h if w is None else w for w, h in zip(wide, fields.values(name), strict=True))),
                        dtype=np.int64, count=len(convs))
 
 
@@ -116,13 +117,14 @@ def _matmul(ops: Sequence[Op]) -> FloatArray:
 
 def _conv(ops: Sequence[Op]) -> FloatArray:
     convs = cast("Sequence[Conv2d]", ops)
-    stride, stride_w = _column(ops, "stride"), _along_w(convs, "stride").astype(np.float64)
-    kh, kw = _column(ops, "kernel_h"), _column(ops, "kernel_w")
-    p, q = _out_hw(convs)
-    c = _column(ops, "in_channels") / np.maximum(_column(ops, "groups"), 1)
-    out_channels = _column(ops, "out_channels")
-    narrow, deep = _gemm(_column(ops, "batch") * p * q, out_channels, c * kh * kw)
-    algorithms = list(map(attrgetter("algorithm"), convs))
+    fields = _Fields(ops)  # each field read once, converted as each use wants it (the same objects)
+    stride, stride_w = fields.floats("stride"), _along_w(convs, "stride", fields).astype(np.float64)
+    kh, kw = fields.floats("kernel_h"), fields.floats("kernel_w")
+    p, q = _out_hw(convs, fields)
+    c = fields.floats("in_channels") / np.maximum(fields.floats("groups"), 1)
+    out_channels = fields.floats("out_channels")
+    narrow, deep = _gemm(fields.floats("batch") * p * q, out_channels, c * kh * kw)
+    algorithms = fields.values("algorithm")
     is_winograd = {name: float(name.startswith("winograd")) for name in set(algorithms)}
     winograd = np.fromiter(map(is_winograd.__getitem__, algorithms), dtype=np.float64, count=len(ops))
     return np.column_stack([narrow, deep, _unaligned(np.floor(c)) + _unaligned(out_channels), _log2(kh * kw),
@@ -130,18 +132,37 @@ def _conv(ops: Sequence[Op]) -> FloatArray:
                             winograd, np.zeros(len(ops))])
 
 
-def _ints(ops: Sequence[Op], name: str) -> np.ndarray[Any, np.dtype[np.int64]]:
-    out: np.ndarray[Any, np.dtype[np.int64]] = np.fromiter(map(attrgetter(name), ops), dtype=np.int64, count=len(ops))
-    return out
+class _Fields:
+    """Fields of many ops, each read once (``map`` of ``attrgetter``) and kept as the list of its values."""
+
+    def __init__(self, ops: Sequence[Op]) -> None:
+        self.ops = ops
+        self.read: dict[str, list[Any]] = {}
+
+    def values(self, name: str) -> list[Any]:
+        if name not in self.read:
+            self.read[name] = list(map(attrgetter(name), self.ops))
+        return self.read[name]
+
+    def floats(self, name: str) -> FloatArray:
+        """``_column``: the values as float64."""
+        out: FloatArray = np.fromiter(self.values(name), dtype=np.float64, count=len(self.ops))
+        return out
+
+    def ints(self, name: str) -> np.ndarray[Any, np.dtype[np.int64]]:
+        """``_ints``: the values as int64."""
+        out: np.ndarray[Any, np.dtype[np.int64]] = np.fromiter(self.values(name), dtype=np.int64, count=len(self.ops))
+        return out
 
 
-def _out_hw(convs: Sequence[Conv2d]) -> tuple[FloatArray, FloatArray]:
+def _out_hw(convs: Sequence[Conv2d], fields: _Fields | None = None) -> tuple[FloatArray, FloatArray]:
     """(``Conv2d.out_h``, ``Conv2d.out_w``) of many convolutions: their integer arithmetic in int64 columns (numpy's
-    ``//`` floors as Python's does), as floats."""
-    height, width, kernel_h, kernel_w = (_ints(convs, name) for name in ("height", "width", "kernel_h", "kernel_w"))
-    out_h = (height + 2 * _ints(convs, "padding") - _ints(convs, "dilation") * (kernel_h - 1) - 1) \
-        // _ints(convs, "stride") + 1
-    stride_w, padding_w, dilation_w = (_along_w(convs, name) for name in ("stride", "padding", "dilation"))
+    ``//`` floors as Python's does), as floats (``fields``: their fields read once, where the caller keeps them)."""
+    fields = _Fields(convs) if fields is None else fields
+    height, width, kernel_h, kernel_w = (fields.ints(name) for name in ("height", "width", "kernel_h", "kernel_w"))
+    out_h = (height + 2 * fields.ints("padding") - fields.ints("dilation") * (kernel_h - 1) - 1) \
+        // fields.ints("stride") + 1
+    stride_w, padding_w, dilation_w = (_along_w(convs, name, fields) for name in ("stride", "padding", "dilation"))
     out_w = (width + 2 * padding_w - dilation_w * (kernel_w - 1) - 1) // stride_w + 1
     return out_h.astype(np.float64), out_w.astype(np.float64)
 

@@ -33,6 +33,8 @@ MIN_LEAF = 5
 MAX_BINS = 64
 PROGRESS_ROUNDS = 30  # rounds between two progress calls
 PREDICT_ROWS = 2048  # rows walked through the trees at once
+MAX_MASK_BYTES = 64 * 2 ** 20  # the leaf masks' words at most (else the walk)
+USE_MASKS = True  # the compiled prediction through leaf masks (``trees_jit.mask_walk``), else the walk: same bits
 LOWEST = -float(np.finfo(float).max)  # the threshold of a split that sends only the missing values left (finite: JSON)
 
 
@@ -55,18 +57,22 @@ class TreeEnsemble:
         return int(self.feature.max()) + 1 if self.feature.size else 0
 
     def predict(self, x: FloatArray) -> FloatArray:
-        """Sum of the trees per row of ``x`` (rows x columns): compiled (``trees_jit.walk`` over the rows
-        sorted by their first two columns, one row of each set the splits cannot tell apart: ``_alike_rows``; the same
-        answers to the bit)
-        where the process uses the compiled kernels (``gemm_kernel.use_kernel``), else in numpy ``PREDICT_ROWS``
-        rows at a time (memory: a few trees x ``PREDICT_ROWS`` arrays)."""
+        """Sum of the trees per row of ``x`` (rows x columns): compiled where the process uses the compiled kernels
+        (``gemm_kernel.use_kernel``), one row of each set the splits cannot tell apart (``_alike_rows``), through
+        the leaf masks (``trees_jit.mask_walk``) where the trees allow them (``_masks``), else the walk
+        (``trees_jit.walk``, rows sorted by their first two columns): the same answers to the bit; else in numpy
+        ``PREDICT_ROWS`` rows at a time (memory: a few trees x ``PREDICT_ROWS`` arrays)."""
         walk = _compiled_walk(len(x) * len(self.feature))
         if walk is not None:
             x = np.asarray(x, dtype=float)
-            first, row_of = self._alike_rows(x)
-            if first is not None:  # walk one row of each set that takes the same paths
-                return self._walk(walk, x[first])[row_of]
-            return self._walk(walk, x)
+            codes = self._codes(x)
+            if codes is None:
+                return self._walk(walk, x)
+            first, row_of = _alike(codes)
+            masks = self._masks if USE_MASKS else None
+            if masks is not None and codes.dtype == np.uint8:
+                return self._mask_walk(masks, codes[first])[row_of]
+            return self._walk(walk, x[first])[row_of]
         if len(x) > PREDICT_ROWS:
             return np.concatenate([self._predict(x[i:i + PREDICT_ROWS]) for i in range(0, len(x), PREDICT_ROWS)])
         return self._predict(x)
@@ -92,26 +98,78 @@ class TreeEnsemble:
 
     def _alike_rows(self, x: FloatArray) -> tuple[IntArray | None, IntArray]:
         """Rows of ``x`` that every split sends the same way: ``(first, row_of)`` with ``x[first]`` one row of each
-        such set and ``row_of`` each row's set, or ``(None, ...)`` where the rows cannot be told apart this way.
-        A split on column j at threshold t sends v left when v <= t; with column j's distinct thresholds
-        t_0 < t_1 < ..., v <= t_k exactly when k >= (the number of t_i < v), so that number (nan: a code of its
-        own) fixes every split on column j, and rows with equal numbers in every split column reach the same leaf
-        in every tree: their sums are the same floats (the walk adds leaf values in tree order)."""
-        used, cuts, starts = self._split_points
-        if x.ndim != 2 or len(x) < 2 or not len(used) or int(used[-1]) >= x.shape[1]:
+        such set and ``row_of`` each row's set, or ``(None, ...)`` where the rows cannot be told apart this way
+        (``_codes``: rows with equal codes in every split column reach the same leaf in every tree, and their sums
+        are the same floats: the walk adds leaf values in tree order)."""
+        codes = self._codes(x)
+        if codes is None or len(x) < 2:
             return None, np.arange(len(x))
-        codes = np.empty((len(x), len(used)), dtype=np.uint8 if np.diff(starts).max() < 255 else np.uint32)
-        missing = int(np.iinfo(codes.dtype).max)
+        return _alike(codes)
+
+    def _codes(self, x: FloatArray) -> np.ndarray[Any, np.dtype[np.unsignedinteger[Any]]] | None:
+        """Rows x split columns (``_split_points``): how many of the column's distinct thresholds lie below the
+        row's value, or that count + 1 where it is nan (None where ``x`` lacks a split column). A split on column j
+        at threshold t sends v left when v <= t; with column j's distinct thresholds t_0 < t_1 < ..., v <= t_k
+        exactly when k >= (the number of t_i < v), so that number (nan: a code of its own) fixes every split on
+        column j."""
+        used, cuts, starts = self._split_points
+        if x.ndim != 2 or not len(used) or int(used[-1]) >= x.shape[1]:
+            return None
+        counts = np.diff(starts)
+        codes = np.empty((len(x), len(used)), dtype=np.uint8 if counts.max() < 255 else np.uint32)
         if codes.dtype == np.uint8 and (kernel := _codes_kernel()) is not None:
-            kernel(np.ascontiguousarray(x), used, cuts, starts, missing, codes)
+            kernel(np.ascontiguousarray(x), used, cuts, starts, codes)
         else:
             for c, j in enumerate(used):
                 column = x[:, j]
                 codes[:, c] = np.searchsorted(cuts[starts[c]:starts[c + 1]], column, side="left")
-                codes[np.isnan(column), c] = missing
-        keys = codes.view(np.dtype((np.void, codes.shape[1] * codes.itemsize))).ravel()
-        _, first, row_of = np.unique(keys, return_index=True, return_inverse=True)
-        return first, row_of.ravel()
+                codes[np.isnan(column), c] = counts[c] + 1
+        return codes
+
+    @functools.cached_property
+    def _masks(self) -> tuple[IntArray, np.ndarray[Any, Any], IntArray] | None:
+        """(column_start, words, leaf_node) for ``trees_jit.mask_walk``: ``trees_jit.leaf_masks``' tables laid out by
+        split column, ``words[column_start[c] + k, t]`` tree t's word for code k of column c (all bits set where t
+        does not split on c; 32-bit words where every tree has at most 32 leaves); None where the kernels do not
+        load, a reachable split's threshold is nan, the trees do not allow masks or the words would take more than
+        ``MAX_MASK_BYTES``."""
+        kernels = _masks_kernels()
+        used, cuts, starts = self._split_points
+        inner = self.feature >= 0
+        if kernels is None or not len(used) or np.isnan(self.threshold[inner]).any():
+            return None
+        counts = np.diff(starts).astype(np.int64)
+        column_start = np.concatenate([[0], np.cumsum(counts + 2)]).astype(np.int64)
+        n_trees = len(self.feature)
+        if column_start[-1] * n_trees * 8 > MAX_MASK_BYTES:
+            return None
+        slot = np.full(self.feature.shape, -1, dtype=np.int64)
+        cut = np.zeros(self.feature.shape, dtype=np.int64)
+        for c, j in enumerate(used.tolist()):
+            on = self.feature == j
+            slot[on] = c
+            cut[on] = np.searchsorted(cuts[starts[c]:starts[c + 1]], self.threshold[on], side="left")
+        ok, tree_slots, slot_col, slot_off, table, leaf_node = kernels[0](
+            self.feature, self.left, self.right, self.missing_left, slot, cut, counts)
+        if not ok:
+            return None
+        leaves = int(inner.sum(axis=1).max()) + 1  # at most this many leaves a tree (inner nodes + 1)
+        words = np.full((int(column_start[-1]), n_trees), np.iinfo(np.uint64).max, dtype=np.uint64)
+        tree = np.repeat(np.arange(n_trees), np.diff(tree_slots))  # each slot's tree
+        length = counts[slot_col] + 2
+        entry = np.repeat(slot_off - np.cumsum(length) + length, length) + np.arange(int(length.sum()))
+        at = np.repeat(column_start[slot_col] - np.cumsum(length) + length, length) + np.arange(int(length.sum()))
+        words[at, np.repeat(tree, length)] = table[entry]
+        return column_start, words.astype(np.uint32) if leaves <= 32 else words, leaf_node
+
+    def _mask_walk(self, masks: tuple[IntArray, np.ndarray[Any, Any], IntArray],
+                   codes: np.ndarray[Any, np.dtype[np.uint8]]) -> FloatArray:
+        """``trees_jit.mask_walk`` of rows given by their ``_codes``."""
+        kernels = _masks_kernels()
+        assert kernels is not None
+        out = np.empty(len(codes))
+        kernels[1](np.ascontiguousarray(codes), *masks, self.value, self.base, out)
+        return out
 
     def _predict(self, x: FloatArray) -> FloatArray:
         """All trees walked together, one level a step, on flat indices (tree × nodes + node; row × columns +
@@ -162,6 +220,13 @@ class TreeEnsemble:
         return TreeEnsemble(feature, threshold, left, right, value, base, missing_left)
 
 
+def _alike(codes: np.ndarray[Any, np.dtype[np.unsignedinteger[Any]]]) -> tuple[IntArray, IntArray]:
+    """(first, row_of): one row of each set of equal rows of ``codes`` and each row's set."""
+    keys = np.ascontiguousarray(codes).view(np.dtype((np.void, codes.shape[1] * codes.itemsize))).ravel()
+    _, first, row_of = np.unique(keys, return_index=True, return_inverse=True)
+    return first, row_of.ravel()
+
+
 def _compiled_walk(elements: int) -> Callable[..., None] | None:
     """``trees_jit.walk`` where ``elements`` (rows x trees) go through the compiled kernels (once they are loaded,
     always: ``gemm_kernel.use_kernel``), else None (numpy)."""
@@ -178,6 +243,16 @@ def _walk_kernel() -> Callable[..., None] | None:
         return None
     walk: Callable[..., None] = trees_jit.walk
     return walk
+
+
+@functools.cache
+def _masks_kernels() -> tuple[Callable[..., Any], Callable[..., None]] | None:
+    """(``trees_jit.leaf_masks``, ``trees_jit.mask_walk``), or None where numba does not import."""
+    try:
+        from perfmodel.calibration import trees_jit
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return None
+    return trees_jit.leaf_masks, trees_jit.mask_walk
 
 
 @functools.cache

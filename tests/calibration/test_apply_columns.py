@@ -167,3 +167,16 @@ def test_compiled_nearest_point_equals_numpy(monkeypatch: pytest.MonkeyPatch) ->
     np.testing.assert_allclose(compiled, scale.factor(x), rtol=1e-12)
     brute = np.sqrt(((x[:, None, :] - points[None]) ** 2).sum(axis=2).min(axis=1))
     np.testing.assert_allclose(compiled, scale.spread(brute / scale.typical), rtol=1e-14)
+
+
+def test_a_class_whose_ops_agree_in_value_not_type_keeps_its_keys_apart() -> None:
+    """One op class whose key fields all hold one value (``_one_key_tuple``: one key for the class, no tuple per op),
+    and the same with one op's ``inputs`` 2.0 beside 2: equal, formatted apart (its own key)."""
+    same = [make_op(OPS[11]) for _ in range(5)]
+    names, code = class_codes(same, 8)
+    assert names.tolist() == [class_key(same[0], 8)] and code.tolist() == [0] * 5
+    odd = [*same[:3], _odd(make_op(OPS[11]), "inputs", 2.0), same[3]]
+    names, code = class_codes(odd, 8)
+    expected, inverse = np.unique(np.array([class_key(op, 8) for op in odd], dtype=str), return_inverse=True)
+    assert names.tolist() == expected.tolist() and code.tolist() == inverse.reshape(-1).tolist()
+    assert len(names) == 2
