@@ -30,7 +30,8 @@ SMEM_OPERAND_READS = {"warp": (2.0, 2.0), "warpgroup": (1.0, 2.0), "cta": (1.0, 
 
 # Dense matrix work that falls back to the vector engine (SIMT GEMMs and convolutions: fp32 on the CUDA cores) runs at
 # that engine's measured clock under GEMM load where its spec gives one (the T4's Citadel Fig. 4.5 clock is an fp32
-# sgemm's); streaming vector work keeps the boost peak (docs/model.md section 5, "A SIMT GEMM's sustained clock")
+# sgemm's); streaming vector work keeps the boost peak (docs/model.md section 2, "A SIMT GEMM's sustained clock").
+# Off: one device out conv2d, conv2d_bwd and matmul better, one vendor out conv2d worse (docs/accuracy.md, conv20)
 SIMT_SUSTAINED_CLOCK = False
 
 # Where a dtype goes when the matrix engine lacks it, in order of preference (matrix engine).
