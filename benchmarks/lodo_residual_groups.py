@@ -109,7 +109,8 @@ def main() -> None:
     rows = [every[i] for i in index]
     predicted = np.asarray(saved["predicted"], dtype=float)[index]
     log_ratio = np.log(predicted / np.array([r.measured_s for r in rows]))
-    print(f"{args.label}: {len(rows)} rows, held-out median |error| {np.median(np.abs(np.expm1(log_ratio))) * 100:.2f} %")
+    median = np.median(np.abs(np.expm1(log_ratio))) * 100
+    print(f"{args.label}: {len(rows)} rows, held-out median |error| {median:.2f} %")
     groups: dict[tuple[object, ...], list[int]] = defaultdict(list)
     for i, row in enumerate(rows):
         groups[conv_key(row, 4)].append(i)
