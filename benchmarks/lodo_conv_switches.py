@@ -8,6 +8,8 @@ whose prediction it decides (``lodo.DECIDED_DEFAULTS``). J (conv19): ``onchip_ef
 chosen jointly on a 2-D grid (``lodo_joint.JOINT``). P (conv19): ``onchip_efficiency`` not searched,
 every fold at the shipped 0.75 (te42kyfo/gpu-benches gpu-l2-cache: the A100's L2 sustains ~5.4 of 7.22 TB/s, the
 MI210's 4.3-5.1 of 6.96). A (conv20): the T4's sgemm clock on SIMT matrix work (``machine.SIMT_SUSTAINED_CLOCK``).
+I (conv20): a library's SIMT implicit GEMM at the GEMM's share where integer work issues beside the FMAs
+(``machine.SIMT_INTEGER_OVERLAP``).
 Every other argument is lodo.py's.
 
     python benchmarks/lodo_conv_switches.py --switches DRWJ [--vendor] [--save-heldout FILE.npz] ...
@@ -41,6 +43,7 @@ def _start(defaults: ModelDefaults, name: str) -> float:
 
 def switch_on(letters: str) -> None:
     machine.SIMT_SUSTAINED_CLOCK = "A" in letters
+    machine.SIMT_INTEGER_OVERLAP = "I" in letters
     machine._CACHE.clear()
     measured_data.MIOPEN_DIRECT_SOLVER = "D" in letters
     measured_data.MIOPEN_RXS_WINOGRAD = "R" in letters

@@ -33,6 +33,9 @@ SMEM_OPERAND_READS = {"warp": (2.0, 2.0), "warpgroup": (1.0, 2.0), "cta": (1.0, 
 # sgemm's); streaming vector work keeps the boost peak (docs/model.md section 2, "A SIMT GEMM's sustained clock").
 # Off: one device out conv2d, conv2d_bwd and matmul better, one vendor out conv2d worse (docs/accuracy.md, conv20)
 SIMT_SUSTAINED_CLOCK = False
+# A convolution library's SIMT implicit GEMM on an engine whose integer work issues beside its FMAs
+# (``ComputeEngine.concurrent_integer_issue``) runs at the GEMM's share, not the library's (docs/model.md section 5)
+SIMT_INTEGER_OVERLAP = False
 
 # Where a dtype goes when the matrix engine lacks it, in order of preference (matrix engine).
 _MATRIX_FALLBACK: dict[DType, tuple[DType, ...]] = {
@@ -103,6 +106,14 @@ class MachineTables:
     @property
     def units(self) -> int:
         return self.hardware.units
+
+    @property
+    def integer_overlap(self) -> FloatArray:
+        """Per dtype code, 1 where its matrix work runs on a vector engine that issues integer work beside its FMAs
+        (``ComputeEngine.concurrent_integer_issue``), else 0."""
+        engines = {e.name: e for e in self.hardware.engines}
+        return np.array([float(e.engine_class == "vector" and bool(e.concurrent_integer_issue))
+                         for e in (engines[p.engine] for p in self.matrix_paths)])
 
     def latency_s(self, level: MemoryLevel) -> float:
         if level.latency_s is not None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 import numpy as np
 
+from perfmodel import machine as _machine
 from perfmodel import roofline_labels, uncalibrated_interval
 from perfmodel.cost import Cost, CostBatch
 from perfmodel.efficiency import ModelDefaults
@@ -76,7 +77,11 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     totals = _GemmTotals(n)
     if gemm.any():
         idx = np.nonzero(gemm)[0]
-        _gemms(t, work, idx, m_peak * _library_share(d, work), compulsory, space or compact_space(t), totals)
+        share = _library_share(d, work)
+        if _machine.SIMT_INTEGER_OVERLAP:  # integer work beside the FMAs: a library's SIMT implicit GEMM at the GEMM's share
+            overlap = (t.integer_overlap[work.matrix_dtype] > 0) & (work.conv_library > 0) & (work.conv_direct == 0)
+            share = np.where(overlap, 1.0, share)
+        _gemms(t, work, idx, m_peak * share, compulsory, space or compact_space(t), totals)
     if flash.any():
         from perfmodel.search.attention_cost import attention_space, compact_attention_space
 
