@@ -78,7 +78,7 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     if gemm.any():
         idx = np.nonzero(gemm)[0]
         share = _library_share(d, work)
-        if _machine.SIMT_INTEGER_OVERLAP:  # integer work beside the FMAs: a library's SIMT implicit GEMM at the GEMM's share
+        if _machine.SIMT_INTEGER_OVERLAP:  # integer work beside the FMAs: a SIMT implicit GEMM at the GEMM's share
             overlap = (t.integer_overlap[work.matrix_dtype] > 0) & (work.conv_library > 0) & (work.conv_direct == 0)
             share = np.where(overlap, 1.0, share)
         _gemms(t, work, idx, m_peak * share, compulsory, space or compact_space(t), totals)
