@@ -7,7 +7,10 @@ W and S starting from 0.25 and 0.6 as convbwd16 ran them. O (conv18): ``onchip_e
 whose prediction it decides (``lodo.DECIDED_DEFAULTS``). J (conv19): ``onchip_efficiency`` and ``matrix_efficiency``
 chosen jointly on a 2-D grid (``lodo_joint.JOINT``). P (conv19): ``onchip_efficiency`` not searched,
 every fold at the shipped 0.75 (te42kyfo/gpu-benches gpu-l2-cache: the A100's L2 sustains ~5.4 of 7.22 TB/s, the
-MI210's 4.3-5.1 of 6.96). Every other argument is lodo.py's.
+MI210's 4.3-5.1 of 6.96). A (conv20): the T4's sgemm clock on SIMT matrix work (``machine.SIMT_SUSTAINED_CLOCK``).
+I (conv20): a library's SIMT implicit GEMM at the GEMM's share where integer work issues beside the FMAs
+(``machine.SIMT_INTEGER_OVERLAP``).
+Every other argument is lodo.py's.
 
     python benchmarks/lodo_conv_switches.py --switches DRWJ [--vendor] [--save-heldout FILE.npz] ...
 """
@@ -23,6 +26,7 @@ import lodo
 import lodo_joint
 import measured_data
 
+from perfmodel import machine
 from perfmodel.efficiency import ModelDefaults
 
 START = {"conv_backward_matrix_efficiency": 0.6, "conv_wgrad_dram_efficiency": 0.25}
@@ -38,6 +42,9 @@ def _start(defaults: ModelDefaults, name: str) -> float:
 
 
 def switch_on(letters: str) -> None:
+    machine.SIMT_SUSTAINED_CLOCK = "A" in letters
+    machine.SIMT_INTEGER_OVERLAP = "I" in letters
+    machine._CACHE.clear()
     measured_data.MIOPEN_DIRECT_SOLVER = "D" in letters
     measured_data.MIOPEN_RXS_WINOGRAD = "R" in letters
     lodo.DECIDED_DEFAULTS = frozenset({"onchip_efficiency"}) if "O" in letters else frozenset()

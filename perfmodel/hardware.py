@@ -74,6 +74,10 @@ class ComputeEngine(Sourced, EngineMethods):
         default=None, description="Board energy per dense matrix FLOP (J) per dtype at the power limit, where no "
         "sustained clock is measured: the engine then sustains at most tdp_w / energy_per_flop_j FLOP/s, so the "
         "dtype's peak scales by min(1, tdp_w / (energy × peak)); a dtype not listed takes the lowest listed share")
+    concurrent_integer_issue: bool | None = Field(
+        default=None, description="A vector/SIMT engine whose integer instructions (address arithmetic, predicates) "
+        "issue to their own pipe beside its FP32 FMAs (Volta and later NVIDIA SMs); null: they share the FP32 issue "
+        "slots (Pascal, GCN)")
     operand_sharing_tiles: int | None = Field(
         default=None, ge=1, le=16, description="Output tiles on neighbouring units that share one load of an operand "
         "panel from the last-level cache: TMA multicast in a thread-block cluster (Hopper), the 2-SM MMA "

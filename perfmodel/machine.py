@@ -28,6 +28,15 @@ DEFAULT_RESIDENT_THREADS = 2048
 # all of B (wgmma); Blackwell's tcgen05 MMA reads each operand once for the whole CTA tile (docs/model.md §4).
 SMEM_OPERAND_READS = {"warp": (2.0, 2.0), "warpgroup": (1.0, 2.0), "cta": (1.0, 1.0)}
 
+# Dense matrix work that falls back to the vector engine (SIMT GEMMs and convolutions: fp32 on the CUDA cores) runs at
+# that engine's measured clock under GEMM load where its spec gives one (the T4's Citadel Fig. 4.5 clock is an fp32
+# sgemm's); streaming vector work keeps the boost peak (docs/model.md section 2, "A SIMT GEMM's sustained clock").
+# Off: one device out conv2d, conv2d_bwd and matmul better, one vendor out conv2d worse (docs/accuracy.md, conv20)
+SIMT_SUSTAINED_CLOCK = False
+# A convolution library's SIMT implicit GEMM on an engine whose integer work issues beside its FMAs
+# (``ComputeEngine.concurrent_integer_issue``) runs at the GEMM's share, not the library's (docs/model.md section 5)
+SIMT_INTEGER_OVERLAP = False
+
 # Where a dtype goes when the matrix engine lacks it, in order of preference (matrix engine).
 _MATRIX_FALLBACK: dict[DType, tuple[DType, ...]] = {
     DType.TF32: (DType.FP32,),
@@ -98,6 +107,14 @@ class MachineTables:
     def units(self) -> int:
         return self.hardware.units
 
+    @property
+    def integer_overlap(self) -> FloatArray:
+        """Per dtype code, 1 where its matrix work runs on a vector engine that issues integer work beside its FMAs
+        (``ComputeEngine.concurrent_integer_issue``), else 0."""
+        engines = {e.name: e for e in self.hardware.engines}
+        return np.array([float(e.engine_class == "vector" and bool(e.concurrent_integer_issue))
+                         for e in (engines[p.engine] for p in self.matrix_paths)])
+
     def latency_s(self, level: MemoryLevel) -> float:
         if level.latency_s is not None:
             gpu_dram = level.kind == "dram" and self.hardware.kind == "gpu"
@@ -163,7 +180,9 @@ def _matrix_path(hw: Hardware, dtype: DType) -> Path:
     reason = f"no matrix path for {dtype.value} on {hw.id}: falls back to {vector.engine}"
     if vector.note:
         reason += f" ({vector.note})"
-    return Path(vector.engine, vector.dtype, vector.peak_flops_per_s, reason)
+    engine = next(e for e in hw.engines if e.name == vector.engine)
+    share = engine.sustained_fraction(vector.dtype, hw.clock_hz, hw.tdp_w) if SIMT_SUSTAINED_CLOCK else 1.0
+    return Path(vector.engine, vector.dtype, vector.peak_flops_per_s * share, reason)
 
 
 _CACHE: dict[int, tuple[Hardware, MachineTables]] = {}

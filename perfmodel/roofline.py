@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 import numpy as np
 
 from perfmodel import allocator, roofline_labels, uncalibrated_interval
+from perfmodel import machine as _machine
 from perfmodel.cost import Cost, CostBatch
 from perfmodel.efficiency import ModelDefaults
 from perfmodel.gemm_sums import GEMM_SUMS, add_unique
@@ -78,7 +79,11 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     totals = _GemmTotals(n)
     if gemm.any():
         idx = np.nonzero(gemm)[0]
-        _gemms(t, work, idx, m_peak * _library_share(d, work), compulsory, space or compact_space(t), totals)
+        share = _library_share(d, work)
+        if _machine.SIMT_INTEGER_OVERLAP:  # integer work beside the FMAs: a SIMT implicit GEMM at the GEMM's share
+            overlap = (t.integer_overlap[work.matrix_dtype] > 0) & (work.conv_library > 0) & (work.conv_direct == 0)
+            share = np.where(overlap, 1.0, share)
+        _gemms(t, work, idx, m_peak * share, compulsory, space or compact_space(t), totals)
     if flash.any():
         from perfmodel.search.attention_cost import attention_space, compact_attention_space
 
