@@ -32,7 +32,7 @@ def _switch(on: bool) -> None:
 
 @pytest.fixture
 def switched_on() -> Iterator[None]:
-    """The model with ``SIMT_SUSTAINED_CLOCK`` on (tables and memos rebuilt both ways; shipped off)."""
+    """The model with ``SIMT_SUSTAINED_CLOCK`` on (tables and memos rebuilt both ways; shipped on)."""
     shipped = machine.SIMT_SUSTAINED_CLOCK
     _switch(True)
     yield
@@ -49,8 +49,20 @@ def test_t4_cuda_cores_carry_the_sgemm_clock_with_its_source() -> None:
     assert "Fig" in engine.sources["sustained_clock_hz"] and "sgemm" in engine.sources["sustained_clock_hz"]
 
 
-def test_shipped_off_the_t4_cuda_cores_keep_their_boost_peak() -> None:
-    assert machine.SIMT_SUSTAINED_CLOCK is False
+@pytest.fixture
+def switched_off() -> Iterator[None]:
+    """The model with ``SIMT_SUSTAINED_CLOCK`` off (as before the fourteenth pass)."""
+    shipped = machine.SIMT_SUSTAINED_CLOCK
+    _switch(False)
+    yield
+    _switch(shipped)
+
+
+def test_shipped_on() -> None:
+    assert machine.SIMT_SUSTAINED_CLOCK is True
+
+
+def test_off_the_t4_cuda_cores_keep_their_boost_peak(switched_off: None) -> None:
     t4 = machine.tables(load_hardware("nvidia-t4"))
     assert t4.matrix_paths[DTYPE_INDEX[DType.FP32]].peak_flops_per_s == pytest.approx(8.1e12)
 
