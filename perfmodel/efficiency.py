@@ -63,8 +63,8 @@ class ModelDefaults:
     # ``benchmarks/lodo.py --fit-all`` (the folds' fit over every dev device) chooses, as every one-device-out fold does
     dram_latency_scale: float = 2.0
     # a GPU's kernel floor x its published small-kernel interval / this (s), where ``perfmodel.small_kernels`` lists
-    # the device; None (shipped): ``kernel_overhead_s`` on every device (docs/model.md section 5; docs/accuracy.md,
-    # ln16: off, layer norm not better in both leave-one-out splits)
+    # the device; None (shipped): ``kernel_overhead_s`` on every device (docs/model.md, "Small-kernel floors per
+    # device ..."; docs/accuracy.md, ln16: off)
     small_kernel_reference_s: float | None = None
 
     @property

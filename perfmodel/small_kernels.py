@@ -4,8 +4,8 @@ te42kyfo/gpu-benches (NHR@FAU) ``gpu-small-kernels`` queues 10,000 launches of a
 (``A[i] = B[i] * 0.25``, fp64, 4 K - 16 K elements: 64 - 256 KB, L2-resident) in one CUDA / HIP graph, so the host's
 launch rate is out of it, and reports GB/s per size and block size. The best block size's time per kernel
 T = V / bandwidth, fitted as T = a + V / b over those sizes (the repository's own fit form, ``plot.py``), gives a:
-the device's time per back-to-back small kernel (seconds). Figures (``*_graph.txt``; docs/model.md section 5,
-"A device's small-kernel floor"): A100 SXM4 80GB 1.332 us (a100_80_graph.txt), A40 1.068 us (a40_graph.txt),
+the device's time per back-to-back small kernel (seconds). Figures (``*_graph.txt``; docs/model.md,
+"Small-kernel floors per device"): A100 SXM4 80GB 1.332 us (a100_80_graph.txt), A40 1.068 us (a40_graph.txt),
 L40 0.911 us (l40_graph.txt), H200 2.180 us (h200_graph.txt), MI210 1.981 us (mi210_rocm60_graph.txt, ROCm 6.0).
 
 With ``ModelDefaults.small_kernel_reference_s`` set, a listed device's kernel floor is the fitted

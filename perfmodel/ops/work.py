@@ -94,7 +94,7 @@ class Work:
     # a DRAM round trip for them (at most one: fetched together) before its row loads issue (memory_time.in_flight_time)
     index_sector_elements: FloatArray = field(default_factory=lambda: np.zeros(0))
     # LLC round trips a GPU kernel makes one after another after its stream, each load waiting on the last store
-    # (layer norm's normalize loop: docs/model.md section 3, "Layer norm's normalize loop"); 0: none
+    # (layer norm's normalize loop: docs/model.md, "Small-kernel floors per device and layer norm's ..."); 0: none
     llc_round_trips: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
