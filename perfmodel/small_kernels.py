@@ -10,8 +10,8 @@ L40 0.911 us (l40_graph.txt), H200 2.180 us (h200_graph.txt), MI210 1.981 us (mi
 
 With ``ModelDefaults.small_kernel_reference_s`` set, a listed device's kernel floor is the fitted
 ``kernel_overhead_s`` x its interval / the reference (``MachineTables.kernel_overhead_s``); unset (shipped), or a
-device without a figure, the floor is ``kernel_overhead_s`` as before. Off: it did not improve layer norm in both
-leave-one-out splits (docs/accuracy.md, ln16).
+device without a figure, the floor is ``kernel_overhead_s`` as before. Off: refitted in both leave-one-out splits it
+made elementwise, embedding and RMSNorm worse (docs/accuracy.md, ln16).
 """
 
 from __future__ import annotations
