@@ -117,8 +117,8 @@ class RowOp(Op):
 # loop of ceil(cols / (threads x vector_width)) steps after its statistics; gamma, beta and Y are not __restrict__, so
 # a step's gamma / beta loads cannot be issued before the last step's store: one LLC round trip a step, one after
 # another (docs/model.md, "Small-kernel floors per device and layer norm's normalize loop"). Off: layer norm better in
-# both leave-one-out splits but the A40's rows too slow, and one device out the refit moved elementwise (docs/accuracy.md,
-# ln16)
+# both leave-one-out splits but the A40's rows too slow, and one device out the refit moved elementwise
+# (docs/accuracy.md, ln16)
 LAYER_NORM_LOOP_CHAIN = False
 
 
