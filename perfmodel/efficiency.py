@@ -62,6 +62,10 @@ class ModelDefaults:
     # stream; ``dram_latency_s`` stands for specs without a figure (docs/model.md section 5). 2: what
     # ``benchmarks/lodo.py --fit-all`` (the folds' fit over every dev device) chooses, as every one-device-out fold does
     dram_latency_scale: float = 2.0
+    # a GPU's kernel floor x its published small-kernel interval / this (s), where ``perfmodel.small_kernels`` lists
+    # the device; None (shipped): ``kernel_overhead_s`` on every device (docs/model.md, "Small-kernel floors per
+    # device ..."; docs/accuracy.md, ln16: off)
+    small_kernel_reference_s: float | None = None
 
     @property
     def stream_dram(self) -> float:

@@ -15,6 +15,7 @@ import numpy as np
 from perfmodel.dtypes import DType
 from perfmodel.efficiency import ModelDefaults, defaults_for
 from perfmodel.ops.base import DTYPES, FloatArray
+from perfmodel.small_kernels import floor_scale
 
 if TYPE_CHECKING:
     from perfmodel.hardware import ComputeEngine, Hardware, MemoryLevel
@@ -131,9 +132,12 @@ class MachineTables:
 
     @property
     def kernel_overhead_s(self) -> float:
+        """Fixed device time per kernel (s): the spec's figure, else the default floor, scaled by the device's
+        published small-kernel interval where ``small_kernel_reference_s`` is set (``perfmodel.small_kernels``)."""
         if self.hardware.launch_overhead_s is not None:
             return self.hardware.launch_overhead_s
-        return self.defaults.kernel_overhead_s
+        hw, reference = self.hardware, self.defaults.small_kernel_reference_s
+        return self.defaults.kernel_overhead_s * floor_scale(hw.id, hw.derived_from, reference)
 
 
 def _gemm_units(hw: Hardware, llc: MemoryLevel | None, pad_bytes: float) -> tuple[int, float, bool]:

@@ -161,6 +161,8 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
         which = roofline_labels.top_bound(columns)[1]
     if d.conv_wgrad_dram_efficiency is not None and work.wgrad_stream_bytes.any():
         body = np.maximum(body, _gradient_streams(t, d, work))
+    if llc is not None and t.hardware.kind == "gpu" and work.llc_round_trips.any():  # a chain after the stream
+        body = body + work.llc_round_trips * t.latency_s(llc)
     per_kernel = t.kernel_overhead_s + (d.host_overhead_s if timing == "host" else 0.0)
     if t.hardware.kind == "gpu":  # flushed caches: code and parameters come from DRAM first (efficiency.py)
         per_kernel += d.cold_start_round_trips * dram_latency

@@ -113,6 +113,15 @@ class RowOp(Op):
         )
 
 
+# PyTorch's vectorized_layer_norm_kernel (aten/src/ATen/native/cuda/layer_norm_kernel.cu) normalizes a row in a
+# loop of ceil(cols / (threads x vector_width)) steps after its statistics; gamma, beta and Y are not __restrict__, so
+# a step's gamma / beta loads cannot be issued before the last step's store: one LLC round trip a step, one after
+# another (docs/model.md, "Small-kernel floors per device and layer norm's normalize loop"). Off: layer norm better in
+# both leave-one-out splits but the A40's rows too slow, and one device out the refit moved elementwise
+# (docs/accuracy.md, ln16)
+LAYER_NORM_LOOP_CHAIN = False
+
+
 @register
 @dataclass(frozen=True)
 class LayerNorm(RowOp):
@@ -122,6 +131,18 @@ class LayerNorm(RowOp):
     vector_flops_per_element = 8.0
     param_vectors = 2.0
     stats_per_row = 2.0
+
+    @classmethod
+    def work(cls, ops: Sequence[Self] | OpColumns, granularity_bytes: float = 1.0) -> Work:
+        """With ``LAYER_NORM_LOOP_CHAIN``, the forward's normalize loop steps as dependent LLC round trips."""
+        work = super().work(ops, granularity_bytes)
+        if LAYER_NORM_LOOP_CHAIN:
+            cols = last_dim(ops)
+            width = column(ops, "vector_width")
+            threads = np.minimum(np.ceil(cols / width), column(ops, "threads_per_row"))
+            fwd, _ = pass_factors(ops)
+            work.llc_round_trips = np.ceil(cols / (threads * width)) * fwd
+        return work
 
 
 @register

@@ -93,13 +93,16 @@ class Work:
     # chain). A grid-stride loop's elements in flight / this = the cold index sectors it meets per iteration; it waits
     # a DRAM round trip for them (at most one: fetched together) before its row loads issue (memory_time.in_flight_time)
     index_sector_elements: FloatArray = field(default_factory=lambda: np.zeros(0))
+    # LLC round trips a GPU kernel makes one after another after its stream, each load waiting on the last store
+    # (layer norm's normalize loop: docs/model.md, "Small-kernel floors per device and layer norm's ..."); 0: none
+    llc_round_trips: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         zeros = np.zeros(self.n)
         for name in ("threads", "bytes_per_thread", "threads_per_unit_cap", "scratchpad_bytes", "comm_bytes",
                      "comm_devices", "comm_devices_per_node", "serial_bytes", "nhwc_bytes", "conv_library",
                      "conv_gradient_share", "conv_direct", "dgrad_stream_bytes", "wgrad_stream_bytes",
-                     "dependent_round_trips", "index_sector_elements"):
+                     "dependent_round_trips", "index_sector_elements", "llc_round_trips"):
             if getattr(self, name).size == 0:
                 setattr(self, name, zeros)
         if self.attention.size == 0:
