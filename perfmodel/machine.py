@@ -33,7 +33,8 @@ SMEM_OPERAND_READS = {"warp": (2.0, 2.0), "warpgroup": (1.0, 2.0), "cta": (1.0, 
 # that engine's measured clock under GEMM load where its spec gives one (the T4's Citadel Fig. 4.5 clock is an fp32
 # sgemm's); streaming vector work keeps the boost peak (docs/model.md section 2, "A SIMT GEMM's sustained clock").
 # On (fourteenth pass, lead's decision): one device out conv2d, conv2d_bwd and matmul better, one vendor out
-# conv2d_bwd and matmul better, conv2d 0.6 points worse (the MI25 takes the NVIDIA fold's share; docs/accuracy.md, conv20)
+# conv2d_bwd and matmul better, conv2d 0.6 points worse (the MI25 takes the NVIDIA fold's share; docs/accuracy.md,
+# conv20)
 SIMT_SUSTAINED_CLOCK = True
 # A convolution library's SIMT implicit GEMM on an engine whose integer work issues beside its FMAs
 # (``ComputeEngine.concurrent_integer_issue``) runs at the GEMM's share, not the library's (docs/model.md section 5)
