@@ -60,7 +60,7 @@ def fill(row: Row) -> float:
     op = make_op(row.op)
     m = op.batch * op.out_h * op.out_w  # type: ignore[attr-defined]
     n = op.out_channels  # type: ignore[attr-defined]
-    return math.ceil(m / TILE) * math.ceil(n / TILE) / load_hardware(row.hardware).units
+    return float(math.ceil(m / TILE) * math.ceil(n / TILE) / load_hardware(row.hardware).units)
 
 
 def batch_pairs(rows: Sequence[Row], predicted: np.ndarray) -> list[tuple[str, float, float, float]]:

@@ -42,14 +42,15 @@ class Experiment:
         self.bands: dict[str, tuple[float, float]] = {}
         self.records: list[tuple[str, float, bool, bool]] = []  # data set, log residual, unvaried, beyond shape
 
-    def unvaried_band(self, beyond_fit: Bool, ranges: FloatArray, f: curve.Features, model_log: FloatArray,
-                      time: FloatArray, model_s: FloatArray, interval_log: FloatArray) -> FloatArray:
-        single = ranges[:, 0] == ranges[:, 1]
-        moved = np.abs(f.shape - ranges[:, 0]) > 1e-9
+    def unvaried_band(self, beyond_fit: Bool, shape_low: FloatArray, shape_high: FloatArray, f: curve.Features,
+                      model_log: FloatArray, time: FloatArray, model_s: FloatArray,
+                      interval_log: FloatArray) -> FloatArray:
+        single = shape_low == shape_high
+        moved = np.abs(f.shape - shape_low) > 1e-9
         unvaried = beyond_fit & np.any(single & moved, axis=1)
-        outside = np.any((f.shape < ranges[:, 0] - 1e-9) | (f.shape > ranges[:, 1] + 1e-9), axis=1)
+        outside = np.any((f.shape < shape_low - 1e-9) | (f.shape > shape_high + 1e-9), axis=1)
         self.masks = (unvaried, beyond_fit & outside)
-        out = ORIGINAL_BAND(beyond_fit, ranges, f, model_log, time, model_s, interval_log)
+        out = ORIGINAL_BAND(beyond_fit, shape_low, shape_high, f, model_log, time, model_s, interval_log)
         if self.band is not None and unvaried.any():
             rows = np.flatnonzero(unvaried)
             low, high = self.band
