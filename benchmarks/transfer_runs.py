@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 from measured_data import Row
+from scoreboard import first_runs as first_by_run
 
 from perfmodel import uncalibrated_interval
 from perfmodel.calibration import Calibration, fit_calibration, predict_calibrated
@@ -26,6 +27,7 @@ from perfmodel.uncalibrated_interval import ClassBand
 
 KS = (0, 5, 10, 20)
 DRAWS = 8
+BY_RUN = False  # the draw of the target's first runs: uniformly over its distinct ops (see ``first_runs``)
 GEMM_LABELS = ("matmul", "conv2d", "conv2d_bwd")
 
 
@@ -50,8 +52,9 @@ def _median(values: np.ndarray[Any, Any]) -> float:
 def first_runs(rows: list[Row], mask: np.ndarray[Any, np.dtype[np.bool_]],
                bands_without: Callable[[str], dict[str, ClassBand]], sources: dict[tuple[str, str], Calibration],
                transfers: Sequence[tuple[str, str, str]], ks: Sequence[int] = KS,
-               draws: int = DRAWS) -> list[FirstRuns]:
-    """Every transfer at every k (``sources``: (data set, source device) -> the source's calibration)."""
+               draws: int = DRAWS, by_run: bool = BY_RUN) -> list[FirstRuns]:
+    """Every transfer at every k (``sources``: (data set, source device) -> the source's calibration; ``by_run``:
+    the k distinct ops drawn in proportion to their runs, ``scoreboard.first_runs``, else uniformly)."""
     shipped = uncalibrated_interval.load_bands
     out = []
     for dataset, source, target in transfers:
@@ -61,6 +64,7 @@ def first_runs(rows: list[Row], mask: np.ndarray[Any, np.dtype[np.bool_]],
             if mask[i]:
                 pool.setdefault(repr(rows[i].op), rows[i])
         candidates = list(pool.values())
+        fit = [rows[i] for i in mine if mask[i]]
         test = [rows[i] for i in mine if not mask[i]]
         measured = np.array([r.measured_s for r in test])
         gemm = np.array([r.label in GEMM_LABELS for r in test])
@@ -71,7 +75,11 @@ def first_runs(rows: list[Row], mask: np.ndarray[Any, np.dtype[np.bool_]],
                 inside, gemm_med, other_med, scales = [], [], [], []
                 for draw in range(draws if k else 1):
                     rng = np.random.default_rng([zlib.crc32(target.encode()), k, draw])
-                    picked = [candidates[int(j)] for j in rng.choice(len(candidates), k, replace=False)] if k else []
+                    if by_run:
+                        picked = first_by_run(fit, k, [zlib.crc32(target.encode()), k, draw]) if k else []
+                    else:
+                        picked = ([candidates[int(j)] for j in rng.choice(len(candidates), k, replace=False)]
+                                  if k else [])
                     cal = fit_calibration(target, [(r.op, r.measured_s) for r in picked],
                                           base=sources[(dataset, source)])
                     batch = predict_calibrated(target, [r.op for r in test], cal)
