@@ -1,14 +1,15 @@
 """Where the scoreboard's first-runs line (A100 -> A40 + the A40's first 10 runs) loses coverage: the op mix its draws
 measure against the mix of the rows it scores, and the transferred band's width against the op's time.
 
-The line (``scoreboard.first_runs``) draws 10 *distinct ops* uniformly from the A40's fit rows and scores every held-out
-*row*. An op measured many times (Vidur's rmsnorm: 9-18 runs per op, the other classes 1-2) then weighs its runs in
-the score but once in the draw. This prints, for the default and the swapped halves:
+Until calib17 the line drew 10 *distinct ops* uniformly from the A40's fit rows (``scoreboard.first_distinct``) and
+scored every held-out *row*. An op measured many times (Vidur's rmsnorm: 9-18 runs per op, the other classes 1-2) then
+weighed its runs in the score but once in the draw; the line now draws by run (``scoreboard.first_runs``). This prints,
+for the default and the swapped halves:
 
 - the mix by label: distinct ops and runs of the pool the first runs come from, runs of the scored rows;
-- coverage per row and per distinct op (each op's rows averaged) under today's draw, and under a draw of 10 distinct
-  ops each taken with probability proportional to its runs (``run_weighted``: the first runs of a trace, where an op
-  run often is met early) -- a different measurement, not a rule;
+- coverage per row and per distinct op (each op's rows averaged) under the line's draw (10 distinct ops, each taken
+  with probability proportional to its runs: the first runs of a trace, where an op run often is met early) and under
+  the uniform draw of distinct ops used before;
 - both with the transferred band's width profiled by the op's model time (``spread_profile``, off in the product):
   per band class, on the *source* device's own runs, the 0.8 quantile of the normalised score |log(t_meas / t_model)
   - c| / h in each quartile of log model time, relative to the class's; the target's scores are divided by it and
@@ -19,7 +20,7 @@ the score but once in the draw. This prints, for the default and the swapped hal
 
     python benchmarks/first_runs_draws.py [--swap] [--draws 100]     # ~1 min CPU a split
     python benchmarks/first_runs_draws.py --transfers   # the leave-one-device-out transfers' first-runs table, today
-                                                        # and with ``level_rule`` (~4 min CPU)
+                                                        # and with ``level_rule`` (~15 min CPU: 32 draws)
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from measured_data import Row, all_rows
-from scoreboard import FIRST_RUNS, draw_error, first_runs, fit_mask
+from scoreboard import FIRST_RUNS, draw_error, first_distinct, first_runs, fit_mask
 
 import perfmodel
 from perfmodel import uncalibrated_interval
@@ -49,17 +50,6 @@ SOURCE, TARGET = "nvidia-a100-sxm4-80gb", "nvidia-a40"
 BINS = 4  # quartiles of a class's log model time on the source
 MIN_PROFILE_RUNS = 40  # a class with fewer source runs keeps its band's width (10 a bin)
 Profile = dict[str, tuple[list[float], list[float]]]  # band class -> (log10 model s knots, relative spread)
-
-
-def run_weighted(fit: Sequence[Row], k: int = FIRST_RUNS, seed: int = 0) -> list[Row]:
-    """``k`` distinct ops of ``fit``, each drawn with probability proportional to its runs (runs taken in a seeded
-    random order, an op kept the first time one of its runs comes up)."""
-    picked: dict[str, Row] = {}
-    for i in np.random.default_rng(seed).permutation(len(fit)):
-        picked.setdefault(repr(fit[int(i)].op), fit[int(i)])
-        if len(picked) == k:
-            break
-    return list(picked.values())
 
 
 def spread_profile(ops: Sequence[Op], model_s: FloatArray, measured: FloatArray, bins: int = BINS,
@@ -238,7 +228,7 @@ def main() -> None:
     labels = np.array([r.label for r in test])
     _, op_of = np.unique([repr(r.op) for r in test], return_inverse=True)
     per_op = 1.0 / np.bincount(op_of.reshape(-1))[op_of.reshape(-1)]
-    for draw_name, draw in (("distinct ops (today)", first_runs), ("by run", run_weighted)):
+    for draw_name, draw in (("by run (the line)", first_runs), ("distinct ops (before)", first_distinct)):
         for rule, context in (("today's band", contextlib.nullcontext()), ("spread profiled", profiled(profile)),
                               ("unmeasured: level", _rule(unmeasured)),
                               ("level, own rest", _rule(own_rest))):

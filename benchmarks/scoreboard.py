@@ -14,8 +14,19 @@ One calibration per (data set, hardware, timing) -- one measurement setup -- fit
   of equal sizes ([4096, N] and [N, 4096]; ties keep file order), so their [4096, N] sweep is fitted and
   their [M, 4096] sweep scored: a calibration fitted on row lengths, judged on row counts.
 - Transfer: the Vidur A100 calibration seeds the A40 with no A40 data, scored on the A40 rows; and again with
-  the A40's first ``FIRST_RUNS`` runs (distinct ops drawn from its fit rows, seeded), which rescale the
-  transferred classes' band (``calibration/target_band.py``).
+  the A40's first runs (``first_runs``: its fit rows in a seeded random order until ``FIRST_RUNS`` distinct ops,
+  ``FIRST_DRAWS`` draws), which rescale the transferred classes' band (``calibration/target_band.py``).
+
+  Why by run (calib17): the line estimates what a user who calibrated on their first runs sees on their *next* runs,
+  and it scores runs (every held-out row, as every other line here). A split-conformal band covers 80 % of new
+  draws that are exchangeable with the ones it was read on (Vovk et al. 2005; under a shift of the draws' mix,
+  coverage holds only for the reweighted mix: Tibshirani et al. 2019, "Conformal prediction under covariate
+  shift"). A trace's runs come in proportion to how often each op runs (Vidur's rmsnorm: two per layer, 9-18 runs
+  per op here), both the first runs and the next; drawing the first runs uniformly over *distinct* ops instead
+  (the line until calib17, ``first_distinct``, printed beside it) measures the band under a shift no user makes:
+  the swapped half's pool holds rmsnorm as 2 % of its distinct ops but 18 % of its runs, and 20 % of the scored rows.
+  The matched pair by distinct op (uniform draw, each op's rows averaged) is the other consistent estimator, for a
+  user who sweeps distinct shapes and is judged per shape; ``first_runs_draws.py`` prints it.
 
 ``swap=True`` exchanges the halves (fit on the scored rows, score on the fitted ones): one split's
 figures move by a few points with the half fitted, so both halves are reported (docs/accuracy.md).
@@ -161,12 +172,17 @@ def scoreboard(rows: Sequence[Row], known: set[str], swap: bool = False) -> list
         seeded = fit_calibration(target, [], base=fitted[source_key])
         test = [rows[i] for i in setups[("vidur", target, "kernel")] if not mask[i]]
         scores += _score("vidur, A100 calibration transferred (no A40 data)", target, seeded, [], test)
-        for draw in range(FIRST_DRAWS):
-            first = first_runs([rows[i] for i in setups[("vidur", target, "kernel")] if mask[i]], seed=draw)
-            seeded = fit_calibration(target, [(r.op, r.measured_s) for r in first], base=fitted[source_key])
-            scores += _score(f"vidur, A100 calibration + the A40's first {len(first)} runs (draw {draw})", target,
-                             seeded, first, test)
+        pool = [rows[i] for i in setups[("vidur", target, "kernel")] if mask[i]]
+        for draw_name, draw_runs in ((FIRST_BY_RUN_SETUP, first_runs), (FIRST_DISTINCT_SETUP, first_distinct)):
+            for draw in range(FIRST_DRAWS):
+                first = draw_runs(pool, seed=draw)
+                seeded = fit_calibration(target, [(r.op, r.measured_s) for r in first], base=fitted[source_key])
+                scores += _score(f"{draw_name.format(k=len(first))} (draw {draw})", target, seeded, first, test)
     return scores
+
+
+FIRST_BY_RUN_SETUP = "vidur, A100 calibration + the A40's first {k} runs"  # the line judged (``first_runs``)
+FIRST_DISTINCT_SETUP = "vidur, A100 calibration + {k} distinct ops of the A40"  # before calib17 (``first_distinct``)
 
 
 FIRST_RUNS = 10  # runs measured on a transfer's target before it is scored (``target_band``)
@@ -175,8 +191,21 @@ FIRST_RUNS = 10  # runs measured on a transfer's target before it is scored (``t
 FIRST_DRAWS = 100
 
 
-def first_runs(fit: Sequence[Row], k: int = FIRST_RUNS, seed: int = 0) -> list[Row]:
-    """``k`` runs of distinct ops drawn (seeded) from a transfer target's fit rows: its first runs measured."""
+def first_runs(fit: Sequence[Row], k: int = FIRST_RUNS, seed: int | Sequence[int] = 0) -> list[Row]:
+    """A transfer target's first runs measured, until ``k`` distinct ops: ``fit``'s runs in a seeded random order, an
+    op kept the first time one of its runs comes up, so each op is drawn with probability proportional to its runs
+    (as a trace delivers them: the module's docstring says why). Fewer distinct ops than ``k``: all of them."""
+    picked: dict[str, Row] = {}
+    for i in np.random.default_rng(seed).permutation(len(fit)):
+        picked.setdefault(repr(fit[int(i)].op), fit[int(i)])
+        if len(picked) == k:
+            break
+    return list(picked.values())
+
+
+def first_distinct(fit: Sequence[Row], k: int = FIRST_RUNS, seed: int | Sequence[int] = 0) -> list[Row]:
+    """``k`` distinct ops of ``fit`` drawn uniformly (seeded), one run each: the first-runs line's draw until calib17,
+    printed beside it (an op run 18 times weighs as much as one run once: docs/accuracy.md, calib16)."""
     distinct = list({repr(r.op): r for r in fit}.values())
     return [distinct[int(i)] for i in sorted(np.random.default_rng(seed).choice(len(distinct), k, replace=False))]
 
@@ -253,8 +282,9 @@ def print_scoreboard(rows: Sequence[Row], scores: list[Score], swap: bool = Fals
     for s in scores:
         if s.setup.startswith("vidur, A100 calibration + ") and not s.setup.endswith("(draw 0)"):
             continue  # the other draws: their coverage is summed up below
-        setup = s.setup if len(s.setup) <= 24 else ("A100->A40 + first runs" if " + " in s.setup
-                                                     else "transfer A100->A40")
+        setup = s.setup if len(s.setup) <= 24 else ("transfer A100->A40" if " + " not in s.setup else
+                                                     "A100->A40 + distinct ops" if "distinct" in s.setup
+                                                     else "A100->A40 + first runs")
         print(f"{setup:<24} {s.hardware:<22} {s.label:<12} {s.fit_rows:>5} {s.score_rows:>5} {s.uncal[0]:>9.1f} "
               f"{s.uncal[1]:>6.1f} {s.cal[0]:>8.1f} {s.cal[1]:>6.1f} {s.coverage:>6.2f}  {s.source}")
     print()
@@ -289,23 +319,34 @@ def print_scoreboard(rows: Sequence[Row], scores: list[Score], swap: bool = Fals
         _coverage(d, [s for s in own if s.setup.split(" ")[0] == d])
         for d in sorted({s.setup.split(" ")[0] for s in own})))
     transferred = [s for s in scores if s.setup.startswith("vidur, A100 calibration transferred")]
-    with_runs = [s for s in scores if s.setup.startswith("vidur, A100 calibration + ")]
     if transferred:
         moved = np.concatenate([s.inside for s in transferred])
         ape = np.concatenate([s.cal_ape for s in transferred])
         print(f"transfer A100 -> A40 (no A40 data): {moved.size} rows inside their interval {moved.mean():.2f}, "
               f"median {np.median(ape):.1f} % (the interval is the uncalibrated band, whose shipped table saw A40 "
               "rows: benchmarks/transfer_weight.py scores it without them)")
-    if with_runs:
-        draws = list(dict.fromkeys(s.setup for s in with_runs))  # in draw order
-        draw_inside = [np.concatenate([s.inside for s in with_runs if s.setup == d]).mean() for d in draws]
-        draw_ape = [np.median(np.concatenate([s.cal_ape for s in with_runs if s.setup == d])) for d in draws]
-        print(f"transfer A100 -> A40 + the A40's first {FIRST_RUNS} runs ({len(draws)} draws of distinct ops of its "
-              f"fit rows): rows inside their interval {np.mean(draw_inside):.3f} ± {draw_error(draw_inside):.3f} "
-              f"(standard error; draws {min(draw_inside):.2f}-{max(draw_inside):.2f}, the first 20 "
-              f"{', '.join(f'{v:.2f}' for v in draw_inside[:20])}: {np.mean(draw_inside[:20]):.3f}), median "
-              f"{np.mean(draw_ape):.1f} % "
-              "(the transferred classes' band rescaled by those runs: calibration/target_band.py)")
+    for prefix, what in ((FIRST_BY_RUN_SETUP, "runs in a seeded random order until 10 distinct ops: each op drawn "
+                          "in proportion to its runs, as a trace delivers them; the line judged"),
+                         (FIRST_DISTINCT_SETUP, "distinct ops drawn uniformly, one run each: the line before calib17, "
+                          "for comparison")):
+        with_runs = [s for s in scores if s.setup.startswith(prefix.split("{")[0]) and
+                     ("distinct" in s.setup) == ("distinct" in prefix)]
+        if with_runs:
+            print(first_runs_line(with_runs, what, swap))
     for s in unseen:
         print(f"not in the fit rows at all (scored on a fallback, not counted above): {s.setup} {s.hardware} "
               f"{s.label}, {s.score_rows} rows, {s.source}: median {s.uncal[0]:.1f} -> {s.cal[0]:.1f} %")
+
+
+def first_runs_line(with_runs: list[Score], what: str, swap: bool = False) -> str:
+    """The first-runs line: the mean over draws of the share of scored rows inside their interval, its standard
+    error, the draws' range and the first 20, and the mean over draws of the median abs % error."""
+    draws = list(dict.fromkeys(s.setup for s in with_runs))  # in draw order
+    draw_inside = [np.concatenate([s.inside for s in with_runs if s.setup == d]).mean() for d in draws]
+    draw_ape = [np.median(np.concatenate([s.cal_ape for s in with_runs if s.setup == d])) for d in draws]
+    return (f"transfer A100 -> A40 + the A40's first {FIRST_RUNS} runs, {len(draws)} draws ({what}; "
+            f"{'swapped' if swap else 'default'} split): rows inside their interval {np.mean(draw_inside):.3f} ± "
+            f"{draw_error(draw_inside):.3f} (standard error; draws {min(draw_inside):.2f}-{max(draw_inside):.2f}, the "
+            f"first 20 {', '.join(f'{v:.2f}' for v in draw_inside[:20])}: {np.mean(draw_inside[:20]):.3f}), median "
+            f"{np.mean(draw_ape):.1f} % (the transferred classes' band rescaled by those runs: "
+            "calibration/target_band.py)")

@@ -16,7 +16,7 @@ leaving each transfer out.
 ``--fallbacks`` also leaves each op class out of its scoreboard setup's fit (it then takes the
 device's pooled fit) and each variant out (it takes its class's fit), scored on its held-out rows.
 
-    python benchmarks/transfer_weight.py [--fallbacks]     # about 5 min (13 with --fallbacks)
+    python benchmarks/transfer_weight.py [--fallbacks]     # ~12 min CPU (+8 with --fallbacks; 32 first-runs draws)
     python benchmarks/transfer_weight.py --device-scale    # the first-runs table with one scale per device (before
                                                            # calibration/target_band.py's per-class scales)
 """

@@ -1,5 +1,5 @@
 """The scoreboard's spread figures: the first-runs line's standard error over draws and a data set's coverage
-range with its classes resampled (``benchmarks/scoreboard.py``)."""
+range with its classes resampled, and the first-runs line's draw by run (``benchmarks/scoreboard.py``)."""
 
 from __future__ import annotations
 
@@ -43,3 +43,21 @@ def test_larger_classes_weigh_more_and_the_seed_repeats() -> None:
     assert first == scoreboard.cluster_range(clusters, draws=300, seed=7)
     assert first[1] == 1.0 and first[0] >= 0.0
     assert all(math.isnan(v) for v in scoreboard.cluster_range([np.zeros(0, dtype=bool)], draws=10))
+
+
+def _row(n: int) -> object:
+    return scoreboard.Row("vidur", "nvidia-a40", {"kind": "elementwise", "shape": [n, 1024], "dtype": "fp16"}, 1e-5,
+                          "kernel", "family", "elementwise")
+
+
+def test_the_first_runs_are_k_distinct_ops_drawn_by_run_where_the_old_draw_took_them_uniformly() -> None:
+    rows = [_row(7)] * 50 + [_row(n) for n in range(8, 58)]  # one op with 50 runs, 50 ops with one run each
+    by_run = [scoreboard.first_runs(rows, 5, seed) for seed in range(200)]
+    uniform = [scoreboard.first_distinct(rows, 5, seed) for seed in range(200)]
+    assert all(len({repr(r.op) for r in p}) == 5 for p in by_run + uniform)
+    share = [float(np.mean([any(r.op["shape"][0] == 7 for r in p) for p in picked])) for picked in (by_run, uniform)]
+    assert share[0] > 0.9  # by run: in nearly every draw (half the runs are its)
+    assert 0.03 < share[1] < 0.2  # uniformly over the 51 distinct ops: 5 / 51 = 0.1
+    assert scoreboard.first_runs(rows, 5, 3) == scoreboard.first_runs(rows, 5, 3)  # seeded
+    assert scoreboard.first_runs(rows, 5, [1, 5, 0]) != scoreboard.first_runs(rows, 5, [1, 5, 1])  # a seed sequence
+    assert len(scoreboard.first_runs(rows[:3], 5, 0)) == 1  # fewer distinct ops than k: all of them
