@@ -8,11 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from machine_switch import set_switch, switched
 
 import perfmodel
-import perfmodel.machine as machine
 from perfmodel.efficiency import defaults_for
-from perfmodel.search import call_memo
 from perfmodel.specs import load_hardware
 
 CONV = {"kind": "conv2d", "batch": 32, "in_channels": 256, "out_channels": 256, "height": 28, "width": 28,
@@ -21,16 +20,13 @@ GEMM = {"kind": "matmul", "m": 4096, "n": 4096, "k": 4096, "dtype": "fp32"}
 
 
 def _switch(on: bool) -> None:
-    machine.SIMT_INTEGER_OVERLAP = on
-    machine._CACHE.clear()
-    call_memo.clear()
+    set_switch("SIMT_INTEGER_OVERLAP", on)
 
 
 @pytest.fixture
 def restore() -> Iterator[None]:
-    shipped = machine.SIMT_INTEGER_OVERLAP
-    yield
-    _switch(shipped)
+    with switched("SIMT_INTEGER_OVERLAP"):
+        yield
 
 
 def _both(hw: str, op: dict[str, object]) -> tuple[float, float]:
