@@ -31,8 +31,8 @@ def _attention(passes: list[str | None]) -> list[dict[str, Any]]:
     return out
 
 
-def _both(device: str, ops: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch,
-          seen: list[int]) -> tuple[perfmodel.CostBatch, perfmodel.CostBatch]:
+def _spy_backward(monkeypatch: pytest.MonkeyPatch, seen: list[int]) -> None:
+    """Count ``attention_cost._backward`` calls into ``seen``."""
     real = attention_cost._backward
 
     def spy(*args: Any) -> Any:
@@ -40,6 +40,11 @@ def _both(device: str, ops: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatc
         return real(*args)
 
     monkeypatch.setattr(attention_cost, "_backward", spy)
+
+
+def _both(device: str, ops: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch,
+          seen: list[int]) -> tuple[perfmodel.CostBatch, perfmodel.CostBatch]:
+    _spy_backward(monkeypatch, seen)
     with call_memo.not_kept():
         got = perfmodel.predict_many(device, ops)
         monkeypatch.setattr(attention_cost, "SKIP_UNUSED_BACKWARD", False)
@@ -83,12 +88,7 @@ def test_a_batch_with_backward_rows_computes_it(monkeypatch: pytest.MonkeyPatch)
 
 def test_the_forward_only_path_does_not_compute_the_backward(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[int] = []
-    real = attention_cost._backward
-    def spy(*args: Any) -> Any:
-        seen.append(1)
-        return real(*args)
-
-    monkeypatch.setattr(attention_cost, "_backward", spy)
+    _spy_backward(monkeypatch, seen)
     with call_memo.not_kept():
         perfmodel.predict_many("nvidia-h100-sxm5-80gb", _attention([None]))
     assert not seen
