@@ -171,7 +171,7 @@ class RunCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     hardware: str
     op: OpJson
-    measured_time_s: float = Field(gt=0, lt=1e6)
+    measured_time_s: float = Field(gt=0, lt=1e6, allow_inf_nan=False)
     source: Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_storable_text)]
     tags: dict[TagKey, TagValue] = Field(default_factory=dict)
 

@@ -1,0 +1,72 @@
+"""Hostile inputs found on a new user's loop (qa15): values the store refuses are 422s naming the field, not
+409 conflicts; a what-if device with an infinite bandwidth is refused by its spec; runs timed absurdly short
+still calibrate (the fit's report was non-finite and the job failed at "storing"); a deeply nested trace is a
+422, not a killed server."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.main import create_app
+from api.settings import Settings
+from perfmodel.calibration.build import fit_calibration
+from perfmodel.store.base import check_json
+
+TOKEN = "qa15-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+A100 = "nvidia-a100-sxm4-80gb"
+MATMUL = {"kind": "matmul", "m": 64, "n": 64, "k": 64, "dtype": "fp16"}
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Any:
+    with TestClient(create_app(Settings(database_url=f"sqlite:///{tmp_path / 'p.sqlite3'}",
+                                        api_token=TOKEN))) as c:
+        yield c
+
+
+def _variant(client: TestClient, device_id: str, overrides: str) -> Any:
+    body = '{"base": "%s", "id": "%s", "overrides": %s}' % (A100, device_id, overrides)
+    return client.post("/api/v1/hardware", content=body.encode(), headers=AUTH)
+
+
+def test_a_lone_surrogate_in_a_custom_device_is_a_422_naming_the_field(client: TestClient) -> None:
+    response = _variant(client, "x-surrogate", '{"name": "a\\ud800b"}')
+    assert response.status_code == 422, response.text  # it was a 409, as if the id were taken
+    assert response.json()["field"] == "spec" and "not storable" in response.json()["detail"]
+    assert client.get("/api/v1/hardware/x-surrogate").status_code == 404
+
+
+@pytest.mark.parametrize("value", ['"x1e300"', "1e400"])
+def test_an_infinite_bandwidth_is_refused_by_the_spec(client: TestClient, value: str) -> None:
+    response = _variant(client, "x-infinite", '{"levels.dram.bandwidth_bytes_per_s": %s}' % value)
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == "levels.0.bandwidth_bytes_per_s"
+    assert "finite" in response.json()["detail"]
+
+
+def test_a_nan_time_says_it_must_be_finite(client: TestClient) -> None:
+    body = '{"hardware": "%s", "op": {"kind": "matmul", "m": 64, "n": 64, "k": 64, "dtype": "fp16"}, ' \
+           '"measured_time_s": NaN, "source": "x"}' % A100
+    response = client.post("/api/v1/runs", content=body.encode(), headers=AUTH)
+    assert response.status_code == 422 and "finite" in response.json()["detail"], response.text
+
+
+def test_runs_timed_absurdly_short_still_give_a_storable_report() -> None:
+    """5e-324 s and 1e-300 s pass the API's ``> 0``; their errors overflowed to inf and the percentiles to NaN."""
+    runs = [(MATMUL, t) for t in (5e-324, 1e-300, 1e-12, 2e-5, 3e-5, 2.5e-5)]
+    calibration = fit_calibration(A100, runs)
+    check_json("fit_report", calibration.report)  # raised: "not storable as JSON (Out of range float values…)"
+    check_json("params", calibration.params)
+
+
+def test_a_deeply_nested_trace_upload_is_a_422(client: TestClient) -> None:
+    content = gzip.compress(b'{"traceEvents":' + b"[" * 5000 + b"]" * 5000 + b"}")
+    response = client.post("/api/v1/traces", files={"file": ("deep.json.gz", content, "application/gzip")},
+                           data={"hardware": A100}, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert response.status_code == 422 and "nests deeper than" in response.json()["detail"], response.text
