@@ -70,3 +70,13 @@ def test_a_deeply_nested_trace_upload_is_a_422(client: TestClient) -> None:
     response = client.post("/api/v1/traces", files={"file": ("deep.json.gz", content, "application/gzip")},
                            data={"hardware": A100}, headers={"Authorization": f"Bearer {TOKEN}"})
     assert response.status_code == 422 and "nests deeper than" in response.json()["detail"], response.text
+
+
+def test_a_kernel_grid_past_float_range_is_a_422_not_a_500(client: TestClient) -> None:
+    """The launch-geometry op's size check formatted its element count with ``:g``: an OverflowError, a 500."""
+    doc = (b'{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":0,"dur":5,'
+           b'"args":{"grid":[1e300,1e300,1],"block":[1024,1,1]}}]}')
+    response = client.post("/api/v1/traces", files={"file": ("grid.json", doc, "application/json")},
+                           data={"hardware": A100}, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert response.status_code == 422, response.text
+    assert "about 2^" in response.json()["detail"] and "not a real workload" in response.json()["detail"]
