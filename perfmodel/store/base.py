@@ -50,6 +50,7 @@ class StoreBase:
 
 ID_MAX = 2**31 - 1  # ids are INTEGER columns (int4 on PostgreSQL)
 OFFSET_MAX = 2**63 - 1
+MAX_RUN_TIME_S = 1e6  # a measured run is shorter than this (s): POST /runs and trace ingest refuse longer ones
 
 
 def is_id(value: object) -> bool:

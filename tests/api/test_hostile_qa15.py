@@ -83,3 +83,17 @@ def test_a_kernel_grid_past_float_range_leaves_that_kernel_unmodelled(client: Te
     assert response.status_code == 201, response.text
     assert response.json()["runs_created"] == 1
     assert [u["name"] for u in response.json()["unmodelled"]] == ["huge"]
+
+
+def test_a_kernel_timed_past_a_million_seconds_makes_no_run(client: TestClient) -> None:
+    """POST /runs refuses measured_time_s >= 1e6 s; a trace's ``dur`` of 1e308 µs was stored as a 1e302 s run."""
+    doc = (b'{"traceEvents":[{"ph":"X","cat":"kernel","name":"forever","ts":0,"dur":1e308,'
+           b'"args":{"grid":[4,1,1],"block":[128,1,1]}},'
+           b'{"ph":"X","cat":"kernel","name":"small","ts":10,"dur":5,"args":{"grid":[8,1,1],"block":[128,1,1]}}]}')
+    response = client.post("/api/v1/traces", files={"file": ("long.json", doc, "application/json")},
+                           data={"hardware": A100}, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert response.status_code == 201, response.text
+    assert response.json()["runs_created"] == 1
+    (unmodelled,) = response.json()["unmodelled"]
+    assert unmodelled["name"] == "forever" and "not a kernel's time" in unmodelled["reason"]
+    assert max(r["measured_time_s"] for r in client.get("/api/v1/runs").json()["items"]) < 1e6
