@@ -28,3 +28,18 @@ def test_a_trace_without_a_device_shows_on_its_own_device(tmp_path: Path) -> Non
         other = client.get(f"/roofline?workload=trace&trace={upload_id}&hardware={H100}")
         assert other.status_code == 200
         assert f"no stored runs for trace {upload_id} on {H100}: it was uploaded for {A100}" in other.text
+
+
+def test_a_failed_upload_is_not_offered_and_says_why_it_has_no_runs(tmp_path: Path) -> None:
+    """qa15: the explorer's trace picker listed failed uploads (an omniperf sysinfo.csv) and choosing one said only
+    "no stored runs for trace 2"; /trace-diff already left them out."""
+    app = make_app(tmp_path)
+    with TestClient(app) as client:
+        failed_id = app.state.perfmodel.store.add_trace_upload(
+            A100, "sysinfo.csv", "unknown", 10, hashlib.sha256(b"sysinfo").hexdigest(), status="failed",
+            error="an omniperf sysinfo.csv: the device's description, no kernel times")
+        page = client.get(f"/roofline?workload=trace&trace={failed_id}")
+        assert page.status_code == 200
+        assert "sysinfo.csv (" not in page.text  # not among the picker's options
+        assert (f"no stored runs for trace {failed_id}: the upload failed to parse (an omniperf sysinfo.csv: "
+                "the device&#39;s description, no kernel times)") in page.text
