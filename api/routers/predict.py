@@ -8,6 +8,7 @@ model's layers repeat), predicts the distinct ones vectorised and serialises wit
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request, Response
@@ -69,6 +70,9 @@ def _predict_bytes(hardware: Hardware, body: PredictRequest, calibration_id: int
                          space=space)
     if calibration is not None:
         batch = apply_calibration(calibration, batch)
+    if not math.isfinite(batch[0].time_s):  # valid fields whose work overflows (1e308 FLOPs per element): no time
+        raise HTTPException(422, f"op: the {batch[0].op_kind} op's work overflows a float64 (time "
+                                 f"{batch[0].time_s}): not a real workload")
     out = batch[0].to_dict()
     out["calibration"] = calibration_id
     return json_bytes(out)

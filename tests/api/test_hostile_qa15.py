@@ -97,3 +97,12 @@ def test_a_kernel_timed_past_a_million_seconds_makes_no_run(client: TestClient) 
     (unmodelled,) = response.json()["unmodelled"]
     assert unmodelled["name"] == "forever" and "not a kernel's time" in unmodelled["reason"]
     assert max(r["measured_time_s"] for r in client.get("/api/v1/runs").json()["items"]) < 1e6
+
+
+def test_an_op_whose_work_overflows_is_a_422_not_a_null_time(client: TestClient) -> None:
+    """1e308 FLOPs per element passes the field's finite check, but 100 elements of it are inf: the answer was a
+    200 with ``time_s: null``."""
+    op = {"kind": "elementwise", "shape": [100], "dtype": "fp32", "flops_per_element": 1e308}
+    response = client.post("/api/v1/predict", json={"hardware": A100, "op": op})
+    assert response.status_code == 422, response.text
+    assert "overflows" in response.json()["detail"]
