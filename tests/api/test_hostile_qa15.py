@@ -31,7 +31,7 @@ def client(tmp_path: Path) -> Any:
 
 
 def _variant(client: TestClient, device_id: str, overrides: str) -> Any:
-    body = '{"base": "%s", "id": "%s", "overrides": %s}' % (A100, device_id, overrides)
+    body = f'{{"base": "{A100}", "id": "{device_id}", "overrides": {overrides}}}'
     return client.post("/api/v1/hardware", content=body.encode(), headers=AUTH)
 
 
@@ -44,15 +44,15 @@ def test_a_lone_surrogate_in_a_custom_device_is_a_422_naming_the_field(client: T
 
 @pytest.mark.parametrize("value", ['"x1e300"', "1e400"])
 def test_an_infinite_bandwidth_is_refused_by_the_spec(client: TestClient, value: str) -> None:
-    response = _variant(client, "x-infinite", '{"levels.dram.bandwidth_bytes_per_s": %s}' % value)
+    response = _variant(client, "x-infinite", f'{{"levels.dram.bandwidth_bytes_per_s": {value}}}')
     assert response.status_code == 422, response.text
     assert response.json()["field"] == "levels.0.bandwidth_bytes_per_s"
     assert "finite" in response.json()["detail"]
 
 
 def test_a_nan_time_says_it_must_be_finite(client: TestClient) -> None:
-    body = '{"hardware": "%s", "op": {"kind": "matmul", "m": 64, "n": 64, "k": 64, "dtype": "fp16"}, ' \
-           '"measured_time_s": NaN, "source": "x"}' % A100
+    body = (f'{{"hardware": "{A100}", "op": {{"kind": "matmul", "m": 64, "n": 64, "k": 64, "dtype": "fp16"}}, '
+            '"measured_time_s": NaN, "source": "x"}')
     response = client.post("/api/v1/runs", content=body.encode(), headers=AUTH)
     assert response.status_code == 422 and "finite" in response.json()["detail"], response.text
 
