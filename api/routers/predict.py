@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 from fastapi import APIRouter, Depends, HTTPException, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
@@ -104,6 +105,10 @@ def predict_batch(body: BatchRequest, state: AppState = Depends(get_state)) -> R
                          space=space)
     if calibration is not None:
         batch = apply_calibration(calibration, batch)
+    overflowing = np.flatnonzero(~np.isfinite(np.asarray(batch.time_s, dtype=float)))
+    if overflowing.size:  # as /predict: valid fields whose work overflows have no time
+        index = inverse.index(int(overflowing[0]))
+        raise HTTPException(422, f"ops[{index}]: the op's work overflows a float64: not a real workload")
     out: dict[str, Any] = {"model_version": __version__, "hardware_id": hardware.id,
                            "hardware_hash": hardware.content_hash, "calibration": calibration_id,
                            "distinct_ops": len(distinct)}

@@ -106,3 +106,11 @@ def test_an_op_whose_work_overflows_is_a_422_not_a_null_time(client: TestClient)
     response = client.post("/api/v1/predict", json={"hardware": A100, "op": op})
     assert response.status_code == 422, response.text
     assert "overflows" in response.json()["detail"]
+
+
+def test_a_batch_with_an_op_whose_work_overflows_names_it(client: TestClient) -> None:
+    ok = {"kind": "elementwise", "shape": [100], "dtype": "fp32"}
+    ops = [ok, ok, {**ok, "flops_per_element": 1e308}]
+    response = client.post("/api/v1/predict/batch", json={"hardware": A100, "ops": ops})
+    assert response.status_code == 422, response.text  # was 200 with a null time for ops[2]
+    assert response.json()["detail"].startswith("ops[2]: ") and "overflows" in response.json()["detail"]
