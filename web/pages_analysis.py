@@ -41,7 +41,9 @@ def home(request: Request) -> HTMLResponse:
     stats: dict[str, Any] = {"devices": len(devices(state))}
     if can_read(request):
         _, stats["runs"] = state.store.list_runs(limit=1)
-        stats["traces"] = len(state.store.list_trace_uploads())
+        uploads = state.store.list_trace_uploads()
+        stats["traces"] = sum(t.status != "failed" for t in uploads)  # failed ones are a log of attempts
+        stats["failed_traces"] = len(uploads) - stats["traces"]
         stats["calibrations"] = len(state.store.list_calibrations())
     return render(request, "home.html", stats=stats)
 
