@@ -125,6 +125,8 @@ def search_one(body: SearchRequest, state: AppState = Depends(get_state)) -> dic
     """The best schedule of one op, its top-k, the Pareto front (time vs on-chip footprint)."""
     hardware, _ = state.hardware(body.hardware)
     result = search(hardware, make_op(body.op), top_k=body.top_k, budget=body.budget, seed=body.seed)
+    if not math.isfinite(result.best.time_s):  # as /predict (it was a 500: the response's times were null)
+        raise HTTPException(422, f"op: the {result.best.op_kind} op's work overflows a float64: not a real workload")
     out: dict[str, Any] = finite(result.to_dict())
     out["best"] = cost_json(result.best)
     return out

@@ -114,3 +114,14 @@ def test_a_batch_with_an_op_whose_work_overflows_names_it(client: TestClient) ->
     response = client.post("/api/v1/predict/batch", json={"hardware": A100, "ops": ops})
     assert response.status_code == 422, response.text  # was 200 with a null time for ops[2]
     assert response.json()["detail"].startswith("ops[2]: ") and "overflows" in response.json()["detail"]
+
+
+def test_search_and_graph_estimate_refuse_an_op_whose_work_overflows(client: TestClient) -> None:
+    """/search answered a 500 (its response model refused the null times); /graphs/estimate a 200 with
+    ``step_time_s: null``."""
+    op = {"kind": "elementwise", "shape": [100], "dtype": "fp32", "flops_per_element": 1e308}
+    searched = client.post("/api/v1/search", json={"hardware": A100, "op": op})
+    assert searched.status_code == 422 and "overflows" in searched.json()["detail"], searched.text
+    graph = {"nodes": [{"name": "x", "op": op}]}
+    estimated = client.post("/api/v1/graphs/estimate", json={"hardware": A100, "graph": graph})
+    assert estimated.status_code == 422 and "overflows" in estimated.json()["detail"], estimated.text
