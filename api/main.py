@@ -28,6 +28,7 @@ from perfmodel.ops import OpError
 from perfmodel.search import gemm_kernel
 from perfmodel.specs import SpecError, library
 from perfmodel.store import NotFound, Store, StoreError
+from perfmodel.store.errors import InvalidValue
 from web import mount_dashboard
 from web.api_docs import mount_api_docs
 from web.stored_runs import start_reading
@@ -154,6 +155,11 @@ def _errors(app: FastAPI) -> None:
     @app.exception_handler(StoreError)
     async def conflict(_: Request, exc: StoreError) -> JSONResponse:
         return reply(409, str(exc))
+
+    @app.exception_handler(InvalidValue)
+    async def unstorable(_: Request, exc: InvalidValue) -> JSONResponse:
+        """Bad input the store refused (a lone surrogate in a custom device's name): 422 naming the field."""
+        return reply(422, str(exc), str(exc).split(":", 1)[0])
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from perfmodel import __version__
-from perfmodel.store.base import storable
+from perfmodel.store.base import MAX_RUN_TIME_S, storable
 
 OpJson = dict[str, Any]
 
@@ -171,7 +171,7 @@ class RunCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     hardware: str
     op: OpJson
-    measured_time_s: float = Field(gt=0, lt=1e6)
+    measured_time_s: float = Field(gt=0, lt=MAX_RUN_TIME_S, allow_inf_nan=False)
     source: Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_storable_text)]
     tags: dict[TagKey, TagValue] = Field(default_factory=dict)
 

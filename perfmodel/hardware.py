@@ -28,7 +28,7 @@ _LEVEL_RANK = {"dram": 0, "cache": 1, "scratchpad": 1, "registers": 2}
 class Sourced(BaseModel, SourcedMethods):
     """Base for blocks whose numbers need citations."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, allow_inf_nan=False)
 
     source: str = Field(min_length=3, description="Citation (document and section) for this block's numbers")
     sources: dict[str, str] = Field(default_factory=dict, description="Per-field citation overriding `source`")

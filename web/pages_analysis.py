@@ -41,7 +41,9 @@ def home(request: Request) -> HTMLResponse:
     stats: dict[str, Any] = {"devices": len(devices(state))}
     if can_read(request):
         _, stats["runs"] = state.store.list_runs(limit=1)
-        stats["traces"] = len(state.store.list_trace_uploads())
+        uploads = state.store.list_trace_uploads()
+        stats["traces"] = sum(t.status != "failed" for t in uploads)  # failed ones are a log of attempts
+        stats["failed_traces"] = len(uploads) - stats["traces"]
         stats["calibrations"] = len(state.store.list_calibrations())
     return render(request, "home.html", stats=stats)
 
@@ -70,7 +72,8 @@ def roofline_page(request: Request, hardware: str = "", workload: str = "llama3-
     hw = device(state, hardware)
     context: dict[str, Any] = {"devices": devices(state), "hardware": hardware, "workload": workload, "ops": ops,
                                "trace": trace or "", "presets": PRESETS,
-                               "traces": state.store.list_trace_uploads() if can_read(request) else []}
+                               "traces": [t for t in state.store.list_trace_uploads() if t.status != "failed"]
+                               if can_read(request) else []}  # as /trace-diff: a failed upload has no runs
     if hw is None:
         return render(request, "roofline.html", status_code=404, error=f"unknown hardware {hardware!r}", **context)
     key = ("roofline", hw.content_hash, workload, ops, trace, data_version(state.store) if stored else None)

@@ -149,5 +149,7 @@ def from_runs(store: Store, hardware_id: str, trace_id: int | None) -> Workload:
                 else "")
         other = (f" on {hardware_id}: it was uploaded for {upload.hardware_id}, choose that device"
                  if upload is not None and upload.hardware_id != hardware_id else "")
-        work.problems.append(f"no stored runs for {label}{other}{also}")
+        failed = (f": the upload failed to parse ({upload.error}), so it made no runs"
+                  if upload is not None and upload.status == "failed" else "")
+        work.problems.append(f"no stored runs for {label}{failed or other}{also}")
     return work

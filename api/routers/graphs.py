@@ -7,6 +7,7 @@ Errors in the model (unknown op fields, shapes, a model that does not fit) are V
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Response, UploadFile
@@ -84,6 +85,10 @@ def _run(hardware: Hardware, source: Any, body: EstimateRequest | None = None,
                            dtype=b.dtype, weight_dtype=b.weight_dtype, kv_dtype=b.kv_dtype, attention=b.attention)
     result = estimate_model(source, hardware, workload, par, b.phase, b.space, b.fusion, b.check_memory, dims,
                             b.detail, fp32_math=b.fp32_math, trip_counts=b.trip_counts)
+    step = result.get("step_time_s") if isinstance(result, dict) else 0.0
+    if isinstance(step, float) and not math.isfinite(step):  # an op whose work overflows: no step time (was null)
+        raise HTTPException(422, "graph: an op's work overflows a float64, so the step has no time: not a real "
+                                 "workload")
     return json_bytes(finite(result))
 
 

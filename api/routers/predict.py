@@ -8,8 +8,10 @@ model's layers repeat), predicts the distinct ones vectorised and serialises wit
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numpy as np
 from fastapi import APIRouter, Depends, HTTPException, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
@@ -69,6 +71,9 @@ def _predict_bytes(hardware: Hardware, body: PredictRequest, calibration_id: int
                          space=space)
     if calibration is not None:
         batch = apply_calibration(calibration, batch)
+    if not math.isfinite(batch[0].time_s):  # valid fields whose work overflows (1e308 FLOPs per element): no time
+        raise HTTPException(422, f"op: the {batch[0].op_kind} op's work overflows a float64 (time "
+                                 f"{batch[0].time_s}): not a real workload")
     out = batch[0].to_dict()
     out["calibration"] = calibration_id
     return json_bytes(out)
@@ -100,6 +105,10 @@ def predict_batch(body: BatchRequest, state: AppState = Depends(get_state)) -> R
                          space=space)
     if calibration is not None:
         batch = apply_calibration(calibration, batch)
+    overflowing = np.flatnonzero(~np.isfinite(np.asarray(batch.time_s, dtype=float)))
+    if overflowing.size:  # as /predict: valid fields whose work overflows have no time
+        index = inverse.index(int(overflowing[0]))
+        raise HTTPException(422, f"ops[{index}]: the op's work overflows a float64: not a real workload")
     out: dict[str, Any] = {"model_version": __version__, "hardware_id": hardware.id,
                            "hardware_hash": hardware.content_hash, "calibration": calibration_id,
                            "distinct_ops": len(distinct)}
@@ -116,6 +125,8 @@ def search_one(body: SearchRequest, state: AppState = Depends(get_state)) -> dic
     """The best schedule of one op, its top-k, the Pareto front (time vs on-chip footprint)."""
     hardware, _ = state.hardware(body.hardware)
     result = search(hardware, make_op(body.op), top_k=body.top_k, budget=body.budget, seed=body.seed)
+    if not math.isfinite(result.best.time_s):  # as /predict (it was a 500: the response's times were null)
+        raise HTTPException(422, f"op: the {result.best.op_kind} op's work overflows a float64: not a real workload")
     out: dict[str, Any] = finite(result.to_dict())
     out["best"] = cost_json(result.best)
     return out

@@ -86,8 +86,10 @@ def check_shape(kind: str, name: str, shape: tuple[int, ...]) -> None:
     for dim in shape:
         if dim <= 0:
             raise OpError(kind, name, f"dimensions must be > 0, got {list(shape)}")
-    if numel(shape) > MAX_DIMENSION:
-        raise OpError(kind, name, f"{numel(shape):g} elements: larger than {MAX_DIMENSION:g}, not a real workload")
+    count = numel(shape)
+    if count > MAX_DIMENSION:  # an int past float range cannot take :g (a trace's grid of 1e300: an OverflowError)
+        shown = f"{count:g}" if count.bit_length() <= 1000 else f"about 2^{count.bit_length() - 1}"
+        raise OpError(kind, name, f"{shown} elements: larger than {MAX_DIMENSION:g}, not a real workload")
 
 
 def numel(shape: tuple[int, ...]) -> int:

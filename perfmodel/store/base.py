@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from perfmodel.store.engine import WRITE_OPTION, make_engine
-from perfmodel.store.errors import StoreError
+from perfmodel.store.errors import InvalidValue, StoreError
 
 
 class StoreBase:
@@ -50,6 +50,7 @@ class StoreBase:
 
 ID_MAX = 2**31 - 1  # ids are INTEGER columns (int4 on PostgreSQL)
 OFFSET_MAX = 2**63 - 1
+MAX_RUN_TIME_S = 1e6  # a measured run is shorter than this (s): POST /runs and trace ingest refuse longer ones
 
 
 def is_id(value: object) -> bool:
@@ -72,26 +73,26 @@ def check_str(field: str, value: object, max_len: int, *, optional: bool = False
     if value is None and optional:
         return
     if not isinstance(value, str) or not (value or empty):
-        raise StoreError(f"{field}: expected a non-empty string, got {value!r}")
+        raise InvalidValue(f"{field}: expected a non-empty string, got {value!r}")
     if len(value) > max_len:
-        raise StoreError(f"{field}: {len(value)} characters, at most {max_len} allowed")
+        raise InvalidValue(f"{field}: {len(value)} characters, at most {max_len} allowed")
     if not storable(value):
-        raise StoreError(f"{field}: NUL characters and invalid UTF-8 (lone surrogates) are not allowed")
+        raise InvalidValue(f"{field}: NUL characters and invalid UTF-8 (lone surrogates) are not allowed")
 
 
 def check_json(field: str, value: object) -> None:
     """A JSON object with string keys and finite numbers (PostgreSQL rejects NaN; so does the store everywhere)."""
     if not isinstance(value, dict):
-        raise StoreError(f"{field}: expected a JSON object (dict), got {type(value).__name__}")
+        raise InvalidValue(f"{field}: expected a JSON object (dict), got {type(value).__name__}")
     try:
         json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")
     except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
-        raise StoreError(f"{field}: not storable as JSON ({exc})") from exc
+        raise InvalidValue(f"{field}: not storable as JSON ({exc})") from exc
 
 
 def check_positive(field: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise StoreError(f"{field}: expected a finite number > 0, got {value!r}")
+        raise InvalidValue(f"{field}: expected a finite number > 0, got {value!r}")
     return float(value)
 
 

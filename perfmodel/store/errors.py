@@ -9,3 +9,8 @@ class StoreError(ValueError):
 
 class NotFound(StoreError):
     """The row asked for does not exist."""
+
+
+class InvalidValue(StoreError):
+    """A value the store cannot hold (NUL or a lone surrogate in text, a non-finite number in JSON, an empty or
+    overlong string): bad input, which the service answers with a 422, not a conflict's 409."""

@@ -17,6 +17,7 @@ from typing import Any, BinaryIO
 from perfmodel.hardware import Hardware
 from perfmodel.ops import make_op
 from perfmodel.store import RunIn, Store, TraceKernelIn, TraceKernelRow
+from perfmodel.store.base import MAX_RUN_TIME_S
 from perfmodel.store.tags import check_tags
 from perfmodel.traces.device_check import device_mismatch
 from perfmodel.traces.geometry_ops import no_launch_work
@@ -58,7 +59,11 @@ def runs_and_kernels(hardware: Hardware, parsed: ParsedTrace, matched: MatchResu
     (name, category, run, op)."""
     runs: list[RunIn] = []
     run_of_match: dict[int, int] = {}
+    refused: dict[int, str] = {}  # match index -> why no run was made
     for i, run in enumerate(matched.runs):
+        if not run.measured_time_s < MAX_RUN_TIME_S:  # as POST /runs refuses: 1e302 s is a broken record
+            refused[i] = f"measured {run.measured_time_s:g} s: not below {MAX_RUN_TIME_S:g} s, not a kernel's time"
+            continue
         try:
             op = make_op(run.op).to_dict()
         except ValueError:
@@ -77,7 +82,8 @@ def runs_and_kernels(hardware: Hardware, parsed: ParsedTrace, matched: MatchResu
                                            strict=True):
         run_index = None if match_index is None else run_of_match.get(match_index)
         op_name = kernel.innermost_op.name if kernel.innermost_op else kernel.op_name
-        why = None if run_index is not None else reason or "the matched op is not one the model accepts"
+        why = None if run_index is not None else reason or refused.get(
+            -1 if match_index is None else match_index, "the matched op is not one the model accepts")
         entry = groups[(kernel.name, kernel.category, run_index, op_name, why)]
         entry[0] += kernel.duration_s
         entry[1] += kernel.instances

@@ -19,6 +19,7 @@ from typing import Any, BinaryIO, ClassVar, Union
 import ijson  # type: ignore[import-untyped]
 import msgspec
 
+from perfmodel.traces.json_depth import DepthLimited
 from perfmodel.traces.records import TraceError
 from perfmodel.traces.source import PrefixedStream
 
@@ -121,10 +122,11 @@ def event_from_object(item: object) -> Event | None:
 
 
 def _ijson_events(stream: io.RawIOBase, prefix: str) -> Iterator[list[Event]]:
-    """The events ijson streams (the reference reader), in batches."""
+    """The events ijson streams (the reference reader), in batches; JSON nested past ``MAX_JSON_DEPTH`` is a
+    ``TraceError`` (ijson's memory grows with the square of the depth)."""
     batch: list[Event] = []
     try:
-        for item in ijson.items(stream, prefix, use_float=True):
+        for item in ijson.items(DepthLimited(stream), prefix, use_float=True):
             event = event_from_object(item)
             if event is not None:
                 batch.append(event)

@@ -73,13 +73,16 @@ def test_huge_strings_are_clipped() -> None:
     assert kernel.input_dims == (None,)  # a 10,000-dimension "shape" is not a shape
 
 
-def test_deeply_nested_args_are_read_without_recursion() -> None:
-    depth = 20_000  # json.loads would hit the recursion limit; the stream parser does not recurse
+def test_deeply_nested_args_are_refused_without_recursion() -> None:
+    """20,000 levels were read (the kernel kept, its grid dropped), but ijson's memory grows with the square of
+    the depth: this file took about 2 GB and 200,000 levels had the service OOM-killed (qa15). Now a TraceError
+    names the depth, before ijson reads past it; no RecursionError either way."""
+    depth = 20_000  # json.loads would hit the recursion limit; the guard counts brackets, it does not recurse
     deep = "[" * depth + "1" + "]" * depth
     text = ('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 1, "ts": 1, "dur": 2, '
             f'"args": {{"grid": {deep}, "Input Dims": {deep}}}}}]}}')
-    (kernel,) = parse_trace(text.encode()).kernels
-    assert kernel.grid is None and kernel.duration_s == pytest.approx(2e-6)
+    with pytest.raises(TraceError, match="nests deeper than 100 levels"):
+        parse_trace(text.encode())
 
 
 def _many_kernels(count: int) -> bytes:
