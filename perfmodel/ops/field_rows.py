@@ -15,11 +15,13 @@ import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 from perfmodel.ops.base import Op
 from perfmodel.ops.checks import OpError
-from perfmodel.ops.convert import Converter, _as_bool, _as_dtype, _as_float, _as_int, _as_int_tuple, _converters
+from perfmodel.ops.convert import (Converter, _as_bool, _as_dtype, _as_float, _as_int, _as_int_tuple, _as_optional,
+                                   _converters)
 
 
 def field_rows(cls: type[Op], dicts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -72,8 +74,11 @@ def _groups_checked(cls: type[Op], dicts: list[dict[str, Any]]) -> list[Group] |
     """The dicts grouped by key order, each group's fields converted column by column; None when a dict has an
     unknown field, lacks a required one or holds a value its field's converter rejects (the caller then goes row by
     row)."""
-    converters, required = _converters(cls)
-    aliases = cls.aliases
+    if dicts and ONE_GROUP_BY_LENGTH and set(map(len, dicts)) == {len(dicts[0])}:
+        try:  # every dict as long as the first and holding each of its keys: the same keys (the usual batch)
+            return _group(cls, dicts, tuple(dicts[0]), list(range(len(dicts))))
+        except KeyError:  # a dict lacks one of the first's keys: grouped by key order below
+            pass
     groups: dict[tuple[str, ...], list[int]] = {}
     order = list(map(tuple, dicts))
     if order and order.count(order[0]) == len(order):  # one key order (the usual batch): no loop over the rows
@@ -83,18 +88,33 @@ def _groups_checked(cls: type[Op], dicts: list[dict[str, Any]]) -> list[Group] |
             groups.setdefault(keys, []).append(i)
     out: list[Group] = []
     for keys, at in groups.items():
-        fields = [(key, aliases.get(key, key)) for key in keys if not (key == "kind" and key not in converters)]
-        if any(name not in converters for _, name in fields) or not set(required) <= {n for _, n in fields}:
+        one = _group(cls, dicts, keys, at)
+        if one is None:
             return None
-        group = [dicts[i] for i in at] if len(at) < len(dicts) else dicts
-        columns = []
-        try:
-            for key, name in fields:
-                columns.append(_column(converters[name], key, [d[key] for d in group]))
-        except (OpError, ValueError, TypeError):
-            return None
-        out.append((at, [name for _, name in fields], columns))
+        out.extend(one)
     return out
+
+
+ONE_GROUP_BY_LENGTH = True  # dicts all as long as the first: one group read by the first's keys (no key tuples)
+
+
+def _group(cls: type[Op], dicts: list[dict[str, Any]], keys: tuple[str, ...], at: list[int]) -> list[Group] | None:
+    """The group of ``dicts``' rows ``at`` read by ``keys``, its fields converted column by column; None as
+    ``_groups_checked``. A row lacking one of ``keys`` raises ``KeyError``."""
+    converters, required = _converters(cls)
+    aliases = cls.aliases
+    fields = [(key, aliases.get(key, key)) for key in keys if not (key == "kind" and key not in converters)]
+    if any(name not in converters for _, name in fields) or not set(required) <= {n for _, n in fields}:
+        return None
+    group = [dicts[i] for i in at] if len(at) < len(dicts) else dicts
+    raw = [list(map(itemgetter(key), group)) for key, _ in fields]  # a missing key raises here, before converting
+    columns = []
+    try:
+        for (key, name), values in zip(fields, raw, strict=True):
+            columns.append(_column(converters[name], key, values))
+    except (OpError, ValueError, TypeError):
+        return None
+    return [(at, [name for _, name in fields], columns)]
 
 
 def _columns_checked(cls: type[Op], dicts: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
@@ -115,6 +135,8 @@ def _column(convert: Converter, key: str, raw: list[Any]) -> list[Any]:
     """``[convert(key, v) for v in raw]``, at once where every value is of the type the converter returns as is."""
     func = convert.func if isinstance(convert, functools.partial) else None
     types = set(map(type, raw))
+    if func is _as_optional and type(None) not in types:  # an optional field given everywhere: its converter's
+        return _column(convert.args[0], key, raw)
     if (func is _as_int and types == {int}) or (func is _as_bool and types == {bool}):
         return raw
     if func is _as_float and types == {float} and all(map(math.isfinite, raw)):
