@@ -20,8 +20,16 @@ from typing import Any
 
 from perfmodel.ops.base import Op
 from perfmodel.ops.checks import OpError
-from perfmodel.ops.convert import (Converter, _as_bool, _as_dtype, _as_float, _as_int, _as_int_tuple, _as_optional,
-                                   _converters)
+from perfmodel.ops.convert import (
+    Converter,
+    _as_bool,
+    _as_dtype,
+    _as_float,
+    _as_int,
+    _as_int_tuple,
+    _as_optional,
+    _converters,
+)
 
 
 def field_rows(cls: type[Op], dicts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -146,8 +154,8 @@ def _column(convert: Converter, key: str, raw: list[Any], shape_lists: bool = Fa
     elements: no tuple per row)."""
     func = convert.func if isinstance(convert, functools.partial) else None
     types = set(map(type, raw))
-    if func is _as_optional and type(None) not in types:  # an optional field given everywhere: its converter's
-        return _column(convert.args[0], key, raw, shape_lists)
+    if isinstance(convert, functools.partial) and func is _as_optional and type(None) not in types:
+        return _column(convert.args[0], key, raw, shape_lists)  # an optional field given everywhere: its converter's
     if (func is _as_int and types == {int}) or (func is _as_bool and types == {bool}):
         return raw
     if func is _as_float and types == {float} and all(map(math.isfinite, raw)):
