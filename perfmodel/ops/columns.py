@@ -17,7 +17,7 @@ import numpy as np
 
 from perfmodel.dtypes import DType, parse_dtype
 from perfmodel.ops.base import DTYPE_INDEX, DTYPES, NO_DTYPE, Op, OpColumns, OpError, _schema
-from perfmodel.ops.field_rows import field_columns
+from perfmodel.ops.field_rows import field_columns_named
 
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
 _DTYPE_CODES: dict[Any, int] = {None: NO_DTYPE, **DTYPE_INDEX}  # an unset optional dtype: NO_DTYPE
@@ -73,8 +73,9 @@ def from_dicts(cls: type[Op], dicts: Sequence[Mapping[str, Any]]) -> OpColumns:
     rewrite = getattr(cls, "json_fields", None)  # a class whose JSON keys name other fields (embedding's table)
     if rewrite is not None:
         dicts = [rewrite(d) for d in dicts]
-    given = field_columns(cls, dicts, {name: _default(spec) for name, spec in fields.items()})
-    named = {cls.aliases.get(key, key) for key in set().union(*dicts)}  # the fields some dict gives
+    given, named = field_columns_named(cls, dicts, {name: _default(spec) for name, spec in fields.items()})
+    if named is None:  # read row by row: the fields some dict gives, from its keys
+        named = {cls.aliases.get(key, key) for key in set().union(*dicts)}
     values: dict[str, np.ndarray[Any, Any]] = {}
     for name in fields:
         kind, _ = _kind_of(hints[name])
@@ -90,7 +91,7 @@ def from_dicts(cls: type[Op], dicts: Sequence[Mapping[str, Any]]) -> OpColumns:
             values[name] = np.array(column, dtype=np.float64)
         elif kind == "shape":
             values[name] = _shape_block(column)
-            values[f"{name}{RANK_SUFFIX}"] = np.array([len(v) for v in column], dtype=np.int64)
+            values[f"{name}{RANK_SUFFIX}"] = np.fromiter(map(len, column), dtype=np.int64, count=len(column))
         else:
             values[name] = np.array(column, dtype=object if kind == "other" else str)
     cols = OpColumns(cls, len(dicts), values)

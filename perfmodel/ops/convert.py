@@ -42,8 +42,7 @@ def _converter(kind: str, hint: Any) -> Converter:
     args = typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         inner = _converter(kind, next(a for a in args if a is not type(None)))
-        optional = type(None) in args
-        return lambda key, raw: None if raw is None and optional else inner(key, raw)
+        return functools.partial(_as_optional, inner) if type(None) in args else inner
     if hint is DType:
         return functools.partial(_as_dtype, kind)
     if hint is bool:
@@ -59,6 +58,11 @@ def _converter(kind: str, hint: Any) -> Converter:
     if hint is str:
         return functools.partial(_as_str, kind)
     return lambda key, raw: raw
+
+
+def _as_optional(inner: Converter, key: str, raw: Any) -> Any:
+    """None as it is, any other value through ``inner``."""
+    return None if raw is None else inner(key, raw)
 
 
 def _as_dtype(kind: str, key: str, raw: Any) -> DType:

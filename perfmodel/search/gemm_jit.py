@@ -13,6 +13,22 @@ import numba
 import numpy as np
 
 from perfmodel.search.gemm_cost import in_flight_bandwidth
+from perfmodel.search.gemm_floor import (  # the table's columns, read as gemm_jit.C_* elsewhere too
+    C_BK,
+    C_COMPUTE_STEP,
+    C_FOOTPRINT,
+    C_GRANULAR,
+    C_HIDDEN,
+    C_REJECT,
+    C_RESIDENT,
+    C_SIZE,
+    C_SMEM_READS,
+    C_SMEM_STEP,
+    C_UNBUFFERED,
+    FLOOR_SLACK,
+    candidate_codes,
+    floors,
+)
 from perfmodel.search.gemm_kernel import (
     D_BLOCKS_PER_UNIT,
     D_DRAM_BW,
@@ -47,10 +63,6 @@ from perfmodel.search.gemm_kernel import (
 # the numpy formula compiled as it stands (scalars in, scalar out): the same operations, the same floats
 in_flight = numba.njit(inline="always", cache=True, error_model="numpy")(in_flight_bandwidth)
 
-# columns of the per-candidate table (terms that depend on the device, the candidate, the element size
-# and the peak only: computed once per op dtype, not per op)
-(C_BK, C_FOOTPRINT, C_RESIDENT, C_REJECT, C_GRANULAR, C_COMPUTE_STEP, C_SMEM_READS, C_SMEM_STEP,
- C_HIDDEN, C_UNBUFFERED, C_SIZE) = range(11)
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -292,8 +304,6 @@ def _plain(x: float) -> bool:
 
 
 
-FLOOR_SLACK = 1e-6  # relative room for the few roundings between ``memory_floor``'s bound and ``element``'s figure
-
 
 @numba.njit(inline="always", cache=True, error_model="numpy")
 def memory_floor(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: float, b: float, mm: float,
@@ -327,34 +337,20 @@ def best(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any,
     cache = np.empty((TABLES_KEPT, bm.size, C_SIZE))
     keys = np.full((TABLES_KEPT, 3), np.nan)
     floor = np.empty(bm.size)
+    codes, values, order, starts = candidate_codes(bm, bn, split, bk)
+    per = np.empty((2, max(bm.size, 1)))
     for i in range(batch.size):
         c = cache[table_for(v, bm, bn, bk, stages, elem[i], peak[i], ratio[i], cache, keys)]
         b, mm, nn, kk, eb, comp, rb = batch[i], m[i], n[i], k[i], elem[i], compulsory[i], ratio[i]
         seed = -1
         if _plain(b) and _plain(mm) and _plain(nn) and _plain(kk) and comp - comp == 0.0:
-            least = np.inf
-            # a DRAM floor when an L2 feeds the tiles and loads in flight bound DRAM's rate (``memory_floor``)
+            # a floor under the judged time from the compute term (+inf when rejected): ``element`` takes
+            # max(compute, loads, latency) per K-step and the max of compute, DRAM and L2 times, and the same
+            # operations on smaller non-negative factors round no higher (IEEE rounding is monotone); and a DRAM
+            # floor when an L2 feeds the tiles and loads in flight bound DRAM's rate (``memory_floor``)
             bounded_memory = v[D_LLC_FED] > 0.0 and v[D_IN_FLIGHT] > 0.0 and comp >= 0.0
-            for j in range(bm.size):
-                # a floor under the judged time from the compute term alone (+inf when rejected): ``element``
-                # takes max(compute, loads, latency) per K-step and the max of compute, DRAM and L2 times, and
-                # the same operations on smaller non-negative factors round no higher (IEEE rounding is monotone)
-                s, kstep = split[j], c[j, C_BK]
-                mt, nt, ks = np.ceil(mm / bm[j]), np.ceil(nn / bn[j]), np.ceil(kk / s)
-                if c[j, C_REJECT] > 0.0 or (s > 1.0 and ks < kstep) or c[j, C_GRANULAR] > 0.0:
-                    floor[j] = np.inf
-                    continue
-                partials = 2.0 * s * b * mm * nn * 4.0 if s > 1.0 else 0.0
-                x = (np.ceil(b * mt * nt * s / v[D_UNITS]) * (np.ceil(ks / kstep) * c[j, C_COMPUTE_STEP]) + v[D_FILL]
-                     + partials / v[D_REDUCE_BW])
-                if bounded_memory:
-                    x = max(x, memory_floor(v, c, j, bm[j], bn[j], stages[j], s, b, mm, nn, mt, nt, ks, eb, comp,
-                                            rb))
-                x = x + (v[D_OVERHEAD] if s > 1.0 and rb >= 1.0 else 0.0)  # ``element``'s split launch, as there
-                floor[j] = x
-                if x < least:
-                    least = x
-                    seed = j
+            seed = floors(v, c, bm, bn, stages, codes, values, order, starts, per, b, mm, nn, kk, eb, comp, rb,
+                          bounded_memory, floor)
         plain = seed < 0
         chosen = 0
         r = element(v, c, 0, bm[0], bn[0], stages[0], split[0], group[0], b, mm, nn, kk, eb, comp, rb)

@@ -123,6 +123,7 @@ _TABLES: dict[tuple[int, bytes, float, float, float], _SpaceTables] = {}
 def _space_tables(t: MachineTables, space: GemmCandidates, v: FloatArray, elem: float, peak: float,
                   b_ratio: float = 1.0) -> _SpaceTables:
     from perfmodel.search import gemm_jit
+    from perfmodel.search.gemm_floor import C_SIZE
 
     systolic = is_systolic(t)
     key = (id(space), v.tobytes(), elem, peak, b_ratio)
@@ -134,7 +135,7 @@ def _space_tables(t: MachineTables, space: GemmCandidates, v: FloatArray, elem: 
     if systolic:
         footprint = footprint + space.bm * space.bn * ACCUMULATOR_BYTES
     values, group = np.unique(footprint, return_inverse=True)
-    terms = np.empty((space.size, gemm_jit.C_SIZE))
+    terms = np.empty((space.size, C_SIZE))
     bm, bn, bk_bytes, stages = gemm_kernel.space_arrays(space)[:4]
     gemm_jit.fill_candidates(v, bm, bn, bk_bytes, stages, elem, peak, terms, b_ratio)
     made = _SpaceTables(space, np.unique(space.bm), np.unique(space.bn), np.unique(bk),

@@ -1,0 +1,145 @@
+"""The per-candidate floors of ``gemm_jit.best``'s bounded scan, with the terms shared by many candidates computed
+once per op (branch speed31).
+
+``best`` costs first the candidate whose floor under ``element``'s judged time is least, then only candidates
+whose floor does not exceed the best time so far; the floors were ~55 % of its time on the all-distinct table
+(85 compact candidates per GEMM, ~9 of them costed). A candidate's floor reads its tile counts along M and N
+(ceil(M / BM), ceil(N / BN)), its split-K slice ceil(K / split), its K-steps ceil(slice / BK) and split-K's
+partial sums, and the compact space holds 4 BMs, 4 BNs, 5 splits and 2 K-step widths: each of those is figured
+once per distinct value per op (per pair for the K-steps) and read per candidate; and the candidates are
+visited by (split, K-step width), so a split whose slice is shorter than a K-step (every split of a K = 16 GEMM)
+rejects its candidates at once. The same operations on the same operands in the same order as before
+(``memory_floor`` included), so the same floors to the bit, and the same seed (ties to the first index).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+from perfmodel.search.gemm_kernel import (
+    D_DRAM_BW,
+    D_DRAM_LATENCY,
+    D_FILL,
+    D_OVERHEAD,
+    D_REDUCE_BW,
+    D_SHARING,
+    D_UNITS,
+)
+
+# columns of the per-candidate table (``gemm_jit.fill_candidates``: terms that depend on the device, the candidate,
+# the element size and the peak only: computed once per op dtype, not per op)
+(C_BK, C_FOOTPRINT, C_RESIDENT, C_REJECT, C_GRANULAR, C_COMPUTE_STEP, C_SMEM_READS, C_SMEM_STEP,
+ C_HIDDEN, C_UNBUFFERED, C_SIZE) = range(11)
+
+FLOOR_SLACK = 1e-6  # relative room for the few roundings between ``memory_floor``'s bound and ``element``'s figure
+
+
+@numba.njit(cache=True, error_model="numpy")
+def distinct(x: Any) -> Any:
+    """The sorted distinct values of ``x`` and each element's index among them."""
+    values = np.unique(x)
+    return values, np.searchsorted(values, x)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def first_of(codes: Any, count: int) -> Any:
+    """For each code below ``count``, the first position holding it."""
+    first = np.zeros(count, dtype=np.int64)
+    seen = np.zeros(count, dtype=np.bool_)
+    for j in range(codes.size):
+        if not seen[codes[j]]:
+            seen[codes[j]] = True
+            first[codes[j]] = j
+    return first
+
+
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def floors(v: Any, c: Any, bm: Any, bn: Any, stages: Any, codes: Any, values: Any, order: Any, starts: Any,
+           per: Any, b: float, mm: float, nn: float, kk: float, eb: float, comp: float, rb: float,
+           bounded_memory: bool, floor: Any) -> int:
+    """Each candidate's floor into ``floor`` (+inf when rejected) and the first with the least one (-1: none).
+
+    ``codes``, ``values``, ``order`` and ``starts`` as ``candidate_codes`` gives them (the table's BK depends on
+    the K-step width and the element size only, so one candidate of each width gives it); ``per``
+    (2 x candidates): scratch for the per-op tile counts. A (split, K-step width) whose split-K slice is
+    shorter than a K-step rejects all its candidates at once."""
+    ubm, ubn, usplit = values[0], values[1], values[2]
+    nbm, nbn, nsplit, nbk = codes[4, 0], codes[4, 1], codes[4, 2], codes[4, 3]
+    mt_of, nt_of = per[0], per[1]
+    for a in range(nbm):
+        mt_of[a] = np.ceil(mm / ubm[a])
+    for a in range(nbn):
+        nt_of[a] = np.ceil(nn / ubn[a])
+    floor[:] = np.inf
+    least = np.inf
+    seed = -1
+    units = v[D_UNITS]
+    for a in range(nsplit):
+        s = usplit[a]
+        ks = np.ceil(kk / s)
+        partials = 2.0 * s * b * mm * nn * 4.0 if s > 1.0 else 0.0
+        partial = partials / v[D_REDUCE_BW]
+        for q in range(nbk):
+            kstep = c[codes[5, q], C_BK]
+            if s > 1.0 and ks < kstep:  # every candidate of this split and K-step width: rejected
+                continue
+            steps = np.ceil(ks / kstep)
+            for t in range(starts[a * nbk + q], starts[a * nbk + q + 1]):
+                j = order[t]
+                if c[j, C_REJECT] > 0.0 or c[j, C_GRANULAR] > 0.0:
+                    continue
+                mt, nt = mt_of[codes[0, j]], nt_of[codes[1, j]]
+                tiles = b * mt * nt * s
+                x = np.ceil(tiles / units) * (steps * c[j, C_COMPUTE_STEP]) + v[D_FILL] + partial
+                if bounded_memory:  # ``gemm_jit.memory_floor``, its tile count and K-steps taken from above
+                    share = min(v[D_SHARING], mt)
+                    slab = (min(bm[j], mm) + min(bn[j], nn) * rb / share) * min(kstep, ks) * eb
+                    slabs = min(max(stages[j] - 1.0, 1.0), steps)
+                    flight = min(tiles, units * c[j, C_RESIDENT]) * slabs * slab
+                    rate = min(v[D_DRAM_BW], max(flight / v[D_DRAM_LATENCY] * (1.0 + FLOOR_SLACK), 1e-30))
+                    x = max(x, (v[D_DRAM_LATENCY] + comp / rate) * (1.0 - FLOOR_SLACK))
+                x = x + (v[D_OVERHEAD] if s > 1.0 and rb >= 1.0 else 0.0)  # ``element``'s split launch, as there
+                floor[j] = x
+                if x < least or (x == least and j < seed):  # the first of the least, in the space's order
+                    least = x
+                    seed = j
+    return seed
+
+
+@numba.njit(cache=True, error_model="numpy")
+def candidate_codes(bm: Any, bn: Any, split: Any, bk_bytes: Any) -> Any:
+    """``floors``' ``codes`` (6 x candidates: rows 0-3 each candidate's index among the distinct BMs, BNs, splits
+    and K-step widths, row 4 their four counts, row 5 the first candidate of each width), ``values`` (3 x
+    candidates: the distinct BMs, BNs and splits), ``order`` (the candidates by split, then width, then index) and
+    ``starts`` (where each (split, width) begins in ``order``, one more at the end)."""
+    size = bm.size
+    codes = np.zeros((6, max(size, 4)), dtype=np.int64)
+    values = np.zeros((3, max(size, 1)))
+    _code(bm, 0, codes, values)
+    _code(bn, 1, codes, values)
+    _code(split, 2, codes, values)
+    _code(bk_bytes, 3, codes, values)
+    first = first_of(codes[3, :size], codes[4, 3])
+    codes[5, :first.size] = first
+    pairs = codes[4, 2] * codes[4, 3]
+    pair = codes[2, :size] * codes[4, 3] + codes[3, :size]
+    order = np.argsort(pair, kind="mergesort")  # stable: index order within a pair
+    starts = np.zeros(pairs + 1, dtype=np.int64)
+    for j in range(size):
+        starts[pair[j] + 1] += 1
+    for p in range(pairs):
+        starts[p + 1] += starts[p]
+    return codes, values, order, starts
+
+
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def _code(x: Any, row: int, codes: Any, values: Any) -> None:
+    """Row ``row`` of ``candidate_codes``' ``codes`` (and of ``values`` for the first three) from the column ``x``."""
+    distinct_values, index = distinct(x)
+    codes[row, :x.size] = index
+    codes[4, row] = distinct_values.size
+    if row < 3:
+        values[row, :distinct_values.size] = distinct_values
