@@ -146,7 +146,7 @@ class KernelsRepo(StoreBase):
                 .where(TraceKernelModel.trace_upload_id == upload_id, TraceKernelModel.run_id.is_not(None))
                 .order_by(TraceKernelModel.duration_s.desc(), TraceKernelModel.id))
         with self._read() as session:
-            return [(int(run_id), str(name)) for run_id, name in session.execute(stmt)]
+            return [(int(run_id or 0), str(name)) for run_id, name in session.execute(stmt)]  # run_id IS NOT NULL
 
     def trace_time_by_match_source(self, upload_id: int) -> dict[str, float]:
         """An upload's matched kernel time (s) per match source (its runs' ``match_source`` tag: framework

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from perfmodel.store import RunIn, Store, TraceKernelIn
+from perfmodel.store import RunIn, RunRow, Store, TraceKernelIn
 from perfmodel.store.models import RunModel
 from perfmodel.store.runs_repo import _row
 
 MM = {"kind": "matmul", "m": 64, "n": 64, "k": 64, "dtype": "fp16"}
 
 
-def _orm_rows(store: Store) -> list[object]:
+def _orm_rows(store: Store) -> list[RunRow]:
     with store._read() as session:
         return [_row(m) for m in session.scalars(select(RunModel).order_by(RunModel.id))]
 
@@ -29,7 +29,7 @@ def test_pages_equal_the_orm_rows_with_tags_in_key_order(store: Store) -> None:
     paged = [row for offset in range(0, 24, 5) for row in store.list_runs(limit=5, offset=offset)[0]]
     assert paged == orm
     h100, total = store.list_runs(hardware_id="h100", tags={"odd": "1"}, limit=4, offset=2)
-    expected = [r for r in orm if r.hardware_id == "h100" and r.tags.get("odd") == "1"]  # type: ignore[attr-defined]
+    expected = [r for r in orm if r.hardware_id == "h100" and r.tags.get("odd") == "1"]
     assert total == len(expected) and h100 == expected[2:6]
     assert store.list_runs(limit=0) == ([], 24) and store.list_runs(offset=100) == ([], 24)
 
