@@ -51,9 +51,8 @@ def stored_side(store: Any, upload_id: int, label: str | None = None) -> tuple[S
         if not page or len(runs) >= total:
             break
     kernels: dict[int, list[str]] = {}
-    for kernel in store.list_trace_kernels(upload_id):
-        if kernel.run_id is not None:
-            kernels.setdefault(kernel.run_id, []).append(kernel.name)
+    for run_id, name in store.trace_kernel_runs(upload_id):
+        kernels.setdefault(run_id, []).append(name)
     side = side_from_runs(runs, label or f"trace:{upload_id} ({upload.filename})", upload.format, kernels)
     return side, upload.hardware_id
 

@@ -80,14 +80,45 @@ def check_str(field: str, value: object, max_len: int, *, optional: bool = False
         raise InvalidValue(f"{field}: NUL characters and invalid UTF-8 (lone surrogates) are not allowed")
 
 
+def _unstorable_at(value: object, path: str) -> str | None:
+    """The path (``spec.engines.0.name``) of the first string in ``value`` that ``storable`` refuses; a refused
+    dict key names its dict (``spec.overrides (a key)``). None if every string is storable."""
+    if isinstance(value, str):
+        return None if storable(value) else path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and not storable(key):
+                return f"{path} (a key)"
+            found = _unstorable_at(item, f"{path}.{key}")
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            found = _unstorable_at(item, f"{path}.{i}")
+            if found is not None:
+                return found
+    return None
+
+
 def check_json(field: str, value: object) -> None:
-    """A JSON object with string keys and finite numbers (PostgreSQL rejects NaN; so does the store everywhere)."""
+    """A JSON object with string keys and finite numbers (PostgreSQL rejects NaN; so does the store everywhere)
+    whose text is all ``storable`` (no NUL, no lone surrogate: the 422 names the string's path, as
+    ``check_str`` names a column)."""
     if not isinstance(value, dict):
         raise InvalidValue(f"{field}: expected a JSON object (dict), got {type(value).__name__}")
     try:
-        json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")
-    except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+        surrogate = False
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        surrogate = True
+    except (TypeError, ValueError) as exc:
         raise InvalidValue(f"{field}: not storable as JSON ({exc})") from exc
+    if surrogate or "\\u0000" in text:  # json.dumps writes a NUL as \u0000 (only then is the value walked)
+        where = _unstorable_at(value, field)
+        if where is not None or surrogate:
+            raise InvalidValue(f"{where or field}: NUL characters and invalid UTF-8 (lone surrogates) are not "
+                               "allowed")
 
 
 def check_positive(field: str, value: object) -> float:

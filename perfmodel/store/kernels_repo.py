@@ -137,6 +137,17 @@ class KernelsRepo(StoreBase):
         with self._read() as session:
             return [_kernel_row(m) for m in session.scalars(stmt)]
 
+    def trace_kernel_runs(self, upload_id: int) -> list[tuple[int, str]]:
+        """(run id, kernel name) of an upload's kernels that made a run, in ``list_trace_kernels``' order
+        (longest first), read as plain rows: no ``TraceKernelRow`` with its counters JSON per kernel."""
+        if not is_id(upload_id):
+            return []
+        stmt = (select(TraceKernelModel.run_id, TraceKernelModel.name)
+                .where(TraceKernelModel.trace_upload_id == upload_id, TraceKernelModel.run_id.is_not(None))
+                .order_by(TraceKernelModel.duration_s.desc(), TraceKernelModel.id))
+        with self._read() as session:
+            return [(int(run_id or 0), str(name)) for run_id, name in session.execute(stmt)]  # run_id IS NOT NULL
+
     def trace_time_by_match_source(self, upload_id: int) -> dict[str, float]:
         """An upload's matched kernel time (s) per match source (its runs' ``match_source`` tag: framework
         shapes, counters, grid/block...; 'untagged' for runs without one), in one aggregate query."""

@@ -22,6 +22,7 @@ from perfmodel.store.base import (
 from perfmodel.store.errors import StoreError
 from perfmodel.store.models import RunModel, RunTagModel, TraceUploadModel
 from perfmodel.store.rows import RunIn, RunRow
+from perfmodel.store.runs_read import run_page
 
 
 def _validate(run: RunIn, where: str = "") -> dict[str, Any]:
@@ -127,8 +128,7 @@ class RunsRepo(StoreBase):
         where = _filters(hardware_id, op_kind, source, tags, created_after, created_before, trace_upload_id)
         with self._read() as session:
             total = session.scalar(select(func.count()).select_from(RunModel).where(*where)) or 0
-            page = session.scalars(select(RunModel).where(*where).order_by(RunModel.id).limit(limit).offset(offset))
-            return [_row(m) for m in page], int(total)
+            return run_page(session, where, limit, offset), int(total)
 
     def delete_run(self, run_id: int) -> bool:
         """True if it existed; its tags go with it (ON DELETE CASCADE)."""

@@ -38,7 +38,8 @@ def _variant(client: TestClient, device_id: str, overrides: str) -> Any:
 def test_a_lone_surrogate_in_a_custom_device_is_a_422_naming_the_field(client: TestClient) -> None:
     response = _variant(client, "x-surrogate", '{"name": "a\\ud800b"}')
     assert response.status_code == 422, response.text  # it was a 409, as if the id were taken
-    assert response.json()["field"] == "spec" and "not storable" in response.json()["detail"]
+    # qa16: the field is the string's path in the spec (it was "spec", "not storable as JSON")
+    assert response.json()["field"] == "spec.overrides.name" and "surrogates" in response.json()["detail"]
     assert client.get("/api/v1/hardware/x-surrogate").status_code == 404
 
 
