@@ -35,6 +35,12 @@ def _variant(client: TestClient, device_id: str, overrides: str) -> Any:
     return client.post("/api/v1/hardware", content=body.encode(), headers=AUTH)
 
 
+
+def _upload(client: TestClient, name: str, content: bytes, mime: str) -> Any:
+    """POST one trace file for the A100 with the write token; the response."""
+    return client.post("/api/v1/traces", files={"file": (name, content, mime)}, data={"hardware": A100},
+                       headers={"Authorization": f"Bearer {TOKEN}"})
+
 def test_a_lone_surrogate_in_a_custom_device_is_a_422_naming_the_field(client: TestClient) -> None:
     response = _variant(client, "x-surrogate", '{"name": "a\\ud800b"}')
     assert response.status_code == 422, response.text  # it was a 409, as if the id were taken
@@ -68,8 +74,7 @@ def test_runs_timed_absurdly_short_still_give_a_storable_report() -> None:
 
 def test_a_deeply_nested_trace_upload_is_a_422(client: TestClient) -> None:
     content = gzip.compress(b'{"traceEvents":' + b"[" * 5000 + b"]" * 5000 + b"}")
-    response = client.post("/api/v1/traces", files={"file": ("deep.json.gz", content, "application/gzip")},
-                           data={"hardware": A100}, headers={"Authorization": f"Bearer {TOKEN}"})
+    response = _upload(client, "deep.json.gz", content, "application/gzip")
     assert response.status_code == 422 and "nests deeper than" in response.json()["detail"], response.text
 
 
@@ -79,8 +84,7 @@ def test_a_kernel_grid_past_float_range_leaves_that_kernel_unmodelled(client: Te
     doc = (b'{"traceEvents":[{"ph":"X","cat":"kernel","name":"huge","ts":0,"dur":5,'
            b'"args":{"grid":[1e300,1e300,1],"block":[1024,1,1]}},'
            b'{"ph":"X","cat":"kernel","name":"small","ts":10,"dur":5,"args":{"grid":[4,1,1],"block":[128,1,1]}}]}')
-    response = client.post("/api/v1/traces", files={"file": ("grid.json", doc, "application/json")},
-                           data={"hardware": A100}, headers={"Authorization": f"Bearer {TOKEN}"})
+    response = _upload(client, "grid.json", doc, "application/json")
     assert response.status_code == 201, response.text
     assert response.json()["runs_created"] == 1
     assert [u["name"] for u in response.json()["unmodelled"]] == ["huge"]
@@ -91,8 +95,7 @@ def test_a_kernel_timed_past_a_million_seconds_makes_no_run(client: TestClient) 
     doc = (b'{"traceEvents":[{"ph":"X","cat":"kernel","name":"forever","ts":0,"dur":1e308,'
            b'"args":{"grid":[4,1,1],"block":[128,1,1]}},'
            b'{"ph":"X","cat":"kernel","name":"small","ts":10,"dur":5,"args":{"grid":[8,1,1],"block":[128,1,1]}}]}')
-    response = client.post("/api/v1/traces", files={"file": ("long.json", doc, "application/json")},
-                           data={"hardware": A100}, headers={"Authorization": f"Bearer {TOKEN}"})
+    response = _upload(client, "long.json", doc, "application/json")
     assert response.status_code == 201, response.text
     assert response.json()["runs_created"] == 1
     (unmodelled,) = response.json()["unmodelled"]

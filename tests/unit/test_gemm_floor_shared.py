@@ -11,9 +11,8 @@ import pytest
 import perfmodel
 from perfmodel.machine import tables
 from perfmodel.search import gemm_kernel
-from perfmodel.search.gemm_cost import GemmChoice, best_gemms
 from perfmodel.search.gemm_space import GemmCandidates, compact_space, full_space
-from tests.unit.test_gemm_memory_floor import _rows
+from tests.unit.test_gemm_memory_floor import _rows, assert_compiled_equals_numpy
 
 pytestmark = pytest.mark.skipif(not gemm_kernel.jit_enabled(), reason="numba kernel disabled or not installed")
 
@@ -93,12 +92,7 @@ def test_best_on_a_shuffled_space_equals_numpy(device: str, monkeypatch: pytest.
     t = tables(perfmodel.load_hardware(device))
     space = _shuffled(compact_space(t), 7)
     args = _rows(t, 5 * len(device), 800)
-    fast = best_gemms(t, space, *args)
-    with monkeypatch.context() as patch:
-        patch.setenv("PERFMODEL_NO_JIT", "1")
-        reference = best_gemms(t, space, *args)
-    for name in GemmChoice.__dataclass_fields__:
-        np.testing.assert_array_equal(getattr(fast, name), getattr(reference, name), err_msg=name)
+    assert_compiled_equals_numpy(t, space, args, monkeypatch)
 
 
 def test_codes_group_the_candidates_by_split_and_width() -> None:

@@ -13,7 +13,7 @@ from perfmodel import columnar
 from perfmodel.machine import tables
 from perfmodel.search import gemm_kernel
 from perfmodel.search.gemm_cost import GemmChoice, best_gemms
-from perfmodel.search.gemm_space import compact_space, full_space
+from perfmodel.search.gemm_space import GemmCandidates, compact_space, full_space
 from tests.benchmark_module import load_benchmark
 from tests.unit.test_columnar_chunks import _identical
 
@@ -38,6 +38,17 @@ def _rows(t: perfmodel.machine.MachineTables, seed: int, count: int = 400) -> tu
     compulsory = batch * elem * (m * k + k * n + m * n) * rng.choice([1.0, 0.0, 1e-3, 50.0], count)
     ratio = rng.choice([0.25, 0.5, 1.0, 1.0], count)
     return batch, m, n, k, elem, peak, compulsory, ratio
+
+
+def assert_compiled_equals_numpy(t: perfmodel.machine.MachineTables, space: GemmCandidates,
+                                 args: tuple[np.ndarray, ...], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every field of the compiled search's choice equals the numpy reference's (``PERFMODEL_NO_JIT``), bit for bit."""
+    fast = best_gemms(t, space, *args)
+    with monkeypatch.context() as patch:
+        patch.setenv("PERFMODEL_NO_JIT", "1")
+        reference = best_gemms(t, space, *args)
+    for name in GemmChoice.__dataclass_fields__:
+        np.testing.assert_array_equal(getattr(fast, name), getattr(reference, name), err_msg=name)
 
 
 @pytest.mark.parametrize("device", BOUNDED)
@@ -73,12 +84,7 @@ def test_bounded_choice_equals_numpy_on_skinny_and_memory_bound_rows(device: str
     t = tables(perfmodel.load_hardware(device))
     for space in (compact_space(t), full_space(t)):
         args = _rows(t, 3 * len(device), 300 if space.size > 1000 else 1500)
-        fast = best_gemms(t, space, *args)
-        with monkeypatch.context() as patch:
-            patch.setenv("PERFMODEL_NO_JIT", "1")
-            reference = best_gemms(t, space, *args)
-        for name in GemmChoice.__dataclass_fields__:
-            np.testing.assert_array_equal(getattr(fast, name), getattr(reference, name), err_msg=name)
+        assert_compiled_equals_numpy(t, space, args, monkeypatch)
 
 
 def test_distinct_table_rows_equal_numpys_plain_scan(monkeypatch: pytest.MonkeyPatch) -> None:
