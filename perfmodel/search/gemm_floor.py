@@ -37,6 +37,24 @@ from perfmodel.search.gemm_kernel import (
 FLOOR_SLACK = 1e-6  # relative room for the few roundings between ``memory_floor``'s bound and ``element``'s figure
 
 
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def dram_floor(v: Any, resident: float, bm: float, bn: float, stages: float, mm: float, nn: float, mt: float,
+               tiles: float, steps: float, kstep: float, ks: float, eb: float, comp: float, r: float) -> float:
+    """A floor under ``gemm_jit.element``'s DRAM time (s) for one candidate (``resident`` CTAs a unit, tile
+    ``bm`` x ``bn``, ``stages``) of one GEMM (``mm`` x ``nn``, ``mt`` tiles along M, ``tiles`` in all, ``steps``
+    K-steps of ``kstep`` over a slice of ``ks``, ``eb`` bytes an element, ``comp`` compulsory bytes, B's element
+    ``r`` x A's) on a device whose L2 feeds the tiles and whose loads in flight bound DRAM's rate: its DRAM bytes
+    are ``comp`` plus non-negative terms; its rate, min(DRAM bandwidth, (1 - hit) x ``in_flight``), is at most
+    flight / DRAM latency (``in_flight``'s root is at most flight / its linear term, which is at least (1 - hit) x
+    DRAM latency); the same flight bytes as ``element``, the bound loosened by ``FLOOR_SLACK``."""
+    share = min(v[D_SHARING], mt)
+    slab = (min(bm, mm) + min(bn, nn) * r / share) * min(kstep, ks) * eb
+    slabs = min(max(stages - 1.0, 1.0), steps)
+    flight = min(tiles, v[D_UNITS] * resident) * slabs * slab
+    rate = min(v[D_DRAM_BW], max(flight / v[D_DRAM_LATENCY] * (1.0 + FLOOR_SLACK), 1e-30))
+    return float((v[D_DRAM_LATENCY] + comp / rate) * (1.0 - FLOOR_SLACK))
+
+
 @numba.njit(cache=True, error_model="numpy")
 def distinct(x: Any) -> Any:
     """The sorted distinct values of ``x`` and each element's index among them."""
@@ -95,12 +113,8 @@ def floors(v: Any, c: Any, bm: Any, bn: Any, stages: Any, codes: Any, values: An
                 tiles = b * mt * nt * s
                 x = np.ceil(tiles / units) * (steps * c[j, C_COMPUTE_STEP]) + v[D_FILL] + partial
                 if bounded_memory:  # ``gemm_jit.memory_floor``, its tile count and K-steps taken from above
-                    share = min(v[D_SHARING], mt)
-                    slab = (min(bm[j], mm) + min(bn[j], nn) * rb / share) * min(kstep, ks) * eb
-                    slabs = min(max(stages[j] - 1.0, 1.0), steps)
-                    flight = min(tiles, units * c[j, C_RESIDENT]) * slabs * slab
-                    rate = min(v[D_DRAM_BW], max(flight / v[D_DRAM_LATENCY] * (1.0 + FLOOR_SLACK), 1e-30))
-                    x = max(x, (v[D_DRAM_LATENCY] + comp / rate) * (1.0 - FLOOR_SLACK))
+                    x = max(x, dram_floor(v, c[j, C_RESIDENT], bm[j], bn[j], stages[j], mm, nn, mt, tiles, steps,
+                                          kstep, ks, eb, comp, rb))
                 x = x + (v[D_OVERHEAD] if s > 1.0 and rb >= 1.0 else 0.0)  # ``element``'s split launch, as there
                 floor[j] = x
                 if x < least or (x == least and j < seed):  # the first of the least, in the space's order

@@ -25,8 +25,8 @@ from perfmodel.search.gemm_floor import (  # the table's columns, read as gemm_j
     C_SMEM_READS,
     C_SMEM_STEP,
     C_UNBUFFERED,
-    FLOOR_SLACK,
     candidate_codes,
+    dram_floor,
     floors,
 )
 from perfmodel.search.gemm_kernel import (
@@ -303,25 +303,14 @@ def _plain(x: float) -> bool:
     return x >= 1.0 and x - x == 0.0
 
 
-
-
 @numba.njit(inline="always", cache=True, error_model="numpy")
 def memory_floor(v: Any, c: Any, j: int, bm: float, bn: float, stages: float, s: float, b: float, mm: float,
                  nn: float, mt: float, nt: float, ks: float, eb: float, comp: float, r: float) -> float:
-    """A floor under ``element``'s DRAM time on a device whose L2 feeds the tiles and whose loads in flight bound
-    DRAM's rate: its DRAM bytes are ``comp`` plus non-negative terms; its rate, min(DRAM bandwidth, (1 - hit) x
-    ``in_flight``), is at most flight / DRAM latency (``in_flight``'s root is at most flight / its linear term,
-    which is at least (1 - hit) x DRAM latency); the same flight bytes as ``element``, bound loosened by
-    ``FLOOR_SLACK``."""
+    """``gemm_floor.dram_floor`` of candidate ``j`` (split ``s``) of one GEMM (``b`` x ``mt`` x ``nt`` tiles,
+    slices of ``ks``), its K-steps from the candidate table's BK."""
     bk = c[j, C_BK]
-    share = min(v[D_SHARING], mt)
-    steps = np.ceil(ks / bk)
-    tiles = b * mt * nt * s
-    slab = (min(bm, mm) + min(bn, nn) * r / share) * min(bk, ks) * eb
-    slabs = min(max(stages - 1.0, 1.0), steps)
-    flight = min(tiles, v[D_UNITS] * c[j, C_RESIDENT]) * slabs * slab
-    rate = min(v[D_DRAM_BW], max(flight / v[D_DRAM_LATENCY] * (1.0 + FLOOR_SLACK), 1e-30))
-    return float((v[D_DRAM_LATENCY] + comp / rate) * (1.0 - FLOOR_SLACK))
+    return dram_floor(v, c[j, C_RESIDENT], bm, bn, stages, mm, nn, mt, b * mt * nt * s, np.ceil(ks / bk), bk, ks, eb,
+                      comp, r)
 
 
 @numba.njit(cache=True, error_model="numpy")
