@@ -160,9 +160,6 @@ def class_codes(ops: Sequence[Op], per_node_default: int | None = None,
         except TypeError:  # a value that does not hash: each op its own
             values = list(range(len(members)))
             first = dict.fromkeys(values)
-        if len(first) == 1:  # one key for the whole class (the usual case): no per-op look-up
-            code[index] = keys.setdefault(class_key(members[0], per_node_default), len(keys))
-            continue
         if len(first) < len(values):
             where = dict(zip(reversed(values), range(len(values) - 1, -1, -1), strict=True))  # first op of each
         else:

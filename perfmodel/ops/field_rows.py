@@ -92,7 +92,8 @@ def _groups_checked(cls: type[Op], dicts: list[dict[str, Any]], shape_lists: boo
     row)."""
     if dicts and ONE_GROUP_BY_LENGTH and set(map(len, dicts)) == {len(dicts[0])}:
         try:  # every dict as long as the first and holding each of its keys: the same keys (the usual batch)
-            return _group(cls, dicts, tuple(dicts[0]), list(range(len(dicts))), shape_lists)
+            one = _group(cls, dicts, tuple(dicts[0]), list(range(len(dicts))), shape_lists)
+            return None if one is None else [one]
         except KeyError:  # a dict lacks one of the first's keys: grouped by key order below
             pass
     groups: dict[tuple[str, ...], list[int]] = {}
@@ -104,10 +105,10 @@ def _groups_checked(cls: type[Op], dicts: list[dict[str, Any]], shape_lists: boo
             groups.setdefault(keys, []).append(i)
     out: list[Group] = []
     for keys, at in groups.items():
-        one = _group(cls, dicts, keys, at, shape_lists)
-        if one is None:
+        group = _group(cls, dicts, keys, at, shape_lists)
+        if group is None:
             return None
-        out.extend(one)
+        out.append(group)
     return out
 
 
@@ -115,7 +116,7 @@ ONE_GROUP_BY_LENGTH = True  # dicts all as long as the first: one group read by 
 
 
 def _group(cls: type[Op], dicts: list[dict[str, Any]], keys: tuple[str, ...], at: list[int],
-           shape_lists: bool = False) -> list[Group] | None:
+           shape_lists: bool = False) -> Group | None:
     """The group of ``dicts``' rows ``at`` read by ``keys``, its fields converted column by column; None as
     ``_groups_checked``. A row lacking one of ``keys`` raises ``KeyError``."""
     converters, required = _converters(cls)
@@ -131,7 +132,7 @@ def _group(cls: type[Op], dicts: list[dict[str, Any]], keys: tuple[str, ...], at
             columns.append(_column(converters[name], key, values, shape_lists))
     except (OpError, ValueError, TypeError):
         return None
-    return [(at, [name for _, name in fields], columns)]
+    return at, [name for _, name in fields], columns
 
 
 def _columns_checked(cls: type[Op], dicts: list[dict[str, Any]]) -> list[dict[str, Any]] | None:

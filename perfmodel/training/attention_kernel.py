@@ -34,9 +34,7 @@ def fa2_device(hardware: Hardware) -> Hardware:
 
         dump = getattr(hardware, "model_dump", None)  # a plain frozen copy has none: its validated spec has
         data = dump(mode="json") if dump else load_hardware(hardware.id).model_dump(mode="json")
-        from perfmodel.search.fa2_tiles import mma_sync_engines
-
-        mma_sync_engines(data["engines"])
+        fa2_tiles.mma_sync_engines(data["engines"])
         data.update(id=f"{hardware.id}-mma-sync", derived_from=hardware.id)
         _CACHE[key] = parse_spec(data, f"{hardware.id} with mma.sync (FlashAttention-2)")
     return _CACHE[key]
