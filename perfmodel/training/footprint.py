@@ -44,8 +44,9 @@ class Footprint:
 
 
 def footprint(shape: ActivationShape, costs: dict[str, FloatArray], lay: LayoutArrays, setup: TrainingSetup,
-              layers: int) -> Footprint:
-    """Per-device bytes of every layout (``costs``: probe arrays indexed by ``lay.probe``)."""
+              layers: int, attention_bytes: Any = 0.0) -> Footprint:
+    """Per-device bytes of every layout (``costs``: probe arrays indexed by ``lay.probe``; ``attention_bytes``: the
+    attention backward's working buffers of one layer, ``attention_memory``, live on top of the held activations)."""
     c = {k: v[lay.probe] for k, v in costs.items()}
     tp, pp, dp, cp, v = (x.astype(float) for x in (lay.tp, lay.pp, lay.dp, lay.cp, lay.virtual_stages))
     m = setup.global_batch / (dp * lay.micro_batch)
@@ -55,7 +56,7 @@ def footprint(shape: ActivationShape, costs: dict[str, FloatArray], lay: LayoutA
     tokens = lay.micro_batch * setup.seq_len / cp
     sp = setup.sequence_parallel
     per_layer = layer_activation_bytes(shape, tokens, setup.seq_len, tp, sp, lay.recompute)
-    working = layer_working_bytes(shape, tokens, setup.seq_len, tp, sp, lay.recompute)
+    working = layer_working_bytes(shape, tokens, setup.seq_len, tp, sp, lay.recompute) + attention_bytes
     sets_first, embed_held = held_layer_microbatches(pp, m, v, slots_stage / v, last=False, end_in_split=ends)
     sets_last, _ = held_layer_microbatches(pp, m, v, slots_stage / v, last=True, end_in_split=ends)
     embed_mask = tokens * shape.hidden * MASK_BYTES / (tp if sp else 1.0) if setup.dropout else 0.0 * tp
