@@ -16,6 +16,7 @@ import statistics
 from pathlib import Path
 
 from perfmodel.search.fa2_tiles import add_switch_arguments, apply_switch_arguments
+from perfmodel.training import attention_memory
 from perfmodel.training.breakdown import markdown, step_breakdown
 from perfmodel.training.published import (
     RUNS,
@@ -54,8 +55,12 @@ def main() -> None:
     parser.add_argument("--breakdown", nargs="*", metavar="NAME",
                         help='the step by part for the runs whose names contain NAME (default: "Llama 3")')
     add_switch_arguments(parser)  # the fa15 FlashAttention-2 experiments (docs/accuracy.md), all off by default
+    parser.add_argument("--no-attention-buffers", action="store_true",
+                        help="leave the attention backward's working buffers out of the memory (the figures before "
+                             "the fifteenth pass)")
     args = parser.parse_args()
     apply_switch_arguments(args)
+    attention_memory.COUNTED["on"] = not args.no_attention_buffers
     if args.breakdown is not None:
         breakdown(args.breakdown or ["Llama 3"])
         return

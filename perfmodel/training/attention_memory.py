@@ -27,6 +27,9 @@ from perfmodel.graph.llm_config import LlmConfig
 
 BF16_BYTES = 2.0
 FP32_BYTES = 4.0
+# the search counts these buffers (issue 29, fifteenth pass); ``benchmarks/training_throughput.py
+# --no-attention-buffers`` sets it off to reprint the figures from before
+COUNTED = {"on": True}
 
 
 def attention_backward_bytes(cfg: LlmConfig, micro_batch: Any, seq_len: int, tp: Any, cp: Any, allgather: bool,

@@ -26,7 +26,7 @@ from perfmodel.training.costs import LayerCosts, ProbeKey, cost_table
 from perfmodel.training.flops import palm_flops
 from perfmodel.training.footprint import Footprint, footprint
 from perfmodel.training.layout import RECOMPUTE_MODES, SCHEDULES, Layout, TrainingSetup
-from perfmodel.training.attention_memory import attention_backward_bytes
+from perfmodel.training.attention_memory import COUNTED, attention_backward_bytes
 from perfmodel.training.memory import ActivationShape
 from perfmodel.training.step import LayoutArrays, StepTimes, probe_arrays, step_times
 from perfmodel.units import format_bytes
@@ -192,7 +192,7 @@ def search_layouts(cfg: LlmConfig, hardware: Hardware, devices: int, setup: Trai
     shape = ActivationShape.of(cfg, setup.dropout, setup.flash_attention)
     attention_bytes = (attention_backward_bytes(cfg, lay.micro_batch, setup.seq_len, lay.tp, lay.cp,
                                                 setup.cp_attention == "allgather", setup.attention_kernel)
-                       if setup.flash_attention else 0.0)
+                       if setup.flash_attention and COUNTED["on"] else 0.0)
     mem = footprint(shape, arrays, lay, setup, cfg.layers, attention_bytes)
     capacity = float(hardware.level_capacity_bytes(hardware.dram) or np.inf)
     probe_errors = [None if isinstance(costs.probes[k], LayerCosts) else str(costs.probes[k]) for k in keys]

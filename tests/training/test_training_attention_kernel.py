@@ -63,12 +63,14 @@ def test_fa2_changes_nothing_on_a_device_that_already_runs_it() -> None:
 
 def test_llama3_rows_run_fa2_and_the_8k_rows_come_within_15_percent() -> None:
     """Table 4 (arXiv:2407.21783) in PaLM's count: 8K GPUs +15.7 % with the FA3-class kernel, +13.3 % with FA2;
-    16K GPUs +13.2 -> +11.0 %; 131K +50.3 -> +29.7 %. The A100 rows keep the device's kernel."""
+    16K GPUs +13.2 -> +11.0 %; 131K +50.3 -> +29.7 % before the attention backward's buffers, +1.0 % with them
+    (FA2's GQA-expanded dK/dV over the all-gathered sequence: the 131K row no longer fits without recomputation;
+    FA3's fp32 kv-head accumulators still fit). The A100 rows keep the device's kernel."""
     llama = [r for r in RUNS if r.name.startswith("Llama 3")]
     assert len(llama) == 3 and all(r.attention_kernel == "fa2" for r in llama)
     assert all(r.attention_kernel == "native" for r in RUNS if not r.name.startswith("Llama 3"))
     expected = {"Llama 3 405B, 8K GPUs": (0.133, 0.157), "Llama 3 405B, 16K GPUs": (0.110, 0.132),
-                "Llama 3 405B, 16K GPUs, 131K context": (0.297, 0.503)}
+                "Llama 3 405B, 16K GPUs, 131K context": (0.010, 0.503)}
     for run in llama:
         fa2, native = expected[run.name]
         assert predict(run)["error"] == pytest.approx(fa2, abs=0.002)

@@ -80,7 +80,8 @@ def test_h100_gemms_sit_nearer_their_measured_best_than_any_a100_rows(bench) -> 
 
 def test_the_transfer_experiment_brings_the_8k_row_within_15_percent(bench) -> None:  # type: ignore[no-untyped-def]
     """Not shipped (it takes the H100's own measured best): at the A100 rows' median share, 0.955 of 1,830 MHz,
-    the 8K-GPU row is +10.0 % and the 131K row stays near +28 % (attention as FlashAttention-2, fourteenth pass;
+    the 8K-GPU row is +10.0 % and the 131K row, fully recomputed, −0.5 % (attention as FlashAttention-2, fourteenth
+    pass; the attention backward's buffers, fifteenth pass;
     +12.2 / +47 % with the device's FA3-class kernel)."""
     medians = bench.median_shares(bench.ceiling_rows())
     share = medians[bench.A100] / medians[bench.H100]
@@ -89,4 +90,4 @@ def test_the_transfer_experiment_brings_the_8k_row_within_15_percent(bench) -> N
     errors = {r.name: predict(r, variant)["error"] for r in RUNS if r.hardware == H100}
     assert errors["Llama 3 405B, 8K GPUs"] == pytest.approx(0.100, abs=0.003)
     assert errors["Llama 3 405B, 16K GPUs"] == pytest.approx(0.080, abs=0.003)
-    assert errors["Llama 3 405B, 16K GPUs, 131K context"] > 0.25
+    assert errors["Llama 3 405B, 16K GPUs, 131K context"] == pytest.approx(-0.005, abs=0.003)
