@@ -32,8 +32,9 @@ FP32_BYTES = 4.0
 COUNTED = {"on": True}
 
 
-def attention_backward_bytes(cfg: LlmConfig, micro_batch: Any, seq_len: int, tp: Any, cp: Any, allgather: bool,
-                             kernel: str) -> Any:
+def attention_backward_bytes(
+    cfg: LlmConfig, micro_batch: Any, seq_len: int, tp: Any, cp: Any, allgather: bool, kernel: str
+) -> Any:
     """Bytes one device's attention backward allocates for one layer and micro-batch of ``micro_batch`` sequences
     of ``seq_len`` tokens (``cp`` ranks share a sequence; ``allgather``: they all-gather K/V, else a ring passes
     s/cp-token blocks); ``kernel``: ``fa2`` (FlashAttention-2) or ``native`` (FlashAttention-3's buffers)."""

@@ -22,11 +22,11 @@ from perfmodel.dtypes import DType
 from perfmodel.graph.ir import GraphError
 from perfmodel.graph.llm_config import LlmConfig
 from perfmodel.hardware import Hardware
+from perfmodel.training.attention_memory import COUNTED, attention_backward_bytes
 from perfmodel.training.costs import LayerCosts, ProbeKey, cost_table
 from perfmodel.training.flops import palm_flops
 from perfmodel.training.footprint import Footprint, footprint
 from perfmodel.training.layout import RECOMPUTE_MODES, SCHEDULES, Layout, TrainingSetup
-from perfmodel.training.attention_memory import COUNTED, attention_backward_bytes
 from perfmodel.training.memory import ActivationShape
 from perfmodel.training.step import LayoutArrays, StepTimes, probe_arrays, step_times
 from perfmodel.units import format_bytes

@@ -43,8 +43,17 @@ def test_fa3_accumulates_dk_dv_in_fp32_at_the_kv_heads() -> None:
 def test_no_grouping_no_expansion() -> None:
     """Multi-head attention (kv heads = heads): only dq_accum and softmax_d."""
     gpt = bundled("llama-3.1-405b").__class__.from_hf(
-        {"model_type": "gpt2", "n_embd": 4096, "n_head": 32, "n_layer": 2, "n_inner": 16384, "vocab_size": 51200,
-         "n_positions": 2048}, "gpt")
+        {
+            "model_type": "gpt2",
+            "n_embd": 4096,
+            "n_head": 32,
+            "n_layer": 2,
+            "n_inner": 16384,
+            "vocab_size": 51200,
+            "n_positions": 2048,
+        },
+        "gpt",
+    )
     assert attention_backward_bytes(gpt, 2, 2048, 4, 1, False, "fa2") == 2 * 2048 * 8 * (128 + 1) * 4
 
 
@@ -68,8 +77,11 @@ def test_the_131k_row_no_longer_fits_without_recomputation(llama: dict[str, tupl
     assert llama["Llama 3 405B, 16K GPUs, 131K context"][0] == "full"
     long = next(r for r in RUNS if "131K" in r.name)
     result, _, _ = search(long)
-    none = [i for i in range(len(result.reasons)) if result.layout(i).recompute == "none"
-            and result.layout(i).micro_batch == 1]
+    none = [
+        i
+        for i in range(len(result.reasons))
+        if result.layout(i).recompute == "none" and result.layout(i).micro_batch == 1
+    ]
     assert float(result.memory.total_bytes[none[0]]) == pytest.approx(80.186e9, rel=1e-4)
 
 

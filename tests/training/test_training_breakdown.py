@@ -111,8 +111,9 @@ def test_palms_count_leaves_the_131k_row_fa2s_published_attention_rate(llama) ->
     """Against the published H100 kernels at their longest shape (16K tokens, head dim 128, FA3 paper Figs. 5-6;
     forward + backward 326 useful TFLOP/s for FA2, 576 for FA3): fully recomputed (the attention backward's buffers
     leave no room without, fifteenth pass), in PaLM's count the 131K row needs FA2's published rate; in the causal
-    count one far above FA3's (before: well below FA2's, and between the two). The 8K-context rows' gaps need an attention
-    below half of FA2's in either count, so no attention kernel explains them (docs/accuracy.md, twelfth pass)."""
+    count one far above FA3's (before: well below FA2's, and between the two). The 8K-context rows' gaps need an
+    attention below half of FA2's in either count, so no attention kernel explains them (docs/accuracy.md, twelfth
+    pass)."""
     bench = load_benchmark("training_throughput", "training_throughput_bench")
     fa2, fa3 = bench.published_attention_tflops("fa2"), bench.published_attention_tflops("fa3")
     assert fa2 == pytest.approx(3.5 / (1 / 335 + 2.5 / 322)) and fa3 == pytest.approx(3.5 / (1 / 616 + 2.5 / 561))
