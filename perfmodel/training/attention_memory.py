@@ -19,11 +19,14 @@ With tp-way tensor parallelism a device runs heads/tp query heads and max(kv hea
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from perfmodel.graph.llm_config import LlmConfig
+
+if TYPE_CHECKING:
+    from perfmodel.hardware import Hardware
 
 BF16_BYTES = 2.0
 FP32_BYTES = 4.0
@@ -32,12 +35,22 @@ FP32_BYTES = 4.0
 COUNTED = {"on": True}
 
 
+def buffer_kernel(hardware: Hardware, attention_kernel: str) -> str:
+    """Whose buffers a run's attention backward allocates: FlashAttention-3's (``fa3``) where the device's own
+    kernel runs (``native``) and its matrix engines issue asynchronous MMAs (wgmma on Hopper; tcgen05, ``cta``,
+    taken to keep FA3's layout), else FlashAttention-2's (``fa2``: mma.sync devices, and ``attention_kernel``
+    ``fa2``; ROCm's composable-kernel port allocates the same expanded dK/dV)."""
+    asynchronous = any(e.mma_scope in ("warpgroup", "cta") for e in hardware.engines)
+    return "fa3" if attention_kernel == "native" and asynchronous else "fa2"
+
+
 def attention_backward_bytes(
     cfg: LlmConfig, micro_batch: Any, seq_len: int, tp: Any, cp: Any, allgather: bool, kernel: str
 ) -> Any:
     """Bytes one device's attention backward allocates for one layer and micro-batch of ``micro_batch`` sequences
     of ``seq_len`` tokens (``cp`` ranks share a sequence; ``allgather``: they all-gather K/V, else a ring passes
-    s/cp-token blocks); ``kernel``: ``fa2`` (FlashAttention-2) or ``native`` (FlashAttention-3's buffers)."""
+    s/cp-token blocks); ``kernel``: ``fa2`` (FlashAttention-2's buffers) or ``fa3`` (FlashAttention-3's;
+    ``buffer_kernel`` says which a run allocates)."""
     tp = np.asarray(tp, dtype=float)
     cp = np.asarray(cp, dtype=float)
     b = np.asarray(micro_batch, dtype=float)

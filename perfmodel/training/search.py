@@ -22,7 +22,7 @@ from perfmodel.dtypes import DType
 from perfmodel.graph.ir import GraphError
 from perfmodel.graph.llm_config import LlmConfig
 from perfmodel.hardware import Hardware
-from perfmodel.training.attention_memory import COUNTED, attention_backward_bytes
+from perfmodel.training.attention_memory import COUNTED, attention_backward_bytes, buffer_kernel
 from perfmodel.training.costs import LayerCosts, ProbeKey, cost_table
 from perfmodel.training.flops import palm_flops
 from perfmodel.training.footprint import Footprint, footprint
@@ -191,7 +191,8 @@ def search_layouts(cfg: LlmConfig, hardware: Hardware, devices: int, setup: Trai
                        setup.grad_accumulation == "separate", setup.pod_devices or 0, setup.pod_oversubscription)
     shape = ActivationShape.of(cfg, setup.dropout, setup.flash_attention)
     attention_bytes = (attention_backward_bytes(cfg, lay.micro_batch, setup.seq_len, lay.tp, lay.cp,
-                                                setup.cp_attention == "allgather", setup.attention_kernel)
+                                                setup.cp_attention == "allgather",
+                                                buffer_kernel(hardware, setup.attention_kernel))
                        if setup.flash_attention and COUNTED["on"] else 0.0)
     mem = footprint(shape, arrays, lay, setup, cfg.layers, attention_bytes)
     capacity = float(hardware.level_capacity_bytes(hardware.dram) or np.inf)

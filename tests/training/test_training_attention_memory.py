@@ -9,8 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 from perfmodel.graph.llm_config import bundled
+from perfmodel.roofline import resolve_hardware
 from perfmodel.training import attention_memory
-from perfmodel.training.attention_memory import attention_backward_bytes
+from perfmodel.training.attention_memory import attention_backward_bytes, buffer_kernel
 from perfmodel.training.published import RUNS, search
 
 LLAMA = bundled("llama-3.1-405b")  # 128 query heads, 8 kv heads, head dim 128: tp 8 gives 16 and 1 per device
@@ -37,7 +38,7 @@ def test_fa3_accumulates_dk_dv_in_fp32_at_the_kv_heads() -> None:
     """FlashAttention-3 (hopper/flash_api.cpp): dk_accum / dv_accum fp32 at the kv heads, not expanded."""
     fp32_kv = 131072 * 1 * 256 * 4
     whole = 2 * 131072 * 1 * 256 * 2
-    assert attention_backward_bytes(LLAMA, 1, 131072, 8, 16, True, "native") == DQ_8K + fp32_kv + whole
+    assert attention_backward_bytes(LLAMA, 1, 131072, 8, 16, True, "fa3") == DQ_8K + fp32_kv + whole
 
 
 def test_no_grouping_no_expansion() -> None:
@@ -94,3 +95,10 @@ def test_the_switch_reprints_the_figures_from_before() -> None:
         assert float(result.memory.total_bytes[i]) == pytest.approx(78.910e9, rel=1e-4)
     finally:
         attention_memory.COUNTED["on"] = True
+
+
+def test_whose_buffers_a_run_allocates() -> None:
+    """FA3's on Hopper with its own kernel; FA2's with ``fa2`` and on mma.sync devices (A100)."""
+    h100, a100 = resolve_hardware("nvidia-h100-sxm5-80gb"), resolve_hardware("nvidia-a100-sxm4-80gb")
+    assert buffer_kernel(h100, "native") == "fa3" and buffer_kernel(h100, "fa2") == "fa2"
+    assert buffer_kernel(a100, "native") == "fa2" and buffer_kernel(a100, "fa2") == "fa2"
