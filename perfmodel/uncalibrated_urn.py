@@ -1,0 +1,58 @@
+"""Rule "urn" of the uncalibrated intervals: a class's residuals mixed with the pooled ones, the Polya urn's weights.
+
+A new device of a class measured on K devices is, under a Dirichlet-process prior on the devices' residual
+distributions (Blackwell & MacQueen, *Ferguson distributions via Polya urn schemes*, Ann. Statist. 1 (1973) 353-355),
+like one of the K with probability K / (K + alpha) and a fresh draw from the base measure with alpha / (K + alpha).
+The band is the QUANTILES of that predictive mixture: the class's device-balanced log ratios (each device 1 / (K +
+alpha)) and the base measure (alpha / (K + alpha)): every other class's held-out log ratios, each (class, device)
+cell weighing the same, mirrored about the prediction (``MIRROR``: a new device's bias is as likely either side, the
+defaults being fitted across devices). It is split conformal's finite-sample correction (the test group's mass 1 /
+(K + 1) at +infinity, Lee, Barber & Willett 2023) with that mass put on the prior predictive instead. docs/model.md,
+"Rule "urn"". Not shipped unless ``RULES[0]`` says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from perfmodel.ops.base import FloatArray
+
+ALPHA = 1.0  # the urn's concentration: the base measure's weight, in devices
+MIRROR = True  # the base measure symmetrised about the prediction (ratio 1)
+OTHERS_ONLY = True  # the base measure from the other classes only (the class's own rows not counted twice)
+MIRROR_OWN = False  # the class's own part symmetrised too
+URN_BELOW = 3  # classes on fewer devices take the urn; the others keep the shifted band (a large value: every class)
+BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
+
+
+def _cell_weights(cls: np.ndarray[Any, Any], dev: np.ndarray[Any, Any]) -> FloatArray:
+    """Per row 1 / (its (class, device) cell's rows x the cells): every cell weighing the same, summing to 1."""
+    keys = np.char.add(np.char.add(cls.astype(str), "\x00"), dev.astype(str))
+    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    out: FloatArray = 1.0 / (counts[inverse] * counts.size)
+    return out
+
+
+def urn_band(log_ratio: FloatArray, classes: Sequence[str], devices: Sequence[str], name: str) -> tuple[float, float]:
+    """The QUANTILES (as ratios) of class ``name``'s urn mixture over the given rows (all of them training rows)."""
+    from perfmodel.uncalibrated_interval import QUANTILES, weighted_quantiles
+
+    cls, dev = np.asarray(classes), np.asarray(devices)
+    mine = cls == name
+    _, inverse, counts = np.unique(dev[mine], return_inverse=True, return_counts=True)
+    k = counts.size
+    base = ~mine if OTHERS_ONLY and (~mine).any() else np.ones(cls.size, dtype=bool)
+    base_values, base_weights = log_ratio[base], _cell_weights(cls[base], dev[base])
+    if MIRROR:
+        base_values = np.concatenate([base_values, -base_values])
+        base_weights = np.concatenate([base_weights, base_weights]) / 2
+    own_values, own_weights = log_ratio[mine], 1.0 / (counts[inverse] * (k + ALPHA))
+    if MIRROR_OWN:
+        own_values, own_weights = np.concatenate([own_values, -own_values]), np.concatenate([own_weights] * 2) / 2
+    values = np.concatenate([own_values, base_values])
+    weights = np.concatenate([own_weights, base_weights * ALPHA / (k + ALPHA)])
+    low, high = weighted_quantiles(values, weights, QUANTILES)
+    return float(np.exp(low)), float(np.exp(high))
