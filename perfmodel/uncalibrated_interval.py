@@ -163,7 +163,8 @@ PRIOR_DEVICES = 1.0  # the prior's weight in the shrunk spread, in devices (nu_0
 # "symmetric": "shifted" with ``symmetric_band`` instead of the union below MIN_DEVICES devices, tried in the
 # thirteenth pass and not shipped (docs/accuracy.md: all-reduce 86 -> 58 %, one vendor out conv2d_bwd 79 -> 60 %)
 # "selected": each class's rule among those chosen by nested leave-one-device-out on its training devices
-# (``uncalibrated_select``, the fourteenth pass)
+# (``uncalibrated_select``, the fourteenth pass); "urn": a class below ``uncalibrated_urn.URN_BELOW`` devices mixed
+# with the other classes' residuals at the Polya urn's weights (the fifteenth pass, not shipped)
 RULES = ("shifted", "conformal", "symmetric", "selected", "urn")
 FINITE_SAMPLE = True
 Z_10_90 = 2.0 * 1.2815515655446004  # width of the normal's 10-90 % range, in standard deviations

@@ -5,10 +5,10 @@ distributions (Blackwell & MacQueen, *Ferguson distributions via Polya urn schem
 like one of the K with probability K / (K + alpha) and a fresh draw from the base measure with alpha / (K + alpha).
 The band is the QUANTILES of that predictive mixture: the class's device-balanced log ratios (each device 1 / (K +
 alpha)) and the base measure (alpha / (K + alpha)): every other class's held-out log ratios, each (class, device)
-cell weighing the same, mirrored about the prediction (``MIRROR``: a new device's bias is as likely either side, the
-defaults being fitted across devices). It is split conformal's finite-sample correction (the test group's mass 1 /
-(K + 1) at +infinity, Lee, Barber & Willett 2023) with that mass put on the prior predictive instead. docs/model.md,
-"Rule "urn"". Not shipped unless ``RULES[0]`` says so.
+cell weighing the same (``OTHERS_ONLY``), optionally mirrored about the prediction (``MIRROR``). It is split
+conformal's finite-sample correction (the test group's mass 1 / (K + 1) at +infinity, Lee, Barber & Willett 2023)
+with that mass put on the prior predictive instead. Tried in the fifteenth pass (docs/accuracy.md, branch ints16;
+docs/model.md, "Rule "urn""), not shipped: ``RULES[0]`` is still "shifted".
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ import numpy as np
 from perfmodel.ops.base import FloatArray
 
 ALPHA = 1.0  # the urn's concentration: the base measure's weight, in devices
-MIRROR = True  # the base measure symmetrised about the prediction (ratio 1)
+# the base mirrored about the prediction (ratio 1: each row -r); "centre": its median B only (r - 2B); "vendor": each
+# row less its vendor's median plus every training vendor's median either sign
+MIRROR: bool | str = False
 OTHERS_ONLY = True  # the base measure from the other classes only (the class's own rows not counted twice)
 MIRROR_OWN = False  # the class's own part symmetrised too
 URN_BELOW = 3  # classes on fewer devices take the urn; the others keep the shifted band (a large value: every class)
@@ -46,8 +48,13 @@ def urn_band(log_ratio: FloatArray, classes: Sequence[str], devices: Sequence[st
     k = counts.size
     base = ~mine if OTHERS_ONLY and (~mine).any() else np.ones(cls.size, dtype=bool)
     base_values, base_weights = log_ratio[base], _cell_weights(cls[base], dev[base])
-    if MIRROR:
-        base_values = np.concatenate([base_values, -base_values])
+    if MIRROR == "vendor":
+        base_values, base_weights = _vendor_mirrored(base_values, base_weights, dev[base])
+    elif MIRROR:
+        centre = float(weighted_quantiles(base_values, base_weights, [0.5])[0]) if MIRROR == "centre" else 0.0
+        # "centre": the base's median bias B reflected, its shape kept (r - 2B); else each row about 1x (-r)
+        mirrored = base_values - 2 * centre if MIRROR == "centre" else -base_values
+        base_values = np.concatenate([base_values, mirrored])
         base_weights = np.concatenate([base_weights, base_weights]) / 2
     own_values, own_weights = log_ratio[mine], 1.0 / (counts[inverse] * (k + ALPHA))
     if MIRROR_OWN:
@@ -56,3 +63,18 @@ def urn_band(log_ratio: FloatArray, classes: Sequence[str], devices: Sequence[st
     weights = np.concatenate([own_weights, base_weights * ALPHA / (k + ALPHA)])
     low, high = weighted_quantiles(values, weights, QUANTILES)
     return float(np.exp(low)), float(np.exp(high))
+
+
+def _vendor_mirrored(values: FloatArray, weights: FloatArray, devices: np.ndarray[Any, Any]
+                     ) -> tuple[FloatArray, FloatArray]:
+    """``values`` less their vendor's median, plus each training vendor's median either sign (equal weights)."""
+    from perfmodel.uncalibrated_interval import weighted_quantiles
+
+    vendor = np.array([d.split("-")[0] for d in devices.astype(str).tolist()])
+    names = sorted(set(vendor.tolist()))
+    medians = {v: float(weighted_quantiles(values[vendor == v], weights[vendor == v], [0.5])[0]) for v in names}
+    within = values - np.array([medians[v] for v in vendor.tolist()])
+    shifts = [s * medians[v] for v in names for s in (1.0, -1.0)]
+    out_values = np.concatenate([within + shift for shift in shifts])
+    out_weights = np.concatenate([weights] * len(shifts)) / len(shifts)
+    return out_values, out_weights
