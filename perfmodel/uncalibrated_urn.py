@@ -26,6 +26,7 @@ ALPHA = 1.0  # the urn's concentration: the base measure's weight, in devices
 MIRROR: bool | str = False
 OTHERS_ONLY = True  # the base measure from the other classes only (the class's own rows not counted twice)
 MIRROR_OWN = False  # the class's own part symmetrised too
+JACKKNIFE_ONE_DEVICE = "union"  # rule "jackknife" on a class of one device: the shifted rule's union, or "urn"
 URN_BELOW = 3  # classes on fewer devices take the urn; the others keep the shifted band (a large value: every class)
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
 
@@ -78,3 +79,24 @@ def _vendor_mirrored(values: FloatArray, weights: FloatArray, devices: np.ndarra
     out_values = np.concatenate([within + shift for shift in shifts])
     out_weights = np.concatenate([weights] * len(shifts)) / len(shifts)
     return out_values, out_weights
+
+
+def jackknife_band(log_ratio: FloatArray, devices: Sequence[str]) -> tuple[float, float] | None:
+    """Jackknife+ over devices (Barber et al. 2021, its leave-one-out fits a device's): each device d's rows scored
+    |r - mu_-d| about the mean mu_-d of the other devices' medians; the band's ends are the QUANTILES of mu_-d -
+    |score| and mu_-d + |score|, each device weighing the same. None below two devices (no other device's centre)."""
+    from perfmodel.uncalibrated_interval import QUANTILES, weighted_quantiles
+
+    dev = np.asarray(devices)
+    names = sorted(set(dev.tolist()))
+    if len(names) < 2:
+        return None
+    medians = {d: float(np.median(log_ratio[dev == d])) for d in names}
+    total = sum(medians.values())
+    centre = np.array([(total - medians[d]) / (len(names) - 1) for d in dev.tolist()])
+    score = np.abs(log_ratio - centre)
+    _, inverse, counts = np.unique(dev, return_inverse=True, return_counts=True)
+    weights = 1.0 / counts[inverse]
+    low = float(weighted_quantiles(centre - score, weights, [QUANTILES[0]])[0])
+    high = float(weighted_quantiles(centre + score, weights, [QUANTILES[1]])[0])
+    return float(np.exp(low)), float(np.exp(high))

@@ -14,9 +14,9 @@ from perfmodel.uncalibrated_interval import build_bands, class_band
 @pytest.fixture(autouse=True)
 def _switches() -> Iterator[None]:
     """Each test sets the switches it reads; the module's values are put back after it."""
-    saved = (urn.ALPHA, urn.MIRROR, urn.MIRROR_OWN, urn.OTHERS_ONLY, urn.URN_BELOW)
+    saved = (urn.ALPHA, urn.MIRROR, urn.MIRROR_OWN, urn.OTHERS_ONLY, urn.URN_BELOW, urn.JACKKNIFE_ONE_DEVICE)
     yield
-    urn.ALPHA, urn.MIRROR, urn.MIRROR_OWN, urn.OTHERS_ONLY, urn.URN_BELOW = saved
+    urn.ALPHA, urn.MIRROR, urn.MIRROR_OWN, urn.OTHERS_ONLY, urn.URN_BELOW, urn.JACKKNIFE_ONE_DEVICE = saved
 
 
 def test_a_one_device_class_takes_half_its_own_rows_and_half_the_mirrored_others() -> None:
@@ -60,3 +60,25 @@ def test_the_rule_moves_only_classes_below_urn_below_and_checks_them_held_out() 
     expected = urn.urn_band(np.log(ratio[kept]), np.array(classes)[kept].tolist(), np.array(devices)[kept].tolist(),
                             "softmax")
     assert band is not None and band[:2] == pytest.approx(expected) and band[2] == 1
+
+
+def test_the_device_jackknife_scores_each_device_about_the_others_centre() -> None:
+    # d0 at 1x, d1 at 2x: d0 is ln 2 from d1's centre (ends 1x and 4x), d1 ln 2 from d0's (ends 0.5x and 2x);
+    # the 10 % end is the lower of the lows, the 90 % end the higher of the highs: x0.5 .. x4
+    log_ratio = np.concatenate([np.zeros(10), np.full(10, np.log(2.0))])
+    band = urn.jackknife_band(log_ratio, ["d0"] * 10 + ["d1"] * 10)
+    assert band == pytest.approx((0.5, 4.0))
+    assert urn.jackknife_band(np.zeros(5), ["d0"] * 5) is None  # one device: no other device's centre
+
+
+def test_the_jackknife_rule_falls_back_on_one_device_as_switched() -> None:
+    rng = np.random.default_rng(5)
+    ratio = np.exp(np.concatenate([rng.normal(0.3 * i, 0.1, 20) for i in range(4)]))
+    classes = ["matmul"] * 60 + ["softmax"] * 20
+    devices = [f"d{i // 20}" for i in range(60)] + ["d0"] * 20
+    union = class_band(ratio, classes, devices, "softmax", rule="shifted")
+    urn.JACKKNIFE_ONE_DEVICE = "union"
+    assert class_band(ratio, classes, devices, "softmax", rule="jackknife") == union
+    urn.JACKKNIFE_ONE_DEVICE = "urn"
+    assert class_band(ratio, classes, devices, "softmax", rule="urn") == class_band(ratio, classes, devices,
+                                                                                     "softmax", rule="jackknife")
