@@ -8,11 +8,12 @@ spreads too, taken from the other folds only: the rule chosen on N - 1 devices, 
 mean over the held-out devices, and each device's own share.
 
     python benchmarks/uncalibrated_bands.py DEVICE_OUT.npz [VENDOR_OUT.npz] [--per-device] [--rules RULE ...]
-        [--grouping class|family|pooled] [--size-bands]
+        [--grouping class|family|pooled] [--size-bands] [--urn NAME=VALUE ...]
 
 ``--grouping``: whose nested shares choose a class's rule under rule "selected" (``uncalibrated_select.GROUPING``);
 ``--size-bands``: all-reduce's rows banded by message size (< 1 MiB, 1-64 MiB, > 64 MiB, ``lodo_report.BANDS``),
-each band a class of its own (Mondrian), its coverage printed over the three bands together.
+each band a class of its own (Mondrian), its coverage printed over the three bands together; ``--urn``: the
+switches of rules "urn" and "jackknife" (``perfmodel.uncalibrated_urn``, the fifteenth pass).
 
 Not nested for the defaults' fit: the other folds' residuals come from fits that saw the scored fold
 (``lodo.py``'s docstring; a fully nested check refits the defaults N x (N - 1) times).
@@ -31,6 +32,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import perfmodel.uncalibrated_select as select
+import perfmodel.uncalibrated_urn as urn
 from perfmodel.uncalibrated_interval import POOLED, RULES, class_band, conformal_bands
 from perfmodel.uncalibrated_select import selected_bands, selected_rules
 
@@ -107,8 +109,17 @@ def main() -> None:
     parser.add_argument("--grouping", choices=("class", "family", "pooled"), default=select.GROUPING,
                         help="rule 'selected': whose nested shares choose a class's rule")
     parser.add_argument("--size-bands", action="store_true", help="all-reduce banded by message size (Mondrian)")
+    parser.add_argument("--urn", nargs="*", default=[], metavar="NAME=VALUE",
+                        help="rules 'urn' and 'jackknife': set perfmodel.uncalibrated_urn's switches (ALPHA=2, "
+                             "MIRROR=True, MIRROR=centre, OTHERS_ONLY=False, URN_BELOW=99, JACKKNIFE_ONE_DEVICE=urn)")
     args = parser.parse_args()
     select.GROUPING = args.grouping
+    for setting in args.urn:
+        name, _, value = setting.partition("=")
+        if not hasattr(urn, name):
+            parser.error(f"--urn {setting}: perfmodel.uncalibrated_urn has no {name}")
+        setattr(urn, name, {"True": True, "False": False}.get(value, value) if not value[:1].isdigit()
+                else float(value))
     ratio, classes, devices, folds = load(args.device_out)
     vendor = load(args.vendor_out) if args.vendor_out else None
     if args.size_bands:

@@ -163,8 +163,10 @@ PRIOR_DEVICES = 1.0  # the prior's weight in the shrunk spread, in devices (nu_0
 # "symmetric": "shifted" with ``symmetric_band`` instead of the union below MIN_DEVICES devices, tried in the
 # thirteenth pass and not shipped (docs/accuracy.md: all-reduce 86 -> 58 %, one vendor out conv2d_bwd 79 -> 60 %)
 # "selected": each class's rule among those chosen by nested leave-one-device-out on its training devices
-# (``uncalibrated_select``, the fourteenth pass)
-RULES = ("shifted", "conformal", "symmetric", "selected")
+# (``uncalibrated_select``, the fourteenth pass); "urn": a class below ``uncalibrated_urn.URN_BELOW`` devices mixed
+# with the other classes' residuals at the Polya urn's weights; "jackknife": jackknife+ over its devices (both the
+# fifteenth pass, not shipped; ``uncalibrated_urn``)
+RULES = ("shifted", "conformal", "symmetric", "selected", "urn", "jackknife")
 FINITE_SAMPLE = True
 Z_10_90 = 2.0 * 1.2815515655446004  # width of the normal's 10-90 % range, in standard deviations
 
@@ -323,6 +325,15 @@ def class_band(ratio: FloatArray, classes: Sequence[str], devices: Sequence[str]
     if rule == "selected":
         from perfmodel.uncalibrated_select import selected_bands  # it builds on this module
         return selected_bands(ratio, classes, devices, left_out).get(name)
+    if rule in ("urn", "jackknife"):
+        from perfmodel import uncalibrated_urn as urn  # it builds on this module
+
+        if rule == "jackknife" and count < urn.URN_BELOW:
+            jack = urn.jackknife_band(np.log(ratio[mine]), dev[mine].tolist())
+            if jack is not None:
+                return (*jack, count)
+        if count < urn.URN_BELOW and (rule == "urn" or urn.JACKKNIFE_ONE_DEVICE == "urn"):
+            return (*urn.urn_band(np.log(ratio[kept]), cls[kept].tolist(), dev[kept].tolist(), name), count)
     if rule == "symmetric" and count < MIN_DEVICES:
         return (*symmetric_band(ratio[mine], dev[mine].tolist()), count)
     if count >= MIN_DEVICES:
