@@ -35,7 +35,7 @@ def kind(entry: Any, op: dict[str, Any], in_range: bool) -> str:
     if entry is None or not entry.shape_range:
         return "beyond"
     low, high = (np.array(v, dtype=float) for v in entry.shape_range)
-    numbers = op_features(make_op(op))[-low.size:]
+    numbers = op_features(make_op(op))[-low.size :]
     moved = (low == high) & (np.abs(np.array(numbers) - low) > 1e-9)
     return "unvaried" if bool(moved.any()) else "beyond"
 
@@ -60,8 +60,17 @@ def score(rows: list[Row], swap: bool) -> list[tuple[str, str, str, float, float
             lo, hi = np.log(got.interval_s[j] / got.time_s[j])
             residual = math.log(r.measured_s / float(got.time_s[j]))
             inside = bool(got.interval_s[j, 0] <= r.measured_s <= got.interval_s[j, 1])
-            out.append((hw, key, kind(cal.classes.get(key), r.op, bool(got.in_calibrated_range[j])), residual,
-                        float(lo), float(hi), inside))
+            out.append(
+                (
+                    hw,
+                    key,
+                    kind(cal.classes.get(key), r.op, bool(got.in_calibrated_range[j])),
+                    residual,
+                    float(lo),
+                    float(hi),
+                    inside,
+                )
+            )
     return out
 
 
@@ -81,13 +90,18 @@ def main() -> None:
             print(f"{hw:<22} {key:<32} {what:<9} r {r:+.3f} band {lo:+.3f} {hi:+.3f} {'in' if inside else 'OUT'}")
     for what in ("in range", "unvaried", "beyond"):
         chosen = [s for s in scored if s[2] == what]
-        along = sorted(abs(s[3] / (s[5] if s[3] > 0 else s[4])) if (s[5] if s[3] > 0 else s[4]) else math.inf
-                       for s in chosen)
+        along = sorted(
+            abs(s[3] / (s[5] if s[3] > 0 else s[4])) if (s[5] if s[3] > 0 else s[4]) else math.inf for s in chosen
+        )
         if chosen:
-            print(f"{what:<9} {sum(s[6] for s in chosen):>3} of {len(chosen):>3} inside; |r| / edge sorted: "
-                  + " ".join(f"{v:.2f}" for v in along))
-    print(f"llmcompass {'swapped' if args.swap else 'default'}: {sum(s[6] for s in scored)} of {len(scored)} "
-          f"inside, {np.mean([s[6] for s in scored]):.3f}")
+            print(
+                f"{what:<9} {sum(s[6] for s in chosen):>3} of {len(chosen):>3} inside; |r| / edge sorted: "
+                + " ".join(f"{v:.2f}" for v in along)
+            )
+    print(
+        f"llmcompass {'swapped' if args.swap else 'default'}: {sum(s[6] for s in scored)} of {len(scored)} "
+        f"inside, {np.mean([s[6] for s in scored]):.3f}"
+    )
 
 
 if __name__ == "__main__":

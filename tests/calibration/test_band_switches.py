@@ -25,10 +25,10 @@ def test_the_bridge_falls_as_a_wiener_process_with_a_nugget() -> None:
     scale = DistanceScale(np.zeros((1, 1)), 1.0, 0.5, 0.8, 2.0, bridge_rho=1.0, nugget=0.6)
     at = 1.0  # clip(1.0, 0.8, 2.0) ** 0.5
     got = scale.spread(np.array([1.0, 0.0, 0.5, 1.5, 9.0, math.nan]))
-    expect = [at, 0.6 * at, at * math.sqrt(0.36 + 0.64 * 0.5), 1.5 ** 0.5, 2.0 ** 0.5, 1.0]
+    expect = [at, 0.6 * at, at * math.sqrt(0.36 + 0.64 * 0.5), 1.5**0.5, 2.0**0.5, 1.0]
     np.testing.assert_allclose(got, expect)
     bare = DistanceScale(np.zeros((1, 1)), 1.0, 0.0, 1.0, 1.0, bridge_rho=1.0, nugget=0.0)
-    np.testing.assert_allclose(bare.spread(np.array([0.5, 0.0])), [2 ** -0.5, 0.0])
+    np.testing.assert_allclose(bare.spread(np.array([0.5, 0.0])), [2**-0.5, 0.0])
 
 
 def test_a_bridged_scale_round_trips_and_an_unbridged_one_writes_what_it_did() -> None:
@@ -56,13 +56,18 @@ def test_unvaried_only_rows_keep_the_in_range_band(monkeypatch: pytest.MonkeyPat
     bytes too, the third in a shape number the fit varied; only the first leaves the beyond band, and only with the
     switch on."""
     beyond_fit = np.array([True, True, True, False])
-    outside = np.array([[False, False, True, False], [False, True, True, False],
-                        [False, False, False, True], [False, False, False, False]])
+    outside = np.array(
+        [
+            [False, False, True, False],
+            [False, True, True, False],
+            [False, False, False, True],
+            [False, False, False, False],
+        ]
+    )
     low, high = np.array([[12.0, 1.0]] * 4), np.array([[12.0, 5.0]] * 4)
     np.testing.assert_array_equal(bands_apply.extrapolated(beyond_fit, outside, low, high), beyond_fit)
     monkeypatch.setattr(bands_apply, "UNVARIED_KEEP_IN_RANGE", True)
-    np.testing.assert_array_equal(bands_apply.extrapolated(beyond_fit, outside, low, high),
-                                  [False, True, True, False])
+    np.testing.assert_array_equal(bands_apply.extrapolated(beyond_fit, outside, low, high), [False, True, True, False])
 
 
 def test_a_regular_sweep_fitted_with_the_bridge_narrows_a_midpoint_op(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -74,14 +79,14 @@ def test_a_regular_sweep_fitted_with_the_bridge_narrows_a_midpoint_op(monkeypatc
 
     monkeypatch.setattr(distance, "BRIDGE", True)
     hw = "nvidia-a100-sxm4-80gb"
-    ops = [{"kind": "elementwise", "shape": [4 ** i * 1024], "dtype": "fp16"} for i in range(12)]
+    ops = [{"kind": "elementwise", "shape": [4**i * 1024], "dtype": "fp16"} for i in range(12)]
     model = perfmodel.predict_many(hw, ops).time_s
     runs = [(op, float(t) * (1.3 + 0.1 * math.sin(2.0 * i))) for i, (op, t) in enumerate(zip(ops, model, strict=True))]
     cal = fit_calibration(hw, runs)
     entry = next(e for e in cal.classes.values() if e.source == "fitted")
     assert entry.distance is not None and entry.distance.bridge_rho > 0 and 0.0 <= entry.distance.nugget <= 1.0
     assert entry.interval_log is not None
-    mid = predict_calibrated(hw, [{"kind": "elementwise", "shape": [2 * 4 ** 5 * 1024], "dtype": "fp16"}], cal)
+    mid = predict_calibrated(hw, [{"kind": "elementwise", "shape": [2 * 4**5 * 1024], "dtype": "fp16"}], cal)
     assert mid.interval_s is not None and mid.in_calibrated_range is not None and bool(mid.in_calibrated_range[0])
     width = float(np.log(mid.interval_s[0, 1] / mid.interval_s[0, 0]))
     assert width < entry.interval_log[1] - entry.interval_log[0]
