@@ -40,6 +40,25 @@ def once_per_op(values: FloatArray | Callable[[], FloatArray], op_row: IntArray)
     return kept, back
 
 
+# Rows beyond their class's data only through a shape number its runs never varied keep the in-range band (the beyond
+# band's factor measures extrapolation along the directions the fit varied, which such a row does not leave), still
+# hulled with the model's band by ``unvaried_band``. Off: they take the beyond band as every other row beyond.
+UNVARIED_KEEP_IN_RANGE = False
+
+
+def extrapolated(beyond_fit: np.ndarray[Any, np.dtype[np.bool_]], outside: np.ndarray[Any, np.dtype[np.bool_]],
+                 shape_low: FloatArray, shape_high: FloatArray) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """The ``beyond_fit`` rows that take the beyond band: all of them, or with ``UNVARIED_KEEP_IN_RANGE`` those
+    outside (``outside``: n x (2 + N_SHAPE), ``curve.beyond``) in log10 FLOPs, bytes or a shape number the fit
+    varied (``shape_low`` < ``shape_high``)."""
+    if not UNVARIED_KEEP_IN_RANGE:
+        return beyond_fit
+    varied = np.ones(outside.shape, dtype=bool)
+    varied[:, 2:] = shape_low != shape_high
+    out: np.ndarray[Any, np.dtype[np.bool_]] = beyond_fit & (outside & varied).any(axis=1)
+    return out
+
+
 def unvaried_band(beyond_fit: np.ndarray[Any, np.dtype[np.bool_]], shape_low: FloatArray, shape_high: FloatArray,
                   f: curve.Features, model_log: FloatArray, time: FloatArray, model_s: FloatArray,
                   interval_log: FloatArray) -> FloatArray:

@@ -17,9 +17,11 @@ from typing import Any
 
 import numpy as np
 
+import perfmodel.calibration.distance as dist_mod
 from perfmodel.calibration import curve
 from perfmodel.calibration.bands import (
     MIN_CONFORMAL_RUNS,
+    MIN_IN_RANGE_RUNS,
     band_ratio,
     beyond_band,
     beyond_factor,
@@ -190,7 +192,8 @@ def fit_calibration(hardware: HardwareLike, runs: Sequence[tuple[dict[str, Any] 
             held_out = np.where(np.isfinite(with_trees), with_trees, held_out)
     pooled_band = conformal_band(held_out[np.isin(keys, list(results))])
     if f is not None:
-        _distance_bands(classes, rows, members_of, held_out, held_beyond, f, set(few_held_out), seed)
+        _distance_bands(classes, rows, members_of, held_out, held_beyond, f, set(few_held_out), seed,
+                        {k: r.residuals for k, r in results.items()})
     for key in few_held_out:  # the device's pooled held-out runs, over every class fitted here
         if pooled_band is not None:
             classes[key] = dataclasses.replace(classes[key], interval_log=pooled_band)
@@ -326,16 +329,20 @@ def _rebanded(classes: dict[str, ClassParams], rows: dict[str, dict[str, Any]],
 def _distance_bands(classes: dict[str, ClassParams], rows: dict[str, dict[str, Any]],
                     members_of: dict[str, tuple[IntArray, FloatArray]], held_out: FloatArray,
                     held_beyond: np.ndarray[Any, np.dtype[np.bool_]], f: curve.Features, few: set[str],
-                    seed: int) -> None:
+                    seed: int, in_sample: dict[str, FloatArray] | None = None) -> None:
     """Each fitted class with ``MIN_CONFORMAL_RUNS`` in-range held-out runs gets a locally adaptive band
     (``distance``): the conformal band of its residuals divided by their spread ρ^p, and the scale to multiply
-    it by per op (in place). p and the trusted ρ range are the device's, over every such class's runs."""
+    it by per op (in place). p and the trusted ρ range are the device's, over every such class's runs. With
+    ``distance.BRIDGE``: classes of ``MIN_IN_RANGE_RUNS`` such runs, and the band narrows below the class's own
+    held-out ρ toward its in-sample residuals' (``in_sample``) at a fitted op (``DistanceScale.bridge_rho``)."""
+    bridge = dist_mod.BRIDGE and in_sample is not None
+    least = MIN_IN_RANGE_RUNS if bridge else MIN_CONFORMAL_RUNS
     chosen: dict[str, tuple[IntArray, FloatArray, FloatArray]] = {}
     for key, (idx, distance) in members_of.items():
         r = in_range_residuals(held_out[idx], held_beyond[idx])
         ok = np.isfinite(r) & np.isfinite(distance)
         typical = float(np.median(distance[ok])) if ok.any() else 0.0
-        if key in few or int(ok.sum()) < MIN_CONFORMAL_RUNS or typical <= 0:
+        if key in few or int(ok.sum()) < least or typical <= 0:
             continue
         chosen[key] = (idx, np.where(ok, r, np.nan), distance / typical)
     if not chosen:
@@ -350,12 +357,29 @@ def _distance_bands(classes: dict[str, ClassParams], rows: dict[str, dict[str, A
     for key, (idx, r, rho_key) in chosen.items():
         typical = float(np.median(members_of[key][1][np.isfinite(r) & np.isfinite(members_of[key][1])]))
         scale = DistanceScale(fitted_points(x[idx], seed), typical, exponent, low, high)
+        if bridge and in_sample is not None and key in in_sample:
+            scale = _bridged(scale, rho_key[np.isfinite(r)], r, in_sample[key])
         band = conformal_band(r / scale.spread(rho_key))
         if band is None:
             continue
         classes[key] = dataclasses.replace(classes[key], interval_log=band, distance=scale)
         rows[key]["interval_ratio"] = band_ratio(band)
         rows[key]["distance"] = {"typical": typical, "exponent": exponent, "rho_range": [low, high]}
+
+
+def _bridged(scale: DistanceScale, rho: FloatArray, held_out: FloatArray, in_sample: FloatArray) -> DistanceScale:
+    """``scale`` narrowing below its class's own held-out runs: ``bridge_rho`` their 10 % quantile of ρ, the nugget
+    g the width of the in-sample residuals' 10-90 % band over the held-out runs' (normalised at ``bridge_rho``), at
+    most 1 (``distance.BRIDGE``)."""
+    rho = rho[np.isfinite(rho) & (rho > 0)]
+    if not rho.size:
+        return scale
+    bridge_rho = float(np.quantile(rho, RHO_RANGE[0]))
+    held, fitted = conformal_band(held_out / scale.spread(np.full(held_out.size, bridge_rho))), quantile_band(in_sample)
+    if held is None or fitted is None or held[1] - held[0] <= 0:
+        return scale
+    nugget = min(1.0, max(0.0, (fitted[1] - fitted[0]) / (held[1] - held[0])))
+    return dataclasses.replace(scale, bridge_rho=bridge_rho, nugget=nugget)
 
 
 def _out_of_fold(result: FitResult, local: LocalCorrection | None) -> FloatArray:

@@ -27,6 +27,10 @@ BLOCK = 2048  # rows whose distances are computed at once (BLOCK x points floats
 RHO_RANGE = (0.1, 0.9)  # quantiles of the held-out runs' ρ the spread is trusted between
 MAX_EXPONENT = 1.0  # at most linear growth of the spread with distance
 USE_SHARED = True  # the compiled nearest point without the coordinates all points and rows share (same bits)
+# Nearer than a class's own held-out runs (ρ below their 10 % quantile ``bridge_rho``): the spread falls as a Wiener
+# process's variance with a nugget, g² + (1 - g²) ρ / bridge_rho, from 1 at bridge_rho to g² at a fitted op itself
+# (g: the class's in-sample band over its held-out one). Off: ρ is clipped at the device's range (never narrower).
+BRIDGE = False
 
 
 def coordinates(f: Features) -> FloatArray:
@@ -119,6 +123,8 @@ class DistanceScale:
     exponent: float  # p
     rho_low: float  # ρ is clipped to [rho_low, rho_high]
     rho_high: float
+    bridge_rho: float = 0.0  # ρ below which the bridge narrows the band (0: never; ``BRIDGE``)
+    nugget: float = 1.0  # g: the spread at ρ = 0 relative to that at ``bridge_rho``
 
     def factor(self, x: FloatArray) -> FloatArray:
         """Per row of coordinates ``x``: how many times the class's band (at ρ = 1) its band is. The nearest point
@@ -148,18 +154,28 @@ class DistanceScale:
         return shared_values(self._by_first)
 
     def spread(self, rho: FloatArray) -> FloatArray:
-        out: FloatArray = np.clip(np.nan_to_num(rho, nan=1.0), self.rho_low, self.rho_high) ** self.exponent
+        rho = np.nan_to_num(rho, nan=1.0)
+        out: FloatArray = np.clip(rho, self.rho_low, self.rho_high) ** self.exponent
+        if self.bridge_rho > 0:
+            near = rho < self.bridge_rho
+            at = min(max(self.bridge_rho, self.rho_low), self.rho_high) ** self.exponent
+            g2 = self.nugget ** 2
+            out = np.where(near, at * np.sqrt(g2 + (1.0 - g2) * np.maximum(rho, 0.0) / self.bridge_rho), out)
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {"points": self.points.tolist(), "typical": self.typical, "exponent": self.exponent,
-                "rho_range": [self.rho_low, self.rho_high]}
+        out = {"points": self.points.tolist(), "typical": self.typical, "exponent": self.exponent,
+               "rho_range": [self.rho_low, self.rho_high]}
+        if self.bridge_rho > 0:
+            out["bridge"] = [self.bridge_rho, self.nugget]
+        return out
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> DistanceScale:
         points = np.array(data["points"], dtype=float).reshape(len(data["points"]), -1)
         low, high = (float(v) for v in data["rho_range"])
-        return DistanceScale(points, float(data["typical"]), float(data["exponent"]), low, high)
+        bridge, nugget = (float(v) for v in data.get("bridge", (0.0, 1.0)))
+        return DistanceScale(points, float(data["typical"]), float(data["exponent"]), low, high, bridge, nugget)
 
 
 def fitted_points(x: FloatArray, seed: int) -> FloatArray:

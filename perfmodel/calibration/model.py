@@ -15,6 +15,7 @@ from perfmodel.calibration.bands_apply import (
     borrowed_band,
     distance_band,
     each_its_own,
+    extrapolated,
     local_log_factor,
     once_per_op,
     unvaried_band,
@@ -310,7 +311,8 @@ def _apply(calibration: Calibration, batch: CostBatch, distinct: list[Op], op_ro
     interval_log = distance_band(entries, own, inverse, in_range, unclipped, interval_log, op_row)
     beyond_fit = fitted[inverse] & ~in_range  # a fitted class, this op beyond its data
     beyond_log = np.array([e.beyond_log or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
-    interval_log = np.where((beyond_fit & np.isfinite(beyond_log[:, 0]))[:, None], beyond_log, interval_log)
+    wide = extrapolated(beyond_fit, outside, shape_low, shape_high)
+    interval_log = np.where((wide & np.isfinite(beyond_log[:, 0]))[:, None], beyond_log, interval_log)
     model_log = np.array([e.model_log or nan2 for e in entries]).reshape(len(entries), 2)[inverse]
     interval_log = unvaried_band(beyond_fit, shape_low, shape_high, unclipped, model_log, time, batch.time_s,
                                  interval_log)
