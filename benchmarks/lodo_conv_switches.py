@@ -9,7 +9,9 @@ chosen jointly on a 2-D grid (``lodo_joint.JOINT``). P (conv19): ``onchip_effici
 every fold at the shipped 0.75 (te42kyfo/gpu-benches gpu-l2-cache: the A100's L2 sustains ~5.4 of 7.22 TB/s, the
 MI210's 4.3-5.1 of 6.96). A (conv20): the T4's sgemm clock on SIMT matrix work (``machine.SIMT_SUSTAINED_CLOCK``).
 I (conv20): a library's SIMT implicit GEMM at the GEMM's share where integer work issues beside the FMAs
-(``machine.SIMT_INTEGER_OVERLAP``).
+(``machine.SIMT_INTEGER_OVERLAP``). N (convbwd18): a fused Winograd backward's weight gradient as cuDNN's
+non-fused Winograd one (``conv.FUSED_WGRAD_NONFUSED``); T (convbwd18): an FFT forward's backward runs the same FFT
+(``measured_data.FFT_BACKWARD``).
 Every other argument is lodo.py's.
 
     python benchmarks/lodo_conv_switches.py --switches DRWJ [--vendor] [--save-heldout FILE.npz] ...
@@ -27,6 +29,7 @@ import lodo_joint
 import measured_data
 
 from perfmodel import machine
+from perfmodel.ops import conv
 from perfmodel.efficiency import ModelDefaults
 
 START = {"conv_backward_matrix_efficiency": 0.6, "conv_wgrad_dram_efficiency": 0.25}
@@ -45,6 +48,8 @@ def switch_on(letters: str) -> None:
     machine.SIMT_SUSTAINED_CLOCK = "A" in letters
     machine.SIMT_INTEGER_OVERLAP = "I" in letters
     machine._CACHE.clear()
+    conv.FUSED_WGRAD_NONFUSED = "N" in letters
+    measured_data.FFT_BACKWARD = "T" in letters
     measured_data.MIOPEN_DIRECT_SOLVER = "D" in letters
     measured_data.MIOPEN_RXS_WINOGRAD = "R" in letters
     lodo.DECIDED_DEFAULTS = frozenset({"onchip_efficiency"}) if "O" in letters else frozenset()
