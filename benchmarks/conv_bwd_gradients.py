@@ -43,14 +43,23 @@ def alone(work: Work, slot: int) -> Work:
     batch = work.gemm_batch.copy()
     batch[:, DATA + WEIGHT - slot] = 0.0
     stream = work.dgrad_stream_bytes if slot == DATA else work.wgrad_stream_bytes
-    return dataclasses.replace(work, gemm_batch=batch, kernels=np.ones(work.n), bytes_by_role={"stream": stream},
-                               dgrad_stream_bytes=stream * (slot == DATA), wgrad_stream_bytes=stream * (slot == WEIGHT))
+    return dataclasses.replace(
+        work,
+        gemm_batch=batch,
+        kernels=np.ones(work.n),
+        bytes_by_role={"stream": stream},
+        dgrad_stream_bytes=stream * (slot == DATA),
+        wgrad_stream_bytes=stream * (slot == WEIGHT),
+    )
 
 
 def measured_gradients() -> list[tuple[Row, float, float]]:
     """Every DeepBench backward row with its sheet's data- and weight-gradient seconds (the CSV's order)."""
-    seconds = [(float(r["bwd_inputs_ms"]) * 1e-3, float(r["bwd_params_ms"]) * 1e-3) for r in _read("deepbench_conv.csv")
-               if _number(r["bwd_inputs_ms"]) and _number(r["bwd_params_ms"])]
+    seconds = [
+        (float(r["bwd_inputs_ms"]) * 1e-3, float(r["bwd_params_ms"]) * 1e-3)
+        for r in _read("deepbench_conv.csv")
+        if _number(r["bwd_inputs_ms"]) and _number(r["bwd_params_ms"])
+    ]
     rows = [r for r in deepbench() if r.label == "conv2d_bwd"]
     if len(rows) != len(seconds):
         raise SystemExit("deepbench_conv.csv: backward rows and gradient columns disagree")
@@ -62,8 +71,10 @@ def gradients(rows: list[Row], defaults: ModelDefaults, issue_s: float) -> tuple
     ops = [make_op(r.op) for r in rows]
     work = Conv2d.work(ops)  # type: ignore[arg-type]
     hardware = load_hardware(rows[0].hardware)
-    out = [np.maximum(evaluate(alone(work, slot), ops, hardware, "kernel", False, defaults).time_s, issue_s)
-           for slot in (DATA, WEIGHT)]
+    out = [
+        np.maximum(evaluate(alone(work, slot), ops, hardware, "kernel", False, defaults).time_s, issue_s)
+        for slot in (DATA, WEIGHT)
+    ]
     return out[0], out[1]
 
 
@@ -86,8 +97,12 @@ def main() -> None:
         defaults = with_model({hw: defaults_for(load_hardware(hw))}, model)[hw]
         dx, dw = gradients([m[0] for m in members], defaults, harness.get("issue_interval_s", 0.0))
         for (r, mx, mw), px, pw in zip(members, dx, dw, strict=True):
-            key = (hw, r.op["dtype"], r.op.get("algorithm", "implicit_gemm"),
-                   f"{r.op['kernel_h']}x{r.op['kernel_w']} s{r.op['stride']}")
+            key = (
+                hw,
+                r.op["dtype"],
+                r.op.get("algorithm", "implicit_gemm"),
+                f"{r.op['kernel_h']}x{r.op['kernel_w']} s{r.op['stride']}",
+            )
             cells[key].append((px / mx, pw / mw))
     print(f"{'device, dtype, algorithm, filter':68} rows  data grad  weight grad  (model / measured, median)")
     for key, ratios in sorted(cells.items()):

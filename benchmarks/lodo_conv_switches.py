@@ -29,8 +29,8 @@ import lodo_joint
 import measured_data
 
 from perfmodel import machine
-from perfmodel.ops import conv
 from perfmodel.efficiency import ModelDefaults
+from perfmodel.ops import conv
 
 START = {"conv_backward_matrix_efficiency": 0.6, "conv_wgrad_dram_efficiency": 0.25}
 LETTERS = {"S": "conv_backward_matrix_efficiency", "W": "conv_wgrad_dram_efficiency"}

@@ -18,8 +18,20 @@ load_benchmark("lodo", "lodo_benchmark")
 data = sys.modules["measured_data"]
 
 P100 = "nvidia-p100-sxm2-16gb"
-WINOGRAD = {"kind": "conv2d", "batch": 16, "in_channels": 256, "out_channels": 256, "height": 28, "width": 28,
-            "kernel_h": 3, "kernel_w": 3, "padding": 1, "dtype": "fp32", "algorithm": "winograd", "pass": "backward"}
+WINOGRAD = {
+    "kind": "conv2d",
+    "batch": 16,
+    "in_channels": 256,
+    "out_channels": 256,
+    "height": 28,
+    "width": 28,
+    "kernel_h": 3,
+    "kernel_w": 3,
+    "padding": 1,
+    "dtype": "fp32",
+    "algorithm": "winograd",
+    "pass": "backward",
+}
 
 
 def _set(on: bool) -> None:
@@ -64,9 +76,12 @@ def test_only_a_fused_winograd_backward_moves(restore: None) -> None:
 
 
 def _ops() -> dict[str, dict[str, object]]:
-    return {"fused backward": WINOGRAD, "fused forward": {**WINOGRAD, "pass": "forward"},
-            "non-fused backward": {**WINOGRAD, "algorithm": "winograd_nonfused"},
-            "implicit backward": {**WINOGRAD, "algorithm": "implicit_gemm"}}
+    return {
+        "fused backward": WINOGRAD,
+        "fused forward": {**WINOGRAD, "pass": "forward"},
+        "non-fused backward": {**WINOGRAD, "algorithm": "winograd_nonfused"},
+        "implicit backward": {**WINOGRAD, "algorithm": "implicit_gemm"},
+    }
 
 
 def test_a_cudnn_fft_forwards_backward_runs_the_fft() -> None:
@@ -75,10 +90,16 @@ def test_a_cudnn_fft_forwards_backward_runs_the_fft() -> None:
             return tuple(sorted((k, str(v)) for k, v in op.items() if k not in ("algorithm", "pass")))
 
         rows = [r for r in data.deepbench() if r.hardware.startswith(vendor)]
-        forwards = {(r.hardware, shape(r.op)) for r in rows
-                    if r.label == "conv2d" and str(r.op.get("algorithm", "")).startswith("fft")}
-        return {str(r.op.get("algorithm", "implicit_gemm")) for r in rows
-                if r.label == "conv2d_bwd" and (r.hardware, shape(r.op)) in forwards}
+        forwards = {
+            (r.hardware, shape(r.op))
+            for r in rows
+            if r.label == "conv2d" and str(r.op.get("algorithm", "")).startswith("fft")
+        }
+        return {
+            str(r.op.get("algorithm", "implicit_gemm"))
+            for r in rows
+            if r.label == "conv2d_bwd" and (r.hardware, shape(r.op)) in forwards
+        }
 
     try:
         assert backward_algorithms("nvidia") == {"fft", "fft_tiling"}
@@ -91,9 +112,20 @@ def test_a_cudnn_fft_forwards_backward_runs_the_fft() -> None:
 
 def test_v100_fft_tiling_backward_near_deepbench() -> None:
     """DeepBench V100 fp32 5x5 192 -> 32 on 16 x 28 x 28 (FFT_TILING forward): its backward took 386 µs; as the FFT
-    it is predicted near that, as an implicit GEMM ~5x over (a 32-row weight-gradient tile of a 4,800-deep reduction)."""
-    op = {"kind": "conv2d", "batch": 16, "in_channels": 192, "out_channels": 32, "height": 28, "width": 28,
-          "kernel_h": 5, "kernel_w": 5, "padding": 2, "dtype": "fp32", "pass": "backward"}
+    it is predicted near that, as an implicit GEMM ~5x over (32 output channels on a 128-row weight-gradient tile)."""
+    op = {
+        "kind": "conv2d",
+        "batch": 16,
+        "in_channels": 192,
+        "out_channels": 32,
+        "height": 28,
+        "width": 28,
+        "kernel_h": 5,
+        "kernel_w": 5,
+        "padding": 2,
+        "dtype": "fp32",
+        "pass": "backward",
+    }
     measured_s = 386e-6
     fft = float(perfmodel.predict("nvidia-v100-sxm2-32gb", {**op, "algorithm": "fft_tiling"}).time_s)
     implicit = float(perfmodel.predict("nvidia-v100-sxm2-32gb", op).time_s)
