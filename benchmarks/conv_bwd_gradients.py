@@ -87,9 +87,9 @@ def main() -> None:
     switch_on(args.switches)
     fitted = json.loads(str(np.load(args.run)["fitted"])) if args.run else {}
     by_device: dict[str, list[tuple[Row, float, float]]] = defaultdict(list)
-    for r, dx, dw in measured_gradients():
+    for r, measured_dx, measured_dw in measured_gradients():
         if args.device in r.hardware:
-            by_device[r.hardware].append((r, dx, dw))
+            by_device[r.hardware].append((r, measured_dx, measured_dw))
     cells: dict[tuple[object, ...], list[tuple[float, float]]] = defaultdict(list)
     for hw, members in sorted(by_device.items()):
         choice = fitted.get(hw) or fitted.get(vendor(hw)) or {"issue_interval_s": SHIPPED_ISSUE_S}
@@ -97,7 +97,7 @@ def main() -> None:
         defaults = with_model({hw: defaults_for(load_hardware(hw))}, model)[hw]
         dx, dw = gradients([m[0] for m in members], defaults, harness.get("issue_interval_s", 0.0))
         for (r, mx, mw), px, pw in zip(members, dx, dw, strict=True):
-            key = (
+            key: tuple[object, ...] = (
                 hw,
                 r.op["dtype"],
                 r.op.get("algorithm", "implicit_gemm"),
