@@ -82,7 +82,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run", type=Path, help="a lodo.py --save-heldout file: each device at its fold's defaults")
     parser.add_argument("--device", default="", help="only devices whose id contains this")
-    parser.add_argument("--switches", default="DRWJA", help="lodo_conv_switches letters (default: the tip's)")
+    parser.add_argument("--switches", default="DRWJAT", help="lodo_conv_switches letters (default: the tip's)")
     args = parser.parse_args()
     switch_on(args.switches)
     fitted = json.loads(str(np.load(args.run)["fitted"])) if args.run else {}

@@ -1,5 +1,5 @@
-"""benchmarks/lodo.py with the convolution terms switched on by letter (conv17); since conv19 the tip is DRWJ (the
-letters not given are switched off): ``--switches`` letters
+"""benchmarks/lodo.py with the convolution terms switched on by letter (conv17); the tip is DRWJAT (conv19's DRWJ, the
+fourteenth pass's A, convbwd18's T; the letters not given are switched off): ``--switches`` letters
 D (MIOpen's direct forwards at their own share, ``measured_data.MIOPEN_DIRECT_SOLVER`` and ``lodo.DIRECT_GRIDS``),
 R (MIOpen's RxS Winograd, ``measured_data.MIOPEN_RXS_WINOGRAD``), W and S (the backward's weight-gradient stream and
 gradient share, ``lodo.BACKWARD_GRIDS``). The searched ones go right after ``conv_matrix_efficiency`` (D before it),
@@ -14,7 +14,7 @@ non-fused Winograd one (``conv.FUSED_WGRAD_NONFUSED``); T (convbwd18): an FFT fo
 (``measured_data.FFT_BACKWARD``).
 Every other argument is lodo.py's.
 
-    python benchmarks/lodo_conv_switches.py --switches DRWJ [--vendor] [--save-heldout FILE.npz] ...
+    python benchmarks/lodo_conv_switches.py --switches DRWJAT [--vendor] [--save-heldout FILE.npz] ...
 """
 
 from __future__ import annotations
