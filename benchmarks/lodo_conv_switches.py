@@ -1,5 +1,5 @@
-"""benchmarks/lodo.py with the convolution terms switched on by letter (conv17); since conv19 the tip is DRWJ (the
-letters not given are switched off): ``--switches`` letters
+"""benchmarks/lodo.py with the convolution terms switched on by letter (conv17); the tip is DRWJAT (conv19's DRWJ, the
+fourteenth pass's A, convbwd18's T; the letters not given are switched off): ``--switches`` letters
 D (MIOpen's direct forwards at their own share, ``measured_data.MIOPEN_DIRECT_SOLVER`` and ``lodo.DIRECT_GRIDS``),
 R (MIOpen's RxS Winograd, ``measured_data.MIOPEN_RXS_WINOGRAD``), W and S (the backward's weight-gradient stream and
 gradient share, ``lodo.BACKWARD_GRIDS``). The searched ones go right after ``conv_matrix_efficiency`` (D before it),
@@ -9,10 +9,12 @@ chosen jointly on a 2-D grid (``lodo_joint.JOINT``). P (conv19): ``onchip_effici
 every fold at the shipped 0.75 (te42kyfo/gpu-benches gpu-l2-cache: the A100's L2 sustains ~5.4 of 7.22 TB/s, the
 MI210's 4.3-5.1 of 6.96). A (conv20): the T4's sgemm clock on SIMT matrix work (``machine.SIMT_SUSTAINED_CLOCK``).
 I (conv20): a library's SIMT implicit GEMM at the GEMM's share where integer work issues beside the FMAs
-(``machine.SIMT_INTEGER_OVERLAP``).
+(``machine.SIMT_INTEGER_OVERLAP``). N (convbwd18): a fused Winograd backward's weight gradient as cuDNN's
+non-fused Winograd one (``conv.FUSED_WGRAD_NONFUSED``); T (convbwd18): an FFT forward's backward runs the same FFT
+(``measured_data.FFT_BACKWARD``).
 Every other argument is lodo.py's.
 
-    python benchmarks/lodo_conv_switches.py --switches DRWJ [--vendor] [--save-heldout FILE.npz] ...
+    python benchmarks/lodo_conv_switches.py --switches DRWJAT [--vendor] [--save-heldout FILE.npz] ...
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import measured_data
 
 from perfmodel import machine
 from perfmodel.efficiency import ModelDefaults
+from perfmodel.ops import conv
 
 START = {"conv_backward_matrix_efficiency": 0.6, "conv_wgrad_dram_efficiency": 0.25}
 LETTERS = {"S": "conv_backward_matrix_efficiency", "W": "conv_wgrad_dram_efficiency"}
@@ -45,6 +48,8 @@ def switch_on(letters: str) -> None:
     machine.SIMT_SUSTAINED_CLOCK = "A" in letters
     machine.SIMT_INTEGER_OVERLAP = "I" in letters
     machine._CACHE.clear()
+    conv.FUSED_WGRAD_NONFUSED = "N" in letters
+    measured_data.FFT_BACKWARD = "T" in letters
     measured_data.MIOPEN_DIRECT_SOLVER = "D" in letters
     measured_data.MIOPEN_RXS_WINOGRAD = "R" in letters
     lodo.DECIDED_DEFAULTS = frozenset({"onchip_efficiency"}) if "O" in letters else frozenset()

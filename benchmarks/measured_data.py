@@ -154,6 +154,11 @@ MIOPEN_RXS_WINOGRAD = True
 # out conv2d 20.9 -> 22.5 %; with RxS and the weight-gradient stream matmul 10.9 -> 11.0 % one device out
 # (docs/accuracy.md, thirteenth pass, branch conv17). On since conv19, with the joint matrix/onchip fit (lodo_joint)
 MIOPEN_DIRECT_SOLVER = True
+# The backward of a shape whose forward ran cuDNN's FFT / FFT_TILING runs the same FFT for both gradients: cuDNN has
+# BWD_DATA_ALGO_FFT / FFT_TILING and BWD_FILTER_ALGO_FFT (/ FFT_TILING from 7.1), and DeepBench's cudnnFind builds take
+# the fastest; MIOpen's backward-weights algorithms have no FFT (miopenConvBwdWeightsAlgorithm_t), so its rows keep the
+# implicit GEMM (docs/model.md section 1; docs/accuracy.md, fifteenth pass, convbwd18)
+FFT_BACKWARD = True
 
 
 def _algorithm(name: str, conv: dict[str, Any]) -> str:
@@ -222,7 +227,9 @@ def deepbench() -> Iterator[Row]:
             # MIOpen's GEMM path runs the gradients per image too (its BackwardWeightsGemm loops over the batch)
             # MIOpen's RxS Winograd forwards (5x5, 5x10, stride 2) keep the implicit-GEMM backward: which solver ran
             # their gradients is not recorded, and the RxS kernel of that era has no weight-gradient form
-            bwd = fwd if fwd.get("algorithm") in ("winograd_nonfused", "winograd", "im2col_gemm") else base
+            fft = ("fft", "fft_tiling") if FFT_BACKWARD and "cuDNN" in r["software"] else ()
+            same = ("winograd_nonfused", "winograd", "im2col_gemm", *fft)
+            bwd = fwd if fwd.get("algorithm") in same else base
             yield Row("deepbench", hw, {**bwd, "pass": "backward"}, seconds, "kernel", group, "conv2d_bwd")
 
 

@@ -81,6 +81,11 @@ THIN_DGRAD_CHANNELS = 16  # C/g below this: the data gradient runs as a GEMM ont
 
 NONFUSED_TILE = 6  # transformed tile side of cuDNN's non-fused Winograd (alpha = outputs + taps - 1)
 NONFUSED_TILE_OUTPUTS = {3: 4, 5: 2}  # filter side -> output tile side: F(4x4, 3x3), F(2x2, 5x5)
+# A fused Winograd backward's weight gradient as cuDNN's only Winograd weight-gradient algorithm,
+# BWD_FILTER_ALGO_WINOGRAD_NONFUSED (36 GEMMs of K x C x 4x4 tiles and its transforms), where cudnnFind picks the
+# fastest weight-gradient kernel, instead of the implicit GEMM (docs/model.md section 1; off: docs/accuracy.md,
+# fifteenth pass, convbwd18)
+FUSED_WGRAD_NONFUSED = False
 
 
 @register
@@ -246,6 +251,9 @@ class Conv2d(Op):
                                                float(NONFUSED_TILE_OUTPUTS[5])), 2.0)
         points = np.where(nonfused, float(NONFUSED_TILE**2), 16.0)  # transformed values per tile: GEMMs
         tiles = nb * np.ceil(p / out_tile) * np.ceil(q / out_tile)
+        # FUSED_WGRAD_NONFUSED: a fused (3x3) Winograd's weight gradient as the non-fused F(4x4, 3x3) one
+        wgrad_nf = (algorithm == "winograd") & (bwd > 0) if FUSED_WGRAD_NONFUSED else np.zeros(len(nb), dtype=bool)
+        tiles_wgrad = nb * np.ceil(p / NONFUSED_TILE_OUTPUTS[3]) * np.ceil(q / NONFUSED_TILE_OUTPUTS[3])
         # the data gradient (dy -> dx, stride 1: a convolution onto the H x W input) runs the same algorithm
         tiles_dx = nb_x * np.ceil(h / out_tile) * np.ceil(w / out_tile)
         # the weight gradient (x and dy -> dw: F(3x3, 4x4) on the forward's tiles) only in the non-fused form:
@@ -276,10 +284,15 @@ class Conv2d(Op):
         per_image = im2col_terms(special, nb, c / g, r * s, p * q, elem, passes)
         im2col = per_image.on
         thin = thin & ~im2col
+        # the non-fused weight gradient's transforms: x and dy into 36 values per 4x4 tile and channel, its 36 GEMMs'
+        # K x C outputs back into dw
+        wgrad_transforms = np.where(wgrad_nf, x_bytes + y_bytes + w_bytes + NONFUSED_TILE**2 * elem * (
+            tiles_wgrad * (c + k) + k * c), 0.0)
         serial = (np.where(nonfused, transforms, 0.0) + spectra.spectra_bytes * passes + np.where(thin, col_bytes, 0.0)
-                  + per_image.col_bytes)
+                  + per_image.col_bytes + wgrad_transforms)
         # backward: data-gradient and weight-gradient convolutions, each with the forward's FLOPs as implicit GEMMs
-        matrix = np.where(dw, 0.0, np.where(wino, wino_flops + flops * bwd * ~nonfused, flops * passes))
+        wgrad_flops = np.where(wgrad_nf, 2.0 * NONFUSED_TILE**2 * tiles_wgrad * k * (c / g), flops)
+        matrix = np.where(dw, 0.0, np.where(wino, wino_flops + wgrad_flops * bwd * ~nonfused, flops * passes))
         complex_flops = 2.0 * COMPLEX_GEMM_REAL_GEMMS * spectra.frequencies * fft_images * k * c
         matrix = np.where(fft, complex_flops * passes, matrix)
         vector = (np.where(dw, flops * passes, 0.0) + has_bias * nb * k * p * q * fwd + wino_vector
@@ -307,9 +320,10 @@ class Conv2d(Op):
              np.where(wino, tiles_dx, np.where(thin_cols, m_gemm, np.where(fft, fft_images, nb_x * h * w))),
              np.where(thin_cols, (c / g) * r * s, c / g),
              np.where(wino | thin_cols | fft, k / g, (k / g) * dgrad_taps)),
-            (np.where(dw, 0.0, np.where(nonfused, points * g, np.where(fft, complex_gemms, g)) * bwd), k / g,
-             np.where(nonfused | fft, c / g, (c / g) * r * s),
-             np.where(nonfused, tiles, np.where(fft, fft_images, m_gemm))),
+            (np.where(dw, 0.0, np.where(wgrad_nf, NONFUSED_TILE**2 * g, np.where(
+                nonfused, points * g, np.where(fft, complex_gemms, g))) * bwd), k / g,
+             np.where(nonfused | fft | wgrad_nf, c / g, (c / g) * r * s),
+             np.where(nonfused, tiles, np.where(wgrad_nf, tiles_wgrad, np.where(fft, fft_images, m_gemm)))),
         )
         return Work(
             n=len(ops), flops_matrix=matrix, flops_vector=vector, flops_special=np.zeros(len(ops)),
