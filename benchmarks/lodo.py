@@ -51,6 +51,7 @@ from lodo_network import (
     undescribed_network_variant,
 )
 from lodo_report import Folds, bands, table, write_intervals
+from lodo_vendor import PER_VENDOR, vendor, with_model
 from measured_data import (
     FLUSHED_DATASETS,
     HOST_ISSUED_LOOPS,
@@ -122,12 +123,8 @@ HARNESS_GRIDS: dict[str, tuple[float, ...]] = {
 }
 # what _predict reads from a harness dict
 HARNESS_TERMS = frozenset({"compiled_call_s", "issue_interval_s", "peer_issue_interval_s"})
-# Defaults fitted once per vendor, as "name@vendor": a streaming kernel's sustained DRAM share differs by vendor (the
-# dev set's ROCm PyTorch GELU, layer norm and softmax stream at 37-45 % of the MI210's HBM peak, NVIDIA's at 80-90 %:
-# docs/model.md section 5), and one shared value let the MI210's cells set the A100's. A vendor none of whose training
-# rows feel the default (the held-out vendor, or AMD without the MI210: the MI25 rows are GEMMs) takes the mean of the
-# other vendors' fitted values.
-PER_VENDOR = frozenset({"stream_dram_efficiency"})
+# Defaults fitted once per vendor, as "name@vendor" (lodo_vendor: PER_VENDOR, and what a vendor none of whose
+# training rows feel one takes)
 # Defaults chosen on a subset of the training rows only: the rows whose op runs the kernels the default is the share of.
 # A fold with no such row leaves it unset (None: the shipped fallback, ``conv_direct_matrix_efficiency`` -> the
 # library's ``conv_matrix_efficiency``).
@@ -153,10 +150,6 @@ def extra_collectives() -> list[Row]:
               "devices_per_node": int(r["devices_per_node"]), "dtype": "fp16"}
         out.append(Row("vidur", hw, op, float(r["time_median_ms"]) * 1e-3, "kernel", kind, kind))
     return out
-
-
-def vendor(hardware: str) -> str:
-    return hardware.split("-")[0]
 
 
 def _predict(rows: Sequence[Row], defaults_of: dict[str, ModelDefaults], harness: dict[str, float] | None = None
@@ -311,20 +304,6 @@ def _shipped_value(defaults: ModelDefaults, name: str) -> float:
     if base == "conv_direct_matrix_efficiency" and defaults.conv_direct_matrix_efficiency is None:
         base = "conv_matrix_efficiency"  # unset: the library's share
     return float(defaults.stream_dram if base == "stream_dram_efficiency" else getattr(defaults, base))
-
-
-def with_model(shipped: dict[str, ModelDefaults], model: dict[str, float]) -> dict[str, ModelDefaults]:
-    """Each device's defaults with the fitted values: ``name@vendor`` on that vendor's devices only; a vendor without
-    its own value takes the mean of the other vendors' (``PER_VENDOR``)."""
-    out = {}
-    for hw, d in shipped.items():
-        mine = {k.split("@")[0]: v for k, v in model.items() if "@" not in k or k.split("@")[1] == vendor(hw)}
-        for name in PER_VENDOR:
-            others = [v for k, v in model.items() if k.startswith(name + "@")]
-            if name not in mine and others:
-                mine[name] = float(np.mean(others))
-        out[hw] = dataclasses.replace(d, **mine)
-    return out
 
 
 def _split(choice: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:

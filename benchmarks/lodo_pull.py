@@ -28,9 +28,9 @@ from lodo import (
     _split,
     extra_collectives,
     fit_defaults,
-    with_model,
 )
 from lodo_network import _in_scope
+from lodo_vendor import with_model
 from measured_data import Row, all_rows
 
 import perfmodel

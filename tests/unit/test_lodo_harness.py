@@ -87,7 +87,8 @@ def test_latency_factor_grid_lets_a_full_occupancy_stream_reach_the_sustained_dr
 
 def test_a_per_vendor_default_reaches_its_vendors_devices_only() -> None:
     """``stream_dram_efficiency@nvidia`` sets the NVIDIA devices' streaming DRAM share, not the MI210's; a vendor
-    without a value of its own takes the mean of the others' (docs/model.md section 5)."""
+    without a value of its own takes its own fallback, the DRAM share (lodo_vendor.UNSEEN_VENDOR_OWN_DEFAULT:
+    docs/model.md section 5)."""
     assert "stream_dram_efficiency" in lodo.PER_VENDOR
     both = lodo.with_model(_shipped(), {"stream_dram_efficiency@nvidia": 0.9, "stream_dram_efficiency@amd": 0.7,
                                         "kernel_overhead_s": 3e-6})
@@ -95,7 +96,7 @@ def test_a_per_vendor_default_reaches_its_vendors_devices_only() -> None:
     assert both[A100].dram_efficiency == both["amd-mi210"].dram_efficiency  # the GEMM tiles' share is not split
     assert both[A100].kernel_overhead_s == both["amd-mi210"].kernel_overhead_s == 3e-6
     one = lodo.with_model(_shipped(), {"stream_dram_efficiency@nvidia": 0.9})
-    assert one["amd-mi210"].stream_dram == 0.9
+    assert one["amd-mi210"].stream_dram == one["amd-mi210"].dram_efficiency == 0.87
 
 
 def test_a_fit_keeps_no_value_for_a_vendor_its_rows_cannot_feel() -> None:
