@@ -23,8 +23,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from lodo import _split, vendor, with_model
+from lodo import _split
 from lodo_conv_switches import switch_on
+from lodo_vendor import vendor, with_model
 from measured_data import Row, _number, _read, deepbench
 
 from perfmodel.efficiency import ModelDefaults, defaults_for
