@@ -49,10 +49,12 @@ def test_a40_bandwidth_bound_stream_hides_them(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_only_pytorchs_kernel_and_only_forward(monkeypatch: pytest.MonkeyPatch) -> None:
-    inductor = {"kind": "layernorm", "shape": [4096, 4096], "dtype": "fp16"}  # LLMCompass's compiled rows
+    inductor: dict[str, object] = {"kind": "layernorm", "shape": [4096, 4096], "dtype": "fp16"}  # LLMCompass
     assert _delta_s(monkeypatch, A100, inductor) == 0.0
     monkeypatch.setattr(norm, "LAYER_NORM_WELFORD_BETWEEN_LOADS", True)
     backward = make_op(_layer_norm(1024, pass_="backward"))
+    assert isinstance(backward, norm.LayerNorm)
     assert norm.LayerNorm.work([backward]).fp32_instructions_between_loads[0] == 0.0
     rms = make_op({"kind": "rmsnorm", "shape": [1024, 2560], "dtype": "fp16", "threads_per_row": 128})
+    assert isinstance(rms, norm.RmsNorm)
     assert norm.RmsNorm.work([rms]).fp32_instructions_between_loads[0] == 0.0
