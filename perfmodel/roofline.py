@@ -22,6 +22,7 @@ import numpy as np
 from perfmodel import allocator, roofline_labels, uncalibrated_interval
 from perfmodel import machine as _machine
 from perfmodel.cost import Cost, CostBatch
+from perfmodel.dtypes import DTYPE_NAMES
 from perfmodel.efficiency import ModelDefaults
 from perfmodel.gemm_sums import GEMM_SUMS, add_unique
 from perfmodel.machine import MachineTables, derived, tables
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from perfmodel.search.attention_cost import AttentionCandidates
 
 Timing = Literal["kernel", "host"]
+_FP32 = DTYPE_NAMES.index("fp32")
 HardwareLike: TypeAlias = "Hardware | str"
 OpLike = Op | dict[str, Any]
 
@@ -110,6 +112,9 @@ def evaluate(work: Work, ops: Sequence[Op], hardware: Hardware, timing: Timing =
     flight = in_flight_time(work, t, dram_latency, t.bandwidth_bytes_per_s(t.dram), hit, *llc_args,
                              dram_bytes=compulsory)
     first_trip = hit * llc_args[0] + (1.0 - hit) * dram_latency
+    if work.fp32_instructions_between_loads.any():  # issued between a thread's loads: no load in flight meanwhile
+        fp32_per_s = t.vector_peak[_FP32] / 2.0 * d.vector_efficiency * busy  # an FMA: 2 FLOPs, 1 instruction
+        flight = flight + work.fp32_instructions_between_loads / fp32_per_s
     if t.hardware.kind == "gpu":  # indexSelectLargeIndex's first index sector (docs/model.md section 3)
         first_trip = first_trip + np.where(work.index_sector_elements > 0, dram_latency, 0.0)
     level_times[t.dram.name] = np.where(dram_bytes > 0, np.maximum(level_times[t.dram.name],

@@ -120,6 +120,18 @@ class RowOp(Op):
 # both leave-one-out splits but the A40's rows too slow, and one device out the refit moved elementwise
 # (docs/accuracy.md, ln16)
 LAYER_NORM_LOOP_CHAIN = False
+# PyTorch's vectorized_layer_norm_kernel (layer_norm_kernel.cu, compute_stats / cuWelfordOnlineSum) updates a Welford
+# state element by element after each 8-byte load, and normalizes after the next: fp32 instructions per element,
+# counted from the source (docs/model.md, "Layer norm's Welford update between its loads"): half -> float 1, delta 1,
+# count + 1 1, the IEEE reciprocal's refinement 3 (its MUFU.RCP runs on the SFU beside), new mean 1, val - mean 1,
+# M2 1; normalize: x, gamma, beta to float 3, x - mean 1, x rstd 1, x gamma + beta 1, float -> half 0.5 (two a pack)
+WELFORD_FP32_INSTRUCTIONS_PER_ELEMENT = 9.0 + 6.5
+# Threads of PyTorch's vectorized layer norm's row block (32 x num_threads() / 32 = 128 on CUDA): the description the
+# term applies to (measured_data.TORCH_LAYER_NORM); Inductor's Triton kernels keep more loads in flight a thread
+TORCH_VECTORIZED_THREADS = 128
+# On since ln17: layer norm 17.3 -> 12.7 % one device out, 17.5 -> 11.7 % one vendor out, no other class moved
+# (docs/accuracy.md, ln17)
+LAYER_NORM_WELFORD_BETWEEN_LOADS = True
 
 
 @register
@@ -134,7 +146,8 @@ class LayerNorm(RowOp):
 
     @classmethod
     def work(cls, ops: Sequence[Self] | OpColumns, granularity_bytes: float = 1.0) -> Work:
-        """With ``LAYER_NORM_LOOP_CHAIN``, the forward's normalize loop steps as dependent LLC round trips."""
+        """With ``LAYER_NORM_LOOP_CHAIN``, the forward's normalize loop steps as dependent LLC round trips; with
+        ``LAYER_NORM_WELFORD_BETWEEN_LOADS``, PyTorch's kernel's per-element fp32 work between its loads."""
         work = super().work(ops, granularity_bytes)
         if LAYER_NORM_LOOP_CHAIN:
             cols = last_dim(ops)
@@ -142,6 +155,11 @@ class LayerNorm(RowOp):
             threads = np.minimum(np.ceil(cols / width), column(ops, "threads_per_row"))
             fwd, _ = pass_factors(ops)
             work.llc_round_trips = np.ceil(cols / (threads * width)) * fwd
+        if LAYER_NORM_WELFORD_BETWEEN_LOADS:
+            fwd, _ = pass_factors(ops)
+            torch_kernel = column(ops, "threads_per_row") == TORCH_VECTORIZED_THREADS
+            work.fp32_instructions_between_loads = np.where(
+                torch_kernel, WELFORD_FP32_INSTRUCTIONS_PER_ELEMENT * shape_elements(ops) * fwd, 0.0)
         return work
 
 

@@ -96,13 +96,18 @@ class Work:
     # LLC round trips a GPU kernel makes one after another after its stream, each load waiting on the last store
     # (layer norm's normalize loop: docs/model.md, "Small-kernel floors per device and layer norm's ..."); 0: none
     llc_round_trips: FloatArray = field(default_factory=lambda: np.zeros(0))
+    # fp32 instructions a GPU kernel's threads issue between their own loads (a serial reduction's per-element
+    # update): a thread computing holds no load in flight, so their time adds to the latency-bound stream (Little's
+    # law), not to the bandwidth-bound one (docs/model.md, "Layer norm's Welford update between its loads"); 0: none
+    fp32_instructions_between_loads: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         zeros = np.zeros(self.n)
         for name in ("threads", "bytes_per_thread", "threads_per_unit_cap", "scratchpad_bytes", "comm_bytes",
                      "comm_devices", "comm_devices_per_node", "serial_bytes", "nhwc_bytes", "conv_library",
                      "conv_gradient_share", "conv_direct", "dgrad_stream_bytes", "wgrad_stream_bytes",
-                     "dependent_round_trips", "index_sector_elements", "llc_round_trips"):
+                     "dependent_round_trips", "index_sector_elements", "llc_round_trips",
+                     "fp32_instructions_between_loads"):
             if getattr(self, name).size == 0:
                 setattr(self, name, zeros)
         if self.attention.size == 0:
