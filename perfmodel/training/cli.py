@@ -70,6 +70,7 @@ def train_layouts_command(
     from perfmodel.roofline import resolve_hardware
     from perfmodel.training.fit import make_it_fit
     from perfmodel.training.layout import RECOMPUTE_MODES, SCHEDULES, Layout, TrainingSetup
+    from perfmodel.training.no_fit import does_not_fit
     from perfmodel.training.search import (
         DEFAULT_MICRO_BATCHES,
         SearchSpace,
@@ -119,17 +120,24 @@ def train_layouts_command(
                             virtual_stages=(virtual_stages,) if virtual_stages else None,
                             schedules=(schedule,) if schedule else SCHEDULES)
         result = search_layouts(cfg, hw, devices, setup, space)
+        rows = fastest(result, top)
+        none_fits = None if rows else does_not_fit(cfg, hw, result, space)
     except (GraphError, KeyError, ValueError) as exc:
         fail(str(exc).strip("'\""))
         return
-    rows = fastest(result, top)
     if as_json:
-        typer.echo(json.dumps({"layouts_costed": result.count, "fit": len(result.ranked()),
-                               "ruled_out": result.reason_counts(), "fastest": rows}, indent=2))
+        out = {"layouts_costed": result.count, "fit": len(result.ranked()), "ruled_out": result.reason_counts(),
+               "fastest": rows}
+        typer.echo(json.dumps(out if none_fits is None else {**out, "does_not_fit": none_fits}, indent=2))
         return
     typer.echo(f"{result.count} layouts, {len(result.ranked())} fit; ruled out: "
                + (", ".join(f"{k} {v}" for k, v in result.reason_counts().items()) or "none"))
     for row in rows:
         typer.echo(_row_line(row))
-    if not rows:
-        typer.echo("no layout fits: more devices, a smaller global batch or a shorter sequence")
+    if none_fits is not None:
+        typer.echo(f"no layout fits: {none_fits['reason']}")
+        for fix in none_fits["fits_with"]:
+            typer.echo(f"  fits with {fix['change']}: {_row_line(fix)}")
+        if not none_fits["fits_with"]:
+            typer.echo("  no change tried fits (more devices, a smaller global batch, a shorter sequence, offload)")
+        raise typer.Exit(1)
