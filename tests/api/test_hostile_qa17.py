@@ -34,3 +34,15 @@ def test_an_embedding_bag_with_absurd_per_row_work_is_a_422_naming_the_field(cli
     assert response.json()["field"] == f"op.{field}"
     ok = client.post(f"/api/v1/{route}", json={"hardware": H100, "op": {**BAG, field: 2, "pass": "backward"}})
     assert ok.status_code == 200, ok.text
+
+
+def test_more_tag_filters_than_a_run_can_hold_are_a_422_not_a_500(client: TestClient) -> None:
+    """4,000 distinct ``tag=`` filters on GET /runs, or tags in a calibration's filter, built an SQL expression
+    deeper than SQLite's 1,000 levels: a 500 (the calibration's before any job was made)."""
+    many = "&".join(f"tag=k{i}:1" for i in range(2000))
+    listed = client.get(f"/api/v1/runs?{many}")
+    assert listed.status_code == 422 and "at most 32" in listed.json()["detail"], listed.text[:300]
+    assert client.get("/api/v1/runs?" + "&".join(f"tag=k{i}:1" for i in range(32))).status_code == 200
+    body = {"hardware": H100, "filter": {"tags": {f"k{i}": "1" for i in range(2000)}}}
+    fitted = client.post("/api/v1/calibrations", json=body, headers=AUTH)
+    assert fitted.status_code == 422 and fitted.json()["field"] == "filter.tags", fitted.text[:300]
