@@ -70,11 +70,13 @@ def _candidates(result: SearchResult) -> list[tuple[str, int, TrainingSetup, flo
     setup, devices = result.setup, result.devices
     memory_bound = _memory_bound(result)
     out: list[tuple[str, int, TrainingSetup, float]] = []
-    if setup.offload != "optimizer":
+    # every layout unbuilt (an op past any real size): more devices add dp or pp, not a smaller per-device op
+    all_unbuilt = all(r.startswith("cannot build") for r in result.reasons)
+    if setup.offload != "optimizer" and not all_unbuilt:
         out.append(("offload the optimizer state to the host", devices, replace(setup, offload="optimizer"), 0.0))
     steps = [8 << k for k in range(max(devices.bit_length(), 1))]
     more = [devices << k for k in range(1, 21) if devices << k <= MAX_DEVICES]
-    for n in _nearest(devices, steps, memory_bound)[:3] + more:
+    for n in [] if all_unbuilt else _nearest(devices, steps, memory_bound)[:3] + more:
         if n <= MAX_DEVICES:
             out.append((f"devices {devices:,} -> {n:,}", n, setup, abs(n - devices) / devices))
     if not memory_bound:

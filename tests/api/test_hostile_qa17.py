@@ -46,3 +46,20 @@ def test_more_tag_filters_than_a_run_can_hold_are_a_422_not_a_500(client: TestCl
     body = {"hardware": H100, "filter": {"tags": {f"k{i}": "1" for i in range(2000)}}}
     fitted = client.post("/api/v1/calibrations", json=body, headers=AUTH)
     assert fitted.status_code == 422 and fitted.json()["field"] == "filter.tags", fitted.text[:300]
+
+
+LLAMA = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
+         "num_key_value_heads": 8, "num_hidden_layers": 32, "vocab_size": 128256}
+
+
+@pytest.mark.parametrize("value", ["1e308", "NaN", "9223372036854775808"])
+@pytest.mark.parametrize("route", ["training/layouts", "graphs/estimate"])
+def test_a_config_size_past_any_real_model_is_a_422_naming_config(client: TestClient, value: str, route: str) -> None:
+    """hidden_size 1e308 was a 500 (int too large to convert to float) from both routes; NaN reset the connection;
+    2^63 costed 3,120 unbuildable layouts for 5 s."""
+    extra = ', "devices": 8, "global_batch": 8, "seq_len": 1024' if route == "training/layouts" else ""
+    config = str(LLAMA).replace("'", '"').replace("4096,", f"{value},", 1)
+    body = f'{{"hardware": "{H100}", "config": {config}{extra}}}'
+    response = client.post(f"/api/v1/{route}", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 422, response.text[:300]
+    assert response.json()["field"] == "config" and "hidden_size" in response.json()["detail"]
