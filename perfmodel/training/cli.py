@@ -110,7 +110,14 @@ def train_layouts_command(
             for fix in out["fixes"]:
                 typer.echo(f"  fits with {fix['change']}: {_row_line(fix)}")
             if not row["fits"] and not out["fixes"]:
-                typer.echo("  no single change makes it fit: search with `perfmodel train-layouts` (no --dp)")
+                typer.echo("  no single change makes it fit")
+                if out.get("best_layout"):
+                    typer.echo(f"  another layout of {devices} devices fits: {_row_line(out['best_layout'])}")
+                if out.get("does_not_fit"):
+                    typer.echo(f"  no layout fits: {out['does_not_fit']['reason']}")
+                    for fix in out["does_not_fit"]["fits_with"]:
+                        typer.echo(f"  fits with {fix['change']}: {_row_line(fix)}")
+                raise typer.Exit(1)
             return
         space = SearchSpace(tp=(tp,) if tp else None, pp=(pp,) if pp else None, cp=(cp,) if cp else None,
                             ep=(ep,) if ep else None,

@@ -94,3 +94,16 @@ def test_the_page_links_each_change_that_fits(tmp_path: Path) -> None:
     fixes = re.search(r'id="training-fixes">(.*?)</ul>', r.text, re.S)
     assert fixes is not None and "devices=16&amp;global_batch=16" in fixes.group(1)
     assert "least memory" in r.text
+
+
+def test_a_checked_layout_no_single_change_fixes_names_a_layout_that_fits() -> None:
+    """8 x H100, llama-3-8b at 131K tokens, pure dp: no single change fits; it said only "search with
+    train-layouts". It now names the search's fastest fitting layout of the same devices, and exits 1."""
+    out = RUNNER.invoke(app, ["train-layouts", "llama-3-8b", "-H", H100, "--devices", "8", "--global-batch", "16",
+                              "--seq-len", "131072", "--dp", "8"])
+    assert out.exit_code == 1, out.output
+    assert "no single change makes it fit" in out.output and "another layout of 8 devices fits: tp=" in out.output
+    js = RUNNER.invoke(app, ["train-layouts", "llama-3-8b", "-H", H100, "--devices", "8", "--global-batch", "16",
+                             "--seq-len", "131072", "--dp", "8", "--json"])
+    best = json.loads(js.output)["best_layout"]
+    assert best["fits"] and best["layout"]["devices"] == 8
