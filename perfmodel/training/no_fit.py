@@ -72,12 +72,16 @@ def _candidates(result: SearchResult) -> list[tuple[str, int, TrainingSetup, flo
     out: list[tuple[str, int, TrainingSetup, float]] = []
     # every layout unbuilt (an op past any real size): more devices add dp or pp, not a smaller per-device op
     all_unbuilt = all(r.startswith("cannot build") for r in result.reasons)
-    if setup.offload != "optimizer" and not all_unbuilt:
+    some_too_big = any(r.startswith("does not fit") for r in result.reasons)  # offload only saves memory
+    if setup.offload != "optimizer" and some_too_big:
         out.append(("offload the optimizer state to the host", devices, replace(setup, offload="optimizer"), 0.0))
     steps = [8 << k for k in range(max(devices.bit_length(), 1))]
-    more = [devices << k for k in range(1, 21) if devices << k <= MAX_DEVICES]
+    if memory_bound:  # more devices, doubling
+        more = [devices << k for k in range(1, 21) if devices << k <= MAX_DEVICES]
+    else:  # a batch or a sequence too small to spread over every device: fewer devices, halving
+        more = [devices >> k for k in range(1, 7) if devices >> k >= 1]
     for n in [] if all_unbuilt else _nearest(devices, steps, memory_bound)[:3] + more:
-        if n <= MAX_DEVICES:
+        if n <= MAX_DEVICES and (memory_bound or n <= 2 * devices):
             out.append((f"devices {devices:,} -> {n:,}", n, setup, abs(n - devices) / devices))
     if not memory_bound:
         per_step = sorted({int(d * m) for d, m, r in zip(result.layouts.dp, result.layouts.micro_batch,
