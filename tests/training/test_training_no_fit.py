@@ -107,3 +107,13 @@ def test_a_checked_layout_no_single_change_fixes_names_a_layout_that_fits() -> N
                              "--seq-len", "131072", "--dp", "8", "--json"])
     best = json.loads(js.output)["best_layout"]
     assert best["fits"] and best["layout"]["devices"] == 8
+
+
+def test_a_batch_too_small_for_every_device_suggests_fewer_devices() -> None:
+    """One 4096-token sequence cannot spread over 8,192 devices (tp <= 8, cp <= 16, pp <= 32 layers): half of them
+    can hold it, and a batch of 2 fills them all."""
+    cfg, hw = bundled("llama-3-8b"), resolve_hardware(H100)
+    result = search_layouts(cfg, hw, 8192, TrainingSetup(seq_len=4096, global_batch=1))
+    out = does_not_fit(cfg, hw, result)
+    changes = [f["change"] for f in out["fits_with"]]
+    assert changes[0] == "devices 8,192 -> 4,096" and "global batch 1 -> 2" in changes, changes
