@@ -12,6 +12,7 @@ from perfmodel.graph.ir import GraphError
 from perfmodel.graph.llm_config import LlmConfig
 from perfmodel.hardware import Hardware
 from perfmodel.training.layout import RECOMPUTE_MODES, Layout, TrainingSetup
+from perfmodel.training.no_fit import does_not_fit
 from perfmodel.training.search import SearchResult, SearchSpace, search_layouts
 
 
@@ -69,8 +70,6 @@ def make_it_fit(cfg: LlmConfig, hardware: Hardware, layout: Layout, setup: Train
         fixes.sort(key=lambda r: r["step_s"])
     out: dict[str, Any] = {"layout": base, "fixes": fixes}
     if not base["fits"] and not fixes:  # no single change: the search's best layout, or why none fits at all
-        from perfmodel.training.no_fit import does_not_fit
-
         result = search_layouts(cfg, hardware, layout.devices, setup)
         ranked = result.ranked()
         out["best_layout"] = result.row(ranked[0]) if ranked else None
