@@ -25,9 +25,9 @@ def _row_line(row: dict[str, Any]) -> str:
 def train_layouts_command(
     model: Annotated[str, typer.Argument(help="bundled config name or a Hugging Face config.json")],
     hardware: Annotated[str, typer.Option("--hardware", "-H", help="hardware id")],
-    devices: Annotated[int, typer.Option(help="devices in all (tp x cp x pp x dp)")],
-    global_batch: Annotated[int, typer.Option(help="sequences per optimizer step")] = 512,
-    seq_len: Annotated[int, typer.Option(help="tokens per sequence")] = 4096,
+    devices: Annotated[int, typer.Option(max=1 << 20, help="devices in all (tp x cp x pp x dp)")],
+    global_batch: Annotated[int, typer.Option(max=1 << 24, help="sequences per optimizer step")] = 512,
+    seq_len: Annotated[int, typer.Option(max=1 << 22, help="tokens per sequence")] = 4096,
     precision: Annotated[str, typer.Option(help="bf16 or fp8 GEMMs")] = "bf16",
     offload: Annotated[bool, typer.Option("--offload", help="optimizer state in host memory")] = False,
     dropout: Annotated[bool, typer.Option("--dropout", help="GPT-style dropout (masks stored and costed)")] = False,

@@ -117,3 +117,12 @@ def test_a_batch_too_small_for_every_device_suggests_fewer_devices() -> None:
     out = does_not_fit(cfg, hw, result)
     changes = [f["change"] for f in out["fits_with"]]
     assert changes[0] == "devices 8,192 -> 4,096" and "global batch 1 -> 2" in changes, changes
+
+
+def test_the_cli_refuses_sizes_the_api_refuses() -> None:
+    """--global-batch 1e12 was costed (a 2.2e9 s step); the API's bounds (2^24 sequences, 2^22 tokens, 2^20 devices)
+    now hold on the CLI too."""
+    for flag, value in (("--global-batch", "1000000000000"), ("--seq-len", "8388608"), ("--devices", "2097152")):
+        args = ["train-layouts", "llama-3-8b", "-H", H100, "--devices", "8", flag, value]
+        out = RUNNER.invoke(app, args)
+        assert out.exit_code == 2 and "less than or equal" in out.output, (flag, out.output)
