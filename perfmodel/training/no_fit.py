@@ -57,10 +57,12 @@ def why_none_fits(result: SearchResult) -> str:
     miss = nearest_miss(result)
     if miss is not None and _memory_bound(result):
         lay = miss["layout"]
-        return (f"{head}: the one needing least memory (tp={lay['tp']} cp={lay['cp']} pp={lay['pp']} "
-                f"dp={lay['dp']} ZeRO-{lay['zero']} recompute={lay['recompute']}) needs "
-                f"{format_bytes(miss['memory_bytes']['total'])} per device, the device has "
-                f"{format_bytes(result.capacity_bytes)}")
+        return (
+            f"{head}: the one needing least memory (tp={lay['tp']} cp={lay['cp']} pp={lay['pp']} "
+            f"dp={lay['dp']} ZeRO-{lay['zero']} recompute={lay['recompute']}) needs "
+            f"{format_bytes(miss['memory_bytes']['total'])} per device, the device has "
+            f"{format_bytes(result.capacity_bytes)}"
+        )
     first = next((r for r in result.reasons if r.startswith(counts[0][0])), "") if counts else ""
     return f"{head}; most are ruled out by {counts[0][0]} ({counts[0][1]:,}), e.g. {first}" if counts else head
 
@@ -84,22 +86,40 @@ def _candidates(result: SearchResult) -> list[tuple[str, int, TrainingSetup, flo
         if n <= MAX_DEVICES and (memory_bound or n <= 2 * devices):
             out.append((f"devices {devices:,} -> {n:,}", n, setup, abs(n - devices) / devices))
     if not memory_bound:
-        per_step = sorted({int(d * m) for d, m, r in zip(result.layouts.dp, result.layouts.micro_batch,
-                                                          result.reasons, strict=True) if r.startswith("batch")})
+        per_step = sorted(
+            {
+                int(d * m)
+                for d, m, r in zip(result.layouts.dp, result.layouts.micro_batch, result.reasons, strict=True)
+                if r.startswith("batch")
+            }
+        )
         for b in _nearest(setup.global_batch, per_step, False)[:3]:
-            out.append((f"global batch {setup.global_batch:,} -> {b:,}", devices, replace(setup, global_batch=b),
-                        abs(b - setup.global_batch) / setup.global_batch))
+            out.append(
+                (
+                    f"global batch {setup.global_batch:,} -> {b:,}",
+                    devices,
+                    replace(setup, global_batch=b),
+                    abs(b - setup.global_batch) / setup.global_batch,
+                )
+            )
     miss = nearest_miss(result)
-    state_bound = miss is not None and miss["memory_bytes"]["total"] - miss["memory_bytes"]["activations"] > \
-        result.capacity_bytes  # weights, gradients and optimizer alone overflow: a shorter sequence cannot help
+    state_bound = (
+        miss is not None and miss["memory_bytes"]["total"] - miss["memory_bytes"]["activations"] > result.capacity_bytes
+    )  # weights, gradients and optimizer alone overflow: a shorter sequence cannot help
     unbuilt = any(r.startswith("cannot build") for r in result.reasons)  # e.g. an op past any real size
     shorter = (memory_bound and not state_bound) or unbuilt
     seqs = [setup.seq_len >> k for k in range(1, 4) if setup.seq_len >> k >= 1] if shorter else []
     if setup.seq_len % 32:
         seqs = _nearest(setup.seq_len, [32], False)[:2] + seqs
     for s in seqs:
-        out.append((f"sequence {setup.seq_len:,} -> {s:,} tokens", devices, replace(setup, seq_len=s),
-                    abs(s - setup.seq_len) / setup.seq_len))
+        out.append(
+            (
+                f"sequence {setup.seq_len:,} -> {s:,} tokens",
+                devices,
+                replace(setup, seq_len=s),
+                abs(s - setup.seq_len) / setup.seq_len,
+            )
+        )
     seen: set[tuple[int, TrainingSetup]] = set()
     unique = []
     for c in sorted(out, key=lambda c: c[3]):
@@ -109,8 +129,9 @@ def _candidates(result: SearchResult) -> list[tuple[str, int, TrainingSetup, flo
     return unique
 
 
-def fits_with(cfg: LlmConfig, hardware: Hardware, result: SearchResult, space: SearchSpace | None = None,
-              tries: int = MAX_TRIES) -> list[dict[str, Any]]:
+def fits_with(
+    cfg: LlmConfig, hardware: Hardware, result: SearchResult, space: SearchSpace | None = None, tries: int = MAX_TRIES
+) -> list[dict[str, Any]]:
     """The smallest changes of the request that make a layout fit, smallest first (at most one per kind:
     devices, global batch, sequence, offload), each with its fastest layout's row and ``change``."""
     fixes: list[dict[str, Any]] = []
@@ -148,14 +169,23 @@ def fits_with(cfg: LlmConfig, hardware: Hardware, result: SearchResult, space: S
                     devices, row = mid, found
             what, size = f"devices {result.devices:,} -> {devices:,}", abs(devices - result.devices) / result.devices
         kinds.add(kind)
-        fixes.append({"change": what, "relative_change": size, "devices": devices,
-                      "global_batch": setup.global_batch, "seq_len": setup.seq_len,
-                      "offload": setup.offload == "optimizer", **row})
+        fixes.append(
+            {
+                "change": what,
+                "relative_change": size,
+                "devices": devices,
+                "global_batch": setup.global_batch,
+                "seq_len": setup.seq_len,
+                "offload": setup.offload == "optimizer",
+                **row,
+            }
+        )
     return sorted(fixes, key=lambda f: float(f["relative_change"]))
 
 
-def does_not_fit(cfg: LlmConfig, hardware: Hardware, result: SearchResult,
-                 space: SearchSpace | None = None) -> dict[str, Any]:
+def does_not_fit(
+    cfg: LlmConfig, hardware: Hardware, result: SearchResult, space: SearchSpace | None = None
+) -> dict[str, Any]:
     """The reason no layout fits, the nearest miss and the smallest changes that make one fit."""
     fixes = fits_with(cfg, hardware, result, space)
     return {"reason": why_none_fits(result), "nearest_miss": nearest_miss(result), "fits_with": fixes}

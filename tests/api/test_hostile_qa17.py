@@ -20,15 +20,15 @@ BAG = {"kind": "embedding_bag", "num_indices": 64, "embedding_dim": 64, "num_bag
 
 @pytest.fixture
 def client(tmp_path: Path) -> Any:
-    with TestClient(create_app(Settings(database_url=f"sqlite:///{tmp_path / 'p.sqlite3'}",
-                                        api_token=TOKEN))) as c:
+    with TestClient(create_app(Settings(database_url=f"sqlite:///{tmp_path / 'p.sqlite3'}", api_token=TOKEN))) as c:
         yield c
 
 
 @pytest.mark.parametrize("field", ["sort_passes", "state_bytes_per_row"])
 @pytest.mark.parametrize("route", ["predict", "search"])
-def test_an_embedding_bag_with_absurd_per_row_work_is_a_422_naming_the_field(client: TestClient, field: str,
-                                                                             route: str) -> None:
+def test_an_embedding_bag_with_absurd_per_row_work_is_a_422_naming_the_field(
+    client: TestClient, field: str, route: str
+) -> None:
     response = client.post(f"/api/v1/{route}", json={"hardware": H100, "op": {**BAG, field: 1e308}})
     assert response.status_code == 422, response.text  # was 200 (bytes NaN, time 2 µs) / 500
     assert response.json()["field"] == f"op.{field}"
@@ -48,8 +48,15 @@ def test_more_tag_filters_than_a_run_can_hold_are_a_422_not_a_500(client: TestCl
     assert fitted.status_code == 422 and fitted.json()["field"] == "filter.tags", fitted.text[:300]
 
 
-LLAMA = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
-         "num_key_value_heads": 8, "num_hidden_layers": 32, "vocab_size": 128256}
+LLAMA = {
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 32,
+    "vocab_size": 128256,
+}
 
 
 @pytest.mark.parametrize("value", ["1e308", "NaN", "9223372036854775808"])

@@ -11,12 +11,20 @@ from typer.testing import CliRunner
 from perfmodel.cli import app
 from perfmodel.cli_common import open_store
 
-ARGS = ["sweep", "--hardware", "nvidia-h100-sxm5-80gb", "--model", "llama-3-8b", "--vary",
-        "levels.dram.bandwidth_bytes_per_s=x1,x2"]
+ARGS = [
+    "sweep",
+    "--hardware",
+    "nvidia-h100-sxm5-80gb",
+    "--model",
+    "llama-3-8b",
+    "--vary",
+    "levels.dram.bandwidth_bytes_per_s=x1,x2",
+]
 
 
-def test_read_only_refuses_a_stored_sweep_and_runs_one_not_stored(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_only_refuses_a_stored_sweep_and_runs_one_not_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PERFMODEL_DATA_DIR", str(tmp_path))
     monkeypatch.delenv("PERFMODEL_DATABASE_URL", raising=False)
     monkeypatch.setenv("PERFMODEL_READ_ONLY", "1")

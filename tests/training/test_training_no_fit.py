@@ -56,12 +56,27 @@ RUNNER = CliRunner()
 
 
 def test_the_cli_prints_the_reason_and_the_fix_and_exits_1() -> None:
-    out = RUNNER.invoke(app, ["train-layouts", "llama-3-70b", "-H", H100, "--devices", "8", "--global-batch", "16",
-                              "--seq-len", "8192"])
+    out = RUNNER.invoke(
+        app, ["train-layouts", "llama-3-70b", "-H", H100, "--devices", "8", "--global-batch", "16", "--seq-len", "8192"]
+    )
     assert out.exit_code == 1, out.output
     assert "no layout fits: none of the" in out.output and "fits with devices 8 -> 16" in out.output
-    js = RUNNER.invoke(app, ["train-layouts", "llama-3-70b", "-H", H100, "--devices", "8", "--global-batch", "16",
-                             "--seq-len", "8192", "--json"])
+    js = RUNNER.invoke(
+        app,
+        [
+            "train-layouts",
+            "llama-3-70b",
+            "-H",
+            H100,
+            "--devices",
+            "8",
+            "--global-batch",
+            "16",
+            "--seq-len",
+            "8192",
+            "--json",
+        ],
+    )
     assert js.exit_code == 0 and json.loads(js.output)["does_not_fit"]["fits_with"]
 
 
@@ -72,15 +87,19 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
 
 
 def test_the_api_answers_why_and_the_smallest_change(client: TestClient) -> None:
-    r = client.post("/api/v1/training/layouts", json={"hardware": H100, "model": "llama-3-70b", "devices": 8,
-                                                      "global_batch": 16, "seq_len": 8192})
+    r = client.post(
+        "/api/v1/training/layouts",
+        json={"hardware": H100, "model": "llama-3-70b", "devices": 8, "global_batch": 16, "seq_len": 8192},
+    )
     assert r.status_code == 200, r.text
     data = r.json()
     assert data["fit"] == 0 and data["fastest"] == []
     assert "least memory" in data["does_not_fit"]["reason"]
     assert any(f["change"] == "devices 8 -> 16" for f in data["does_not_fit"]["fits_with"])
-    ok = client.post("/api/v1/training/layouts", json={"hardware": H100, "model": "llama-3-8b", "devices": 8,
-                                                       "global_batch": 16, "seq_len": 4096, "top": 1})
+    ok = client.post(
+        "/api/v1/training/layouts",
+        json={"hardware": H100, "model": "llama-3-8b", "devices": 8, "global_batch": 16, "seq_len": 4096, "top": 1},
+    )
     assert "does_not_fit" not in ok.json()
 
 
@@ -88,8 +107,9 @@ def test_the_page_links_each_change_that_fits(tmp_path: Path) -> None:
     from tests.web.conftest import make_app
 
     with TestClient(make_app(tmp_path)) as c:
-        r = c.get(f"/models/training?model=llama-3-70b&hardware={H100}&devices=8&global_batch=16&seq_len=8192"
-                  "&precision=bf16")
+        r = c.get(
+            f"/models/training?model=llama-3-70b&hardware={H100}&devices=8&global_batch=16&seq_len=8192&precision=bf16"
+        )
     assert r.status_code == 200, r.text
     fixes = re.search(r'id="training-fixes">(.*?)</ul>', r.text, re.S)
     assert fixes is not None and "devices=16&amp;global_batch=16" in fixes.group(1)
@@ -99,12 +119,43 @@ def test_the_page_links_each_change_that_fits(tmp_path: Path) -> None:
 def test_a_checked_layout_no_single_change_fixes_names_a_layout_that_fits() -> None:
     """8 x H100, llama-3-8b at 131K tokens, pure dp: no single change fits; it said only "search with
     train-layouts". It now names the search's fastest fitting layout of the same devices, and exits 1."""
-    out = RUNNER.invoke(app, ["train-layouts", "llama-3-8b", "-H", H100, "--devices", "8", "--global-batch", "16",
-                              "--seq-len", "131072", "--dp", "8"])
+    out = RUNNER.invoke(
+        app,
+        [
+            "train-layouts",
+            "llama-3-8b",
+            "-H",
+            H100,
+            "--devices",
+            "8",
+            "--global-batch",
+            "16",
+            "--seq-len",
+            "131072",
+            "--dp",
+            "8",
+        ],
+    )
     assert out.exit_code == 1, out.output
     assert "no single change makes it fit" in out.output and "another layout of 8 devices fits: tp=" in out.output
-    js = RUNNER.invoke(app, ["train-layouts", "llama-3-8b", "-H", H100, "--devices", "8", "--global-batch", "16",
-                             "--seq-len", "131072", "--dp", "8", "--json"])
+    js = RUNNER.invoke(
+        app,
+        [
+            "train-layouts",
+            "llama-3-8b",
+            "-H",
+            H100,
+            "--devices",
+            "8",
+            "--global-batch",
+            "16",
+            "--seq-len",
+            "131072",
+            "--dp",
+            "8",
+            "--json",
+        ],
+    )
     best = json.loads(js.output)["best_layout"]
     assert best["fits"] and best["layout"]["devices"] == 8
 
