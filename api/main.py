@@ -127,6 +127,9 @@ def _document_access(app: FastAPI, settings: Settings) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
+REQUEST_FIELDS = ("config", "model", "devices", "dims")  # GraphError nodes that are fields of a request body
+
+
 def _errors(app: FastAPI) -> None:
     """Bad input is a 4xx naming the field and the reason, never a 500."""
 
@@ -175,4 +178,5 @@ def _errors(app: FastAPI) -> None:
 
     @app.exception_handler(ValueError)
     async def value_error(_: Request, exc: ValueError) -> JSONResponse:
-        return reply(422, str(exc))
+        node = getattr(exc, "node", None)  # a GraphError about a request field (not a graph node) names it
+        return reply(422, str(exc), node if node in REQUEST_FIELDS else None)

@@ -13,8 +13,14 @@ token_app = typer.Typer(help="API tokens for writes (stored hashed, revocable)."
 @token_app.command("create")
 def token_create(name: str = typer.Option(..., "--name", help="who or what uses the token")) -> None:
     """Create a token; it is printed once and stored only as a hash."""
+    from perfmodel.store.errors import StoreError
+
     refuse_if_read_only()
-    row, plaintext = open_store().create_token(name)
+    try:
+        row, plaintext = open_store().create_token(name)
+    except StoreError as exc:  # a name the store refuses (1,000 characters, a NUL): it was a traceback
+        fail(str(exc))
+        return
     typer.echo(plaintext)
     typer.echo(f"token {row.name!r} created; use it as 'Authorization: Bearer <token>'", err=True)
 

@@ -9,6 +9,7 @@ from typing import Any
 from perfmodel.graph.llm_config import bundled, bundled_names
 from perfmodel.hardware import Hardware
 from perfmodel.training.layout import TrainingSetup
+from perfmodel.training.no_fit import does_not_fit
 from perfmodel.training.search import fastest, search_layouts
 from web.models_view import FormError
 
@@ -50,7 +51,9 @@ def training_view(hw: Hardware, q: TrainingQuery) -> dict[str, Any]:
     """Counts, reasons and the ``TOP`` fastest fitting layouts (rows of ``SearchResult.row``)."""
     setup = TrainingSetup(seq_len=q.seq_len, global_batch=q.global_batch,
                           precision="fp8" if q.precision == "fp8" else "bf16")
-    result = search_layouts(bundled(q.model), hw, q.devices, setup)
+    cfg = bundled(q.model)
+    result = search_layouts(cfg, hw, q.devices, setup)
+    rows = fastest(result, TOP)
     return {"query": q, "count": result.count, "fit": len(result.ranked()),
             "ruled_out": sorted(result.reason_counts().items(), key=lambda kv: -kv[1]),
-            "rows": fastest(result, TOP)}
+            "rows": rows, "does_not_fit": None if rows else does_not_fit(cfg, hw, result)}

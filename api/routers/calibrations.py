@@ -15,6 +15,7 @@ from api.schemas import ErrorOut, Notes, Versioned
 from api.state import AppState
 from perfmodel.calibration.stored import MAX_FIT_RUNS
 from perfmodel.jobs import CALIBRATION, QueueFull
+from perfmodel.store.tags import MAX_TAGS
 
 router = APIRouter(tags=["calibration"])
 CALIBRATION_ID = Path(ge=1, le=2**31 - 1)
@@ -26,7 +27,8 @@ class RunFilter(BaseModel):
     model_config = ConfigDict(extra="forbid")
     op_kind: str | None = None
     source: str | None = None
-    tags: dict[str, str] = Field(default_factory=dict)
+    tags: dict[str, str] = Field(default_factory=dict, max_length=MAX_TAGS,
+                                 description=f"at most {MAX_TAGS}: a run holds no more")
     created_after: datetime | None = None
     created_before: datetime | None = None
     trace_upload_id: int | None = Field(default=None, ge=1, le=2**31 - 1)

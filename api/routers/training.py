@@ -18,6 +18,7 @@ from perfmodel.graph.loader import resolve_model
 from perfmodel.hardware import Hardware
 from perfmodel.training.fit import make_it_fit
 from perfmodel.training.layout import RECOMPUTE_MODES, SCHEDULES, Layout, Recompute, Schedule, TrainingSetup
+from perfmodel.training.no_fit import does_not_fit
 from perfmodel.training.search import DEFAULT_MICRO_BATCHES, SearchSpace, fastest, search_layouts
 from perfmodel.training.variability import DEVICE_SPEED_SPREAD
 
@@ -115,9 +116,13 @@ def _search(hardware: Hardware, body: LayoutSearchRequest) -> bytes:
                         recompute=(body.recompute,) if body.recompute else RECOMPUTE_MODES,
                         micro_batch=(body.micro_batch,) if body.micro_batch else DEFAULT_MICRO_BATCHES,
                         schedules=(body.schedule,) if body.schedule else SCHEDULES)
-    result = search_layouts(body.llm(), hardware, body.devices, body.setup(), space)
-    return json_bytes(finite({"layouts_costed": result.count, "fit": len(result.ranked()),
-                              "ruled_out": result.reason_counts(), "fastest": fastest(result, body.top)}))
+    cfg = body.llm()
+    result = search_layouts(cfg, hardware, body.devices, body.setup(), space)
+    out: dict[str, Any] = {"layouts_costed": result.count, "fit": len(result.ranked()),
+                           "ruled_out": result.reason_counts(), "fastest": fastest(result, body.top)}
+    if not out["fastest"]:  # why, and the smallest changes of the request that make a layout fit
+        out["does_not_fit"] = does_not_fit(cfg, hardware, result, space)
+    return json_bytes(finite(out))
 
 
 def _check(hardware: Hardware, body: LayoutCheckRequest) -> bytes:

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from perfmodel.cli_common import fail
+from perfmodel.cli_common import fail, refuse_if_read_only
 from perfmodel.units import format_time_s
 
 
@@ -137,6 +137,8 @@ def sweep_command(
     from perfmodel.ops import OpError
     from perfmodel.specs import SpecError
 
+    if not no_store:
+        refuse_if_read_only()  # it stored the sweep under PERFMODEL_READ_ONLY=1 (--no-store still runs)
     try:
         spec = _sweep_spec(spec_file, hardware, model, vary, phase, batch, prompt_tokens, kv_len, samples, seed)
         with _progress(as_json) as tick:

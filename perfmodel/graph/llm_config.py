@@ -32,6 +32,7 @@ FAMILY_TYPES = ("gemma2", "gemma3_text", "gpt_oss", "falcon", "refinedweb", "ref
                 "phi", "starcoder2", "olmo2", "llama4_text", "cohere",
                 "bloom", "mpt", "gptj", "gpt_bigcode", "phimoe", "olmo", "gpt_neo")  # the last 7: llm_families_more
 MAX_LAYERS = 10_000  # the deepest published decoders have ~100-200 layers; each layer is built as graph nodes
+MAX_CONFIG_VALUE = 2**40  # a size past this is no real model (the ops refuse such dimensions too: MAX_DIMENSION)
 KNOWN_TYPES = (*_LLAMA_TYPES, "gpt2", "gpt_neox", "deepseek_v2", "deepseek_v3", *FAMILY_TYPES, *_TEXT_OF)
 
 
@@ -251,8 +252,9 @@ def _need(data: dict[str, Any], *keys: str) -> int:
     for key in keys:
         value = data.get(key)
         if value is not None:
-            if not isinstance(value, int | float) or int(value) <= 0:
-                raise GraphError("config", f"{key}: expected a positive integer, got {value!r}")
+            if not isinstance(value, int | float) or not 0 < value <= MAX_CONFIG_VALUE:  # NaN fails too
+                raise GraphError("config", f"{key}: expected a positive integer up to {MAX_CONFIG_VALUE:g}, "
+                                           f"got {value!r}")
             return int(value)
     raise GraphError("config", f"missing field {keys[0]!r}")
 
@@ -261,6 +263,8 @@ def _opt(data: dict[str, Any], key: str, default: int) -> int:
     value = data.get(key)
     if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
         raise GraphError("config", f"{key}: expected a number, got {value!r}")
+    if value is not None and not -MAX_CONFIG_VALUE <= value <= MAX_CONFIG_VALUE:  # 1e308 or NaN: int() raised or
+        raise GraphError("config", f"{key}: {value!r} is not a size up to {MAX_CONFIG_VALUE:g}")  # overflowed later
     return default if value is None else int(value)
 
 

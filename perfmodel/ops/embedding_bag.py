@@ -16,8 +16,10 @@ import numpy as np
 
 from perfmodel.dtypes import DType
 from perfmodel.ops.base import (
+    MAX_DIMENSION,
     FloatArray,
     Op,
+    OpError,
     Pass,
     Work,
     check_pass,
@@ -36,6 +38,9 @@ VECTOR_ELEMENTS = 4.0  # Vec4T: each lane loads 4 elements of a row at a time
 def _rounded(row_bytes: FloatArray, granularity_bytes: float) -> FloatArray:
     """Bytes moved per random row: whole sectors/lines."""
     return np.ceil(row_bytes / granularity_bytes) * granularity_bytes
+
+
+MAX_SORT_PASSES = 64  # passes of a radix sort over int64 keys with one-bit digits: the most any sort takes
 
 
 @register
@@ -68,6 +73,12 @@ class EmbeddingBag(Op):
         require_positive(self.kind, num_indices=self.num_indices, embedding_dim=self.embedding_dim,
                          num_bags=self.num_bags)
         require_non_negative(self.kind, sort_passes=self.sort_passes, state_bytes_per_row=self.state_bytes_per_row)
+        if self.sort_passes > MAX_SORT_PASSES:  # 1e308 passes made the forward's bytes NaN (0 x inf) and its time 2 µs
+            raise OpError(self.kind, "sort_passes", f"{self.sort_passes:g} passes: a radix sort of 64-bit keys takes "
+                                                    f"at most {MAX_SORT_PASSES} (one bit a pass)")
+        if self.state_bytes_per_row > MAX_DIMENSION:
+            raise OpError(self.kind, "state_bytes_per_row", f"{self.state_bytes_per_row:g} is larger than "
+                                                            f"{MAX_DIMENSION:g}: not a real workload")
         check_pass(self.kind, self.pass_)
 
     def loop_dims(self) -> dict[str, int]:

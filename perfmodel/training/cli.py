@@ -25,9 +25,9 @@ def _row_line(row: dict[str, Any]) -> str:
 def train_layouts_command(
     model: Annotated[str, typer.Argument(help="bundled config name or a Hugging Face config.json")],
     hardware: Annotated[str, typer.Option("--hardware", "-H", help="hardware id")],
-    devices: Annotated[int, typer.Option(help="devices in all (tp x cp x pp x dp)")],
-    global_batch: Annotated[int, typer.Option(help="sequences per optimizer step")] = 512,
-    seq_len: Annotated[int, typer.Option(help="tokens per sequence")] = 4096,
+    devices: Annotated[int, typer.Option(max=1 << 20, help="devices in all (tp x cp x pp x dp)")],
+    global_batch: Annotated[int, typer.Option(max=1 << 24, help="sequences per optimizer step")] = 512,
+    seq_len: Annotated[int, typer.Option(max=1 << 22, help="tokens per sequence")] = 4096,
     precision: Annotated[str, typer.Option(help="bf16 or fp8 GEMMs")] = "bf16",
     offload: Annotated[bool, typer.Option("--offload", help="optimizer state in host memory")] = False,
     dropout: Annotated[bool, typer.Option("--dropout", help="GPT-style dropout (masks stored and costed)")] = False,
@@ -70,6 +70,7 @@ def train_layouts_command(
     from perfmodel.roofline import resolve_hardware
     from perfmodel.training.fit import make_it_fit
     from perfmodel.training.layout import RECOMPUTE_MODES, SCHEDULES, Layout, TrainingSetup
+    from perfmodel.training.no_fit import does_not_fit
     from perfmodel.training.search import (
         DEFAULT_MICRO_BATCHES,
         SearchSpace,
@@ -109,7 +110,14 @@ def train_layouts_command(
             for fix in out["fixes"]:
                 typer.echo(f"  fits with {fix['change']}: {_row_line(fix)}")
             if not row["fits"] and not out["fixes"]:
-                typer.echo("  no single change makes it fit: search with `perfmodel train-layouts` (no --dp)")
+                typer.echo("  no single change makes it fit")
+                if out.get("best_layout"):
+                    typer.echo(f"  another layout of {devices} devices fits: {_row_line(out['best_layout'])}")
+                if out.get("does_not_fit"):
+                    typer.echo(f"  no layout fits: {out['does_not_fit']['reason']}")
+                    for fix in out["does_not_fit"]["fits_with"]:
+                        typer.echo(f"  fits with {fix['change']}: {_row_line(fix)}")
+                raise typer.Exit(1)
             return
         space = SearchSpace(tp=(tp,) if tp else None, pp=(pp,) if pp else None, cp=(cp,) if cp else None,
                             ep=(ep,) if ep else None,
@@ -119,17 +127,24 @@ def train_layouts_command(
                             virtual_stages=(virtual_stages,) if virtual_stages else None,
                             schedules=(schedule,) if schedule else SCHEDULES)
         result = search_layouts(cfg, hw, devices, setup, space)
+        rows = fastest(result, top)
+        none_fits = None if rows else does_not_fit(cfg, hw, result, space)
     except (GraphError, KeyError, ValueError) as exc:
         fail(str(exc).strip("'\""))
         return
-    rows = fastest(result, top)
     if as_json:
-        typer.echo(json.dumps({"layouts_costed": result.count, "fit": len(result.ranked()),
-                               "ruled_out": result.reason_counts(), "fastest": rows}, indent=2))
+        out = {"layouts_costed": result.count, "fit": len(result.ranked()), "ruled_out": result.reason_counts(),
+               "fastest": rows}
+        typer.echo(json.dumps(out if none_fits is None else {**out, "does_not_fit": none_fits}, indent=2))
         return
     typer.echo(f"{result.count} layouts, {len(result.ranked())} fit; ruled out: "
                + (", ".join(f"{k} {v}" for k, v in result.reason_counts().items()) or "none"))
     for row in rows:
         typer.echo(_row_line(row))
-    if not rows:
-        typer.echo("no layout fits: more devices, a smaller global batch or a shorter sequence")
+    if none_fits is not None:
+        typer.echo(f"no layout fits: {none_fits['reason']}")
+        for fix in none_fits["fits_with"]:
+            typer.echo(f"  fits with {fix['change']}: {_row_line(fix)}")
+        if not none_fits["fits_with"]:
+            typer.echo("  no change tried fits (more devices, a smaller global batch, a shorter sequence, offload)")
+        raise typer.Exit(1)

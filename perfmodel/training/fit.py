@@ -12,6 +12,7 @@ from perfmodel.graph.ir import GraphError
 from perfmodel.graph.llm_config import LlmConfig
 from perfmodel.hardware import Hardware
 from perfmodel.training.layout import RECOMPUTE_MODES, Layout, TrainingSetup
+from perfmodel.training.no_fit import does_not_fit
 from perfmodel.training.search import SearchResult, SearchSpace, search_layouts
 
 
@@ -67,4 +68,11 @@ def make_it_fit(cfg: LlmConfig, hardware: Hardware, layout: Layout, setup: Train
             if row["fits"]:
                 fixes.append({"change": what, **row})
         fixes.sort(key=lambda r: r["step_s"])
-    return {"layout": base, "fixes": fixes}
+    out: dict[str, Any] = {"layout": base, "fixes": fixes}
+    if not base["fits"] and not fixes:  # no single change: the search's best layout, or why none fits at all
+        result = search_layouts(cfg, hardware, layout.devices, setup)
+        ranked = result.ranked()
+        out["best_layout"] = result.row(ranked[0]) if ranked else None
+        if not ranked:
+            out["does_not_fit"] = does_not_fit(cfg, hardware, result)
+    return out
