@@ -32,7 +32,7 @@ from perfmodel.search.gemm_kernel import (
 # columns of the per-candidate table (``gemm_jit.fill_candidates``: terms that depend on the device, the candidate,
 # the element size and the peak only: computed once per op dtype, not per op)
 (C_BK, C_FOOTPRINT, C_RESIDENT, C_REJECT, C_GRANULAR, C_COMPUTE_STEP, C_SMEM_READS, C_SMEM_STEP,
- C_HIDDEN, C_UNBUFFERED, C_SIZE) = range(11)
+ C_HIDDEN, C_UNBUFFERED, C_STEP_FLOOR, C_STEP_FULL, C_SIZE) = range(13)
 
 FLOOR_SLACK = 1e-6  # relative room for the few roundings between ``memory_floor``'s bound and ``element``'s figure
 
@@ -111,7 +111,8 @@ def floors(v: Any, c: Any, bm: Any, bn: Any, stages: Any, codes: Any, values: An
                     continue
                 mt, nt = mt_of[codes[0, j]], nt_of[codes[1, j]]
                 tiles = b * mt * nt * s
-                x = np.ceil(tiles / units) * (steps * c[j, C_COMPUTE_STEP]) + v[D_FILL] + partial
+                least_step = c[j, C_STEP_FULL] if tiles >= units else c[j, C_STEP_FLOOR]
+                x = np.ceil(tiles / units) * (steps * least_step) + v[D_FILL] + partial
                 if bounded_memory:  # ``gemm_jit.memory_floor``, its tile count and K-steps taken from above
                     x = max(x, dram_floor(v, c[j, C_RESIDENT], bm[j], bn[j], stages[j], mm, nn, mt, tiles, steps,
                                           kstep, ks, eb, comp, rb))

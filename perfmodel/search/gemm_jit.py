@@ -24,6 +24,8 @@ from perfmodel.search.gemm_floor import (  # the table's columns, read as gemm_j
     C_SIZE,
     C_SMEM_READS,
     C_SMEM_STEP,
+    C_STEP_FLOOR,
+    C_STEP_FULL,
     C_UNBUFFERED,
     candidate_codes,
     dram_floor,
@@ -110,6 +112,16 @@ def fill_candidates(v: Any, bm: Any, bn: Any, bk_bytes: Any, stages: Any, eb: fl
         # pipelined, loads in flight cover the latency; unbuffered, each step waits for it
         table[j, C_HIDDEN] = latency / (max(stages[j] - 1.0, 1.0) * resident)
         table[j, C_UNBUFFERED] = latency / resident
+        # floors under ``element``'s time per K-step (``per_step``) from its terms that need no op: the load step
+        # with one active tile (any grid) or all units active (a grid of at least as many tiles), B panels shared
+        # by ``D_SHARING`` tiles (the most there), max'ed and added as there
+        for col, active in ((C_STEP_FLOOR, 1.0), (C_STEP_FULL, max(units, 1.0))):
+            load_step = (bm[j] + bn[j] * r / v[D_SHARING]) * bk * eb / (v[D_LOAD_BW] / active)
+            if systolic:
+                least = max(compute_step, load_step) if stages[j] > 1.0 else compute_step + load_step
+            else:
+                least = max(max(compute_step, load_step), table[j, C_SMEM_STEP])
+            table[j, col] = max(least, table[j, C_HIDDEN]) if stages[j] > 1.0 else least + table[j, C_UNBUFFERED]
 
 
 TABLES_KEPT = 8  # candidate tables kept per call, one per distinct (element size, peak, B's ratio) of the ops

@@ -27,7 +27,8 @@ def _loaded_kernels() -> None:
 
 def _reference(v: np.ndarray, c: np.ndarray, arrays: tuple[np.ndarray, ...], b: float, mm: float, nn: float,
                kk: float, eb: float, comp: float, rb: float, bounded: bool) -> tuple[np.ndarray, int]:
-    """The floors and seed as ``best`` figured them before speed31, candidate by candidate in index order."""
+    """The floors and seed as ``best`` figured them before speed31, candidate by candidate in index order (with
+    speed32's floor per K-step)."""
     from perfmodel.search import gemm_jit as g
     from perfmodel.search.gemm_kernel import D_FILL, D_OVERHEAD, D_REDUCE_BW, D_UNITS
 
@@ -41,7 +42,9 @@ def _reference(v: np.ndarray, c: np.ndarray, arrays: tuple[np.ndarray, ...], b: 
             floor[j] = np.inf
             continue
         partials = 2.0 * s * b * mm * nn * 4.0 if s > 1.0 else 0.0
-        x = (np.ceil(b * mt * nt * s / v[D_UNITS]) * (np.ceil(ks / kstep) * c[j, g.C_COMPUTE_STEP]) + v[D_FILL]
+        tiles = b * mt * nt * s
+        least_step = c[j, g.C_STEP_FULL] if tiles >= v[D_UNITS] else c[j, g.C_STEP_FLOOR]  # speed32's step floor
+        x = (np.ceil(tiles / v[D_UNITS]) * (np.ceil(ks / kstep) * least_step) + v[D_FILL]
              + partials / v[D_REDUCE_BW])
         if bounded:
             x = max(x, g.memory_floor(v, c, j, bm[j], bn[j], stages[j], s, b, mm, nn, mt, nt, ks, eb, comp, rb))
