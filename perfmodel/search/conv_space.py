@@ -17,12 +17,14 @@ space's for a 128-row tile on the same device (``gemm_space.compact_space``).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 
 from perfmodel.machine import MachineTables
 from perfmodel.ops.base import FloatArray
+from perfmodel.search.gemm_cost import GemmChoice
 from perfmodel.search.gemm_space import GemmCandidates, compact_space
 
 SIMT_CONV_TILE_M = 128  # output pixels (implicit GEMM) or Winograd tiles per CTA
@@ -59,7 +61,30 @@ def channel_intervals(k: FloatArray, channels: FloatArray, elem: FloatArray, ten
     return out
 
 
+# A fixed-tile library kernel's unit reaches its sustained rate only with ``UNIT_CONCURRENCY`` of its CTAs resident
+# at once: one CTA alone stalls at every K-step's barrier and shared-memory refill, which a second CTA's math covers
+# (docs/model.md section 1, "A partly filled machine"). The busiest unit with j = ceil(tiles / units) < that many
+# CTAs runs its tiles in the time of that many: compute = fill + t_tile · max(j, min(UNIT_CONCURRENCY, resident)).
+# 1.0: off (each tile at the unit's full rate, time ∝ j: the shipped model)
+UNIT_CONCURRENCY = 1.0
+CONCURRENCY_FAMILIES = (1, 2)  # the forward families (SIMT implicit GEMM, fused Winograd): no split-K partials
+
 _SPACES: dict[tuple[object, ...], GemmCandidates] = {}
+
+
+def unit_concurrency(t: MachineTables, choice: GemmChoice, family: int) -> GemmChoice:
+    """``choice`` (a fixed family's schedules) with its compute time stretched where the busiest unit holds fewer
+    than ``UNIT_CONCURRENCY`` CTAs (its resident limit at most); unchanged when off or for another family."""
+    if UNIT_CONCURRENCY <= 1.0 or family not in CONCURRENCY_FAMILIES:
+        return choice
+    units = float(t.gemm_units or t.units)
+    per_unit = np.maximum(np.ceil(choice.tiles / units), 1.0)
+    fill = t.latency_s(t.dram)
+    t_tile = np.maximum(choice.compute_s - fill, 0.0) / per_unit
+    wanted = np.minimum(UNIT_CONCURRENCY, choice.resident)
+    compute = choice.compute_s + t_tile * np.maximum(wanted - per_unit, 0.0)
+    body = np.maximum(choice.body_s, compute)
+    return dataclasses.replace(choice, compute_s=compute, body_s=body)
 
 
 def family_of(codes: np.ndarray, simt: np.ndarray, tensor: np.ndarray) -> np.ndarray:
@@ -94,4 +119,4 @@ def simt_conv_space(t: MachineTables, family: int = 1) -> GemmCandidates:
 
 __all__ = ["CHANNEL_INTERVAL_BYTES", "DATA_GRADIENT", "FAMILY_TILES", "FORWARD", "FUSED_WINOGRAD",
            "SIMT_CONV_TILES_N", "SIMT_CONV_TILE_M", "WEIGHT_GRADIENT", "channel_intervals", "family_of",
-           "simt_conv_space"]
+           "simt_conv_space", "unit_concurrency"]
