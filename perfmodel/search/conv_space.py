@@ -36,12 +36,21 @@ FAMILY_TILES: dict[int, tuple[tuple[tuple[int, int], ...], bool]] = {
     2: (((128, 128),), False),  # SIMT fused Winograd: *_scudnn_winograd_128x128_*
     3: (((128, 32), (128, 64), (128, 128)), True),  # SIMT gradients: *_scudnn_128x128_stridedB_splitK_*
     4: (((128, 128), (256, 128)), False),  # tensor-core data gradient (s884cudnn 128x128, 256x128), no split-K
+    # tensor-core forward implicit GEMM (cuDNN 7): *_s884cudnn_fp16_256x128_ldg8_relu_*, *_256x64_ldg8_relu_* (Volta),
+    # *_s1688cudnn_fp16_256x128_* and *_256x64_sliced1x2_* (Turing), no split-K; plus the 128x128 *_splitK_* kernel
+    # (FAMILY_SPLIT_TILES)
+    5: (((256, 128), (256, 64), (128, 128)), False),
 }
+# tiles of a family that also run split-K (every split of the compact space) beside its unsplit ones
+FAMILY_SPLIT_TILES: dict[int, tuple[tuple[int, int], ...]] = {5: ((128, 128),)}
 SIMT_CONV_TILES_N: dict[int, tuple[int, ...]] = {f: tuple(bn for _, bn in tiles) for f, (tiles, _) in
                                                  FAMILY_TILES.items()}
 # code -> family, off the tensor cores (SIMT) and on them (NVIDIA tensor cores): 0 = the free search
 SIMT_FAMILY = {FORWARD: 1, FUSED_WINOGRAD: 2, DATA_GRADIENT: 3, WEIGHT_GRADIENT: 3}
 TENSOR_FAMILY = {DATA_GRADIENT: 4}
+# the tensor-core forward on cuDNN's own tiles (family 5) instead of the free search: a switch, off ("none"), "all"
+# (the unsplit tiles and the split 128x128), "unsplit" (the unsplit tiles only)
+TENSOR_FORWARD = "none"
 
 # A tensor-core implicit-GEMM convolution (NHWC) steps through its reduction one filter tap and one interval of
 # channels at a time, 64 bytes of them (32 fp16 values: CUTLASS's conv2d fprop iterators advance (r, s, c) -> (0, 0,
@@ -93,7 +102,8 @@ def family_of(codes: np.ndarray, simt: np.ndarray, tensor: np.ndarray) -> np.nda
     out = np.zeros(codes.shape, dtype=np.float64)
     for code, family in SIMT_FAMILY.items():
         out = np.where(simt & (codes == code), float(family), out)
-    for code, family in TENSOR_FAMILY.items():
+    tensor_family = {**TENSOR_FAMILY, FORWARD: 5} if TENSOR_FORWARD != "none" else TENSOR_FAMILY
+    for code, family in tensor_family.items():
         out = np.where(tensor & (codes == code), float(family), out)
     return out
 
@@ -101,17 +111,20 @@ def family_of(codes: np.ndarray, simt: np.ndarray, tensor: np.ndarray) -> np.nda
 def simt_conv_space(t: MachineTables, family: int = 1) -> GemmCandidates:
     """cuDNN's convolution tiles of a family (``FAMILY_TILES``: no split-K, or every split of the compact space)
     with the compact space's K-step and stages for a tile of that many rows."""
-    key = (family, t.mma_n, t.mma_m, t.hardware.kind, t.scratchpad_bytes_per_unit)
+    key = (family, t.mma_n, t.mma_m, t.hardware.kind, t.scratchpad_bytes_per_unit, TENSOR_FORWARD)
     if key not in _SPACES:
         base = compact_space(t)
         tiles, splits_k = FAMILY_TILES[family]
         splits = np.unique(base.split) if splits_k else np.array([1.0])
         rows = []
-        for bm, bn in tiles:
+        split_tiles = FAMILY_SPLIT_TILES.get(family, ()) if TENSOR_FORWARD == "all" else ()
+        # the family's tiles at its splits, then its split-K kernels' tiles at every split but 1
+        menu = [(tile, splits) for tile in tiles] + [(tile, np.unique(base.split)[1:]) for tile in split_tiles]
+        for (bm, bn), own in menu:
             same = np.nonzero((base.bm == bm) & (base.split == 1))[0]
             nearest = same[np.argmin(np.abs(base.bn[same] - bn) + 1e-3 * base.bk_bytes[same])]
             rows += [(float(bm), float(bn), base.bk_bytes[nearest], base.stages[nearest], float(split),
-                      base.group[nearest]) for split in splits]
+                      base.group[nearest]) for split in own]
         grid = np.array(rows, dtype=np.float64)
         _SPACES[key] = GemmCandidates(*(grid[:, i] for i in range(grid.shape[1])))
     return _SPACES[key]
