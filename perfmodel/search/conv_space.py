@@ -50,7 +50,7 @@ SIMT_FAMILY = {FORWARD: 1, FUSED_WINOGRAD: 2, DATA_GRADIENT: 3, WEIGHT_GRADIENT:
 TENSOR_FAMILY = {DATA_GRADIENT: 4}
 # the tensor-core forward on cuDNN's own tiles (family 5) instead of the free search: a switch, off ("none"), "all"
 # (the unsplit tiles and the split 128x128), "unsplit" (the unsplit tiles only)
-TENSOR_FORWARD = "none"
+TENSOR_FORWARD = "all"
 
 # A tensor-core implicit-GEMM convolution (NHWC) steps through its reduction one filter tap and one interval of
 # channels at a time, 64 bytes of them (32 fp16 values: CUTLASS's conv2d fprop iterators advance (r, s, c) -> (0, 0,

@@ -73,7 +73,8 @@ def test_unit_concurrency_off_is_linear_on_is_flat_below_two_ctas(switches: None
     assert perfmodel.predict(V100, DEEP).time_s == fp16.time_s
 
 
-def test_switches_ship_off() -> None:
-    """Both terms are findings (docs/accuracy.md, fifteenth pass, convfill21): shipped off."""
-    assert conv_space.TENSOR_FORWARD == "none"
+def test_shipped_switches() -> None:
+    """The tensor-core forward menu ships on with its split kernel ("all"); the unit concurrency is a finding
+    (docs/accuracy.md, fifteenth pass, convfill21), off."""
+    assert conv_space.TENSOR_FORWARD == "all"
     assert conv_space.UNIT_CONCURRENCY == 1.0
