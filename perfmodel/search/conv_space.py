@@ -11,6 +11,11 @@ pytorch/pytorch#13412 (``maxwell_scudnn_128x64_relu_medium_nn``, on a V100) and 
 The fused Winograd F(2x2, 3x3) is one tile only, ``maxwell_scudnn_winograd_128x128_ldg1_ldg4_relu_tile418n_nt``
 (nvprof, kblomdahl/dream-go#25): 128 transformed tiles by 128 output channels per CTA in each of its 16 GEMMs.
 
+On the tensor cores the forward runs cuDNN 7's own menu too (family 5, ``TENSOR_FORWARD``): 256x128, 256x64 and
+128x128 unsplit (``volta_fp16_s884cudnn_fp16_256x128_ldg8_relu_*``, ``*_256x64_ldg8_relu_*``, Turing's
+``*_s1688cudnn_fp16_256x128_*`` / ``*_256x64_sliced1x2_*``: pytorch/pytorch#54324) and the 128x128 ``*_splitK_*``
+kernel at every split; the data gradient 128x128 / 256x128 unsplit (family 4).
+
 Only the tile shapes and the absence of split-K are the library's; the K-step and pipeline depth are the compact
 space's for a 128-row tile on the same device (``gemm_space.compact_space``).
 """
@@ -48,8 +53,9 @@ SIMT_CONV_TILES_N: dict[int, tuple[int, ...]] = {f: tuple(bn for _, bn in tiles)
 # code -> family, off the tensor cores (SIMT) and on them (NVIDIA tensor cores): 0 = the free search
 SIMT_FAMILY = {FORWARD: 1, FUSED_WINOGRAD: 2, DATA_GRADIENT: 3, WEIGHT_GRADIENT: 3}
 TENSOR_FAMILY = {DATA_GRADIENT: 4}
-# the tensor-core forward on cuDNN's own tiles (family 5) instead of the free search: a switch, off ("none"), "all"
-# (the unsplit tiles and the split 128x128), "unsplit" (the unsplit tiles only)
+# the tensor-core forward on cuDNN's own tiles (family 5) instead of the free search: "all" (shipped: the unsplit
+# tiles and the split 128x128; one device out conv2d 21.0 -> 19.9 %, docs/accuracy.md, convfill21), "unsplit" (the
+# unsplit tiles only), "none" (the free search)
 TENSOR_FORWARD = "all"
 
 # A tensor-core implicit-GEMM convolution (NHWC) steps through its reduction one filter tap and one interval of
