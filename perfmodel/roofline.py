@@ -30,7 +30,7 @@ from perfmodel.memory_time import in_flight_time, level_time, llc_hit_share
 from perfmodel.nvidia_gemm_paths import converts_to_nhwc, simt_on_cudnn
 from perfmodel.ops import Op, OpError, Work, make_op
 from perfmodel.ops.base import DTYPE_BYTES, FloatArray, IntArray
-from perfmodel.search.conv_space import channel_intervals, family_of, simt_conv_space
+from perfmodel.search.conv_space import channel_intervals, family_of, simt_conv_space, unit_concurrency
 from perfmodel.search.distinct_gemms import best_distinct, merge_choices
 from perfmodel.search.gemm_cost import GemmChoice
 from perfmodel.search.gemm_space import GemmCandidates, compact_space, concat_spaces, full_space
@@ -279,6 +279,7 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
             where = family == code
             part = best_distinct(t, own, *(c[where] for c in columns))
             if code != 0:
+                part = unit_concurrency(t, part, int(code))
                 part = dataclasses.replace(part, index=part.index + sum(s.size for s in spaces))
                 spaces.append(own)
             parts.append((where, part))

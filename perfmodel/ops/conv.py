@@ -33,7 +33,8 @@ touched rows (NCHW) or rows and pixels (NHWC) only (``_touched_share``); dx is s
 
 The forward implicit GEMM and fused Winograd mark their GEMM slot ``gemm_simt_conv``: off the tensor cores of an
 NVIDIA GPU they run cuDNN's fixed SIMT tiles without split-K (``perfmodel.search.conv_space``): 128 output pixels
-x 32/64/128 channels, and 128 Winograd tiles x 128 channels.
+x 32/64/128 channels, and 128 Winograd tiles x 128 channels; on the tensor cores the forward runs cuDNN 7's
+256x128 / 256x64 / 128x128 tiles and its one 128x128 split-K kernel (``conv_space.TENSOR_FORWARD``).
 """
 
 from __future__ import annotations

@@ -11,18 +11,25 @@ pytorch/pytorch#13412 (``maxwell_scudnn_128x64_relu_medium_nn``, on a V100) and 
 The fused Winograd F(2x2, 3x3) is one tile only, ``maxwell_scudnn_winograd_128x128_ldg1_ldg4_relu_tile418n_nt``
 (nvprof, kblomdahl/dream-go#25): 128 transformed tiles by 128 output channels per CTA in each of its 16 GEMMs.
 
+On the tensor cores the forward runs cuDNN 7's own menu too (family 5, ``TENSOR_FORWARD``): 256x128, 256x64 and
+128x128 unsplit (``volta_fp16_s884cudnn_fp16_256x128_ldg8_relu_*``, ``*_256x64_ldg8_relu_*``, Turing's
+``*_s1688cudnn_fp16_256x128_*`` / ``*_256x64_sliced1x2_*``: pytorch/pytorch#54324) and the 128x128 ``*_splitK_*``
+kernel at every split; the data gradient 128x128 / 256x128 unsplit (family 4).
+
 Only the tile shapes and the absence of split-K are the library's; the K-step and pipeline depth are the compact
 space's for a 128-row tile on the same device (``gemm_space.compact_space``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 
 from perfmodel.machine import MachineTables
 from perfmodel.ops.base import FloatArray
+from perfmodel.search.gemm_cost import GemmChoice
 from perfmodel.search.gemm_space import GemmCandidates, compact_space
 
 SIMT_CONV_TILE_M = 128  # output pixels (implicit GEMM) or Winograd tiles per CTA
@@ -34,12 +41,22 @@ FAMILY_TILES: dict[int, tuple[tuple[tuple[int, int], ...], bool]] = {
     2: (((128, 128),), False),  # SIMT fused Winograd: *_scudnn_winograd_128x128_*
     3: (((128, 32), (128, 64), (128, 128)), True),  # SIMT gradients: *_scudnn_128x128_stridedB_splitK_*
     4: (((128, 128), (256, 128)), False),  # tensor-core data gradient (s884cudnn 128x128, 256x128), no split-K
+    # tensor-core forward implicit GEMM (cuDNN 7): *_s884cudnn_fp16_256x128_ldg8_relu_*, *_256x64_ldg8_relu_* (Volta),
+    # *_s1688cudnn_fp16_256x128_* and *_256x64_sliced1x2_* (Turing), no split-K; plus the 128x128 *_splitK_* kernel
+    # (FAMILY_SPLIT_TILES)
+    5: (((256, 128), (256, 64), (128, 128)), False),
 }
+# tiles of a family that also run split-K (every split of the compact space) beside its unsplit ones
+FAMILY_SPLIT_TILES: dict[int, tuple[tuple[int, int], ...]] = {5: ((128, 128),)}
 SIMT_CONV_TILES_N: dict[int, tuple[int, ...]] = {f: tuple(bn for _, bn in tiles) for f, (tiles, _) in
                                                  FAMILY_TILES.items()}
 # code -> family, off the tensor cores (SIMT) and on them (NVIDIA tensor cores): 0 = the free search
 SIMT_FAMILY = {FORWARD: 1, FUSED_WINOGRAD: 2, DATA_GRADIENT: 3, WEIGHT_GRADIENT: 3}
 TENSOR_FAMILY = {DATA_GRADIENT: 4}
+# the tensor-core forward on cuDNN's own tiles (family 5) instead of the free search: "all" (shipped: the unsplit
+# tiles and the split 128x128; one device out conv2d 21.0 -> 19.9 %, docs/accuracy.md, convfill21), "unsplit" (the
+# unsplit tiles only), "none" (the free search)
+TENSOR_FORWARD = "all"
 
 # A tensor-core implicit-GEMM convolution (NHWC) steps through its reduction one filter tap and one interval of
 # channels at a time, 64 bytes of them (32 fp16 values: CUTLASS's conv2d fprop iterators advance (r, s, c) -> (0, 0,
@@ -59,7 +76,30 @@ def channel_intervals(k: FloatArray, channels: FloatArray, elem: FloatArray, ten
     return out
 
 
+# A fixed-tile library kernel's unit reaches its sustained rate only with ``UNIT_CONCURRENCY`` of its CTAs resident
+# at once: one CTA alone stalls at every K-step's barrier and shared-memory refill, which a second CTA's math covers
+# (docs/model.md section 1, "A partly filled machine"). The busiest unit with j = ceil(tiles / units) < that many
+# CTAs runs its tiles in the time of that many: compute = fill + t_tile · max(j, min(UNIT_CONCURRENCY, resident)).
+# 1.0: off (each tile at the unit's full rate, time ∝ j: the shipped model)
+UNIT_CONCURRENCY = 1.0
+CONCURRENCY_FAMILIES = (1, 2)  # the forward families (SIMT implicit GEMM, fused Winograd): no split-K partials
+
 _SPACES: dict[tuple[object, ...], GemmCandidates] = {}
+
+
+def unit_concurrency(t: MachineTables, choice: GemmChoice, family: int) -> GemmChoice:
+    """``choice`` (a fixed family's schedules) with its compute time stretched where the busiest unit holds fewer
+    than ``UNIT_CONCURRENCY`` CTAs (its resident limit at most); unchanged when off or for another family."""
+    if UNIT_CONCURRENCY <= 1.0 or family not in CONCURRENCY_FAMILIES:
+        return choice
+    units = float(t.gemm_units or t.units)
+    per_unit = np.maximum(np.ceil(choice.tiles / units), 1.0)
+    fill = t.latency_s(t.dram)
+    t_tile = np.maximum(choice.compute_s - fill, 0.0) / per_unit
+    wanted = np.minimum(UNIT_CONCURRENCY, choice.resident)
+    compute = choice.compute_s + t_tile * np.maximum(wanted - per_unit, 0.0)
+    body = np.maximum(choice.body_s, compute)
+    return dataclasses.replace(choice, compute_s=compute, body_s=body)
 
 
 def family_of(codes: np.ndarray, simt: np.ndarray, tensor: np.ndarray) -> np.ndarray:
@@ -68,7 +108,8 @@ def family_of(codes: np.ndarray, simt: np.ndarray, tensor: np.ndarray) -> np.nda
     out = np.zeros(codes.shape, dtype=np.float64)
     for code, family in SIMT_FAMILY.items():
         out = np.where(simt & (codes == code), float(family), out)
-    for code, family in TENSOR_FAMILY.items():
+    tensor_family = {**TENSOR_FAMILY, FORWARD: 5} if TENSOR_FORWARD != "none" else TENSOR_FAMILY
+    for code, family in tensor_family.items():
         out = np.where(tensor & (codes == code), float(family), out)
     return out
 
@@ -76,17 +117,20 @@ def family_of(codes: np.ndarray, simt: np.ndarray, tensor: np.ndarray) -> np.nda
 def simt_conv_space(t: MachineTables, family: int = 1) -> GemmCandidates:
     """cuDNN's convolution tiles of a family (``FAMILY_TILES``: no split-K, or every split of the compact space)
     with the compact space's K-step and stages for a tile of that many rows."""
-    key = (family, t.mma_n, t.mma_m, t.hardware.kind, t.scratchpad_bytes_per_unit)
+    key = (family, t.mma_n, t.mma_m, t.hardware.kind, t.scratchpad_bytes_per_unit, TENSOR_FORWARD)
     if key not in _SPACES:
         base = compact_space(t)
         tiles, splits_k = FAMILY_TILES[family]
         splits = np.unique(base.split) if splits_k else np.array([1.0])
         rows = []
-        for bm, bn in tiles:
+        split_tiles = FAMILY_SPLIT_TILES.get(family, ()) if TENSOR_FORWARD == "all" else ()
+        # the family's tiles at its splits, then its split-K kernels' tiles at every split but 1
+        menu = [(tile, splits) for tile in tiles] + [(tile, np.unique(base.split)[1:]) for tile in split_tiles]
+        for (bm, bn), own in menu:
             same = np.nonzero((base.bm == bm) & (base.split == 1))[0]
             nearest = same[np.argmin(np.abs(base.bn[same] - bn) + 1e-3 * base.bk_bytes[same])]
             rows += [(float(bm), float(bn), base.bk_bytes[nearest], base.stages[nearest], float(split),
-                      base.group[nearest]) for split in splits]
+                      base.group[nearest]) for split in own]
         grid = np.array(rows, dtype=np.float64)
         _SPACES[key] = GemmCandidates(*(grid[:, i] for i in range(grid.shape[1])))
     return _SPACES[key]
@@ -94,4 +138,4 @@ def simt_conv_space(t: MachineTables, family: int = 1) -> GemmCandidates:
 
 __all__ = ["CHANNEL_INTERVAL_BYTES", "DATA_GRADIENT", "FAMILY_TILES", "FORWARD", "FUSED_WINOGRAD",
            "SIMT_CONV_TILES_N", "SIMT_CONV_TILE_M", "WEIGHT_GRADIENT", "channel_intervals", "family_of",
-           "simt_conv_space"]
+           "simt_conv_space", "unit_concurrency"]

@@ -360,8 +360,11 @@ def test_tensor_core_conv_pads_each_taps_channels_to_a_whole_interval() -> None:
     op = {"kind": "conv2d", "batch": 16, "in_channels": 8, "out_channels": 64, "height": 224, "width": 224,
           "kernel_h": 3, "kernel_w": 3, "padding": 1, "dtype": "fp16", "layout": "nhwc"}
     times = {c: perfmodel.predict(hw, {**op, "in_channels": c}, defaults=IDEAL).time_s for c in (8, 16, 32, 64)}
-    for c in (8, 16):  # the MMAs of one 32-channel interval per tap, whatever C below it (was 4x / 2x less)
-        assert 0.9 * times[32] < times[c] < 1.2 * times[32]
+    # the MMAs of one 32-channel interval per tap, whatever C below it (was 4x / 2x less); on cuDNN 7's 256x64
+    # forward tile (conv_space family 5) C = 8's 72-long reduction rounds up to 3 K-steps of 32 at a quarter of the
+    # rate, 12 interval-steps to C = 32's 9: 1.33x
+    for c in (8, 16):
+        assert 0.9 * times[32] < times[c] < 1.4 * times[32]
     assert times[64] > 1.8 * times[32]
     simt = {c: perfmodel.predict(hw, {**op, "in_channels": c, "dtype": "fp32", "layout": "nchw"},
                                  defaults=IDEAL).time_s for c in (8, 32)}
