@@ -72,8 +72,14 @@ from perfmodel.ops.conv_fft import COMPLEX_GEMM_REAL_GEMMS, FFT_ALGORITHMS, fft_
 from perfmodel.ops.conv_im2col import im2col_error, im2col_terms
 from perfmodel.ops.conv_rxs import RXS, rxs_blocks, rxs_error
 from perfmodel.search import conv_space
-from perfmodel.search.conv_space import (DATA_GRADIENT, FORWARD, FUSED_WINOGRAD, MIOPEN_1X1, MIOPEN_1X1_IN_MAPS,
-                                         WEIGHT_GRADIENT)
+from perfmodel.search.conv_space import (
+    DATA_GRADIENT,
+    FORWARD,
+    FUSED_WINOGRAD,
+    MIOPEN_1X1,
+    MIOPEN_1X1_IN_MAPS,
+    WEIGHT_GRADIENT,
+)
 
 # MIOpen's direct solvers (ConvolutionFwdAlgoDirect): the implicit GEMM's FLOPs, bytes and tiles, but run by the
 # library's hand-tiled direct kernels at their own sustained share (``ModelDefaults.conv_direct_matrix_efficiency``,
