@@ -71,7 +71,15 @@ from perfmodel.ops.checks import one_of
 from perfmodel.ops.conv_fft import COMPLEX_GEMM_REAL_GEMMS, FFT_ALGORITHMS, fft_error, fft_terms
 from perfmodel.ops.conv_im2col import im2col_error, im2col_terms
 from perfmodel.ops.conv_rxs import RXS, rxs_blocks, rxs_error
-from perfmodel.search.conv_space import DATA_GRADIENT, FORWARD, FUSED_WINOGRAD, WEIGHT_GRADIENT
+from perfmodel.search import conv_space
+from perfmodel.search.conv_space import (
+    DATA_GRADIENT,
+    FORWARD,
+    FUSED_WINOGRAD,
+    MIOPEN_1X1,
+    MIOPEN_1X1_IN_MAPS,
+    WEIGHT_GRADIENT,
+)
 
 # MIOpen's direct solvers (ConvolutionFwdAlgoDirect): the implicit GEMM's FLOPs, bytes and tiles, but run by the
 # library's hand-tiled direct kernels at their own sustained share (``ModelDefaults.conv_direct_matrix_efficiency``,
@@ -314,9 +322,13 @@ class Conv2d(Op):
         # per-image GEMMs (im2col_gemm): rows P·Q of one image, the batch run serially (gemm_serial)
         m_gemm = np.where(im2col, p * q, m_gemm)
         thin_cols = thin | im2col  # the data gradient onto columns: P·Q x C/g·R·S x K/g, then col2im
+        # MIOpen's direct 1x1 forward (conv_space.MIOPEN_DIRECT_1X1): C/g in groups of 128 input maps, one work-group
+        # each, their partial outputs added atomically: a batch of that many GEMMs over C/g / groups each
+        direct_1x1 = (algorithm == DIRECT) & (r * s == 1) & conv_space.MIOPEN_DIRECT_1X1
+        in_groups = np.where(direct_1x1, np.ceil(c / g / MIOPEN_1X1_IN_MAPS), 1.0)
         gemms = gemm_slots(
-            (per_pass * fwd, np.where(wino, tiles, np.where(fft, fft_images, m_gemm)), k / g,
-             np.where(wino | fft, c / g, (c / g) * r * s)),
+            (per_pass * fwd * in_groups, np.where(wino, tiles, np.where(fft, fft_images, m_gemm)), k / g,
+             np.where(wino | fft, c / g, (c / g) * r * s / in_groups)),
             (per_pass * bwd,
              np.where(wino, tiles_dx, np.where(thin_cols, m_gemm, np.where(fft, fft_images, nb_x * h * w))),
              np.where(thin_cols, (c / g) * r * s, c / g),
@@ -340,7 +352,8 @@ class Conv2d(Op):
             # the forward implicit GEMM (family 1: 128 x 32/64/128) and fused Winograd (2: 128 x 128) run cuDNN's
             # fixed SIMT tiles off the tensor cores, no split-K (conv_space); the non-fused Winograd's batched GEMMs,
             # the FFT's complex ones and the gradients keep the free search
-            gemm_simt_conv=np.stack([np.where(nonfused | fft | im2col, 0.0, np.where(fused, FUSED_WINOGRAD, FORWARD)),
+            gemm_simt_conv=np.stack([np.where(nonfused | fft | im2col, 0.0, np.where(
+                                         fused, FUSED_WINOGRAD, np.where(direct_1x1, MIOPEN_1X1, FORWARD))),
                                      np.where(wino | fft | im2col | thin_cols, 0.0, DATA_GRADIENT),
                                      np.where(wino | fft | im2col, 0.0, WEIGHT_GRADIENT)], axis=1),
             gemm_serial=np.repeat(per_image.serial[:, None], 3, axis=1),

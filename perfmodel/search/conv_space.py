@@ -45,6 +45,9 @@ FAMILY_TILES: dict[int, tuple[tuple[tuple[int, int], ...], bool]] = {
     # *_s1688cudnn_fp16_256x128_* and *_256x64_sliced1x2_* (Turing), no split-K; plus the 128x128 *_splitK_* kernel
     # (FAMILY_SPLIT_TILES)
     5: (((256, 128), (256, 64), (128, 128)), False),
+    # MIOpen 1.x's direct 1x1 forward, ConvOclDirectFwd1x1 "version 1" (MIOpenConv1x1J1.cl): a 64-work-item
+    # work-group of 64 output pixels (of N·P·Q) x 32 output maps (MIOPEN_DIRECT_1X1)
+    6: (((64, 32),), False),
 }
 # tiles of a family that also run split-K (every split of the compact space) beside its unsplit ones
 FAMILY_SPLIT_TILES: dict[int, tuple[tuple[int, int], ...]] = {5: ((128, 128),)}
@@ -57,6 +60,13 @@ TENSOR_FAMILY = {DATA_GRADIENT: 4}
 # tiles and the split 128x128; one device out conv2d 21.0 -> 19.9 %, docs/accuracy.md, convfill21), "unsplit" (the
 # unsplit tiles only), "none" (the free search)
 TENSOR_FORWARD = "all"
+# MIOpen's direct 1x1 forward (``algorithm='direct'``, 1x1 filter) on its own work-group tile (family 6) instead of
+# the free search, its input channels split in groups of ``MIOPEN_1X1_IN_MAPS`` whose partial sums the work-groups
+# add atomically (ConvOclDirectFwd1x1 with the legacy default n_in_data_tiles = 128, n_out_pix_tiles = 32, ROCm/MIOpen
+# src/kernels/MIOpenConv1x1J1.cl; docs/model.md section 5). Off: findings only (docs/accuracy.md, fifteenth pass, mio22)
+MIOPEN_DIRECT_1X1 = False
+MIOPEN_1X1 = 5  # ``Work.gemm_simt_conv`` code of that forward's GEMM slot
+MIOPEN_1X1_IN_MAPS = 128  # input channels per work-group (N_LCL_IN_MAPS) where C is larger
 
 # A tensor-core implicit-GEMM convolution (NHWC) steps through its reduction one filter tap and one interval of
 # channels at a time, 64 bytes of them (32 fp16 values: CUTLASS's conv2d fprop iterators advance (r, s, c) -> (0, 0,
@@ -111,6 +121,8 @@ def family_of(codes: np.ndarray, simt: np.ndarray, tensor: np.ndarray) -> np.nda
     tensor_family = {**TENSOR_FAMILY, FORWARD: 5} if TENSOR_FORWARD != "none" else TENSOR_FAMILY
     for code, family in tensor_family.items():
         out = np.where(tensor & (codes == code), float(family), out)
+    if MIOPEN_DIRECT_1X1:  # only MIOpen's direct forward carries the code, on any device
+        out = np.where(codes == MIOPEN_1X1, 6.0, out)
     return out
 
 
@@ -136,6 +148,7 @@ def simt_conv_space(t: MachineTables, family: int = 1) -> GemmCandidates:
     return _SPACES[key]
 
 
-__all__ = ["CHANNEL_INTERVAL_BYTES", "DATA_GRADIENT", "FAMILY_TILES", "FORWARD", "FUSED_WINOGRAD",
+__all__ = ["CHANNEL_INTERVAL_BYTES", "DATA_GRADIENT", "FAMILY_TILES", "FORWARD", "FUSED_WINOGRAD", "MIOPEN_1X1",
+           "MIOPEN_1X1_IN_MAPS",
            "SIMT_CONV_TILES_N", "SIMT_CONV_TILE_M", "WEIGHT_GRADIENT", "channel_intervals", "family_of",
            "simt_conv_space", "unit_concurrency"]
