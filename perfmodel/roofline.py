@@ -271,7 +271,7 @@ def _gemms(t: MachineTables, work: Work, idx: np.ndarray[Any, np.dtype[np.intp]]
         # the MMAs of the padded reduction at the peak, the loads of the real one: a lower peak per useful FLOP
         padded = channel_intervals(columns[3], gemm_(ops_(work.gemm_channels)), elem, ~simt)
         columns = (*columns[:5], columns[5] * columns[3] / padded, *columns[6:])
-    family = family_of(gemm_(ops_(work.gemm_simt_conv)), simt, ~simt & nvidia_gpu)
+    family = family_of(gemm_(ops_(work.gemm_simt_conv)), simt, ~simt & nvidia_gpu, t.mma_k)
     if family.any():
         parts, spaces = [], [space]
         for code in np.unique(family):

@@ -59,7 +59,7 @@ def in_range_residuals(held_out: FloatArray, beyond: np.ndarray[Any, np.dtype[np
 
 # The conformal band's edges at the Weibull plotting positions (``conformal_band``): each edge's expected tail 0.1,
 # the band's expected coverage 0.8 at every n; off: the split-conformal ranks rounded outward (coverage >= 0.8).
-UNBIASED_RANKS = False
+UNBIASED_RANKS = True
 
 
 def conformal_band(log_residuals: FloatArray) -> Range | None:

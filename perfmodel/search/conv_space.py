@@ -60,6 +60,10 @@ TENSOR_FAMILY = {DATA_GRADIENT: 4}
 # tiles and the split 128x128; one device out conv2d 21.0 -> 19.9 %, docs/accuracy.md, convfill21), "unsplit" (the
 # unsplit tiles only), "none" (the free search)
 TENSOR_FORWARD = "all"
+# ... on the tensor cores cuDNN 7's menu was seen on: Volta's HMMA (mma.m8n8k4, the ``s884`` kernels) and Turing's
+# (mma.m16n8k8, ``s1688``); Ampere and later (m16n8k16 and wider) run cuDNN 8's ``sm80_xmma`` kernels, whose other
+# tile menu (down to 64x32) is not this one, so their forward keeps the free search
+CUDNN7_MMA_K_MAX = 8
 # MIOpen's direct 1x1 forward (``algorithm='direct'``, 1x1 filter) on its own work-group tile (family 6) instead of
 # the free search, its input channels split in groups of ``MIOPEN_1X1_IN_MAPS`` whose partial sums the work-groups
 # add atomically (ConvOclDirectFwd1x1 with the legacy default n_in_data_tiles = 128, n_out_pix_tiles = 32, ROCm/MIOpen
@@ -112,13 +116,16 @@ def unit_concurrency(t: MachineTables, choice: GemmChoice, family: int) -> GemmC
     return dataclasses.replace(choice, compute_s=compute, body_s=body)
 
 
-def family_of(codes: np.ndarray, simt: np.ndarray, tensor: np.ndarray) -> np.ndarray:
+def family_of(codes: np.ndarray, simt: np.ndarray, tensor: np.ndarray, mma_k: int = CUDNN7_MMA_K_MAX
+              ) -> np.ndarray:
     """The kernel family of each GEMM slot (0: the free search) from its ``Work.gemm_simt_conv`` code, by whether it
-    runs on an NVIDIA GPU's CUDA cores (``simt``) or its tensor cores (``tensor``)."""
+    runs on an NVIDIA GPU's CUDA cores (``simt``) or its tensor cores (``tensor``); the tensor-core forward takes
+    cuDNN 7's menu only on a device whose MMA reduces ``mma_k`` <= ``CUDNN7_MMA_K_MAX`` per instruction."""
     out = np.zeros(codes.shape, dtype=np.float64)
     for code, family in SIMT_FAMILY.items():
         out = np.where(simt & (codes == code), float(family), out)
-    tensor_family = {**TENSOR_FAMILY, FORWARD: 5} if TENSOR_FORWARD != "none" else TENSOR_FAMILY
+    cudnn7 = TENSOR_FORWARD != "none" and mma_k <= CUDNN7_MMA_K_MAX
+    tensor_family = {**TENSOR_FAMILY, FORWARD: 5} if cudnn7 else TENSOR_FAMILY
     for code, family in tensor_family.items():
         out = np.where(tensor & (codes == code), float(family), out)
     if MIOPEN_DIRECT_1X1:  # only MIOpen's direct forward carries the code, on any device
@@ -148,7 +155,7 @@ def simt_conv_space(t: MachineTables, family: int = 1) -> GemmCandidates:
     return _SPACES[key]
 
 
-__all__ = ["CHANNEL_INTERVAL_BYTES", "DATA_GRADIENT", "FAMILY_TILES", "FORWARD", "FUSED_WINOGRAD", "MIOPEN_1X1",
-           "MIOPEN_1X1_IN_MAPS",
+__all__ = ["CHANNEL_INTERVAL_BYTES", "CUDNN7_MMA_K_MAX", "DATA_GRADIENT", "FAMILY_TILES", "FORWARD", "FUSED_WINOGRAD",
+           "MIOPEN_1X1", "MIOPEN_1X1_IN_MAPS",
            "SIMT_CONV_TILES_N", "SIMT_CONV_TILE_M", "WEIGHT_GRADIENT", "channel_intervals", "family_of",
            "simt_conv_space", "unit_concurrency"]

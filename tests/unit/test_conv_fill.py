@@ -78,3 +78,15 @@ def test_shipped_switches() -> None:
     (docs/accuracy.md, fifteenth pass, convfill21), off."""
     assert conv_space.TENSOR_FORWARD == "all"
     assert conv_space.UNIT_CONCURRENCY == 1.0
+
+
+def test_the_cudnn7_menu_stays_on_volta_and_turing_mma_shapes() -> None:
+    """cuDNN 7's s884 / s1688 kernels are Volta's m8n8k4 and Turing's m16n8k8 HMMA; an A100 (m16n8k16) runs cuDNN 8's
+    other menu, so its fp16 forward keeps the free search (a tile the menu lacks) and is never slower than its
+    fp32 twin (the framework's TF32 ResNet convolutions, tests/graph/test_fp32_math.py); the T4 takes the menu."""
+    a100, t4 = "nvidia-a100-sxm4-80gb", "nvidia-t4"
+    menu = {(256, 128), (256, 64), (128, 128)}
+    assert (perfmodel.predict(t4, DEEP).schedule["tile_m"], perfmodel.predict(t4, DEEP).schedule["tile_n"]) in menu
+    free = perfmodel.predict(a100, DEEP)
+    assert (free.schedule["tile_m"], free.schedule["tile_n"]) not in menu
+    assert free.time_s < perfmodel.predict(a100, {**DEEP, "dtype": "fp32"}).time_s
