@@ -58,7 +58,8 @@ def in_range_residuals(held_out: FloatArray, beyond: np.ndarray[Any, np.dtype[np
 
 
 # The conformal band's edges at the Weibull plotting positions (``conformal_band``): each edge's expected tail 0.1,
-# the band's expected coverage 0.8 at every n; off: the split-conformal ranks rounded outward (coverage >= 0.8).
+# the band's expected coverage 0.8 at every n (shipped: issue 22 asks 75-85 %, not at least 80 %; fifteenth pass,
+# merged); off: the split-conformal ranks rounded outward (coverage >= 0.8, up to 0.8 + 2 / (n + 1)).
 UNBIASED_RANKS = True
 
 

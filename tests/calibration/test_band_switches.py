@@ -14,8 +14,11 @@ from perfmodel.calibration import bands, bands_apply, distance
 from perfmodel.calibration.distance import DistanceScale
 
 
-def test_the_switches_are_off() -> None:
-    assert not distance.BRIDGE and not bands.UNBIASED_RANKS and not bands_apply.UNVARIED_KEEP_IN_RANGE
+def test_the_shipped_switches() -> None:
+    """Unbiased ranks ship on (the band aims at 0.8 on average, the issue's 75-85 %, not at least 0.8: swapped
+    DeepBench 0.852 -> 0.845 on the fifteenth pass's merged tree); the other two are findings, off."""
+    assert bands.UNBIASED_RANKS
+    assert not distance.BRIDGE and not bands_apply.UNVARIED_KEEP_IN_RANGE
 
 
 def test_the_bridge_falls_as_a_wiener_process_with_a_nugget() -> None:
@@ -45,6 +48,7 @@ def test_unbiased_ranks_take_the_weibull_positions(monkeypatch: pytest.MonkeyPat
     fractional ranks 0.1 · 17 = 1.7 and 0.9 · 17 = 15.3 the band is (1.7, 15.3), expected coverage 13.6/17 = 0.8.
     8 residuals: 0.9 and 8.1 are held at the extremes (7/9 either way)."""
     r16, r8 = np.arange(1.0, 17.0) / 100, np.arange(1.0, 9.0) / 100
+    monkeypatch.setattr(bands, "UNBIASED_RANKS", False)
     assert bands.conformal_band(r16) == (0.01, 0.16)
     monkeypatch.setattr(bands, "UNBIASED_RANKS", True)
     np.testing.assert_allclose(bands.conformal_band(r16), (0.017, 0.153))
