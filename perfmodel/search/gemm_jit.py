@@ -30,6 +30,7 @@ from perfmodel.search.gemm_floor import (  # the table's columns, read as gemm_j
     candidate_codes,
     dram_floor,
     floors,
+    scratch,
 )
 from perfmodel.search.gemm_kernel import (
     D_BLOCKS_PER_UNIT,
@@ -339,7 +340,7 @@ def best(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any,
     keys = np.full((TABLES_KEPT, 3), np.nan)
     floor = np.empty(bm.size)
     codes, values, order, starts = candidate_codes(bm, bn, split, bk)
-    per = np.empty((2, max(bm.size, 1)))
+    per = scratch(codes, bm.size)
     for i in range(batch.size):
         c = cache[table_for(v, bm, bn, bk, stages, elem[i], peak[i], ratio[i], cache, keys)]
         b, mm, nn, kk, eb, comp, rb = batch[i], m[i], n[i], k[i], elem[i], compulsory[i], ratio[i]
