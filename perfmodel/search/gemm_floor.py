@@ -101,20 +101,19 @@ def floors(v: Any, c: Any, bm: Any, bn: Any, stages: Any, codes: Any, values: An
 
     ``codes``, ``values``, ``order`` and ``starts`` as ``candidate_codes`` gives them (the table's BK depends on
     the K-step width and the element size only, so one candidate of each width gives it); ``per`` (``scratch``):
-    room for the per-op tile counts along M, and per (BM, BN) pair the tiles of one split and the flight's slab
+    room for the per-op tile counts along N, and per (BM, BN) pair the tiles of one split and the flight's slab
     width. A (split, K-step width) whose split-K slice is
     shorter than a K-step rejects all its candidates at once."""
     ubm, ubn, usplit = values[0], values[1], values[2]
     nbm, nbn, nsplit, nbk = codes[4, 0], codes[4, 1], codes[4, 2], codes[4, 3]
-    mt_of, pair_tiles, pair_slab = per[0], per[1], per[2]
-    for a in range(nbm):
-        mt_of[a] = np.ceil(mm / ubm[a])
+    nt_of, pair_tiles, pair_slab = per[0], per[1], per[2]
+    for q in range(nbn):
+        nt_of[q] = np.ceil(nn / ubn[q])
     for a in range(nbm):  # per (BM, BN): the tiles of one split and the flight's slab width, as ``dram_floor``
-        mt = mt_of[a]
+        mt = np.ceil(mm / ubm[a])
         share = min(v[D_SHARING], mt)
         for q in range(nbn):
-            nt = np.ceil(nn / ubn[q])
-            pair_tiles[a * nbn + q] = b * mt * nt
+            pair_tiles[a * nbn + q] = b * mt * nt_of[q]
             pair_slab[a * nbn + q] = min(ubm[a], mm) + min(ubn[q], nn) * rb / share
     floor[:] = np.inf
     least = np.inf
