@@ -96,26 +96,31 @@ def first_of(codes: Any, count: int) -> Any:
 @numba.njit(inline="always", cache=True, error_model="numpy")
 def floors(v: Any, c: Any, bm: Any, bn: Any, stages: Any, codes: Any, values: Any, order: Any, starts: Any,
            per: Any, b: float, mm: float, nn: float, kk: float, eb: float, comp: float, rb: float,
-           bounded_memory: bool, floor: Any) -> int:
+           bounded_memory: bool, floor: Any, first: int = 0, last: int = -1, cutoff: float = np.inf) -> int:
     """Each candidate's floor into ``floor`` (+inf when rejected) and the first with the least one (-1: none).
 
     ``codes``, ``values``, ``order`` and ``starts`` as ``candidate_codes`` gives them (the table's BK depends on
     the K-step width and the element size only, so one candidate of each width gives it); ``per`` (``scratch``):
     room for the per-op tile counts along N, and per (BM, BN) pair the tiles of one split and the flight's slab
     width. A (split, K-step width) whose split-K slice is
-    shorter than a K-step rejects all its candidates at once."""
+    shorter than a K-step rejects all its candidates at once.
+
+    Only the splits ``first`` to ``last`` (the distinct splits' indices, ``last`` -1: to the end); ``first`` 0
+    fills the per-op terms and sets every floor to +inf first. A split whose floor under all its candidates (fill,
+    split-K reduction, DRAM at full rate, launch) exceeds ``cutoff`` (s) is skipped: its floors stay +inf."""
     ubm, ubn, usplit = values[0], values[1], values[2]
     nbm, nbn, nsplit, nbk = codes[4, 0], codes[4, 1], codes[4, 2], codes[4, 3]
     nt_of, pair_tiles, pair_slab = per[0], per[1], per[2]
-    for q in range(nbn):
+    for q in range(nbn if first == 0 else 0):
         nt_of[q] = np.ceil(nn / ubn[q])
-    for a in range(nbm):  # per (BM, BN): the tiles of one split and the flight's slab width, as ``dram_floor``
+    for a in range(nbm if first == 0 else 0):  # per (BM, BN): the tiles of one split and the flight's slab width, as ``dram_floor``
         mt = np.ceil(mm / ubm[a])
         share = min(v[D_SHARING], mt)
         for q in range(nbn):
             pair_tiles[a * nbn + q] = b * mt * nt_of[q]
             pair_slab[a * nbn + q] = min(ubm[a], mm) + min(ubn[q], nn) * rb / share
-    floor[:] = np.inf
+    if first == 0:
+        floor[:] = np.inf
     least = np.inf
     seed = -1
     units = v[D_UNITS]
@@ -125,12 +130,14 @@ def floors(v: Any, c: Any, bm: Any, bn: Any, stages: Any, codes: Any, values: An
     full_rate = (v[D_DRAM_LATENCY] + comp / v[D_DRAM_BW]) * (1.0 - FLOOR_SLACK)
     full_flight = v[D_DRAM_BW] * v[D_DRAM_LATENCY]
     resident_units = v[D_UNITS]
-    for a in range(nsplit):
+    for a in range(first, nsplit if last < 0 else last):
         s = usplit[a]
         ks = np.ceil(kk / s)
         partials = 2.0 * s * b * mm * nn * 4.0 if s > 1.0 else 0.0
         partial = partials / v[D_REDUCE_BW]
         launch = v[D_OVERHEAD] if s > 1.0 and rb >= 1.0 else 0.0  # ``element``'s split launch, as there
+        if max(v[D_FILL] + partial, full_rate if bounded_memory else 0.0) + launch > cutoff:
+            continue  # each candidate's floor adds non-negative terms to these, and rounds no lower
         for q in range(nbk):
             kstep = c[codes[5, q], C_BK]
             if s > 1.0 and ks < kstep:  # every candidate of this split and K-step width: rejected
