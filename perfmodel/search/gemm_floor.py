@@ -113,7 +113,8 @@ def floors(v: Any, c: Any, bm: Any, bn: Any, stages: Any, codes: Any, values: An
     nt_of, pair_tiles, pair_slab = per[0], per[1], per[2]
     for q in range(nbn if first == 0 else 0):
         nt_of[q] = np.ceil(nn / ubn[q])
-    for a in range(nbm if first == 0 else 0):  # per (BM, BN): the tiles of one split and the flight's slab width, as ``dram_floor``
+    # per (BM, BN): the tiles of one split and the flight's slab width, as ``dram_floor`` figures them
+    for a in range(nbm if first == 0 else 0):
         mt = np.ceil(mm / ubm[a])
         share = min(v[D_SHARING], mt)
         for q in range(nbn):
