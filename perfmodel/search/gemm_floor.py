@@ -34,6 +34,7 @@ from perfmodel.search.gemm_kernel import (
 (C_BK, C_FOOTPRINT, C_RESIDENT, C_REJECT, C_GRANULAR, C_COMPUTE_STEP, C_SMEM_READS, C_SMEM_STEP,
  C_HIDDEN, C_UNBUFFERED, C_STEP_FLOOR, C_STEP_FULL, C_SIZE) = range(13)
 
+WAVE_SLACK = 1e-12  # 1 / units taken this much low in ``floors``' wave count (a floor: never a wave more)
 FLOOR_SLACK = 1e-6  # relative room for the few roundings between ``memory_floor``'s bound and ``element``'s figure
 
 
@@ -51,6 +52,24 @@ def dram_floor(v: Any, resident: float, bm: float, bn: float, stages: float, mm:
     slab = (min(bm, mm) + min(bn, nn) * r / share) * min(kstep, ks) * eb
     slabs = min(max(stages - 1.0, 1.0), steps)
     flight = min(tiles, v[D_UNITS] * resident) * slabs * slab
+    rate = min(v[D_DRAM_BW], max(flight / v[D_DRAM_LATENCY] * (1.0 + FLOOR_SLACK), 1e-30))
+    return float((v[D_DRAM_LATENCY] + comp / rate) * (1.0 - FLOOR_SLACK))
+
+
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def dram_floor_at(v: Any, resident: float, bm: float, bn: float, stages: float, mm: float, nn: float, mt: float,
+                  tiles: float, steps: float, kstep: float, ks: float, eb: float, comp: float, r: float,
+                  full_rate: float, full_flight: float) -> float:
+    """``dram_floor`` without its two divisions where the flight reaches DRAM's bandwidth: ``full_rate`` (s) is its
+    value at DRAM's full rate, ``full_flight`` (bytes) = DRAM bandwidth x latency, from which the in-flight rate
+    bound is taken as the bandwidth (near the edge either rate is at least ``dram_floor``'s min of the two, so the
+    floor is no higher)."""
+    share = min(v[D_SHARING], mt)
+    slab = (min(bm, mm) + min(bn, nn) * r / share) * min(kstep, ks) * eb
+    slabs = min(max(stages - 1.0, 1.0), steps)
+    flight = min(tiles, v[D_UNITS] * resident) * slabs * slab
+    if flight * (1.0 + FLOOR_SLACK) >= full_flight:
+        return full_rate
     rate = min(v[D_DRAM_BW], max(flight / v[D_DRAM_LATENCY] * (1.0 + FLOOR_SLACK), 1e-30))
     return float((v[D_DRAM_LATENCY] + comp / rate) * (1.0 - FLOOR_SLACK))
 
@@ -77,51 +96,84 @@ def first_of(codes: Any, count: int) -> Any:
 @numba.njit(inline="always", cache=True, error_model="numpy")
 def floors(v: Any, c: Any, bm: Any, bn: Any, stages: Any, codes: Any, values: Any, order: Any, starts: Any,
            per: Any, b: float, mm: float, nn: float, kk: float, eb: float, comp: float, rb: float,
-           bounded_memory: bool, floor: Any) -> int:
+           bounded_memory: bool, floor: Any, first: int = 0, last: int = -1, cutoff: float = np.inf) -> int:
     """Each candidate's floor into ``floor`` (+inf when rejected) and the first with the least one (-1: none).
 
     ``codes``, ``values``, ``order`` and ``starts`` as ``candidate_codes`` gives them (the table's BK depends on
-    the K-step width and the element size only, so one candidate of each width gives it); ``per``
-    (2 x candidates): scratch for the per-op tile counts. A (split, K-step width) whose split-K slice is
-    shorter than a K-step rejects all its candidates at once."""
+    the K-step width and the element size only, so one candidate of each width gives it); ``per`` (``scratch``):
+    room for the per-op tile counts along N, and per (BM, BN) pair the tiles of one split and the flight's slab
+    width. A (split, K-step width) whose split-K slice is
+    shorter than a K-step rejects all its candidates at once.
+
+    Only the splits ``first`` to ``last`` (the distinct splits' indices, ``last`` -1: to the end); ``first`` 0
+    fills the per-op terms and sets every floor to +inf first. A split whose floor under all its candidates (fill,
+    split-K reduction, DRAM at full rate, launch) exceeds ``cutoff`` (s) is skipped: its floors stay +inf."""
     ubm, ubn, usplit = values[0], values[1], values[2]
     nbm, nbn, nsplit, nbk = codes[4, 0], codes[4, 1], codes[4, 2], codes[4, 3]
-    mt_of, nt_of = per[0], per[1]
-    for a in range(nbm):
-        mt_of[a] = np.ceil(mm / ubm[a])
-    for a in range(nbn):
-        nt_of[a] = np.ceil(nn / ubn[a])
-    floor[:] = np.inf
+    nt_of, pair_tiles, pair_slab = per[0], per[1], per[2]
+    for q in range(nbn if first == 0 else 0):
+        nt_of[q] = np.ceil(nn / ubn[q])
+    # per (BM, BN): the tiles of one split and the flight's slab width, as ``dram_floor`` figures them
+    for a in range(nbm if first == 0 else 0):
+        mt = np.ceil(mm / ubm[a])
+        share = min(v[D_SHARING], mt)
+        for q in range(nbn):
+            pair_tiles[a * nbn + q] = b * mt * nt_of[q]
+            pair_slab[a * nbn + q] = min(ubm[a], mm) + min(ubn[q], nn) * rb / share
+    if first == 0:
+        floor[:] = np.inf
     least = np.inf
     seed = -1
     units = v[D_UNITS]
-    for a in range(nsplit):
+    # 1 / units a little low: ceil(tiles x it) is ceil(tiles / units) (no lower by more than one unit in 1e12)
+    per_unit = 1.0 / units * (1.0 - WAVE_SLACK)
+    # ``dram_floor`` at DRAM's full rate, and the flight from which its rate is taken as that (``dram_floor_at``)
+    full_rate = (v[D_DRAM_LATENCY] + comp / v[D_DRAM_BW]) * (1.0 - FLOOR_SLACK)
+    full_flight = v[D_DRAM_BW] * v[D_DRAM_LATENCY]
+    resident_units = v[D_UNITS]
+    for a in range(first, nsplit if last < 0 else last):
         s = usplit[a]
         ks = np.ceil(kk / s)
         partials = 2.0 * s * b * mm * nn * 4.0 if s > 1.0 else 0.0
         partial = partials / v[D_REDUCE_BW]
+        launch = v[D_OVERHEAD] if s > 1.0 and rb >= 1.0 else 0.0  # ``element``'s split launch, as there
+        if max(v[D_FILL] + partial, full_rate if bounded_memory else 0.0) + launch > cutoff:
+            continue  # each candidate's floor adds non-negative terms to these, and rounds no lower
         for q in range(nbk):
             kstep = c[codes[5, q], C_BK]
             if s > 1.0 and ks < kstep:  # every candidate of this split and K-step width: rejected
                 continue
             steps = np.ceil(ks / kstep)
+            depth = min(kstep, ks) * eb
             for t in range(starts[a * nbk + q], starts[a * nbk + q + 1]):
                 j = order[t]
                 if c[j, C_REJECT] > 0.0 or c[j, C_GRANULAR] > 0.0:
                     continue
-                mt, nt = mt_of[codes[0, j]], nt_of[codes[1, j]]
-                tiles = b * mt * nt * s
+                pair = codes[0, j] * nbn + codes[1, j]
+                tiles = pair_tiles[pair] * s
                 least_step = c[j, C_STEP_FULL] if tiles >= units else c[j, C_STEP_FLOOR]
-                x = np.ceil(tiles / units) * (steps * least_step) + v[D_FILL] + partial
-                if bounded_memory:  # ``gemm_jit.memory_floor``, its tile count and K-steps taken from above
-                    x = max(x, dram_floor(v, c[j, C_RESIDENT], bm[j], bn[j], stages[j], mm, nn, mt, tiles, steps,
-                                          kstep, ks, eb, comp, rb))
-                x = x + (v[D_OVERHEAD] if s > 1.0 and rb >= 1.0 else 0.0)  # ``element``'s split launch, as there
+                x = np.ceil(tiles * per_unit) * (steps * least_step) + v[D_FILL] + partial
+                if bounded_memory:  # ``dram_floor``, its terms taken from above
+                    slabs = min(max(stages[j] - 1.0, 1.0), steps)
+                    flight = min(tiles, resident_units * c[j, C_RESIDENT]) * slabs * (pair_slab[pair] * depth)
+                    if flight * (1.0 + FLOOR_SLACK) >= full_flight:
+                        x = max(x, full_rate)
+                    else:
+                        rate = max(flight / v[D_DRAM_LATENCY] * (1.0 + FLOOR_SLACK), 1e-30)
+                        x = max(x, (v[D_DRAM_LATENCY] + comp / rate) * (1.0 - FLOOR_SLACK))
+                x = x + launch
                 floor[j] = x
                 if x < least or (x == least and j < seed):  # the first of the least, in the space's order
                     least = x
                     seed = j
     return seed
+
+
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def scratch(codes: Any, size: int) -> Any:
+    """``floors``' ``per`` for a space of ``size`` candidates coded as ``codes``: 3 rows, as long as the space and
+    as its (BM, BN) pairs."""
+    return np.empty((3, max(size, codes[4, 0] * codes[4, 1], 1)))
 
 
 @numba.njit(cache=True, error_model="numpy")

@@ -30,6 +30,7 @@ from perfmodel.search.gemm_floor import (  # the table's columns, read as gemm_j
     candidate_codes,
     dram_floor,
     floors,
+    scratch,
 )
 from perfmodel.search.gemm_kernel import (
     D_BLOCKS_PER_UNIT,
@@ -339,7 +340,7 @@ def best(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any,
     keys = np.full((TABLES_KEPT, 3), np.nan)
     floor = np.empty(bm.size)
     codes, values, order, starts = candidate_codes(bm, bn, split, bk)
-    per = np.empty((2, max(bm.size, 1)))
+    per = scratch(codes, bm.size)
     for i in range(batch.size):
         c = cache[table_for(v, bm, bn, bk, stages, elem[i], peak[i], ratio[i], cache, keys)]
         b, mm, nn, kk, eb, comp, rb = batch[i], m[i], n[i], k[i], elem[i], compulsory[i], ratio[i]
@@ -350,8 +351,12 @@ def best(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any,
             # operations on smaller non-negative factors round no higher (IEEE rounding is monotone); and a DRAM
             # floor when an L2 feeds the tiles and loads in flight bound DRAM's rate (``memory_floor``)
             bounded_memory = v[D_LLC_FED] > 0.0 and v[D_IN_FLIGHT] > 0.0 and comp >= 0.0
+            # the first split's floors first: its least costed, the other splits' floors skip what cannot win
             seed = floors(v, c, bm, bn, stages, codes, values, order, starts, per, b, mm, nn, kk, eb, comp, rb,
-                          bounded_memory, floor)
+                          bounded_memory, floor, 0, 1)
+            if seed < 0:
+                seed = floors(v, c, bm, bn, stages, codes, values, order, starts, per, b, mm, nn, kk, eb, comp, rb,
+                              bounded_memory, floor, 1)
         plain = seed < 0
         chosen = 0
         r = element(v, c, 0, bm[0], bn[0], stages[0], split[0], group[0], b, mm, nn, kk, eb, comp, rb)
@@ -359,6 +364,9 @@ def best(v: Any, bm: Any, bn: Any, bk: Any, stages: Any, split: Any, group: Any,
             r = element(v, c, seed, bm[seed], bn[seed], stages[seed], split[seed], group[seed], b, mm, nn, kk, eb,
                         comp, rb)
             lowest, smallest, chosen = r[4], r[8], seed
+            if lowest - lowest == 0.0 and split[seed] == values[2, 0]:  # the other splits' floors, cut at its time
+                floors(v, c, bm, bn, stages, codes, values, order, starts, per, b, mm, nn, kk, eb, comp, rb,
+                       bounded_memory, floor, 1, -1, lowest)
             if not np.isfinite(lowest):
                 plain = True
             else:

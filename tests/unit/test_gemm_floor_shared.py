@@ -62,7 +62,7 @@ def _shuffled(space: GemmCandidates, seed: int) -> GemmCandidates:
 @pytest.mark.parametrize("device", DEVICES)
 def test_floors_and_seed_equal_the_candidate_by_candidate_ones(device: str) -> None:
     from perfmodel.search import gemm_jit as g
-    from perfmodel.search.gemm_floor import candidate_codes, floors
+    from perfmodel.search.gemm_floor import candidate_codes, floors, scratch
     from perfmodel.search.gemm_kernel import D_IN_FLIGHT, D_LLC_FED
 
     t = tables(perfmodel.load_hardware(device))
@@ -72,7 +72,7 @@ def test_floors_and_seed_equal_the_candidate_by_candidate_ones(device: str) -> N
         arrays = gemm_kernel.space_arrays(space)
         bm, bn, bk, stages, split, _group = arrays
         codes, values, order, starts = candidate_codes(bm, bn, split, bk)
-        per = np.empty((2, bm.size))
+        per = scratch(codes, bm.size)
         table = np.empty((bm.size, g.C_SIZE))
         batch, m, n, k, elem, peak, compulsory, ratio = _rows(t, len(device), 40 if space.size > 1000 else 200)
         for i in range(batch.size):

@@ -60,7 +60,7 @@ def test_step_floor_is_under_every_candidates_compute_time(device: str) -> None:
 @pytest.mark.parametrize("device", DEVICES)
 def test_floors_are_under_every_candidates_judged_time(device: str) -> None:
     from perfmodel.search import gemm_jit as g
-    from perfmodel.search.gemm_floor import candidate_codes, floors
+    from perfmodel.search.gemm_floor import candidate_codes, floors, scratch
     from perfmodel.search.gemm_kernel import D_IN_FLIGHT, D_LLC_FED
 
     t = tables(perfmodel.load_hardware(device))
@@ -68,7 +68,7 @@ def test_floors_are_under_every_candidates_judged_time(device: str) -> None:
     for space in (compact_space(t), full_space(t)):
         bm, bn, bk, stages, split, group = gemm_kernel.space_arrays(space)
         codes, values, order, starts = candidate_codes(bm, bn, split, bk)
-        per = np.empty((2, bm.size))
+        per = scratch(codes, bm.size)
         table = np.empty((bm.size, g.C_SIZE))
         batch, m, n, k, elem, peak, compulsory, ratio = _rows(t, 13 * len(device), 30 if space.size > 1000 else 300)
         for i in range(batch.size):
