@@ -19,6 +19,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from perfmodel.search import gemm_kernel
 from perfmodel.search.gemm_kernel import (
     D_DRAM_BW,
     D_DRAM_LATENCY,
@@ -28,6 +29,7 @@ from perfmodel.search.gemm_kernel import (
     D_SHARING,
     D_UNITS,
 )
+from perfmodel.search.jit_cache import drop_stale
 
 # columns of the per-candidate table (``gemm_jit.fill_candidates``: terms that depend on the device, the candidate,
 # the element size and the peak only: computed once per op dtype, not per op)
@@ -36,6 +38,10 @@ from perfmodel.search.gemm_kernel import (
 
 WAVE_SLACK = 1e-12  # 1 / units taken this much low in ``floors``' wave count (a floor: never a wave more)
 FLOOR_SLACK = 1e-6  # relative room for the few roundings between ``memory_floor``'s bound and ``element``'s figure
+
+
+# its kernels freeze gemm_kernel's constants: a change there alone must not load stale machine code
+drop_stale(__file__, (str(gemm_kernel.__file__),))
 
 
 @numba.njit(inline="always", cache=True, error_model="numpy")

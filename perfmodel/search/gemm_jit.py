@@ -12,6 +12,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from perfmodel.search import gemm_cost, gemm_floor, gemm_kernel
 from perfmodel.search.gemm_cost import in_flight_bandwidth
 from perfmodel.search.gemm_floor import (  # the table's columns, read as gemm_jit.C_* elsewhere too
     C_BK,
@@ -62,8 +63,11 @@ from perfmodel.search.gemm_kernel import (
     D_SYSTOLIC,
     D_UNITS,
 )
+from perfmodel.search.jit_cache import drop_stale
 
 # the numpy formula compiled as it stands (scalars in, scalar out): the same operations, the same floats
+# the kernels below inline gemm_floor's and gemm_cost's functions and freeze gemm_kernel's constants
+drop_stale(__file__, tuple(str(m.__file__) for m in (gemm_cost, gemm_floor, gemm_kernel)))
 in_flight = numba.njit(inline="always", cache=True, error_model="numpy")(in_flight_bandwidth)
 
 

@@ -1,0 +1,52 @@
+"""numba's cache keyed on a compiled module's dependencies (``search.jit_cache``): an edit to a module whose
+jitted functions another one inlines deletes that one's cache files, once."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from perfmodel.search.jit_cache import drop_stale
+
+
+def _layout(tmp_path: Path) -> tuple[Path, Path, Path]:
+    module, dep = tmp_path / "kernels.py", tmp_path / "floors.py"
+    module.write_text("x = 1\n")
+    dep.write_text("C = 1\n")
+    cache = tmp_path / "__pycache__"
+    cache.mkdir()
+    for name in ("kernels.best-10.py311.nbi", "kernels.best-10.py311.1.nbc", "floors.f-3.py311.nbi"):
+        (cache / name).write_bytes(b"compiled")
+    return module, dep, cache
+
+
+def test_a_changed_dependency_drops_the_module_cache_once(tmp_path: Path) -> None:
+    module, dep, cache = _layout(tmp_path)
+    assert drop_stale(str(module), (str(dep),))  # no stamp yet: whatever is cached may be stale
+    assert sorted(p.name for p in cache.iterdir()) == ["floors.f-3.py311.nbi", "kernels.dependencies"]
+    (cache / "kernels.best-10.py311.nbi").write_bytes(b"compiled again")
+    assert not drop_stale(str(module), (str(dep),))  # same sources: numba's cache is kept
+    assert (cache / "kernels.best-10.py311.nbi").exists()
+    dep.write_text("C = 2\n")
+    assert drop_stale(str(module), (str(dep),))
+    assert not (cache / "kernels.best-10.py311.nbi").exists()
+    assert (cache / "floors.f-3.py311.nbi").exists()  # another module's cache is its own business
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through read-only modes")
+def test_a_read_only_cache_is_left_to_numba(tmp_path: Path) -> None:
+    module, dep, cache = _layout(tmp_path)
+    cache.chmod(0o555)
+    try:
+        assert not drop_stale(str(module), (str(dep),))
+    finally:
+        cache.chmod(0o755)
+
+
+def test_the_gemm_kernels_are_keyed_on_what_they_inline() -> None:
+    from perfmodel.search import gemm_floor
+
+    stamp = Path(gemm_floor.__file__).parent / "__pycache__" / "gemm_floor.dependencies"
+    assert stamp.exists() and len(stamp.read_text(encoding="ascii")) == 64
