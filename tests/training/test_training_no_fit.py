@@ -56,27 +56,11 @@ RUNNER = CliRunner()
 
 
 def test_the_cli_prints_the_reason_and_the_fix_and_exits_1() -> None:
-    out = RUNNER.invoke(
-        app, ["train-layouts", "llama-3-70b", "-H", H100, "--devices", "8", "--global-batch", "16", "--seq-len", "8192"]
-    )
+    args = ["train-layouts", "llama-3-70b", "-H", H100, "--devices", "8", "--global-batch", "16", "--seq-len", "8192"]
+    out = RUNNER.invoke(app, args)
     assert out.exit_code == 1, out.output
     assert "no layout fits: none of the" in out.output and "fits with devices 8 -> 16" in out.output
-    js = RUNNER.invoke(
-        app,
-        [
-            "train-layouts",
-            "llama-3-70b",
-            "-H",
-            H100,
-            "--devices",
-            "8",
-            "--global-batch",
-            "16",
-            "--seq-len",
-            "8192",
-            "--json",
-        ],
-    )
+    js = RUNNER.invoke(app, [*args, "--json"])
     assert js.exit_code == 0 and json.loads(js.output)["does_not_fit"]["fits_with"]
 
 
@@ -119,43 +103,11 @@ def test_the_page_links_each_change_that_fits(tmp_path: Path) -> None:
 def test_a_checked_layout_no_single_change_fixes_names_a_layout_that_fits() -> None:
     """8 x H100, llama-3-8b at 131K tokens, pure dp: no single change fits; it said only "search with
     train-layouts". It now names the search's fastest fitting layout of the same devices, and exits 1."""
-    out = RUNNER.invoke(
-        app,
-        [
-            "train-layouts",
-            "llama-3-8b",
-            "-H",
-            H100,
-            "--devices",
-            "8",
-            "--global-batch",
-            "16",
-            "--seq-len",
-            "131072",
-            "--dp",
-            "8",
-        ],
-    )
+    args = ["train-layouts", "llama-3-8b", "-H", H100, "--devices", "8", "--global-batch", "16", "--seq-len", "131072"]
+    out = RUNNER.invoke(app, [*args, "--dp", "8"])
     assert out.exit_code == 1, out.output
     assert "no single change makes it fit" in out.output and "another layout of 8 devices fits: tp=" in out.output
-    js = RUNNER.invoke(
-        app,
-        [
-            "train-layouts",
-            "llama-3-8b",
-            "-H",
-            H100,
-            "--devices",
-            "8",
-            "--global-batch",
-            "16",
-            "--seq-len",
-            "131072",
-            "--dp",
-            "8",
-            "--json",
-        ],
-    )
+    js = RUNNER.invoke(app, [*args, "--dp", "8", "--json"])
     best = json.loads(js.output)["best_layout"]
     assert best["fits"] and best["layout"]["devices"] == 8
 

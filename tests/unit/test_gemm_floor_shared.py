@@ -12,17 +12,15 @@ import perfmodel
 from perfmodel.machine import tables
 from perfmodel.search import gemm_kernel
 from perfmodel.search.gemm_space import GemmCandidates, compact_space, full_space
-from tests.unit.test_gemm_memory_floor import _rows, assert_compiled_equals_numpy
-
-pytestmark = pytest.mark.skipif(not gemm_kernel.jit_enabled(), reason="numba kernel disabled or not installed")
+from tests.unit.test_gemm_memory_floor import (
+    _loaded_kernels,  # noqa: F401 (autouse: the kernels compiled)
+    _rows,
+    assert_compiled_equals_numpy,
+    pytestmark,  # noqa: F401 (skipped without numba)
+)
 
 DEVICES = ["nvidia-h100-sxm5-80gb", "amd-mi300x", "nvidia-t4", "google-tpu-v5p", "intel-gaudi2",
            "intel-xeon-platinum-8480"]
-
-
-@pytest.fixture(autouse=True)
-def _loaded_kernels() -> None:
-    assert gemm_kernel.load()
 
 
 def _reference(v: np.ndarray, c: np.ndarray, arrays: tuple[np.ndarray, ...], b: float, mm: float, nn: float,
