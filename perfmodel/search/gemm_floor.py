@@ -62,24 +62,6 @@ def dram_floor(v: Any, resident: float, bm: float, bn: float, stages: float, mm:
     return float((v[D_DRAM_LATENCY] + comp / rate) * (1.0 - FLOOR_SLACK))
 
 
-@numba.njit(inline="always", cache=True, error_model="numpy")
-def dram_floor_at(v: Any, resident: float, bm: float, bn: float, stages: float, mm: float, nn: float, mt: float,
-                  tiles: float, steps: float, kstep: float, ks: float, eb: float, comp: float, r: float,
-                  full_rate: float, full_flight: float) -> float:
-    """``dram_floor`` without its two divisions where the flight reaches DRAM's bandwidth: ``full_rate`` (s) is its
-    value at DRAM's full rate, ``full_flight`` (bytes) = DRAM bandwidth x latency, from which the in-flight rate
-    bound is taken as the bandwidth (near the edge either rate is at least ``dram_floor``'s min of the two, so the
-    floor is no higher)."""
-    share = min(v[D_SHARING], mt)
-    slab = (min(bm, mm) + min(bn, nn) * r / share) * min(kstep, ks) * eb
-    slabs = min(max(stages - 1.0, 1.0), steps)
-    flight = min(tiles, v[D_UNITS] * resident) * slabs * slab
-    if flight * (1.0 + FLOOR_SLACK) >= full_flight:
-        return full_rate
-    rate = min(v[D_DRAM_BW], max(flight / v[D_DRAM_LATENCY] * (1.0 + FLOOR_SLACK), 1e-30))
-    return float((v[D_DRAM_LATENCY] + comp / rate) * (1.0 - FLOOR_SLACK))
-
-
 @numba.njit(cache=True, error_model="numpy")
 def distinct(x: Any) -> Any:
     """The sorted distinct values of ``x`` and each element's index among them."""
@@ -133,10 +115,10 @@ def floors(v: Any, c: Any, bm: Any, bn: Any, stages: Any, codes: Any, values: An
     units = v[D_UNITS]
     # 1 / units a little low: ceil(tiles x it) is ceil(tiles / units) (no lower by more than one unit in 1e12)
     per_unit = 1.0 / units * (1.0 - WAVE_SLACK)
-    # ``dram_floor`` at DRAM's full rate, and the flight from which its rate is taken as that (``dram_floor_at``)
+    # ``dram_floor`` at DRAM's full rate, and the flight from which its rate is taken as that (from there on the
+    # in-flight bound is no lower than the bandwidth, so the floor is the full-rate one without its two divisions)
     full_rate = (v[D_DRAM_LATENCY] + comp / v[D_DRAM_BW]) * (1.0 - FLOOR_SLACK)
     full_flight = v[D_DRAM_BW] * v[D_DRAM_LATENCY]
-    resident_units = v[D_UNITS]
     for a in range(first, nsplit if last < 0 else last):
         s = usplit[a]
         ks = np.ceil(kk / s)
@@ -161,7 +143,7 @@ def floors(v: Any, c: Any, bm: Any, bn: Any, stages: Any, codes: Any, values: An
                 x = np.ceil(tiles * per_unit) * (steps * least_step) + v[D_FILL] + partial
                 if bounded_memory:  # ``dram_floor``, its terms taken from above
                     slabs = min(max(stages[j] - 1.0, 1.0), steps)
-                    flight = min(tiles, resident_units * c[j, C_RESIDENT]) * slabs * (pair_slab[pair] * depth)
+                    flight = min(tiles, units * c[j, C_RESIDENT]) * slabs * (pair_slab[pair] * depth)
                     if flight * (1.0 + FLOOR_SLACK) >= full_flight:
                         x = max(x, full_rate)
                     else:
