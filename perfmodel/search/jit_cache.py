@@ -8,6 +8,7 @@ the cache and deletes the module's cache files when it changes. A read-only inst
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from pathlib import Path
 
@@ -19,20 +20,16 @@ def drop_stale(module_file: str, dependencies: tuple[str, ...]) -> bool:
     cache = module.parent / "__pycache__"
     digest = hashlib.sha256(b"".join(Path(d).read_bytes() for d in dependencies)).hexdigest()
     stamp = cache / f"{module.stem}.dependencies"
-    try:
+    with contextlib.suppress(OSError):  # no stamp yet: whatever is cached may be stale
         if stamp.read_text(encoding="ascii") == digest:
             return False
-    except OSError:
-        pass
     dropped = False
-    try:
+    with contextlib.suppress(OSError):  # read-only or racing another process: numba's own invalidation still applies
         for stale in (*cache.glob(f"{module.stem}.*.nbi"), *cache.glob(f"{module.stem}.*.nbc")):
             stale.unlink()
             dropped = True
         cache.mkdir(exist_ok=True)
         stamp.write_text(digest, encoding="ascii")
-    except OSError:  # read-only or racing another process: numba's own invalidation still applies
-        pass
     return dropped
 
 
