@@ -149,14 +149,13 @@ class LayerNorm(RowOp):
         """With ``LAYER_NORM_LOOP_CHAIN``, the forward's normalize loop steps as dependent LLC round trips; with
         ``LAYER_NORM_WELFORD_BETWEEN_LOADS``, PyTorch's kernel's per-element fp32 work between its loads."""
         work = super().work(ops, granularity_bytes)
+        fwd, _ = pass_factors(ops)
         if LAYER_NORM_LOOP_CHAIN:
             cols = last_dim(ops)
             width = column(ops, "vector_width")
             threads = np.minimum(np.ceil(cols / width), column(ops, "threads_per_row"))
-            fwd, _ = pass_factors(ops)
             work.llc_round_trips = np.ceil(cols / (threads * width)) * fwd
         if LAYER_NORM_WELFORD_BETWEEN_LOADS:
-            fwd, _ = pass_factors(ops)
             torch_kernel = column(ops, "threads_per_row") == TORCH_VECTORIZED_THREADS
             work.fp32_instructions_between_loads = np.where(
                 torch_kernel, WELFORD_FP32_INSTRUCTIONS_PER_ELEMENT * shape_elements(ops) * fwd, 0.0)
